@@ -1,0 +1,809 @@
+// mnv2: the headless command-line front end. It drives the same engine objects as the desktop app.
+// Exit codes: 0 success, 1 runtime error ("error: ..." on stderr), 2 usage error.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mnv2/backend.h"
+#include "mnv2/bench.h"
+#include "mnv2/device.h"
+#include "mnv2/error.h"
+#include "mnv2/image.h"
+#include "mnv2/json.h"
+#include "mnv2/labels.h"
+#include "mnv2/model.h"
+#include "mnv2/model_lookup.h"
+#include "mnv2/profiler.h"
+#include "mnv2/report.h"
+#include "mnv2/timing.h"
+#include "mnv2/atomic_file.h"
+
+namespace mnv2::cli {
+namespace {
+
+constexpr const char* kUsage = R"(usage: mnv2 <command> [options]
+
+commands:
+  info      [--json]                            build, devices, backends and why unavailable, model lookup
+  topology  [--model F] [--format table|csv|json] [--batch N] [--input-size HxW]
+                                                the layers with output shapes, params and MACs
+  classify  [--model F] [--labels F] [--backend cpu|cudnn|cuda] [--top K] [--json]
+            (IMAGE... | --tensor F [--input-size HxW])
+                                                top-K classes for each image (or each image of a tensor)
+  bench     [--model F] [--backends B[,B...]] [--batch N[,N...]] [--input-size HxW]
+            [--warmup W] [--iters M] [--json F] end-to-end latency and throughput (no instrumentation)
+  profile   [--model F] [--backend B] [--batch N] [--input-size HxW] [--warmup W] [--iters M]
+            [--timing event|cupti] [--csv F] [--json F] [--trace F] [--image IMG | --tensor F]
+                                                end-to-end run, then a per-layer run; table + reports
+  compare   --backends cpu,cudnn[,cuda] [same options as profile]
+                                                profiles each backend, prints them side by side with
+                                                each layer's output error against the first backend
+
+The model is --model F, else $MNV2_MODEL, else a weights/ folder next to the program; with none, a
+built-in MobileNetV2 with synthetic weights runs (timing only: its predictions are meaningless).
+--tensor F: raw little-endian float32 NCHW, a whole number of 3xHxW images (default 224x224).
+)";
+
+// Command-line arguments after the command word: --flag value pairs, boolean flags and positionals.
+class Args {
+ public:
+  Args(int argc, char** argv, int first, const std::vector<std::string>& valued, const std::vector<std::string>& flags) {
+    for (int i = first; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a.rfind("--", 0) == 0 && a.size() > 2) {
+        std::string key = a, value;
+        bool has_inline = false;
+        if (auto eq = a.find('='); eq != std::string::npos) {
+          key = a.substr(0, eq);
+          value = a.substr(eq + 1);
+          has_inline = true;
+        }
+        if (contains(valued, key)) {
+          if (!has_inline) {
+            if (i + 1 >= argc) throw UsageError(key + " needs a value");
+            value = argv[++i];
+          }
+          if (values_.count(key)) throw UsageError(key + " given twice");
+          values_[key] = value;
+        } else if (contains(flags, key) && !has_inline) {
+          flags_.push_back(key);
+        } else {
+          throw UsageError("unknown option '" + a + "'");
+        }
+      } else {
+        positionals_.push_back(a);
+      }
+    }
+  }
+  std::optional<std::string> get(const std::string& key) const {
+    auto it = values_.find(key);
+    if (it == values_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::string get_or(const std::string& key, const std::string& fallback) const { return get(key).value_or(fallback); }
+  bool flag(const std::string& key) const { return contains(flags_, key); }
+  const std::vector<std::string>& positionals() const { return positionals_; }
+
+ private:
+  static bool contains(const std::vector<std::string>& v, const std::string& s) {
+    for (const auto& x : v)
+      if (x == s) return true;
+    return false;
+  }
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> flags_;
+  std::vector<std::string> positionals_;
+};
+
+int parse_int(const std::string& text, const std::string& what, int lo, int hi) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    throw UsageError(what + " must be an integer, got '" + text + "'");
+  }
+  if (used != text.size()) throw UsageError(what + " must be an integer, got '" + text + "'");
+  if (v < lo || v > hi)
+    throw UsageError(what + " must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + text);
+  return static_cast<int>(v);
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, sep)) out.push_back(item);
+  if (!text.empty() && text.back() == sep) out.push_back("");
+  return out;
+}
+
+// "224x224" (height x width); also a single number for a square.
+std::pair<int, int> parse_size(const std::string& text) {
+  auto parts = split(text, 'x');
+  if (parts.size() == 1) parts.push_back(parts[0]);
+  if (parts.size() != 2) throw UsageError("--input-size must look like 224x224 (height x width), got '" + text + "'");
+  return {parse_int(parts[0], "input height", 8, 8192), parse_int(parts[1], "input width", 8, 8192)};
+}
+
+struct LoadedModel {
+  Model model;
+  ModelLocation location;
+};
+
+LoadedModel load_model(const Args& args) {
+  LoadedModel m;
+  m.location = locate_model(args.get_or("--model", ""), executable_dir());
+  m.model = load_located_model(m.location);
+  for (const auto& w : m.model.warnings) std::cerr << "WARNING: " << w << "\n";
+  return m;
+}
+
+json::Value warnings_json(const Model& model) {
+  json::Array a;
+  for (const auto& w : model.warnings) a.emplace_back(w);
+  return json::Value(std::move(a));
+}
+
+void print_warnings(std::ostream& out, const Model& model, const char* prefix = "WARNING: ") {
+  for (const auto& w : model.warnings) out << prefix << w << "\n";
+}
+
+json::Value model_json(const LoadedModel& m) {
+  json::Value o;
+  o.set("source", m.model.source);
+  o.set("found_by", m.location.how);
+  o.set("checksum", m.model.checksum);
+  o.set("synthetic", m.model.synthetic);
+  o.set("classes", m.model.num_classes);
+  o.set("layers", static_cast<int64_t>(m.model.layers.size()));
+  o.set("warnings", warnings_json(m.model));
+  return o;
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  write_file_atomically(path, text);
+  std::cerr << "wrote " << path << "\n";
+}
+
+// ---- info -------------------------------------------------------------------------------------------
+
+int cmd_info(int argc, char** argv) {
+  Args args(argc, argv, 2, {"--model"}, {"--json"});
+  if (!args.positionals().empty()) throw UsageError("info takes no positional arguments");
+  const CudaEnvironment& env = cuda_environment();
+  json::Value j;
+  j.set("version", MNV2_VERSION);
+  j.set("commit", MNV2_GIT_COMMIT);
+  json::Value build;
+  build.set("cuda", env.built_with_cuda);
+  build.set("cuda_runtime", cuda_version_string(env.runtime_version));
+  build.set("image_decoding", image_decoding_available());
+  j.set("build", build);
+  json::Value cuda;
+  cuda.set("driver", cuda_version_string(env.driver_version));
+  json::Array devices;
+  for (const auto& d : env.devices) {
+    json::Value dj;
+    dj.set("index", d.index);
+    dj.set("name", d.name);
+    dj.set("compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor));
+    dj.set("memory_bytes", d.memory_bytes);
+    dj.set("multiprocessors", d.multiprocessors);
+    devices.push_back(dj);
+  }
+  cuda.set("devices", json::Value(devices));
+  if (env.devices.empty()) cuda.set("why_none", env.why_none);
+  j.set("cuda", cuda);
+  json::Array backends;
+  for (const auto& name : backend_names()) {
+    auto b = make_backend(name);
+    Availability a = b->availability();
+    json::Value bj;
+    bj.set("name", name);
+    bj.set("description", b->description());
+    bj.set("available", a.available);
+    if (!a.available) bj.set("reason", a.reason);
+    backends.push_back(bj);
+  }
+  j.set("backends", json::Value(backends));
+  ModelLocation loc = locate_model(args.get_or("--model", ""), executable_dir());
+  json::Value mj;
+  mj.set("path", loc.path.empty() ? json::Value() : json::Value(loc.path));
+  mj.set("found_by", loc.how);
+  json::Array searched;
+  for (const auto& s : loc.searched) searched.emplace_back(s);
+  mj.set("searched", json::Value(searched));
+  j.set("model", mj);
+
+  if (args.flag("--json")) {
+    std::cout << json::dump(j, 2) << "\n";
+    return 0;
+  }
+  std::cout << "mnv2 " << MNV2_VERSION << " (commit " << MNV2_GIT_COMMIT << ")\n";
+  std::cout << "build:   CUDA " << (env.built_with_cuda ? "yes (runtime " + cuda_version_string(env.runtime_version) + ")" : "no")
+            << ", image decoding " << (image_decoding_available() ? "OpenCV" : "none (--tensor only)") << "\n";
+  std::cout << "driver:  " << cuda_version_string(env.driver_version) << "\n";
+  if (env.devices.empty()) std::cout << "devices: none (" << env.why_none << ")\n";
+  for (const auto& d : env.devices)
+    std::cout << "device " << d.index << ": " << d.name << ", sm_" << d.cc_major << d.cc_minor << ", "
+              << d.multiprocessors << " SMs, " << (d.memory_bytes >> 20) << " MiB\n";
+  std::cout << "backends:\n";
+  for (const auto& b : backends) {
+    std::cout << "  " << b.at("name").as_string() << ": " << (b.at("available").as_bool() ? "available" : "unavailable")
+              << " — " << b.at("description").as_string();
+    if (const json::Value* r = b.find("reason")) std::cout << " (" << r->as_string() << ")";
+    std::cout << "\n";
+  }
+  if (loc.path.empty()) {
+    std::cout << "model:   none found (searched --model, MNV2_MODEL";
+    for (const auto& s : loc.searched) std::cout << ", " << s;
+    std::cout << "): the built-in topology with synthetic weights will run; predictions are meaningless\n";
+  } else {
+    std::cout << "model:   " << loc.path << " (" << loc.how << ")\n";
+  }
+  return 0;
+}
+
+// ---- topology ---------------------------------------------------------------------------------------
+
+int cmd_topology(int argc, char** argv) {
+  Args args(argc, argv, 2, {"--model", "--format", "--batch", "--input-size"}, {});
+  if (!args.positionals().empty()) throw UsageError("topology takes no positional arguments");
+  const std::string format = args.get_or("--format", "table");
+  if (format != "table" && format != "csv" && format != "json")
+    throw UsageError("--format must be table, csv or json, got '" + format + "'");
+  const int batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 65536);
+  LoadedModel m = load_model(args);
+  auto [h, w] = args.get("--input-size") ? parse_size(*args.get("--input-size"))
+                                         : std::pair<int, int>{m.model.input_height, m.model.input_width};
+  const std::vector<LayerStats> stats = analyse(m.model, batch, h, w);
+  int64_t total_params = 0, total_macs = 0, total_act = 0;
+  for (const auto& s : stats) {
+    total_params += s.params;
+    total_macs += s.macs;
+    total_act += s.activation_bytes;
+  }
+
+  if (format == "json") {
+    json::Value j;
+    j.set("model", model_json(m));
+    json::Value input;
+    input.set("batch", batch);
+    input.set("channels", m.model.input_channels);
+    input.set("height", h);
+    input.set("width", w);
+    j.set("input", input);
+    json::Array layers;
+    for (size_t i = 0; i < m.model.layers.size(); ++i) {
+      const Layer& l = m.model.layers[i];
+      const LayerStats& s = stats[i];
+      json::Value lj;
+      lj.set("index", l.index);
+      lj.set("kind", to_string(l.kind));
+      lj.set("name", l.name);
+      lj.set("source_name", l.source_name);
+      lj.set("description", describe(l));
+      lj.set("block", l.block_name);
+      json::Array inputs;
+      for (int in : l.inputs) inputs.emplace_back(in);
+      lj.set("inputs", json::Value(inputs));
+      lj.set("output_shape", json::Value(json::Array{s.output.n, s.output.c, s.output.h, s.output.w}));
+      lj.set("params", s.params);
+      lj.set("macs", s.macs);
+      lj.set("activation_bytes", s.activation_bytes);
+      lj.set("bytes", s.bytes);
+      layers.push_back(lj);
+    }
+    j.set("layers", json::Value(layers));
+    json::Value totals;
+    totals.set("layers", static_cast<int64_t>(m.model.layers.size()));
+    for (LayerKind k : {LayerKind::Conv2d, LayerKind::ReLU6, LayerKind::ReLU, LayerKind::ResidualAdd,
+                        LayerKind::GlobalAveragePool, LayerKind::Linear})
+      if (int c = count_layers(m.model, k)) totals.set(to_string(k), c);
+    totals.set("blocks", m.model.num_blocks);
+    totals.set("params", total_params);
+    totals.set("macs", total_macs);
+    totals.set("activation_bytes", total_act);
+    j.set("totals", totals);
+    std::cout << json::dump(j, 2) << "\n";
+    return 0;
+  }
+  if (format == "csv") {
+    print_warnings(std::cout, m.model, "# WARNING: ");
+    std::cout << "index,kind,name,block,description,inputs,out_n,out_c,out_h,out_w,params,macs,activation_bytes,bytes\n";
+    for (size_t i = 0; i < m.model.layers.size(); ++i) {
+      const Layer& l = m.model.layers[i];
+      const LayerStats& s = stats[i];
+      std::string inputs;
+      for (int in : l.inputs) inputs += (inputs.empty() ? "" : " ") + std::to_string(in);
+      std::cout << l.index << ',' << to_string(l.kind) << ',' << l.name << ',' << l.block_name << ",\"" << describe(l)
+                << "\"," << inputs << ',' << s.output.n << ',' << s.output.c << ',' << s.output.h << ',' << s.output.w
+                << ',' << s.params << ',' << s.macs << ',' << s.activation_bytes << ',' << s.bytes << "\n";
+    }
+    return 0;
+  }
+  print_warnings(std::cout, m.model);
+  std::cout << "model: " << m.model.source << " (" << m.location.how << ")\n";
+  std::cout << "input: " << batch << "x" << m.model.input_channels << "x" << h << "x" << w << "\n\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-48s %-22s %-18s %10s %14s\n", "idx: layer", "name", "output", "params", "MACs");
+  std::cout << line;
+  for (size_t i = 0; i < m.model.layers.size(); ++i) {
+    const Layer& l = m.model.layers[i];
+    const LayerStats& s = stats[i];
+    std::string head = std::to_string(l.index) + ": " + describe(l);
+    std::snprintf(line, sizeof line, "%-48s %-22s %-18s %10lld %14lld\n", head.c_str(), l.name.c_str(),
+                  s.output.str().c_str(), static_cast<long long>(s.params), static_cast<long long>(s.macs));
+    std::cout << line;
+  }
+  std::cout << "\n" << m.model.layers.size() << " layers (";
+  bool first = true;
+  for (LayerKind k : {LayerKind::Conv2d, LayerKind::ReLU6, LayerKind::ReLU, LayerKind::ResidualAdd,
+                      LayerKind::GlobalAveragePool, LayerKind::Linear}) {
+    if (int c = count_layers(m.model, k)) {
+      std::cout << (first ? "" : ", ") << c << " " << to_string(k);
+      first = false;
+    }
+  }
+  std::cout << "), " << m.model.num_blocks << " bottleneck blocks, " << total_params << " params, " << total_macs
+            << " MACs, " << total_act << " activation bytes\n";
+  return 0;
+}
+
+// ---- classify ---------------------------------------------------------------------------------------
+
+int cmd_classify(int argc, char** argv) {
+  Args args(argc, argv, 2, {"--model", "--labels", "--backend", "--top", "--tensor", "--input-size", "--precision"},
+            {"--json"});
+  const std::string backend_name = args.get_or("--backend", "cpu");
+  const int top = parse_int(args.get_or("--top", "5"), "--top", 1, 100000);
+  const Precision precision = parse_precision(args.get_or("--precision", "fp32"));
+  const auto tensor_path = args.get("--tensor");
+  const auto& images = args.positionals();
+  if (tensor_path && !images.empty()) throw UsageError("give image files or --tensor, not both");
+  if (!tensor_path && images.empty()) throw UsageError("classify needs image files or --tensor F");
+  if (!tensor_path && args.get("--input-size"))
+    throw UsageError("--input-size applies to --tensor inputs; images are cropped as the model's preprocessing says");
+  auto backend = make_backend(backend_name);  // unknown names are usage errors, before any file work
+  if (Availability a = backend->availability(); !a.available)
+    throw Error("backend '" + backend_name + "' is not available: " + a.reason);
+
+  LoadedModel m = load_model(args);
+  std::vector<std::string> labels = args.get("--labels") ? read_labels_file(*args.get("--labels"))
+                                                         : builtin_labels(m.model.num_classes);
+  if (static_cast<int>(labels.size()) != m.model.num_classes)
+    throw Error(args.get_or("--labels", "built-in labels") + ": " + std::to_string(labels.size()) +
+                " labels for a model with " + std::to_string(m.model.num_classes) + " classes");
+
+  Tensor input;
+  std::vector<std::string> names;
+  if (tensor_path) {
+    auto [h, w] = args.get("--input-size") ? parse_size(*args.get("--input-size"))
+                                           : std::pair<int, int>{m.model.input_height, m.model.input_width};
+    input = read_tensor_file(*tensor_path, Shape{1, m.model.input_channels, h, w});
+    for (int64_t i = 0; i < input.shape.n; ++i)
+      names.push_back(input.shape.n == 1 ? *tensor_path : *tensor_path + "[" + std::to_string(i) + "]");
+  } else {
+    std::vector<Tensor> batch;
+    for (const auto& path : images) {
+      batch.push_back(preprocess(decode_image_file(path), m.model.preprocess));
+      names.push_back(path);
+    }
+    input = stack_batch(batch);
+  }
+  analyse(m.model, static_cast<int>(input.shape.n), static_cast<int>(input.shape.h), static_cast<int>(input.shape.w));
+  auto net = backend->prepare(m.model, PrepareConfig{static_cast<int>(input.shape.n), static_cast<int>(input.shape.h),
+                                                     static_cast<int>(input.shape.w), precision});
+  const Tensor logits = net->run(input);
+  const int classes = static_cast<int>(logits.shape.per_image());
+
+  json::Array results;
+  for (int64_t i = 0; i < logits.shape.n; ++i) {
+    const float* row = logits.data.data() + i * classes;
+    const auto preds = top_k(row, classes, std::max(top, 5), labels);
+    if (args.flag("--json")) {
+      json::Value r;
+      r.set("input", names[static_cast<size_t>(i)]);
+      r.set("backend", backend_name);
+      r.set("precision", to_string(precision));
+      r.set("model", m.model.source);
+      auto pred_list = [&](size_t count) {
+        json::Array a;
+        for (size_t k = 0; k < count && k < preds.size(); ++k) {
+          json::Value p;
+          p.set("index", preds[k].index);
+          p.set("label", preds[k].label);
+          p.set("prob", preds[k].prob);
+          a.push_back(p);
+        }
+        return json::Value(a);
+      };
+      r.set("top5", pred_list(5));
+      if (top != 5) r.set("top", pred_list(static_cast<size_t>(top)));
+      json::Array lj;
+      for (int c = 0; c < classes; ++c) lj.emplace_back(static_cast<double>(row[c]));
+      r.set("logits", json::Value(lj));
+      r.set("warnings", warnings_json(m.model));
+      results.push_back(r);
+    } else {
+      print_warnings(std::cout, m.model);
+      std::cout << names[static_cast<size_t>(i)] << "  [backend " << backend_name << "]\n";
+      for (int k = 0; k < top && k < static_cast<int>(preds.size()); ++k) {
+        char line[512];
+        std::snprintf(line, sizeof line, "  %2d. %4d  %6.2f%%  %s\n", k + 1, preds[k].index, preds[k].prob * 100.0,
+                      preds[k].label.c_str());
+        std::cout << line;
+      }
+    }
+  }
+  if (args.flag("--json")) std::cout << json::dump(json::Value(results), 2) << "\n";
+  return 0;
+}
+
+// ---- bench ------------------------------------------------------------------------------------------
+
+int cmd_bench(int argc, char** argv) {
+  Args args(argc, argv, 2, {"--model", "--backends", "--backend", "--batch", "--input-size", "--warmup", "--iters", "--json", "--precision"}, {});
+  if (!args.positionals().empty()) throw UsageError("bench takes no positional arguments");
+  if (args.get("--backends") && args.get("--backend")) throw UsageError("give --backends or --backend, not both");
+  const auto backend_list = split(args.get("--backends").value_or(args.get_or("--backend", "cpu")), ',');
+  std::vector<int> batches;
+  for (const auto& b : split(args.get_or("--batch", "1"), ',')) batches.push_back(parse_int(b, "--batch", 1, 65536));
+  const int warmup = parse_int(args.get_or("--warmup", "5"), "--warmup", 0, 1000000);
+  const int iters = parse_int(args.get_or("--iters", "50"), "--iters", 1, 1000000);
+  const Precision precision = parse_precision(args.get_or("--precision", "fp32"));
+  for (const auto& b : backend_list) make_backend(b);  // unknown names fail here, as usage errors
+  LoadedModel m = load_model(args);
+  auto [h, w] = args.get("--input-size") ? parse_size(*args.get("--input-size"))
+                                         : std::pair<int, int>{m.model.input_height, m.model.input_width};
+
+  std::vector<BenchResult> results;
+  for (const auto& name : backend_list) {
+    for (int batch : batches) {
+      BenchConfig cfg;
+      cfg.backend = name;
+      cfg.batch = batch;
+      cfg.height = h;
+      cfg.width = w;
+      cfg.warmup = warmup;
+      cfg.iters = iters;
+      cfg.precision = precision;
+      const bool tty = isatty(2);
+      results.push_back(run_bench(m.model, cfg, [&](int done, int total) {
+        if (tty) std::cerr << "\r" << name << " batch " << batch << ": " << done << "/" << total << std::flush;
+        return true;
+      }));
+      if (tty) std::cerr << "\r\033[K";
+    }
+  }
+  print_warnings(std::cout, m.model);
+  std::cout << "model: " << m.model.source << "; input " << h << "x" << w << "; " << warmup << " warm-up + " << iters
+            << " timed runs; host wall time per run (input upload to logits download)\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-8s %6s %11s %11s %11s %11s %7s %12s\n", "backend", "batch", "median_ms", "p90_ms",
+                "min_ms", "max_ms", "cv", "images/s");
+  std::cout << line;
+  for (const auto& r : results) {
+    std::snprintf(line, sizeof line, "%-8s %6d %11.3f %11.3f %11.3f %11.3f %7.3f %12.1f\n", r.config.backend.c_str(),
+                  r.config.batch, r.latency_ms.median, r.latency_ms.p90, r.latency_ms.min, r.latency_ms.max,
+                  r.latency_ms.cv, r.images_per_s);
+    std::cout << line;
+  }
+  if (auto path = args.get("--json")) {
+    json::Value j;
+    j.set("schema", "mnv2.bench/1");
+    j.set("model", model_json(m));
+    j.set("commit", MNV2_GIT_COMMIT);
+    j.set("timer", "host_clock");
+    json::Array rows;
+    for (const auto& r : results) {
+      json::Value rj;
+      rj.set("backend", r.config.backend);
+      rj.set("backend_description", r.backend_description);
+      rj.set("precision", to_string(r.config.precision));
+      rj.set("batch", r.config.batch);
+      rj.set("height", r.config.height);
+      rj.set("width", r.config.width);
+      rj.set("warmup", r.config.warmup);
+      rj.set("iters", r.config.iters);
+      const Summary& s = r.latency_ms;
+      rj.set("median_ms", s.median);
+      rj.set("mean_ms", s.mean);
+      rj.set("min_ms", s.min);
+      rj.set("max_ms", s.max);
+      rj.set("std_ms", s.stddev);
+      rj.set("p90_ms", s.p90);
+      rj.set("p95_ms", s.p95);
+      rj.set("p99_ms", s.p99);
+      rj.set("cv", s.cv);
+      rj.set("images_per_s", r.images_per_s);
+      rj.set("memory_bytes", r.memory.total());
+      rows.push_back(rj);
+    }
+    j.set("results", json::Value(rows));
+    write_output(*path, json::dump(j, 2) + "\n");
+  }
+  return 0;
+}
+
+// ---- profile / compare --------------------------------------------------------------------------------
+
+const std::vector<std::string> kProfileOptions = {"--model", "--backend", "--backends", "--batch", "--input-size",
+                                                  "--warmup", "--iters", "--timing", "--csv", "--json", "--trace",
+                                                  "--image", "--tensor", "--precision"};
+
+struct ProfileRequest {
+  LoadedModel m;
+  ProfileConfig base;
+  std::vector<std::string> backends;
+};
+
+ProfileRequest parse_profile_request(const Args& args, bool compare) {
+  if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
+  ProfileRequest req;
+  if (compare) {
+    if (args.get("--backend")) throw UsageError("compare takes --backends B1,B2[,B3]");
+    req.backends = split(args.get_or("--backends", "cpu,cudnn"), ',');
+    if (req.backends.size() < 2) throw UsageError("compare needs at least two backends, e.g. --backends cpu,cudnn");
+  } else {
+    if (args.get("--backends")) throw UsageError("profile takes one --backend; use compare for several");
+    req.backends = {args.get_or("--backend", "cpu")};
+  }
+  for (size_t i = 0; i < req.backends.size(); ++i) {
+    make_backend(req.backends[i]);  // unknown names are usage errors
+    for (size_t k = 0; k < i; ++k)
+      if (req.backends[k] == req.backends[i]) throw UsageError("backend '" + req.backends[i] + "' given twice");
+  }
+  ProfileConfig& c = req.base;
+  c.batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 65536);
+  c.warmup = parse_int(args.get_or("--warmup", "10"), "--warmup", 0, 1000000);
+  c.iters = parse_int(args.get_or("--iters", "100"), "--iters", 1, 1000000);
+  c.precision = parse_precision(args.get_or("--precision", "fp32"));
+  const std::string timing = args.get_or("--timing", "event");
+  c.timer = parse_timer(timing);
+  if (c.timer == TimerKind::host_clock) throw UsageError("--timing must be event or cupti (the cpu backend always uses the host clock)");
+  if (args.get("--image") && args.get("--tensor")) throw UsageError("give --image or --tensor, not both");
+  if (args.get("--image") && args.get("--input-size"))
+    throw UsageError("--input-size applies to random or --tensor inputs; an image is cropped as the model says");
+  req.m = load_model(args);
+  auto [h, w] = args.get("--input-size") ? parse_size(*args.get("--input-size"))
+                                         : std::pair<int, int>{req.m.model.input_height, req.m.model.input_width};
+  if (auto image = args.get("--image")) {
+    Tensor t = preprocess(decode_image_file(*image), req.m.model.preprocess);
+    h = static_cast<int>(t.shape.h);
+    w = static_cast<int>(t.shape.w);
+    c.input = std::move(t);
+    c.input_name = *image;
+  } else if (auto tensor = args.get("--tensor")) {
+    c.input = read_tensor_file(*tensor, Shape{1, req.m.model.input_channels, h, w});
+    c.input_name = *tensor;
+  }
+  c.height = h;
+  c.width = w;
+  analyse(req.m.model, c.batch, h, w);  // a size the network cannot take fails before any run
+  return req;
+}
+
+ProfileProgress stderr_progress(const std::string& backend) {
+  const bool tty = isatty(2);
+  auto last_phase = std::make_shared<std::string>();
+  return [tty, backend, last_phase](const std::string& phase, int done, int total) {
+    if (tty) {
+      std::cerr << "\r\033[K" << backend << " " << phase << ": " << done << "/" << total << std::flush;
+      if (done == total) std::cerr << "\r\033[K";
+    } else if (phase != *last_phase) {
+      std::cerr << backend << ": " << phase << " (" << total << " runs)\n";
+      *last_phase = phase;
+    }
+    return true;
+  };
+}
+
+std::string us(double ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", ns / 1000.0);
+  return buf;
+}
+
+void print_summary(const RunReport& r) {
+  const EndToEnd& e = r.end_to_end;
+  std::printf("%s: %s\n", r.backend.c_str(), r.backend_description.c_str());
+  std::printf("  end to end (un-instrumented, %lld runs): host median %.3f ms (p90 %.3f, min %.3f, cv %.3f)",
+              static_cast<long long>(e.host_ms.n), e.host_ms.median, e.host_ms.p90, e.host_ms.min, e.host_ms.cv);
+  if (e.gpu_ms) std::printf("; GPU median %.3f ms (p90 %.3f)", e.gpu_ms->median, e.gpu_ms->p90);
+  std::printf("; %.1f images/s\n", e.images_per_s);
+  std::printf("  per layer (%s, %d runs): sum of layer medians %.3f ms; gap to end to end %.3f ms"
+              " (instrumentation, launch gaps, idle GPU, copies)\n",
+              r.timer.c_str(), r.config.iters, r.sum_of_steps_ms, r.gap_ms);
+  std::printf("  memory held: %.1f MiB (weights %.1f, activations %.1f, workspace %.1f)\n",
+              r.memory.total() / 1048576.0, r.memory.weight_bytes / 1048576.0, r.memory.activation_bytes / 1048576.0,
+              r.memory.workspace_bytes / 1048576.0);
+  if (r.sm_clock_mhz_start > 0) std::printf("  SM clock: %d MHz at start, %d MHz at end\n", r.sm_clock_mhz_start, r.sm_clock_mhz_end);
+  std::string kinds;
+  for (const auto& g : r.per_kind) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s%s %.3f ms (%.1f%%)", kinds.empty() ? "" : ", ", g.name.c_str(), g.median_ns / 1e6,
+                  g.share * 100);
+    kinds += buf;
+  }
+  std::printf("  per kind: %s\n", kinds.c_str());
+  for (const auto& w : r.warnings) std::printf("  WARNING: %s\n", w.c_str());
+}
+
+void print_profile_table(const RunReport& r) {
+  std::printf("%-4s %-22s %-18s %-16s %10s %10s %7s %9s %9s %s\n", "idx", "name", "kind", "output", "median_us",
+              "p90_us", "share", "GFLOP/s", "GB/s", r.timer == "cupti_kernel" ? "kernels" : "variant");
+  for (const auto& lp : r.layers) {
+    const Layer& l = r.topology[static_cast<size_t>(lp.layer)];
+    const StepProfile& p = r.steps[static_cast<size_t>(lp.step)];
+    const std::string out = r.layer_stats[static_cast<size_t>(lp.layer)].output.str();
+    if (p.layers.front() != lp.layer) {
+      std::printf("%-4d %-22s %-18s %-16s %10s   (fused into %s)\n", l.index, l.name.c_str(), to_string(l.kind),
+                  out.c_str(), "-", p.name.c_str());
+      continue;
+    }
+    std::string detail = p.variant;
+    if (r.timer == "cupti_kernel") {
+      detail = std::to_string(static_cast<int>(std::lround(p.kernels_per_iter))) + "x ";
+      for (size_t k = 0; k < p.kernel_names.size() && k < 2; ++k) {
+        std::string n = p.kernel_names[k].substr(0, 48);
+        detail += (k ? "; " : "") + n;
+      }
+      if (p.timers_disagree) detail += "  [event " + us(p.event_ns->median) + " us]";
+    }
+    std::printf("%-4d %-22s %-18s %-16s %10s %10s %6.2f%% %9.1f %9.1f %s\n", l.index, l.name.c_str(), to_string(l.kind),
+                out.c_str(), us(p.time_ns.median).c_str(), us(p.time_ns.p90).c_str(), p.share * 100, p.gflops,
+                p.gbytes_per_s, detail.c_str());
+  }
+}
+
+void write_reports(const Args& args, const std::vector<RunReport>& reports) {
+  if (auto p = args.get("--csv")) {
+    write_csv_report(*p, reports);
+    std::cerr << "wrote " << *p << "\n";
+  }
+  if (auto p = args.get("--json")) {
+    write_json_report(*p, reports);
+    std::cerr << "wrote " << *p << "\n";
+  }
+  if (auto p = args.get("--trace")) {
+    write_trace(*p, reports);
+    std::cerr << "wrote " << *p << "\n";
+  }
+}
+
+int cmd_profile(int argc, char** argv) {
+  Args args(argc, argv, 2, kProfileOptions, {});
+  ProfileRequest req = parse_profile_request(args, false);
+  ProfileConfig cfg = req.base;
+  cfg.backend = req.backends.front();
+  RunReport r = profile(req.m.model, cfg, stderr_progress(cfg.backend));
+  print_warnings(std::cout, req.m.model);
+  std::printf("model %s; input %s; batch %d; %dx%d; %s; warm-up %d, %d timed runs per phase; percentiles: type 7\n",
+              r.model_source.c_str(), r.config.input_name.c_str(), r.config.batch, r.config.height, r.config.width,
+              to_string(r.config.precision), r.config.warmup, r.config.iters);
+  print_profile_table(r);
+  print_summary(r);
+  write_reports(args, {r});
+  return 0;
+}
+
+int cmd_compare(int argc, char** argv) {
+  Args args(argc, argv, 2, kProfileOptions, {});
+  ProfileRequest req = parse_profile_request(args, true);
+  std::vector<RunReport> reports;
+  for (const auto& b : req.backends) {
+    ProfileConfig cfg = req.base;
+    cfg.backend = b;
+    reports.push_back(profile(req.m.model, cfg, stderr_progress(b)));
+  }
+  // Output diffs on the first image of the batch: every layer's output of each backend against the first.
+  const std::string reference = req.backends.front();
+  const Tensor input = req.base.input ? *req.base.input
+                                      : random_input(Shape{1, req.m.model.input_channels, req.base.height, req.base.width}, 1);
+  Tensor first(Shape{1, input.shape.c, input.shape.h, input.shape.w});
+  std::copy(input.data.begin(), input.data.begin() + first.shape.numel(), first.data.begin());
+  const PrepareConfig pc{1, req.base.height, req.base.width, req.base.precision};
+  for (size_t i = 1; i < reports.size(); ++i) {
+    std::cerr << "diff " << req.backends[i] << " vs " << reference << "\n";
+    reports[i].diff = diff_backends(req.m.model, req.backends[i], reference, pc, first);
+  }
+
+  print_warnings(std::cout, req.m.model);
+  std::printf("model %s; input %s; batch %d; %dx%d; %s; warm-up %d, %d timed runs per phase\n", req.m.model.source.c_str(),
+              req.base.input_name.empty() ? "random(seed=1)" : req.base.input_name.c_str(), req.base.batch,
+              req.base.height, req.base.width, to_string(req.base.precision), req.base.warmup, req.base.iters);
+  std::printf("%-4s %-22s %-18s", "idx", "name", "kind");
+  for (const auto& r : reports) std::printf(" %12s", (r.backend + "_us").c_str());
+  for (size_t i = 1; i < reports.size(); ++i) std::printf(" %13s %10s", (reports[i].backend + "_relL2").c_str(), "max_abs");
+  std::printf("\n");
+  for (size_t l = 0; l < reports.front().layers.size(); ++l) {
+    const Layer& layer = reports.front().topology[l];
+    std::printf("%-4d %-22s %-18s", layer.index, layer.name.c_str(), to_string(layer.kind));
+    for (const auto& r : reports) {
+      const StepProfile& p = r.steps[static_cast<size_t>(r.layers[l].step)];
+      std::printf(" %12s", p.layers.front() == static_cast<int>(l) ? us(p.time_ns.median).c_str() : "(fused)");
+    }
+    for (size_t i = 1; i < reports.size(); ++i) {
+      const LayerDiff& d = reports[i].diff->layers[l];
+      if (d.compared)
+        std::printf(" %13.3e %10.3e", d.error.rel_l2, d.error.max_abs);
+      else
+        std::printf(" %13s %10s", "-", "-");
+    }
+    std::printf("\n");
+  }
+  for (const auto& r : reports) print_summary(r);
+  for (size_t i = 1; i < reports.size(); ++i) {
+    const DiffReport& d = *reports[i].diff;
+    std::printf("diff %s vs %s (first image): logits rel L2 %.3e, max abs %.3e, cosine %.9f; top-5 %s; ",
+                d.backend.c_str(), d.reference.c_str(), d.logits.rel_l2, d.logits.max_abs, d.logits.cosine,
+                d.top5_agree ? "agrees" : "DIFFERS");
+    if (d.first_divergent_layer >= 0)
+      std::printf("first layer over rel L2 %.0e: %d\n", d.threshold, d.first_divergent_layer);
+    else
+      std::printf("no layer over rel L2 %.0e\n", d.threshold);
+  }
+  write_reports(args, reports);
+  return 0;
+}
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (cmd == "--version") {
+    std::cout << "mnv2 " << MNV2_VERSION << " (commit " << MNV2_GIT_COMMIT << ")\n";
+    return 0;
+  }
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::cout << kUsage;
+      return 0;
+    }
+  }
+  if (cmd == "info") return cmd_info(argc, argv);
+  if (cmd == "topology") return cmd_topology(argc, argv);
+  if (cmd == "classify") return cmd_classify(argc, argv);
+  if (cmd == "bench") return cmd_bench(argc, argv);
+  if (cmd == "profile") return cmd_profile(argc, argv);
+  if (cmd == "compare") return cmd_compare(argc, argv);
+  throw UsageError("unknown command '" + cmd + "'");
+}
+
+}  // namespace
+}  // namespace mnv2::cli
+
+int main(int argc, char** argv) {
+  try {
+    return mnv2::cli::dispatch(argc, argv);
+  } catch (const mnv2::UsageError& e) {
+    std::cerr << "error: " << e.what() << "\n(run 'mnv2 --help' for usage)\n";
+    return 2;
+  } catch (const mnv2::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}

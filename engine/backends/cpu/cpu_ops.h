@@ -1,0 +1,62 @@
+// Float32 NCHW kernels of the cpu backend: direct loops, OpenBLAS GEMM and OpenMP. They know no network:
+// each takes raw buffers, a parameter struct and the number of threads to split its work over.
+#pragma once
+
+#include <cstdint>
+
+namespace mnv2::cpu {
+
+// One convolution over a whole batch. Layouts: input [batch, in_channels, in_h, in_w], weight
+// [out_channels, in_channels / groups, kernel_h, kernel_w], output [batch, out_channels, out_h, out_w].
+struct ConvShape {
+  int batch = 1;
+  int in_channels = 0;
+  int in_h = 0, in_w = 0;  // input map, pixels
+  int out_channels = 0;
+  int out_h = 0, out_w = 0;  // output map, pixels; must agree with conv_output_extent()
+  int kernel_h = 1, kernel_w = 1;
+  int stride_h = 1, stride_w = 1;
+  int pad_top = 0, pad_left = 0;  // leading zero padding; trailing padding is implied by out_h/out_w
+  int dilation_h = 1, dilation_w = 1;
+  int groups = 1;  // in_channels and out_channels are multiples of it
+};
+
+// Output length along one axis, or <= 0 when the padded input is shorter than the dilated kernel.
+int conv_output_extent(int in, int pad_begin, int pad_end, int kernel, int stride, int dilation);
+
+// How a convolution is computed; recorded in the report as the step's variant.
+enum class ConvVariant {
+  pointwise_gemm,    // 1x1, stride 1, no pads, groups 1: one GEMM per image, no copy of the input
+  depthwise_direct,  // groups == in == out channels: direct loops, 3x3 stride 1/2 on a fast path
+  im2col_gemm,       // anything else: unfold the input per group, then GEMM
+};
+const char* to_string(ConvVariant variant);
+ConvVariant choose_conv_variant(const ConvShape& shape);
+
+// Scratch floats conv2d() needs for this shape and variant (0 when it needs none).
+int64_t conv_workspace_floats(const ConvShape& shape, ConvVariant variant);
+
+// output = conv(input, weight) + bias. bias may be null (no bias). workspace holds
+// conv_workspace_floats() floats. Accumulates in float32.
+void conv2d(const ConvShape& shape, ConvVariant variant, const float* input, const float* weight, const float* bias,
+            float* output, float* workspace, int threads);
+
+// out[i] = min(max(in[i], lo), hi); in may equal out.
+void clip(const float* in, float* out, int64_t count, float lo, float hi, int threads);
+
+// out[i] = a[i] + b[i]; out may equal a or b.
+void add(const float* a, const float* b, float* out, int64_t count, int threads);
+
+// out[p] = mean of the plane_size values of plane p; planes = batch * channels.
+void global_average_pool(const float* in, float* out, int64_t planes, int64_t plane_size, int threads);
+
+// out[batch, out_features] = in[batch, in_features] * weight[out_features, in_features]^T + bias.
+// bias may be null.
+void linear(const float* in, const float* weight, const float* bias, float* out, int batch, int in_features,
+            int out_features, int threads);
+
+// Makes OpenBLAS run every call on the calling thread: the kernels above split work over OpenMP
+// threads themselves, and two thread pools on the same cores would fight over them.
+void use_single_threaded_blas();
+
+}  // namespace mnv2::cpu

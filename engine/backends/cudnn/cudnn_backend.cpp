@@ -1,0 +1,723 @@
+// The cudnn backend: every layer through NVIDIA's libraries (cuDNN convolutions, activations, adds and
+// pooling; cuBLAS for the classifier), strict fp32, one step per topology layer, one stream per network.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/cudnn/conv_algorithm.h"
+#include "backends/cudnn/cuda_check.h"
+#include "backends/cudnn/raii.h"
+#include "mnv2/backend.h"
+#include "mnv2/device.h"
+#include "mnv2/error.h"
+#include "mnv2/model.h"
+
+namespace mnv2 {
+namespace cudnn_backend {
+namespace {
+
+constexpr const char* kBackendName = "cudnn";
+// Every sub-buffer starts on this many bytes, cudaMalloc's own alignment, so cuDNN's vectorised kernels
+// see the same alignment as with separate allocations.
+constexpr size_t kAlignment = 256;
+// Find measures with at most this much workspace (bytes), and at most half the free device memory.
+constexpr size_t kMaxFindWorkspace = size_t{1} << 30;
+// Activation buffers are filled with this byte before Find measures: every float reads 0.0115, a non-zero,
+// finite value, so no algorithm is timed on zeros or on leftover NaNs.
+constexpr int kFindFillByte = 0x3C;
+
+const float kOne = 1.0f;
+const float kZero = 0.0f;
+
+std::string layer_label(const Layer& layer) {
+  std::string label = "layer " + std::to_string(layer.index);
+  if (!layer.name.empty()) label += " '" + layer.name + "'";
+  return label + " (" + to_string(layer.kind) + ")";
+}
+
+// 91900 -> "9.19.0"
+std::string cudnn_version_string(size_t v) {
+  return std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + "." + std::to_string(v % 100);
+}
+
+std::string cublas_version_string() {
+  int major = 0, minor = 0, patch = 0;
+  if (cublasGetProperty(MAJOR_VERSION, &major) != CUBLAS_STATUS_SUCCESS ||
+      cublasGetProperty(MINOR_VERSION, &minor) != CUBLAS_STATUS_SUCCESS ||
+      cublasGetProperty(PATCH_LEVEL, &patch) != CUBLAS_STATUS_SUCCESS)
+    return "?";
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+std::string format_number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
+// Whether this machine can run the backend at all: a CUDA device, and cuDNN and cuBLAS that initialise.
+// Asked once per process, on first use (creating a cuDNN handle takes a moment).
+struct LibraryProbe {
+  bool ok = false;
+  std::string reason;
+};
+
+const LibraryProbe& library_probe() {
+  static const LibraryProbe probe = [] {
+    LibraryProbe p;
+    const CudaEnvironment& env = cuda_environment();
+    if (env.devices.empty()) {
+      p.reason = env.why_none.empty() ? std::string("no CUDA device") : env.why_none;
+      return p;
+    }
+    const size_t loaded = cudnnGetVersion();
+    if (loaded / 10000 != CUDNN_MAJOR) {
+      p.reason = "cuDNN " + cudnn_version_string(loaded) + " is loaded, this build needs cuDNN " +
+                 std::to_string(CUDNN_MAJOR) + ".x";
+      return p;
+    }
+    cudnnHandle_t cudnn = nullptr;
+    if (cudnnStatus_t s = cudnnCreate(&cudnn); s != CUDNN_STATUS_SUCCESS) {
+      p.reason = "cuDNN could not be initialised: " + gpu_check::describe(s);
+      return p;
+    }
+    MNV2_CHECK_LOG(cudnnDestroy(cudnn));
+    cublasHandle_t cublas = nullptr;
+    if (cublasStatus_t s = cublasCreate(&cublas); s != CUBLAS_STATUS_SUCCESS) {
+      p.reason = "cuBLAS could not be initialised: " + gpu_check::describe(s);
+      return p;
+    }
+    MNV2_CHECK_LOG(cublasDestroy(cublas));
+    p.ok = true;
+    return p;
+  }();
+  return probe;
+}
+
+std::optional<std::string> check_input_count(const Layer& layer, size_t expected) {
+  if (layer.inputs.size() == expected) return std::nullopt;
+  return std::string(to_string(layer.kind)) + " takes " + std::to_string(expected) + " input(s), this one has " +
+         std::to_string(layer.inputs.size());
+}
+
+std::optional<std::string> check_parameters(const std::vector<float>& weight, int64_t expected_weight,
+                                            const std::vector<float>& bias, int64_t expected_bias) {
+  if (static_cast<int64_t>(weight.size()) != expected_weight)
+    return "weight holds " + std::to_string(weight.size()) + " values, expected " + std::to_string(expected_weight);
+  if (!bias.empty() && static_cast<int64_t>(bias.size()) != expected_bias)
+    return "bias holds " + std::to_string(bias.size()) + " values, expected " + std::to_string(expected_bias);
+  return std::nullopt;
+}
+
+std::optional<std::string> conv_unsupported_reason(const Layer& layer) {
+  const ConvParams& c = layer.conv;
+  if (auto r = check_input_count(layer, 1)) return r;
+  if (c.in_channels < 1 || c.out_channels < 1) return std::string("channel counts must be positive");
+  if (c.groups < 1 || c.in_channels % c.groups != 0 || c.out_channels % c.groups != 0)
+    return "groups " + std::to_string(c.groups) + " must divide in_channels " + std::to_string(c.in_channels) +
+           " and out_channels " + std::to_string(c.out_channels);
+  if (c.kernel_h < 1 || c.kernel_w < 1 || c.stride_h < 1 || c.stride_w < 1)
+    return std::string("kernel and stride must be positive");
+  if (c.dilation_h != 1 || c.dilation_w != 1)
+    return "dilation " + std::to_string(c.dilation_h) + "x" + std::to_string(c.dilation_w) +
+           " is not supported by the cudnn backend (dilation 1 only)";
+  if (c.pad_top < 0 || c.pad_left < 0 || c.pad_bottom < 0 || c.pad_right < 0)
+    return std::string("negative padding is not supported");
+  const int64_t weight = static_cast<int64_t>(c.out_channels) * (c.in_channels / c.groups) * c.kernel_h * c.kernel_w;
+  return check_parameters(layer.weight, weight, layer.bias, c.out_channels);
+}
+
+// cuDNN's clipped ReLU is min(max(x, 0), coef): a lower bound other than 0 has no cuDNN activation.
+std::optional<std::string> clip_unsupported_reason(const Layer& layer) {
+  if (auto r = check_input_count(layer, 1)) return r;
+  if (layer.clip_min != 0.0f || !(layer.clip_max > 0.0f))
+    return "clip bounds (" + format_number(layer.clip_min) + ", " + format_number(layer.clip_max) +
+           ") are not supported by the cudnn backend (lower bound 0 and a positive upper bound only)";
+  return std::nullopt;
+}
+
+int to_int(int64_t value, const std::string& what) {
+  if (value < 0 || value > INT_MAX)
+    throw Error("cudnn: " + what + " (" + std::to_string(value) + ") exceeds cuDNN's int range");
+  return static_cast<int>(value);
+}
+
+TensorDescriptor packed_descriptor(const Shape& s) {
+  TensorDescriptor d = make_tensor_descriptor();
+  MNV2_CHECK_CUDNN(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(s.n, "batch"),
+                                              to_int(s.c, "channels"), to_int(s.h, "height"), to_int(s.w, "width")));
+  return d;
+}
+
+// Dimensions `s` laid out inside a larger NCHW buffer of `outer` (same n and c): the interior of a padded map.
+TensorDescriptor interior_descriptor(const Shape& s, const Shape& outer) {
+  TensorDescriptor d = make_tensor_descriptor();
+  MNV2_CHECK_CUDNN(cudnnSetTensor4dDescriptorEx(d.get(), CUDNN_DATA_FLOAT, to_int(s.n, "batch"),
+                                                to_int(s.c, "channels"), to_int(s.h, "height"), to_int(s.w, "width"),
+                                                to_int(outer.c * outer.h * outer.w, "image stride"),
+                                                to_int(outer.h * outer.w, "plane"), to_int(outer.w, "row"), 1));
+  return d;
+}
+
+// Sub-buffers of one allocation: offsets planned first, one cudaMalloc after.
+class ArenaPlan {
+ public:
+  size_t add(int64_t floats) {
+    const size_t offset = bytes_;
+    bytes_ += (static_cast<size_t>(floats) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
+    return offset;
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  size_t bytes_ = 0;
+};
+
+float* at_offset(const DeviceBuffer& buffer, size_t offset) {
+  return reinterpret_cast<float*>(static_cast<char*>(buffer.get()) + offset);
+}
+
+// Marks a step for Nsight Systems and other NVTX tools; popped on every path out of the step.
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
+  ~NvtxRange() { nvtxRangePop(); }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+// One execution step: one topology layer, its operands and cuDNN descriptors.
+struct Step {
+  LayerKind kind = LayerKind::Conv2d;
+  int layer = 0;
+  std::string label;  // "layer 5 'block1.dw' (Conv2d)", for errors
+  Shape in_shape;     // the first input's
+  Shape out_shape;
+  int in_layer = kNetworkInput;   // producing layer of the first input
+  int in_layer2 = kNetworkInput;  // ResidualAdd's second input
+  bool has_bias = false;
+
+  // Device operands, set once the arenas exist.
+  const float* x = nullptr;
+  const float* x2 = nullptr;
+  float* y = nullptr;
+  const float* weight = nullptr;
+  const float* bias = nullptr;
+
+  TensorDescriptor x_desc;  // Conv2d: the padded map when pad_copy
+  TensorDescriptor y_desc;
+  TensorDescriptor bias_desc;  // [1, channels, 1, 1], broadcast over batch and map
+
+  // Conv2d. cuDNN pads symmetrically: it pads min(top, bottom) rows and min(left, right) columns itself,
+  // and the rest (extra_*) is a zero border of a separate buffer the input is copied into.
+  FilterDescriptor w_desc;
+  ConvolutionDescriptor conv_desc;
+  ConvAlgorithmChoice algo;
+  int sym_pad_h = 0, sym_pad_w = 0;
+  int extra_top = 0, extra_left = 0, extra_bottom = 0, extra_right = 0;
+  bool pad_copy = false;
+  Shape padded_shape;
+  TensorDescriptor pad_src_desc;  // the input, packed
+  TensorDescriptor pad_dst_desc;  // the same dimensions with the padded buffer's strides
+  float* padded = nullptr;        // the zero-bordered buffer the convolution reads
+  float* padded_interior = nullptr;
+
+  ActivationDescriptor activation;        // ReLU6 / ReLU
+  PoolingDescriptor pooling;              // GlobalAveragePool
+  OpTensorDescriptor add;                 // ResidualAdd
+  int in_features = 0, out_features = 0;  // Linear
+};
+
+class CudnnPreparedNet final : public PreparedNet {
+ public:
+  CudnnPreparedNet(const Model& model, const PrepareConfig& config) : config_(config) { build(model); }
+
+  ~CudnnPreparedNet() override {
+    // A run that threw may have left work in flight on buffers about to be freed.
+    if (stream_) MNV2_CHECK_LOG(cudaStreamSynchronize(stream_.get()));
+  }
+
+  CudnnPreparedNet(const CudnnPreparedNet&) = delete;
+  CudnnPreparedNet& operator=(const CudnnPreparedNet&) = delete;
+
+  const PrepareConfig& config() const override { return config_; }
+  const std::vector<ExecStep>& steps() const override { return exec_steps_; }
+  const std::vector<Tensor>& layer_outputs() const override { return layer_outputs_; }
+
+  MemoryReport memory() const override {
+    MemoryReport m;
+    m.weight_bytes = static_cast<int64_t>(weights_.bytes());
+    m.activation_bytes = static_cast<int64_t>(activations_.bytes());
+    m.workspace_bytes = static_cast<int64_t>(workspace_.bytes());
+    return m;
+  }
+
+  Tensor run(const Tensor& input, const RunOptions& options) override {
+    if (!(input.shape == input_shape_) || static_cast<int64_t>(input.data.size()) != input_shape_.numel())
+      throw UsageError(std::string("cudnn: input shape ") + input.shape.str() + " (" +
+                       std::to_string(input.data.size()) + " values) does not match the prepared " +
+                       input_shape_.str());
+    MNV2_CHECK_CUDA(cudaSetDevice(device_));
+    cudaStream_t stream = stream_.get();
+    StepObserver* observer = options.observer;
+    const size_t input_bytes = input.data.size() * sizeof(float);
+    std::memcpy(pinned_input_.get(), input.data.data(), input_bytes);
+
+    if (observer) observer->run_begin(stream);
+    MNV2_CHECK_CUDA(cudaMemcpyAsync(input_device_, pinned_input_.get(), input_bytes, cudaMemcpyHostToDevice, stream));
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const int index = static_cast<int>(i);
+      const ExecStep& exec = exec_steps_[i];
+      NvtxRange range(exec.name.c_str());
+      if (observer) observer->step_begin(index, stream);
+      try {
+        execute(steps_[i]);
+        MNV2_CHECK_CUDA(cudaGetLastError());
+      } catch (const Error& e) {
+        throw Error("cudnn: step '" + exec.name + "' (" + steps_[i].label + "): " + e.what());
+      }
+      if (observer) observer->step_end(index, stream);
+    }
+    const Step& last = steps_.back();
+    const size_t logits_bytes = static_cast<size_t>(last.out_shape.numel()) * sizeof(float);
+    MNV2_CHECK_CUDA(cudaMemcpyAsync(pinned_logits_.get(), last.y, logits_bytes, cudaMemcpyDeviceToHost, stream));
+    if (observer) observer->run_end(stream);
+
+    if (options.keep_layer_outputs) {
+      layer_outputs_.resize(steps_.size());
+      for (size_t i = 0; i < steps_.size(); ++i) {
+        Tensor& out = layer_outputs_[i];
+        if (!(out.shape == steps_[i].out_shape) || out.empty()) out = Tensor(steps_[i].out_shape);
+        MNV2_CHECK_CUDA(cudaMemcpyAsync(out.data.data(), steps_[i].y, out.data.size() * sizeof(float),
+                                        cudaMemcpyDeviceToHost, stream));
+      }
+    }
+    try {
+      MNV2_CHECK_CUDA(cudaStreamSynchronize(stream));
+    } catch (const Error& e) {
+      throw Error(std::string("cudnn: the network failed while running on the GPU: ") + e.what());
+    }
+
+    Tensor logits(Shape{config_.batch, last.out_shape.per_image(), 1, 1});
+    std::memcpy(logits.data.data(), pinned_logits_.get(), logits_bytes);
+    return logits;
+  }
+
+ private:
+  void build(const Model& model) {
+    const size_t n = model.layers.size();
+    if (n == 0) throw Error("cudnn: the model has no layers");
+    const std::vector<LayerStats> stats = analyse(model, config_.batch, config_.height, config_.width);
+    if (stats.size() != n)
+      throw Error("cudnn: analyse() returned a shape for " + std::to_string(stats.size()) + " of " + std::to_string(n) +
+                  " layers");
+    input_shape_ = Shape{config_.batch, model.input_channels, config_.height, config_.width};
+
+    MNV2_CHECK_CUDA(cudaSetDevice(device_));
+    stream_ = make_stream();
+    cudnn_ = make_cudnn_handle();
+    cublas_ = make_cublas_handle();
+    MNV2_CHECK_CUDNN(cudnnSetStream(cudnn_.get(), stream_.get()));
+    MNV2_CHECK_CUBLAS(cublasSetStream(cublas_.get(), stream_.get()));
+    // Pedantic: the prescribed float32 arithmetic in every phase, never TF32 whatever the environment says.
+    MNV2_CHECK_CUBLAS(cublasSetMathMode(cublas_.get(), CUBLAS_PEDANTIC_MATH));
+
+    // Plan: every layer output keeps its own buffer, so keep_layer_outputs can download all of them after
+    // the run; padded copies get their own too.
+    ArenaPlan weight_plan, activation_plan;
+    const size_t input_offset = activation_plan.add(input_shape_.numel());
+    std::vector<size_t> out_offset(n), pad_offset(n), w_offset(n), b_offset(n);
+    steps_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const Layer& layer = model.layers[i];
+      Step& step = steps_[i];
+      step.kind = layer.kind;
+      step.layer = static_cast<int>(i);
+      step.label = layer_label(layer);
+      step.out_shape = stats[i].output;
+      for (int j : layer.inputs)
+        if (j != kNetworkInput && (j < 0 || j >= static_cast<int>(i)))
+          throw Error("cudnn: " + step.label + " reads layer " + std::to_string(j) + ", which does not come before it");
+      step.in_layer = layer.inputs.at(0);
+      step.in_shape = step.in_layer == kNetworkInput ? input_shape_ : stats[step.in_layer].output;
+      if (layer.kind == LayerKind::ResidualAdd) step.in_layer2 = layer.inputs.at(1);
+      out_offset[i] = activation_plan.add(step.out_shape.numel());
+      step.has_bias = !layer.bias.empty();
+      if (layer.kind == LayerKind::Conv2d || layer.kind == LayerKind::Linear) {
+        w_offset[i] = weight_plan.add(static_cast<int64_t>(layer.weight.size()));
+        if (step.has_bias) b_offset[i] = weight_plan.add(static_cast<int64_t>(layer.bias.size()));
+      }
+      if (layer.kind == LayerKind::Conv2d) {
+        const ConvParams& c = layer.conv;
+        step.sym_pad_h = std::min(c.pad_top, c.pad_bottom);
+        step.sym_pad_w = std::min(c.pad_left, c.pad_right);
+        step.extra_top = c.pad_top - step.sym_pad_h;
+        step.extra_bottom = c.pad_bottom - step.sym_pad_h;
+        step.extra_left = c.pad_left - step.sym_pad_w;
+        step.extra_right = c.pad_right - step.sym_pad_w;
+        step.pad_copy = step.extra_top + step.extra_bottom + step.extra_left + step.extra_right > 0;
+        if (step.pad_copy) {
+          step.padded_shape = step.in_shape;
+          step.padded_shape.h += step.extra_top + step.extra_bottom;
+          step.padded_shape.w += step.extra_left + step.extra_right;
+          pad_offset[i] = activation_plan.add(step.padded_shape.numel());
+        }
+      }
+    }
+
+    weights_ = DeviceBuffer(weight_plan.bytes());
+    activations_ = DeviceBuffer(activation_plan.bytes());
+    cudaStream_t stream = stream_.get();
+    MNV2_CHECK_CUDA(cudaMemsetAsync(activations_.get(), kFindFillByte, activations_.bytes(), stream));
+    input_device_ = at_offset(activations_, input_offset);
+    for (size_t i = 0; i < n; ++i) {
+      const Layer& layer = model.layers[i];
+      Step& step = steps_[i];
+      step.y = at_offset(activations_, out_offset[i]);
+      if (step.pad_copy) step.padded = at_offset(activations_, pad_offset[i]);
+      if (layer.kind == LayerKind::Conv2d || layer.kind == LayerKind::Linear) {
+        float* w = at_offset(weights_, w_offset[i]);
+        // Pageable sources: the call returns once the bytes are staged, and the stream is synchronised
+        // before prepare() returns anyway.
+        MNV2_CHECK_CUDA(cudaMemcpyAsync(w, layer.weight.data(), layer.weight.size() * sizeof(float),
+                                        cudaMemcpyHostToDevice, stream));
+        step.weight = w;
+        if (step.has_bias) {
+          float* b = at_offset(weights_, b_offset[i]);
+          MNV2_CHECK_CUDA(
+              cudaMemcpyAsync(b, layer.bias.data(), layer.bias.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+          step.bias = b;
+        }
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      Step& step = steps_[i];
+      step.x = step.in_layer == kNetworkInput ? input_device_ : steps_[step.in_layer].y;
+      if (step.kind == LayerKind::ResidualAdd)
+        step.x2 = step.in_layer2 == kNetworkInput ? input_device_ : steps_[step.in_layer2].y;
+      try {
+        configure(step, model.layers[i]);
+      } catch (const Error& e) {
+        throw Error("cudnn: " + step.label + ": " + e.what());
+      }
+    }
+
+    choose_conv_algorithms();
+
+    // The border of a padded buffer is zero for good; runs only ever write its interior.
+    for (const Step& step : steps_)
+      if (step.pad_copy)
+        MNV2_CHECK_CUDA(
+            cudaMemsetAsync(step.padded, 0, static_cast<size_t>(step.padded_shape.numel()) * sizeof(float), stream));
+    pinned_input_ = PinnedBuffer(static_cast<size_t>(input_shape_.numel()) * sizeof(float));
+    pinned_logits_ = PinnedBuffer(static_cast<size_t>(steps_.back().out_shape.numel()) * sizeof(float));
+    MNV2_CHECK_CUDA(cudaStreamSynchronize(stream));
+
+    exec_steps_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      exec_steps_[i].name = std::string(to_string(steps_[i].kind)) + " " + std::to_string(i);
+      exec_steps_[i].layers = {static_cast<int>(i)};
+      exec_steps_[i].variant = variant_name(steps_[i], model.layers[i]);
+    }
+  }
+
+  void configure(Step& step, const Layer& layer) {
+    switch (layer.kind) {
+      case LayerKind::Conv2d: {
+        const ConvParams& c = layer.conv;
+        if (step.in_shape.c != c.in_channels)
+          throw Error("input has " + std::to_string(step.in_shape.c) + " channels, expected " +
+                      std::to_string(c.in_channels));
+        const Shape& conv_in = step.pad_copy ? step.padded_shape : step.in_shape;
+        step.x_desc = packed_descriptor(conv_in);
+        if (step.pad_copy) {
+          step.pad_src_desc = packed_descriptor(step.in_shape);
+          step.pad_dst_desc = interior_descriptor(step.in_shape, step.padded_shape);
+          step.padded_interior = step.padded + step.extra_top * step.padded_shape.w + step.extra_left;
+        }
+        step.w_desc = make_filter_descriptor();
+        MNV2_CHECK_CUDNN(cudnnSetFilter4dDescriptor(step.w_desc.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                                    c.out_channels, c.in_channels / c.groups, c.kernel_h, c.kernel_w));
+        step.conv_desc = make_convolution_descriptor();
+        // ONNX Conv is cross-correlation (the kernel is not flipped).
+        MNV2_CHECK_CUDNN(cudnnSetConvolution2dDescriptor(step.conv_desc.get(), step.sym_pad_h, step.sym_pad_w,
+                                                         c.stride_h, c.stride_w, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                         CUDNN_DATA_FLOAT));
+        MNV2_CHECK_CUDNN(cudnnSetConvolutionGroupCount(step.conv_desc.get(), c.groups));
+        // FMA math: plain float32 multiply-adds, no tensor cores, so no TF32 rounding of the operands.
+        MNV2_CHECK_CUDNN(cudnnSetConvolutionMathType(step.conv_desc.get(), CUDNN_FMA_MATH));
+        int on = 0, oc = 0, oh = 0, ow = 0;
+        MNV2_CHECK_CUDNN(cudnnGetConvolution2dForwardOutputDim(step.conv_desc.get(), step.x_desc.get(),
+                                                               step.w_desc.get(), &on, &oc, &oh, &ow));
+        if (!(Shape{on, oc, oh, ow} == step.out_shape))
+          throw Error("cuDNN's output " + Shape{on, oc, oh, ow}.str() + " differs from the model's " +
+                      step.out_shape.str());
+        step.y_desc = packed_descriptor(step.out_shape);
+        if (step.has_bias) step.bias_desc = packed_descriptor(Shape{1, c.out_channels, 1, 1});
+        break;
+      }
+      case LayerKind::ReLU6:
+      case LayerKind::ReLU: {
+        if (!(step.out_shape == step.in_shape))
+          throw Error("output " + step.out_shape.str() + " differs from input " + step.in_shape.str());
+        step.x_desc = packed_descriptor(step.in_shape);
+        step.y_desc = packed_descriptor(step.out_shape);
+        step.activation = make_activation_descriptor();
+        const bool unbounded = std::isinf(layer.clip_max);
+        // NaN propagates: a profiler should show a broken input, not clip it into a plausible number.
+        MNV2_CHECK_CUDNN(cudnnSetActivationDescriptor(
+            step.activation.get(), unbounded ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_CLIPPED_RELU,
+            CUDNN_PROPAGATE_NAN, unbounded ? 0.0 : static_cast<double>(layer.clip_max)));
+        break;
+      }
+      case LayerKind::ResidualAdd: {
+        const Shape second = step.in_layer2 == kNetworkInput ? input_shape_ : steps_[step.in_layer2].out_shape;
+        if (!(step.in_shape == second) || !(step.out_shape == step.in_shape))
+          throw Error("adds " + step.in_shape.str() + " and " + second.str() + " into " + step.out_shape.str());
+        step.y_desc = packed_descriptor(step.out_shape);
+        step.add = make_op_tensor_descriptor();
+        MNV2_CHECK_CUDNN(
+            cudnnSetOpTensorDescriptor(step.add.get(), CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN));
+        break;
+      }
+      case LayerKind::GlobalAveragePool: {
+        const Shape& in = step.in_shape;
+        if (!(step.out_shape == Shape{in.n, in.c, 1, 1}))
+          throw Error("pools " + in.str() + " into " + step.out_shape.str());
+        step.x_desc = packed_descriptor(in);
+        step.y_desc = packed_descriptor(step.out_shape);
+        step.pooling = make_pooling_descriptor();
+        // One window over the whole map, no padding: "include padding" then divides by exactly H*W.
+        const int h = to_int(in.h, "height"), w = to_int(in.w, "width");
+        MNV2_CHECK_CUDNN(cudnnSetPooling2dDescriptor(step.pooling.get(), CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
+                                                     CUDNN_PROPAGATE_NAN, h, w, 0, 0, h, w));
+        break;
+      }
+      case LayerKind::Linear: {
+        if (step.in_shape.per_image() != layer.in_features)
+          throw Error("input " + step.in_shape.str() + " does not hold " + std::to_string(layer.in_features) +
+                      " features");
+        if (!(step.out_shape == Shape{config_.batch, layer.out_features, 1, 1}))
+          throw Error("output " + step.out_shape.str() + " is not " + std::to_string(layer.out_features) + " features");
+        step.in_features = layer.in_features;
+        step.out_features = layer.out_features;
+        step.y_desc = packed_descriptor(step.out_shape);
+        if (step.has_bias) step.bias_desc = packed_descriptor(Shape{1, layer.out_features, 1, 1});
+        break;
+      }
+    }
+  }
+
+  static std::string problem_key(const Step& s, int device) {
+    int n = 0, c = 0, h = 0, w = 0, k = 0, cg = 0, kh = 0, kw = 0, ph = 0, pw = 0, sh = 0, sw = 0, dh = 0, dw = 0;
+    int groups = 0;
+    cudnnDataType_t type{};
+    cudnnTensorFormat_t format{};
+    cudnnConvolutionMode_t mode{};
+    int ns = 0, cs = 0, hs = 0, ws = 0;
+    MNV2_CHECK_CUDNN(cudnnGetTensor4dDescriptor(s.x_desc.get(), &type, &n, &c, &h, &w, &ns, &cs, &hs, &ws));
+    MNV2_CHECK_CUDNN(cudnnGetFilter4dDescriptor(s.w_desc.get(), &type, &format, &k, &cg, &kh, &kw));
+    MNV2_CHECK_CUDNN(cudnnGetConvolution2dDescriptor(s.conv_desc.get(), &ph, &pw, &sh, &sw, &dh, &dw, &mode, &type));
+    MNV2_CHECK_CUDNN(cudnnGetConvolutionGroupCount(s.conv_desc.get(), &groups));
+    char key[256];
+    std::snprintf(key, sizeof key, "gpu%d x=%dx%dx%dx%d w=%dx%dx%dx%d pad=%d,%d stride=%d,%d groups=%d", device, n, c,
+                  h, w, k, cg, kh, kw, ph, pw, sh, sw, groups);
+    return key;
+  }
+
+  void choose_conv_algorithms() {
+    std::vector<ConvProblem> problems(steps_.size());
+    size_t find_bytes = 0;
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      Step& s = steps_[i];
+      if (s.kind != LayerKind::Conv2d) continue;
+      ConvProblem& p = problems[i];
+      p.handle = cudnn_.get();
+      p.x_desc = s.x_desc.get();
+      p.x = s.pad_copy ? s.padded : s.x;
+      p.w_desc = s.w_desc.get();
+      p.w = s.weight;
+      p.conv_desc = s.conv_desc.get();
+      p.y_desc = s.y_desc.get();
+      p.y = s.y;
+      p.key = problem_key(s, device_);
+      find_bytes = std::max(find_bytes, max_allowed_workspace(p));
+    }
+    size_t free_bytes = 0, total_bytes = 0;
+    MNV2_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+    find_bytes = std::min({find_bytes, kMaxFindWorkspace, free_bytes / 2});
+
+    size_t workspace_bytes = 0;
+    {
+      DeviceBuffer find_workspace(find_bytes);
+      for (size_t i = 0; i < steps_.size(); ++i) {
+        Step& s = steps_[i];
+        if (s.kind != LayerKind::Conv2d) continue;
+        try {
+          s.algo = choose_algorithm(problems[i], find_workspace.get(), find_bytes);
+        } catch (const Error& e) {
+          throw Error("cudnn: " + s.label + ": " + e.what());
+        }
+        workspace_bytes = std::max(workspace_bytes, s.algo.workspace_bytes);
+      }
+    }
+    workspace_ = DeviceBuffer(workspace_bytes);
+  }
+
+  static std::string variant_name(const Step& s, const Layer& layer) {
+    switch (s.kind) {
+      case LayerKind::Conv2d: {
+        std::string v =
+            std::string(algorithm_name(s.algo.algo)) + " ws=" + std::to_string(s.algo.workspace_bytes) + "B";
+        if (s.has_bias) v += " +bias";
+        if (s.pad_copy) {
+          const ConvParams& c = layer.conv;
+          v += " +padcopy[" + std::to_string(c.pad_top) + "," + std::to_string(c.pad_left) + "," +
+               std::to_string(c.pad_bottom) + "," + std::to_string(c.pad_right) + "]";
+        }
+        return v;
+      }
+      case LayerKind::ReLU6:
+      case LayerKind::ReLU:
+        return std::isinf(layer.clip_max) ? std::string("RELU") : "CLIPPED_RELU(" + format_number(layer.clip_max) + ")";
+      case LayerKind::ResidualAdd:
+        return "OpTensor ADD";
+      case LayerKind::GlobalAveragePool:
+        return "Pooling AVG " + std::to_string(s.in_shape.h) + "x" + std::to_string(s.in_shape.w);
+      case LayerKind::Linear:
+        return s.has_bias ? "cublasSgemm (pedantic fp32) +bias" : "cublasSgemm (pedantic fp32)";
+    }
+    return "?";
+  }
+
+  void execute(const Step& s) {
+    cudnnHandle_t h = cudnn_.get();
+    switch (s.kind) {
+      case LayerKind::Conv2d: {
+        const float* x = s.x;
+        if (s.pad_copy) {
+          // alpha 1, beta 0: an exact copy into the interior; the zero border was written at prepare().
+          MNV2_CHECK_CUDNN(cudnnTransformTensor(h, &kOne, s.pad_src_desc.get(), s.x, &kZero, s.pad_dst_desc.get(),
+                                                s.padded_interior));
+          x = s.padded;
+        }
+        MNV2_CHECK_CUDNN(cudnnConvolutionForward(h, &kOne, s.x_desc.get(), x, s.w_desc.get(), s.weight,
+                                                 s.conv_desc.get(), s.algo.algo, workspace_.get(),
+                                                 s.algo.workspace_bytes, &kZero, s.y_desc.get(), s.y));
+        if (s.has_bias)
+          MNV2_CHECK_CUDNN(cudnnAddTensor(h, &kOne, s.bias_desc.get(), s.bias, &kOne, s.y_desc.get(), s.y));
+        break;
+      }
+      case LayerKind::ReLU6:
+      case LayerKind::ReLU:
+        MNV2_CHECK_CUDNN(
+            cudnnActivationForward(h, s.activation.get(), &kOne, s.x_desc.get(), s.x, &kZero, s.y_desc.get(), s.y));
+        break;
+      case LayerKind::ResidualAdd:
+        MNV2_CHECK_CUDNN(cudnnOpTensor(h, s.add.get(), &kOne, s.y_desc.get(), s.x, &kOne, s.y_desc.get(), s.x2, &kZero,
+                                       s.y_desc.get(), s.y));
+        break;
+      case LayerKind::GlobalAveragePool:
+        MNV2_CHECK_CUDNN(
+            cudnnPoolingForward(h, s.pooling.get(), &kOne, s.x_desc.get(), s.x, &kZero, s.y_desc.get(), s.y));
+        break;
+      case LayerKind::Linear: {
+        // cuBLAS is column-major: the row-major logits [batch, out] are the column-major [out, batch] matrix
+        // W x^T, with W [out, in] row-major read as its transpose and x [batch, in] as x^T.
+        const int batch = config_.batch;
+        MNV2_CHECK_CUBLAS(cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, s.out_features, batch, s.in_features,
+                                      &kOne, s.weight, s.in_features, s.x, s.in_features, &kZero, s.y, s.out_features));
+        if (s.has_bias)
+          MNV2_CHECK_CUDNN(cudnnAddTensor(h, &kOne, s.bias_desc.get(), s.bias, &kOne, s.y_desc.get(), s.y));
+        break;
+      }
+    }
+  }
+
+  PrepareConfig config_;
+  int device_ = 0;  // the first visible CUDA device
+  Shape input_shape_;
+  // Declared first so it is destroyed last: the handles and buffers below may still reference it.
+  CudaStream stream_;
+  CudnnHandle cudnn_;
+  CublasHandle cublas_;
+  DeviceBuffer weights_;      // every weight and bias
+  DeviceBuffer activations_;  // the network input, every layer output, padded copies
+  DeviceBuffer workspace_;    // shared by all convolutions: the largest any chosen algorithm needs
+  PinnedBuffer pinned_input_;
+  PinnedBuffer pinned_logits_;
+  float* input_device_ = nullptr;
+  std::vector<Step> steps_;
+  std::vector<ExecStep> exec_steps_;
+  std::vector<Tensor> layer_outputs_;
+};
+
+class CudnnBackend final : public Backend {
+ public:
+  std::string name() const override { return kBackendName; }
+
+  std::string description() const override {
+    std::string text = "NVIDIA cuDNN " + cudnn_version_string(cudnnGetVersion()) + " + cuBLAS " +
+                       cublas_version_string() + ", fp32 (FMA math, no TF32)";
+    const CudaEnvironment& env = cuda_environment();
+    if (!env.devices.empty()) text += " on " + env.devices.front().name;
+    return text;
+  }
+
+  Availability availability() const override {
+    const LibraryProbe& probe = library_probe();
+    return {probe.ok, probe.reason};
+  }
+
+  std::optional<std::string> unsupported_reason(const Layer& layer) const override {
+    switch (layer.kind) {
+      case LayerKind::Conv2d:
+        return conv_unsupported_reason(layer);
+      case LayerKind::ReLU6:
+      case LayerKind::ReLU:
+        return clip_unsupported_reason(layer);
+      case LayerKind::ResidualAdd:
+        return check_input_count(layer, 2);
+      case LayerKind::GlobalAveragePool:
+        return check_input_count(layer, 1);
+      case LayerKind::Linear:
+        if (auto r = check_input_count(layer, 1)) return r;
+        if (layer.in_features < 1 || layer.out_features < 1) return std::string("feature counts must be positive");
+        return check_parameters(layer.weight, static_cast<int64_t>(layer.out_features) * layer.in_features, layer.bias,
+                                layer.out_features);
+    }
+    return "unknown layer kind " + std::to_string(static_cast<int>(layer.kind));
+  }
+
+  std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
+    if (config.precision != Precision::fp32)
+      throw UsageError(std::string("cudnn: precision ") + to_string(config.precision) +
+                       " is not supported yet (the cudnn backend runs fp32 only)");
+    if (config.batch < 1 || config.height < 1 || config.width < 1)
+      throw UsageError("cudnn: batch, height and width must be positive (got batch " + std::to_string(config.batch) +
+                       ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");
+    if (Availability a = availability(); !a.available) throw Error("cudnn: not available: " + a.reason);
+    for (const Layer& layer : model.layers)
+      if (auto reason = unsupported_reason(layer)) throw Error("cudnn: " + layer_label(layer) + ": " + *reason);
+    return std::make_unique<CudnnPreparedNet>(model, config);
+  }
+};
+
+}  // namespace
+}  // namespace cudnn_backend
+
+std::unique_ptr<Backend> make_cudnn_backend() { return std::make_unique<cudnn_backend::CudnnBackend>(); }
+
+}  // namespace mnv2

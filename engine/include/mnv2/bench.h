@@ -1,0 +1,40 @@
+// End-to-end latency and throughput of one backend: warm-up runs, then timed runs, no instrumentation.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "mnv2/backend.h"
+#include "mnv2/stats.h"
+
+namespace mnv2 {
+
+struct BenchConfig {
+  std::string backend = "cpu";
+  int batch = 1;
+  int height = 224;
+  int width = 224;
+  int warmup = 5;   // untimed runs first (allocation, caches, algorithm choice stay out of the figures)
+  int iters = 50;   // timed runs
+  Precision precision = Precision::fp32;
+  uint64_t seed = 1;  // the input is uniform random in [-1, 1] from this seed (never zeros)
+};
+
+struct BenchResult {
+  BenchConfig config;
+  std::string backend_description;
+  Summary latency_ms;   // host wall time per run(): input upload, all layers, logits download
+  double images_per_s = 0;  // batch / median latency
+  MemoryReport memory;
+};
+
+// Called after each run with (runs done, total runs); returning false cancels (throws Error "cancelled").
+using ProgressFn = std::function<bool(int done, int total)>;
+
+// Throws UsageError for out-of-range values (batch < 1, warmup < 0, iters < 1, ...), Error on failure.
+BenchResult run_bench(const Model& model, const BenchConfig& config, const ProgressFn& progress = {});
+
+// A deterministic random input of the given shape.
+Tensor random_input(Shape shape, uint64_t seed);
+
+}  // namespace mnv2

@@ -1,0 +1,129 @@
+// The engine's own graph of MobileNetV2: an ordered list of layers (the 99-layer topology), with
+// shapes, parameter counts, MACs and bytes derived for a given batch and input size.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mnv2/tensor.h"
+
+namespace mnv2 {
+
+enum class LayerKind {
+  Conv2d,             // any kernel, stride, pads, groups; bias optional
+  ReLU6,              // clamp(x, 0, 6)
+  ReLU,               // clamp(x, 0, +inf); other Clip bounds also land here with their own min/max
+  ResidualAdd,        // elementwise sum of two layer outputs of the same shape
+  GlobalAveragePool,  // mean over H and W
+  Linear,             // y = x W^T + b on the flattened input
+};
+const char* to_string(LayerKind kind);
+
+// Index used in Layer::inputs for the network's input tensor.
+inline constexpr int kNetworkInput = -1;
+
+struct ConvParams {
+  int in_channels = 0;
+  int out_channels = 0;
+  int kernel_h = 1, kernel_w = 1;
+  int stride_h = 1, stride_w = 1;
+  int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;  // ONNX pads [t, l, b, r]
+  int dilation_h = 1, dilation_w = 1;
+  int groups = 1;  // groups == in_channels == out_channels: depthwise
+
+  bool depthwise() const { return groups > 1 && groups == in_channels && groups == out_channels; }
+  bool pointwise() const { return kernel_h == 1 && kernel_w == 1 && groups == 1; }
+  bool symmetric_pads() const { return pad_top == pad_bottom && pad_left == pad_right; }
+};
+
+struct Layer {
+  int index = 0;
+  LayerKind kind = LayerKind::Conv2d;
+  std::string name;         // structural name, e.g. "block3.expand", "block3.dw", "head.conv", "classifier"
+  std::string source_name;  // the ONNX node name (or output name when the node has none)
+  std::vector<int> inputs;  // producing layer indices; kNetworkInput for the network input
+
+  ConvParams conv;                 // Conv2d only
+  int in_features = 0;             // Linear only
+  int out_features = 0;            // Linear only
+  float clip_min = 0.0f;           // ReLU6 / ReLU
+  float clip_max = 6.0f;           // ReLU6 / ReLU (+inf for ReLU)
+  int pool_kernel_h = 0;           // GlobalAveragePool from an AveragePool: its kernel, which must cover
+  int pool_kernel_w = 0;           //   the whole input map; 0 = truly global
+
+  // Conv2d: [out_channels, in_channels / groups, kernel_h, kernel_w]; Linear: [out_features, in_features].
+  std::vector<float> weight;
+  std::vector<float> bias;  // [out_channels] or [out_features]; empty = no bias
+
+  int block = 0;           // 0 = stem, 1..num_blocks = bottlenecks, num_blocks + 1 = head
+  std::string block_name;  // "stem", "block1".."block17", "head"
+
+  int64_t param_count() const { return static_cast<int64_t>(weight.size() + bias.size()); }
+};
+
+// How images become the network's input (see shared/weights/README.md); ImageNet defaults.
+struct Preprocess {
+  std::string color = "RGB";  // channel order fed to the network: "RGB" or "BGR"
+  int resize = 256;           // shorter side after resize, pixels
+  int crop = 224;             // centred square crop, pixels
+  std::array<float, 3> mean{0.485f, 0.456f, 0.406f};  // [0,1] units, RGB order
+  std::array<float, 3> std{0.229f, 0.224f, 0.225f};   // [0,1] units, RGB order
+};
+
+struct Model {
+  std::vector<Layer> layers;  // topological order; the last layer's output is the logits
+  int input_channels = 3;
+  int input_height = 224;  // the input size the file declares (or 224); any size the net accepts runs
+  int input_width = 224;
+  int num_classes = 0;
+  int num_blocks = 0;      // bottleneck blocks found (17 for MobileNetV2)
+  bool synthetic = false;  // true: built-in topology with deterministic synthetic weights
+  bool has_softmax = false;  // the file ended in Softmax; the engine returns the logits before it
+  Preprocess preprocess;
+  std::string source;    // file path, or "builtin:mobilenet_v2_1.0 (synthetic weights)"
+  std::string checksum;  // "fnv1a64:<16 hex>" of the file bytes (or of the synthetic weights)
+  std::map<std::string, std::string> metadata;  // ONNX metadata_props
+  std::vector<std::string> warnings;            // shown on every output (e.g. synthetic weights)
+};
+
+// Per-layer figures for one batch size and input size.
+struct LayerStats {
+  Shape output;
+  int64_t params = 0;
+  int64_t macs = 0;              // multiply-accumulates for the whole batch (adds count for ResidualAdd/pool)
+  int64_t activation_bytes = 0;  // output tensor bytes
+  int64_t bytes = 0;             // fewest bytes moved: inputs read + weights read + output written
+};
+
+// Shapes and figures of every layer; throws Error if the network cannot take this input (a map shrinks
+// to nothing, an AveragePool that is not global, a Linear whose features do not match, ...).
+std::vector<LayerStats> analyse(const Model& model, int batch, int height, int width);
+
+// "Conv2d(3, 32, 3, 2, 1, 1)" (in, out, kernel, stride, padding, groups), asymmetric pads as
+// "[t, l, b, r]"; "ReLU6()", "ResidualAdd(5, 9)", "GlobalAveragePool()", "Linear(1280, 1001)".
+std::string describe(const Layer& layer);
+
+// Counts layers of one kind.
+int count_layers(const Model& model, LayerKind kind);
+
+// Assigns block / block_name: the stem is the first convolution and its activation; a bottleneck ends
+// at a convolution with no activation after it (the linear projection) and its residual add; the rest
+// is the head. Also names layers structurally (stem.conv, blockN.expand/dw/project/add, head.conv, ...).
+void assign_blocks_and_names(Model& model);
+
+// Loads an ONNX file with the ONNX library (checker included) into the engine's graph. BatchNormalization
+// is folded into the preceding Conv; Flatten/Reshape/Softmax/Dropout/Identity are not layers. Throws
+// Error "FILE: node 'NAME' (OP): reason" for anything it cannot take.
+Model load_onnx(const std::string& path);
+
+// The MobileNetV2 1.0 topology (99 layers, 1001 classes) with deterministic synthetic weights, for timing
+// without a model file. Predictions from it are meaningless, and its warnings say so.
+Model builtin_mobilenet_v2(uint64_t seed = 2024);
+
+// 64-bit FNV-1a of a byte range, as 16 lower-case hex digits.
+std::string fnv1a64_hex(const void* data, size_t size);
+
+}  // namespace mnv2

@@ -1,0 +1,27 @@
+// Where the model comes from: --model FILE, else env MNV2_MODEL, else a weights/ folder next to the
+// program, else the built-in topology with synthetic weights.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mnv2 {
+
+struct ModelLocation {
+  std::string path;           // empty: none found, use the built-in synthetic model
+  std::string how;            // "--model", "MNV2_MODEL", "weights folder <dir>", "none"
+  std::vector<std::string> searched;  // folders looked in, for the message when nothing is found
+};
+
+// `explicit_path` is the --model value (may be empty); `exe_dir` is the running program's folder.
+// An explicit path or MNV2_MODEL that does not exist is an Error (never a silent fallback).
+ModelLocation locate_model(const std::string& explicit_path, const std::string& exe_dir);
+
+// Loads the located file with load_onnx(), or builds the synthetic built-in model when none was found.
+struct Model;
+Model load_located_model(const ModelLocation& location);
+
+// The folder holding the running executable (from /proc/self/exe).
+std::string executable_dir();
+
+}  // namespace mnv2

@@ -1,0 +1,128 @@
+// The profiler: an un-instrumented run for end-to-end latency and throughput, then a separate
+// instrumented run for per-layer times, for any backend, batch and input size. Produces a RunReport.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mnv2/backend.h"
+#include "mnv2/bench.h"
+#include "mnv2/model.h"
+#include "mnv2/stats.h"
+#include "mnv2/tensor.h"
+#include "mnv2/timing.h"
+
+namespace mnv2 {
+
+struct ProfileConfig {
+  std::string backend = "cpu";
+  int batch = 1;
+  int height = 224;
+  int width = 224;
+  int warmup = 10;  // untimed runs before each of the two timed phases
+  int iters = 100;  // timed runs in each phase
+  Precision precision = Precision::fp32;
+  TimerKind timer = TimerKind::cuda_event;  // GPU backends; the cpu backend always uses the host clock
+  // Input: when empty, a deterministic random batch (seed 1). A single image is repeated over the batch.
+  std::optional<Tensor> input;
+  std::string input_name;  // shown in reports ("cat.input.f32", "random(seed=1)")
+};
+
+// One execution step of the prepared network (one topology layer, or several when the backend fused them).
+struct StepProfile {
+  int step = 0;
+  std::string name;
+  std::vector<int> layers;
+  std::string variant;
+  Summary time_ns;                   // the chosen timer, per iteration
+  std::optional<Summary> event_ns;   // cupti runs also time steps with events (the two-timer check)
+  bool timers_disagree = false;      // |median cupti - median event| > event resolution
+  std::vector<std::string> kernel_names;  // distinct, in launch order (cupti)
+  double kernels_per_iter = 0;       // cupti: activity records per iteration in this step
+  std::string grid, block;           // of the longest kernel, "x,y,z" (cupti)
+  int64_t macs = 0, bytes = 0;       // summed over the covered layers
+  double gflops = 0, gbytes_per_s = 0;  // from the median time
+  double share = 0;                  // of the sum of step medians
+};
+
+// One row per topology layer; time figures refer to the layer's step (shared by fused layers).
+struct LayerProfile {
+  int layer = 0;
+  int step = -1;
+  std::string fused_group;  // the step name when the step covers more than one layer, else empty
+};
+
+struct GroupTotal {
+  std::string name;  // a layer kind or a block name
+  double median_ns = 0;  // sum of the medians of the steps whose first layer is in the group
+  double share = 0;
+  int64_t macs = 0;
+};
+
+struct EndToEnd {
+  Summary host_ms;               // host wall time per run(): upload, every layer, download, sync
+  std::optional<Summary> gpu_ms;  // event pair around the whole run on the stream (GPU backends)
+  double images_per_s = 0;       // batch / median host time
+};
+
+struct LayerDiff {
+  int layer = 0;
+  bool compared = false;  // false where one side did not materialise the output (fused away)
+  ErrorStats error;
+};
+
+struct DiffReport {
+  std::string backend;    // the one under test
+  std::string reference;  // usually cpu
+  std::vector<LayerDiff> layers;
+  ErrorStats logits;
+  bool top5_agree = false;
+  std::vector<int> top5, reference_top5;  // of the first image
+  int first_divergent_layer = -1;  // first compared layer whose rel L2 exceeds the threshold
+  double threshold = 1e-4;
+};
+
+struct RunReport {
+  int schema_version = 1;
+  std::string run_id;
+  std::string backend;
+  std::string backend_description;
+  std::string timer;  // "cupti_kernel", "cuda_event", "host_clock"
+  ProfileConfig config;  // without the input tensor
+  std::string model_source, model_checksum;
+  bool model_synthetic = false;
+  std::string input_checksum;
+  std::string device;  // GPU name or "CPU"
+  std::string commit;
+  std::string date;  // ISO 8601 UTC
+  // Environment recorded at the start (and clocks at the end) of the run.
+  std::string driver, cuda_runtime, cudnn;
+  int sm_clock_mhz_start = -1, sm_clock_mhz_end = -1;
+  MemoryReport memory;
+
+  EndToEnd end_to_end;
+  std::vector<StepProfile> steps;
+  std::vector<LayerProfile> layers;  // the model's layers, in order
+  std::vector<Layer> topology;       // weights dropped: kind, name, attributes, block
+  std::vector<LayerStats> layer_stats;
+  std::vector<GroupTotal> per_kind, per_block;
+  double sum_of_steps_ms = 0;  // sum of step medians (instrumented run)
+  double gap_ms = 0;           // end-to-end median (gpu if measured, else host) minus sum_of_steps_ms
+  std::vector<KernelRecord> trace;  // one instrumented iteration's records (cupti) for the trace export
+  std::vector<std::string> warnings;
+  std::optional<DiffReport> diff;
+};
+
+// Progress: (phase, done, total); return false to cancel (profile() then throws Error "cancelled").
+using ProfileProgress = std::function<bool(const std::string& phase, int done, int total)>;
+
+RunReport profile(const Model& model, const ProfileConfig& config, const ProfileProgress& progress = {});
+
+// Runs `backend` and `reference` on the same input with every layer output kept and compares them.
+DiffReport diff_backends(const Model& model, const std::string& backend, const std::string& reference,
+                         const PrepareConfig& config, const Tensor& input);
+
+}  // namespace mnv2

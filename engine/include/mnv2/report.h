@@ -1,0 +1,29 @@
+// Writing and reading RunReports: CSV (one row per layer per backend), JSON (everything, readable back)
+// and a Chrome/Perfetto trace. Every file is written atomically (temporary file, then rename).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mnv2/json.h"
+#include "mnv2/profiler.h"
+
+namespace mnv2 {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+std::string report_csv(const std::vector<RunReport>& reports);  // header + rows
+json::Value report_json(const RunReport& report);
+json::Value reports_json(const std::vector<RunReport>& reports);  // {"schema": ..., "runs": [...]}
+std::string trace_json(const std::vector<RunReport>& reports);   // {"traceEvents": [...]}
+
+// Reads what reports_json / report_json wrote. Throws Error naming the file for malformed, truncated
+// or newer-schema files.
+std::vector<RunReport> read_reports_file(const std::string& path);
+std::vector<RunReport> reports_from_json(const json::Value& value);
+
+void write_csv_report(const std::string& path, const std::vector<RunReport>& reports);
+void write_json_report(const std::string& path, const std::vector<RunReport>& reports);
+void write_trace(const std::string& path, const std::vector<RunReport>& reports);
+
+}  // namespace mnv2

@@ -1,0 +1,77 @@
+// Timing sources for per-layer profiling: a host clock (cpu backend), a cudaEvent pair around each step,
+// or CUPTI activity records (GPU-only kernel time, names, grid and block) tied to steps by external
+// correlation ids. A TimingSource is the StepObserver the profiler hands to PreparedNet::run().
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mnv2/backend.h"
+
+namespace mnv2 {
+
+enum class TimerKind { host_clock, cuda_event, cupti_kernel };
+const char* to_string(TimerKind kind);        // "host_clock", "cuda_event", "cupti_kernel"
+TimerKind parse_timer(const std::string& text);  // "host", "event", "cupti" (or the full names); UsageError
+
+// One GPU activity record (CUPTI): a kernel, memcpy or memset.
+struct KernelRecord {
+  std::string name;   // demangled kernel name, or "memcpy HtoD" / "memset"
+  std::string kind;   // "kernel", "memcpy", "memset"
+  int step = -1;      // ExecStep that launched it; -1 = outside any step (e.g. input upload)
+  int64_t start_ns = 0;  // GPU timestamps, CUPTI clock, nanoseconds
+  int64_t end_ns = 0;
+  std::array<int, 3> grid{0, 0, 0};
+  std::array<int, 3> block{0, 0, 0};
+  int64_t bytes = 0;  // memcpy / memset size
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+// What one timed iteration produced.
+struct IterationTiming {
+  std::vector<int64_t> step_ns;       // per ExecStep; -1 where this source measured nothing
+  int64_t run_ns = -1;                // run_begin..run_end on this source's clock; -1 if not measured
+  std::vector<KernelRecord> records;  // cupti_kernel only
+};
+
+class TimingSource : public StepObserver {
+ public:
+  virtual TimerKind kind() const = 0;
+  // Smallest difference this source can resolve, nanoseconds (cudaEvent: about 0.5 us; host: the clock's).
+  virtual double resolution_ns() const = 0;
+  // Before each run(): how many steps the prepared network has.
+  virtual void begin_iteration(int num_steps) = 0;
+  // After run() returned (the stream is synchronised): this iteration's figures.
+  virtual IterationTiming end_iteration() = 0;
+  // Problems worth showing the user (dropped records, fallbacks).
+  virtual std::vector<std::string> warnings() const { return {}; }
+};
+
+// Throws Error when the kind cannot work in this build or on this machine (no CUDA). A CUPTI source that
+// cannot start (library missing, another profiler attached) falls back to cudaEvent timing and says so
+// in warnings().
+std::unique_ptr<TimingSource> make_timing_source(TimerKind kind);
+
+// Host clock source (always available); defined in engine/profile.
+std::unique_ptr<TimingSource> make_host_timing_source();
+
+#ifdef MNV2_HAVE_CUDA
+// GPU sources; defined in engine/profile/gpu (CUDA builds only).
+std::unique_ptr<TimingSource> make_event_timing_source();
+std::unique_ptr<TimingSource> make_cupti_timing_source();  // nullptr + reason if CUPTI cannot start
+std::string cupti_unavailable_reason();
+#endif
+
+// Wall time on the GPU stream for a whole run (event pair at run_begin / run_end), used by the
+// uninstrumented end-to-end run. Host backends: returns -1.
+class RunTimer : public StepObserver {
+ public:
+  virtual ~RunTimer() = default;
+  virtual int64_t last_run_ns() = 0;  // after run() returned
+};
+std::unique_ptr<RunTimer> make_run_timer(bool gpu);
+
+}  // namespace mnv2

@@ -1,0 +1,1212 @@
+// ONNX file -> engine graph. Parses with the official ONNX protobuf classes, runs the ONNX checker, then
+// walks the nodes in order, turning compute ops into Layers and folding everything else (BatchNorm, bias
+// Adds, Gemm alpha/beta, shape helper sub-graphs) away. Every refusal names the file and, for a node,
+// the node and its op, because users feed this arbitrary exports.
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mnv2/error.h"
+#include "mnv2/model.h"
+
+namespace mnv2 {
+
+namespace {
+
+// Bounds on numbers read from a file, so that nothing is sized by an absurd value.
+constexpr int64_t kMaxSide = 65536;                 // spatial side, kernel, stride, pad, dilation
+constexpr int64_t kMaxChannels = 1 << 20;           // channels / features of one tensor
+constexpr int64_t kMaxElements = int64_t{1} << 31;  // values in one initializer
+constexpr int kDefaultSide = 224;                   // input size assumed when the file leaves H/W open
+
+const float kInf = std::numeric_limits<float>::infinity();
+
+// A node-level refusal; the conversion loop adds "PATH: node 'NAME' (OP): ".
+class Refusal : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An int64 element of a shape computation. Shapes of real tensors contain the batch size, which is not
+// known at load time; it is carried symbolically so that Shape->Gather->Concat->Reshape can be checked.
+enum class Sym : uint8_t { Known, Batch, Unknown };
+struct SymInt {
+  int64_t v = 0;
+  Sym sym = Sym::Known;
+};
+
+struct Const {
+  std::vector<int64_t> dims;
+  bool is_float = true;
+  std::vector<float> f;   // is_float
+  std::vector<SymInt> i;  // !is_float
+  size_t size() const { return is_float ? f.size() : i.size(); }
+};
+
+// What the importer knows about a tensor computed from the image.
+struct TensorInfo {
+  int layer = kNetworkInput;  // producing layer
+  int rank = 4;               // 4: N x C x H x W map; 2: N x features (after Flatten / Linear)
+  int64_t c = 0;              // channels (rank 4) or features (rank 2)
+  int64_t h = 1, w = 1;       // at the declared input size (224 when the file leaves it open)
+  bool after_softmax = false;
+};
+
+struct Value {
+  bool is_const = false;
+  TensorInfo t;
+  Const k;
+};
+
+std::string dims_str(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+std::string sym_str(const std::vector<SymInt>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    s += i ? ", " : "";
+    s += v[i].sym == Sym::Batch ? "N" : v[i].sym == Sym::Unknown ? "?" : std::to_string(v[i].v);
+  }
+  return s + "]";
+}
+
+std::string data_type_name(int32_t t) {
+  if (onnx::TensorProto_DataType_IsValid(t))
+    return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t));
+  return "type " + std::to_string(t);
+}
+
+// Little-endian decoding independent of the host's byte order.
+uint64_t load_le(const unsigned char* p, int bytes) {
+  uint64_t v = 0;
+  for (int b = bytes - 1; b >= 0; --b) v = (v << 8) | p[b];
+  return v;
+}
+
+Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
+  const std::string what = "tensor '" + name + "'";
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    throw Refusal(what + " keeps its data in an external file; external data is not supported");
+  if (t.has_segment()) throw Refusal(what + " is segmented; segmented tensors are not supported");
+  Const k;
+  int64_t numel = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0) throw Refusal(what + " has a negative dimension " + std::to_string(d));
+    if (d != 0 && numel > kMaxElements / d) throw Refusal(what + " is too large");
+    numel *= d;
+    k.dims.push_back(d);
+  }
+  const size_t n = static_cast<size_t>(numel);
+  const std::string& raw = t.raw_data();
+  const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
+  auto check_raw = [&](size_t elem) {
+    if (raw.size() % elem != 0 || raw.size() / elem != n)
+      throw Refusal(what + " has " + std::to_string(raw.size()) + " bytes of data; its shape " + dims_str(k.dims) +
+                    " needs " + std::to_string(numel) + " values of " + std::to_string(elem) + " bytes");
+  };
+  auto check_count = [&](int count) {
+    if (count < 0 || static_cast<size_t>(count) != n)
+      throw Refusal(what + " has " + std::to_string(count) + " values; its shape " + dims_str(k.dims) + " needs " +
+                    std::to_string(numel));
+  };
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (t.has_raw_data()) {
+        check_raw(4);
+        k.f.resize(n);
+        for (size_t i = 0; i < n; ++i) k.f[i] = std::bit_cast<float>(static_cast<uint32_t>(load_le(bytes + 4 * i, 4)));
+      } else {
+        check_count(t.float_data_size());
+        k.f.assign(t.float_data().begin(), t.float_data().end());
+      }
+      break;
+    case onnx::TensorProto::DOUBLE:
+      if (t.has_raw_data()) {
+        check_raw(8);
+        k.f.resize(n);
+        for (size_t i = 0; i < n; ++i) k.f[i] = static_cast<float>(std::bit_cast<double>(load_le(bytes + 8 * i, 8)));
+      } else {
+        check_count(t.double_data_size());
+        for (double d : t.double_data()) k.f.push_back(static_cast<float>(d));
+      }
+      break;
+    case onnx::TensorProto::INT64:
+      k.is_float = false;
+      if (t.has_raw_data()) {
+        check_raw(8);
+        k.i.resize(n);
+        for (size_t i = 0; i < n; ++i) k.i[i].v = static_cast<int64_t>(load_le(bytes + 8 * i, 8));
+      } else {
+        check_count(t.int64_data_size());
+        for (int64_t v : t.int64_data()) k.i.push_back({v, Sym::Known});
+      }
+      break;
+    case onnx::TensorProto::INT32:
+      k.is_float = false;
+      if (t.has_raw_data()) {
+        check_raw(4);
+        k.i.resize(n);
+        for (size_t i = 0; i < n; ++i)
+          k.i[i].v = static_cast<int32_t>(static_cast<uint32_t>(load_le(bytes + 4 * i, 4)));
+      } else {
+        check_count(t.int32_data_size());
+        for (int32_t v : t.int32_data()) k.i.push_back({v, Sym::Known});
+      }
+      break;
+    default:
+      throw Refusal(what + " has data type " + data_type_name(t.data_type()) +
+                    "; only FLOAT, DOUBLE, INT64 and INT32 tensors are supported");
+  }
+  return k;
+}
+
+std::string node_label(const onnx::NodeProto& n, int index) {
+  if (!n.name().empty()) return n.name();
+  if (n.output_size() > 0 && !n.output(0).empty()) return n.output(0);
+  return "#" + std::to_string(index);
+}
+
+bool has_external_data(const onnx::TensorProto& t) { return t.data_location() == onnx::TensorProto::EXTERNAL; }
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// Locale-independent number parsing (a Qt GUI sets LC_NUMERIC from the environment).
+bool parse_float(const std::string& text, float& out) {
+  const std::string s = trim(text);
+  if (s.empty()) return false;
+  const char* first = s.data();
+  if (*first == '+') ++first;
+  auto [p, ec] = std::from_chars(first, s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(out);
+}
+
+bool parse_int(const std::string& text, int& out) {
+  const std::string s = trim(text);
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+void parse_preprocess(const std::string& path, const std::map<std::string, std::string>& meta, Preprocess& pre) {
+  auto bad = [&](const std::string& key, const std::string& value, const std::string& want) {
+    return Error(path + ": metadata '" + key + "' = '" + value + "': expected " + want);
+  };
+  for (const auto& [key, value] : meta) {
+    if (key == "preprocess.color") {
+      std::string v = trim(value);
+      std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return std::toupper(ch); });
+      if (v != "RGB" && v != "BGR") throw bad(key, value, "RGB or BGR");
+      pre.color = v;
+    } else if (key == "preprocess.resize" || key == "preprocess.crop") {
+      int v = 0;
+      if (!parse_int(value, v) || v <= 0 || v > kMaxSide)
+        throw bad(key, value, "a whole number of pixels in 1.." + std::to_string(kMaxSide));
+      (key == "preprocess.resize" ? pre.resize : pre.crop) = v;
+    } else if (key == "preprocess.mean" || key == "preprocess.std") {
+      std::array<float, 3> v{};
+      std::stringstream ss(value);
+      std::string item;
+      size_t count = 0;
+      bool ok = true;
+      while (std::getline(ss, item, ',')) {
+        if (count < 3 && !parse_float(item, v[count])) ok = false;
+        ++count;
+      }
+      if (!ok || count != 3) throw bad(key, value, "three comma-separated numbers (R,G,B)");
+      if (key == "preprocess.std") {
+        for (float x : v)
+          if (!(x > 0.0f)) throw bad(key, value, "three positive numbers (R,G,B)");
+        pre.std = v;
+      } else {
+        pre.mean = v;
+      }
+    }
+  }
+}
+
+class Importer {
+ public:
+  Importer(const std::string& path, const onnx::ModelProto& proto) : path_(path), proto_(proto), g_(proto.graph()) {}
+
+  Model run();
+
+ private:
+  [[noreturn]] void fail_file(const std::string& why) const { throw Error(path_ + ": " + why); }
+
+  std::string resolve(const std::string& name) const;
+  void count_uses();
+  void read_input();
+  void convert(const onnx::NodeProto& n);
+
+  // Inputs of the node being converted.
+  bool has_input(const onnx::NodeProto& n, int i) const { return i < n.input_size() && !n.input(i).empty(); }
+  const Value& value(const onnx::NodeProto& n, int i);
+  const TensorInfo& tensor_input(const onnx::NodeProto& n, int i);
+  Const const_input(const onnx::NodeProto& n, int i, const std::string& role);
+  Const float_input(const onnx::NodeProto& n, int i, const std::string& role);
+  float scalar_input(const onnx::NodeProto& n, int i, const std::string& role);
+  std::vector<int64_t> int_list_input(const onnx::NodeProto& n, int i, const std::string& role);
+
+  // Attributes of the node being converted.
+  const onnx::AttributeProto* attr(const onnx::NodeProto& n, const char* name,
+                                   onnx::AttributeProto::AttributeType type);
+  int64_t attr_int(const onnx::NodeProto& n, const char* name, int64_t dflt);
+  float attr_float(const onnx::NodeProto& n, const char* name, float dflt);
+  std::string attr_string(const onnx::NodeProto& n, const char* name, const std::string& dflt);
+  std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const char* name, std::vector<int64_t> dflt);
+
+  void set_output(const onnx::NodeProto& n, int i, Value v);
+  void set_tensor(const onnx::NodeProto& n, TensorInfo t) {
+    Value v;
+    v.t = t;
+    set_output(n, 0, std::move(v));
+  }
+  void set_const(const onnx::NodeProto& n, Const k) {
+    Value v;
+    v.is_const = true;
+    v.k = std::move(k);
+    set_output(n, 0, std::move(v));
+  }
+  void require_outputs(const onnx::NodeProto& n, int count);
+  int add_layer(const onnx::NodeProto& n, Layer layer);
+  int uses(const std::string& name) const {
+    auto it = uses_.find(resolve(name));
+    return it == uses_.end() ? 0 : it->second;
+  }
+
+  // Whether `name` is exactly layer `layer`'s output (not a reshaped view) and read by one node only: only
+  // then may the layer's weights absorb what that node does.
+  bool foldable(const std::string& name, int layer) const {
+    return layer >= 0 && static_cast<size_t>(layer) < layer_output_.size() &&
+           layer_output_[static_cast<size_t>(layer)] == resolve(name) && uses(name) == 1;
+  }
+  void folded_into(const onnx::NodeProto& n, const TensorInfo& x) {
+    layer_output_[static_cast<size_t>(x.layer)] = resolve(n.output(0));
+    set_tensor(n, x);
+  }
+
+  void conv(const onnx::NodeProto& n);
+  void batch_norm(const onnx::NodeProto& n);
+  void clip(const onnx::NodeProto& n, bool relu);
+  void add(const onnx::NodeProto& n);
+  void fold_bias(const onnx::NodeProto& n, int tensor_index, const Const& k);
+  void average_pool(const onnx::NodeProto& n, bool global);
+  void flatten(const onnx::NodeProto& n);
+  void reshape(const onnx::NodeProto& n);
+  void squeeze(const onnx::NodeProto& n);
+  void gemm(const onnx::NodeProto& n, bool matmul);
+  void softmax(const onnx::NodeProto& n);
+  void pass_through(const onnx::NodeProto& n, bool dropout);
+  void constant(const onnx::NodeProto& n);
+  void shape(const onnx::NodeProto& n);
+  void gather(const onnx::NodeProto& n);
+  void unsqueeze(const onnx::NodeProto& n);
+  void concat(const onnx::NodeProto& n);
+
+  const std::string& path_;
+  const onnx::ModelProto& proto_;
+  const onnx::GraphProto& g_;
+  int64_t opset_ = 0;
+  bool fixed_size_ = false;  // the file fixes H and W
+  Model model_;
+  std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
+  std::unordered_map<std::string, Value> values_;
+  std::unordered_map<std::string, std::string> alias_;  // Identity/Dropout output -> input
+  std::unordered_map<std::string, int> uses_;           // consumers per resolved name
+  std::vector<std::string> layer_output_;               // per layer: the name its unreshaped output goes by now
+  std::string label_;                                   // the node being converted, for warnings
+  Value scratch_;                                       // a large initializer decoded for the current node only
+};
+
+std::string Importer::resolve(const std::string& name) const {
+  std::string s = name;
+  // Aliases only point at earlier names, so a chain is at most as long as the node list.
+  for (int guard = 0; guard <= g_.node_size(); ++guard) {
+    auto it = alias_.find(s);
+    if (it == alias_.end()) break;
+    s = it->second;
+  }
+  return s;
+}
+
+void Importer::count_uses() {
+  for (const onnx::NodeProto& n : g_.node()) {
+    const bool alias = (n.op_type() == "Identity" || n.op_type() == "Dropout") && n.domain().empty();
+    if (alias && n.input_size() >= 1 && n.output_size() >= 1 && !n.input(0).empty()) {
+      alias_[n.output(0)] = resolve(n.input(0));
+      continue;
+    }
+    for (const std::string& in : n.input())
+      if (!in.empty()) ++uses_[resolve(in)];
+  }
+  for (const onnx::ValueInfoProto& out : g_.output()) ++uses_[resolve(out.name())];
+}
+
+void Importer::read_input() {
+  std::vector<const onnx::ValueInfoProto*> inputs;
+  std::string names;
+  for (const onnx::ValueInfoProto& in : g_.input()) {
+    if (initializers_.count(in.name())) continue;  // old exporters list weights as inputs too
+    inputs.push_back(&in);
+    names += (names.empty() ? "'" : ", '") + in.name() + "'";
+  }
+  if (inputs.size() != 1)
+    fail_file("the graph has " + std::to_string(inputs.size()) + " non-weight inputs" +
+              (names.empty() ? std::string() : " (" + names + ")") + "; expected exactly one image input");
+  const onnx::ValueInfoProto& in = *inputs[0];
+  const std::string what = "graph input '" + in.name() + "'";
+  if (!in.type().has_tensor_type()) fail_file(what + " is not a tensor");
+  const onnx::TypeProto_Tensor& tt = in.type().tensor_type();
+  if (tt.elem_type() != onnx::TensorProto::FLOAT)
+    fail_file(what + " has element type " + data_type_name(tt.elem_type()) + "; expected FLOAT (float32)");
+  if (!tt.has_shape() || tt.shape().dim_size() != 4)
+    fail_file(
+        what + " must be a 4-D N x C x H x W tensor" +
+        (tt.has_shape() ? ", got rank " + std::to_string(tt.shape().dim_size()) : std::string(" (no shape given)")));
+  const auto& d = tt.shape().dim();
+  if (!d[1].has_dim_value() || d[1].dim_value() <= 0 || d[1].dim_value() > kMaxChannels)
+    fail_file(what + " must have a fixed, positive channel count (dimension 1)");
+  model_.input_channels = static_cast<int>(d[1].dim_value());
+  const bool h_fixed = d[2].has_dim_value() && d[2].dim_value() > 0;
+  const bool w_fixed = d[3].has_dim_value() && d[3].dim_value() > 0;
+  for (int i : {2, 3})
+    if (d[i].has_dim_value() && (d[i].dim_value() > kMaxSide || d[i].dim_value() < 0))
+      fail_file(what + " has an unusable size " + std::to_string(d[i].dim_value()) + " in dimension " +
+                std::to_string(i));
+  model_.input_height = h_fixed ? static_cast<int>(d[2].dim_value()) : kDefaultSide;
+  model_.input_width = w_fixed ? static_cast<int>(d[3].dim_value()) : kDefaultSide;
+  fixed_size_ = h_fixed && w_fixed;
+
+  Value v;
+  v.t.layer = kNetworkInput;
+  v.t.rank = 4;
+  v.t.c = model_.input_channels;
+  v.t.h = model_.input_height;
+  v.t.w = model_.input_width;
+  values_[in.name()] = v;
+}
+
+const Value& Importer::value(const onnx::NodeProto& n, int i) {
+  if (!has_input(n, i)) throw Refusal("input " + std::to_string(i) + " is missing");
+  const std::string& name = n.input(i);
+  auto it = values_.find(name);
+  if (it != values_.end()) return it->second;
+  auto init = initializers_.find(name);
+  if (init != initializers_.end()) {
+    Value v;
+    v.is_const = true;
+    v.k = decode_tensor(*init->second, name);
+    // Large weights are read once by their node; caching them would only double memory.
+    if (v.k.size() > 64) {
+      scratch_ = std::move(v);
+      return scratch_;
+    }
+    return values_[name] = std::move(v);
+  }
+  throw Refusal("input '" + name +
+                "' is not a value the importer can use (it is produced by an output it does not support)");
+}
+
+const TensorInfo& Importer::tensor_input(const onnx::NodeProto& n, int i) {
+  const Value& v = value(n, i);
+  if (v.is_const)
+    throw Refusal("input '" + n.input(i) + "' is a constant; expected a tensor computed from the network input");
+  if (v.t.after_softmax)
+    throw Refusal("consumes the output of Softmax; Softmax is only supported as the network's last operation");
+  return v.t;
+}
+
+Const Importer::const_input(const onnx::NodeProto& n, int i, const std::string& role) {
+  if (!has_input(n, i)) throw Refusal(role + " (input " + std::to_string(i) + ") is missing");
+  const Value& v = value(n, i);
+  if (!v.is_const)
+    throw Refusal(role + " '" + n.input(i) + "' is computed at run time; it must be an initializer or a Constant");
+  return v.k;
+}
+
+Const Importer::float_input(const onnx::NodeProto& n, int i, const std::string& role) {
+  Const k = const_input(n, i, role);
+  if (!k.is_float) throw Refusal(role + " '" + n.input(i) + "' is not a floating-point tensor");
+  for (float x : k.f)
+    if (!std::isfinite(x)) throw Refusal(role + " '" + n.input(i) + "' holds NaN or Inf values");
+  return k;
+}
+
+float Importer::scalar_input(const onnx::NodeProto& n, int i, const std::string& role) {
+  Const k = const_input(n, i, role);
+  if (!k.is_float || k.size() != 1)
+    throw Refusal(role + " '" + n.input(i) + "' must be a single float, got shape " + dims_str(k.dims));
+  if (std::isnan(k.f[0])) throw Refusal(role + " '" + n.input(i) + "' is NaN");
+  return k.f[0];
+}
+
+std::vector<int64_t> Importer::int_list_input(const onnx::NodeProto& n, int i, const std::string& role) {
+  Const k = const_input(n, i, role);
+  if (k.is_float || k.dims.size() > 1) throw Refusal(role + " '" + n.input(i) + "' must be a 1-D integer tensor");
+  std::vector<int64_t> out;
+  for (const SymInt& s : k.i) {
+    if (s.sym != Sym::Known) throw Refusal(role + " '" + n.input(i) + "' is not known at load time");
+    out.push_back(s.v);
+  }
+  return out;
+}
+
+const onnx::AttributeProto* Importer::attr(const onnx::NodeProto& n, const char* name,
+                                           onnx::AttributeProto::AttributeType type) {
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    if (a.name() != name) continue;
+    if (a.type() != type)
+      throw Refusal(std::string("attribute '") + name + "' has type " +
+                    onnx::AttributeProto_AttributeType_Name(a.type()) + "; expected " +
+                    onnx::AttributeProto_AttributeType_Name(type));
+    return &a;
+  }
+  return nullptr;
+}
+
+int64_t Importer::attr_int(const onnx::NodeProto& n, const char* name, int64_t dflt) {
+  const auto* a = attr(n, name, onnx::AttributeProto::INT);
+  return a ? a->i() : dflt;
+}
+float Importer::attr_float(const onnx::NodeProto& n, const char* name, float dflt) {
+  const auto* a = attr(n, name, onnx::AttributeProto::FLOAT);
+  return a ? a->f() : dflt;
+}
+std::string Importer::attr_string(const onnx::NodeProto& n, const char* name, const std::string& dflt) {
+  const auto* a = attr(n, name, onnx::AttributeProto::STRING);
+  return a ? a->s() : dflt;
+}
+std::vector<int64_t> Importer::attr_ints(const onnx::NodeProto& n, const char* name, std::vector<int64_t> dflt) {
+  const auto* a = attr(n, name, onnx::AttributeProto::INTS);
+  if (!a) return dflt;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+void Importer::require_outputs(const onnx::NodeProto& n, int count) {
+  if (n.output_size() < count || n.output(0).empty()) throw Refusal("has no output");
+  for (int i = count; i < n.output_size(); ++i)
+    if (!n.output(i).empty() && uses(n.output(i)) > 0)
+      throw Refusal("output " + std::to_string(i) + " ('" + n.output(i) +
+                    "') is used; only the first output is supported");
+}
+
+void Importer::set_output(const onnx::NodeProto& n, int i, Value v) { values_[n.output(i)] = std::move(v); }
+
+int Importer::add_layer(const onnx::NodeProto& n, Layer layer) {
+  layer.index = static_cast<int>(model_.layers.size());
+  layer.source_name = !n.name().empty() ? n.name() : n.output(0);
+  model_.layers.push_back(std::move(layer));
+  layer_output_.push_back(resolve(n.output(0)));
+  return model_.layers.back().index;
+}
+
+void Importer::convert(const onnx::NodeProto& n) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    throw Refusal("operators from domain '" + n.domain() + "' are not supported");
+  const std::string& op = n.op_type();
+  if (op == "Conv") return conv(n);
+  if (op == "BatchNormalization") return batch_norm(n);
+  if (op == "Clip") return clip(n, false);
+  if (op == "Relu") return clip(n, true);
+  if (op == "Add") return add(n);
+  if (op == "GlobalAveragePool") return average_pool(n, true);
+  if (op == "AveragePool") return average_pool(n, false);
+  if (op == "Flatten") return flatten(n);
+  if (op == "Reshape") return reshape(n);
+  if (op == "Squeeze") return squeeze(n);
+  if (op == "Gemm") return gemm(n, false);
+  if (op == "MatMul") return gemm(n, true);
+  if (op == "Softmax") return softmax(n);
+  if (op == "Identity") return pass_through(n, false);
+  if (op == "Dropout") return pass_through(n, true);
+  if (op == "Constant") return constant(n);
+  if (op == "Shape") return shape(n);
+  if (op == "Gather") return gather(n);
+  if (op == "Unsqueeze") return unsqueeze(n);
+  if (op == "Concat") return concat(n);
+  throw Refusal(
+      "unsupported operator; this importer takes MobileNetV2-style networks (Conv, BatchNormalization, "
+      "Clip, Relu, Add, GlobalAveragePool, AveragePool, Flatten, Reshape, Gemm, MatMul, Softmax)");
+}
+
+void Importer::conv(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  const TensorInfo x = tensor_input(n, 0);
+  if (x.rank != 4) throw Refusal("input '" + n.input(0) + "' is 2-D; Conv needs an N x C x H x W map");
+  Const w = float_input(n, 1, "weight");
+  if (w.dims.size() != 4)
+    throw Refusal(
+        "weight '" + n.input(1) + "' has shape " + dims_str(w.dims) +
+        "; expected [out_channels, in_channels/group, kernel_h, kernel_w] (only 2-D convolution is supported)");
+  const int64_t group = attr_int(n, "group", 1);
+  if (group < 1 || group > kMaxChannels) throw Refusal("group " + std::to_string(group) + " is out of range");
+  const int64_t m = w.dims[0], cg = w.dims[1], kh = w.dims[2], kw = w.dims[3];
+  if (m < 1 || m > kMaxChannels || kh < 1 || kw < 1 || kh > kMaxSide || kw > kMaxSide)
+    throw Refusal("weight '" + n.input(1) + "' has unusable shape " + dims_str(w.dims));
+  if (cg * group != x.c)
+    throw Refusal("weight '" + n.input(1) + "' has shape " + dims_str(w.dims) + " but the input has " +
+                  std::to_string(x.c) + " channels and group=" + std::to_string(group) + " (dimension 1 must be " +
+                  (x.c % group == 0 ? std::to_string(x.c / group) : std::string("channels/group")) + ")");
+  if (m % group != 0)
+    throw Refusal("weight '" + n.input(1) + "' has " + std::to_string(m) +
+                  " output channels, not a multiple of group=" + std::to_string(group));
+  const std::vector<int64_t> kernel = attr_ints(n, "kernel_shape", {kh, kw});
+  if (kernel != std::vector<int64_t>{kh, kw})
+    throw Refusal("kernel_shape " + dims_str(kernel) + " does not match weight '" + n.input(1) + "' of shape " +
+                  dims_str(w.dims));
+  const std::vector<int64_t> strides = attr_ints(n, "strides", {1, 1});
+  const std::vector<int64_t> dil = attr_ints(n, "dilations", {1, 1});
+  std::vector<int64_t> pads = attr_ints(n, "pads", {0, 0, 0, 0});
+  if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1 || strides[0] > kMaxSide || strides[1] > kMaxSide)
+    throw Refusal("strides " + dims_str(strides) + " must be two positive numbers");
+  if (dil.size() != 2 || dil[0] < 1 || dil[1] < 1 || dil[0] > kMaxSide || dil[1] > kMaxSide)
+    throw Refusal("dilations " + dims_str(dil) + " must be two positive numbers");
+  if (pads.size() != 4) throw Refusal("pads " + dims_str(pads) + " must have four values [top, left, bottom, right]");
+  for (int64_t p : pads)
+    if (p < 0 || p > kMaxSide) throw Refusal("pads " + dims_str(pads) + " must be non-negative");
+
+  const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET") {
+    if (attr(n, "pads", onnx::AttributeProto::INTS) && pads != std::vector<int64_t>{0, 0, 0, 0})
+      throw Refusal("has both auto_pad=" + auto_pad + " and explicit pads");
+    if (auto_pad == "VALID") {
+      pads = {0, 0, 0, 0};
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      // SAME depends on the input size through (size mod stride); it is resolved at the declared size.
+      const int64_t in[2] = {x.h, x.w};
+      const int64_t k[2] = {kh, kw};
+      for (int a = 0; a < 2; ++a) {
+        const int64_t out = (in[a] + strides[a] - 1) / strides[a];
+        const int64_t total = std::max<int64_t>(0, (out - 1) * strides[a] + (k[a] - 1) * dil[a] + 1 - in[a]);
+        const int64_t small = total / 2, large = total - small;
+        pads[a] = auto_pad == "SAME_UPPER" ? small : large;
+        pads[a + 2] = auto_pad == "SAME_UPPER" ? large : small;
+      }
+      if (!fixed_size_ && (strides[0] > 1 || strides[1] > 1))
+        model_.warnings.push_back("node '" + label_ + "': auto_pad " + auto_pad + " resolved to pads " +
+                                  dims_str(pads) + " for a " + std::to_string(model_.input_height) + "x" +
+                                  std::to_string(model_.input_width) +
+                                  " input; other input sizes may pad differently from ONNX");
+    } else {
+      throw Refusal("auto_pad '" + auto_pad + "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    }
+  }
+
+  Layer L;
+  L.kind = LayerKind::Conv2d;
+  L.inputs = {x.layer};
+  ConvParams& p = L.conv;
+  p.in_channels = static_cast<int>(x.c);
+  p.out_channels = static_cast<int>(m);
+  p.kernel_h = static_cast<int>(kh);
+  p.kernel_w = static_cast<int>(kw);
+  p.stride_h = static_cast<int>(strides[0]);
+  p.stride_w = static_cast<int>(strides[1]);
+  p.pad_top = static_cast<int>(pads[0]);
+  p.pad_left = static_cast<int>(pads[1]);
+  p.pad_bottom = static_cast<int>(pads[2]);
+  p.pad_right = static_cast<int>(pads[3]);
+  p.dilation_h = static_cast<int>(dil[0]);
+  p.dilation_w = static_cast<int>(dil[1]);
+  p.groups = static_cast<int>(group);
+
+  TensorInfo y = x;
+  y.c = m;
+  y.h = (x.h + pads[0] + pads[2] - dil[0] * (kh - 1) - 1) / strides[0] + 1;
+  y.w = (x.w + pads[1] + pads[3] - dil[1] * (kw - 1) - 1) / strides[1] + 1;
+  if (x.h + pads[0] + pads[2] < dil[0] * (kh - 1) + 1 || x.w + pads[1] + pads[3] < dil[1] * (kw - 1) + 1) {
+    if (fixed_size_)
+      throw Refusal("the " + std::to_string(x.h) + "x" + std::to_string(x.w) + " input map is smaller than the kernel");
+    y.h = std::max<int64_t>(y.h, 1);
+    y.w = std::max<int64_t>(y.w, 1);
+  }
+
+  L.weight = std::move(w.f);
+  if (has_input(n, 2)) {
+    Const b = float_input(n, 2, "bias");
+    if (b.dims != std::vector<int64_t>{m})
+      throw Refusal("bias '" + n.input(2) + "' has shape " + dims_str(b.dims) + "; expected [" + std::to_string(m) +
+                    "]");
+    L.bias = std::move(b.f);
+  }
+  y.layer = add_layer(n, std::move(L));
+  set_tensor(n, y);
+}
+
+void Importer::batch_norm(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  const TensorInfo x = tensor_input(n, 0);
+  if (x.layer < 0 || model_.layers[static_cast<size_t>(x.layer)].kind != LayerKind::Conv2d)
+    throw Refusal("input '" + n.input(0) +
+                  "' is not the output of a Conv; only BatchNormalization right after a "
+                  "Conv can be folded");
+  if (!foldable(n.input(0), x.layer))
+    throw Refusal("the Conv output '" + n.input(0) +
+                  "' is also used elsewhere (or reshaped), so the "
+                  "BatchNormalization cannot be folded into it");
+  if (attr_int(n, "training_mode", 0) != 0) throw Refusal("training_mode=1 is not supported");
+  if (attr_int(n, "spatial", 1) != 1) throw Refusal("spatial=0 is not supported");
+  const float eps = attr_float(n, "epsilon", 1e-5f);
+  if (!(eps >= 0.0f) || !std::isfinite(eps)) throw Refusal("epsilon must be a non-negative number");
+
+  Layer& conv = model_.layers[static_cast<size_t>(x.layer)];
+  const int64_t c = conv.conv.out_channels;
+  const char* roles[4] = {"scale", "B", "mean", "var"};
+  std::vector<float> p[4];
+  for (int i = 0; i < 4; ++i) {
+    Const k = float_input(n, i + 1, roles[i]);
+    if (k.size() != static_cast<size_t>(c) || k.dims.size() != 1)
+      throw Refusal(std::string(roles[i]) + " '" + n.input(i + 1) + "' has shape " + dims_str(k.dims) + "; expected [" +
+                    std::to_string(c) + "] to match the Conv's output channels");
+    p[i] = std::move(k.f);
+  }
+  const size_t per_out = conv.weight.size() / static_cast<size_t>(c);
+  std::vector<float> bias = conv.bias.empty() ? std::vector<float>(static_cast<size_t>(c), 0.0f) : conv.bias;
+  for (size_t o = 0; o < static_cast<size_t>(c); ++o) {
+    const double denom = static_cast<double>(p[3][o]) + eps;
+    if (!(denom > 0.0))
+      throw Refusal("var + epsilon is not positive for channel " + std::to_string(o) + " of '" + n.input(4) + "'");
+    // y = scale * (conv(x) + b - mean) / sqrt(var + eps) + B, folded into the convolution.
+    const double s = p[0][o] / std::sqrt(denom);
+    for (size_t j = 0; j < per_out; ++j) {
+      float& wv = conv.weight[o * per_out + j];
+      wv = static_cast<float>(wv * s);
+    }
+    bias[o] = static_cast<float>((static_cast<double>(bias[o]) - p[2][o]) * s + p[1][o]);
+    if (!std::isfinite(bias[o])) throw Refusal("folding gives a non-finite bias for channel " + std::to_string(o));
+  }
+  conv.bias = std::move(bias);
+  folded_into(n, x);
+}
+
+void Importer::clip(const onnx::NodeProto& n, bool relu) {
+  require_outputs(n, 1);
+  const TensorInfo x = tensor_input(n, 0);
+  float lo = 0.0f, hi = kInf;
+  if (!relu) {
+    lo = -kInf;
+    if (opset_ < 11) {
+      lo = attr_float(n, "min", -kInf);
+      hi = attr_float(n, "max", kInf);
+      if (std::isnan(lo) || std::isnan(hi)) throw Refusal("min/max must not be NaN");
+    } else {
+      if (has_input(n, 1)) lo = scalar_input(n, 1, "min");
+      if (has_input(n, 2)) hi = scalar_input(n, 2, "max");
+    }
+    if (lo > hi) throw Refusal("min " + std::to_string(lo) + " is greater than max " + std::to_string(hi));
+  }
+  Layer L;
+  L.kind = lo == 0.0f && hi == 6.0f ? LayerKind::ReLU6 : LayerKind::ReLU;
+  L.clip_min = lo;
+  L.clip_max = hi;
+  L.inputs = {x.layer};
+  TensorInfo y = x;
+  y.layer = add_layer(n, std::move(L));
+  set_tensor(n, y);
+}
+
+void Importer::add(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  if (!has_input(n, 0) || !has_input(n, 1) || n.input_size() != 2) throw Refusal("needs two inputs");
+  const Value& a = value(n, 0);
+  const bool a_const = a.is_const;
+  const bool b_const = value(n, 1).is_const;
+  if (a_const && b_const) throw Refusal("adds two constants; constant folding of this kind is not supported");
+  if (a_const || b_const) {
+    const int ti = a_const ? 1 : 0;
+    const Const k = const_input(n, 1 - ti, "addend");
+    return fold_bias(n, ti, k);
+  }
+  const TensorInfo x = tensor_input(n, 0);
+  const TensorInfo y = tensor_input(n, 1);
+  if (x.rank != y.rank || x.c != y.c || x.h != y.h || x.w != y.w)
+    throw Refusal("adds tensors of different shapes (" + std::to_string(x.c) + "x" + std::to_string(x.h) + "x" +
+                  std::to_string(x.w) + " and " + std::to_string(y.c) + "x" + std::to_string(y.h) + "x" +
+                  std::to_string(y.w) + "); only a residual sum of equal shapes is supported");
+  Layer L;
+  L.kind = LayerKind::ResidualAdd;
+  L.inputs = {x.layer, y.layer};
+  TensorInfo out = x;
+  out.layer = add_layer(n, std::move(L));
+  set_tensor(n, out);
+}
+
+void Importer::fold_bias(const onnx::NodeProto& n, int ti, const Const& k) {
+  const TensorInfo x = tensor_input(n, ti);
+  const std::string& name = n.input(ti);
+  Layer* target = x.layer >= 0 ? &model_.layers[static_cast<size_t>(x.layer)] : nullptr;
+  if (!target || (target->kind != LayerKind::Linear && target->kind != LayerKind::Conv2d) || !foldable(name, x.layer))
+    throw Refusal("adds a constant to '" + name +
+                  "'; only a bias right after MatMul/Gemm/Conv (whose output is used "
+                  "only by this Add) can be folded");
+  if (!k.is_float) throw Refusal("the constant addend '" + n.input(1 - ti) + "' is not floating-point");
+  const int64_t c = target->kind == LayerKind::Linear ? target->out_features : target->conv.out_channels;
+  // Accepted broadcasts: a scalar, or one value per output channel/feature.
+  std::vector<int64_t> d = k.dims;
+  const bool scalar = k.size() == 1 && d.size() <= (target->kind == LayerKind::Linear ? 2u : 4u);
+  bool per_channel = false;
+  if (target->kind == LayerKind::Linear) {
+    per_channel = d == std::vector<int64_t>{c} || d == std::vector<int64_t>{1, c};
+  } else {
+    per_channel = d == std::vector<int64_t>{c, 1, 1} || d == std::vector<int64_t>{1, c, 1, 1};
+  }
+  if (!scalar && !per_channel)
+    throw Refusal("the constant addend '" + n.input(1 - ti) + "' has shape " + dims_str(d) +
+                  "; expected one value per output channel (" + std::to_string(c) + ")");
+  for (float v : k.f)
+    if (!std::isfinite(v)) throw Refusal("the constant addend '" + n.input(1 - ti) + "' holds NaN or Inf");
+  if (target->bias.empty()) target->bias.assign(static_cast<size_t>(c), 0.0f);
+  for (size_t o = 0; o < static_cast<size_t>(c); ++o) target->bias[o] += scalar ? k.f[0] : k.f[o];
+  folded_into(n, x);
+}
+
+void Importer::average_pool(const onnx::NodeProto& n, bool global) {
+  require_outputs(n, 1);
+  const TensorInfo x = tensor_input(n, 0);
+  if (x.rank != 4) throw Refusal("input '" + n.input(0) + "' is 2-D; pooling needs an N x C x H x W map");
+  Layer L;
+  L.kind = LayerKind::GlobalAveragePool;
+  L.inputs = {x.layer};
+  if (!global) {
+    const std::vector<int64_t> k = attr_ints(n, "kernel_shape", {});
+    if (k.size() != 2 || k[0] < 1 || k[1] < 1 || k[0] > kMaxSide || k[1] > kMaxSide)
+      throw Refusal("kernel_shape " + dims_str(k) + " must be two positive numbers");
+    const std::vector<int64_t> pads = attr_ints(n, "pads", {0, 0, 0, 0});
+    if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }))
+      throw Refusal("pads " + dims_str(pads) + " are not supported; only an unpadded pool over the whole map is");
+    const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET" && auto_pad != "VALID") throw Refusal("auto_pad " + auto_pad + " is not supported");
+    const std::vector<int64_t> dil = attr_ints(n, "dilations", {1, 1});
+    if (dil != std::vector<int64_t>{1, 1}) throw Refusal("dilations " + dims_str(dil) + " are not supported");
+    if (fixed_size_ && (k[0] != x.h || k[1] != x.w))
+      throw Refusal("kernel " + dims_str(k) + " does not cover the whole " + std::to_string(x.h) + "x" +
+                    std::to_string(x.w) + " map at the declared input size; only a global average pool is supported");
+    L.pool_kernel_h = static_cast<int>(k[0]);
+    L.pool_kernel_w = static_cast<int>(k[1]);
+  }
+  TensorInfo y = x;
+  y.h = y.w = 1;
+  y.layer = add_layer(n, std::move(L));
+  set_tensor(n, y);
+}
+
+// Flatten / Reshape / Squeeze all turn an N x C x H x W map into N x (C*H*W) here; the engine's Linear reads
+// its input flattened, so none of them is a layer.
+void Importer::flatten(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  TensorInfo x = tensor_input(n, 0);
+  const int64_t axis = attr_int(n, "axis", 1);
+  if (axis != 1 && axis != 1 - x.rank)
+    throw Refusal("axis " + std::to_string(axis) + " is not supported; only axis=1 (keep the batch) is");
+  x.c = x.c * x.h * x.w;
+  x.h = x.w = 1;
+  x.rank = 2;
+  set_tensor(n, x);
+}
+
+void Importer::reshape(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  TensorInfo x = tensor_input(n, 0);
+  const Const k = const_input(n, 1, "shape");
+  if (k.is_float || k.size() != 2)
+    throw Refusal("shape '" + n.input(1) +
+                  "' must hold two integers; only a reshape to [N, -1] (flatten) is supported");
+  const bool allow_zero = attr_int(n, "allowzero", 0) != 0;
+  const SymInt& d0 = k.i[0];
+  const SymInt& d1 = k.i[1];
+  const int64_t features = x.c * x.h * x.w;
+  const bool keeps_batch = d0.sym == Sym::Batch || (d0.sym == Sym::Known && ((d0.v == 0 && !allow_zero) || d0.v == 1));
+  const bool rest = d1.sym == Sym::Known && (d1.v == -1 || d1.v == features);
+  const bool infer_batch = d0.sym == Sym::Known && d0.v == -1 && d1.sym == Sym::Known && d1.v == features;
+  if (!((keeps_batch && rest) || infer_batch))
+    throw Refusal("reshape to " + sym_str(k.i) + " is not supported; only [N, -1] (flatten to " +
+                  std::to_string(features) + " features per image) is");
+  x.c = features;
+  x.h = x.w = 1;
+  x.rank = 2;
+  set_tensor(n, x);
+}
+
+void Importer::squeeze(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  TensorInfo x = tensor_input(n, 0);
+  std::vector<int64_t> axes = opset_ < 13 ? attr_ints(n, "axes", {})
+                                          : (has_input(n, 1) ? int_list_input(n, 1, "axes") : std::vector<int64_t>{});
+  for (int64_t& a : axes)
+    if (a < 0) a += x.rank;
+  std::sort(axes.begin(), axes.end());
+  if (x.rank != 4 || x.h != 1 || x.w != 1 || axes != std::vector<int64_t>{2, 3})
+    throw Refusal("only squeezing the 1x1 spatial axes [2, 3] of a pooled map is supported");
+  x.rank = 2;
+  set_tensor(n, x);
+}
+
+void Importer::gemm(const onnx::NodeProto& n, bool matmul) {
+  require_outputs(n, 1);
+  const TensorInfo x = tensor_input(n, 0);
+  if (x.rank != 2)
+    throw Refusal("input '" + n.input(0) +
+                  "' is an N x C x H x W map; a Flatten or Reshape to [N, -1] must come first");
+  Const b = float_input(n, 1, "weight");
+  if (b.dims.size() != 2 || b.dims[0] < 1 || b.dims[1] < 1)
+    throw Refusal("weight '" + n.input(1) + "' has shape " + dims_str(b.dims) + "; expected a 2-D matrix");
+  bool trans_b = false;
+  float alpha = 1.0f, beta = 1.0f;
+  if (!matmul) {
+    if (attr_int(n, "transA", 0) != 0) throw Refusal("transA=1 is not supported");
+    trans_b = attr_int(n, "transB", 0) != 0;
+    alpha = attr_float(n, "alpha", 1.0f);
+    beta = attr_float(n, "beta", 1.0f);
+    if (!std::isfinite(alpha) || !std::isfinite(beta)) throw Refusal("alpha and beta must be finite");
+  }
+  const int64_t in = trans_b ? b.dims[1] : b.dims[0];
+  const int64_t out = trans_b ? b.dims[0] : b.dims[1];
+  if (in != x.c)
+    throw Refusal("weight '" + n.input(1) + "' has shape " + dims_str(b.dims) + (trans_b ? " (transB=1)" : "") +
+                  " but the input has " + std::to_string(x.c) + " features");
+  if (out > kMaxChannels) throw Refusal("weight '" + n.input(1) + "' has too many outputs");
+
+  Layer L;
+  L.kind = LayerKind::Linear;
+  L.inputs = {x.layer};
+  L.in_features = static_cast<int>(in);
+  L.out_features = static_cast<int>(out);
+  L.weight.resize(static_cast<size_t>(in * out));
+  // The engine keeps [out, in]; alpha is folded into the weights.
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < in; ++i)
+      L.weight[static_cast<size_t>(o * in + i)] = alpha * b.f[static_cast<size_t>(trans_b ? o * in + i : i * out + o)];
+  if (!matmul && has_input(n, 2)) {
+    const Const c = float_input(n, 2, "C");
+    const bool ok = c.size() == 1 || c.dims == std::vector<int64_t>{out} || c.dims == std::vector<int64_t>{1, out};
+    if (!ok || c.dims.size() > 2)
+      throw Refusal("C '" + n.input(2) + "' has shape " + dims_str(c.dims) + "; expected [" + std::to_string(out) +
+                    "] or [1, " + std::to_string(out) + "]");
+    L.bias.resize(static_cast<size_t>(out));
+    for (size_t o = 0; o < static_cast<size_t>(out); ++o) L.bias[o] = beta * (c.size() == 1 ? c.f[0] : c.f[o]);
+  }
+  TensorInfo y = x;
+  y.c = out;
+  y.layer = add_layer(n, std::move(L));
+  set_tensor(n, y);
+}
+
+void Importer::softmax(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  TensorInfo x = tensor_input(n, 0);
+  if (x.layer < 0) throw Refusal("Softmax of the network input is not supported");
+  const int64_t axis = attr_int(n, "axis", opset_ < 13 ? 1 : -1);
+  // Softmax must run over the class axis: the features of a 2-D tensor, or the channels of an N x C x 1 x 1
+  // map (opset < 13 flattens from `axis` on, so axis=1 covers C x 1 x 1 there).
+  const bool over_classes =
+      x.rank == 2 ? (axis == 1 || axis == -1) : (x.h == 1 && x.w == 1 && (axis == 1 || axis == -3));
+  if (!over_classes) throw Refusal("axis " + std::to_string(axis) + " is not the class axis");
+  x.after_softmax = true;
+  set_tensor(n, x);
+}
+
+void Importer::pass_through(const onnx::NodeProto& n, bool dropout) {
+  if (n.output_size() < 1 || n.output(0).empty() || !has_input(n, 0)) throw Refusal("needs one input and one output");
+  if (dropout) {
+    if (n.output_size() > 1 && !n.output(1).empty() && uses(n.output(1)) > 0)
+      throw Refusal("its mask output is used; Dropout is only supported as a pass-through at inference");
+    if (has_input(n, 2)) {
+      const Const t = const_input(n, 2, "training_mode");
+      const bool on = t.size() == 1 && (t.is_float ? t.f[0] != 0.0f : t.i[0].v != 0);
+      if (on) throw Refusal("training_mode is on; only inference (pass-through) Dropout is supported");
+    }
+  } else if (n.output_size() > 1) {
+    throw Refusal("has more than one output");
+  }
+  set_output(n, 0, value(n, 0));
+}
+
+void Importer::constant(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  if (n.attribute_size() != 1) throw Refusal("must have exactly one value attribute");
+  const onnx::AttributeProto& a = n.attribute(0);
+  Const k;
+  if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) {
+    k = decode_tensor(a.t(), n.output(0));
+  } else if (a.name() == "value_float" && a.type() == onnx::AttributeProto::FLOAT) {
+    k.f = {a.f()};
+  } else if (a.name() == "value_floats" && a.type() == onnx::AttributeProto::FLOATS) {
+    k.f.assign(a.floats().begin(), a.floats().end());
+    k.dims = {static_cast<int64_t>(k.f.size())};
+  } else if (a.name() == "value_int" && a.type() == onnx::AttributeProto::INT) {
+    k.is_float = false;
+    k.i = {{a.i(), Sym::Known}};
+  } else if (a.name() == "value_ints" && a.type() == onnx::AttributeProto::INTS) {
+    k.is_float = false;
+    for (int64_t v : a.ints()) k.i.push_back({v, Sym::Known});
+    k.dims = {static_cast<int64_t>(k.i.size())};
+  } else {
+    throw Refusal("attribute '" + a.name() + "' of type " + onnx::AttributeProto_AttributeType_Name(a.type()) +
+                  " is not supported (value, value_float(s), value_int(s) are)");
+  }
+  set_const(n, std::move(k));
+}
+
+void Importer::shape(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  const Value& v = value(n, 0);
+  std::vector<SymInt> dims;
+  if (v.is_const) {
+    for (int64_t d : v.k.dims) dims.push_back({d, Sym::Known});
+  } else {
+    const TensorInfo& t = v.t;
+    dims.push_back({0, Sym::Batch});
+    dims.push_back({t.c, Sym::Known});
+    if (t.rank == 4) {
+      // H and W are only facts when the file fixes them; otherwise they follow the image.
+      const Sym hw = fixed_size_ ? Sym::Known : Sym::Unknown;
+      dims.push_back({t.h, hw});
+      dims.push_back({t.w, hw});
+    }
+  }
+  const int64_t r = static_cast<int64_t>(dims.size());
+  int64_t start = attr_int(n, "start", 0), end = attr_int(n, "end", r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, start, r);
+  Const k;
+  k.is_float = false;
+  k.i.assign(dims.begin() + start, dims.begin() + end);
+  k.dims = {static_cast<int64_t>(k.i.size())};
+  set_const(n, std::move(k));
+}
+
+void Importer::gather(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  const Const data = const_input(n, 0, "data");
+  const Const idx = const_input(n, 1, "indices");
+  if (data.dims.size() != 1) throw Refusal("only gathering from a 1-D shape tensor is supported");
+  const int64_t axis = attr_int(n, "axis", 0);
+  if (axis != 0 && axis != -1) throw Refusal("axis " + std::to_string(axis) + " is out of range for a 1-D tensor");
+  if (idx.is_float || idx.dims.size() > 1) throw Refusal("indices must be an integer scalar or 1-D tensor");
+  const int64_t len = static_cast<int64_t>(data.size());
+  Const k;
+  k.is_float = data.is_float;
+  k.dims = idx.dims;
+  for (const SymInt& s : idx.i) {
+    if (s.sym != Sym::Known) throw Refusal("indices are not known at load time");
+    const int64_t j = s.v < 0 ? s.v + len : s.v;
+    if (j < 0 || j >= len)
+      throw Refusal("index " + std::to_string(s.v) + " is out of range for " + std::to_string(len) + " elements");
+    if (data.is_float) {
+      k.f.push_back(data.f[static_cast<size_t>(j)]);
+    } else {
+      k.i.push_back(data.i[static_cast<size_t>(j)]);
+    }
+  }
+  set_const(n, std::move(k));
+}
+
+void Importer::unsqueeze(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  Const k = const_input(n, 0, "data");
+  std::vector<int64_t> axes = opset_ < 13 ? attr_ints(n, "axes", {}) : int_list_input(n, 1, "axes");
+  const int64_t out_rank = static_cast<int64_t>(k.dims.size() + axes.size());
+  if (axes.empty() || out_rank > 8) throw Refusal("axes " + dims_str(axes) + " are not supported");
+  for (int64_t& a : axes) {
+    if (a < -out_rank || a >= out_rank) throw Refusal("axis " + std::to_string(a) + " is out of range");
+    if (a < 0) a += out_rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) throw Refusal("axes repeat");
+  std::vector<int64_t> dims;
+  size_t src = 0;
+  for (int64_t d = 0; d < out_rank; ++d) {
+    if (std::binary_search(axes.begin(), axes.end(), d)) {
+      dims.push_back(1);
+    } else {
+      dims.push_back(k.dims[src++]);
+    }
+  }
+  k.dims = std::move(dims);
+  set_const(n, std::move(k));
+}
+
+void Importer::concat(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  if (n.input_size() < 1) throw Refusal("has no inputs");
+  const int64_t axis = attr_int(n, "axis", 0);
+  if (axis != 0 && axis != -1) throw Refusal("only concatenating 1-D shape tensors (axis 0) is supported");
+  Const k;
+  for (int i = 0; i < n.input_size(); ++i) {
+    const Value& v = value(n, i);
+    if (!v.is_const)
+      throw Refusal("input '" + n.input(i) +
+                    "' is a computed tensor; only shape tensors known at load time can be "
+                    "concatenated");
+    if (v.k.dims.size() != 1) throw Refusal("input '" + n.input(i) + "' is not 1-D");
+    if (i == 0) k.is_float = v.k.is_float;
+    if (v.k.is_float != k.is_float) throw Refusal("inputs mix float and integer tensors");
+    k.f.insert(k.f.end(), v.k.f.begin(), v.k.f.end());
+    k.i.insert(k.i.end(), v.k.i.begin(), v.k.i.end());
+  }
+  k.dims = {static_cast<int64_t>(k.size())};
+  set_const(n, std::move(k));
+}
+
+Model Importer::run() {
+  for (const onnx::OperatorSetIdProto& o : proto_.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+  if (opset_ <= 0) fail_file("the model imports no default ONNX operator set");
+  if (g_.sparse_initializer_size() > 0) fail_file("sparse initializers are not supported");
+
+  for (const onnx::TensorProto& t : g_.initializer()) initializers_[t.name()] = &t;
+  count_uses();
+  read_input();
+
+  for (int i = 0; i < g_.node_size(); ++i) {
+    const onnx::NodeProto& n = g_.node(i);
+    label_ = node_label(n, i);
+    try {
+      convert(n);
+    } catch (const Refusal& r) {
+      throw Error(path_ + ": node '" + node_label(n, i) + "' (" + n.op_type() + "): " + r.what());
+    }
+  }
+
+  if (g_.output_size() != 1)
+    fail_file("the graph has " + std::to_string(g_.output_size()) + " outputs; expected exactly one (the logits)");
+  const std::string& out_name = g_.output(0).name();
+  auto it = values_.find(out_name);
+  if (it == values_.end() || it->second.is_const)
+    fail_file("graph output '" + out_name + "' is not computed by the network");
+  const TensorInfo& out = it->second.t;
+  if (model_.layers.empty() || out.layer < 0) fail_file("the graph has no layers the engine can run");
+  if (out.layer != static_cast<int>(model_.layers.size()) - 1)
+    fail_file("graph output '" + out_name + "' is not the last layer's output (layer " + std::to_string(out.layer) +
+              " of " + std::to_string(model_.layers.size()) + "); side branches are not supported");
+  model_.has_softmax = out.after_softmax;
+  const Layer& last = model_.layers.back();
+  model_.num_classes = last.kind == LayerKind::Linear ? last.out_features : static_cast<int>(out.c * out.h * out.w);
+
+  for (const onnx::StringStringEntryProto& e : proto_.metadata_props()) model_.metadata[e.key()] = e.value();
+  parse_preprocess(path_, model_.metadata, model_.preprocess);
+
+  assign_blocks_and_names(model_);
+
+  // A file that fixes its input size must run at it; one that leaves it open is checked when it runs.
+  if (fixed_size_) {
+    try {
+      analyse(model_, 1, model_.input_height, model_.input_width);
+    } catch (const Error& e) {
+      fail_file("the network cannot run at its declared input size: " + std::string(e.what()));
+    }
+  }
+  return std::move(model_);
+}
+
+std::string read_whole_file(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) throw Error(path + ": cannot read file (no such file)");
+  if (!std::filesystem::is_regular_file(status)) throw Error(path + ": cannot read file (not a regular file)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read file (" + std::strerror(errno) + ")");
+  std::string bytes;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw Error(path + ": cannot read file");
+  // protobuf parses at most 2 GiB; larger models keep their weights in external data, which is refused anyway.
+  if (size >= std::numeric_limits<int>::max())
+    throw Error(path +
+                ": cannot read file (larger than 2 GiB; ONNX files that large need external data, which is "
+                "not supported)");
+  bytes.resize(static_cast<size_t>(size));
+  in.seekg(0, std::ios::beg);
+  if (size > 0 && !in.read(bytes.data(), size)) throw Error(path + ": cannot read file (read failed)");
+  return bytes;
+}
+
+}  // namespace
+
+Model load_onnx(const std::string& path) {
+  const std::string bytes = read_whole_file(path);
+  if (bytes.empty()) throw Error(path + ": empty file");
+
+  onnx::ModelProto proto;
+  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw Error(path + ": not a valid ONNX model (truncated or corrupt protobuf)");
+  if (!proto.has_graph()) throw Error(path + ": not a valid ONNX model (no graph)");
+
+  // Before the checker: it would look for external files next to the model, and its message for a dangling
+  // input is less direct than ours.
+  const onnx::GraphProto& g = proto.graph();
+  for (const onnx::TensorProto& t : g.initializer())
+    if (has_external_data(t))
+      throw Error(path + ": initializer '" + t.name() +
+                  "' keeps its data in an external file; external data is not supported (save the model with its "
+                  "weights inside the .onnx file)");
+  std::set<std::string> known;
+  for (const onnx::ValueInfoProto& in : g.input()) known.insert(in.name());
+  for (const onnx::TensorProto& t : g.initializer()) known.insert(t.name());
+  for (const onnx::SparseTensorProto& t : g.sparse_initializer()) known.insert(t.values().name());
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    const std::string label = node_label(n, i);
+    for (const onnx::AttributeProto& a : n.attribute())
+      if (a.has_t() && has_external_data(a.t()))
+        throw Error(path + ": node '" + label + "' (" + n.op_type() +
+                    "): its tensor keeps its data in an external file; external data is not supported");
+    for (const std::string& in : n.input())
+      if (!in.empty() && !known.count(in))
+        throw Error(path + ": node '" + label + "' (" + n.op_type() + "): input '" + in +
+                    "' is not produced by any earlier node, initializer or graph input");
+    for (const std::string& out : n.output()) known.insert(out);
+  }
+  for (const onnx::ValueInfoProto& out : g.output())
+    if (!known.count(out.name())) throw Error(path + ": graph output '" + out.name() + "' is not produced by any node");
+
+  try {
+    onnx::checker::check_model(proto);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    throw Error(path + ": ONNX checker: " + msg);
+  }
+
+  Model model;
+  try {
+    model = Importer(path, proto).run();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    // A bug or an allocation failure must still surface as a model error, never as a crash.
+    throw Error(path + ": cannot import the model: " + e.what());
+  }
+  model.source = path;
+  model.checksum = "fnv1a64:" + fnv1a64_hex(bytes.data(), bytes.size());
+  return model;
+}
+
+}  // namespace mnv2

@@ -1,0 +1,50 @@
+// End-to-end benchmark (see mnv2/bench.h).
+#include "mnv2/bench.h"
+
+#include <chrono>
+#include <random>
+
+#include "mnv2/error.h"
+
+namespace mnv2 {
+
+Tensor random_input(Shape shape, uint64_t seed) {
+  Tensor t(shape);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float& v : t.data) v = dist(rng);
+  return t;
+}
+
+BenchResult run_bench(const Model& model, const BenchConfig& config, const ProgressFn& progress) {
+  if (config.batch < 1 || config.batch > 65536) throw UsageError("batch must be in 1..65536");
+  if (config.warmup < 0 || config.warmup > 1000000) throw UsageError("warm-up count must be in 0..1000000");
+  if (config.iters < 1 || config.iters > 1000000) throw UsageError("iteration count must be in 1..1000000");
+  auto backend = make_backend(config.backend);
+  if (Availability a = backend->availability(); !a.available)
+    throw Error("backend '" + config.backend + "' is not available: " + a.reason);
+
+  PrepareConfig pc{config.batch, config.height, config.width, config.precision};
+  auto net = backend->prepare(model, pc);
+  const Tensor input = random_input(Shape{config.batch, model.input_channels, config.height, config.width}, config.seed);
+
+  BenchResult result;
+  result.config = config;
+  result.backend_description = backend->description();
+  const int total = config.warmup + config.iters;
+  std::vector<double> ms;
+  ms.reserve(static_cast<size_t>(config.iters));
+  for (int i = 0; i < total; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    net->run(input);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (i >= config.warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (progress && !progress(i + 1, total)) throw Error("cancelled");
+  }
+  result.latency_ms = summarize(std::move(ms));
+  result.images_per_s = result.latency_ms.median > 0 ? config.batch * 1000.0 / result.latency_ms.median : 0.0;
+  result.memory = net->memory();
+  return result;
+}
+
+}  // namespace mnv2

@@ -1,0 +1,355 @@
+// The profiler (see mnv2/profiler.h): phase 1 times whole runs without per-layer instrumentation,
+// phase 2 times every step with the chosen timer; then statistics, derived figures and totals.
+#include "mnv2/profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <random>
+
+#include "mnv2/device.h"
+#include "mnv2/error.h"
+#include "mnv2/labels.h"
+#include "profile/gpu_clock.h"
+
+#ifdef MNV2_HAVE_CUDA
+#include <cudnn.h>
+#endif
+
+namespace mnv2 {
+
+namespace {
+
+// Forwards every callback to two observers (cupti + events for the two-timer check). The second one
+// opens inside the first and closes outside it, so the event pair brackets the CUPTI range.
+class TeeObserver : public StepObserver {
+ public:
+  TeeObserver(StepObserver* outer, StepObserver* inner) : outer_(outer), inner_(inner) {}
+  void run_begin(void* s) override {
+    outer_->run_begin(s);
+    inner_->run_begin(s);
+  }
+  void run_end(void* s) override {
+    inner_->run_end(s);
+    outer_->run_end(s);
+  }
+  void step_begin(int step, void* s) override {
+    outer_->step_begin(step, s);
+    inner_->step_begin(step, s);
+  }
+  void step_end(int step, void* s) override {
+    inner_->step_end(step, s);
+    outer_->step_end(step, s);
+  }
+
+ private:
+  StepObserver* outer_;
+  StepObserver* inner_;
+};
+
+std::string iso_date_utc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string make_run_id(const std::string& backend) {
+  std::random_device rd;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s-%08x", backend.c_str(), rd());
+  return iso_date_utc() + "-" + buf;
+}
+
+// The input for the whole batch: the given tensor (one image repeated, or exactly `batch` images) or random.
+Tensor batch_input(const ProfileConfig& cfg, int channels) {
+  const Shape want{cfg.batch, channels, cfg.height, cfg.width};
+  if (!cfg.input) return random_input(want, 1);
+  const Tensor& in = *cfg.input;
+  if (in.shape.c != channels || in.shape.h != cfg.height || in.shape.w != cfg.width)
+    throw UsageError("input tensor is " + in.shape.str() + " but the run is configured for " + want.str());
+  if (in.shape.n == cfg.batch) return in;
+  if (in.shape.n != 1)
+    throw UsageError("input tensor holds " + std::to_string(in.shape.n) + " images; give 1 or exactly the batch (" +
+                     std::to_string(cfg.batch) + ")");
+  Tensor out(want);
+  for (int64_t i = 0; i < cfg.batch; ++i)
+    std::copy(in.data.begin(), in.data.end(), out.data.begin() + i * in.shape.per_image());
+  return out;
+}
+
+std::string dims(const std::array<int, 3>& d) {
+  return std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]);
+}
+
+bool check_progress(const ProfileProgress& progress, const std::string& phase, int done, int total) {
+  if (progress && !progress(phase, done, total)) throw Error("cancelled");
+  return true;
+}
+
+void validate(const ProfileConfig& cfg) {
+  if (cfg.batch < 1 || cfg.batch > 65536) throw UsageError("batch must be in 1..65536");
+  if (cfg.height < 1 || cfg.width < 1 || cfg.height > 8192 || cfg.width > 8192)
+    throw UsageError("input size must be within 1..8192 on each side");
+  if (cfg.warmup < 0 || cfg.warmup > 1000000) throw UsageError("warm-up count must be in 0..1000000");
+  if (cfg.iters < 1 || cfg.iters > 1000000) throw UsageError("iteration count must be in 1..1000000");
+}
+
+void fill_environment(RunReport& r, bool gpu) {
+  const CudaEnvironment& env = cuda_environment();
+  r.driver = cuda_version_string(env.driver_version);
+  r.cuda_runtime = cuda_version_string(env.runtime_version);
+#ifdef MNV2_HAVE_CUDA
+  const size_t v = cudnnGetVersion();
+  r.cudnn = std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + "." + std::to_string(v % 100);
+#else
+  r.cudnn = "none";
+#endif
+  if (gpu && !env.devices.empty()) {
+    r.device = env.devices.front().name;
+    r.sm_clock_mhz_start = current_sm_clock_mhz(0);
+  } else {
+    r.device = "CPU";
+  }
+}
+
+}  // namespace
+
+RunReport profile(const Model& model, const ProfileConfig& cfg_in, const ProfileProgress& progress) {
+  ProfileConfig cfg = cfg_in;
+  validate(cfg);
+  auto backend = make_backend(cfg.backend);
+  if (Availability a = backend->availability(); !a.available)
+    throw Error("backend '" + cfg.backend + "' is not available: " + a.reason);
+  const bool gpu = backend->name() != "cpu";
+  if (!gpu) cfg.timer = TimerKind::host_clock;
+  if (gpu && cfg.timer == TimerKind::host_clock)
+    throw UsageError("GPU backends are timed with cudaEvents or CUPTI (--timing event|cupti), not the host clock");
+
+  RunReport r;
+  r.backend = backend->name();
+  r.backend_description = backend->description();
+  r.run_id = make_run_id(r.backend);
+  r.model_source = model.source;
+  r.model_checksum = model.checksum;
+  r.model_synthetic = model.synthetic;
+  r.commit = MNV2_GIT_COMMIT;
+  r.date = iso_date_utc();
+  r.warnings = model.warnings;
+  fill_environment(r, gpu);
+
+  r.layer_stats = analyse(model, cfg.batch, cfg.height, cfg.width);
+  auto net = backend->prepare(model, PrepareConfig{cfg.batch, cfg.height, cfg.width, cfg.precision});
+  const Tensor input = batch_input(cfg, model.input_channels);
+  r.input_checksum = "fnv1a64:" + fnv1a64_hex(input.data.data(), input.data.size() * sizeof(float));
+  if (cfg.input_name.empty()) cfg.input_name = cfg.input ? "tensor" : "random(seed=1)";
+  r.memory = net->memory();
+
+  // Phase 1: end to end. Only the run boundaries are observed (one event pair on GPU backends).
+  {
+    auto run_timer = make_run_timer(gpu);
+    const int total = cfg.warmup + cfg.iters;
+    std::vector<double> host_ms, gpu_ms;
+    RunOptions opts;
+    opts.observer = run_timer.get();
+    for (int i = 0; i < total; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      net->run(input, opts);
+      const auto t1 = std::chrono::steady_clock::now();
+      if (i >= cfg.warmup) {
+        host_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        if (gpu) gpu_ms.push_back(static_cast<double>(run_timer->last_run_ns()) / 1e6);
+      }
+      check_progress(progress, "end-to-end", i + 1, total);
+    }
+    r.end_to_end.host_ms = summarize(std::move(host_ms));
+    if (gpu) r.end_to_end.gpu_ms = summarize(std::move(gpu_ms));
+    r.end_to_end.images_per_s =
+        r.end_to_end.host_ms.median > 0 ? cfg.batch * 1000.0 / r.end_to_end.host_ms.median : 0.0;
+  }
+
+  // Phase 2: per step, with the chosen timer (and events beside CUPTI for the two-timer check).
+  const std::vector<ExecStep>& steps = net->steps();
+  const int nsteps = static_cast<int>(steps.size());
+  auto source = make_timing_source(cfg.timer);
+  for (const auto& w : source->warnings()) r.warnings.push_back(w);
+  std::unique_ptr<TimingSource> events;
+  if (source->kind() == TimerKind::cupti_kernel) events = make_timing_source(TimerKind::cuda_event);
+  r.timer = to_string(source->kind());
+  TeeObserver tee(events ? static_cast<StepObserver*>(events.get()) : source.get(), source.get());
+  RunOptions opts;
+  opts.observer = events ? static_cast<StepObserver*>(&tee) : source.get();
+
+  std::vector<std::vector<double>> step_samples(static_cast<size_t>(nsteps)), event_samples(steps.size());
+  std::vector<double> records_per_step(steps.size(), 0.0);
+  std::vector<std::vector<std::string>> names(steps.size());
+  std::vector<std::pair<int64_t, std::string>> longest_grid(steps.size(), {-1, ""});
+  std::vector<std::string> longest_block(steps.size());
+  const int total = cfg.warmup + cfg.iters;
+  for (int i = 0; i < total; ++i) {
+    source->begin_iteration(nsteps);
+    if (events) events->begin_iteration(nsteps);
+    net->run(input, opts);
+    IterationTiming it = source->end_iteration();
+    IterationTiming ev = events ? events->end_iteration() : IterationTiming{};
+    if (i >= cfg.warmup) {
+      for (int s = 0; s < nsteps && s < static_cast<int>(it.step_ns.size()); ++s)
+        if (it.step_ns[static_cast<size_t>(s)] >= 0)
+          step_samples[static_cast<size_t>(s)].push_back(static_cast<double>(it.step_ns[static_cast<size_t>(s)]));
+      for (int s = 0; s < nsteps && s < static_cast<int>(ev.step_ns.size()); ++s)
+        if (ev.step_ns[static_cast<size_t>(s)] >= 0)
+          event_samples[static_cast<size_t>(s)].push_back(static_cast<double>(ev.step_ns[static_cast<size_t>(s)]));
+      for (const KernelRecord& k : it.records) {
+        if (k.step < 0 || k.step >= nsteps) continue;
+        const auto s = static_cast<size_t>(k.step);
+        records_per_step[s] += 1.0;
+        if (std::find(names[s].begin(), names[s].end(), k.name) == names[s].end()) names[s].push_back(k.name);
+        if (k.kind == "kernel" && k.duration_ns() > longest_grid[s].first) {
+          longest_grid[s] = {k.duration_ns(), dims(k.grid)};
+          longest_block[s] = dims(k.block);
+        }
+      }
+      if (i == total - 1) r.trace = std::move(it.records);
+    }
+    check_progress(progress, "per-layer", i + 1, total);
+  }
+  for (const auto& w : source->warnings())
+    if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) r.warnings.push_back(w);
+
+  double sum_medians = 0;
+  r.steps.resize(steps.size());
+  for (int s = 0; s < nsteps; ++s) {
+    StepProfile& p = r.steps[static_cast<size_t>(s)];
+    const ExecStep& e = steps[static_cast<size_t>(s)];
+    p.step = s;
+    p.name = e.name;
+    p.layers = e.layers;
+    p.variant = e.variant;
+    p.time_ns = summarize(step_samples[static_cast<size_t>(s)]);
+    if (events) {
+      p.event_ns = summarize(event_samples[static_cast<size_t>(s)]);
+      p.timers_disagree = std::fabs(p.event_ns->median - p.time_ns.median) > events->resolution_ns();
+    }
+    p.kernel_names = names[static_cast<size_t>(s)];
+    p.kernels_per_iter = records_per_step[static_cast<size_t>(s)] / cfg.iters;
+    p.grid = longest_grid[static_cast<size_t>(s)].second;
+    p.block = longest_block[static_cast<size_t>(s)];
+    for (int l : e.layers) {
+      if (l < 0 || l >= static_cast<int>(r.layer_stats.size())) throw Error("backend step covers a bad layer index");
+      p.macs += r.layer_stats[static_cast<size_t>(l)].macs;
+      p.bytes += r.layer_stats[static_cast<size_t>(l)].bytes;
+    }
+    if (p.time_ns.median > 0) {
+      p.gflops = 2.0 * static_cast<double>(p.macs) / p.time_ns.median;  // FLOP per ns = GFLOP/s
+      p.gbytes_per_s = static_cast<double>(p.bytes) / p.time_ns.median;
+    }
+    sum_medians += p.time_ns.median;
+  }
+  for (auto& p : r.steps) p.share = sum_medians > 0 ? p.time_ns.median / sum_medians : 0.0;
+
+  // Every topology layer must be covered by exactly one step: nothing dropped, nothing counted twice.
+  r.layers.resize(model.layers.size());
+  for (size_t l = 0; l < model.layers.size(); ++l) r.layers[l].layer = static_cast<int>(l);
+  for (const auto& p : r.steps) {
+    for (int l : p.layers) {
+      LayerProfile& lp = r.layers[static_cast<size_t>(l)];
+      if (lp.step >= 0) throw Error("layer " + std::to_string(l) + " is covered by two steps of the backend");
+      lp.step = p.step;
+      if (p.layers.size() > 1) lp.fused_group = p.name;
+    }
+  }
+  for (const auto& lp : r.layers)
+    if (lp.step < 0) throw Error("layer " + std::to_string(lp.layer) + " is not covered by any step of the backend");
+
+  r.topology = model.layers;
+  for (Layer& l : r.topology) {
+    l.weight.clear();
+    l.bias.clear();
+    l.weight.shrink_to_fit();
+    l.bias.shrink_to_fit();
+  }
+  // Totals: a step counts once, under its first layer's kind and block.
+  std::map<std::string, GroupTotal> kinds, blocks;
+  std::vector<std::string> block_order;
+  for (const auto& p : r.steps) {
+    const Layer& first = model.layers[static_cast<size_t>(p.layers.front())];
+    GroupTotal& k = kinds[to_string(first.kind)];
+    k.name = to_string(first.kind);
+    k.median_ns += p.time_ns.median;
+    k.macs += p.macs;
+    if (!blocks.count(first.block_name)) block_order.push_back(first.block_name);
+    GroupTotal& b = blocks[first.block_name];
+    b.name = first.block_name;
+    b.median_ns += p.time_ns.median;
+    b.macs += p.macs;
+  }
+  for (auto& [name, g] : kinds) {
+    g.share = sum_medians > 0 ? g.median_ns / sum_medians : 0;
+    r.per_kind.push_back(g);
+  }
+  for (const auto& name : block_order) {
+    GroupTotal g = blocks[name];
+    g.share = sum_medians > 0 ? g.median_ns / sum_medians : 0;
+    r.per_block.push_back(g);
+  }
+  r.sum_of_steps_ms = sum_medians / 1e6;
+  const double e2e = r.end_to_end.gpu_ms ? r.end_to_end.gpu_ms->median : r.end_to_end.host_ms.median;
+  r.gap_ms = e2e - r.sum_of_steps_ms;
+  if (gpu) r.sm_clock_mhz_end = current_sm_clock_mhz(0);
+  cfg.input.reset();
+  r.config = cfg;
+  return r;
+}
+
+DiffReport diff_backends(const Model& model, const std::string& backend, const std::string& reference,
+                         const PrepareConfig& config, const Tensor& input) {
+  DiffReport d;
+  d.backend = backend;
+  d.reference = reference;
+  RunOptions keep;
+  keep.keep_layer_outputs = true;
+  auto run_one = [&](const std::string& name, std::vector<Tensor>& outputs) {
+    auto b = make_backend(name);
+    if (Availability a = b->availability(); !a.available)
+      throw Error("backend '" + name + "' is not available: " + a.reason);
+    auto net = b->prepare(model, config);
+    Tensor logits = net->run(input, keep);
+    outputs = net->layer_outputs();
+    return logits;
+  };
+  std::vector<Tensor> out_a, out_ref;
+  const Tensor logits_a = run_one(backend, out_a);
+  const Tensor logits_ref = run_one(reference, out_ref);
+  if (logits_a.data.size() != logits_ref.data.size()) throw Error("the two backends give logits of different sizes");
+  d.logits = compare(logits_a.data.data(), logits_ref.data.data(), static_cast<int64_t>(logits_a.data.size()));
+  const int classes = static_cast<int>(logits_a.shape.per_image());
+  const std::vector<std::string> no_labels;
+  for (const auto& p : top_k(logits_a.data.data(), classes, 5, no_labels)) d.top5.push_back(p.index);
+  for (const auto& p : top_k(logits_ref.data.data(), classes, 5, no_labels)) d.reference_top5.push_back(p.index);
+  d.top5_agree = d.top5 == d.reference_top5;
+  // Every image of the batch must agree, not only the first.
+  for (int64_t n = 1; n < logits_a.shape.n && d.top5_agree; ++n) {
+    const float* a = logits_a.data.data() + n * classes;
+    const float* b = logits_ref.data.data() + n * classes;
+    auto ta = top_k(a, classes, 5, no_labels), tb = top_k(b, classes, 5, no_labels);
+    for (size_t k = 0; k < ta.size(); ++k) d.top5_agree = d.top5_agree && ta[k].index == tb[k].index;
+  }
+  d.layers.resize(model.layers.size());
+  for (size_t l = 0; l < model.layers.size(); ++l) {
+    LayerDiff& ld = d.layers[l];
+    ld.layer = static_cast<int>(l);
+    if (l < out_a.size() && l < out_ref.size() && !out_a[l].empty() && out_a[l].data.size() == out_ref[l].data.size()) {
+      ld.compared = true;
+      ld.error = compare(out_a[l].data.data(), out_ref[l].data.data(), static_cast<int64_t>(out_a[l].data.size()));
+      if (d.first_divergent_layer < 0 && (!ld.error.finite || ld.error.rel_l2 > d.threshold))
+        d.first_divergent_layer = ld.layer;
+    }
+  }
+  return d;
+}
+
+}  // namespace mnv2

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the GPU-machine bundle here (it has no Qt and no OpenCV codecs): a CUDA build without image
+# decoding, the CLI, the GPU and unit-free test programs, the libraries they need, the shared model and
+# golden inputs, packed into .device/bundle.tar.xz (git-ignored; name `.device` in the device tool's carry).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+shared=${MNV2_SHARED_DIR:-$root/../shared}
+build=$root/build-device
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMNV2_WITH_CUDA=ON \
+  -DMNV2_WITH_OPENCV_CODECS=OFF -DMNV2_BUILD_GUI=OFF -DMNV2_BUILD_TESTS=ON "$@" >/dev/null
+cmake --build "$build" -j "$(nproc)" --target mnv2 mnv2_gpu_tests
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+bash "$shared/tools/device-bundle.sh" "$stage/bundle" "$build/app/mnv2" "$build/tests/mnv2_gpu_tests" >/dev/null
+mkdir -p "$stage/bundle/shared/weights" "$stage/bundle/shared/golden"
+cp "$shared"/weights/*.onnx "$shared"/weights/*.txt "$stage/bundle/shared/weights/"
+cp "$shared"/golden/* "$stage/bundle/shared/golden/"
+mkdir -p "$root/.device"
+tar -C "$stage" -cJf "$root/.device/bundle.tar.xz" bundle
+echo "bundle: $(du -h "$root/.device/bundle.tar.xz" | cut -f1) in .device/bundle.tar.xz"

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool), from the repository root with .device/ carried:
+#   run(command="bash scripts/device-run.sh", carry=[".device"])
+# In one call: every GPU test, profiles of the GPU backends with both timers, cross-backend comparisons on
+# the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
+# $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
+set -uo pipefail
+out=${OUT:-/tmp/mnv2-device-out}
+mkdir -p "$out"
+work=/tmp/mnv2-run
+rm -rf /tmp/bundle "$work" && mkdir -p "$work"
+tar -xJf .device/bundle.tar.xz -C /tmp || { echo "no bundle: run scripts/device-bundle.sh first"; exit 1; }
+cd /tmp/bundle
+export LD_LIBRARY_PATH=$PWD/lib:${LD_LIBRARY_PATH:-} MNV2_SHARED_DIR=$PWD/shared
+export MNV2_MODEL=$PWD/shared/weights/mobilenet_v2_1.0_224.onnx
+summary=$work/summary.txt
+step() { echo "== $*" | tee -a "$summary"; }
+run() {  # run NAME CMD...: output to NAME.log, tail to the summary, status recorded
+  local name=$1; shift
+  step "$name: $*"
+  local t0=$SECONDS
+  "$@" >"$work/$name.log" 2>&1
+  local rc=$?
+  tail -n "${TAIL:-25}" "$work/$name.log" >>"$summary"
+  echo "-- $name: exit $rc, $((SECONDS - t0)) s" | tee -a "$summary"
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$work/nvidia-smi.csv" 2>&1
+cat "$work/nvidia-smi.csv" >>"$summary"
+TAIL=30 run info ./bin/mnv2 info
+TAIL=40 run gpu_tests ./bin/mnv2_gpu_tests --gtest_brief=1
+TAIL=12 run profile_cudnn_event ./bin/mnv2 profile --backend cudnn --tensor shared/golden/cat.input.f32 --timing event \
+  --warmup 20 --iters 200 --csv "$work/profile_cudnn_event_b1.csv" --json "$work/profile_cudnn_event_b1.json"
+TAIL=12 run profile_cudnn_cupti ./bin/mnv2 profile --backend cudnn --tensor shared/golden/cat.input.f32 --timing cupti \
+  --warmup 20 --iters 200 --csv "$work/profile_cudnn_cupti_b1.csv" --json "$work/profile_cudnn_cupti_b1.json" \
+  --trace "$work/trace_cudnn_cupti_b1.json"
+TAIL=12 run profile_cudnn_cupti_b64 ./bin/mnv2 profile --backend cudnn --tensor shared/golden/cat.input.f32 --timing cupti \
+  --batch 64 --warmup 10 --iters 50 --csv "$work/profile_cudnn_cupti_b64.csv" --json "$work/profile_cudnn_cupti_b64.json"
+for img in cat cat_720p grace_hopper hot_dog parrot; do
+  TAIL=8 run "compare_$img" ./bin/mnv2 compare --backends cpu,cudnn --tensor "shared/golden/$img.input.f32" --timing cupti \
+    --warmup 5 --iters 30 --csv "$work/compare_${img}.csv" --json "$work/compare_${img}.json"
+done
+TAIL=10 run compare_event_b64 ./bin/mnv2 compare --backends cpu,cudnn --tensor shared/golden/cat.input.f32 --timing event \
+  --batch 64 --warmup 3 --iters 20 --json "$work/compare_event_b64.json"
+for img in cat cat_720p grace_hopper hot_dog parrot; do
+  TAIL=8 run "classify_$img" ./bin/mnv2 classify --backend cudnn --tensor "shared/golden/$img.input.f32" --top 3
+done
+TAIL=8 run bench_cudnn ./bin/mnv2 bench --backend cudnn --batch 1,8,64,256 --warmup 20 --iters 100 --json "$work/bench_cudnn.json"
+TAIL=6 run bench_cpu ./bin/mnv2 bench --backend cpu --batch 1,8 --warmup 5 --iters 30 --json "$work/bench_cpu.json"
+nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$summary" 2>&1
+
+cp "$summary" "$out/summary.txt"
+tar -C "$work" -czf "$out/results.tar.gz" .
+ls -la "$out"

@@ -1,0 +1,282 @@
+// End-to-end tests of the mnv2 command-line tool: exit codes, messages and the JSON it prints.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "mnv2/device.h"
+#include "mnv2/json.h"
+#include "test_support.h"
+
+namespace mnv2::test {
+namespace {
+
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs the CLI with the given arguments; `env` is a list of VAR=value prefixes (MNV2_MODEL is cleared
+// unless given, so the user's environment cannot change the outcome).
+CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                  const std::string& exe = MNV2_CLI_PATH) {
+  TempDir tmp;
+  std::string cmd = "env -u MNV2_MODEL";
+  for (const auto& e : env) cmd += " " + quote(e);
+  cmd += " " + quote(exe);
+  for (const auto& a : args) cmd += " " + quote(a);
+  cmd += " >" + quote(tmp.file("out")) + " 2>" + quote(tmp.file("err")) + " </dev/null";
+  int status = std::system(cmd.c_str());
+  CliResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(tmp.file("out"));
+  r.err = read_file(tmp.file("err"));
+  return r;
+}
+
+std::string describe(const CliResult& r) { return "exit " + std::to_string(r.code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
+
+bool have_gpu() { return !cuda_environment().devices.empty(); }
+
+TEST(Cli, HelpAndUsageErrors) {
+  EXPECT_EQ(run_cli({"--help"}).code, 0);
+  auto none = run_cli({});
+  EXPECT_EQ(none.code, 2) << describe(none);
+  auto unknown = run_cli({"frobnicate"});
+  EXPECT_EQ(unknown.code, 2) << describe(unknown);
+  EXPECT_NE(unknown.err.find("error: unknown command"), std::string::npos) << describe(unknown);
+  auto bad_opt = run_cli({"topology", "--nope"});
+  EXPECT_EQ(bad_opt.code, 2) << describe(bad_opt);
+  auto missing_value = run_cli({"topology", "--format"});
+  EXPECT_EQ(missing_value.code, 2) << describe(missing_value);
+  auto bad_format = run_cli({"topology", "--model", main_model_path(), "--format", "xml"});
+  EXPECT_EQ(bad_format.code, 2) << describe(bad_format);
+  auto batch0 = run_cli({"topology", "--model", main_model_path(), "--batch", "0"});
+  EXPECT_EQ(batch0.code, 2) << describe(batch0);
+  auto bad_size = run_cli({"topology", "--model", main_model_path(), "--input-size", "224xfoo"});
+  EXPECT_EQ(bad_size.code, 2) << describe(bad_size);
+  auto neg_iters = run_cli({"bench", "--iters", "-3"});
+  EXPECT_EQ(neg_iters.code, 2) << describe(neg_iters);
+  auto bad_backend = run_cli({"classify", "--backend", "tpu", "--model", main_model_path(), shared_path("images/cat.bmp")});
+  EXPECT_EQ(bad_backend.code, 2) << describe(bad_backend);
+  auto nothing = run_cli({"classify", "--model", main_model_path()});
+  EXPECT_EQ(nothing.code, 2) << describe(nothing);
+}
+
+TEST(Cli, InfoJson) {
+  auto r = run_cli({"info", "--json"});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  json::Value j = json::parse(r.out);
+  bool cpu_available = false;
+  for (const auto& b : j.at("backends").as_array()) {
+    const std::string name = b.at("name").as_string();
+    if (name == "cpu") cpu_available = b.at("available").as_bool();
+    if (name != "cpu" && !have_gpu()) {
+      EXPECT_FALSE(b.at("available").as_bool()) << name;
+      EXPECT_FALSE(b.at("reason").as_string().empty()) << name;
+    }
+  }
+  EXPECT_TRUE(cpu_available);
+  EXPECT_EQ(run_cli({"info"}).code, 0);
+}
+
+TEST(Cli, TopologyTableCsvJson) {
+  auto table = run_cli({"topology", "--model", main_model_path()});
+  ASSERT_EQ(table.code, 0) << describe(table);
+  EXPECT_NE(table.out.find("\n0: Conv2d(3, 32, 3, 2, [0, 0, 1, 1], 1)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("99 layers (52 Conv2d, 35 ReLU6, 10 ResidualAdd, 1 GlobalAveragePool, 1 Linear)"),
+            std::string::npos)
+      << table.out;
+
+  auto csv = run_cli({"topology", "--model", main_model_path(), "--format", "csv"});
+  ASSERT_EQ(csv.code, 0) << describe(csv);
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 100);  // header + 99 rows
+
+  auto js = run_cli({"topology", "--model", main_model_path(), "--format", "json", "--batch", "2"});
+  ASSERT_EQ(js.code, 0) << describe(js);
+  json::Value j = json::parse(js.out);
+  const auto& layers = j.at("layers").as_array();
+  ASSERT_EQ(layers.size(), 99u);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    EXPECT_EQ(layers[i].at("index").as_int(), static_cast<int64_t>(i));
+    EXPECT_FALSE(layers[i].at("kind").as_string().empty());
+    EXPECT_FALSE(layers[i].at("name").as_string().empty());
+    EXPECT_EQ(layers[i].at("output_shape").as_array().size(), 4u);
+    EXPECT_GE(layers[i].at("params").as_int(), 0);
+    EXPECT_GE(layers[i].at("macs").as_int(), 0);
+  }
+  EXPECT_EQ(layers.back().at("kind").as_string(), "Linear");
+  EXPECT_EQ(layers.back().at("output_shape").as_array()[0].as_int(), 2);
+  EXPECT_EQ(layers.back().at("output_shape").as_array()[1].as_int(), 1001);
+  EXPECT_EQ(j.at("totals").at("Conv2d").as_int(), 52);
+  EXPECT_EQ(j.at("totals").at("blocks").as_int(), 17);
+}
+
+TEST(Cli, ClassifyImagesJson) {
+  auto r = run_cli({"classify", "--model", main_model_path(), "--json", shared_path("images/cat.bmp"),
+                    shared_path("images/parrot.jpg")});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  json::Value j = json::parse(r.out);
+  ASSERT_EQ(j.as_array().size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const json::Value& o = j.as_array()[i];
+    EXPECT_EQ(o.at("backend").as_string(), "cpu");
+    EXPECT_EQ(o.at("top5").as_array().size(), 5u);
+    EXPECT_EQ(o.at("logits").as_array().size(), 1001u);
+    EXPECT_EQ(o.at("top5").as_array()[0].at("index").as_int(), read_golden(i == 0 ? "cat" : "parrot").top5[0]);
+  }
+  EXPECT_EQ(j.as_array()[0].at("top5").as_array()[0].at("label").as_string(), "Egyptian cat");
+  EXPECT_NE(j.as_array()[0].at("input").as_string().find("cat.bmp"), std::string::npos);
+}
+
+TEST(Cli, ClassifyTensorMatchesGolden) {
+  auto r = run_cli({"classify", "--json", "--tensor", shared_path("golden/hot_dog.input.f32")},
+                   {"MNV2_MODEL=" + main_model_path()});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  json::Value j = json::parse(r.out);
+  std::vector<float> logits;
+  for (const auto& v : j.as_array()[0].at("logits").as_array()) logits.push_back(static_cast<float>(v.as_number()));
+  Golden g = read_golden("hot_dog");
+  EXPECT_LT(rel_l2(logits, g.logits), 1e-5);
+  auto table = run_cli({"classify", "--top", "3", "--tensor", shared_path("golden/hot_dog.input.f32")},
+                       {"MNV2_MODEL=" + main_model_path()});
+  ASSERT_EQ(table.code, 0) << describe(table);
+  EXPECT_NE(table.out.find("hotdog"), std::string::npos) << table.out;
+}
+
+TEST(Cli, RuntimeErrorsExitOne) {
+  TempDir tmp;
+  write_file(tmp.file("short.f32"), std::string(1000, '\0'));
+  auto wrong_tensor = run_cli({"classify", "--model", main_model_path(), "--tensor", tmp.file("short.f32")});
+  EXPECT_EQ(wrong_tensor.code, 1) << describe(wrong_tensor);
+  EXPECT_NE(wrong_tensor.err.find("short.f32"), std::string::npos) << describe(wrong_tensor);
+
+  write_file(tmp.file("fake.jpg"), "this is not an image");
+  auto bad_image = run_cli({"classify", "--model", main_model_path(), tmp.file("fake.jpg")});
+  EXPECT_EQ(bad_image.code, 1) << describe(bad_image);
+  EXPECT_NE(bad_image.err.find("fake.jpg"), std::string::npos) << describe(bad_image);
+
+  auto missing_image = run_cli({"classify", "--model", main_model_path(), tmp.file("nope.png")});
+  EXPECT_EQ(missing_image.code, 1) << describe(missing_image);
+
+  auto missing_model = run_cli({"topology", "--model", tmp.file("nope.onnx")});
+  EXPECT_EQ(missing_model.code, 1) << describe(missing_model);
+  EXPECT_NE(missing_model.err.find("nope.onnx"), std::string::npos);
+
+  auto missing_env_model = run_cli({"topology"}, {"MNV2_MODEL=" + tmp.file("gone.onnx")});
+  EXPECT_EQ(missing_env_model.code, 1) << describe(missing_env_model);
+  EXPECT_NE(missing_env_model.err.find("MNV2_MODEL"), std::string::npos);
+
+  write_file(tmp.file("truncated.onnx"), read_file(main_model_path()).substr(0, 5000));
+  auto truncated = run_cli({"classify", "--model", tmp.file("truncated.onnx"), shared_path("images/cat.bmp")});
+  EXPECT_EQ(truncated.code, 1) << describe(truncated);
+  EXPECT_NE(truncated.err.find("truncated.onnx"), std::string::npos) << describe(truncated);
+
+  write_file(tmp.file("labels.txt"), "a\nb\n");
+  auto few_labels = run_cli({"classify", "--model", main_model_path(), "--labels", tmp.file("labels.txt"),
+                             shared_path("images/cat.bmp")});
+  EXPECT_EQ(few_labels.code, 1) << describe(few_labels);
+}
+
+TEST(Cli, GpuBackendWithoutGpuIsAClearError) {
+  if (have_gpu()) GTEST_SKIP() << "a CUDA device is present; this checks the no-GPU message";
+  for (const char* b : {"cudnn", "cuda"}) {
+    auto r = run_cli({"classify", "--backend", b, "--model", main_model_path(), shared_path("images/cat.bmp")});
+    EXPECT_EQ(r.code, 1) << describe(r);
+    EXPECT_NE(r.err.find("not available"), std::string::npos) << describe(r);
+  }
+}
+
+TEST(Cli, NoModelRunsSyntheticAndSaysSo) {
+  // A copy of the program in an empty folder finds no weights/ folder near it.
+  TempDir tmp;
+  const std::string exe = tmp.file("mnv2");
+  std::filesystem::copy_file(MNV2_CLI_PATH, exe);
+  std::filesystem::permissions(exe, std::filesystem::perms::owner_all);
+  auto info = run_cli({"info"}, {}, exe);
+  ASSERT_EQ(info.code, 0) << describe(info);
+  EXPECT_NE(info.out.find("synthetic"), std::string::npos) << info.out;
+
+  auto r = run_cli({"classify", "--json", shared_path("images/cat.bmp")}, {}, exe);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.err.find("meaningless"), std::string::npos) << describe(r);
+  json::Value j = json::parse(r.out);
+  ASSERT_EQ(j.as_array()[0].at("warnings").as_array().size(), 1u);
+  EXPECT_NE(j.as_array()[0].at("warnings").as_array()[0].as_string().find("meaningless"), std::string::npos);
+  auto table = run_cli({"topology"}, {}, exe);
+  ASSERT_EQ(table.code, 0) << describe(table);
+  EXPECT_EQ(table.out.rfind("WARNING:", 0), 0u) << table.out;
+}
+
+TEST(Cli, BenchWritesJsonAndNoPartialFiles) {
+  TempDir tmp;
+  auto r = run_cli({"bench", "--model", main_model_path(), "--batch", "1,2", "--warmup", "1", "--iters", "3", "--json",
+                    tmp.file("bench.json")});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  json::Value j = json::parse_file(tmp.file("bench.json"));
+  ASSERT_EQ(j.at("results").as_array().size(), 2u);
+  EXPECT_GT(j.at("results").as_array()[0].at("median_ms").as_number(), 0.0);
+  EXPECT_EQ(j.at("results").as_array()[1].at("batch").as_int(), 2);
+
+  auto bad = run_cli({"bench", "--model", main_model_path(), "--iters", "1", "--json", tmp.file("no/such/dir/b.json")});
+  EXPECT_EQ(bad.code, 1) << describe(bad);
+  EXPECT_FALSE(std::filesystem::exists(tmp.file("no/such/dir/b.json")));
+  // Leftover temporaries would show up beside the target.
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+TEST(Cli, ProfileCpuWritesAllReports) {
+  TempDir tmp;
+  auto r = run_cli({"profile", "--model", main_model_path(), "--backend", "cpu", "--tensor",
+                    shared_path("golden/cat.input.f32"), "--batch", "2", "--warmup", "1", "--iters", "3", "--csv",
+                    tmp.file("p.csv"), "--json", tmp.file("p.json"), "--trace", tmp.file("p.trace.json")});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("end to end (un-instrumented"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sum of layer medians"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("block17.project"), std::string::npos) << r.out;
+  const std::string csv = read_file(tmp.file("p.csv"));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 100);
+  json::Value j = json::parse_file(tmp.file("p.json"));
+  EXPECT_EQ(j.at("runs").as_array()[0].at("metadata").at("timer").as_string(), "host_clock");
+  EXPECT_EQ(j.at("runs").as_array()[0].at("metadata").at("input").as_string(), shared_path("golden/cat.input.f32"));
+  json::Value t = json::parse_file(tmp.file("p.trace.json"));
+  EXPECT_GE(t.at("traceEvents").as_array().size(), 99u);
+}
+
+TEST(Cli, CompareCpuWithItself) {
+  // Two names for one implementation are refused; compare needs distinct backends.
+  auto dup = run_cli({"compare", "--backends", "cpu,cpu", "--model", main_model_path()});
+  EXPECT_EQ(dup.code, 2) << describe(dup);
+  auto one = run_cli({"compare", "--backends", "cpu", "--model", main_model_path()});
+  EXPECT_EQ(one.code, 2) << describe(one);
+}
+
+TEST(Cli, CompareWithGpuBackendWithoutGpuIsAClearError) {
+  if (have_gpu()) GTEST_SKIP() << "a CUDA device is present; this checks the no-GPU message";
+  auto r = run_cli({"compare", "--backends", "cpu,cudnn", "--model", main_model_path(), "--iters", "1"});
+  EXPECT_EQ(r.code, 1) << describe(r);
+  EXPECT_NE(r.err.find("not available"), std::string::npos) << describe(r);
+}
+
+TEST(Cli, ProfileUsageErrors) {
+  EXPECT_EQ(run_cli({"profile", "--timing", "sundial"}).code, 2);
+  EXPECT_EQ(run_cli({"profile", "--timing", "host"}).code, 2);
+  EXPECT_EQ(run_cli({"profile", "--backends", "cpu,cudnn"}).code, 2);
+  EXPECT_EQ(run_cli({"profile", "--image", "a.jpg", "--tensor", "b.f32"}).code, 2);
+  EXPECT_EQ(run_cli({"profile", "--iters", "0"}).code, 2);
+  auto missing = run_cli({"profile", "--model", main_model_path(), "--image", "/nonexistent/x.jpg"});
+  EXPECT_EQ(missing.code, 1) << describe(missing);
+}
+
+}  // namespace
+}  // namespace mnv2::test

@@ -1,0 +1,84 @@
+#include "test_support.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include "mnv2/tensor.h"
+
+namespace mnv2::test {
+
+std::string shared_dir() {
+  if (const char* env = std::getenv("MNV2_SHARED_DIR"); env && *env) return env;
+  return MNV2_SHARED_DIR_DEFAULT;
+}
+std::string shared_path(const std::string& relative) { return shared_dir() + "/" + relative; }
+std::string main_model_path() { return shared_path("weights/mobilenet_v2_1.0_224.onnx"); }
+std::string torchvision_model_path() { return shared_path("weights/mobilenet_v2_torchvision_random.onnx"); }
+
+std::vector<std::string> golden_image_names() { return {"cat", "cat_720p", "grace_hopper", "hot_dog", "parrot"}; }
+
+Golden read_golden(const std::string& name) {
+  Golden g;
+  json::Value j = json::parse_file(shared_path("golden/" + name + ".json"));
+  for (const json::Value& v : j.at("logits").as_array()) g.logits.push_back(v.as_number());
+  for (const json::Value& t : j.at("top5").as_array()) g.top5.push_back(static_cast<int>(t.at("index").as_int()));
+  if (const json::Value* img = j.find("image")) g.image = img->as_string();
+  Tensor t = read_tensor_file(shared_path("golden/" + name + ".input.f32"), Shape{1, 3, 224, 224});
+  g.input = std::move(t.data);
+  return g;
+}
+
+TempDir::TempDir() {
+  std::random_device rd;
+  auto base = std::filesystem::temp_directory_path();
+  for (int i = 0; i < 100; ++i) {
+    auto p = base / ("mnv2-test-" + std::to_string(rd()));
+    if (std::filesystem::create_directory(p)) {
+      path_ = p.string();
+      return;
+    }
+  }
+  throw std::runtime_error("cannot create a temporary directory");
+}
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void save_model(const onnx::ModelProto& model, const std::string& path) {
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) throw std::runtime_error("cannot serialise model");
+  write_file(path, bytes);
+}
+
+double rel_l2(const std::vector<float>& a, const std::vector<double>& ref) {
+  if (a.size() != ref.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double d = double(a[i]) - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / den);
+}
+
+}  // namespace mnv2::test

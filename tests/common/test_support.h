@@ -1,0 +1,52 @@
+// Helpers shared by the test programs: where shared/ is, golden files, small ONNX models built in memory.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+#include "mnv2/json.h"
+
+namespace mnv2::test {
+
+// The shared data folder: env MNV2_SHARED_DIR, else the CMake cache variable MNV2_SHARED_DIR.
+std::string shared_dir();
+std::string shared_path(const std::string& relative);  // shared_dir() + "/" + relative
+std::string main_model_path();                         // shared/weights/mobilenet_v2_1.0_224.onnx
+std::string torchvision_model_path();                  // shared/weights/mobilenet_v2_torchvision_random.onnx
+
+// Golden images: cat, cat_720p, grace_hopper, hot_dog, parrot (and torchvision_random for the 2nd model).
+std::vector<std::string> golden_image_names();
+struct Golden {
+  std::vector<float> input;     // 1x3x224x224
+  std::vector<double> logits;   // float64 reference
+  std::vector<int> top5;        // indices
+  std::string image;            // image file name ("" for torchvision_random)
+};
+Golden read_golden(const std::string& name);
+
+// A fresh temporary directory, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+void write_file(const std::string& path, const std::string& bytes);
+std::string read_file(const std::string& path);
+
+// Serialises a ModelProto to a file.
+void save_model(const onnx::ModelProto& model, const std::string& path);
+
+// rel L2 of a float vector against a double reference.
+double rel_l2(const std::vector<float>& a, const std::vector<double>& ref);
+
+}  // namespace mnv2::test

@@ -1,0 +1,443 @@
+// The cudnn backend on a GPU: logits against every golden file, every layer against the cpu backend (batch
+// 1 and 3, odd input sizes for the asymmetric-pad path), a table of single convolutions, determinism,
+// memory, errors and the observer's calls. Every test skips with a message where there is no CUDA device.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mnv2/backend.h"
+#include "mnv2/bench.h"
+#include "mnv2/device.h"
+#include "mnv2/error.h"
+#include "mnv2/model.h"
+#include "mnv2/tensor.h"
+#include "test_support.h"
+
+namespace mnv2::test {
+namespace {
+
+// Float32 throughout, like the cpu reference; only the summation order differs.
+constexpr double kMaxRelL2 = 1e-5;
+
+// MNV2_TEST_SEED reproduces a failing run; otherwise every run draws new data.
+uint64_t fresh_seed() {
+  if (const char* env = std::getenv("MNV2_TEST_SEED"); env && *env) return std::stoull(env);
+  return std::random_device{}();
+}
+
+const Model& main_model() {
+  static const Model model = load_onnx(main_model_path());
+  return model;
+}
+const Model& torchvision_model() {
+  static const Model model = load_onnx(torchvision_model_path());
+  return model;
+}
+
+double rel_l2_of(const Tensor& got, const Tensor& ref) {
+  if (got.data.size() != ref.data.size()) return INFINITY;
+  return compare(got.data.data(), ref.data.data(), static_cast<int64_t>(ref.data.size())).rel_l2;
+}
+
+// Indices of the five largest values, ties by lower index.
+std::vector<int> top5_of(const float* values, int count) {
+  std::vector<int> order(static_cast<size_t>(count));
+  std::iota(order.begin(), order.end(), 0);
+  const int k = std::min(5, count);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int a, int b) { return values[a] > values[b] || (values[a] == values[b] && a < b); });
+  order.resize(static_cast<size_t>(k));
+  return order;
+}
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+class CudnnBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const CudaEnvironment& env = cuda_environment();
+    if (env.devices.empty()) GTEST_SKIP() << "no CUDA device (" << env.why_none << "): cudnn tests skipped";
+    backend_ = make_backend("cudnn");
+    const Availability a = backend_->availability();
+    ASSERT_TRUE(a.available) << "a CUDA device is present but cudnn is unavailable: " << a.reason;
+  }
+
+  std::unique_ptr<PreparedNet> prepare(const Model& model, int batch, int height, int width) const {
+    PrepareConfig config;
+    config.batch = batch;
+    config.height = height;
+    config.width = width;
+    return backend_->prepare(model, config);
+  }
+
+  std::unique_ptr<Backend> backend_;
+};
+
+TEST_F(CudnnBackendTest, DescribesItselfWithVersionAndGpu) {
+  const std::string text = backend_->description();
+  EXPECT_NE(text.find("cuDNN"), std::string::npos) << text;
+  EXPECT_NE(text.find(cuda_environment().devices.front().name), std::string::npos) << text;
+  std::printf("cudnn backend: %s\n", text.c_str());
+}
+
+TEST_F(CudnnBackendTest, LogitsMatchEveryGoldenFile) {
+  auto net = prepare(main_model(), 1, 224, 224);
+  for (const std::string& name : golden_image_names()) {
+    SCOPED_TRACE("golden " + name);
+    const Golden g = read_golden(name);
+    Tensor input(Shape{1, 3, 224, 224});
+    input.data = g.input;
+    const Tensor logits = net->run(input);
+    ASSERT_EQ(logits.data.size(), g.logits.size());
+    const double err = rel_l2(logits.data, g.logits);
+    const std::vector<int> top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
+    std::printf("golden %-13s rel L2 %.3g  top-5 %s (reference %s)\n", name.c_str(), err, join(top5).c_str(),
+                join(g.top5).c_str());
+    EXPECT_LT(err, kMaxRelL2);
+    EXPECT_EQ(top5, g.top5);
+  }
+
+  auto tv = prepare(torchvision_model(), 1, 224, 224);
+  const Golden g = read_golden("torchvision_random");
+  Tensor input(Shape{1, 3, 224, 224});
+  input.data = g.input;
+  const Tensor logits = tv->run(input);
+  ASSERT_EQ(logits.data.size(), g.logits.size());
+  const double err = rel_l2(logits.data, g.logits);
+  const std::vector<int> top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
+  std::printf("golden %-13s rel L2 %.3g  top-5 %s (reference %s)\n", "torchvision", err, join(top5).c_str(),
+              join(g.top5).c_str());
+  EXPECT_LT(err, kMaxRelL2);
+  EXPECT_EQ(top5, g.top5);
+}
+
+// Runs `model` through cpu and cudnn on the same random input, keeping every layer output, and checks
+// each layer and the logits.
+void expect_layers_match_cpu(const Backend& cudnn, const Model& model, int batch, int height, int width,
+                             const std::string& what) {
+  const uint64_t seed = fresh_seed();
+  const std::string where = what + ", batch " + std::to_string(batch) + ", " + std::to_string(height) + "x" +
+                            std::to_string(width) + ", MNV2_TEST_SEED=" + std::to_string(seed);
+  SCOPED_TRACE(where);
+  PrepareConfig config;
+  config.batch = batch;
+  config.height = height;
+  config.width = width;
+  const Tensor input = random_input(Shape{batch, model.input_channels, height, width}, seed);
+  RunOptions keep;
+  keep.keep_layer_outputs = true;
+
+  auto cpu_net = make_backend("cpu")->prepare(model, config);
+  const Tensor cpu_logits = cpu_net->run(input, keep);
+  auto gpu_net = cudnn.prepare(model, config);
+  const Tensor gpu_logits = gpu_net->run(input, keep);
+
+  // One step per layer, in order, each covering exactly its own layer.
+  const std::vector<ExecStep>& steps = gpu_net->steps();
+  ASSERT_EQ(steps.size(), model.layers.size());
+  for (size_t i = 0; i < steps.size(); ++i) ASSERT_EQ(steps[i].layers, std::vector<int>{static_cast<int>(i)});
+
+  ASSERT_EQ(gpu_logits.shape, cpu_logits.shape);
+  EXPECT_LT(rel_l2_of(gpu_logits, cpu_logits), kMaxRelL2) << "logits";
+
+  const std::vector<Tensor>& gpu_out = gpu_net->layer_outputs();
+  const std::vector<Tensor>& cpu_out = cpu_net->layer_outputs();
+  ASSERT_EQ(gpu_out.size(), model.layers.size());
+  ASSERT_EQ(cpu_out.size(), model.layers.size());
+  double worst = 0;
+  size_t worst_layer = 0;
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const Layer& layer = model.layers[i];
+    ASSERT_EQ(gpu_out[i].shape, cpu_out[i].shape) << "layer " << i;
+    const double err = rel_l2_of(gpu_out[i], cpu_out[i]);
+    if (!(err <= worst)) {
+      worst = err;
+      worst_layer = i;
+    }
+    EXPECT_LT(err, kMaxRelL2) << "layer " << i << " '" << layer.name << "' " << describe(layer) << " output "
+                              << cpu_out[i].shape.str() << ", step '" << steps[i].name << "' variant '"
+                              << steps[i].variant << "'";
+  }
+  std::printf("%s: logits rel L2 %.3g, worst layer %zu '%s' rel L2 %.3g\n", where.c_str(),
+              rel_l2_of(gpu_logits, cpu_logits), worst_layer, model.layers[worst_layer].name.c_str(), worst);
+}
+
+TEST_F(CudnnBackendTest, EveryLayerMatchesCpuBatch1) {
+  expect_layers_match_cpu(*backend_, main_model(), 1, 224, 224, "main");
+}
+TEST_F(CudnnBackendTest, EveryLayerMatchesCpuBatch3) {
+  expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, "main");
+}
+TEST_F(CudnnBackendTest, EveryLayerMatchesCpuOddInputSize) {
+  // Odd sizes: every stride-2 convolution with pads [0,0,1,1] sees odd and even maps, so the padded copy
+  // meets both parities.
+  expect_layers_match_cpu(*backend_, main_model(), 1, 193, 257, "main");
+  expect_layers_match_cpu(*backend_, main_model(), 2, 97, 131, "main");
+}
+TEST_F(CudnnBackendTest, EveryLayerMatchesCpuTorchvisionModel) {
+  expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "torchvision");
+}
+
+std::vector<float> random_floats(std::mt19937_64& gen, size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+struct ConvCase {
+  int in_channels, out_channels, kernel_h, kernel_w, stride_h, stride_w;
+  int pad_top, pad_left, pad_bottom, pad_right;
+  int groups, height, width;
+  bool bias;
+};
+
+std::string describe_case(const ConvCase& c) {
+  std::ostringstream s;
+  s << "in " << c.in_channels << " out " << c.out_channels << " kernel " << c.kernel_h << "x" << c.kernel_w
+    << " stride " << c.stride_h << "x" << c.stride_w << " pads [" << c.pad_top << "," << c.pad_left << ","
+    << c.pad_bottom << "," << c.pad_right << "] groups " << c.groups << " map " << c.height << "x" << c.width
+    << (c.bias ? " bias" : " no bias");
+  return s.str();
+}
+
+Model single_conv_model(const ConvCase& c, std::mt19937_64& gen) {
+  Model m;
+  m.input_channels = c.in_channels;
+  m.input_height = c.height;
+  m.input_width = c.width;
+  m.num_classes = c.out_channels;
+  Layer l;
+  l.index = 0;
+  l.kind = LayerKind::Conv2d;
+  l.name = "conv";
+  l.inputs = {kNetworkInput};
+  ConvParams& p = l.conv;
+  p.in_channels = c.in_channels;
+  p.out_channels = c.out_channels;
+  p.kernel_h = c.kernel_h;
+  p.kernel_w = c.kernel_w;
+  p.stride_h = c.stride_h;
+  p.stride_w = c.stride_w;
+  p.pad_top = c.pad_top;
+  p.pad_left = c.pad_left;
+  p.pad_bottom = c.pad_bottom;
+  p.pad_right = c.pad_right;
+  p.groups = c.groups;
+  l.weight = random_floats(
+      gen, static_cast<size_t>(c.out_channels) * (c.in_channels / c.groups) * c.kernel_h * c.kernel_w, -1.0f, 1.0f);
+  if (c.bias) l.bias = random_floats(gen, static_cast<size_t>(c.out_channels), -1.0f, 1.0f);
+  m.layers.push_back(l);
+  return m;
+}
+
+TEST_F(CudnnBackendTest, ConvolutionTableMatchesCpu) {
+  const ConvCase cases[] = {
+      {3, 8, 3, 3, 2, 2, 0, 0, 1, 1, 1, 16, 16, true},     // the main model's stem
+      {8, 8, 3, 3, 2, 2, 0, 0, 1, 1, 8, 15, 17, true},     // its stride-2 depthwise, odd map
+      {8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8, 9, 9, true},       // symmetric depthwise
+      {6, 4, 3, 3, 2, 2, 1, 0, 0, 2, 2, 11, 10, true},     // extra rows on top, extra columns on the right
+      {4, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 7, 5, false},      // pointwise without bias
+      {5, 7, 2, 3, 2, 1, 2, 1, 0, 1, 1, 8, 9, true},       // non-square kernel, mixed strides and pads
+      {16, 16, 5, 5, 2, 2, 2, 2, 2, 2, 16, 12, 12, true},  // 5x5 depthwise
+      {4, 4, 3, 3, 1, 1, 2, 0, 0, 3, 1, 6, 7, true},       // pads larger than one side needs
+  };
+  for (const ConvCase& c : cases) {
+    const uint64_t seed = fresh_seed();
+    std::mt19937_64 gen(seed);
+    const Model model = single_conv_model(c, gen);
+    SCOPED_TRACE(describe_case(c) + ", MNV2_TEST_SEED=" + std::to_string(seed));
+    PrepareConfig config;
+    config.batch = 2;
+    config.height = c.height;
+    config.width = c.width;
+    const Tensor input = random_input(Shape{2, c.in_channels, c.height, c.width}, seed + 1);
+    const Tensor ref = make_backend("cpu")->prepare(model, config)->run(input);
+    auto net = backend_->prepare(model, config);
+    const Tensor got = net->run(input);
+    ASSERT_EQ(got.shape.numel(), ref.shape.numel());
+    EXPECT_LT(rel_l2_of(got, ref), kMaxRelL2) << "variant '" << net->steps()[0].variant << "'";
+    const bool asymmetric = c.pad_top != c.pad_bottom || c.pad_left != c.pad_right;
+    EXPECT_EQ(net->steps()[0].variant.find("+padcopy") != std::string::npos, asymmetric) << net->steps()[0].variant;
+  }
+}
+
+// Every other op kind, including ReLU without an upper bound and a clip other than 6.
+TEST_F(CudnnBackendTest, SmallNetworkOfEveryOpMatchesCpu) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 gen(seed);
+  SCOPED_TRACE("MNV2_TEST_SEED=" + std::to_string(seed));
+  Model m = single_conv_model({3, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 10, 12, true}, gen);
+  auto add_layer = [&](LayerKind kind, std::vector<int> inputs) -> Layer& {
+    Layer l;
+    l.index = static_cast<int>(m.layers.size());
+    l.kind = kind;
+    l.name = "l" + std::to_string(l.index);
+    l.inputs = std::move(inputs);
+    m.layers.push_back(l);
+    return m.layers.back();
+  };
+  Layer& relu = add_layer(LayerKind::ReLU, {0});
+  relu.clip_min = 0.0f;
+  relu.clip_max = std::numeric_limits<float>::infinity();
+  Layer& pw = add_layer(LayerKind::Conv2d, {1});
+  pw.conv.in_channels = pw.conv.out_channels = 8;
+  pw.weight = random_floats(gen, 64, -1.0f, 1.0f);
+  pw.bias = random_floats(gen, 8, -1.0f, 1.0f);
+  Layer& clip = add_layer(LayerKind::ReLU, {2});
+  clip.clip_min = 0.0f;
+  clip.clip_max = 3.5f;
+  add_layer(LayerKind::ResidualAdd, {1, 3});
+  add_layer(LayerKind::GlobalAveragePool, {4});
+  Layer& fc = add_layer(LayerKind::Linear, {5});
+  fc.in_features = 8;
+  fc.out_features = 5;
+  fc.weight = random_floats(gen, 40, -1.0f, 1.0f);
+  fc.bias = random_floats(gen, 5, -1.0f, 1.0f);
+  m.num_classes = 5;
+  for (const Layer& l : m.layers) ASSERT_FALSE(backend_->unsupported_reason(l)) << describe(l);
+  expect_layers_match_cpu(*backend_, m, 3, 10, 12, "every op");
+}
+
+TEST_F(CudnnBackendTest, RepeatedRunsAreBitwiseIdentical) {
+  auto net = prepare(main_model(), 2, 224, 224);
+  const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
+  const Tensor first = net->run(input);
+  for (int i = 0; i < 3; ++i) {
+    RunOptions options;
+    options.keep_layer_outputs = i == 1;  // downloading the layers must not change the result either
+    const Tensor again = net->run(input, options);
+    ASSERT_EQ(again.data.size(), first.data.size());
+    EXPECT_EQ(std::memcmp(again.data.data(), first.data.data(), first.data.size() * sizeof(float)), 0) << "run " << i;
+  }
+}
+
+TEST_F(CudnnBackendTest, ReportsMemory) {
+  auto net = prepare(main_model(), 1, 224, 224);
+  const MemoryReport m = net->memory();
+  int64_t params = 0;
+  for (const Layer& l : main_model().layers) params += l.param_count();
+  EXPECT_GE(m.weight_bytes, params * static_cast<int64_t>(sizeof(float)));
+  EXPECT_GT(m.activation_bytes, 0);
+  EXPECT_GE(m.workspace_bytes, 0);
+  EXPECT_GT(m.total(), 0);
+  std::printf("memory at batch 1, 224x224: weights %lld B, activations %lld B, workspace %lld B\n",
+              static_cast<long long>(m.weight_bytes), static_cast<long long>(m.activation_bytes),
+              static_cast<long long>(m.workspace_bytes));
+}
+
+TEST_F(CudnnBackendTest, WrongInputShapeIsUsageError) {
+  auto net = prepare(main_model(), 1, 224, 224);
+  EXPECT_THROW(net->run(Tensor(Shape{2, 3, 224, 224})), UsageError);
+  EXPECT_THROW(net->run(Tensor(Shape{1, 3, 225, 224})), UsageError);
+  EXPECT_THROW(net->run(Tensor(Shape{1, 1, 224, 224})), UsageError);
+  Tensor short_data(Shape{1, 3, 224, 224});
+  short_data.data.pop_back();
+  EXPECT_THROW(net->run(short_data), UsageError);
+  // The refused calls leave the network usable.
+  const Tensor logits = net->run(random_input(Shape{1, 3, 224, 224}, 7));
+  EXPECT_EQ(logits.shape, (Shape{1, 1001, 1, 1}));
+}
+
+TEST_F(CudnnBackendTest, RefusesOtherPrecisionsAndUnsupportedLayers) {
+  PrepareConfig config;
+  for (Precision p : {Precision::tf32, Precision::fp16}) {
+    config.precision = p;
+    EXPECT_THROW(backend_->prepare(main_model(), config), UsageError) << to_string(p);
+  }
+  for (const Layer& l : main_model().layers) EXPECT_FALSE(backend_->unsupported_reason(l)) << describe(l);
+
+  Layer dilated = main_model().layers.front();
+  dilated.conv.dilation_h = 2;
+  EXPECT_TRUE(backend_->unsupported_reason(dilated));
+  Layer leaky;
+  leaky.kind = LayerKind::ReLU;
+  leaky.inputs = {0};
+  leaky.clip_min = -1.0f;
+  leaky.clip_max = 6.0f;
+  EXPECT_TRUE(backend_->unsupported_reason(leaky));
+  Model bad = main_model();
+  bad.layers.front().conv.dilation_w = 2;
+  EXPECT_THROW(backend_->prepare(bad, PrepareConfig{}), Error);
+}
+
+// A StepObserver that writes down every call.
+class RecordingObserver final : public StepObserver {
+ public:
+  struct Call {
+    char what;  // 'B' run_begin, 'E' run_end, 's' step_begin, 'e' step_end
+    int step;
+    void* stream;
+  };
+  void run_begin(void* stream) override { calls.push_back({'B', -1, stream}); }
+  void run_end(void* stream) override { calls.push_back({'E', -1, stream}); }
+  void step_begin(int step, void* stream) override { calls.push_back({'s', step, stream}); }
+  void step_end(int step, void* stream) override { calls.push_back({'e', step, stream}); }
+  std::vector<Call> calls;
+};
+
+TEST_F(CudnnBackendTest, ObserverSeesEveryStepInOrder) {
+  auto net = prepare(main_model(), 1, 224, 224);
+  RecordingObserver observer;
+  RunOptions options;
+  options.observer = &observer;
+  net->run(random_input(Shape{1, 3, 224, 224}, 3), options);
+  const size_t steps = net->steps().size();
+  ASSERT_EQ(observer.calls.size(), 2 * steps + 2);
+  EXPECT_EQ(observer.calls.front().what, 'B');
+  EXPECT_EQ(observer.calls.back().what, 'E');
+  for (size_t i = 0; i < steps; ++i) {
+    EXPECT_EQ(observer.calls[1 + 2 * i].what, 's');
+    EXPECT_EQ(observer.calls[1 + 2 * i].step, static_cast<int>(i));
+    EXPECT_EQ(observer.calls[2 + 2 * i].what, 'e');
+    EXPECT_EQ(observer.calls[2 + 2 * i].step, static_cast<int>(i));
+  }
+  void* stream = observer.calls.front().stream;
+  EXPECT_NE(stream, nullptr);
+  for (const auto& call : observer.calls) EXPECT_EQ(call.stream, stream);
+}
+
+// Prints the algorithm Find chose for each convolution (and checks each is a direct-summation one).
+TEST_F(CudnnBackendTest, ReportsTheChosenAlgorithmPerConvolution) {
+  for (int batch : {1, 64}) {
+    auto net = prepare(main_model(), batch, 224, 224);
+    std::printf("batch %d:\n", batch);
+    const std::vector<ExecStep>& steps = net->steps();
+    const std::vector<LayerStats> stats = analyse(main_model(), batch, 224, 224);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Layer& layer = main_model().layers[i];
+      if (layer.kind != LayerKind::Conv2d) continue;
+      const std::string& v = steps[i].variant;
+      const bool known = v.rfind("IMPLICIT_GEMM", 0) == 0 || v.rfind("IMPLICIT_PRECOMP_GEMM", 0) == 0 ||
+                         v.rfind("GEMM", 0) == 0 || v.rfind("DIRECT", 0) == 0;
+      EXPECT_TRUE(known) << v;
+      EXPECT_NE(v.find(" ws="), std::string::npos) << v;
+      EXPECT_EQ(v.find("+padcopy") != std::string::npos, !layer.conv.symmetric_pads()) << v;
+      std::printf("  %-10s %-28s -> %-14s %s\n", steps[i].name.c_str(), describe(layer).c_str(),
+                  stats[i].output.str().c_str(), v.c_str());
+    }
+    const MemoryReport m = net->memory();
+    std::printf("  memory: weights %lld B, activations %lld B, workspace %lld B\n",
+                static_cast<long long>(m.weight_bytes), static_cast<long long>(m.activation_bytes),
+                static_cast<long long>(m.workspace_bytes));
+  }
+}
+
+}  // namespace
+}  // namespace mnv2::test

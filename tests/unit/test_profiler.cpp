@@ -1,0 +1,220 @@
+// Profiler and report tests on the cpu backend (no GPU needed): coverage of every layer, statistics,
+// CSV/JSON/trace writing, reading reports back, and refusing malformed or newer reports.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "mnv2/error.h"
+#include "mnv2/profiler.h"
+#include "mnv2/report.h"
+#include "test_support.h"
+
+namespace mnv2::test {
+namespace {
+
+// A small, quick profile of the real model at a reduced input size.
+const RunReport& cpu_report() {
+  static const RunReport report = [] {
+    Model model = load_onnx(main_model_path());
+    ProfileConfig cfg;
+    cfg.backend = "cpu";
+    cfg.batch = 2;
+    cfg.height = 96;
+    cfg.width = 128;
+    cfg.warmup = 1;
+    cfg.iters = 4;
+    RunReport r = profile(model, cfg);
+    r.diff = diff_backends(model, "cpu", "cpu", PrepareConfig{1, 96, 128}, random_input(Shape{1, 3, 96, 128}, 7));
+    return r;
+  }();
+  return report;
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+TEST(Profiler, CpuCoversEveryLayerOnceWithHostClock) {
+  const RunReport& r = cpu_report();
+  EXPECT_EQ(r.timer, "host_clock");
+  ASSERT_EQ(r.layers.size(), 99u);
+  ASSERT_EQ(r.topology.size(), 99u);
+  std::vector<int> covered(99, 0);
+  for (const auto& s : r.steps) {
+    EXPECT_EQ(s.time_ns.n, 4) << s.name;
+    EXPECT_GT(s.time_ns.median, 0) << s.name;
+    EXPECT_LE(s.time_ns.min, s.time_ns.median);
+    EXPECT_LE(s.time_ns.median, s.time_ns.max);
+    for (int l : s.layers) covered[static_cast<size_t>(l)]++;
+  }
+  for (int c : covered) EXPECT_EQ(c, 1);
+  EXPECT_EQ(r.end_to_end.host_ms.n, 4);
+  EXPECT_FALSE(r.end_to_end.gpu_ms.has_value());
+  EXPECT_GT(r.end_to_end.images_per_s, 0);
+  EXPECT_GT(r.sum_of_steps_ms, 0);
+  double share = 0;
+  for (const auto& s : r.steps) share += s.share;
+  EXPECT_NEAR(share, 1.0, 1e-9);
+  double kind_share = 0;
+  for (const auto& g : r.per_kind) kind_share += g.share;
+  EXPECT_NEAR(kind_share, 1.0, 1e-9);
+  EXPECT_EQ(r.per_block.size(), 19u);  // stem, 17 bottlenecks, head
+  EXPECT_GT(r.memory.total(), 0);
+  // Conv layers have derived rates.
+  EXPECT_GT(r.steps[0].gflops, 0);
+  EXPECT_GT(r.steps[0].gbytes_per_s, 0);
+}
+
+TEST(Profiler, DiffOfABackendWithItselfIsExact) {
+  const DiffReport& d = *cpu_report().diff;
+  EXPECT_TRUE(d.top5_agree);
+  EXPECT_EQ(d.first_divergent_layer, -1);
+  EXPECT_EQ(d.logits.rel_l2, 0.0);
+  for (const auto& l : d.layers) {
+    EXPECT_TRUE(l.compared);
+    EXPECT_EQ(l.error.max_abs, 0.0);
+  }
+}
+
+TEST(Profiler, RejectsBadConfigs) {
+  Model model = builtin_mobilenet_v2();
+  ProfileConfig cfg;
+  cfg.iters = 0;
+  EXPECT_THROW(profile(model, cfg), UsageError);
+  cfg.iters = 1;
+  cfg.batch = 0;
+  EXPECT_THROW(profile(model, cfg), UsageError);
+  cfg.batch = 1;
+  cfg.backend = "nope";
+  EXPECT_THROW(profile(model, cfg), UsageError);
+  cfg.backend = "cpu";
+  cfg.height = cfg.width = 4;  // the network cannot shrink a 4x4 map through five stride-2 stages
+  EXPECT_THROW(profile(model, cfg), Error);
+}
+
+TEST(Profiler, CancelThrows) {
+  Model model = builtin_mobilenet_v2();
+  ProfileConfig cfg;
+  cfg.height = cfg.width = 64;
+  cfg.warmup = 0;
+  cfg.iters = 50;
+  EXPECT_THROW(profile(model, cfg, [](const std::string&, int done, int) { return done < 3; }), Error);
+}
+
+TEST(Report, CsvHasAHeaderAndOneRowPerLayer) {
+  const RunReport& r = cpu_report();
+  std::istringstream in(report_csv({r, r}));
+  std::string line;
+  std::getline(in, line);
+  const auto header = split_csv_line(line);
+  for (const char* col : {"run_id", "backend", "layer_index", "layer_name", "kind", "fused_group", "output_shape",
+                          "params", "macs", "bytes", "timer", "n", "median_ns", "p90_ns", "p99_ns", "mean_ns", "std_ns",
+                          "min_ns", "max_ns", "share", "gflop_s", "gbytes_s", "kernel_names", "kernel_count", "grid",
+                          "rel_l2_err", "max_abs_err", "cosine"})
+    EXPECT_NE(std::find(header.begin(), header.end(), col), header.end()) << col;
+  int rows = 0;
+  const size_t median_col = std::find(header.begin(), header.end(), "median_ns") - header.begin();
+  while (std::getline(in, line)) {
+    auto cells = split_csv_line(line);
+    ASSERT_EQ(cells.size(), header.size()) << line;
+    EXPECT_GT(std::stoll(cells[median_col]), 0) << line;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 198);
+}
+
+TEST(Report, JsonRoundTrips) {
+  const RunReport& r = cpu_report();
+  TempDir tmp;
+  write_json_report(tmp.file("r.json"), {r});
+  std::vector<RunReport> back = read_reports_file(tmp.file("r.json"));
+  ASSERT_EQ(back.size(), 1u);
+  const RunReport& b = back[0];
+  EXPECT_EQ(b.run_id, r.run_id);
+  EXPECT_EQ(b.backend, "cpu");
+  EXPECT_EQ(b.config.batch, 2);
+  EXPECT_EQ(b.config.height, 96);
+  EXPECT_EQ(b.model_checksum, r.model_checksum);
+  ASSERT_EQ(b.steps.size(), r.steps.size());
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    EXPECT_EQ(b.steps[i].time_ns.median, r.steps[i].time_ns.median);
+    EXPECT_EQ(b.steps[i].layers, r.steps[i].layers);
+  }
+  ASSERT_EQ(b.topology.size(), 99u);
+  EXPECT_EQ(describe(b.topology[0]), describe(r.topology[0]));
+  EXPECT_EQ(b.layer_stats[98].output, r.layer_stats[98].output);
+  ASSERT_TRUE(b.diff.has_value());
+  EXPECT_EQ(b.diff->layers.size(), 99u);
+  EXPECT_TRUE(b.diff->top5_agree);
+  EXPECT_EQ(report_csv(back), report_csv({r}));
+}
+
+TEST(Report, TraceHasCompleteEvents) {
+  json::Value t = json::parse(trace_json({cpu_report()}));
+  int complete = 0;
+  for (const auto& e : t.at("traceEvents").as_array()) {
+    if (e.at("ph").as_string() != "X") continue;
+    ++complete;
+    EXPECT_GE(e.at("dur").as_number(), 0);
+    EXPECT_EQ(e.at("args").at("backend").as_string(), "cpu");
+  }
+  EXPECT_EQ(complete, 99);
+}
+
+TEST(Report, RefusesMalformedTruncatedAndNewer) {
+  const RunReport& r = cpu_report();
+  TempDir tmp;
+  const std::string good = json::dump(reports_json({r}), 1);
+  write_file(tmp.file("trunc.json"), good.substr(0, good.size() / 2));
+  EXPECT_THROW(read_reports_file(tmp.file("trunc.json")), Error);
+  write_file(tmp.file("other.json"), R"({"hello": 1})");
+  EXPECT_THROW(read_reports_file(tmp.file("other.json")), Error);
+  json::Value newer = reports_json({r});
+  newer.set("schema_version", kReportSchemaVersion + 1);
+  write_file(tmp.file("newer.json"), json::dump(newer));
+  try {
+    read_reports_file(tmp.file("newer.json"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("newer.json"), std::string::npos) << e.what();
+  }
+  json::Value bad_step = reports_json({r});
+  bad_step.as_object()[2].second.as_array()[0].as_object()[3].second.as_array()[5].set("step", 10000);
+  EXPECT_THROW(reports_from_json(bad_step), Error);
+  EXPECT_THROW(read_reports_file(tmp.file("missing.json")), Error);
+}
+
+TEST(Report, FailedWriteLeavesNothing) {
+  TempDir tmp;
+  EXPECT_THROW(write_csv_report(tmp.file("no/dir/r.csv"), {cpu_report()}), Error);
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path()));
+}
+
+}  // namespace
+}  // namespace mnv2::test

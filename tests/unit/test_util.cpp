@@ -1,0 +1,153 @@
+// Tests of the small engine utilities: JSON, statistics, tensor files, atomic writes, model lookup.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "mnv2/atomic_file.h"
+#include "mnv2/error.h"
+#include "mnv2/json.h"
+#include "mnv2/model_lookup.h"
+#include "mnv2/stats.h"
+#include "mnv2/tensor.h"
+#include "test_support.h"
+
+namespace mnv2::test {
+namespace {
+
+TEST(Json, RoundTripKeepsOrderAndValues) {
+  json::Value v;
+  v.set("z", 1);
+  v.set("a", "text with \"quotes\" and \n newline and \x01");
+  v.set("pi", 3.141592653589793);
+  v.set("big", int64_t{1} << 52);
+  v.set("neg", -0.5e-7);
+  v.set("list", json::Value(json::Array{1, 2.5, nullptr, true}));
+  for (int indent : {-1, 2}) {
+    json::Value back = json::parse(json::dump(v, indent));
+    ASSERT_EQ(back.as_object().size(), 6u);
+    EXPECT_EQ(back.as_object()[0].first, "z");
+    EXPECT_EQ(back.at("a").as_string(), v.at("a").as_string());
+    EXPECT_EQ(back.at("pi").as_number(), 3.141592653589793);
+    EXPECT_EQ(back.at("big").as_int(), int64_t{1} << 52);
+    EXPECT_EQ(back.at("neg").as_number(), -0.5e-7);
+    EXPECT_TRUE(back.at("list").as_array()[2].is_null());
+  }
+}
+
+TEST(Json, UnicodeEscapes) {
+  EXPECT_EQ(json::parse(R"("\u00e9\ud83d\ude00")").as_string(), "\xC3\xA9\xF0\x9F\x98\x80");
+}
+
+TEST(Json, MalformedInputIsAnErrorNotACrash) {
+  for (const char* bad : {"", "{", "[1,", "{\"a\" 1}", "tru", "01", "1.", "\"abc", "[1] 2", "{\"a\":}", "\"\\x\"",
+                          "\"\\ud800\"", "-", "1e", "nan"}) {
+    EXPECT_THROW(json::parse(bad), Error) << bad;
+  }
+  EXPECT_THROW(json::parse(std::string(100000, '[')), Error);  // depth limit, not stack overflow
+  EXPECT_THROW(json::parse("1e999"), Error);
+}
+
+TEST(Json, TypeMismatchesThrow) {
+  json::Value v = json::parse(R"({"a": [1, 2], "b": 1.5})");
+  EXPECT_THROW(v.at("a").as_string(), Error);
+  EXPECT_THROW(v.at("b").as_int(), Error);
+  EXPECT_THROW(v.at("missing"), Error);
+  EXPECT_EQ(v.find("missing"), nullptr);
+}
+
+TEST(Stats, PercentilesAreType7) {
+  Summary s = summarize({5, 1, 4, 2, 3});
+  EXPECT_EQ(s.n, 5);
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+  EXPECT_DOUBLE_EQ(s.p90, 4.6);  // h = 4 * 0.9 = 3.6 -> 4 + 0.6 * (5 - 4)
+  EXPECT_DOUBLE_EQ(s.p10, 1.4);
+  EXPECT_NEAR(s.stddev, std::sqrt(2.5), 1e-12);
+  EXPECT_NEAR(s.cv, std::sqrt(2.5) / 3, 1e-12);
+  EXPECT_EQ(summarize({}).n, 0);
+  Summary one = summarize({7});
+  EXPECT_EQ(one.median, 7);
+  EXPECT_EQ(one.stddev, 0);
+}
+
+TEST(TensorFile, ReadsWholeImagesAndRejectsOtherSizes) {
+  TempDir tmp;
+  Tensor t(Shape{2, 3, 4, 5});
+  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = static_cast<float>(i) * 0.5f;
+  write_tensor_file(tmp.file("x.f32"), t);
+  Tensor back = read_tensor_file(tmp.file("x.f32"), Shape{1, 3, 4, 5});
+  EXPECT_EQ(back.shape, (Shape{2, 3, 4, 5}));
+  EXPECT_EQ(back.data, t.data);
+  try {
+    read_tensor_file(tmp.file("x.f32"), Shape{1, 3, 224, 224});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("x.f32"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("480 bytes"), std::string::npos) << e.what();
+  }
+  write_file(tmp.file("empty.f32"), "");
+  EXPECT_THROW(read_tensor_file(tmp.file("empty.f32"), Shape{1, 3, 4, 5}), Error);
+  EXPECT_THROW(read_tensor_file(tmp.file("missing.f32"), Shape{1, 3, 4, 5}), Error);
+  Tensor nan_tensor(Shape{1, 3, 4, 5});
+  nan_tensor.data[7] = NAN;
+  write_tensor_file(tmp.file("nan.f32"), nan_tensor);
+  EXPECT_THROW(read_tensor_file(tmp.file("nan.f32"), Shape{1, 3, 4, 5}), Error);
+}
+
+TEST(Compare, Figures) {
+  const float a[] = {1, 2, 3}, ref[] = {1, 2, 4};
+  ErrorStats s = compare(a, ref, 3);
+  EXPECT_DOUBLE_EQ(s.max_abs, 1.0);
+  EXPECT_NEAR(s.rel_l2, 1.0 / std::sqrt(21.0), 1e-12);
+  EXPECT_NEAR(s.cosine, 17.0 / std::sqrt(14.0 * 21.0), 1e-12);
+  const float bad[] = {1, NAN, 3};
+  EXPECT_FALSE(compare(bad, ref, 3).finite);
+}
+
+TEST(AtomicFile, ReplacesWholeOrNothing) {
+  TempDir tmp;
+  write_file_atomically(tmp.file("r.txt"), "first");
+  write_file_atomically(tmp.file("r.txt"), "second");
+  EXPECT_EQ(read_file(tmp.file("r.txt")), "second");
+  EXPECT_THROW(write_file_atomically(tmp.file("missing/dir/r.txt"), "x"), Error);
+  EXPECT_THROW(write_file_atomically(tmp.path(), "x"), Error);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path())) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);  // no temporaries left behind
+}
+
+TEST(ModelLookup, OrderOfPrecedence) {
+  TempDir tmp;
+  std::filesystem::create_directories(tmp.file("bin/weights"));
+  write_file(tmp.file("bin/weights/other.onnx"), "x");
+  unsetenv("MNV2_MODEL");
+  ModelLocation folder = locate_model("", tmp.file("bin"));
+  EXPECT_EQ(folder.path, tmp.file("bin/weights/other.onnx"));
+  write_file(tmp.file("bin/weights/mobilenet_v2_1.0_224.onnx"), "x");
+  EXPECT_EQ(locate_model("", tmp.file("bin")).path, tmp.file("bin/weights/mobilenet_v2_1.0_224.onnx"));
+
+  write_file(tmp.file("env.onnx"), "x");
+  setenv("MNV2_MODEL", tmp.file("env.onnx").c_str(), 1);
+  EXPECT_EQ(locate_model("", tmp.file("bin")).how, "MNV2_MODEL");
+  EXPECT_EQ(locate_model(tmp.file("bin/weights/other.onnx"), tmp.file("bin")).how, "--model");
+  setenv("MNV2_MODEL", tmp.file("gone.onnx").c_str(), 1);
+  EXPECT_THROW(locate_model("", tmp.file("bin")), Error);
+  unsetenv("MNV2_MODEL");
+  EXPECT_THROW(locate_model(tmp.file("gone.onnx"), tmp.file("bin")), Error);
+
+  TempDir empty;
+  ModelLocation none = locate_model("", empty.path());
+  EXPECT_TRUE(none.path.empty());
+  EXPECT_EQ(none.how, "none");
+  EXPECT_FALSE(none.searched.empty());
+}
+
+}  // namespace
+}  // namespace mnv2::test
