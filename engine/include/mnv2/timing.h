@@ -65,8 +65,8 @@ std::unique_ptr<TimingSource> make_cupti_timing_source();  // nullptr + reason i
 std::string cupti_unavailable_reason();
 #endif
 
-// Wall time on the GPU stream for a whole run (event pair at run_begin / run_end), used by the
-// uninstrumented end-to-end run. Host backends: returns -1.
+// Time of a whole run (run_begin to run_end), used by the un-instrumented end-to-end run: an event pair
+// on the GPU stream when `gpu`, else the host clock. last_run_ns() is -1 until a run has been seen.
 class RunTimer : public StepObserver {
  public:
   virtual ~RunTimer() = default;
