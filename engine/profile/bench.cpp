@@ -5,6 +5,7 @@
 #include <random>
 
 #include "mnv2/error.h"
+#include "mnv2/timing.h"
 
 namespace mnv2 {
 
@@ -32,16 +33,25 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
   result.config = config;
   result.backend_description = backend->description();
   const int total = config.warmup + config.iters;
-  std::vector<double> ms;
+  // Only the run's boundaries are observed: one event pair on the stream for GPU backends.
+  const bool gpu = backend->name() != "cpu";
+  auto run_timer = make_run_timer(gpu);
+  RunOptions opts;
+  opts.observer = run_timer.get();
+  std::vector<double> ms, gpu_ms;
   ms.reserve(static_cast<size_t>(config.iters));
   for (int i = 0; i < total; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    net->run(input);
+    net->run(input, opts);
     const auto t1 = std::chrono::steady_clock::now();
-    if (i >= config.warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (i >= config.warmup) {
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      if (gpu) gpu_ms.push_back(static_cast<double>(run_timer->last_run_ns()) / 1e6);
+    }
     if (progress && !progress(i + 1, total)) throw Error("cancelled");
   }
   result.latency_ms = summarize(std::move(ms));
+  if (gpu) result.gpu_ms = summarize(std::move(gpu_ms));
   result.images_per_s = result.latency_ms.median > 0 ? config.batch * 1000.0 / result.latency_ms.median : 0.0;
   result.memory = net->memory();
   return result;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "mnv2/backend.h"
@@ -23,8 +24,9 @@ struct BenchConfig {
 struct BenchResult {
   BenchConfig config;
   std::string backend_description;
-  Summary latency_ms;   // host wall time per run(): input upload, all layers, logits download
-  double images_per_s = 0;  // batch / median latency
+  Summary latency_ms;             // host wall time per run(): input upload, all layers, logits download, sync
+  std::optional<Summary> gpu_ms;  // GPU backends: event pair on the stream around the same run
+  double images_per_s = 0;        // batch / median host latency
   MemoryReport memory;
 };
 
