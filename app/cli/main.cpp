@@ -640,6 +640,19 @@ void print_summary(const RunReport& r) {
               r.memory.total() / 1048576.0, r.memory.weight_bytes / 1048576.0, r.memory.activation_bytes / 1048576.0,
               r.memory.workspace_bytes / 1048576.0);
   if (r.sm_clock_mhz_start > 0) std::printf("  SM clock: %d MHz at start, %d MHz at end\n", r.sm_clock_mhz_start, r.sm_clock_mhz_end);
+  int disagree = 0;
+  std::vector<double> gaps;
+  for (const auto& p : r.steps) {
+    if (!p.event_ns) continue;
+    disagree += p.timers_disagree ? 1 : 0;
+    gaps.push_back(p.event_ns->median - p.time_ns.median);
+  }
+  if (!gaps.empty()) {
+    const Summary g = summarize(gaps);
+    std::printf("  two-timer check: %d of %zu layers differ by more than the event resolution (0.5 us) between"
+                " cudaEvent and CUPTI; event minus CUPTI median %.2f us (max %.2f us): launch gaps the events include\n",
+                disagree, gaps.size(), g.median / 1000.0, g.max / 1000.0);
+  }
   std::string kinds;
   for (const auto& g : r.per_kind) {
     char buf[96];

@@ -1,0 +1,207 @@
+// Read-only helpers over RunReport / DiffReport (see report_access.h).
+#include "models/report_access.h"
+
+#include <QLocale>
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "mnv2/labels.h"
+
+namespace mnv2::ui {
+
+LayerTiming layerTiming(const mnv2::RunReport& report, int layer) {
+  LayerTiming t;
+  if (layer < 0 || layer >= static_cast<int>(report.layers.size())) return t;
+  const int step = report.layers[static_cast<size_t>(layer)].step;
+  if (step < 0 || step >= static_cast<int>(report.steps.size())) return t;
+  t.step = &report.steps[static_cast<size_t>(step)];
+  t.first = !t.step->layers.empty() && t.step->layers.front() == layer;
+  return t;
+}
+
+bool rangesOverlap(double p10a, double p90a, double p10b, double p90b) { return !(p90a < p10b || p90b < p10a); }
+
+QString noiseRuleText() {
+  return QStringLiteral(
+      "Greyed: the difference is inside the measured noise, i.e. the two runs' p10–p90 ranges of this layer "
+      "overlap. Only differences between non-overlapping p10–p90 ranges are shown in full colour.");
+}
+
+namespace {
+
+int findRoot(std::vector<int>& parent, int x) {
+  while (parent[static_cast<size_t>(x)] != x) {
+    parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+    x = parent[static_cast<size_t>(x)];
+  }
+  return x;
+}
+
+void unite(std::vector<int>& parent, int a, int b) {
+  a = findRoot(parent, a);
+  b = findRoot(parent, b);
+  if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+}
+
+void joinSteps(const mnv2::RunReport& r, int n, std::vector<int>& parent) {
+  for (const auto& s : r.steps) {
+    int prev = -1;
+    for (int l : s.layers) {
+      if (l < 0 || l >= n) continue;
+      if (prev >= 0) unite(parent, prev, l);
+      prev = l;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<AlignedSegment> alignReports(const mnv2::RunReport& a, const mnv2::RunReport& b) {
+  const int n = static_cast<int>(std::min(a.layers.size(), b.layers.size()));
+  std::vector<int> parent(static_cast<size_t>(n));
+  std::iota(parent.begin(), parent.end(), 0);
+  joinSteps(a, n, parent);
+  joinSteps(b, n, parent);
+  std::map<int, AlignedSegment> byRoot;  // the root is the smallest layer of the segment
+  for (int l = 0; l < n; ++l) {
+    AlignedSegment& s = byRoot[findRoot(parent, l)];
+    if (s.layers.empty()) s.firstLayer = l;
+    s.layers.push_back(l);
+  }
+  auto add = [&](const mnv2::RunReport& r, bool isA) {
+    for (const auto& step : r.steps) {
+      if (step.layers.empty() || step.layers.front() >= n || step.layers.front() < 0) continue;
+      AlignedSegment& s = byRoot[findRoot(parent, step.layers.front())];
+      (isA ? s.medianA : s.medianB) += step.time_ns.median;
+      (isA ? s.p10A : s.p10B) += step.time_ns.p10;
+      (isA ? s.p90A : s.p90B) += step.time_ns.p90;
+      ++(isA ? s.stepsA : s.stepsB);
+    }
+  };
+  add(a, true);
+  add(b, false);
+  std::vector<AlignedSegment> out;
+  out.reserve(byRoot.size());
+  for (auto& [root, seg] : byRoot) out.push_back(std::move(seg));
+  return out;
+}
+
+QString reportSummary(const mnv2::RunReport& r) {
+  return QStringLiteral("%1 · %2 · b%3 · %4×%5 · %6")
+      .arg(QString::fromStdString(r.backend), QString::fromStdString(r.device))
+      .arg(r.config.batch)
+      .arg(r.config.height)
+      .arg(r.config.width)
+      .arg(QString::fromStdString(r.timer));
+}
+
+QString shapeText(const mnv2::Shape& s) {
+  return QStringLiteral("%1×%2×%3×%4").arg(s.n).arg(s.c).arg(s.h).arg(s.w);
+}
+
+QString groupedNumber(qint64 value) { return QLocale(QLocale::English).toString(value); }
+
+QString micros(double ns, int decimals) { return QString::number(ns / 1000.0, 'f', decimals); }
+
+QString blockShortName(const QString& blockName) {
+  if (blockName.startsWith(QLatin1String("block"))) return QLatin1Char('b') + blockName.mid(5);
+  return blockName;
+}
+
+QString layerShortLabel(const mnv2::Layer& l) {
+  switch (l.kind) {
+    case mnv2::LayerKind::Conv2d: {
+      if (l.conv.depthwise()) return QStringLiteral("dw %1×%2").arg(l.conv.kernel_h).arg(l.conv.kernel_w);
+      const QString name = QString::fromStdString(l.name);
+      const QString tail = name.section(QLatin1Char('.'), -1);
+      if (tail == QLatin1String("expand") || tail == QLatin1String("project")) return tail;
+      if (l.conv.pointwise()) return QStringLiteral("conv 1×1");
+      return QStringLiteral("conv %1×%2").arg(l.conv.kernel_h).arg(l.conv.kernel_w);
+    }
+    case mnv2::LayerKind::ReLU6:
+      return QStringLiteral("ReLU6");
+    case mnv2::LayerKind::ReLU:
+      return QStringLiteral("ReLU");
+    case mnv2::LayerKind::ResidualAdd:
+      return QStringLiteral("add");
+    case mnv2::LayerKind::GlobalAveragePool:
+      return QStringLiteral("pool");
+    case mnv2::LayerKind::Linear:
+      return QStringLiteral("FC");
+  }
+  return QString::fromStdString(l.name);
+}
+
+QString layerTimingToolTip(const mnv2::RunReport& r, int layer) {
+  const LayerTiming t = layerTiming(r, layer);
+  QString name = QStringLiteral("layer %1").arg(layer);
+  QString kind;
+  if (layer >= 0 && layer < static_cast<int>(r.topology.size())) {
+    const mnv2::Layer& l = r.topology[static_cast<size_t>(layer)];
+    name = QStringLiteral("#%1 %2").arg(layer).arg(QString::fromStdString(l.name).toHtmlEscaped());
+    kind = QString::fromLatin1(mnv2::to_string(l.kind));
+  }
+  QString html = QStringLiteral("<b>%1</b> %2 — <b>%3</b> (%4)")
+                     .arg(name, kind, QString::fromStdString(r.backend).toHtmlEscaped(),
+                          QString::fromStdString(r.timer));
+  if (!t.step) return html + QStringLiteral("<br>not timed in this report");
+  const mnv2::StepProfile& p = *t.step;
+  if (p.layers.size() > 1) {
+    html += QStringLiteral("<br>fused step <i>%1</i> (layers %2–%3)%4")
+                .arg(QString::fromStdString(p.name).toHtmlEscaped())
+                .arg(p.layers.front())
+                .arg(p.layers.back())
+                .arg(t.first ? QString() : QStringLiteral(": its time is shown on layer %1").arg(p.layers.front()));
+  }
+  const mnv2::Summary& s = p.time_ns;
+  html += QStringLiteral(
+              "<table cellspacing=0 cellpadding=1>"
+              "<tr><td>median</td><td align=right>%1 µs</td><td>&nbsp;p10</td><td align=right>%2 µs</td>"
+              "<td>&nbsp;p90</td><td align=right>%3 µs</td></tr>"
+              "<tr><td>min</td><td align=right>%4 µs</td><td>&nbsp;max</td><td align=right>%5 µs</td>"
+              "<td>&nbsp;mean</td><td align=right>%6 µs</td></tr>"
+              "<tr><td>n</td><td align=right>%7</td><td>&nbsp;cv</td><td align=right>%8%</td>"
+              "<td>&nbsp;share</td><td align=right>%9%</td></tr></table>")
+              .arg(micros(s.median), micros(s.p10), micros(s.p90), micros(s.min), micros(s.max), micros(s.mean))
+              .arg(s.n)
+              .arg(s.cv * 100, 0, 'f', 1)
+              .arg(p.share * 100, 0, 'f', 2);
+  html += QStringLiteral("%1 GFLOP/s · %2 GB/s").arg(p.gflops, 0, 'f', 1).arg(p.gbytes_per_s, 0, 'f', 1);
+  if (!p.variant.empty())
+    html += QStringLiteral("<br>variant: %1").arg(QString::fromStdString(p.variant).toHtmlEscaped());
+  if (p.event_ns) {
+    html += QStringLiteral("<br>cudaEvent median %1 µs%2")
+                .arg(micros(p.event_ns->median))
+                .arg(p.timers_disagree ? QStringLiteral(" — <b>timers disagree</b>") : QString());
+  }
+  if (!p.kernel_names.empty()) {
+    html += QStringLiteral("<br>kernels (%1 per iteration):").arg(p.kernels_per_iter, 0, 'f', 1);
+    const size_t shown = std::min<size_t>(p.kernel_names.size(), 6);
+    for (size_t k = 0; k < shown; ++k) {
+      QString kn = QString::fromStdString(p.kernel_names[k]);
+      if (kn.size() > 90) kn = kn.left(87) + QStringLiteral("...");
+      html += QStringLiteral("<br>&nbsp;&nbsp;<tt>%1</tt>").arg(kn.toHtmlEscaped());
+    }
+    if (p.kernel_names.size() > shown)
+      html += QStringLiteral("<br>&nbsp;&nbsp;… %1 more").arg(p.kernel_names.size() - shown);
+    if (!p.grid.empty()) {
+      html += QStringLiteral("<br>longest kernel: grid (%1), block (%2)")
+                  .arg(QString::fromStdString(p.grid), QString::fromStdString(p.block));
+    }
+  }
+  return html;
+}
+
+QString classLabel(int index, int classes) {
+  static int cachedClasses = -1;
+  static std::vector<std::string> cached;
+  if (cachedClasses != classes) {
+    cached = mnv2::builtin_labels(classes);
+    cachedClasses = classes;
+  }
+  if (index < 0 || index >= static_cast<int>(cached.size())) return QStringLiteral("class %1").arg(index);
+  return QString::fromStdString(cached[static_cast<size_t>(index)]);
+}
+
+}  // namespace mnv2::ui

@@ -1,0 +1,62 @@
+// Read-only helpers over the engine's RunReport / DiffReport for the item models and charts: which step's
+// time a layer carries, the noise rule, labels and tool-tip texts. No widgets here.
+#pragma once
+
+#include <QString>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "mnv2/model.h"
+#include "mnv2/profiler.h"
+
+namespace mnv2::ui {
+
+// Reports are shared read-only between pages once they reach the GUI thread.
+using ReportPtr = std::shared_ptr<const mnv2::RunReport>;
+using DiffPtr = std::shared_ptr<const mnv2::DiffReport>;
+
+// The step whose time a topology layer carries. Only the step's first layer shows the time; the other
+// layers of a fused step are "fused into" it, so nothing is counted twice.
+struct LayerTiming {
+  const mnv2::StepProfile* step = nullptr;  // null when the report does not cover the layer
+  bool first = false;                       // the layer is its step's first layer
+};
+LayerTiming layerTiming(const mnv2::RunReport& report, int layer);
+
+// The noise rule of the run comparison: two timings differ beyond the measured noise only when their
+// p10..p90 ranges do not overlap.
+bool rangesOverlap(double p10a, double p90a, double p10b, double p90b);
+QString noiseRuleText();
+
+// A stretch of layers that two reports both time as a whole (the union of fused steps on either side);
+// one row of the run comparison.
+struct AlignedSegment {
+  int firstLayer = 0;
+  std::vector<int> layers;  // ascending
+  // Sums over the steps of each report that lie in the segment (ns); p10/p90 of a multi-step segment are
+  // sums of the steps' p10/p90, an approximation of the percentiles of the sum.
+  double medianA = 0, p10A = 0, p90A = 0;
+  double medianB = 0, p10B = 0, p90B = 0;
+  int stepsA = 0, stepsB = 0;
+};
+// Aligns by layer index; only the first min(layers) layers are compared when the topologies differ in
+// length. Segments come out in layer order.
+std::vector<AlignedSegment> alignReports(const mnv2::RunReport& a, const mnv2::RunReport& b);
+
+// "cpu · CPU · b1 · 224×224 · host_clock"
+QString reportSummary(const mnv2::RunReport& report);
+QString shapeText(const mnv2::Shape& shape);            // "1×32×112×112"
+QString groupedNumber(qint64 value);                    // "3,504,872"
+QString micros(double ns, int decimals = 2);            // "123.45"
+QString blockShortName(const QString& blockName);       // "stem", "b3", "head"
+QString layerShortLabel(const mnv2::Layer& layer);      // "expand", "dw 3×3", "ReLU6", "add", "FC"
+
+// Rich-text tool-tip for a layer's timing in a report: statistics of its step, derived figures,
+// implementation variant and the kernels CUPTI saw.
+QString layerTimingToolTip(const mnv2::RunReport& report, int layer);
+
+// The label of a class index in a model of `classes` classes, from the built-in label lists.
+QString classLabel(int index, int classes);
+
+}  // namespace mnv2::ui

@@ -1,0 +1,131 @@
+// Plain value types that the run controller's worker thread hands to the GUI thread through queued
+// signals. They hold engine results (copies, never pointers into the worker's state).
+#pragma once
+
+#include <QImage>
+#include <QMetaType>
+#include <QSize>
+#include <QString>
+#include <QStringList>
+#include <memory>
+#include <vector>
+
+#include "mnv2/backend.h"
+#include "mnv2/device.h"
+#include "mnv2/labels.h"
+#include "mnv2/model.h"
+#include "mnv2/profiler.h"
+#include "mnv2/tensor.h"
+#include "models/report_access.h"
+
+namespace mnv2::ui {
+
+// Every job sent to the worker gets a fresh id; results of superseded jobs are dropped by the controller.
+using JobId = quint64;
+
+// Which library turns image files into pixels (see image_input.h).
+enum class ImageDecoder { Auto, OpenCv, QtImage };
+
+struct BackendStatus {
+  QString name;  // "cpu", "cudnn", "cuda"
+  QString description;
+  bool available = false;
+  QString reason;  // why not, when not available
+};
+
+// What the machine offers, queried once on the worker thread (it is the thread that does all CUDA work).
+struct EnvironmentInfo {
+  std::vector<BackendStatus> backends;
+  mnv2::CudaEnvironment cuda;
+  bool openCvDecoding = false;  // the engine decodes image files itself (OpenCV imgcodecs)
+};
+
+struct ModelInfo {
+  QString how;  // "--model", "MNV2_MODEL", "weights folder ...", "none"
+  QString source;
+  QString checksum;
+  bool synthetic = false;
+  QStringList warnings;
+  int numClasses = 0;
+  int inputChannels = 3;
+  int inputHeight = 224;
+  int inputWidth = 224;
+  int numBlocks = 0;
+  mnv2::Preprocess preprocess;
+  std::vector<mnv2::Layer> topology;    // the model's layers without their weights
+  std::vector<mnv2::LayerStats> stats;  // batch 1 at the declared input size
+};
+
+struct ClassifyRequest {
+  QString imagePath;
+  QString backend;
+  ImageDecoder decoder = ImageDecoder::Auto;
+};
+
+struct ClassifyResult {
+  QString imagePath;
+  QString backend;
+  QString decoder;     // "OpenCV imgcodecs" or "QImage"
+  QImage picture;      // the decoded image, scaled down for display when large
+  QSize originalSize;  // decoded size in pixels
+  QImage crop;         // the network's 8-bit input crop (RGB888)
+  mnv2::Tensor input;  // the preprocessed 1 x C x H x W tensor
+  std::vector<mnv2::Prediction> top5;
+  double runMs = 0;  // one forward pass, host wall time
+};
+
+struct ProfileRequest {
+  QStringList backends;  // profiled in this order; with compare, the first is the diff reference
+  bool compare = false;  // also diff every other backend against the first (first image of the batch)
+  mnv2::ProfileConfig config;  // backend is set per run; input may hold the opened image
+};
+
+struct RunProgress {
+  JobId id = 0;
+  QString backend;
+  QString phase;  // "end-to-end", "per-layer", "diff"
+  int done = 0;
+  int total = 0;
+  int backendIndex = 0;
+  int backendCount = 1;
+  double fraction = 0;  // of the whole job, 0..1
+};
+
+struct ProfileResult {
+  JobId id = 0;
+  bool compare = false;
+  std::vector<mnv2::RunReport> reports;  // diffs (compare) sit in reports[i].diff for i >= 1
+};
+
+struct DiffRequest {
+  QString backend;
+  QString reference;
+  mnv2::Tensor input;  // one image; empty: the random input (seed 1) the profiler uses
+  QString inputName;
+  int height = 224;
+  int width = 224;
+};
+
+struct DiffResult {
+  JobId id = 0;
+  mnv2::DiffReport diff;
+  QString inputName;
+};
+
+enum class JobKind { Environment, Model, Classify, Profile, Diff };
+
+struct JobFailure {
+  JobId id = 0;
+  JobKind kind = JobKind::Profile;
+  QString message;
+};
+
+}  // namespace mnv2::ui
+
+Q_DECLARE_METATYPE(mnv2::ui::EnvironmentInfo)
+Q_DECLARE_METATYPE(mnv2::ui::ModelInfo)
+Q_DECLARE_METATYPE(mnv2::ui::ClassifyResult)
+Q_DECLARE_METATYPE(mnv2::ui::RunProgress)
+Q_DECLARE_METATYPE(mnv2::ui::ProfileResult)
+Q_DECLARE_METATYPE(mnv2::ui::DiffResult)
+Q_DECLARE_METATYPE(mnv2::ui::JobFailure)
