@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 #include <map>
 #include <random>
@@ -213,7 +214,17 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
           longest_block[s] = dims(k.block);
         }
       }
-      if (i == total - 1) r.trace = std::move(it.records);
+      if (i == total - 1) {
+        // CUPTI timestamps are ~1e18 ns; rebased to the iteration's first record they stay exact in JSON
+        // (doubles hold integers up to 2^53) and read as offsets within the iteration.
+        r.trace = std::move(it.records);
+        int64_t t0 = INT64_MAX;
+        for (const KernelRecord& k : r.trace) t0 = std::min(t0, k.start_ns);
+        for (KernelRecord& k : r.trace) {
+          k.start_ns -= t0;
+          k.end_ns -= t0;
+        }
+      }
     }
     check_progress(progress, "per-layer", i + 1, total);
   }

@@ -174,6 +174,46 @@ TEST(Report, JsonRoundTrips) {
   EXPECT_EQ(report_csv(back), report_csv({r}));
 }
 
+TEST(Report, KernelRecordsRoundTripAndBecomeTraceEvents) {
+  RunReport r = cpu_report();
+  r.timer = "cupti_kernel";
+  KernelRecord k;
+  k.name = "void kernel<float>(float*)";
+  k.kind = "kernel";
+  k.step = 3;
+  k.start_ns = 1000;
+  k.end_ns = 4500;
+  k.grid = {128, 2, 1};
+  k.block = {256, 1, 1};
+  r.trace = {k};
+  k.kind = "memcpy";
+  k.name = "memcpy HtoD";
+  k.step = -1;
+  k.start_ns = 0;
+  k.end_ns = 900;
+  k.bytes = 602112;
+  r.trace.push_back(k);
+  auto back = reports_from_json(reports_json({r}));
+  ASSERT_EQ(back[0].trace.size(), 2u);
+  EXPECT_EQ(back[0].trace[0].name, "void kernel<float>(float*)");
+  EXPECT_EQ(back[0].trace[0].grid[1], 2);
+  EXPECT_EQ(back[0].trace[1].bytes, 602112);
+  json::Value t = json::parse(trace_json({r}));
+  int kernels = 0, layers = 0;
+  for (const auto& e : t.at("traceEvents").as_array()) {
+    if (!e.find("cat")) continue;
+    if (e.at("cat").as_string() == "kernel") {
+      ++kernels;
+      EXPECT_DOUBLE_EQ(e.at("ts").as_number(), 1.0);  // microseconds from the first record
+      EXPECT_DOUBLE_EQ(e.at("dur").as_number(), 3.5);
+      EXPECT_EQ(e.at("args").at("layers").as_array()[0].as_int(), 3);
+    }
+    if (e.at("cat").as_string() == "layer") ++layers;
+  }
+  EXPECT_EQ(kernels, 1);
+  EXPECT_EQ(layers, 1);  // only the step that launched work gets a span
+}
+
 TEST(Report, TraceHasCompleteEvents) {
   json::Value t = json::parse(trace_json({cpu_report()}));
   int complete = 0;

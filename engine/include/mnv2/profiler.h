@@ -111,7 +111,7 @@ struct RunReport {
   std::vector<GroupTotal> per_kind, per_block;
   double sum_of_steps_ms = 0;  // sum of step medians (instrumented run)
   double gap_ms = 0;           // end-to-end median (gpu if measured, else host) minus sum_of_steps_ms
-  std::vector<KernelRecord> trace;  // one instrumented iteration's records (cupti) for the trace export
+  std::vector<KernelRecord> trace;  // the last instrumented iteration's records (cupti), ns from its first record
   std::vector<std::string> warnings;
   std::optional<DiffReport> diff;
 };

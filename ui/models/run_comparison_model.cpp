@@ -1,0 +1,182 @@
+// The run comparison model (see run_comparison_model.h).
+#include "models/run_comparison_model.h"
+
+#include <QBrush>
+#include <QColor>
+#include <cmath>
+
+namespace mnv2::ui {
+
+RunComparisonModel::RunComparisonModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void RunComparisonModel::setRuns(ReportPtr a, ReportPtr b) {
+  beginResetModel();
+  m_a = std::move(a);
+  m_b = std::move(b);
+  m_rows.clear();
+  m_totalA = m_totalB = 0;
+  m_note.clear();
+  if (m_a && m_b) {
+    m_rows = alignReports(*m_a, *m_b);
+    for (const auto& s : m_rows) {
+      m_totalA += s.medianA;
+      m_totalB += s.medianB;
+    }
+    if (m_a->topology.size() != m_b->topology.size()) {
+      m_note = QStringLiteral("The runs have %1 and %2 layers; the first %3 are compared.")
+                   .arg(m_a->topology.size())
+                   .arg(m_b->topology.size())
+                   .arg(std::min(m_a->topology.size(), m_b->topology.size()));
+    } else {
+      for (size_t l = 0; l < m_a->topology.size(); ++l) {
+        if (m_a->topology[l].name != m_b->topology[l].name || m_a->topology[l].kind != m_b->topology[l].kind) {
+          m_note = QStringLiteral("The topologies differ from layer %1 on; rows are aligned by index.").arg(l);
+          break;
+        }
+      }
+    }
+    if (m_note.isEmpty() && m_a->model_checksum != m_b->model_checksum)
+      m_note = QStringLiteral("The runs used different model files (same topology).");
+  }
+  endResetModel();
+}
+
+int RunComparisonModel::rowsOutsideNoise() const {
+  int n = 0;
+  for (const auto& s : m_rows)
+    if (!rangesOverlap(s.p10A, s.p90A, s.p10B, s.p90B)) ++n;
+  return n;
+}
+
+int RunComparisonModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(m_rows.size());
+}
+
+int RunComparisonModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QString RunComparisonModel::segmentName(const AlignedSegment& s) const {
+  auto name = [&](int l) {
+    return l < static_cast<int>(m_a->topology.size()) ? QString::fromStdString(m_a->topology[static_cast<size_t>(l)].name)
+                                                      : QString::number(l);
+  };
+  if (s.layers.size() == 1) return name(s.firstLayer);
+  return QStringLiteral("%1 … %2").arg(name(s.layers.front()), name(s.layers.back()));
+}
+
+QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
+  const AlignedSegment& s = m_rows[static_cast<size_t>(index.row())];
+  const bool noise = rangesOverlap(s.p10A, s.p90A, s.p10B, s.p90B);
+  const double delta = s.medianB - s.medianA;
+  const double speedUp = s.medianB > 0 ? s.medianA / s.medianB : 0.0;
+  const int column = index.column();
+  switch (role) {
+    case Qt::DisplayRole:
+      switch (column) {
+        case Index:
+          return s.layers.size() == 1 ? QString::number(s.firstLayer)
+                                      : QStringLiteral("%1–%2").arg(s.layers.front()).arg(s.layers.back());
+        case Name:
+          return segmentName(s);
+        case Kind: {
+          const mnv2::Layer& l = m_a->topology[static_cast<size_t>(s.firstLayer)];
+          QString kind = QString::fromLatin1(mnv2::to_string(l.kind));
+          return s.layers.size() > 1 ? kind + QStringLiteral(" +%1").arg(s.layers.size() - 1) : kind;
+        }
+        case MedianA:
+          return micros(s.medianA);
+        case RangeA:
+          return QStringLiteral("%1 – %2").arg(micros(s.p10A), micros(s.p90A));
+        case MedianB:
+          return micros(s.medianB);
+        case RangeB:
+          return QStringLiteral("%1 – %2").arg(micros(s.p10B), micros(s.p90B));
+        case Delta:
+          return (delta > 0 ? QStringLiteral("+") : QString()) + micros(delta);
+        case SpeedUp:
+          return speedUp > 0 ? QStringLiteral("%1×").arg(speedUp, 0, 'f', 2) : QString();
+        default:
+          return {};
+      }
+    case SortRole:
+      switch (column) {
+        case Index:
+          return s.firstLayer;
+        case MedianA:
+          return s.medianA;
+        case RangeA:
+          return s.p90A - s.p10A;
+        case MedianB:
+          return s.medianB;
+        case RangeB:
+          return s.p90B - s.p10B;
+        case Delta:
+          return delta;
+        case SpeedUp:
+          return speedUp;
+        default:
+          return data(index, Qt::DisplayRole);
+      }
+    case LayerRole:
+      return s.firstLayer;
+    case WithinNoiseRole:
+      return noise;
+    case Qt::ForegroundRole:
+      if (noise) return QBrush(QColor(150, 150, 150));
+      if (column == Delta || column == SpeedUp) return QBrush(delta < 0 ? QColor(0, 120, 40) : QColor(180, 30, 30));
+      return {};
+    case Qt::ToolTipRole: {
+      QString tip = noise ? QStringLiteral("Within noise: the p10–p90 ranges overlap.")
+                          : QStringLiteral("Outside noise: the p10–p90 ranges do not overlap.");
+      if (s.stepsA > 1 || s.stepsB > 1 || s.layers.size() > 1) {
+        tip += QStringLiteral("\nSegment of %1 layers (%2 step(s) in A, %3 in B); times and p10/p90 are sums over the steps.")
+                   .arg(s.layers.size())
+                   .arg(s.stepsA)
+                   .arg(s.stepsB);
+      }
+      return tip;
+    }
+    case Qt::TextAlignmentRole:
+      if (column != Name && column != Kind) return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+      return {};
+    default:
+      return {};
+  }
+}
+
+QVariant RunComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal) return {};
+  const QString a = m_a ? QString::fromStdString(m_a->backend) : QStringLiteral("A");
+  const QString b = m_b ? QString::fromStdString(m_b->backend) : QStringLiteral("B");
+  if (role == Qt::DisplayRole) {
+    switch (section) {
+      case Index:
+        return QStringLiteral("#");
+      case Name:
+        return QStringLiteral("Layer(s)");
+      case Kind:
+        return QStringLiteral("Kind");
+      case MedianA:
+        return QStringLiteral("A: %1 median µs").arg(a);
+      case RangeA:
+        return QStringLiteral("A p10 – p90");
+      case MedianB:
+        return QStringLiteral("B: %1 median µs").arg(b);
+      case RangeB:
+        return QStringLiteral("B p10 – p90");
+      case Delta:
+        return QStringLiteral("Δ B−A µs");
+      case SpeedUp:
+        return QStringLiteral("Speed-up A/B");
+      default:
+        return {};
+    }
+  }
+  if (role == Qt::ToolTipRole) {
+    if (section == Delta) return QStringLiteral("B's median − A's median.\n") + noiseRuleText();
+    if (section == SpeedUp) return QStringLiteral("A's median / B's median: above 1, B is faster.\n") + noiseRuleText();
+  }
+  return {};
+}
+
+}  // namespace mnv2::ui

@@ -1,0 +1,383 @@
+// The run controller and its worker (see run_controller.h).
+#include "run_controller.h"
+
+#include <QElapsedTimer>
+#include <chrono>
+#include <limits>
+#include <new>
+
+#include "image_input.h"
+#include "mnv2/bench.h"
+#include "mnv2/error.h"
+#include "mnv2/image.h"
+#include "mnv2/model_lookup.h"
+
+namespace mnv2::ui {
+
+// Jobs with an id up to the watermark are cancelled. One atomic serves both cancel() and the superseding
+// of a run by the next one; the worker reads it from the profiler's progress callback.
+struct RunCancelState {
+  std::atomic<JobId> upTo{0};
+  bool cancelled(JobId id) const { return id <= upTo.load(std::memory_order_relaxed); }
+  void raiseTo(JobId id) {
+    JobId cur = upTo.load();
+    while (cur < id && !upTo.compare_exchange_weak(cur, id)) {
+    }
+  }
+};
+
+// Runs on the worker thread; all engine calls of the app happen here.
+class RunWorker : public QObject {
+  Q_OBJECT
+ public:
+  explicit RunWorker(std::shared_ptr<RunCancelState> cancel) : m_cancel(std::move(cancel)) {}
+
+  void probe(JobId id);
+  void loadModel(JobId id, const QString& path);
+  void classify(JobId id, const ClassifyRequest& request);
+  void profile(JobId id, const ProfileRequest& request);
+  void diff(JobId id, const DiffRequest& request);
+
+ Q_SIGNALS:
+  void environmentReady(mnv2::ui::JobId id, const mnv2::ui::EnvironmentInfo& info);
+  void modelLoaded(mnv2::ui::JobId id, const mnv2::ui::ModelInfo& info);
+  void classified(mnv2::ui::JobId id, const mnv2::ui::ClassifyResult& result);
+  void progress(const mnv2::ui::RunProgress& progress);
+  void profiled(const mnv2::ui::ProfileResult& result);
+  void diffed(const mnv2::ui::DiffResult& result);
+  void failed(const mnv2::ui::JobFailure& failure);
+  void cancelled(mnv2::ui::JobId id);
+
+ private:
+  // Runs `work`, turning exceptions into failed() (or cancelled() when the job was cancelled).
+  template <typename Work>
+  void guarded(JobId id, JobKind kind, Work&& work);
+  const mnv2::Model& model() const;
+  void sendProgress(RunProgress p, bool force);
+
+  std::shared_ptr<RunCancelState> m_cancel;
+  std::shared_ptr<const mnv2::Model> m_model;
+  std::vector<std::string> m_labels;
+  // The classify step keeps its prepared network: a second image costs one forward pass (~6 ms on cpu).
+  std::unique_ptr<mnv2::PreparedNet> m_net;
+  std::string m_netBackend;
+  QElapsedTimer m_progressClock;
+};
+
+template <typename Work>
+void RunWorker::guarded(JobId id, JobKind kind, Work&& work) {
+  QString message;
+  try {
+    work();
+    return;
+  } catch (const std::bad_alloc&) {
+    message = QStringLiteral("out of memory");
+  } catch (const std::exception& e) {
+    message = QString::fromStdString(e.what());
+  }
+  if ((kind == JobKind::Profile || kind == JobKind::Diff) && m_cancel->cancelled(id)) {
+    Q_EMIT cancelled(id);
+    return;
+  }
+  Q_EMIT failed(JobFailure{id, kind, message});
+}
+
+const mnv2::Model& RunWorker::model() const {
+  if (!m_model) throw mnv2::Error("no model is loaded");
+  return *m_model;
+}
+
+void RunWorker::sendProgress(RunProgress p, bool force) {
+  // A fast GPU run reports thousands of iterations a second; the progress bar needs ~25 updates a second.
+  if (!force && m_progressClock.isValid() && m_progressClock.elapsed() < 40) return;
+  m_progressClock.restart();
+  Q_EMIT progress(p);
+}
+
+void RunWorker::probe(JobId id) {
+  guarded(id, JobKind::Environment, [&] {
+    EnvironmentInfo info;
+    info.cuda = mnv2::cuda_environment();
+    info.openCvDecoding = mnv2::image_decoding_available();
+    for (const std::string& name : mnv2::backend_names()) {
+      BackendStatus s;
+      s.name = QString::fromStdString(name);
+      try {
+        auto backend = mnv2::make_backend(name);
+        s.description = QString::fromStdString(backend->description());
+        const mnv2::Availability a = backend->availability();
+        s.available = a.available;
+        s.reason = QString::fromStdString(a.reason);
+      } catch (const std::exception& e) {
+        s.available = false;
+        s.reason = QString::fromStdString(e.what());
+      }
+      info.backends.push_back(s);
+    }
+    Q_EMIT environmentReady(id, info);
+  });
+}
+
+void RunWorker::loadModel(JobId id, const QString& path) {
+  guarded(id, JobKind::Model, [&] {
+    const mnv2::ModelLocation location = mnv2::locate_model(path.toStdString(), mnv2::executable_dir());
+    auto model = std::make_shared<mnv2::Model>(mnv2::load_located_model(location));
+    ModelInfo info;
+    info.how = QString::fromStdString(location.how);
+    info.source = QString::fromStdString(model->source);
+    info.checksum = QString::fromStdString(model->checksum);
+    info.synthetic = model->synthetic;
+    for (const auto& w : model->warnings) info.warnings << QString::fromStdString(w);
+    info.numClasses = model->num_classes;
+    info.inputChannels = model->input_channels;
+    info.inputHeight = model->input_height;
+    info.inputWidth = model->input_width;
+    info.numBlocks = model->num_blocks;
+    info.preprocess = model->preprocess;
+    info.stats = mnv2::analyse(*model, 1, model->input_height, model->input_width);
+    info.topology = model->layers;
+    for (mnv2::Layer& l : info.topology) {
+      l.weight = {};
+      l.bias = {};
+    }
+    m_model = std::move(model);
+    m_labels = mnv2::builtin_labels(m_model->num_classes);
+    m_net.reset();
+    m_netBackend.clear();
+    Q_EMIT modelLoaded(id, info);
+  });
+}
+
+void RunWorker::classify(JobId id, const ClassifyRequest& request) {
+  guarded(id, JobKind::Classify, [&] {
+    const mnv2::Model& m = model();
+    ClassifyResult result;
+    result.imagePath = request.imagePath;
+    result.backend = request.backend;
+    result.decoder = decoderName(request.decoder);
+    const mnv2::Image8 image = decodeImageFile(request.imagePath, request.decoder);
+    mnv2::Image8 crop;
+    result.input = mnv2::preprocess(image, m.preprocess, &crop);
+    result.originalSize = QSize(image.width, image.height);
+    result.picture = toQImage(image);
+    constexpr int kMaxShownSide = 1024;  // the panel shows a few hundred pixels; keep the signal small
+    if (result.picture.width() > kMaxShownSide || result.picture.height() > kMaxShownSide)
+      result.picture = result.picture.scaled(kMaxShownSide, kMaxShownSide, Qt::KeepAspectRatio, Qt::SmoothTransformation);
+    result.crop = toQImage(crop);
+
+    const mnv2::PrepareConfig config{1, static_cast<int>(result.input.shape.h), static_cast<int>(result.input.shape.w),
+                                     mnv2::Precision::fp32};
+    const std::string backend = request.backend.toStdString();
+    if (!m_net || m_netBackend != backend || m_net->config().height != config.height ||
+        m_net->config().width != config.width) {
+      m_net.reset();
+      auto b = mnv2::make_backend(backend);
+      if (const mnv2::Availability a = b->availability(); !a.available)
+        throw mnv2::Error("backend '" + backend + "' is not available: " + a.reason);
+      m_net = b->prepare(m, config);
+      m_netBackend = backend;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const mnv2::Tensor logits = m_net->run(result.input);
+    result.runMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    result.top5 = mnv2::top_k(logits.data.data(), static_cast<int>(logits.shape.per_image()), 5, m_labels);
+    Q_EMIT classified(id, result);
+  });
+}
+
+void RunWorker::profile(JobId id, const ProfileRequest& request) {
+  guarded(id, JobKind::Profile, [&] {
+    if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
+    if (request.backends.isEmpty()) throw mnv2::UsageError("no backend to profile");
+    const mnv2::Model& m = model();
+    // The classify network is released first: a large batch on the GPU gets all of its memory.
+    m_net.reset();
+    m_netBackend.clear();
+    const int n = static_cast<int>(request.backends.size());
+    const bool diffs = request.compare && n > 1;
+    const int units = n + (diffs ? n - 1 : 0);
+    ProfileResult result;
+    result.id = id;
+    result.compare = request.compare;
+    m_progressClock.invalidate();
+    for (int i = 0; i < n; ++i) {
+      mnv2::ProfileConfig config = request.config;
+      config.backend = request.backends[i].toStdString();
+      const QString backend = request.backends[i];
+      auto onProgress = [&, i](const std::string& phase, int done, int total) {
+        const int phaseIndex = phase == "per-layer" ? 1 : 0;
+        const double within = total > 0 ? (phaseIndex * total + done) / (2.0 * total) : 0.0;
+        sendProgress(RunProgress{id, backend, QString::fromStdString(phase), done, total, i, n, (i + within) / units},
+                     done == total);
+        return !m_cancel->cancelled(id);
+      };
+      result.reports.push_back(mnv2::profile(m, config, onProgress));
+    }
+    if (diffs) {
+      // Output diffs on the first image of the batch, every backend against the first (as `mnv2 compare`).
+      const mnv2::ProfileConfig& c = request.config;
+      mnv2::Tensor first(mnv2::Shape{1, m.input_channels, c.height, c.width});
+      if (c.input && c.input->shape.per_image() == first.shape.per_image())
+        std::copy(c.input->data.begin(), c.input->data.begin() + first.shape.numel(), first.data.begin());
+      else
+        first = mnv2::random_input(first.shape, 1);
+      const mnv2::PrepareConfig pc{1, c.height, c.width, c.precision};
+      for (int i = 1; i < n; ++i) {
+        if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
+        sendProgress(RunProgress{id, request.backends[i], QStringLiteral("diff"), 0, 1, n + i - 1, n,
+                                 double(n + i - 1) / units},
+                     true);
+        result.reports[static_cast<size_t>(i)].diff = mnv2::diff_backends(
+            m, request.backends[i].toStdString(), request.backends[0].toStdString(), pc, first);
+      }
+    }
+    if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
+    Q_EMIT profiled(result);
+  });
+}
+
+void RunWorker::diff(JobId id, const DiffRequest& request) {
+  guarded(id, JobKind::Diff, [&] {
+    if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
+    const mnv2::Model& m = model();
+    m_net.reset();
+    m_netBackend.clear();
+    mnv2::Tensor input = request.input;
+    if (input.empty()) input = mnv2::random_input(mnv2::Shape{1, m.input_channels, request.height, request.width}, 1);
+    sendProgress(RunProgress{id, request.backend, QStringLiteral("diff"), 0, 1, 0, 1, 0.0}, true);
+    DiffResult result;
+    result.id = id;
+    result.inputName = request.inputName;
+    result.diff = mnv2::diff_backends(m, request.backend.toStdString(), request.reference.toStdString(),
+                                      mnv2::PrepareConfig{1, static_cast<int>(input.shape.h),
+                                                          static_cast<int>(input.shape.w), mnv2::Precision::fp32},
+                                      input);
+    if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
+    Q_EMIT diffed(result);
+  });
+}
+
+// ---- RunController ---------------------------------------------------------------------------------
+
+RunController::RunController(QObject* parent) : QObject(parent), m_cancel(std::make_shared<RunCancelState>()) {
+  qRegisterMetaType<mnv2::ui::JobId>("mnv2::ui::JobId");
+  qRegisterMetaType<EnvironmentInfo>();
+  qRegisterMetaType<ModelInfo>();
+  qRegisterMetaType<ClassifyResult>();
+  qRegisterMetaType<RunProgress>();
+  qRegisterMetaType<ProfileResult>();
+  qRegisterMetaType<DiffResult>();
+  qRegisterMetaType<JobFailure>();
+
+  m_thread.setObjectName(QStringLiteral("mnv2-run-worker"));
+  m_worker = new RunWorker(m_cancel);
+  m_worker->moveToThread(&m_thread);
+  connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+
+  // Worker -> GUI thread (queued: the two objects live on different threads). Stale results stop here.
+  connect(m_worker, &RunWorker::environmentReady, this,
+          [this](JobId, const EnvironmentInfo& info) { Q_EMIT environmentReady(info); });
+  connect(m_worker, &RunWorker::modelLoaded, this, [this](JobId id, const ModelInfo& info) {
+    if (id == m_latestModel) Q_EMIT modelLoaded(info);
+  });
+  connect(m_worker, &RunWorker::classified, this, [this](JobId id, const ClassifyResult& result) {
+    if (id == m_latestClassify) Q_EMIT classified(result);
+  });
+  connect(m_worker, &RunWorker::progress, this, [this](const RunProgress& p) {
+    if (p.id == m_latestRun && !m_cancel->cancelled(p.id)) Q_EMIT progress(p);
+  });
+  connect(m_worker, &RunWorker::profiled, this, [this](const ProfileResult& result) {
+    if (result.id != m_latestRun) return;
+    finishRun(result.id);
+    Q_EMIT profiled(result);
+  });
+  connect(m_worker, &RunWorker::diffed, this, [this](const DiffResult& result) {
+    if (result.id != m_latestRun) return;
+    finishRun(result.id);
+    Q_EMIT diffed(result);
+  });
+  connect(m_worker, &RunWorker::cancelled, this, [this](JobId id) {
+    if (id != m_latestRun) return;
+    finishRun(id);
+    Q_EMIT cancelled(id);
+  });
+  connect(m_worker, &RunWorker::failed, this, [this](const JobFailure& f) {
+    switch (f.kind) {
+      case JobKind::Model:
+        if (f.id != m_latestModel) return;
+        break;
+      case JobKind::Classify:
+        if (f.id != m_latestClassify) return;
+        break;
+      case JobKind::Profile:
+      case JobKind::Diff:
+        if (f.id != m_latestRun) return;
+        finishRun(f.id);
+        break;
+      case JobKind::Environment:
+        break;
+    }
+    Q_EMIT failed(f);
+  });
+  m_thread.start();
+}
+
+RunController::~RunController() {
+  m_cancel->raiseTo(std::numeric_limits<JobId>::max());
+  m_thread.quit();
+  m_thread.wait();
+}
+
+JobId RunController::probeEnvironment() {
+  const JobId id = ++m_nextId;
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, id] { w->probe(id); }, Qt::QueuedConnection);
+  return id;
+}
+
+JobId RunController::loadModel(const QString& path) {
+  const JobId id = m_latestModel = ++m_nextId;
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, id, path] { w->loadModel(id, path); }, Qt::QueuedConnection);
+  return id;
+}
+
+JobId RunController::classify(const ClassifyRequest& request) {
+  const JobId id = m_latestClassify = ++m_nextId;
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, id, request] { w->classify(id, request); }, Qt::QueuedConnection);
+  return id;
+}
+
+JobId RunController::startRun() {
+  if (m_latestRun) m_cancel->raiseTo(m_latestRun);  // the previous run is superseded
+  m_latestRun = ++m_nextId;
+  if (!m_runPending) {
+    m_runPending = true;
+    Q_EMIT runningChanged(true);
+  }
+  return m_latestRun;
+}
+
+void RunController::finishRun(JobId id) {
+  if (id != m_latestRun || !m_runPending) return;
+  m_runPending = false;
+  Q_EMIT runningChanged(false);
+}
+
+JobId RunController::profile(const ProfileRequest& request) {
+  const JobId id = startRun();
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, id, request] { w->profile(id, request); }, Qt::QueuedConnection);
+  return id;
+}
+
+JobId RunController::diff(const DiffRequest& request) {
+  const JobId id = startRun();
+  QMetaObject::invokeMethod(m_worker, [w = m_worker, id, request] { w->diff(id, request); }, Qt::QueuedConnection);
+  return id;
+}
+
+void RunController::cancel() {
+  if (m_runPending) m_cancel->raiseTo(m_latestRun);
+}
+
+}  // namespace mnv2::ui
+
+#include "run_controller.moc"
