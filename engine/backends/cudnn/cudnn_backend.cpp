@@ -19,6 +19,7 @@
 #include "backends/cudnn/conv_algorithm.h"
 #include "backends/cudnn/cuda_check.h"
 #include "backends/cudnn/raii.h"
+#include "backends/layer_checks.h"
 #include "mnv2/backend.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
@@ -40,12 +41,6 @@ constexpr int kFindFillByte = 0x3C;
 
 const float kOne = 1.0f;
 const float kZero = 0.0f;
-
-std::string layer_label(const Layer& layer) {
-  std::string label = "layer " + std::to_string(layer.index);
-  if (!layer.name.empty()) label += " '" + layer.name + "'";
-  return label + " (" + to_string(layer.kind) + ")";
-}
 
 // 91900 -> "9.19.0"
 std::string cudnn_version_string(size_t v) {
@@ -106,42 +101,17 @@ const LibraryProbe& library_probe() {
   return probe;
 }
 
-std::optional<std::string> check_input_count(const Layer& layer, size_t expected) {
-  if (layer.inputs.size() == expected) return std::nullopt;
-  return std::string(to_string(layer.kind)) + " takes " + std::to_string(expected) + " input(s), this one has " +
-         std::to_string(layer.inputs.size());
-}
-
-std::optional<std::string> check_parameters(const std::vector<float>& weight, int64_t expected_weight,
-                                            const std::vector<float>& bias, int64_t expected_bias) {
-  if (static_cast<int64_t>(weight.size()) != expected_weight)
-    return "weight holds " + std::to_string(weight.size()) + " values, expected " + std::to_string(expected_weight);
-  if (!bias.empty() && static_cast<int64_t>(bias.size()) != expected_bias)
-    return "bias holds " + std::to_string(bias.size()) + " values, expected " + std::to_string(expected_bias);
-  return std::nullopt;
-}
-
+// cuDNN restrictions beyond the structural checks every backend makes (layer_checks.h).
 std::optional<std::string> conv_unsupported_reason(const Layer& layer) {
   const ConvParams& c = layer.conv;
-  if (auto r = check_input_count(layer, 1)) return r;
-  if (c.in_channels < 1 || c.out_channels < 1) return std::string("channel counts must be positive");
-  if (c.groups < 1 || c.in_channels % c.groups != 0 || c.out_channels % c.groups != 0)
-    return "groups " + std::to_string(c.groups) + " must divide in_channels " + std::to_string(c.in_channels) +
-           " and out_channels " + std::to_string(c.out_channels);
-  if (c.kernel_h < 1 || c.kernel_w < 1 || c.stride_h < 1 || c.stride_w < 1)
-    return std::string("kernel and stride must be positive");
   if (c.dilation_h != 1 || c.dilation_w != 1)
     return "dilation " + std::to_string(c.dilation_h) + "x" + std::to_string(c.dilation_w) +
            " is not supported by the cudnn backend (dilation 1 only)";
-  if (c.pad_top < 0 || c.pad_left < 0 || c.pad_bottom < 0 || c.pad_right < 0)
-    return std::string("negative padding is not supported");
-  const int64_t weight = static_cast<int64_t>(c.out_channels) * (c.in_channels / c.groups) * c.kernel_h * c.kernel_w;
-  return check_parameters(layer.weight, weight, layer.bias, c.out_channels);
+  return std::nullopt;
 }
 
 // cuDNN's clipped ReLU is min(max(x, 0), coef): a lower bound other than 0 has no cuDNN activation.
 std::optional<std::string> clip_unsupported_reason(const Layer& layer) {
-  if (auto r = check_input_count(layer, 1)) return r;
   if (layer.clip_min != 0.0f || !(layer.clip_max > 0.0f))
     return "clip bounds (" + format_number(layer.clip_min) + ", " + format_number(layer.clip_max) +
            ") are not supported by the cudnn backend (lower bound 0 and a positive upper bound only)";
@@ -680,23 +650,10 @@ class CudnnBackend final : public Backend {
   }
 
   std::optional<std::string> unsupported_reason(const Layer& layer) const override {
-    switch (layer.kind) {
-      case LayerKind::Conv2d:
-        return conv_unsupported_reason(layer);
-      case LayerKind::ReLU6:
-      case LayerKind::ReLU:
-        return clip_unsupported_reason(layer);
-      case LayerKind::ResidualAdd:
-        return check_input_count(layer, 2);
-      case LayerKind::GlobalAveragePool:
-        return check_input_count(layer, 1);
-      case LayerKind::Linear:
-        if (auto r = check_input_count(layer, 1)) return r;
-        if (layer.in_features < 1 || layer.out_features < 1) return std::string("feature counts must be positive");
-        return check_parameters(layer.weight, static_cast<int64_t>(layer.out_features) * layer.in_features, layer.bias,
-                                layer.out_features);
-    }
-    return "unknown layer kind " + std::to_string(static_cast<int>(layer.kind));
+    if (auto r = malformed_reason(layer)) return r;
+    if (layer.kind == LayerKind::Conv2d) return conv_unsupported_reason(layer);
+    if (layer.kind == LayerKind::ReLU6 || layer.kind == LayerKind::ReLU) return clip_unsupported_reason(layer);
+    return std::nullopt;
   }
 
   std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {

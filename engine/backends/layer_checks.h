@@ -1,0 +1,18 @@
+// Structural checks every backend makes before it runs a layer: input counts, positive sizes, parameter
+// counts that match the attributes. Backends add their own restrictions after these.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "mnv2/model.h"
+
+namespace mnv2 {
+
+// nullopt if the layer is well formed, otherwise what is wrong with it.
+std::optional<std::string> malformed_reason(const Layer& layer);
+
+// "layer 7 'block2.dw' (Conv2d)", for error messages.
+std::string layer_label(const Layer& layer);
+
+}  // namespace mnv2
