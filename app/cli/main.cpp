@@ -284,26 +284,7 @@ int cmd_topology(int argc, char** argv) {
     input.set("width", w);
     j.set("input", input);
     json::Array layers;
-    for (size_t i = 0; i < m.model.layers.size(); ++i) {
-      const Layer& l = m.model.layers[i];
-      const LayerStats& s = stats[i];
-      json::Value lj;
-      lj.set("index", l.index);
-      lj.set("kind", to_string(l.kind));
-      lj.set("name", l.name);
-      lj.set("source_name", l.source_name);
-      lj.set("description", describe(l));
-      lj.set("block", l.block_name);
-      json::Array inputs;
-      for (int in : l.inputs) inputs.emplace_back(in);
-      lj.set("inputs", json::Value(inputs));
-      lj.set("output_shape", json::Value(json::Array{s.output.n, s.output.c, s.output.h, s.output.w}));
-      lj.set("params", s.params);
-      lj.set("macs", s.macs);
-      lj.set("activation_bytes", s.activation_bytes);
-      lj.set("bytes", s.bytes);
-      layers.push_back(lj);
-    }
+    for (size_t i = 0; i < m.model.layers.size(); ++i) layers.push_back(layer_json(m.model.layers[i], stats[i]));
     j.set("layers", json::Value(layers));
     json::Value totals;
     totals.set("layers", static_cast<int64_t>(m.model.layers.size()));

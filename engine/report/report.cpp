@@ -180,6 +180,36 @@ std::string report_csv(const std::vector<RunReport>& reports) {
 
 // ---- JSON -----------------------------------------------------------------------------------------------
 
+json::Value layer_json(const Layer& l, const LayerStats& st) {
+  json::Value lj;
+  lj.set("index", l.index);
+  lj.set("kind", to_string(l.kind));
+  lj.set("name", l.name);
+  lj.set("source_name", l.source_name);
+  lj.set("description", describe(l));
+  lj.set("block", l.block);
+  lj.set("block_name", l.block_name);
+  lj.set("inputs", ints_json(l.inputs));
+  if (l.kind == LayerKind::Conv2d) {
+    const ConvParams& c = l.conv;
+    lj.set("conv", json::Value(json::Array{c.in_channels, c.out_channels, c.kernel_h, c.kernel_w, c.stride_h,
+                                           c.stride_w, c.pad_top, c.pad_left, c.pad_bottom, c.pad_right,
+                                           c.dilation_h, c.dilation_w, c.groups}));
+  }
+  if (l.kind == LayerKind::Linear) lj.set("features", json::Value(json::Array{l.in_features, l.out_features}));
+  if (l.kind == LayerKind::ReLU6 || l.kind == LayerKind::ReLU) {
+    lj.set("clip_min", static_cast<double>(l.clip_min));
+    lj.set("clip_max", std::isfinite(l.clip_max) ? json::Value(static_cast<double>(l.clip_max)) : json::Value());
+  }
+  lj.set("output_shape", json::Value(json::Array{st.output.n, st.output.c, st.output.h, st.output.w}));
+  lj.set("params", st.params);
+  lj.set("macs", st.macs);
+  lj.set("activation_bytes", st.activation_bytes);
+  lj.set("bytes", st.bytes);
+  return lj;
+}
+
+
 json::Value report_json(const RunReport& r) {
   json::Value j;
   json::Value meta;
@@ -230,31 +260,7 @@ json::Value report_json(const RunReport& r) {
   for (size_t i = 0; i < r.topology.size(); ++i) {
     const Layer& l = r.topology[i];
     const LayerStats& st = r.layer_stats.at(i);
-    json::Value lj;
-    lj.set("index", l.index);
-    lj.set("kind", to_string(l.kind));
-    lj.set("name", l.name);
-    lj.set("source_name", l.source_name);
-    lj.set("description", describe(l));
-    lj.set("block", l.block);
-    lj.set("block_name", l.block_name);
-    lj.set("inputs", ints_json(l.inputs));
-    if (l.kind == LayerKind::Conv2d) {
-      const ConvParams& c = l.conv;
-      lj.set("conv", json::Value(json::Array{c.in_channels, c.out_channels, c.kernel_h, c.kernel_w, c.stride_h,
-                                             c.stride_w, c.pad_top, c.pad_left, c.pad_bottom, c.pad_right,
-                                             c.dilation_h, c.dilation_w, c.groups}));
-    }
-    if (l.kind == LayerKind::Linear) lj.set("features", json::Value(json::Array{l.in_features, l.out_features}));
-    if (l.kind == LayerKind::ReLU6 || l.kind == LayerKind::ReLU) {
-      lj.set("clip_min", static_cast<double>(l.clip_min));
-      lj.set("clip_max", std::isfinite(l.clip_max) ? json::Value(static_cast<double>(l.clip_max)) : json::Value());
-    }
-    lj.set("output_shape", json::Value(json::Array{st.output.n, st.output.c, st.output.h, st.output.w}));
-    lj.set("params", st.params);
-    lj.set("macs", st.macs);
-    lj.set("activation_bytes", st.activation_bytes);
-    lj.set("bytes", st.bytes);
+    json::Value lj = layer_json(l, st);
     lj.set("step", r.layers.at(i).step);
     lj.set("fused_group", r.layers.at(i).fused_group);
     if (r.diff && i < r.diff->layers.size() && r.diff->layers[i].compared)

@@ -12,6 +12,10 @@ namespace mnv2 {
 
 inline constexpr int kReportSchemaVersion = 1;
 
+// One layer's description and figures (index, kind, names, block, inputs, attributes, output shape, params,
+// MACs, bytes), as reports and `mnv2 topology --format json` write it.
+json::Value layer_json(const Layer& layer, const LayerStats& stats);
+
 std::string report_csv(const std::vector<RunReport>& reports);  // header + rows
 json::Value report_json(const RunReport& report);
 json::Value reports_json(const std::vector<RunReport>& reports);  // {"schema": ..., "runs": [...]}
