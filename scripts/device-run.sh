@@ -47,6 +47,27 @@ for img in cat cat_720p grace_hopper hot_dog parrot; do
 done
 TAIL=8 run bench_cudnn ./bin/mnv2 bench --backend cudnn --batch 1,8,64,256 --warmup 20 --iters 100 --json "$work/bench_cudnn.json"
 TAIL=6 run bench_cpu ./bin/mnv2 bench --backend cpu --batch 1,8 --warmup 5 --iters 30 --json "$work/bench_cpu.json"
+
+# ---- custom CUDA kernels backend (cuda) ----------------------------------------------------------------
+# Correctness: the kernel and backend tests alone (also inside gpu_tests above), so their log stands apart.
+TAIL=30 run cuda_tests ./bin/mnv2_gpu_tests --gtest_filter='*Cuda*:*Kernel*' --gtest_brief=1
+# Memory errors in the kernels and the backend's fallbacks on small cases (memcheck is slow: small tests).
+TAIL=12 run cuda_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/mnv2_gpu_tests \
+  --gtest_filter='KernelDepthwise*:KernelDirect*:KernelLayout*:KernelIm2col*:CudaBackendTest.SmallNetwork*:CudaBackendTest.Unfusable*'
+for img in cat cat_720p grace_hopper hot_dog parrot; do
+  TAIL=8 run "compare_cuda_$img" ./bin/mnv2 compare --backends cpu,cudnn,cuda --tensor "shared/golden/$img.input.f32" \
+    --timing cupti --warmup 5 --iters 30 --json "$work/compare_cuda_${img}.json"
+done
+TAIL=12 run profile_cuda_cupti_b1 ./bin/mnv2 profile --backend cuda --tensor shared/golden/cat.input.f32 --timing cupti \
+  --warmup 20 --iters 200 --csv "$work/profile_cuda_cupti_b1.csv" --json "$work/profile_cuda_cupti_b1.json" \
+  --trace "$work/trace_cuda_cupti_b1.json"
+TAIL=12 run profile_cuda_event_b256 ./bin/mnv2 profile --backend cuda --batch 256 --timing event --warmup 5 --iters 20 \
+  --csv "$work/profile_cuda_event_b256.csv" --json "$work/profile_cuda_event_b256.json"
+TAIL=12 run bench_cuda ./bin/mnv2 bench --backends cuda,cudnn --batch 1,8,64,256 --warmup 20 --iters 100 \
+  --json "$work/bench_cuda.json"
+MNV2_CUDA_VARIANT=baseline TAIL=8 run bench_cuda_baseline ./bin/mnv2 bench --backends cuda --batch 1,64 --warmup 5 \
+  --iters 30 --json "$work/bench_cuda_baseline.json"
+
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$summary" 2>&1
 
 cp "$summary" "$out/summary.txt"

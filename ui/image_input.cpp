@@ -11,7 +11,9 @@ namespace mnv2::ui {
 
 namespace {
 
-[[noreturn]] void fail(const QString& path, const QString& why) { throw mnv2::Error((path + ": " + why).toStdString()); }
+[[noreturn]] void fail(const QString& path, const QString& why) {
+  throw mnv2::Error((path + ": " + why).toStdString());
+}
 
 void checkSides(const QString& path, QSize size) {
   if (size.width() > mnv2::kMaxImageSide || size.height() > mnv2::kMaxImageSide) {

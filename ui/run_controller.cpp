@@ -162,7 +162,8 @@ void RunWorker::classify(JobId id, const ClassifyRequest& request) {
     result.picture = toQImage(image);
     constexpr int kMaxShownSide = 1024;  // the panel shows a few hundred pixels; keep the signal small
     if (result.picture.width() > kMaxShownSide || result.picture.height() > kMaxShownSide)
-      result.picture = result.picture.scaled(kMaxShownSide, kMaxShownSide, Qt::KeepAspectRatio, Qt::SmoothTransformation);
+      result.picture =
+          result.picture.scaled(kMaxShownSide, kMaxShownSide, Qt::KeepAspectRatio, Qt::SmoothTransformation);
     result.crop = toQImage(crop);
 
     const mnv2::PrepareConfig config{1, static_cast<int>(result.input.shape.h), static_cast<int>(result.input.shape.w),
@@ -224,11 +225,11 @@ void RunWorker::profile(JobId id, const ProfileRequest& request) {
       const mnv2::PrepareConfig pc{1, c.height, c.width, c.precision};
       for (int i = 1; i < n; ++i) {
         if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
-        sendProgress(RunProgress{id, request.backends[i], QStringLiteral("diff"), 0, 1, n + i - 1, n,
-                                 double(n + i - 1) / units},
-                     true);
-        result.reports[static_cast<size_t>(i)].diff = mnv2::diff_backends(
-            m, request.backends[i].toStdString(), request.backends[0].toStdString(), pc, first);
+        sendProgress(
+            RunProgress{id, request.backends[i], QStringLiteral("diff"), 0, 1, n + i - 1, n, double(n + i - 1) / units},
+            true);
+        result.reports[static_cast<size_t>(i)].diff =
+            mnv2::diff_backends(m, request.backends[i].toStdString(), request.backends[0].toStdString(), pc, first);
       }
     }
     if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
@@ -248,10 +249,10 @@ void RunWorker::diff(JobId id, const DiffRequest& request) {
     DiffResult result;
     result.id = id;
     result.inputName = request.inputName;
-    result.diff = mnv2::diff_backends(m, request.backend.toStdString(), request.reference.toStdString(),
-                                      mnv2::PrepareConfig{1, static_cast<int>(input.shape.h),
-                                                          static_cast<int>(input.shape.w), mnv2::Precision::fp32},
-                                      input);
+    result.diff = mnv2::diff_backends(
+        m, request.backend.toStdString(), request.reference.toStdString(),
+        mnv2::PrepareConfig{1, static_cast<int>(input.shape.h), static_cast<int>(input.shape.w), mnv2::Precision::fp32},
+        input);
     if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
     Q_EMIT diffed(result);
   });
@@ -330,19 +331,22 @@ RunController::~RunController() {
 
 JobId RunController::probeEnvironment() {
   const JobId id = ++m_nextId;
-  QMetaObject::invokeMethod(m_worker, [w = m_worker, id] { w->probe(id); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      m_worker, [w = m_worker, id] { w->probe(id); }, Qt::QueuedConnection);
   return id;
 }
 
 JobId RunController::loadModel(const QString& path) {
   const JobId id = m_latestModel = ++m_nextId;
-  QMetaObject::invokeMethod(m_worker, [w = m_worker, id, path] { w->loadModel(id, path); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      m_worker, [w = m_worker, id, path] { w->loadModel(id, path); }, Qt::QueuedConnection);
   return id;
 }
 
 JobId RunController::classify(const ClassifyRequest& request) {
   const JobId id = m_latestClassify = ++m_nextId;
-  QMetaObject::invokeMethod(m_worker, [w = m_worker, id, request] { w->classify(id, request); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      m_worker, [w = m_worker, id, request] { w->classify(id, request); }, Qt::QueuedConnection);
   return id;
 }
 
@@ -364,13 +368,15 @@ void RunController::finishRun(JobId id) {
 
 JobId RunController::profile(const ProfileRequest& request) {
   const JobId id = startRun();
-  QMetaObject::invokeMethod(m_worker, [w = m_worker, id, request] { w->profile(id, request); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      m_worker, [w = m_worker, id, request] { w->profile(id, request); }, Qt::QueuedConnection);
   return id;
 }
 
 JobId RunController::diff(const DiffRequest& request) {
   const JobId id = startRun();
-  QMetaObject::invokeMethod(m_worker, [w = m_worker, id, request] { w->diff(id, request); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      m_worker, [w = m_worker, id, request] { w->diff(id, request); }, Qt::QueuedConnection);
   return id;
 }
 

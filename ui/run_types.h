@@ -75,8 +75,8 @@ struct ClassifyResult {
 };
 
 struct ProfileRequest {
-  QStringList backends;  // profiled in this order; with compare, the first is the diff reference
-  bool compare = false;  // also diff every other backend against the first (first image of the batch)
+  QStringList backends;        // profiled in this order; with compare, the first is the diff reference
+  bool compare = false;        // also diff every other backend against the first (first image of the batch)
   mnv2::ProfileConfig config;  // backend is set per run; input may hold the opened image
 };
 

@@ -382,7 +382,16 @@ int cmd_classify(int argc, char** argv) {
     }
     input = stack_batch(batch);
   }
-  analyse(m.model, static_cast<int>(input.shape.n), static_cast<int>(input.shape.h), static_cast<int>(input.shape.w));
+  const Shape out = analyse(m.model, static_cast<int>(input.shape.n), static_cast<int>(input.shape.h),
+                            static_cast<int>(input.shape.w))
+                        .back()
+                        .output;
+  // A network without a classifier head (a feature extractor, a segmentation net) has no classes to rank.
+  if (out.h != 1 || out.w != 1)
+    throw Error(m.model.source + ": the network's output is a " + std::to_string(out.c) + "x" + std::to_string(out.h) +
+                "x" + std::to_string(out.w) +
+                " map per image, not one score per class; classify needs a classifier head (a global pool, then a "
+                "Linear or 1x1 convolution)");
   auto net = backend->prepare(m.model, PrepareConfig{static_cast<int>(input.shape.n), static_cast<int>(input.shape.h),
                                                      static_cast<int>(input.shape.w), precision});
   const Tensor logits = net->run(input);

@@ -35,8 +35,44 @@ constexpr int64_t kMaxSide = 65536;                 // spatial side, kernel, str
 constexpr int64_t kMaxChannels = 1 << 20;           // channels / features of one tensor
 constexpr int64_t kMaxElements = int64_t{1} << 31;  // values in one initializer
 constexpr int kDefaultSide = 224;                   // input size assumed when the file leaves H/W open
+// Layers in one graph. MobileNetV2 has 99 and ResNet-152 about 500 in these terms; the bound keeps every
+// per-layer pass (block naming is quadratic in the worst case) fast on a hostile graph of 100k tiny nodes.
+constexpr size_t kMaxLayers = 4096;
+// Values in a shape tensor computed at load time (Shape/Gather/Concat/...): a chain of Concats could
+// otherwise double a list per node.
+constexpr size_t kMaxShapeValues = 1024;
 
 const float kInf = std::numeric_limits<float>::infinity();
+
+// Double to float without undefined behaviour: a plain cast of a double beyond float's range is undefined
+// in C++; here it becomes +-inf (what the hardware gives), and NaN stays NaN.
+float to_float(double d) {
+  if (std::isnan(d)) return std::numeric_limits<float>::quiet_NaN();
+  if (d > std::numeric_limits<float>::max()) return kInf;
+  if (d < -std::numeric_limits<float>::max()) return -kInf;
+  return static_cast<float>(d);
+}
+
+// Error messages are printed as one line after "error: "; names from the file (and the ONNX checker's
+// messages) may hold line breaks or terminal control characters; each run of them becomes one space.
+std::string one_line(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  bool in_run = false;
+  for (char c : s) {
+    const bool control = static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    if (!control)
+      out += c;
+    else if (!in_run)
+      out += ' ';
+    in_run = control;
+  }
+  return out;
+}
+
+bool all_finite(const std::vector<float>& v) {
+  return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+}
 
 // A node-level refusal; the conversion loop adds "PATH: node 'NAME' (OP): ".
 class Refusal : public std::runtime_error {
@@ -144,10 +180,10 @@ Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
       if (t.has_raw_data()) {
         check_raw(8);
         k.f.resize(n);
-        for (size_t i = 0; i < n; ++i) k.f[i] = static_cast<float>(std::bit_cast<double>(load_le(bytes + 8 * i, 8)));
+        for (size_t i = 0; i < n; ++i) k.f[i] = to_float(std::bit_cast<double>(load_le(bytes + 8 * i, 8)));
       } else {
         check_count(t.double_data_size());
-        for (double d : t.double_data()) k.f.push_back(static_cast<float>(d));
+        for (double d : t.double_data()) k.f.push_back(to_float(d));
       }
       break;
     case onnx::TensorProto::INT64:
@@ -187,6 +223,21 @@ std::string node_label(const onnx::NodeProto& n, int index) {
 }
 
 bool has_external_data(const onnx::TensorProto& t) { return t.data_location() == onnx::TensorProto::EXTERNAL; }
+
+// Why a tensor's declared shape is unusable (a negative dimension, more values than any weight may have),
+// or "" if it is fine. Checked before anything multiplies the dimensions or sizes a buffer by them.
+std::string shape_problem(const onnx::TensorProto& t) {
+  std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+  int64_t numel = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return "has a negative dimension in its shape " + dims_str(dims);
+    if (d != 0 && numel > kMaxElements / d)
+      return "declares the shape " + dims_str(dims) + ", more than " + std::to_string(kMaxElements) +
+             " values; the tensor is too large";
+    numel *= d;
+  }
+  return "";
+}
 
 std::string trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t\r\n");
@@ -268,6 +319,7 @@ class Importer {
   const Value& value(const onnx::NodeProto& n, int i);
   const TensorInfo& tensor_input(const onnx::NodeProto& n, int i);
   Const const_input(const onnx::NodeProto& n, int i, const std::string& role);
+  // NaN and Inf values load: the layer they end up in is marked (note_nonfinite) and warned about.
   Const float_input(const onnx::NodeProto& n, int i, const std::string& role);
   float scalar_input(const onnx::NodeProto& n, int i, const std::string& role);
   std::vector<int64_t> int_list_input(const onnx::NodeProto& n, int i, const std::string& role);
@@ -294,6 +346,11 @@ class Importer {
   }
   void require_outputs(const onnx::NodeProto& n, int count);
   int add_layer(const onnx::NodeProto& n, Layer layer);
+  void note_nonfinite(int layer, const std::vector<float>& values) {
+    if (layer >= 0 && static_cast<size_t>(layer) < nonfinite_.size() && !all_finite(values))
+      nonfinite_[static_cast<size_t>(layer)] = 1;
+  }
+  void warn_nonfinite_weights();
   int uses(const std::string& name) const {
     auto it = uses_.find(resolve(name));
     return it == uses_.end() ? 0 : it->second;
@@ -339,6 +396,7 @@ class Importer {
   std::unordered_map<std::string, std::string> alias_;  // Identity/Dropout output -> input
   std::unordered_map<std::string, int> uses_;           // consumers per resolved name
   std::vector<std::string> layer_output_;               // per layer: the name its unreshaped output goes by now
+  std::vector<char> nonfinite_;                         // per layer: a weight read for it held NaN or Inf
   std::string label_;                                   // the node being converted, for warnings
   Value scratch_;                                       // a large initializer decoded for the current node only
 };
@@ -452,8 +510,6 @@ Const Importer::const_input(const onnx::NodeProto& n, int i, const std::string& 
 Const Importer::float_input(const onnx::NodeProto& n, int i, const std::string& role) {
   Const k = const_input(n, i, role);
   if (!k.is_float) throw Refusal(role + " '" + n.input(i) + "' is not a floating-point tensor");
-  for (float x : k.f)
-    if (!std::isfinite(x)) throw Refusal(role + " '" + n.input(i) + "' holds NaN or Inf values");
   return k;
 }
 
@@ -518,7 +574,11 @@ void Importer::require_outputs(const onnx::NodeProto& n, int count) {
 void Importer::set_output(const onnx::NodeProto& n, int i, Value v) { values_[n.output(i)] = std::move(v); }
 
 int Importer::add_layer(const onnx::NodeProto& n, Layer layer) {
+  if (model_.layers.size() >= kMaxLayers)
+    throw Refusal("the graph has more than " + std::to_string(kMaxLayers) +
+                  " layers; this is not a network the engine takes");
   layer.index = static_cast<int>(model_.layers.size());
+  nonfinite_.push_back(0);
   layer.source_name = !n.name().empty() ? n.name() : n.output(0);
   model_.layers.push_back(std::move(layer));
   layer_output_.push_back(resolve(n.output(0)));
@@ -655,6 +715,8 @@ void Importer::conv(const onnx::NodeProto& n) {
     L.bias = std::move(b.f);
   }
   y.layer = add_layer(n, std::move(L));
+  note_nonfinite(y.layer, model_.layers.back().weight);
+  note_nonfinite(y.layer, model_.layers.back().bias);
   set_tensor(n, y);
 }
 
@@ -683,22 +745,24 @@ void Importer::batch_norm(const onnx::NodeProto& n) {
     if (k.size() != static_cast<size_t>(c) || k.dims.size() != 1)
       throw Refusal(std::string(roles[i]) + " '" + n.input(i + 1) + "' has shape " + dims_str(k.dims) + "; expected [" +
                     std::to_string(c) + "] to match the Conv's output channels");
+    note_nonfinite(x.layer, k.f);
     p[i] = std::move(k.f);
   }
   const size_t per_out = conv.weight.size() / static_cast<size_t>(c);
   std::vector<float> bias = conv.bias.empty() ? std::vector<float>(static_cast<size_t>(c), 0.0f) : conv.bias;
   for (size_t o = 0; o < static_cast<size_t>(c); ++o) {
     const double denom = static_cast<double>(p[3][o]) + eps;
-    if (!(denom > 0.0))
+    // A negative variance is a broken file; NaN passes (the layer is marked) and gives NaN weights.
+    if (denom <= 0.0)
       throw Refusal("var + epsilon is not positive for channel " + std::to_string(o) + " of '" + n.input(4) + "'");
     // y = scale * (conv(x) + b - mean) / sqrt(var + eps) + B, folded into the convolution.
     const double s = p[0][o] / std::sqrt(denom);
     for (size_t j = 0; j < per_out; ++j) {
       float& wv = conv.weight[o * per_out + j];
-      wv = static_cast<float>(wv * s);
+      wv = to_float(wv * s);
     }
-    bias[o] = static_cast<float>((static_cast<double>(bias[o]) - p[2][o]) * s + p[1][o]);
-    if (!std::isfinite(bias[o])) throw Refusal("folding gives a non-finite bias for channel " + std::to_string(o));
+    // A tiny variance can overflow float here; the layer is then warned about like NaN weights.
+    bias[o] = to_float((static_cast<double>(bias[o]) - p[2][o]) * s + p[1][o]);
   }
   conv.bias = std::move(bias);
   folded_into(n, x);
@@ -778,8 +842,7 @@ void Importer::fold_bias(const onnx::NodeProto& n, int ti, const Const& k) {
   if (!scalar && !per_channel)
     throw Refusal("the constant addend '" + n.input(1 - ti) + "' has shape " + dims_str(d) +
                   "; expected one value per output channel (" + std::to_string(c) + ")");
-  for (float v : k.f)
-    if (!std::isfinite(v)) throw Refusal("the constant addend '" + n.input(1 - ti) + "' holds NaN or Inf");
+  note_nonfinite(x.layer, k.f);
   if (target->bias.empty()) target->bias.assign(static_cast<size_t>(c), 0.0f);
   for (size_t o = 0; o < static_cast<size_t>(c); ++o) target->bias[o] += scalar ? k.f[0] : k.f[o];
   folded_into(n, x);
@@ -890,6 +953,7 @@ void Importer::gemm(const onnx::NodeProto& n, bool matmul) {
     throw Refusal("weight '" + n.input(1) + "' has shape " + dims_str(b.dims) + (trans_b ? " (transB=1)" : "") +
                   " but the input has " + std::to_string(x.c) + " features");
   if (out > kMaxChannels) throw Refusal("weight '" + n.input(1) + "' has too many outputs");
+  if (in > std::numeric_limits<int>::max()) throw Refusal("weight '" + n.input(1) + "' has too many inputs");
 
   Layer L;
   L.kind = LayerKind::Linear;
@@ -913,6 +977,9 @@ void Importer::gemm(const onnx::NodeProto& n, bool matmul) {
   TensorInfo y = x;
   y.c = out;
   y.layer = add_layer(n, std::move(L));
+  // Checked on the file's values: alpha and beta scale them into the layer.
+  note_nonfinite(y.layer, b.f);
+  if (!matmul && has_input(n, 2)) note_nonfinite(y.layer, float_input(n, 2, "C").f);
   set_tensor(n, y);
 }
 
@@ -1068,6 +1135,9 @@ void Importer::concat(const onnx::NodeProto& n) {
     if (v.k.dims.size() != 1) throw Refusal("input '" + n.input(i) + "' is not 1-D");
     if (i == 0) k.is_float = v.k.is_float;
     if (v.k.is_float != k.is_float) throw Refusal("inputs mix float and integer tensors");
+    if (k.size() + v.k.size() > kMaxShapeValues)
+      throw Refusal("the concatenation holds more than " + std::to_string(kMaxShapeValues) +
+                    " values; only shape tensors are concatenated at load time");
     k.f.insert(k.f.end(), v.k.f.begin(), v.k.f.end());
     k.i.insert(k.i.end(), v.k.i.begin(), v.k.i.end());
   }
@@ -1114,6 +1184,7 @@ Model Importer::run() {
   parse_preprocess(path_, model_.metadata, model_.preprocess);
 
   assign_blocks_and_names(model_);
+  warn_nonfinite_weights();
 
   // A file that fixes its input size must run at it; one that leaves it open is checked when it runs.
   if (fixed_size_) {
@@ -1124,6 +1195,17 @@ Model Importer::run() {
     }
   }
   return std::move(model_);
+}
+
+// Weights with NaN or Inf load, so that such a model can still be inspected and timed, but every output
+// says its numbers mean nothing. Folding can also overflow finite file values into Inf.
+void Importer::warn_nonfinite_weights() {
+  for (const Layer& l : model_.layers) {
+    const size_t i = static_cast<size_t>(l.index);
+    if (nonfinite_[i] || !all_finite(l.weight) || !all_finite(l.bias))
+      model_.warnings.push_back("weights of layer " + std::to_string(l.index) + " (" + l.name + ", ONNX node '" +
+                                one_line(l.source_name) + "') contain NaN/Inf values: outputs are not meaningful");
+  }
 }
 
 std::string read_whole_file(const std::string& path) {
@@ -1148,9 +1230,7 @@ std::string read_whole_file(const std::string& path) {
   return bytes;
 }
 
-}  // namespace
-
-Model load_onnx(const std::string& path) {
+Model load_onnx_file(const std::string& path) {
   const std::string bytes = read_whole_file(path);
   if (bytes.empty()) throw Error(path + ": empty file");
 
@@ -1162,11 +1242,15 @@ Model load_onnx(const std::string& path) {
   // Before the checker: it would look for external files next to the model, and its message for a dangling
   // input is less direct than ours.
   const onnx::GraphProto& g = proto.graph();
-  for (const onnx::TensorProto& t : g.initializer())
+  for (const onnx::TensorProto& t : g.initializer()) {
     if (has_external_data(t))
       throw Error(path + ": initializer '" + t.name() +
                   "' keeps its data in an external file; external data is not supported (save the model with its "
                   "weights inside the .onnx file)");
+    // The checker multiplies the dimensions without an overflow check; absurd shapes stop here.
+    if (const std::string why = shape_problem(t); !why.empty())
+      throw Error(path + ": initializer '" + t.name() + "' " + why);
+  }
   std::set<std::string> known;
   for (const onnx::ValueInfoProto& in : g.input()) known.insert(in.name());
   for (const onnx::TensorProto& t : g.initializer()) known.insert(t.name());
@@ -1174,10 +1258,13 @@ Model load_onnx(const std::string& path) {
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& n = g.node(i);
     const std::string label = node_label(n, i);
-    for (const onnx::AttributeProto& a : n.attribute())
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_t() && !shape_problem(a.t()).empty())
+        throw Error(path + ": node '" + label + "' (" + n.op_type() + "): its tensor " + shape_problem(a.t()));
       if (a.has_t() && has_external_data(a.t()))
         throw Error(path + ": node '" + label + "' (" + n.op_type() +
                     "): its tensor keeps its data in an external file; external data is not supported");
+    }
     for (const std::string& in : n.input())
       if (!in.empty() && !known.count(in))
         throw Error(path + ": node '" + label + "' (" + n.op_type() + "): input '" + in +
@@ -1207,6 +1294,16 @@ Model load_onnx(const std::string& path) {
   model.source = path;
   model.checksum = "fnv1a64:" + fnv1a64_hex(bytes.data(), bytes.size());
   return model;
+}
+
+}  // namespace
+
+Model load_onnx(const std::string& path) {
+  try {
+    return load_onnx_file(path);
+  } catch (const Error& e) {
+    throw Error(one_line(e.what()));
+  }
 }
 
 }  // namespace mnv2

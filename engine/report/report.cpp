@@ -2,6 +2,7 @@
 #include "mnv2/report.h"
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <sstream>
 
@@ -11,6 +12,10 @@
 namespace mnv2 {
 
 namespace {
+
+// A report of a few runs of a 99-layer network is well under a megabyte; a file far larger than this is
+// not one, and parsing it would hold many times its size in memory.
+constexpr uintmax_t kMaxReportBytes = uintmax_t{64} << 20;
 
 // ---- small helpers ------------------------------------------------------------------------------------
 
@@ -44,6 +49,29 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
   return out;
+}
+
+// Error messages are printed as one line; text from a file may hold line breaks or control characters.
+std::string one_line(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? ' ' : c;
+  return out;
+}
+
+// Integers of the report that the program keeps as int: a larger value is refused, never wrapped.
+int int_from(const json::Value& v, const char* what) {
+  const int64_t x = v.as_int();
+  if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+    throw Error(std::string(what) + " " + std::to_string(x) + " is out of range");
+  return static_cast<int>(x);
+}
+
+// Clip bounds are floats; a double beyond float's range cannot be converted (undefined behaviour).
+float float_from(const json::Value& v, const char* what) {
+  const double x = v.as_number();
+  if (std::fabs(x) > std::numeric_limits<float>::max()) throw Error(std::string(what) + " is out of range");
+  return static_cast<float>(x);
 }
 
 json::Value summary_json(const Summary& s, const std::string& unit) {
@@ -103,7 +131,7 @@ json::Value ints_json(const std::vector<int>& v) {
 
 std::vector<int> ints_from(const json::Value& j) {
   std::vector<int> v;
-  for (const auto& x : j.as_array()) v.push_back(static_cast<int>(x.as_int()));
+  for (const auto& x : j.as_array()) v.push_back(int_from(x, "value"));
   return v;
 }
 
@@ -147,10 +175,12 @@ std::string report_csv(const std::vector<RunReport>& reports) {
       // A fused step's time is written once, on its first layer, so that summing the column never
       // counts it twice; the other layers name the group.
       const bool carries_time = p.layers.front() == lp.layer;
-      out << csv_field(r.run_id) << ',' << r.backend << ',' << to_string(r.config.precision) << ',' << r.config.batch
-          << ',' << hw << ',' << l.index << ',' << csv_field(l.name) << ',' << to_string(l.kind) << ','
-          << l.block_name << ',' << csv_field(lp.fused_group) << ',' << p.step << ',' << csv_field(p.variant) << ','
-          << st.output.str() << ',' << st.params << ',' << st.macs << ',' << st.bytes << ',' << r.timer << ',';
+      // Every text field is quoted where needed: a report read back from a file may carry any text.
+      out << csv_field(r.run_id) << ',' << csv_field(r.backend) << ',' << to_string(r.config.precision) << ','
+          << r.config.batch << ',' << hw << ',' << l.index << ',' << csv_field(l.name) << ',' << to_string(l.kind)
+          << ',' << csv_field(l.block_name) << ',' << csv_field(lp.fused_group) << ',' << p.step << ','
+          << csv_field(p.variant) << ',' << st.output.str() << ',' << st.params << ',' << st.macs << ',' << st.bytes
+          << ',' << csv_field(r.timer) << ',';
       if (carries_time) {
         const Summary& s = p.time_ns;
         out << s.n << ',' << ns_int(s.median) << ',' << ns_int(s.p90) << ',' << ns_int(s.p99) << ',' << ns_int(s.mean)
@@ -164,7 +194,7 @@ std::string report_csv(const std::vector<RunReport>& reports) {
       }
       if (r.diff) {
         const LayerDiff& d = r.diff->layers.at(static_cast<size_t>(lp.layer));
-        out << r.diff->reference << ',';
+        out << csv_field(r.diff->reference) << ',';
         if (d.compared)
           out << sci(d.error.max_abs) << ',' << sci(d.error.rel_l2) << ',' << fixed(d.error.cosine, 9);
         else
@@ -357,7 +387,7 @@ namespace {
 RunReport report_from(const json::Value& j) {
   RunReport r;
   const json::Value& m = j.at("metadata");
-  r.schema_version = static_cast<int>(m.at("schema_version").as_int());
+  r.schema_version = int_from(m.at("schema_version"), "schema_version");
   if (r.schema_version > kReportSchemaVersion)
     throw Error("report schema version " + std::to_string(r.schema_version) + " is newer than this program reads (" +
                 std::to_string(kReportSchemaVersion) + ")");
@@ -368,15 +398,15 @@ RunReport report_from(const json::Value& j) {
   r.config.precision = parse_precision(m.at("precision").as_string());
   r.timer = m.at("timer").as_string();
   r.config.timer = timer_from(r.timer);
-  r.config.batch = static_cast<int>(m.at("batch").as_int());
-  r.config.height = static_cast<int>(m.at("input_height").as_int());
-  r.config.width = static_cast<int>(m.at("input_width").as_int());
-  r.config.warmup = static_cast<int>(m.at("warmup").as_int());
-  r.config.iters = static_cast<int>(m.at("iterations").as_int());
+  r.config.batch = int_from(m.at("batch"), "batch");
+  r.config.height = int_from(m.at("input_height"), "input_height");
+  r.config.width = int_from(m.at("input_width"), "input_width");
+  r.config.warmup = int_from(m.at("warmup"), "warmup");
+  r.config.iters = int_from(m.at("iterations"), "iterations");
   r.config.input_name = m.at("input").as_string();
   r.device = m.at("device").as_string();
-  r.sm_clock_mhz_start = static_cast<int>(m.at("sm_clock_mhz_start").as_int());
-  r.sm_clock_mhz_end = static_cast<int>(m.at("sm_clock_mhz_end").as_int());
+  r.sm_clock_mhz_start = int_from(m.at("sm_clock_mhz_start"), "sm_clock_mhz_start");
+  r.sm_clock_mhz_end = int_from(m.at("sm_clock_mhz_end"), "sm_clock_mhz_end");
   r.driver = m.at("driver").as_string();
   r.cuda_runtime = m.at("cuda_runtime").as_string();
   r.cudnn = m.at("cudnn").as_string();
@@ -402,7 +432,7 @@ RunReport report_from(const json::Value& j) {
   const auto& steps = j.at("steps").as_array();
   for (const auto& sj : steps) {
     StepProfile p;
-    p.step = static_cast<int>(sj.at("step").as_int());
+    p.step = int_from(sj.at("step"), "step");
     if (p.step != static_cast<int>(r.steps.size())) throw Error("steps out of order");
     p.name = sj.at("name").as_string();
     p.layers = ints_from(sj.at("layers"));
@@ -426,12 +456,12 @@ RunReport report_from(const json::Value& j) {
   const auto& layers = j.at("layers").as_array();
   for (const auto& lj : layers) {
     Layer l;
-    l.index = static_cast<int>(lj.at("index").as_int());
+    l.index = int_from(lj.at("index"), "layer index");
     if (l.index != static_cast<int>(r.topology.size())) throw Error("layers out of order");
     l.kind = kind_from(lj.at("kind").as_string());
     l.name = lj.at("name").as_string();
     l.source_name = lj.at("source_name").as_string();
-    l.block = static_cast<int>(lj.at("block").as_int());
+    l.block = int_from(lj.at("block"), "block");
     l.block_name = lj.at("block_name").as_string();
     l.inputs = ints_from(lj.at("inputs"));
     if (const json::Value* c = lj.find("conv")) {
@@ -445,9 +475,9 @@ RunReport report_from(const json::Value& j) {
       l.in_features = v[0];
       l.out_features = v[1];
     }
-    if (const json::Value* c = lj.find("clip_min")) l.clip_min = static_cast<float>(c->as_number());
+    if (const json::Value* c = lj.find("clip_min")) l.clip_min = float_from(*c, "clip_min");
     if (const json::Value* c = lj.find("clip_max"))
-      l.clip_max = c->is_null() ? std::numeric_limits<float>::infinity() : static_cast<float>(c->as_number());
+      l.clip_max = c->is_null() ? std::numeric_limits<float>::infinity() : float_from(*c, "clip_max");
     LayerStats st;
     const auto& shape = lj.at("output_shape").as_array();
     if (shape.size() != 4) throw Error("layer " + std::to_string(l.index) + ": output_shape needs 4 values");
@@ -458,7 +488,7 @@ RunReport report_from(const json::Value& j) {
     st.bytes = lj.at("bytes").as_int();
     LayerProfile lp;
     lp.layer = l.index;
-    lp.step = static_cast<int>(lj.at("step").as_int());
+    lp.step = int_from(lj.at("step"), "step");
     if (lp.step < 0 || lp.step >= static_cast<int>(r.steps.size()))
       throw Error("layer " + std::to_string(l.index) + " names step " + std::to_string(lp.step) + ", which is absent");
     lp.fused_group = lj.at("fused_group").as_string();
@@ -490,7 +520,7 @@ RunReport report_from(const json::Value& j) {
     KernelRecord k;
     k.name = kj.at("name").as_string();
     k.kind = kj.at("kind").as_string();
-    k.step = static_cast<int>(kj.at("step").as_int());
+    k.step = int_from(kj.at("step"), "step");
     k.start_ns = kj.at("start_ns").as_int();
     k.end_ns = kj.at("end_ns").as_int();
     std::vector<int> g = ints_from(kj.at("grid")), b = ints_from(kj.at("block"));
@@ -510,7 +540,7 @@ RunReport report_from(const json::Value& j) {
     d.top5_agree = dj->at("top5_agree").as_bool();
     d.top5 = ints_from(dj->at("top5"));
     d.reference_top5 = ints_from(dj->at("reference_top5"));
-    d.first_divergent_layer = static_cast<int>(dj->at("first_divergent_layer").as_int());
+    d.first_divergent_layer = int_from(dj->at("first_divergent_layer"), "first_divergent_layer");
     d.threshold = dj->at("threshold_rel_l2").as_number();
     const auto& compared = dj->at("compared").as_array();
     if (compared.size() != layers.size()) throw Error("diff covers a different number of layers");
@@ -529,7 +559,8 @@ RunReport report_from(const json::Value& j) {
 }  // namespace
 
 std::vector<RunReport> reports_from_json(const json::Value& value) {
-  if (!value.is_object() || !value.find("schema") || value.at("schema").as_string() != "mnv2.report")
+  const json::Value* schema = value.is_object() ? value.find("schema") : nullptr;
+  if (!schema || !schema->is_string() || schema->as_string() != "mnv2.report")
     throw Error("not an mnv2 report (no \"schema\": \"mnv2.report\")");
   const int64_t version = value.at("schema_version").as_int();
   if (version > kReportSchemaVersion)
@@ -548,11 +579,20 @@ std::vector<RunReport> reports_from_json(const json::Value& value) {
 }
 
 std::vector<RunReport> read_reports_file(const std::string& path) {
-  json::Value v = json::parse_file(path);
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxReportBytes)
+    throw Error(one_line(path) + ": " + std::to_string(size) + " bytes is more than a report can be (at most " +
+                std::to_string(kMaxReportBytes >> 20) + " MiB); not an mnv2 report");
   try {
-    return reports_from_json(v);
+    const json::Value v = json::parse_file(path);
+    try {
+      return reports_from_json(v);
+    } catch (const Error& e) {
+      throw Error(path + ": " + e.what());
+    }
   } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
+    throw Error(one_line(e.what()));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -356,10 +357,17 @@ void Value::push(Value v) {
 Value parse(const std::string& text) { return Parser(text).parse_document(); }
 
 Value parse_file(const std::string& path) {
+  // A FIFO or a device would block or never end; a JSON file is a plain file.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (status.type() == std::filesystem::file_type::not_found) throw Error(path + ": cannot open (no such file)");
+  if (std::filesystem::is_directory(status)) throw Error(path + ": cannot open (it is a directory)");
+  if (!ec && !std::filesystem::is_regular_file(status)) throw Error(path + ": cannot open (not a regular file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open");
   std::ostringstream ss;
   ss << in.rdbuf();
+  if (in.bad()) throw Error(path + ": read failed");
   try {
     return parse(ss.str());
   } catch (const Error& e) {

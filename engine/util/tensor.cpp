@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <new>
 
 #include "mnv2/error.h"
 #include "mnv2/tensor.h"
@@ -19,7 +20,10 @@ std::string Shape::str() const {
 
 Tensor read_tensor_file(const std::string& path, Shape expected) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error(path + ": no such tensor file");
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) throw Error(path + ": no such tensor file");
+  // A FIFO or a device would block or never end.
+  if (!std::filesystem::is_regular_file(status)) throw Error(path + ": cannot read tensor file (not a regular file)");
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw Error(path + ": cannot read tensor file size");
   const int64_t image_bytes = expected.per_image() * 4;
@@ -31,7 +35,18 @@ Tensor read_tensor_file(const std::string& path, Shape expected) {
   }
   Shape shape = expected;
   shape.n = static_cast<int64_t>(size / static_cast<uint64_t>(image_bytes));
-  Tensor t(shape);
+  // The largest batch any command takes; a bigger file is not an input but a mistake (or a sparse file).
+  constexpr int64_t kMaxImages = 65536;
+  if (shape.n > kMaxImages)
+    throw Error(path + ": holds " + std::to_string(shape.n) + " images of " + std::to_string(expected.c) + "x" +
+                std::to_string(expected.h) + "x" + std::to_string(expected.w) + "; at most " +
+                std::to_string(kMaxImages) + " (the largest batch) can be read");
+  Tensor t;
+  try {
+    t = Tensor(shape);
+  } catch (const std::bad_alloc&) {
+    throw Error(path + ": not enough memory to read " + std::to_string(size) + " bytes of tensor data");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in.read(reinterpret_cast<char*>(t.data.data()), static_cast<std::streamsize>(size)))
     throw Error(path + ": read failed");

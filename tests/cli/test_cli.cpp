@@ -1,49 +1,18 @@
 // End-to-end tests of the mnv2 command-line tool: exit codes, messages and the JSON it prints.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "cli_runner.h"
 #include "mnv2/device.h"
 #include "mnv2/json.h"
 #include "test_support.h"
 
 namespace mnv2::test {
 namespace {
-
-struct CliResult {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs the CLI with the given arguments; `env` is a list of VAR=value prefixes (MNV2_MODEL is cleared
-// unless given, so the user's environment cannot change the outcome).
-CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
-                  const std::string& exe = MNV2_CLI_PATH) {
-  TempDir tmp;
-  std::string cmd = "env -u MNV2_MODEL";
-  for (const auto& e : env) cmd += " " + quote(e);
-  cmd += " " + quote(exe);
-  for (const auto& a : args) cmd += " " + quote(a);
-  cmd += " >" + quote(tmp.file("out")) + " 2>" + quote(tmp.file("err")) + " </dev/null";
-  int status = std::system(cmd.c_str());
-  CliResult r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_file(tmp.file("out"));
-  r.err = read_file(tmp.file("err"));
-  return r;
-}
-
-std::string describe(const CliResult& r) { return "exit " + std::to_string(r.code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
 
 bool have_gpu() { return !cuda_environment().devices.empty(); }
 

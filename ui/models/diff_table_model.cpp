@@ -25,8 +25,9 @@ int DiffTableModel::columnCount(const QModelIndex& parent) const { return parent
 QVariant DiffTableModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
   const mnv2::LayerDiff& d = m_diff->layers[static_cast<size_t>(index.row())];
-  const mnv2::Layer* layer =
-      d.layer >= 0 && d.layer < static_cast<int>(m_topology.size()) ? &m_topology[static_cast<size_t>(d.layer)] : nullptr;
+  const mnv2::Layer* layer = d.layer >= 0 && d.layer < static_cast<int>(m_topology.size())
+                                 ? &m_topology[static_cast<size_t>(d.layer)]
+                                 : nullptr;
   const bool firstDivergent = d.layer == m_diff->first_divergent_layer;
   const bool over = d.compared && (!d.error.finite || d.error.rel_l2 > m_diff->threshold);
   const int column = index.column();
@@ -44,7 +45,7 @@ QVariant DiffTableModel::data(const QModelIndex& index, int role) const {
         case RelL2:
           return d.compared ? QString::number(d.error.rel_l2, 'e', 3) : QString();
         case Cosine:
-          return d.compared ? QString::number(d.error.cosine, 'f', 9) : QString();
+          return d.compared ? cosineText(d.error.cosine) : QString();
         case Status:
           if (!d.compared) return QStringLiteral("not compared (fused away)");
           if (!d.error.finite) return QStringLiteral("NaN/Inf in output");

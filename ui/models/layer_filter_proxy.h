@@ -10,8 +10,8 @@ class LayerFilterProxy : public QSortFilterProxyModel {
  public:
   explicit LayerFilterProxy(QObject* parent = nullptr);
 
-  void setBlockFilter(int block);  // -1: every block
-  void setKindFilter(const QString& kind);  // empty: every kind
+  void setBlockFilter(int block);               // -1: every block
+  void setKindFilter(const QString& kind);      // empty: every kind
   void setNameFilter(const QString& fragment);  // case-insensitive substring of the name; empty: all
   int blockFilter() const { return m_block; }
   QString kindFilter() const { return m_kind; }

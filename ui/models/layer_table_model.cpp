@@ -59,8 +59,9 @@ QVariant LayerTableModel::display(int row, int column) const {
   if (!m_report) return {};
   const LayerTiming t = layerTiming(*m_report, row);
   if (!t.step) return {};
-  if (!t.first) return column == Implementation ? QStringLiteral("fused into %1").arg(QString::fromStdString(t.step->name))
-                                               : (column == Median ? QStringLiteral("fused") : QVariant());
+  if (!t.first)
+    return column == Implementation ? QStringLiteral("fused into %1").arg(QString::fromStdString(t.step->name))
+                                    : (column == Median ? QStringLiteral("fused") : QVariant());
   const mnv2::StepProfile& p = *t.step;
   switch (column) {
     case Median:

@@ -13,7 +13,21 @@ namespace mnv2::ui {
 class LayerTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Index, Block, Kind, Name, Output, Params, Macs, Median, Range, Share, GFlops, Implementation, ColumnCount };
+  enum Column {
+    Index,
+    Block,
+    Kind,
+    Name,
+    Output,
+    Params,
+    Macs,
+    Median,
+    Range,
+    Share,
+    GFlops,
+    Implementation,
+    ColumnCount
+  };
   enum Role {
     SortRole = Qt::UserRole,  // numbers as numbers (fused layers without their own time sort last)
     LayerRole,                // int: topology index

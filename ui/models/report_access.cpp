@@ -96,13 +96,26 @@ QString reportSummary(const mnv2::RunReport& r) {
       .arg(QString::fromStdString(r.timer));
 }
 
-QString shapeText(const mnv2::Shape& s) {
-  return QStringLiteral("%1×%2×%3×%4").arg(s.n).arg(s.c).arg(s.h).arg(s.w);
-}
+QString shapeText(const mnv2::Shape& s) { return QStringLiteral("%1×%2×%3×%4").arg(s.n).arg(s.c).arg(s.h).arg(s.w); }
 
 QString groupedNumber(qint64 value) { return QLocale(QLocale::English).toString(value); }
 
 QString micros(double ns, int decimals) { return QString::number(ns / 1000.0, 'f', decimals); }
+
+QString cosineText(double cosine) {
+  // Backends agree to many digits: "0.999999999" hides the interesting part.
+  if (cosine > 0.999 && cosine <= 1.0) {
+    const double gap = 1.0 - cosine;
+    return gap == 0 ? QStringLiteral("1") : QStringLiteral("1 − %1").arg(gap, 0, 'e', 1);
+  }
+  return QString::number(cosine, 'f', 6);
+}
+
+QString kindShortName(const QString& kind) {
+  if (kind == QLatin1String("ResidualAdd")) return QStringLiteral("Add");
+  if (kind == QLatin1String("GlobalAveragePool")) return QStringLiteral("Pool");
+  return kind;
+}
 
 QString blockShortName(const QString& blockName) {
   if (blockName.startsWith(QLatin1String("block"))) return QLatin1Char('b') + blockName.mid(5);
@@ -142,9 +155,9 @@ QString layerTimingToolTip(const mnv2::RunReport& r, int layer) {
     name = QStringLiteral("#%1 %2").arg(layer).arg(QString::fromStdString(l.name).toHtmlEscaped());
     kind = QString::fromLatin1(mnv2::to_string(l.kind));
   }
-  QString html = QStringLiteral("<b>%1</b> %2 — <b>%3</b> (%4)")
-                     .arg(name, kind, QString::fromStdString(r.backend).toHtmlEscaped(),
-                          QString::fromStdString(r.timer));
+  QString html =
+      QStringLiteral("<b>%1</b> %2 — <b>%3</b> (%4)")
+          .arg(name, kind, QString::fromStdString(r.backend).toHtmlEscaped(), QString::fromStdString(r.timer));
   if (!t.step) return html + QStringLiteral("<br>not timed in this report");
   const mnv2::StepProfile& p = *t.step;
   if (p.layers.size() > 1) {

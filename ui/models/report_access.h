@@ -46,11 +46,13 @@ std::vector<AlignedSegment> alignReports(const mnv2::RunReport& a, const mnv2::R
 
 // "cpu · CPU · b1 · 224×224 · host_clock"
 QString reportSummary(const mnv2::RunReport& report);
-QString shapeText(const mnv2::Shape& shape);            // "1×32×112×112"
-QString groupedNumber(qint64 value);                    // "3,504,872"
-QString micros(double ns, int decimals = 2);            // "123.45"
-QString blockShortName(const QString& blockName);       // "stem", "b3", "head"
-QString layerShortLabel(const mnv2::Layer& layer);      // "expand", "dw 3×3", "ReLU6", "add", "FC"
+QString shapeText(const mnv2::Shape& shape);        // "1×32×112×112"
+QString groupedNumber(qint64 value);                // "3,504,872"
+QString micros(double ns, int decimals = 2);        // "123.45"
+QString cosineText(double cosine);                  // "1 − 3.1e-13" near 1, else "0.998712"
+QString kindShortName(const QString& kind);         // "Add", "Pool" for the two long kind names
+QString blockShortName(const QString& blockName);   // "stem", "b3", "head"
+QString layerShortLabel(const mnv2::Layer& layer);  // "expand", "dw 3×3", "ReLU6", "add", "FC"
 
 // Rich-text tool-tip for a layer's timing in a report: statistics of its step, derived figures,
 // implementation variant and the kernels CUPTI saw.

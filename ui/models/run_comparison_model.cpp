@@ -56,8 +56,9 @@ int RunComparisonModel::columnCount(const QModelIndex& parent) const { return pa
 
 QString RunComparisonModel::segmentName(const AlignedSegment& s) const {
   auto name = [&](int l) {
-    return l < static_cast<int>(m_a->topology.size()) ? QString::fromStdString(m_a->topology[static_cast<size_t>(l)].name)
-                                                      : QString::number(l);
+    return l < static_cast<int>(m_a->topology.size())
+               ? QString::fromStdString(m_a->topology[static_cast<size_t>(l)].name)
+               : QString::number(l);
   };
   if (s.layers.size() == 1) return name(s.firstLayer);
   return QStringLiteral("%1 … %2").arg(name(s.layers.front()), name(s.layers.back()));
@@ -94,7 +95,8 @@ QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
         case Delta:
           return (delta > 0 ? QStringLiteral("+") : QString()) + micros(delta);
         case SpeedUp:
-          return speedUp > 0 ? QStringLiteral("%1×").arg(speedUp, 0, 'f', 2) : QString();
+          if (speedUp <= 0) return QString();
+          return QStringLiteral("%1×").arg(speedUp, 0, speedUp >= 0.1 ? 'f' : 'g', 2);
         default:
           return {};
       }
@@ -129,7 +131,8 @@ QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
       QString tip = noise ? QStringLiteral("Within noise: the p10–p90 ranges overlap.")
                           : QStringLiteral("Outside noise: the p10–p90 ranges do not overlap.");
       if (s.stepsA > 1 || s.stepsB > 1 || s.layers.size() > 1) {
-        tip += QStringLiteral("\nSegment of %1 layers (%2 step(s) in A, %3 in B); times and p10/p90 are sums over the steps.")
+        tip += QStringLiteral(
+                   "\nSegment of %1 layers (%2 step(s) in A, %3 in B); times and p10/p90 are sums over the steps.")
                    .arg(s.layers.size())
                    .arg(s.stepsA)
                    .arg(s.stepsB);

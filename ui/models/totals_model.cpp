@@ -31,10 +31,11 @@ void TotalsModel::rebuild() {
 }
 
 const mnv2::GroupTotal* TotalsModel::find(int report, int group) const {
-  if (report < 0 || report >= static_cast<int>(m_reports.size()) || group < 0 || group >= m_groups.size()) return nullptr;
+  if (report < 0 || report >= static_cast<int>(m_reports.size()) || group < 0 || group >= m_groups.size())
+    return nullptr;
   const std::string name = m_groups[group].toStdString();
   const auto& list = m_grouping == Grouping::Kind ? m_reports[static_cast<size_t>(report)]->per_kind
-                                                   : m_reports[static_cast<size_t>(report)]->per_block;
+                                                  : m_reports[static_cast<size_t>(report)]->per_block;
   for (const auto& g : list)
     if (g.name == name) return &g;
   return nullptr;
@@ -89,7 +90,8 @@ QVariant TotalsModel::headerData(int section, Qt::Orientation orientation, int r
                                        (section - 1) % 2 ? QStringLiteral("%") : QStringLiteral("ms"));
   }
   if (role == Qt::ToolTipRole && section > 0) {
-    return QStringLiteral("Sum of the medians of the steps whose first layer is in the group (a fused step counts once)");
+    return QStringLiteral(
+        "Sum of the medians of the steps whose first layer is in the group (a fused step counts once)");
   }
   return {};
 }

@@ -6,8 +6,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -35,6 +38,41 @@ int thread_count() {
     return n;
   }
   return std::max(1, omp_get_max_threads());
+}
+
+// Bytes this process can still allocate without swapping or being killed: MemAvailable from /proc/meminfo,
+// or less where a cgroup (container) limit leaves less. -1 when neither can be read.
+int64_t host_memory_available() {
+  int64_t best = -1;
+  auto consider = [&](int64_t bytes) {
+    if (bytes >= 0 && (best < 0 || bytes < best)) best = bytes;
+  };
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") {
+      consider(kib * 1024);
+      break;
+    }
+  }
+  // cgroup v2, then v1: the limit minus what is in use. "max" (no limit) reads as a failed number.
+  for (const auto& [limit_file, usage_file] :
+       {std::pair{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"},
+        std::pair{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"}}) {
+    std::ifstream limit_in(limit_file), usage_in(usage_file);
+    int64_t limit = 0, usage = 0;
+    if (limit_in >> limit && usage_in >> usage && limit > 0 && limit < (int64_t{1} << 60))
+      consider(std::max<int64_t>(0, limit - usage));
+  }
+  return best;
+}
+
+std::string gib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  return text;
 }
 
 // One executable step: a topology layer with its own copy of the parameters and its buffer plan.
@@ -265,13 +303,30 @@ class CpuPreparedNet final : public PreparedNet {
       if (last_use[i] == i) free_slots.push_back(chosen);  // nobody reads it: free at once
     }
 
-    slots_.resize(capacity.size());
-    for (size_t s = 0; s < capacity.size(); ++s) slots_[s].assign(static_cast<size_t>(capacity[s]), 0.0f);
     int64_t workspace = 0;
     for (const Step& step : steps_)
       if (step.kind == LayerKind::Conv2d)
         workspace = std::max(workspace, cpu::conv_workspace_floats(step.conv, step.variant));
-    workspace_.assign(static_cast<size_t>(workspace), 0.0f);
+
+    // The buffers are zero-filled as they are allocated, so an allocation the machine cannot back would
+    // not fail cleanly but get the process killed: check first. The caller's input batch is counted too.
+    int64_t floats = workspace + input_shape_.numel() + output_shape_.numel();
+    for (int64_t c : capacity) floats += c;
+    const int64_t need = floats * static_cast<int64_t>(sizeof(float));
+    auto out_of_memory = [&](const std::string& have) {
+      return Error("cpu: out of host memory for batch " + std::to_string(config_.batch) + " at " +
+                   std::to_string(config_.height) + "x" + std::to_string(config_.width) + " (needs " + gib(need) +
+                   " for the input, activations and workspace; " + have + ")");
+    };
+    if (const int64_t available = host_memory_available(); available >= 0 && need > available)
+      throw out_of_memory(gib(available) + " available");
+    try {
+      slots_.resize(capacity.size());
+      for (size_t s = 0; s < capacity.size(); ++s) slots_[s].assign(static_cast<size_t>(capacity[s]), 0.0f);
+      workspace_.assign(static_cast<size_t>(workspace), 0.0f);
+    } catch (const std::bad_alloc&) {
+      throw out_of_memory("the allocation failed");
+    }
   }
 
   static std::string variant_name(const Step& step) {

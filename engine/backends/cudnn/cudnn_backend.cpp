@@ -56,6 +56,12 @@ std::string cublas_version_string() {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
+std::string gib(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  return text;
+}
+
 std::string format_number(double x) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", x);
@@ -335,8 +341,14 @@ class CudnnPreparedNet final : public PreparedNet {
       }
     }
 
-    weights_ = DeviceBuffer(weight_plan.bytes());
-    activations_ = DeviceBuffer(activation_plan.bytes());
+    // An absurd batch or input size is refused from the plan, with the figures, before anything is allocated.
+    // If an allocation fails anyway, everything allocated so far is freed by its owner as the exception
+    // leaves the constructor, and the context stays usable: a smaller run can follow in the same process.
+    check_device_memory(
+        weight_plan.bytes() + activation_plan.bytes(),
+        "the weights (" + gib(weight_plan.bytes()) + ") and activations (" + gib(activation_plan.bytes()) + ")");
+    weights_ = allocate(weight_plan.bytes(), "the weights");
+    activations_ = allocate(activation_plan.bytes(), "the activations");
     cudaStream_t stream = stream_.get();
     MNV2_CHECK_CUDA(cudaMemsetAsync(activations_.get(), kFindFillByte, activations_.bytes(), stream));
     input_device_ = at_offset(activations_, input_offset);
@@ -379,8 +391,9 @@ class CudnnPreparedNet final : public PreparedNet {
       if (step.pad_copy)
         MNV2_CHECK_CUDA(
             cudaMemsetAsync(step.padded, 0, static_cast<size_t>(step.padded_shape.numel()) * sizeof(float), stream));
-    pinned_input_ = PinnedBuffer(static_cast<size_t>(input_shape_.numel()) * sizeof(float));
-    pinned_logits_ = PinnedBuffer(static_cast<size_t>(steps_.back().out_shape.numel()) * sizeof(float));
+    pinned_input_ = allocate_pinned(static_cast<size_t>(input_shape_.numel()) * sizeof(float), "the input");
+    pinned_logits_ =
+        allocate_pinned(static_cast<size_t>(steps_.back().out_shape.numel()) * sizeof(float), "the logits");
     MNV2_CHECK_CUDA(cudaStreamSynchronize(stream));
 
     exec_steps_.resize(n);
@@ -517,7 +530,7 @@ class CudnnPreparedNet final : public PreparedNet {
 
     size_t workspace_bytes = 0;
     {
-      DeviceBuffer find_workspace(find_bytes);
+      DeviceBuffer find_workspace = allocate(find_bytes, "the algorithm search's workspace");
       for (size_t i = 0; i < steps_.size(); ++i) {
         Step& s = steps_[i];
         if (s.kind != LayerKind::Conv2d) continue;
@@ -529,7 +542,45 @@ class CudnnPreparedNet final : public PreparedNet {
         workspace_bytes = std::max(workspace_bytes, s.algo.workspace_bytes);
       }
     }
-    workspace_ = DeviceBuffer(workspace_bytes);
+    workspace_ = allocate(workspace_bytes, "the convolution workspace");
+  }
+
+  // "out of device memory for batch 4096 at 1024x1024: <what> need 5123.45 GiB; 139.20 GiB of 139.72 GiB are
+  // free on NVIDIA H200".
+  Error out_of_device_memory(const std::string& what_needs, size_t free_bytes, size_t total_bytes) const {
+    const CudaEnvironment& env = cuda_environment();
+    return Error("cudnn: out of device memory for batch " + std::to_string(config_.batch) + " at " +
+                 std::to_string(config_.height) + "x" + std::to_string(config_.width) + ": " + what_needs + "; " +
+                 gib(free_bytes) + " of " + gib(total_bytes) + " are free" +
+                 (env.devices.empty() ? std::string() : " on " + env.devices.front().name));
+  }
+
+  void check_device_memory(size_t bytes, const std::string& what) const {
+    size_t free_bytes = 0, total_bytes = 0;
+    MNV2_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (bytes > free_bytes) throw out_of_device_memory(what + " need " + gib(bytes), free_bytes, total_bytes);
+  }
+
+  DeviceBuffer allocate(size_t bytes, const std::string& what) const {
+    check_device_memory(bytes, what);
+    try {
+      return DeviceBuffer(bytes);
+    } catch (const Error& e) {
+      // Free memory can still be too fragmented, or taken by another process since the check.
+      if (std::string(e.what()).find(cudaGetErrorName(cudaErrorMemoryAllocation)) == std::string::npos) throw;
+      size_t free_bytes = 0, total_bytes = 0;
+      MNV2_CHECK_LOG(cudaMemGetInfo(&free_bytes, &total_bytes));
+      throw out_of_device_memory(what + " need " + gib(bytes) + " (cudaMalloc failed)", free_bytes, total_bytes);
+    }
+  }
+
+  PinnedBuffer allocate_pinned(size_t bytes, const std::string& what) const {
+    try {
+      return PinnedBuffer(bytes);
+    } catch (const Error& e) {
+      throw Error("cudnn: out of pinned host memory for " + what + " of batch " + std::to_string(config_.batch) + " (" +
+                  gib(bytes) + "): " + e.what());
+    }
   }
 
   static std::string variant_name(const Step& s, const Layer& layer) {

@@ -1,0 +1,271 @@
+// mnv2-profiler: the Qt desktop app. Without scripting options it opens the window; with them it runs a
+// fixed sequence for automated screenshots and tests, driving the very same window and worker:
+//   mnv2-profiler --model F --image IMG --backend B --run [--compare] [--screenshot FILE.png] [--quit]
+// Exit codes with --quit: 0 success, 1 a step failed (model, image, report, run, export, screenshot),
+// 2 bad arguments.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QEventLoop>
+#include <QFileInfo>
+#include <QImage>
+#include <QPixmap>
+#include <QRegularExpression>
+#include <QTimer>
+#include <cstdio>
+#include <functional>
+
+#include "models/layer_selection.h"
+#include "widgets/comparison_page.h"
+#include "widgets/main_window.h"
+#include "widgets/network_graph_view.h"
+#include "widgets/run_settings_panel.h"
+#include "widgets/timings_page.h"
+
+using mnv2::ui::MainWindow;
+
+namespace {
+
+void say(const QString& text) { std::fprintf(stderr, "mnv2-profiler: %s\n", qPrintable(text)); }
+
+// What the window reported so far; the script waits on these counters.
+struct Events {
+  int environment = 0;
+  int model = 0, image = 0, run = 0;
+  bool modelOk = false, imageOk = false, runOk = false;
+};
+
+// Sleeps in the event loop until `done`: the worker's results arrive as events. (No timed processEvents
+// loop: that would keep a core busy and slow the worker's OpenMP threads down.)
+void waitUntil(const std::function<bool()>& done) {
+  while (!done()) QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents | QEventLoop::AllEvents);
+}
+
+// Lets layouts settle and charts replot before a screenshot.
+void settle(int ms) {
+  QEventLoop loop;
+  QTimer::singleShot(ms, &loop, &QEventLoop::quit);
+  loop.exec();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("mnv2"));
+  QApplication::setApplicationName(QStringLiteral("mnv2-profiler"));
+  QApplication::setApplicationVersion(QStringLiteral(MNV2_VERSION));
+  QApplication::setWindowIcon(QIcon(QStringLiteral(":/mnv2/mnv2-profiler.png")));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral(
+      "A visual profiler for MobileNetV2 inference. The model is --model F, else $MNV2_MODEL, else a weights/ "
+      "folder next to the program, else the built-in topology with synthetic weights."));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  const QCommandLineOption model(QStringLiteral("model"), QStringLiteral("ONNX model file."), QStringLiteral("F"));
+  const QCommandLineOption image(QStringLiteral("image"), QStringLiteral("Image to open and classify."),
+                                 QStringLiteral("IMG"));
+  const QCommandLineOption backend(QStringLiteral("backend"), QStringLiteral("Backend: cpu, cudnn or cuda."),
+                                   QStringLiteral("B"));
+  const QCommandLineOption timing(QStringLiteral("timing"), QStringLiteral("GPU timing: event or cupti."),
+                                  QStringLiteral("T"));
+  const QCommandLineOption batch(QStringLiteral("batch"), QStringLiteral("Batch size."), QStringLiteral("N"));
+  const QCommandLineOption warmup(QStringLiteral("warmup"), QStringLiteral("Warm-up runs per phase."),
+                                  QStringLiteral("N"));
+  const QCommandLineOption iters(QStringLiteral("iters"), QStringLiteral("Timed runs per phase."), QStringLiteral("N"));
+  const QCommandLineOption inputSize(QStringLiteral("input-size"),
+                                     QStringLiteral("HxW of the random input (runs without --image)."),
+                                     QStringLiteral("HxW"));
+  const QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Profile the backend."));
+  const QCommandLineOption compare(QStringLiteral("compare"),
+                                   QStringLiteral("Profile every available backend and diff them."));
+  const QCommandLineOption report(QStringLiteral("report"), QStringLiteral("Open a JSON report (repeatable)."),
+                                  QStringLiteral("F"));
+  const QCommandLineOption diff(
+      QStringLiteral("diff"), QStringLiteral("Compute the output diff of backend A against B."), QStringLiteral("A,B"));
+  const QCommandLineOption tab(QStringLiteral("tab"),
+                               QStringLiteral("Tab to show: topology, timings, diffs, comparison, graph."),
+                               QStringLiteral("NAME"));
+  const QCommandLineOption colorBy(
+      QStringLiteral("color-by"), QStringLiteral("Graph colours: time, share, error or kind."), QStringLiteral("WHAT"));
+  const QCommandLineOption logScale(QStringLiteral("log-scale"), QStringLiteral("Timings chart on a log scale."));
+  const QCommandLineOption runs(QStringLiteral("runs"),
+                               QStringLiteral("Run comparison: rows A,B of the run list (0 = first run)."),
+                               QStringLiteral("A,B"));
+  const QCommandLineOption selectLayer(QStringLiteral("select-layer"), QStringLiteral("Select a layer."),
+                                       QStringLiteral("N"));
+  const QCommandLineOption exportCsv(QStringLiteral("export-csv"), QStringLiteral("Write the shown runs as CSV."),
+                                     QStringLiteral("F"));
+  const QCommandLineOption exportJson(QStringLiteral("export-json"), QStringLiteral("Write the shown runs as JSON."),
+                                      QStringLiteral("F"));
+  const QCommandLineOption exportTrace(QStringLiteral("export-trace"), QStringLiteral("Write a Perfetto trace."),
+                                       QStringLiteral("F"));
+  const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Save a picture of the window."),
+                                      QStringLiteral("FILE.png"));
+  const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1500x950."),
+                                QStringLiteral("WxH"));
+  const QCommandLineOption decoder(QStringLiteral("decoder"),
+                                   QStringLiteral("Image decoder: auto (OpenCV when built with it), opencv, qimage."),
+                                   QStringLiteral("D"));
+  const QCommandLineOption quit(QStringLiteral("quit"),
+                                QStringLiteral("Quit when the script is done (exit 1 if a step failed)."));
+  parser.addOptions({model,     image,      backend,     timing,     batch, warmup,  iters,    inputSize,
+                     run,       compare,    report,      diff,       tab,   colorBy, logScale, runs, selectLayer,
+                     exportCsv, exportJson, exportTrace, screenshot, size,  decoder, quit});
+  parser.process(app);
+
+  auto usage = [](const QString& text) {
+    say(QStringLiteral("error: ") + text);
+    return 2;
+  };
+  auto toInt = [&](const QCommandLineOption& o, int lo, int hi, int* out) {
+    if (!parser.isSet(o)) return true;
+    bool ok = false;
+    const int v = parser.value(o).toInt(&ok);
+    if (!ok || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+  };
+  int batchValue = -1, warmupValue = -1, itersValue = -1, layerValue = -1;
+  if (!toInt(batch, 1, 65536, &batchValue)) return usage(QStringLiteral("--batch must be an integer in 1..65536"));
+  if (!toInt(warmup, 0, 1000000, &warmupValue))
+    return usage(QStringLiteral("--warmup must be an integer in 0..1000000"));
+  if (!toInt(iters, 1, 1000000, &itersValue)) return usage(QStringLiteral("--iters must be an integer in 1..1000000"));
+  if (!toInt(selectLayer, 0, 100000, &layerValue)) return usage(QStringLiteral("--select-layer must be a layer index"));
+  const QStringList diffPair = parser.value(diff).split(QLatin1Char(','));
+  const QStringList runPair = parser.value(runs).split(QLatin1Char(','));
+  if (parser.isSet(runs) && (runPair.size() != 2 || runPair[0].toInt() < 0 || runPair[1].toInt() < 0))
+    return usage(QStringLiteral("--runs takes two row numbers: A,B"));
+  if (parser.isSet(diff) && diffPair.size() != 2) return usage(QStringLiteral("--diff takes two backends: A,B"));
+  const QRegularExpression sizePattern(QStringLiteral("^(\\d+)x(\\d+)$"));
+  const auto windowSize = sizePattern.match(parser.value(size));
+  if (parser.isSet(size) && !windowSize.hasMatch()) return usage(QStringLiteral("--size must look like 1500x950"));
+  const auto inputMatch = sizePattern.match(parser.value(inputSize));
+  if (parser.isSet(inputSize) && !inputMatch.hasMatch())
+    return usage(QStringLiteral("--input-size must look like 224x224"));
+  mnv2::ui::ImageDecoder decoderValue = mnv2::ui::ImageDecoder::Auto;
+  if (parser.isSet(decoder)) {
+    const QString d = parser.value(decoder);
+    if (d == QLatin1String("opencv"))
+      decoderValue = mnv2::ui::ImageDecoder::OpenCv;
+    else if (d == QLatin1String("qimage"))
+      decoderValue = mnv2::ui::ImageDecoder::QtImage;
+    else if (d != QLatin1String("auto"))
+      return usage(QStringLiteral("--decoder must be auto, opencv or qimage"));
+  }
+  mnv2::TimerKind timerValue = mnv2::TimerKind::cuda_event;
+  if (parser.isSet(timing)) {
+    const QString t = parser.value(timing);
+    if (t == QLatin1String("cupti"))
+      timerValue = mnv2::TimerKind::cupti_kernel;
+    else if (t != QLatin1String("event"))
+      return usage(QStringLiteral("--timing must be event or cupti"));
+  }
+  const QString colorValue = parser.value(colorBy);
+  const QStringList colors = {QStringLiteral("time"), QStringLiteral("share"), QStringLiteral("error"),
+                              QStringLiteral("kind")};
+  if (parser.isSet(colorBy) && !colors.contains(colorValue))
+    return usage(QStringLiteral("--color-by must be time, share, error or kind"));
+
+  // Any scripting option makes the run reproducible: no saved settings, errors on stderr instead of boxes.
+  const bool scripted = parser.isSet(run) || parser.isSet(compare) || parser.isSet(screenshot) || parser.isSet(quit) ||
+                        parser.isSet(exportCsv) || parser.isSet(exportJson) || parser.isSet(exportTrace) ||
+                        parser.isSet(diff);
+  MainWindow::Options options;
+  options.scripted = scripted;
+  options.useSettings = !scripted;
+  options.decoder = decoderValue;
+  MainWindow window(options);
+  if (windowSize.hasMatch()) window.resize(windowSize.captured(1).toInt(), windowSize.captured(2).toInt());
+  window.show();
+
+  Events events;
+  QObject::connect(&window, &MainWindow::environmentReady, &window, [&] { ++events.environment; });
+  QObject::connect(&window, &MainWindow::modelReady, &window, [&](bool ok) {
+    ++events.model;
+    events.modelOk = ok;
+  });
+  QObject::connect(&window, &MainWindow::imageReady, &window, [&](bool ok) {
+    ++events.image;
+    events.imageOk = ok;
+  });
+  QObject::connect(&window, &MainWindow::runFinished, &window, [&](bool ok) {
+    ++events.run;
+    events.runOk = ok;
+  });
+
+  window.start(parser.value(model));
+  mnv2::ui::RunSettingsPanel* settings = window.runSettings();
+  settings->setCounts(batchValue, warmupValue, itersValue);
+  if (parser.isSet(timing)) settings->setTimer(timerValue);
+
+  if (!scripted) {
+    if (parser.isSet(image)) window.openImage(parser.value(image));
+    for (const QString& r : parser.values(report)) window.openReport(r);
+    return QApplication::exec();
+  }
+
+  bool failed = false;
+  waitUntil([&] { return events.environment > 0 && events.model > 0; });
+  if (!events.modelOk) failed = true;
+  if (parser.isSet(backend) && !settings->selectBackend(parser.value(backend))) {
+    say(QStringLiteral("backend '%1' cannot run here (see `mnv2 info`)").arg(parser.value(backend)));
+    failed = true;
+  }
+  if (parser.isSet(image) && events.modelOk) {
+    const int before = events.image;
+    window.openImage(parser.value(image));
+    waitUntil([&] { return events.image > before; });
+    if (!events.imageOk) failed = true;
+  }
+  if (inputMatch.hasMatch()) {
+    settings->setModelInputSize(inputMatch.captured(1).toInt(), inputMatch.captured(2).toInt());
+  }
+  for (const QString& r : parser.values(report))
+    if (!window.openReport(r)) failed = true;
+  if ((parser.isSet(run) || parser.isSet(compare)) && events.modelOk && !failed) {
+    const int before = events.run;
+    window.startRun(parser.isSet(compare));
+    waitUntil([&] { return events.run > before; });
+    if (!events.runOk) failed = true;
+  }
+  if (parser.isSet(diff) && events.modelOk && !failed) {
+    const int before = events.run;
+    window.computeDiff(diffPair[0], diffPair[1]);
+    waitUntil([&] { return events.run > before; });
+    if (!events.runOk) failed = true;
+  }
+  const std::pair<const QCommandLineOption*, MainWindow::ExportFormat> exports[] = {
+      {&exportCsv, MainWindow::ExportFormat::Csv},
+      {&exportJson, MainWindow::ExportFormat::Json},
+      {&exportTrace, MainWindow::ExportFormat::Trace}};
+  for (const auto& [option, format] : exports) {
+    if (!parser.isSet(*option)) continue;
+    if (window.exportTo(format, parser.value(*option)))
+      say(QStringLiteral("wrote %1").arg(parser.value(*option)));
+    else
+      failed = true;
+  }
+  if (parser.isSet(tab) && !window.selectTab(parser.value(tab))) {
+    say(QStringLiteral("unknown tab '%1'").arg(parser.value(tab)));
+    failed = true;
+  }
+  if (parser.isSet(colorBy))
+    window.graphPage()->setColorBy(static_cast<mnv2::ui::NetworkGraphView::ColorBy>(colors.indexOf(colorValue)));
+  if (parser.isSet(logScale)) window.timingsPage()->setLogScale(true);
+  if (parser.isSet(runs)) window.comparisonPage()->selectRuns(runPair[0].toInt(), runPair[1].toInt());
+  if (layerValue >= 0) window.selection()->setCurrentLayer(layerValue);
+
+  if (parser.isSet(screenshot)) {
+    settle(400);
+    const QString path = parser.value(screenshot);
+    if (window.grab().save(path)) {
+      say(QStringLiteral("wrote %1").arg(path));
+    } else {
+      say(QStringLiteral("could not write the screenshot %1").arg(path));
+      failed = true;
+    }
+  }
+  if (parser.isSet(quit)) return failed ? 1 : 0;
+  return QApplication::exec();
+}

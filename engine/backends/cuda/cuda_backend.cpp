@@ -1,0 +1,1027 @@
+// The cuda backend: the network on this project's own kernels (kernels/), strict float32 (FFMA, no TF32).
+// Two variants, chosen by env MNV2_CUDA_VARIANT when a network is prepared:
+//  - fast (default): NHWC activations; the stem reads the NCHW input itself; every convolution carries its
+//    bias, its clip (ReLU6) and, for 1x1 projections, the residual add in its epilogue, so one step covers
+//    several topology layers ("Conv2d 14 + ResidualAdd 15"); depthwise 3x3 has its own kernel.
+//  - baseline: NCHW, one step per layer: im2col + the tiled GEMM for every convolution, separate clip, add,
+//    pool and Linear kernels. The reference point of the optimisation story.
+// Un-instrumented runs replay one CUDA graph of the whole network (env MNV2_CUDA_GRAPH=auto|on|off).
+#include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/cudnn/cuda_check.h"  // MNV2_CHECK_CUDA / MNV2_CHECK_LOG, shared with the cudnn backend
+#include "backends/cudnn/raii.h"        // stream, device and pinned buffers, Owned<> handles
+#include "kernels/common.cuh"
+#include "kernels/depthwise_conv.cuh"
+#include "kernels/direct_conv.cuh"
+#include "kernels/elementwise.cuh"
+#include "kernels/gemm.cuh"
+#include "kernels/global_avg_pool.cuh"
+#include "kernels/im2col.cuh"
+#include "kernels/layout.cuh"
+#include "kernels/pointwise_conv.cuh"
+#include "mnv2/backend.h"
+#include "mnv2/device.h"
+#include "mnv2/error.h"
+#include "mnv2/model.h"
+#include "mnv2/timing.h"
+
+namespace mnv2 {
+namespace cuda_backend {
+namespace {
+
+using cudnn_backend::CudaStream;
+using cudnn_backend::DeviceBuffer;
+using cudnn_backend::Owned;
+using cudnn_backend::PinnedBuffer;
+namespace k = kernels;
+
+constexpr const char* kBackendName = "cuda";
+// The baseline's im2col columns for one launch stay under this many floats (1 GiB); larger batches are
+// unfolded a chunk of images at a time.
+constexpr int64_t kMaxColumnFloats = int64_t{1} << 28;
+// Activation buffers start filled with this byte: every float reads NaN, so an element no kernel wrote
+// shows up at once in a diff instead of passing as a stale or zero value.
+constexpr int kPoisonByte = 0xFF;
+// The GEMM's grid.z limit: the baseline's image chunks times groups stay within it.
+constexpr int kMaxGemmBatch = 65535;
+
+struct GraphTraits {
+  using Handle = cudaGraph_t;
+  static constexpr const char* kRelease = "cudaGraphDestroy";
+  static auto release(Handle h) { return cudaGraphDestroy(h); }
+};
+struct GraphExecTraits {
+  using Handle = cudaGraphExec_t;
+  static constexpr const char* kRelease = "cudaGraphExecDestroy";
+  static auto release(Handle h) { return cudaGraphExecDestroy(h); }
+};
+using CudaGraph = Owned<GraphTraits>;
+using CudaGraphExec = Owned<GraphExecTraits>;
+
+enum class Variant { fast, baseline };
+enum class GraphMode { automatic, on, off };
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::string(value) : std::string(fallback);
+}
+
+// MNV2_CUDA_VARIANT: "fast" (default) or "baseline"; read at prepare(), so one process can compare both.
+Variant variant_from_env() {
+  const std::string v = env_or("MNV2_CUDA_VARIANT", "fast");
+  if (v == "fast") return Variant::fast;
+  if (v == "baseline") return Variant::baseline;
+  throw UsageError("MNV2_CUDA_VARIANT must be 'fast' or 'baseline', got '" + v + "'");
+}
+
+// MNV2_CUDA_GRAPH: "auto" (default: graph unless an observer times steps), "on" (graph always; refuses
+// per-step timing), "off" (layer by layer always).
+GraphMode graph_mode_from_env() {
+  const std::string v = env_or("MNV2_CUDA_GRAPH", "auto");
+  if (v == "auto") return GraphMode::automatic;
+  if (v == "on" || v == "1") return GraphMode::on;
+  if (v == "off" || v == "0") return GraphMode::off;
+  throw UsageError("MNV2_CUDA_GRAPH must be 'auto', 'on' or 'off', got '" + v + "'");
+}
+
+// MNV2_CUDA_GEMM_TILE: forces one GEMM tile ("128x64", ...) for tuning experiments; unset: the cost model.
+std::optional<k::GemmTile> gemm_tile_from_env() {
+  const std::string v = env_or("MNV2_CUDA_GEMM_TILE", "");
+  if (v.empty()) return std::nullopt;
+  k::GemmTile tile{};
+  if (!k::parse_gemm_tile(v, &tile))
+    throw UsageError("MNV2_CUDA_GEMM_TILE must be one of 128x128, 128x64, 64x64, 128x32, 32x32, got '" + v + "'");
+  return tile;
+}
+
+const char* to_string(Variant v) { return v == Variant::fast ? "fast" : "baseline"; }
+
+std::string layer_label(const Layer& layer) {
+  std::string label = "layer " + std::to_string(layer.index);
+  if (!layer.name.empty()) label += " '" + layer.name + "'";
+  return label + " (" + to_string(layer.kind) + ")";
+}
+
+std::string format_number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
+bool is_clip(const Layer& l) { return l.kind == LayerKind::ReLU6 || l.kind == LayerKind::ReLU; }
+
+k::Clip clip_of(const Layer& l) { return k::Clip{true, l.clip_min, l.clip_max}; }
+
+std::string describe_clip(const k::Clip& c) {
+  return c.enabled ? " +clip[" + format_number(c.lo) + "," + format_number(c.hi) + "]" : std::string();
+}
+
+// Whether this machine can run the backend: a CUDA device, and machine code in this binary for it.
+struct Probe {
+  bool ok = false;
+  std::string reason;
+  int sms = 0;
+};
+
+const Probe& probe() {
+  static const Probe result = [] {
+    Probe p;
+    const CudaEnvironment& env = cuda_environment();
+    if (env.devices.empty()) {
+      p.reason = env.why_none.empty() ? std::string("no CUDA device") : env.why_none;
+      return p;
+    }
+    const GpuDevice& d = env.devices.front();
+    if (const cudaError_t e = k::probe_kernel_image(); e != cudaSuccess) {
+      p.reason = "the kernels were not built for " + d.name + " (compute capability " + std::to_string(d.cc_major) +
+                 "." + std::to_string(d.cc_minor) + "): " + cudaGetErrorString(e) +
+                 "; rebuild with CMAKE_CUDA_ARCHITECTURES including it";
+      return p;
+    }
+    p.ok = true;
+    p.sms = d.multiprocessors;
+    return p;
+  }();
+  return result;
+}
+
+std::optional<std::string> check_input_count(const Layer& layer, size_t expected) {
+  if (layer.inputs.size() == expected) return std::nullopt;
+  return std::string(to_string(layer.kind)) + " takes " + std::to_string(expected) + " input(s), this one has " +
+         std::to_string(layer.inputs.size());
+}
+
+std::optional<std::string> check_parameters(const std::vector<float>& weight, int64_t expected_weight,
+                                            const std::vector<float>& bias, int64_t expected_bias) {
+  if (static_cast<int64_t>(weight.size()) != expected_weight)
+    return "weight holds " + std::to_string(weight.size()) + " values, expected " + std::to_string(expected_weight);
+  if (!bias.empty() && static_cast<int64_t>(bias.size()) != expected_bias)
+    return "bias holds " + std::to_string(bias.size()) + " values, expected " + std::to_string(expected_bias);
+  return std::nullopt;
+}
+
+std::optional<std::string> conv_unsupported_reason(const Layer& layer) {
+  const ConvParams& c = layer.conv;
+  if (auto r = check_input_count(layer, 1)) return r;
+  if (c.in_channels < 1 || c.out_channels < 1) return std::string("channel counts must be positive");
+  if (c.groups < 1 || c.in_channels % c.groups != 0 || c.out_channels % c.groups != 0)
+    return "groups " + std::to_string(c.groups) + " must divide in_channels " + std::to_string(c.in_channels) +
+           " and out_channels " + std::to_string(c.out_channels);
+  if (c.kernel_h < 1 || c.kernel_w < 1 || c.stride_h < 1 || c.stride_w < 1 || c.dilation_h < 1 || c.dilation_w < 1)
+    return std::string("kernel, stride and dilation must be positive");
+  if (c.pad_top < 0 || c.pad_left < 0 || c.pad_bottom < 0 || c.pad_right < 0)
+    return std::string("negative padding is not supported");
+  const int64_t weight = static_cast<int64_t>(c.out_channels) * (c.in_channels / c.groups) * c.kernel_h * c.kernel_w;
+  return check_parameters(layer.weight, weight, layer.bias, c.out_channels);
+}
+
+int checked_int(int64_t v, const std::string& what) {
+  if (v < 0 || v > 0x7fffffff) throw Error(what + " (" + std::to_string(v) + ") exceeds the kernels' 32-bit range");
+  return static_cast<int>(v);
+}
+
+// Marks a step for Nsight Systems and other NVTX tools; popped on every path out of the step.
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
+  ~NvtxRange() { nvtxRangePop(); }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+// A layer's output on the device (or the network input). Fused-away layers have none (data == nullptr).
+struct Value {
+  float* data = nullptr;
+  Shape shape;               // logical NCHW shape
+  bool nhwc = false;         // storage order: [n, h, w, c] instead of [n, c, h, w]
+  int64_t image_stride = 0;  // floats between images; 0: shape.per_image() (dense). Only a padded Linear
+                             // output (its features rounded up to 4 for 16-byte accesses) differs.
+  int64_t stride() const { return image_stride > 0 ? image_stride : shape.per_image(); }
+};
+
+// Device-to-host copy of a value's images into a dense host array (a 2-D copy when rows are padded).
+void copy_to_host(float* dst, const Value& v, const float* src, cudaStream_t stream) {
+  const size_t row = static_cast<size_t>(v.shape.per_image()) * sizeof(float);
+  if (v.stride() == v.shape.per_image()) {
+    MNV2_CHECK_CUDA(cudaMemcpyAsync(dst, src, row * static_cast<size_t>(v.shape.n), cudaMemcpyDeviceToHost, stream));
+  } else {
+    MNV2_CHECK_CUDA(cudaMemcpy2DAsync(dst, row, src, static_cast<size_t>(v.stride()) * sizeof(float), row,
+                                      static_cast<size_t>(v.shape.n), cudaMemcpyDeviceToHost, stream));
+  }
+}
+
+// Host memcpy over all cores: the batch's trip from the caller's (pageable) tensor into the pinned upload
+// buffer was 20 ms of the 32.6 ms host time at batch 256 with one thread (run 1, H200 machine).
+void parallel_copy(float* dst, const float* src, size_t count) {
+  constexpr size_t kChunk = size_t{1} << 20;  // floats per task (4 MiB)
+  if (count <= kChunk) {
+    std::memcpy(dst, src, count * sizeof(float));
+    return;
+  }
+  const auto chunks = static_cast<int64_t>((count + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t begin = static_cast<size_t>(c) * kChunk;
+    std::memcpy(dst + begin, src + begin, std::min(kChunk, count - begin) * sizeof(float));
+  }
+}
+
+using Launch = std::function<void(cudaStream_t)>;
+
+// One execution step: the kernels that compute one or several (fused) topology layers.
+struct Step {
+  ExecStep exec;
+  std::string label;             // "layer 5 'block1.dw' (Conv2d)", the first covered layer, for errors
+  std::vector<Launch> launches;  // in order, all on the network's stream
+};
+
+class CudaPreparedNet final : public PreparedNet {
+ public:
+  CudaPreparedNet(const Model& model, const PrepareConfig& config, Variant variant, GraphMode graph_mode, int sms)
+      : config_(config), variant_(variant), graph_mode_(graph_mode), sms_(sms), forced_tile_(gemm_tile_from_env()) {
+    build(model);
+  }
+
+  ~CudaPreparedNet() override {
+    // A run that threw may have left work in flight on buffers about to be freed.
+    if (stream_) MNV2_CHECK_LOG(cudaStreamSynchronize(stream_.get()));
+  }
+
+  CudaPreparedNet(const CudaPreparedNet&) = delete;
+  CudaPreparedNet& operator=(const CudaPreparedNet&) = delete;
+
+  const PrepareConfig& config() const override { return config_; }
+  const std::vector<ExecStep>& steps() const override { return exec_steps_; }
+  const std::vector<Tensor>& layer_outputs() const override { return layer_outputs_; }
+
+  MemoryReport memory() const override {
+    MemoryReport m;
+    m.weight_bytes = weight_bytes_;
+    m.activation_bytes = activation_bytes_;
+    m.workspace_bytes = workspace_bytes_ + static_cast<int64_t>(download_scratch_.bytes());
+    return m;
+  }
+
+  Tensor run(const Tensor& input, const RunOptions& options) override {
+    if (!(input.shape == input_shape_) || static_cast<int64_t>(input.data.size()) != input_shape_.numel())
+      throw UsageError(std::string("cuda: input shape ") + input.shape.str() + " (" +
+                       std::to_string(input.data.size()) + " values) does not match the prepared " +
+                       input_shape_.str());
+    StepObserver* observer = options.observer;
+    // A RunTimer only brackets the whole run; any other observer times steps, which a graph replay cannot
+    // show (events inside a captured graph are not recorded per replay as the observer expects).
+    const bool times_steps = observer != nullptr && dynamic_cast<RunTimer*>(observer) == nullptr;
+    if (graph_mode_ == GraphMode::on && times_steps)
+      throw UsageError(
+          "cuda: MNV2_CUDA_GRAPH=on replays the network as one CUDA graph, where per-step cudaEvent or CUPTI step "
+          "timing cannot work; per-layer profiling runs layer by layer: unset MNV2_CUDA_GRAPH (or set it to auto)");
+    const bool use_graph = graph_exec_ && !times_steps;
+
+    MNV2_CHECK_CUDA(cudaSetDevice(device_));
+    cudaStream_t stream = stream_.get();
+    parallel_copy(static_cast<float*>(pinned_input_.get()), input.data.data(), input.data.size());
+
+    if (observer) observer->run_begin(stream);
+    if (use_graph) {
+      MNV2_CHECK_CUDA(cudaGraphLaunch(graph_exec_.get(), stream));
+    } else {
+      enqueue_network(stream, observer);
+    }
+    if (observer) observer->run_end(stream);
+
+    if (options.keep_layer_outputs) download_layer_outputs(stream);
+    try {
+      MNV2_CHECK_CUDA(cudaStreamSynchronize(stream));
+    } catch (const Error& e) {
+      throw Error(std::string("cuda: the network failed while running on the GPU: ") + e.what());
+    }
+    Tensor logits(Shape{config_.batch, output_shape_.per_image(), 1, 1});
+    std::memcpy(logits.data.data(), pinned_logits_.get(), logits.data.size() * sizeof(float));
+    return logits;
+  }
+
+ private:
+  // ---- building ------------------------------------------------------------------------------------------
+
+  float* allocate(int64_t floats, int64_t* counter) {
+    DeviceBuffer buffer(static_cast<size_t>(std::max<int64_t>(floats, 1)) * sizeof(float));
+    *counter += static_cast<int64_t>(buffer.bytes());
+    auto* p = static_cast<float*>(buffer.get());
+    buffers_.push_back(std::move(buffer));
+    return p;
+  }
+
+  float* new_activation(const Shape& shape) {
+    float* p = allocate(shape.numel(), &activation_bytes_);
+    MNV2_CHECK_CUDA(cudaMemsetAsync(p, kPoisonByte, static_cast<size_t>(shape.numel()) * sizeof(float), stream_.get()));
+    return p;
+  }
+
+  const float* upload(const std::vector<float>& host) {
+    float* p = allocate(static_cast<int64_t>(host.size()), &weight_bytes_);
+    // Pageable source: the call returns once the bytes are staged; prepare() synchronises before returning.
+    MNV2_CHECK_CUDA(
+        cudaMemcpyAsync(p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, stream_.get()));
+    return p;
+  }
+
+  // Tile and split for one GEMM; split-K for single GEMMs, which then share one workspace (the steps run
+  // one after another on one stream), sized here for the largest.
+  k::GemmVariant gemm_variant(const k::GemmParams& p) {
+    const k::GemmVariant v = k::choose_gemm_variant(p, sms_, p.batch == 1, forced_tile_ ? &*forced_tile_ : nullptr);
+    gemm_workspace_floats_ = std::max(gemm_workspace_floats_, k::gemm_workspace_floats(p, v));
+    return v;
+  }
+
+  void build(const Model& model) {
+    const size_t n = model.layers.size();
+    if (n == 0) throw Error("cuda: the model has no layers");
+    stats_ = analyse(model, config_.batch, config_.height, config_.width);
+    if (stats_.size() != n)
+      throw Error("cuda: analyse() returned a shape for " + std::to_string(stats_.size()) + " of " + std::to_string(n) +
+                  " layers");
+    input_shape_ = Shape{config_.batch, model.input_channels, config_.height, config_.width};
+    output_shape_ = stats_.back().output;
+    for (size_t i = 0; i < n; ++i)
+      for (int j : model.layers[i].inputs)
+        if (j != kNetworkInput && (j < 0 || j >= static_cast<int>(i)))
+          throw Error("cuda: " + layer_label(model.layers[i]) + " reads layer " + std::to_string(j) +
+                      ", which does not come before it");
+
+    MNV2_CHECK_CUDA(cudaSetDevice(device_));
+    stream_ = cudnn_backend::make_stream();
+    input_ = Value{new_activation(input_shape_), input_shape_, false};
+    values_.assign(n, Value{});
+    readers_.assign(n, 0);
+    for (const Layer& l : model.layers)
+      for (int j : l.inputs)
+        if (j >= 0) ++readers_[static_cast<size_t>(j)];
+
+    if (variant_ == Variant::fast) {
+      build_fast(model);
+    } else {
+      build_baseline(model);
+    }
+    if (workspace_floats_ > 0) workspace_ = allocate(workspace_floats_, &workspace_bytes_);
+    if (gemm_workspace_floats_ > 0) gemm_workspace_ = allocate(gemm_workspace_floats_, &workspace_bytes_);
+    // Launch lambdas read workspace_ and gemm_workspace_ through `this` when they run: allocated last.
+
+    // The logits leave in NCHW order: an NHWC map with more than one pixel is transposed first.
+    const Value& last = values_.back();
+    if (last.data == nullptr) throw Error("cuda: the last layer's output is not materialised");
+    logits_ = last;
+    if (last.nhwc && last.shape.h * last.shape.w > 1 && last.shape.c > 1) {
+      float* nchw = allocate(last.shape.numel(), &workspace_bytes_);
+      const k::TransposeParams t{last.shape.n, last.shape.h * last.shape.w, last.shape.c, last.data, nchw};
+      tail_.push_back([t](cudaStream_t s) { k::launch_transpose(t, s); });
+      logits_ = Value{nchw, last.shape, false};
+    }
+    pinned_input_ = PinnedBuffer(static_cast<size_t>(input_shape_.numel()) * sizeof(float));
+    std::memset(pinned_input_.get(), kPoisonByte, pinned_input_.bytes());  // the warm-up pass below reads it
+    pinned_logits_ = PinnedBuffer(static_cast<size_t>(output_shape_.numel()) * sizeof(float));
+    MNV2_CHECK_CUDA(cudaStreamSynchronize(stream_.get()));
+
+    exec_steps_.clear();
+    for (const Step& s : steps_) exec_steps_.push_back(s.exec);
+    layer_outputs_.assign(n, Tensor{});
+
+    // One layer-by-layer pass on the poisoned (NaN) input: every kernel gets loaded (lazy module loading)
+    // and every launch is checked before any of them is captured. Outputs stay NaN, so still poisoned.
+    enqueue_network(stream_.get(), nullptr);
+    MNV2_CHECK_CUDA(cudaStreamSynchronize(stream_.get()));
+    if (graph_mode_ != GraphMode::off) capture_graph();
+  }
+
+  // Fast path: NHWC everywhere except the network input, fused epilogues.
+  void build_fast(const Model& model) {
+    const int n = static_cast<int>(model.layers.size());
+    // Clip and add layers read NHWC; if one reads the network input itself, the first step transposes it.
+    bool input_nhwc_needed = false;
+    for (const Layer& l : model.layers)
+      if ((is_clip(l) || l.kind == LayerKind::ResidualAdd) &&
+          std::find(l.inputs.begin(), l.inputs.end(), kNetworkInput) != l.inputs.end())
+        input_nhwc_needed = true;
+    std::string input_note;
+    if (input_nhwc_needed) {
+      input_nhwc_ = new_activation(input_shape_);
+      input_note = "input nchw->nhwc transpose; ";
+    }
+
+    for (int i = 0; i < n;) {
+      const Layer& layer = model.layers[static_cast<size_t>(i)];
+      Step step;
+      step.label = layer_label(layer);
+      int last = i;
+      try {
+        switch (layer.kind) {
+          case LayerKind::Conv2d:
+            last = plan_fast_conv(model, i, step);
+            break;
+          case LayerKind::ReLU6:
+          case LayerKind::ReLU:
+            plan_clip(layer, i, step, true);
+            break;
+          case LayerKind::ResidualAdd:
+            plan_add(layer, i, step, true);
+            break;
+          case LayerKind::GlobalAveragePool:
+            plan_pool(layer, i, step, true);
+            break;
+          case LayerKind::Linear:
+            plan_linear(layer, i, step, true);
+            break;
+        }
+      } catch (const Error& e) {
+        throw Error("cuda: " + step.label + ": " + e.what());
+      }
+      for (int l = i; l <= last; ++l) {
+        step.exec.layers.push_back(l);
+        const Layer& covered = model.layers[static_cast<size_t>(l)];
+        step.exec.name += (l == i ? "" : " + ") + std::string(to_string(covered.kind)) + " " + std::to_string(l);
+      }
+      step.exec.variant = "fast: " + step.exec.variant;
+      steps_.push_back(std::move(step));
+      i = last + 1;
+    }
+    if (input_nhwc_needed) {
+      const k::TransposeParams t{input_shape_.n, input_shape_.c, input_shape_.h * input_shape_.w, input_.data,
+                                 input_nhwc_};
+      Step& first = steps_.front();
+      first.launches.insert(first.launches.begin(), [t](cudaStream_t s) { k::launch_transpose(t, s); });
+      first.exec.variant = "fast: " + input_note + first.exec.variant.substr(6);
+    }
+  }
+
+  // The value a fast-path kernel reads for input j in NHWC (the transposed copy for the network input).
+  const float* nhwc_input(int j) const {
+    if (j == kNetworkInput) return input_nhwc_;
+    return values_[static_cast<size_t>(j)].data;
+  }
+
+  const Shape& shape_of(int j) const {
+    return j == kNetworkInput ? input_shape_ : stats_[static_cast<size_t>(j)].output;
+  }
+
+  // Plans convolution i and the layers fused into it; returns the last covered layer.
+  int plan_fast_conv(const Model& model, int i, Step& step) {
+    const int n = static_cast<int>(model.layers.size());
+    const Layer& layer = model.layers[static_cast<size_t>(i)];
+    const ConvParams& c = layer.conv;
+    const int in = layer.inputs.at(0);
+    const Shape& xs = shape_of(in);
+    const Shape& ys = stats_[static_cast<size_t>(i)].output;
+    if (xs.c != c.in_channels)
+      throw Error("input has " + std::to_string(xs.c) + " channels, expected " + std::to_string(c.in_channels));
+
+    enum class Kind { direct_nchw, direct_nhwc, depthwise, pointwise } kind;
+    if (in == kNetworkInput) {
+      kind = Kind::direct_nchw;  // reads the NCHW network input itself: no separate layout pass
+    } else if (c.depthwise() && c.kernel_h == 3 && c.kernel_w == 3 && c.dilation_h == 1 && c.dilation_w == 1) {
+      kind = Kind::depthwise;
+    } else if (c.pointwise() && c.stride_h == 1 && c.stride_w == 1 && c.pad_top == 0 && c.pad_left == 0 &&
+               c.pad_bottom == 0 && c.pad_right == 0) {
+      kind = Kind::pointwise;
+    } else {
+      kind = Kind::direct_nhwc;
+    }
+
+    // Epilogue fusion: the clip right after, when it is the convolution's only reader; then, for the GEMM,
+    // the residual add right after, when it is the only reader and its other operand is already computed.
+    int last = i;
+    k::Clip clip;
+    if (i + 1 < n && is_clip(model.layers[static_cast<size_t>(i + 1)]) &&
+        model.layers[static_cast<size_t>(i + 1)].inputs == std::vector<int>{i} &&
+        readers_[static_cast<size_t>(i)] == 1) {
+      clip = clip_of(model.layers[static_cast<size_t>(i + 1)]);
+      last = i + 1;
+    }
+    const float* residual = nullptr;
+    if (kind == Kind::pointwise && last + 1 < n && readers_[static_cast<size_t>(last)] == 1) {
+      const Layer& add = model.layers[static_cast<size_t>(last + 1)];
+      if (add.kind == LayerKind::ResidualAdd && add.inputs.size() == 2 &&
+          (add.inputs[0] == last) != (add.inputs[1] == last)) {
+        const int other = add.inputs[0] == last ? add.inputs[1] : add.inputs[0];
+        if (other >= 0 && values_[static_cast<size_t>(other)].data != nullptr && shape_of(other) == ys) {
+          residual = values_[static_cast<size_t>(other)].data;
+          last = last + 1;
+        }
+      }
+    }
+
+    float* y = new_activation(ys);
+    values_[static_cast<size_t>(last)] = Value{y, ys, true};
+    const float* bias = layer.bias.empty() ? nullptr : upload(layer.bias);
+    const std::string extras = std::string(bias ? " +bias" : "") + describe_clip(clip) + (residual ? " +residual" : "");
+
+    switch (kind) {
+      case Kind::depthwise: {
+        std::vector<float> w(static_cast<size_t>(c.in_channels) * 9);
+        for (int ch = 0; ch < c.in_channels; ++ch)
+          for (int t = 0; t < 9; ++t) w[static_cast<size_t>(t) * c.in_channels + ch] = layer.weight[ch * 9 + t];
+        k::DepthwiseConvParams p;
+        p.batch = config_.batch;
+        p.channels = c.in_channels;
+        p.in_h = checked_int(xs.h, "input height");
+        p.in_w = checked_int(xs.w, "input width");
+        p.out_h = checked_int(ys.h, "output height");
+        p.out_w = checked_int(ys.w, "output width");
+        p.stride_h = c.stride_h;
+        p.stride_w = c.stride_w;
+        p.pad_top = c.pad_top;
+        p.pad_left = c.pad_left;
+        p.input = nhwc_input(in);
+        p.weight = upload(w);
+        p.bias = bias;
+        p.clip = clip;
+        p.output = y;
+        const k::DepthwiseVariant v = k::choose_depthwise_variant(p, sms_);
+        step.launches.push_back([p, v](cudaStream_t s) { k::launch_depthwise_conv3x3(p, v, s); });
+        step.exec.variant = k::to_string(v) + extras;
+        break;
+      }
+      case Kind::pointwise: {
+        std::vector<float> w(layer.weight.size());
+        for (int o = 0; o < c.out_channels; ++o)
+          for (int ci = 0; ci < c.in_channels; ++ci)
+            w[static_cast<size_t>(ci) * c.out_channels + o] = layer.weight[static_cast<size_t>(o) * c.in_channels + ci];
+        k::PointwiseConvParams p;
+        p.pixels = ys.n * ys.h * ys.w;
+        p.in_channels = c.in_channels;
+        p.out_channels = c.out_channels;
+        p.input = nhwc_input(in);
+        p.weight = upload(w);
+        p.bias = bias;
+        p.clip = clip;
+        p.residual = residual;
+        p.output = y;
+        const k::GemmVariant v = gemm_variant(k::pointwise_gemm_params(p));
+        step.launches.push_back([this, p, v](cudaStream_t s) {
+          k::PointwiseConvParams q = p;
+          q.workspace = gemm_workspace_;
+          k::launch_pointwise_conv(q, v, s);
+        });
+        step.exec.variant = k::to_string(v) + extras;
+        break;
+      }
+      case Kind::direct_nchw:
+      case Kind::direct_nhwc: {
+        const int cin_g = c.in_channels / c.groups;
+        std::vector<float> w(layer.weight.size());
+        for (int o = 0; o < c.out_channels; ++o)
+          for (int ci = 0; ci < cin_g; ++ci)
+            for (int kh = 0; kh < c.kernel_h; ++kh)
+              for (int kw = 0; kw < c.kernel_w; ++kw)
+                w[((static_cast<size_t>(kh) * c.kernel_w + kw) * cin_g + ci) * c.out_channels + o] =
+                    layer.weight[((static_cast<size_t>(o) * cin_g + ci) * c.kernel_h + kh) * c.kernel_w + kw];
+        k::DirectConvParams p;
+        p.batch = config_.batch;
+        p.in_channels = c.in_channels;
+        p.in_h = checked_int(xs.h, "input height");
+        p.in_w = checked_int(xs.w, "input width");
+        p.out_channels = c.out_channels;
+        p.out_h = checked_int(ys.h, "output height");
+        p.out_w = checked_int(ys.w, "output width");
+        p.kernel_h = c.kernel_h;
+        p.kernel_w = c.kernel_w;
+        p.stride_h = c.stride_h;
+        p.stride_w = c.stride_w;
+        p.pad_top = c.pad_top;
+        p.pad_left = c.pad_left;
+        p.dilation_h = c.dilation_h;
+        p.dilation_w = c.dilation_w;
+        p.groups = c.groups;
+        p.input_layout = kind == Kind::direct_nchw ? k::Layout::nchw : k::Layout::nhwc;
+        p.input = kind == Kind::direct_nchw ? input_.data : nhwc_input(in);
+        p.weight = upload(w);
+        p.bias = bias;
+        p.clip = clip;
+        p.output = y;
+        const k::DirectConvVariant v = k::choose_direct_conv_variant(p, sms_);
+        step.launches.push_back([p, v](cudaStream_t s) { k::launch_direct_conv(p, v, s); });
+        step.exec.variant = k::to_string(v, p.input_layout) + extras;
+        break;
+      }
+    }
+    return last;
+  }
+
+  // A separate clip pass (the baseline's, or the fast path's when it cannot be fused).
+  void plan_clip(const Layer& layer, int i, Step& step, bool fast) {
+    const int in = layer.inputs.at(0);
+    const Shape& ys = stats_[static_cast<size_t>(i)].output;
+    if (!(shape_of(in) == ys)) throw Error("output " + ys.str() + " differs from input " + shape_of(in).str());
+    float* y = new_activation(ys);
+    values_[static_cast<size_t>(i)] = Value{y, ys, fast};
+    k::ClipParams p;
+    p.count = ys.numel();
+    p.input = fast ? nhwc_input(in) : (in == kNetworkInput ? input_.data : values_[static_cast<size_t>(in)].data);
+    p.output = y;
+    p.clip = clip_of(layer);
+    step.launches.push_back([p](cudaStream_t s) { k::launch_clip(p, s); });
+    step.exec.variant = "clip[" + format_number(p.clip.lo) + "," + format_number(p.clip.hi) + "]";
+  }
+
+  void plan_add(const Layer& layer, int i, Step& step, bool fast) {
+    const Shape& ys = stats_[static_cast<size_t>(i)].output;
+    const int a = layer.inputs.at(0), b = layer.inputs.at(1);
+    if (!(shape_of(a) == ys) || !(shape_of(b) == ys))
+      throw Error("adds " + shape_of(a).str() + " and " + shape_of(b).str() + " into " + ys.str());
+    float* y = new_activation(ys);
+    values_[static_cast<size_t>(i)] = Value{y, ys, fast};
+    auto pointer = [&](int j) -> const float* {
+      if (fast) return nhwc_input(j);
+      return j == kNetworkInput ? input_.data : values_[static_cast<size_t>(j)].data;
+    };
+    k::AddParams p;
+    p.count = ys.numel();
+    p.a = pointer(a);
+    p.b = pointer(b);
+    p.output = y;
+    step.launches.push_back([p](cudaStream_t s) { k::launch_add(p, s); });
+    step.exec.variant = "add";
+  }
+
+  void plan_pool(const Layer& layer, int i, Step& step, bool fast) {
+    const int in = layer.inputs.at(0);
+    const Shape& xs = shape_of(in);
+    const Shape& ys = stats_[static_cast<size_t>(i)].output;
+    if (!(ys == Shape{xs.n, xs.c, 1, 1})) throw Error("pools " + xs.str() + " into " + ys.str());
+    float* y = new_activation(ys);
+    values_[static_cast<size_t>(i)] = Value{y, ys, fast};
+    k::GlobalAvgPoolParams p;
+    p.batch = checked_int(xs.n, "batch");
+    p.channels = checked_int(xs.c, "channels");
+    p.plane = xs.h * xs.w;
+    // The fast path reads NHWC maps, except the network input, which stays NCHW.
+    p.layout = fast && in != kNetworkInput ? k::Layout::nhwc : k::Layout::nchw;
+    p.input = in == kNetworkInput ? input_.data : values_[static_cast<size_t>(in)].data;
+    p.output = y;
+    step.launches.push_back([p](cudaStream_t s) { k::launch_global_avg_pool(p, s); });
+    step.exec.variant = std::string("avgpool ") + (p.layout == k::Layout::nhwc ? "nhwc" : "nchw");
+  }
+
+  // Linear: logits[batch, out] = x[batch, in] * W^T + b as the GEMM with B = W^T [in, out]. An NHWC input
+  // with a map larger than 1x1 flattens in (h, w, c) order, so W's columns are permuted to match.
+  void plan_linear(const Layer& layer, int i, Step& step, bool fast) {
+    const int in = layer.inputs.at(0);
+    const Shape& xs = shape_of(in);
+    const Shape& ys = stats_[static_cast<size_t>(i)].output;
+    const int K = layer.in_features, O = layer.out_features;
+    if (xs.per_image() != K) throw Error("input " + xs.str() + " does not hold " + std::to_string(K) + " features");
+    if (!(ys == Shape{config_.batch, O, 1, 1}))
+      throw Error("output " + ys.str() + " is not " + std::to_string(O) + " features");
+    const bool permute = fast && in != kNetworkInput && xs.h * xs.w > 1;
+    const int64_t plane = xs.h * xs.w;
+    // The network's last layer (nothing reads it but the download) gets its features padded to a multiple of
+    // 4 with zero weights, so its GEMM takes 16-byte accesses (1001 classes: 1004); the download skips the pad.
+    const int padded = readers_[static_cast<size_t>(i)] == 0 && O % 4 != 0 && K % 4 == 0 ? (O + 3) / 4 * 4 : O;
+    std::vector<float> w(static_cast<size_t>(K) * padded, 0.0f);
+    for (int o = 0; o < O; ++o)
+      for (int kk = 0; kk < K; ++kk) {
+        // kk is the NCHW feature index c * plane + pixel; NHWC storage holds it at pixel * C + c.
+        const int64_t row = permute ? (kk % plane) * xs.c + kk / plane : kk;
+        w[static_cast<size_t>(row) * padded + o] = layer.weight[static_cast<size_t>(o) * K + kk];
+      }
+    Value out{nullptr, ys, fast, padded};
+    out.data = allocate(static_cast<int64_t>(config_.batch) * padded, &activation_bytes_);
+    MNV2_CHECK_CUDA(cudaMemsetAsync(out.data, kPoisonByte, static_cast<size_t>(config_.batch) * padded * sizeof(float),
+                                    stream_.get()));
+    values_[static_cast<size_t>(i)] = out;
+    k::GemmParams p;
+    p.m = config_.batch;
+    p.n = padded;
+    p.k = K;
+    p.a = in == kNetworkInput ? input_.data : values_[static_cast<size_t>(in)].data;
+    p.lda = K;
+    p.b = upload(w);
+    p.ldb = padded;
+    p.c = out.data;
+    p.ldc = padded;
+    if (!layer.bias.empty()) {
+      std::vector<float> bias(static_cast<size_t>(padded), 0.0f);
+      std::copy(layer.bias.begin(), layer.bias.end(), bias.begin());
+      p.bias_mode = k::BiasMode::per_col;
+      p.bias = upload(bias);
+    }
+    const k::GemmVariant v = gemm_variant(p);
+    step.launches.push_back([this, p, v](cudaStream_t s) {
+      k::GemmParams q = p;
+      q.workspace = gemm_workspace_;
+      k::launch_gemm(q, v, s);
+    });
+    step.exec.variant = k::to_string(v) + (p.bias ? " +bias" : "") + (permute ? " (weights permuted to nhwc)" : "") +
+                        (padded != O ? " (" + std::to_string(O) + " features padded to " + std::to_string(padded) + ")"
+                                     : std::string());
+  }
+
+  // Baseline: NCHW, one step per layer, im2col + GEMM convolutions, separate elementwise passes.
+  void build_baseline(const Model& model) {
+    const int n = static_cast<int>(model.layers.size());
+    for (int i = 0; i < n; ++i) {
+      const Layer& layer = model.layers[static_cast<size_t>(i)];
+      Step step;
+      step.label = layer_label(layer);
+      try {
+        switch (layer.kind) {
+          case LayerKind::Conv2d:
+            plan_baseline_conv(layer, i, step);
+            break;
+          case LayerKind::ReLU6:
+          case LayerKind::ReLU:
+            plan_clip(layer, i, step, false);
+            break;
+          case LayerKind::ResidualAdd:
+            plan_add(layer, i, step, false);
+            break;
+          case LayerKind::GlobalAveragePool:
+            plan_pool(layer, i, step, false);
+            break;
+          case LayerKind::Linear:
+            plan_linear(layer, i, step, false);
+            break;
+        }
+      } catch (const Error& e) {
+        throw Error("cuda: " + step.label + ": " + e.what());
+      }
+      step.exec.name = std::string(to_string(layer.kind)) + " " + std::to_string(i);
+      step.exec.layers = {i};
+      step.exec.variant = "baseline: " + step.exec.variant;
+      steps_.push_back(std::move(step));
+    }
+  }
+
+  void plan_baseline_conv(const Layer& layer, int i, Step& step) {
+    const ConvParams& c = layer.conv;
+    const int in = layer.inputs.at(0);
+    const Shape& xs = shape_of(in);
+    const Shape& ys = stats_[static_cast<size_t>(i)].output;
+    if (xs.c != c.in_channels)
+      throw Error("input has " + std::to_string(xs.c) + " channels, expected " + std::to_string(c.in_channels));
+    const float* x = in == kNetworkInput ? input_.data : values_[static_cast<size_t>(in)].data;
+    float* y = new_activation(ys);
+    values_[static_cast<size_t>(i)] = Value{y, ys, false};
+
+    const int groups = c.groups;
+    const int cin_g = c.in_channels / groups, cout_g = c.out_channels / groups;
+    const int64_t taps = static_cast<int64_t>(c.kernel_h) * c.kernel_w;
+    const int64_t kg = cin_g * taps;                // GEMM depth per group
+    const int64_t pixels = ys.h * ys.w;             // GEMM columns
+    const int64_t rows_all = c.in_channels * taps;  // im2col rows of one image (all groups)
+    const bool identity = c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 && c.pad_top == 0 &&
+                          c.pad_left == 0 && ys.h == xs.h && ys.w == xs.w;
+    int chunk = config_.batch;
+    if (!identity) chunk = static_cast<int>(std::clamp<int64_t>(kMaxColumnFloats / (rows_all * pixels), 1, chunk));
+    chunk = std::max(1, std::min(chunk, kMaxGemmBatch / groups));
+    if (groups > kMaxGemmBatch) throw Error("more than 65535 groups");
+    if (!identity) workspace_floats_ = std::max(workspace_floats_, chunk * rows_all * pixels);
+
+    k::GemmParams g;
+    g.m = cout_g;
+    g.n = checked_int(pixels, "output pixels");
+    g.k = checked_int(kg, "GEMM depth");
+    g.a = upload(layer.weight);  // [out, in/groups * kh * kw] row-major: A as it is
+    g.lda = kg;
+    g.a_inner_stride = static_cast<int64_t>(cout_g) * kg;
+    g.ldb = pixels;
+    g.b_inner_stride = kg * pixels;
+    g.b_outer_stride = rows_all * pixels;
+    g.ldc = pixels;
+    g.c_inner_stride = cout_g * pixels;
+    g.c_outer_stride = c.out_channels * pixels;
+    g.inner = groups;
+    if (!layer.bias.empty()) {
+      g.bias_mode = k::BiasMode::per_row;
+      g.bias = upload(layer.bias);
+      g.bias_inner_stride = cout_g;
+    }
+    // The variant is chosen for a full chunk, with stand-in aligned pointers (the real ones are fixed only
+    // when the workspace exists): the columns buffer is a cudaMalloc, so 256-byte aligned.
+    g.b = identity ? x : g.a;
+    g.c = y;
+    g.batch = chunk * groups;
+    const k::GemmVariant v = gemm_variant(g);
+
+    k::Im2colParams col;
+    col.channels = c.in_channels;
+    col.in_h = checked_int(xs.h, "input height");
+    col.in_w = checked_int(xs.w, "input width");
+    col.out_h = checked_int(ys.h, "output height");
+    col.out_w = checked_int(ys.w, "output width");
+    col.kernel_h = c.kernel_h;
+    col.kernel_w = c.kernel_w;
+    col.stride_h = c.stride_h;
+    col.stride_w = c.stride_w;
+    col.pad_top = c.pad_top;
+    col.pad_left = c.pad_left;
+    col.dilation_h = c.dilation_h;
+    col.dilation_w = c.dilation_w;
+    const int batch = config_.batch;
+    const int64_t x_image = xs.per_image(), y_image = ys.per_image();
+    step.launches.push_back([this, g, v, col, identity, chunk, batch, x, y, x_image, y_image](cudaStream_t s) {
+      for (int first = 0; first < batch; first += chunk) {
+        const int images = std::min(chunk, batch - first);
+        k::GemmParams p = g;
+        p.batch = images * p.inner;
+        p.workspace = gemm_workspace_;
+        p.c = y + first * y_image;
+        if (identity) {
+          p.b = x + first * x_image;
+        } else {
+          k::Im2colParams q = col;
+          q.images = images;
+          q.input = x + first * x_image;
+          q.columns = workspace_;
+          k::launch_im2col(q, s);
+          p.b = workspace_;
+        }
+        k::launch_gemm(p, v, s);
+      }
+    });
+    step.exec.variant = (identity ? std::string("gemm (1x1, no im2col) ") : std::string("im2col + ")) +
+                        k::to_string(v) + (g.bias ? " +bias" : "") +
+                        (chunk < batch ? " (" + std::to_string(chunk) + " images per launch)" : std::string());
+  }
+
+  // ---- running -------------------------------------------------------------------------------------------
+
+  // Upload, every step, logits download: the whole run on `stream`, layer by layer.
+  void enqueue_network(cudaStream_t stream, StepObserver* observer) {
+    MNV2_CHECK_CUDA(cudaMemcpyAsync(input_.data, pinned_input_.get(),
+                                    static_cast<size_t>(input_shape_.numel()) * sizeof(float), cudaMemcpyHostToDevice,
+                                    stream));
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& step = steps_[i];
+      const int index = static_cast<int>(i);
+      NvtxRange range(step.exec.name.c_str());
+      if (observer) observer->step_begin(index, stream);
+      try {
+        for (const Launch& launch : step.launches) launch(stream);
+        MNV2_CHECK_CUDA(cudaGetLastError());
+      } catch (const Error& e) {
+        throw Error("cuda: step '" + step.exec.name + "' (" + step.label + "): " + e.what());
+      }
+      if (observer) observer->step_end(index, stream);
+    }
+    for (const Launch& launch : tail_) launch(stream);
+    copy_to_host(static_cast<float*>(pinned_logits_.get()), logits_, logits_.data, stream);
+  }
+
+  // Records enqueue_network() once as a CUDA graph; each un-instrumented run then costs one launch.
+  void capture_graph() {
+    cudaStream_t stream = stream_.get();
+    MNV2_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue_network(stream, nullptr);
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      MNV2_CHECK_LOG(cudaStreamEndCapture(stream, &broken));
+      if (broken != nullptr) MNV2_CHECK_LOG(cudaGraphDestroy(broken));
+      throw;
+    }
+    cudaGraph_t graph = nullptr;
+    MNV2_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+    graph_ = CudaGraph(graph);
+    cudaGraphExec_t exec = nullptr;
+    MNV2_CHECK_CUDA(cudaGraphInstantiate(&exec, graph_.get(), 0));
+    graph_exec_ = CudaGraphExec(exec);
+    MNV2_CHECK_CUDA(cudaGraphUpload(graph_exec_.get(), stream));
+    MNV2_CHECK_CUDA(cudaStreamSynchronize(stream));
+  }
+
+  // Every materialised layer to the host in NCHW order (NHWC maps transposed on the device first).
+  void download_layer_outputs(cudaStream_t stream) {
+    int64_t scratch_floats = 0;
+    for (const Value& v : values_)
+      if (v.data != nullptr && v.nhwc) scratch_floats = std::max(scratch_floats, v.shape.numel());
+    if (static_cast<int64_t>(download_scratch_.bytes()) < scratch_floats * static_cast<int64_t>(sizeof(float)))
+      download_scratch_ = DeviceBuffer(static_cast<size_t>(scratch_floats) * sizeof(float));
+    for (size_t i = 0; i < values_.size(); ++i) {
+      const Value& v = values_[i];
+      Tensor& out = layer_outputs_[i];
+      if (v.data == nullptr) {
+        out = Tensor{};  // fused away: not materialised
+        continue;
+      }
+      if (!(out.shape == v.shape) || out.empty()) out = Tensor(v.shape);
+      const float* source = v.data;
+      if (v.nhwc && v.shape.h * v.shape.w > 1 && v.shape.c > 1) {
+        auto* scratch = static_cast<float*>(download_scratch_.get());
+        k::launch_transpose(k::TransposeParams{v.shape.n, v.shape.h * v.shape.w, v.shape.c, v.data, scratch}, stream);
+        source = scratch;
+      }
+      // Pageable destination: returns once the copy is done, so the scratch buffer is free for the next one.
+      copy_to_host(out.data.data(), v, source, stream);
+    }
+  }
+
+  PrepareConfig config_;
+  Variant variant_;
+  GraphMode graph_mode_;
+  int sms_ = 0;
+  std::optional<k::GemmTile> forced_tile_;
+  int device_ = 0;  // the first visible CUDA device
+  std::vector<LayerStats> stats_;
+  Shape input_shape_, output_shape_;
+  std::vector<int> readers_;  // per layer: how many layers read its output
+
+  // Declared first among the GPU objects so it is destroyed last: the buffers may still be in use on it.
+  CudaStream stream_;
+  std::vector<DeviceBuffer> buffers_;  // every weight, activation and workspace allocation
+  int64_t weight_bytes_ = 0, activation_bytes_ = 0, workspace_bytes_ = 0;
+  int64_t workspace_floats_ = 0;
+  float* workspace_ = nullptr;  // the baseline's im2col columns
+  int64_t gemm_workspace_floats_ = 0;
+  float* gemm_workspace_ = nullptr;  // split-K partial sums, shared by every split GEMM
+  float* input_nhwc_ = nullptr;      // the network input transposed, when a clip or add reads it directly
+  Value input_;                      // the network input, NCHW
+  std::vector<Value> values_;        // per layer; data == nullptr where fused away
+  std::vector<Step> steps_;
+  std::vector<Launch> tail_;  // after the last step: logits to NCHW
+  Value logits_;              // what the run downloads: the last layer's output, NCHW
+  PinnedBuffer pinned_input_, pinned_logits_;
+  CudaGraph graph_;
+  CudaGraphExec graph_exec_;
+  DeviceBuffer download_scratch_;  // keep_layer_outputs: NHWC -> NCHW, allocated on first use
+  std::vector<ExecStep> exec_steps_;
+  std::vector<Tensor> layer_outputs_;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  std::string name() const override { return kBackendName; }
+
+  std::string description() const override {
+    std::string variant = env_or("MNV2_CUDA_VARIANT", "fast");
+    std::string text = "custom CUDA kernels (" + variant +
+                       (variant == "baseline" ? ": NCHW, im2col + tiled GEMM, separate passes"
+                                              : ": NHWC, fused bias/ReLU6/residual epilogues") +
+                       ", CUDA graph for whole runs), fp32 FFMA (no TF32)";
+    const CudaEnvironment& env = cuda_environment();
+    if (!env.devices.empty()) text += " on " + env.devices.front().name;
+    return text;
+  }
+
+  Availability availability() const override {
+    const Probe& p = probe();
+    return {p.ok, p.reason};
+  }
+
+  std::optional<std::string> unsupported_reason(const Layer& layer) const override {
+    switch (layer.kind) {
+      case LayerKind::Conv2d:
+        return conv_unsupported_reason(layer);
+      case LayerKind::ReLU6:
+      case LayerKind::ReLU:
+        if (auto r = check_input_count(layer, 1)) return r;
+        if (std::isnan(layer.clip_min) || std::isnan(layer.clip_max) || layer.clip_min > layer.clip_max)
+          return "clip bounds (" + format_number(layer.clip_min) + ", " + format_number(layer.clip_max) +
+                 ") are not an interval";
+        return std::nullopt;
+      case LayerKind::ResidualAdd:
+        return check_input_count(layer, 2);
+      case LayerKind::GlobalAveragePool:
+        return check_input_count(layer, 1);
+      case LayerKind::Linear:
+        if (auto r = check_input_count(layer, 1)) return r;
+        if (layer.in_features < 1 || layer.out_features < 1) return std::string("feature counts must be positive");
+        return check_parameters(layer.weight, static_cast<int64_t>(layer.out_features) * layer.in_features, layer.bias,
+                                layer.out_features);
+    }
+    return "unknown layer kind " + std::to_string(static_cast<int>(layer.kind));
+  }
+
+  std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
+    if (config.precision != Precision::fp32)
+      throw UsageError(std::string("cuda: precision ") + to_string(config.precision) +
+                       " is not supported (the cuda backend runs strict fp32: FFMA, no TF32)");
+    if (config.batch < 1 || config.height < 1 || config.width < 1)
+      throw UsageError("cuda: batch, height and width must be positive (got batch " + std::to_string(config.batch) +
+                       ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");
+    const Variant variant = variant_from_env();
+    const GraphMode graph_mode = graph_mode_from_env();
+    if (Availability a = availability(); !a.available) throw Error("cuda: not available: " + a.reason);
+    for (const Layer& layer : model.layers)
+      if (auto reason = unsupported_reason(layer)) throw Error("cuda: " + layer_label(layer) + ": " + *reason);
+    return std::make_unique<CudaPreparedNet>(model, config, variant, graph_mode, probe().sms);
+  }
+};
+
+}  // namespace
+}  // namespace cuda_backend
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<cuda_backend::CudaBackend>(); }
+
+}  // namespace mnv2

@@ -1,0 +1,108 @@
+// Shared pieces of the hand-written kernels: the launch check that names the op, integer helpers, the
+// clip (ReLU6 and friends) epilogue parameters, and small float4 helpers for device code. Host code of
+// the engine includes the kernel headers too, so everything device-only sits under __CUDACC__.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "mnv2/error.h"
+
+namespace mnv2::kernels {
+
+// Threads per block of the one-dimensional kernels (elementwise, depthwise, direct convolution): 8 warps,
+// enough to hide memory latency with several blocks per multiprocessor.
+inline constexpr int kBlockThreads = 256;
+
+// A clamp applied in a kernel's epilogue: ReLU6 is {true, 0, 6}, ReLU {true, 0, +inf}. NaN propagates,
+// as in the cpu reference (std::min(std::max(x, lo), hi)).
+struct Clip {
+  bool enabled = false;  // false: values pass unchanged
+  float lo = 0.0f;       // lower bound
+  float hi = 6.0f;       // upper bound (may be +inf)
+};
+
+inline constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// Throws mnv2::Error "OP: kernel launch failed at FILE:LINE: NAME (text)" when the last launch failed;
+// clears the runtime's last error first, so the next op is not blamed for it.
+void check_launch(const char* op, const char* file, int line);
+
+// Throws mnv2::Error "OP: CALL failed at FILE:LINE: NAME (text)" for a failed runtime call of a launch
+// wrapper (cudaFuncSetAttribute and the like).
+void check_call(cudaError_t status, const char* op, const char* call, const char* file, int line);
+
+// Whether this binary holds machine code (or PTX) the current device can run: asks the runtime for the
+// attributes of a trivial kernel. cudaSuccess, or the error (cudaErrorNoKernelImageForDevice, ...).
+cudaError_t probe_kernel_image();
+
+}  // namespace mnv2::kernels
+
+// After every launch: names the op, the file and the line.
+#define MNV2_CHECK_LAUNCH(op) ::mnv2::kernels::check_launch((op), __FILE__, __LINE__)
+// Runtime calls inside the launch wrappers.
+#define MNV2_KERNEL_CALL(op, call) ::mnv2::kernels::check_call((call), (op), #call, __FILE__, __LINE__)
+
+#ifdef __CUDACC__
+namespace mnv2::kernels {
+
+__device__ __forceinline__ float apply_clip(float x, const Clip& c) {
+  if (!c.enabled) return x;
+  // Comparisons, not fminf/fmaxf: those would turn a NaN into a bound and hide a broken input.
+  return x < c.lo ? c.lo : (x > c.hi ? c.hi : x);
+}
+
+__device__ __forceinline__ float4 apply_clip(float4 v, const Clip& c) {
+  return make_float4(apply_clip(v.x, c), apply_clip(v.y, c), apply_clip(v.z, c), apply_clip(v.w, c));
+}
+
+__device__ __forceinline__ float4 operator+(float4 a, float4 b) {
+  return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+}
+
+// a * b + c per component, one FFMA each.
+__device__ __forceinline__ float4 fma4(float4 a, float4 b, float4 c) {
+  return make_float4(fmaf(a.x, b.x, c.x), fmaf(a.y, b.y, c.y), fmaf(a.z, b.z, c.z), fmaf(a.w, b.w, c.w));
+}
+__device__ __forceinline__ float4 fma4(float a, float4 b, float4 c) {
+  return make_float4(fmaf(a, b.x, c.x), fmaf(a, b.y, c.y), fmaf(a, b.z, c.z), fmaf(a, b.w, c.w));
+}
+
+// Vector of kWidth floats (1 or 4) loaded and stored in one access: Vec<4> is float4 (16-byte accesses).
+// load() goes through the read-only data cache (__ldg): only for buffers no thread of the kernel writes.
+template <int kWidth>
+struct Vec;
+template <>
+struct Vec<1> {
+  using Type = float;
+  __device__ __forceinline__ static Type zero() { return 0.0f; }
+  __device__ __forceinline__ static Type load(const float* p) { return __ldg(p); }
+  // Coherent load, for buffers the same kernel also writes (in-place elementwise passes).
+  __device__ __forceinline__ static Type load_plain(const float* p) { return *p; }
+  __device__ __forceinline__ static void store(float* p, Type v) { *p = v; }
+  __device__ __forceinline__ static Type fma(Type a, Type b, Type c) { return fmaf(a, b, c); }
+  __device__ __forceinline__ static Type add(Type a, Type b) { return a + b; }
+  __device__ __forceinline__ static Type scale(Type a, float s) { return a * s; }
+  __device__ __forceinline__ static Type clip(Type a, const Clip& c) { return apply_clip(a, c); }
+};
+template <>
+struct Vec<4> {
+  using Type = float4;
+  __device__ __forceinline__ static Type zero() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
+  __device__ __forceinline__ static Type load(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
+  __device__ __forceinline__ static Type load_plain(const float* p) { return *reinterpret_cast<const float4*>(p); }
+  __device__ __forceinline__ static void store(float* p, Type v) { *reinterpret_cast<float4*>(p) = v; }
+  __device__ __forceinline__ static Type fma(Type a, Type b, Type c) { return fma4(a, b, c); }
+  __device__ __forceinline__ static Type add(Type a, Type b) { return a + b; }
+  __device__ __forceinline__ static Type scale(Type a, float s) {
+    return make_float4(a.x * s, a.y * s, a.z * s, a.w * s);
+  }
+  __device__ __forceinline__ static Type clip(Type a, const Clip& c) { return apply_clip(a, c); }
+};
+
+}  // namespace mnv2::kernels
+#endif  // __CUDACC__

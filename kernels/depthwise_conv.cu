@@ -1,0 +1,148 @@
+// Depthwise 3x3 convolution, NHWC (see depthwise_conv.cuh). One thread computes `kCols` neighbouring output
+// pixels of one row for `kVec` channels: consecutive threads take consecutive channel groups, so a warp's
+// loads and stores are contiguous 16-byte runs along the channel axis. The nine taps live in registers.
+#include <algorithm>
+
+#include "kernels/depthwise_conv.cuh"
+
+namespace mnv2::kernels {
+namespace {
+
+// Below this many threads per multiprocessor with several columns per thread, one column per thread gives
+// the scheduler more warps to hide latency with (small maps at small batches).
+constexpr int64_t kMinThreadsPerSm = 2 * kBlockThreads;
+// grid.y holds the image index; larger batches take several launches.
+constexpr int kMaxGridY = 65535;
+
+template <int kVec, int kCols, int kStride>
+__global__ void __launch_bounds__(kBlockThreads) depthwise3x3_kernel(const DepthwiseConvParams p, int image0) {
+  static_assert(kStride > 0 || kCols == 1, "several columns per thread need a compile-time stride");
+  using V = Vec<kVec>;
+  using T = typename V::Type;
+  constexpr int kStep = kStride > 0 ? kStride : 0;  // input columns between neighbouring outputs, in x[]
+  constexpr int kInCols = kStride > 0 ? (kCols - 1) * kStride + 3 : 3;
+
+  // grid.y walks images (from image0), grid.x this image's threads: 32-bit index arithmetic.
+  const int C = p.channels;
+  const int groups = C / kVec;
+  const int col_groups = (p.out_w + kCols - 1) / kCols;
+  const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= p.out_h * col_groups * groups) return;
+  const int g = idx % groups;
+  const int rest = idx / groups;
+  const int cg = rest % col_groups;
+  const int oh = rest / col_groups;
+  const int64_t n = image0 + blockIdx.y;
+  const int c = g * kVec;
+  const int sh = kStride > 0 ? kStride : p.stride_h;
+  const int sw = kStride > 0 ? kStride : p.stride_w;
+
+  T w[9];
+#pragma unroll
+  for (int t = 0; t < 9; ++t) w[t] = V::load(p.weight + t * C + c);
+  const T init = p.bias != nullptr ? V::load(p.bias + c) : V::zero();
+  T acc[kCols];
+#pragma unroll
+  for (int o = 0; o < kCols; ++o) acc[o] = init;
+
+  const int ow0 = cg * kCols;
+  const int iw0 = ow0 * sw - p.pad_left;
+#pragma unroll
+  for (int r = 0; r < 3; ++r) {
+    const int ih = oh * sh - p.pad_top + r;
+    if (ih < 0 || ih >= p.in_h) continue;
+    const float* row = p.input + ((n * p.in_h + ih) * p.in_w) * C + c;
+    T x[kInCols];
+#pragma unroll
+    for (int j = 0; j < kInCols; ++j) {
+      const int iw = iw0 + j;
+      x[j] = (iw >= 0 && iw < p.in_w) ? V::load(row + static_cast<int64_t>(iw) * C) : V::zero();
+    }
+#pragma unroll
+    for (int o = 0; o < kCols; ++o)
+#pragma unroll
+      for (int s = 0; s < 3; ++s) acc[o] = V::fma(x[o * kStep + s], w[r * 3 + s], acc[o]);
+  }
+  float* out = p.output + ((n * p.out_h + oh) * p.out_w) * C + c;
+#pragma unroll
+  for (int o = 0; o < kCols; ++o)
+    if (ow0 + o < p.out_w) V::store(out + static_cast<int64_t>(ow0 + o) * C, V::clip(acc[o], p.clip));
+}
+
+template <int kVec, int kCols, int kStride>
+void launch(const DepthwiseConvParams& p, cudaStream_t stream) {
+  const int64_t threads = static_cast<int64_t>(p.out_h) * ceil_div(p.out_w, kCols) * (p.channels / kVec);
+  if (threads > 0x7fffffff) throw Error("depthwise_conv: one image's map is too large for one launch");
+  const auto blocks = static_cast<unsigned>(ceil_div(threads, kBlockThreads));
+  for (int image0 = 0; image0 < p.batch; image0 += kMaxGridY) {
+    const auto images = static_cast<unsigned>(std::min(kMaxGridY, p.batch - image0));
+    depthwise3x3_kernel<kVec, kCols, kStride><<<dim3(blocks, images), kBlockThreads, 0, stream>>>(p, image0);
+    MNV2_CHECK_LAUNCH("depthwise_conv3x3");
+  }
+}
+
+template <int kVec>
+void launch_vec(const DepthwiseConvParams& p, const DepthwiseVariant& v, cudaStream_t stream) {
+  switch (v.stride * 10 + v.cols) {
+    case 14:
+      return launch<kVec, 4, 1>(p, stream);
+    case 11:
+      return launch<kVec, 1, 1>(p, stream);
+    case 22:
+      return launch<kVec, 2, 2>(p, stream);
+    case 21:
+      return launch<kVec, 1, 2>(p, stream);
+    case 1:
+      return launch<kVec, 1, 0>(p, stream);
+    default:
+      throw Error("depthwise_conv: no kernel for " + to_string(v));
+  }
+}
+
+}  // namespace
+
+DepthwiseVariant choose_depthwise_variant(const DepthwiseConvParams& p, int num_sms) {
+  DepthwiseVariant v;
+  const bool aligned =
+      aligned16(p.input) && aligned16(p.weight) && aligned16(p.output) && (p.bias == nullptr || aligned16(p.bias));
+  v.vec = p.channels % 4 == 0 && aligned ? 4 : 1;
+  if (p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2)) {
+    v.stride = p.stride_h;
+    v.cols = p.stride_h == 1 ? 4 : 2;
+  } else {
+    v.stride = 0;
+    v.cols = 1;
+  }
+  // Fewer threads than a couple of blocks per multiprocessor: one column each.
+  const int64_t sms = std::max(1, num_sms);
+  const int64_t threads = static_cast<int64_t>(p.batch) * p.out_h * ceil_div(p.out_w, v.cols) * (p.channels / v.vec);
+  if (v.cols > 1 && threads < kMinThreadsPerSm * sms) v.cols = 1;
+  return v;
+}
+
+std::string to_string(const DepthwiseVariant& v) {
+  return "dw3x3 " + (v.stride > 0 ? "s" + std::to_string(v.stride) : std::string("s-any")) + " vec" +
+         std::to_string(v.vec) + " cols" + std::to_string(v.cols);
+}
+
+void launch_depthwise_conv3x3(const DepthwiseConvParams& p, const DepthwiseVariant& v, cudaStream_t stream) {
+  if (p.batch < 1 || p.channels < 1 || p.in_h < 1 || p.in_w < 1 || p.out_h < 1 || p.out_w < 1 || p.stride_h < 1 ||
+      p.stride_w < 1 || p.pad_top < 0 || p.pad_left < 0)
+    throw Error("depthwise_conv: sizes and strides must be positive, pads not negative");
+  if (p.input == nullptr || p.weight == nullptr || p.output == nullptr) throw Error("depthwise_conv: null operand");
+  if (p.output == p.input) throw Error("depthwise_conv: the output must not alias the input");
+  if (v.stride != 0 && (p.stride_h != v.stride || p.stride_w != v.stride))
+    throw Error("depthwise_conv: variant " + to_string(v) + " does not fit strides " + std::to_string(p.stride_h) +
+                "x" + std::to_string(p.stride_w));
+  if (v.vec == 4) {
+    const bool aligned =
+        aligned16(p.input) && aligned16(p.weight) && aligned16(p.output) && (p.bias == nullptr || aligned16(p.bias));
+    if (p.channels % 4 != 0 || !aligned)
+      throw Error("depthwise_conv: vec4 needs channels in multiples of 4 and 16-byte aligned operands");
+    return launch_vec<4>(p, v, stream);
+  }
+  if (v.vec != 1) throw Error("depthwise_conv: no kernel for " + to_string(v));
+  return launch_vec<1>(p, v, stream);
+}
+
+}  // namespace mnv2::kernels

@@ -1,0 +1,452 @@
+// The tiled FFMA GEMM of gemm.cuh. Each block computes a BM x BN tile of C from BK-deep slices of A and B
+// held in shared memory, two slices deep: while the block multiplies one slice, each thread already holds
+// its share of the next one in registers, so one barrier per slice suffices. Each thread accumulates a
+// TM x TN block of C in registers (register blocking), read from shared memory as float4.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+#include "kernels/gemm.cuh"
+
+namespace mnv2::kernels {
+namespace {
+
+template <int BM, int BN, int BK, int TM, int TN>
+struct Tile {
+  static constexpr int kBM = BM, kBN = BN, kBK = BK, kTM = TM, kTN = TN;
+  static constexpr int kThreadsN = BN / TN;  // threads along a row of the tile
+  static constexpr int kThreadsM = BM / TM;
+  static constexpr int kThreads = kThreadsN * kThreadsM;
+  // A thread's rows (columns) come in float4 chunks spread BM / kChunksM apart, so a quarter-warp reads
+  // 128 contiguous bytes of shared memory per float4 load: no bank conflicts.
+  static constexpr int kChunksM = TM / 4;
+  static constexpr int kChunksN = TN / 4;
+  // A's tile is stored transposed (k-major); 4 floats of padding per row put the rows that one warp's
+  // transposing stores hit (k and k + 4) on different banks.
+  static constexpr int kLdsA = BM + 4;
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "register blocks and slices come in float4s");
+};
+
+using Tile128x128 = Tile<128, 128, 8, 8, 8>;
+using Tile128x64 = Tile<128, 64, 8, 8, 4>;
+using Tile64x64 = Tile<64, 64, 8, 4, 4>;
+using Tile128x32 = Tile<128, 32, 8, 8, 4>;
+using Tile32x32 = Tile<32, 32, 8, 4, 4>;
+// 32-deep slices: a quarter of the k steps, each with four float4 loads per operand in flight; for small,
+// latency-bound problems, where each slice costs about one load latency whatever its depth.
+using Tile32x32k32 = Tile<32, 32, 32, 4, 4>;
+
+// k_chunk > 0: split-K, blockIdx.z is the split; the block covers k in [z * k_chunk, z * k_chunk + k_chunk) and
+// stores raw partial sums to p.workspace (one m x n matrix per split, row stride n), no epilogue.
+template <class T, bool kVec>
+__global__ void __launch_bounds__(T::kThreads) gemm_kernel(const GemmParams p, const int k_chunk) {
+  constexpr int BM = T::kBM, BN = T::kBN, BK = T::kBK, TM = T::kTM, TN = T::kTN;
+  constexpr int kThreads = T::kThreads;
+  constexpr int kW = kVec ? 4 : 1;  // floats per global access
+  using V = Vec<kW>;
+  constexpr int kAElems = BM * BK / kW;  // accesses per slice of A
+  constexpr int kBElems = BK * BN / kW;
+  constexpr int kALoads = (kAElems + kThreads - 1) / kThreads;
+  constexpr int kBLoads = (kBElems + kThreads - 1) / kThreads;
+
+  __shared__ __align__(16) float As[2][BK][T::kLdsA];
+  __shared__ __align__(16) float Bs[2][BK][BN];
+
+  const bool split = k_chunk > 0;
+  const int z = split ? 0 : static_cast<int>(blockIdx.z);
+  const int outer = z / p.inner;
+  const int inner = z - outer * p.inner;
+  const float* __restrict__ A = p.a + outer * p.a_outer_stride + inner * p.a_inner_stride;
+  const float* __restrict__ B = p.b + outer * p.b_outer_stride + inner * p.b_inner_stride;
+  float* __restrict__ C = p.c + outer * p.c_outer_stride + inner * p.c_inner_stride;
+  const float* __restrict__ R =
+      p.residual != nullptr ? p.residual + outer * p.c_outer_stride + inner * p.c_inner_stride : nullptr;
+  const float* __restrict__ bias = p.bias != nullptr ? p.bias + inner * p.bias_inner_stride : nullptr;
+
+  const int M = p.m, N = p.n, K = p.k;
+  // One-dimensional grid, column tiles fastest: the blocks that share a row tile of A run back to back, so
+  // A is read from DRAM once and served from L2 to the other column tiles.
+  const int n_tiles = (N + BN - 1) / BN;
+  const int m0 = static_cast<int>(blockIdx.x / n_tiles) * BM;
+  const int n0 = static_cast<int>(blockIdx.x % n_tiles) * BN;
+  const int k_begin = split ? static_cast<int>(blockIdx.z) * k_chunk : 0;
+  const int k_end = split ? min(K, k_begin + k_chunk) : K;
+  const int tid = threadIdx.x;
+
+  typename V::Type ra[kALoads], rb[kBLoads];
+
+  // Global -> registers: slice [k0, k0 + BK) of A's rows m0.. and of B's columns n0..; zeros outside.
+  auto load_slice = [&](int k0) {
+#pragma unroll
+    for (int r = 0; r < kALoads; ++r) {
+      const int e = tid + r * kThreads;
+      if (kAElems % kThreads == 0 || e < kAElems) {
+        const int row = e / (BK / kW);
+        const int kk = (e % (BK / kW)) * kW;
+        const int gm = m0 + row, gk = k0 + kk;
+        ra[r] = (gm < M && gk < k_end) ? V::load(A + static_cast<int64_t>(gm) * p.lda + gk) : V::zero();
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kBLoads; ++r) {
+      const int e = tid + r * kThreads;
+      if (kBElems % kThreads == 0 || e < kBElems) {
+        const int row = e / (BN / kW);
+        const int col = (e % (BN / kW)) * kW;
+        const int gk = k0 + row, gn = n0 + col;
+        rb[r] = (gk < k_end && gn < N) ? V::load(B + static_cast<int64_t>(gk) * p.ldb + gn) : V::zero();
+      }
+    }
+  };
+  // Registers -> shared buffer `buf`, A transposed.
+  auto store_slice = [&](int buf) {
+#pragma unroll
+    for (int r = 0; r < kALoads; ++r) {
+      const int e = tid + r * kThreads;
+      if (kAElems % kThreads == 0 || e < kAElems) {
+        const int row = e / (BK / kW);
+        const int kk = (e % (BK / kW)) * kW;
+        if constexpr (kVec) {
+          As[buf][kk + 0][row] = ra[r].x;
+          As[buf][kk + 1][row] = ra[r].y;
+          As[buf][kk + 2][row] = ra[r].z;
+          As[buf][kk + 3][row] = ra[r].w;
+        } else {
+          As[buf][kk][row] = ra[r];
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kBLoads; ++r) {
+      const int e = tid + r * kThreads;
+      if (kBElems % kThreads == 0 || e < kBElems) {
+        const int row = e / (BN / kW);
+        const int col = (e % (BN / kW)) * kW;
+        V::store(&Bs[buf][row][col], rb[r]);
+      }
+    }
+  };
+
+  const int tx = tid % T::kThreadsN;
+  const int ty = tid / T::kThreadsN;
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+
+  const int slices = (k_end - k_begin + BK - 1) / BK;
+  load_slice(k_begin);
+  store_slice(0);
+  __syncthreads();
+  for (int s = 0; s < slices; ++s) {
+    const int buf = s & 1;
+    if (s + 1 < slices) load_slice(k_begin + (s + 1) * BK);
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      float a[TM], b[TN];
+#pragma unroll
+      for (int v = 0; v < T::kChunksM; ++v) {
+        const float4 t = *reinterpret_cast<const float4*>(&As[buf][kk][v * (BM / T::kChunksM) + ty * 4]);
+        a[v * 4 + 0] = t.x;
+        a[v * 4 + 1] = t.y;
+        a[v * 4 + 2] = t.z;
+        a[v * 4 + 3] = t.w;
+      }
+#pragma unroll
+      for (int v = 0; v < T::kChunksN; ++v) {
+        const float4 t = *reinterpret_cast<const float4*>(&Bs[buf][kk][v * (BN / T::kChunksN) + tx * 4]);
+        b[v * 4 + 0] = t.x;
+        b[v * 4 + 1] = t.y;
+        b[v * 4 + 2] = t.z;
+        b[v * 4 + 3] = t.w;
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    // The other buffer was last read in the previous slice, before that slice's barrier.
+    if (s + 1 < slices) store_slice(buf ^ 1);
+    __syncthreads();
+  }
+
+  if (split) {
+    // Raw partial sums; splitk_reduce_kernel applies the epilogue.
+    float* P = p.workspace + static_cast<int64_t>(blockIdx.z) * M * N;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+      const int m = m0 + (i / 4) * (BM / T::kChunksM) + ty * 4 + (i % 4);
+      if (m >= M) continue;
+#pragma unroll
+      for (int v = 0; v < T::kChunksN; ++v) {
+        const int n = n0 + v * (BN / T::kChunksN) + tx * 4;
+        if (n >= N) continue;
+        float* out = P + static_cast<int64_t>(m) * N + n;
+        if constexpr (kVec) {
+          Vec<4>::store(out, make_float4(acc[i][v * 4 + 0], acc[i][v * 4 + 1], acc[i][v * 4 + 2], acc[i][v * 4 + 3]));
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            if (n + j < N) out[j] = acc[i][v * 4 + j];
+        }
+      }
+    }
+    return;
+  }
+
+  // Epilogue: bias, clip, residual, store.
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int m = m0 + (i / 4) * (BM / T::kChunksM) + ty * 4 + (i % 4);
+    if (m >= M) continue;
+    const float row_bias = p.bias_mode == BiasMode::per_row ? __ldg(bias + m) : 0.0f;
+#pragma unroll
+    for (int v = 0; v < T::kChunksN; ++v) {
+      const int n = n0 + v * (BN / T::kChunksN) + tx * 4;
+      if (n >= N) continue;
+      const int64_t c_at = static_cast<int64_t>(m) * p.ldc + n;
+      if constexpr (kVec) {
+        float4 o = make_float4(acc[i][v * 4 + 0], acc[i][v * 4 + 1], acc[i][v * 4 + 2], acc[i][v * 4 + 3]);
+        if (p.bias_mode == BiasMode::per_col) {
+          o = o + Vec<4>::load(bias + n);
+        } else if (p.bias_mode == BiasMode::per_row) {
+          o = o + make_float4(row_bias, row_bias, row_bias, row_bias);
+        }
+        o = apply_clip(o, p.clip);
+        if (R != nullptr) o = o + Vec<4>::load(R + static_cast<int64_t>(m) * p.ldr + n);
+        Vec<4>::store(C + c_at, o);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if (n + j >= N) break;
+          float x = acc[i][v * 4 + j];
+          if (p.bias_mode == BiasMode::per_col) {
+            x += __ldg(bias + n + j);
+          } else {
+            x += row_bias;
+          }
+          x = apply_clip(x, p.clip);
+          if (R != nullptr) x += __ldg(R + static_cast<int64_t>(m) * p.ldr + n + j);
+          C[c_at + j] = x;
+        }
+      }
+    }
+  }
+}
+
+// Sums the split-K partials in split order (the same order every run: deterministic), then bias, clip,
+// residual, as the single-pass epilogue does.
+template <int kW>
+__global__ void __launch_bounds__(kBlockThreads) splitk_reduce_kernel(const GemmParams p, const int splits) {
+  using V = Vec<kW>;
+  const int groups = p.n / kW;
+  const int64_t total = static_cast<int64_t>(p.m) * groups;
+  const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int m = static_cast<int>(idx / groups);
+    const int n = static_cast<int>(idx % groups) * kW;
+    const float* part = p.workspace + static_cast<int64_t>(m) * p.n + n;
+    typename V::Type sum = V::load(part);
+    for (int s = 1; s < splits; ++s) sum = V::add(sum, V::load(part + s * matrix));
+    if (p.bias_mode == BiasMode::per_col) sum = V::add(sum, V::load(p.bias + n));
+    if (p.bias_mode == BiasMode::per_row) {
+      const float b = __ldg(p.bias + m);
+      if constexpr (kW == 4) {
+        sum = sum + make_float4(b, b, b, b);
+      } else {
+        sum += b;
+      }
+    }
+    sum = V::clip(sum, p.clip);
+    if (p.residual != nullptr) sum = V::add(sum, V::load(p.residual + static_cast<int64_t>(m) * p.ldr + n));
+    V::store(p.c + static_cast<int64_t>(m) * p.ldc + n, sum);
+  }
+}
+
+// Rounded to whole slices so every split but the last starts on a slice (and a float4) boundary.
+int split_k_chunk(int k, int splits, int bk) { return static_cast<int>(ceil_div(ceil_div(k, splits), bk) * bk); }
+
+template <class T>
+void launch_tile(const GemmParams& p, const GemmVariant& v, cudaStream_t stream) {
+  const int64_t tiles = ceil_div(p.m, T::kBM) * ceil_div(p.n, T::kBN);
+  if (tiles > 0x7fffffff) throw Error("gemm: too many tiles for one launch");
+  const int k_chunk = v.splits > 1 ? split_k_chunk(p.k, v.splits, T::kBK) : 0;
+  if (v.splits > 1 && ceil_div(p.k, k_chunk) != v.splits)
+    throw Error("gemm: " + std::to_string(v.splits) + " splits of " + std::to_string(T::kBK) +
+                "-deep slices do not fit k " + std::to_string(p.k) + " (a split would be empty)");
+  const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(v.splits > 1 ? v.splits : p.batch));
+  if (v.vec4) {
+    gemm_kernel<T, true><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
+  } else {
+    gemm_kernel<T, false><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
+  }
+  MNV2_CHECK_LAUNCH("gemm");
+  if (v.splits > 1) {
+    const int64_t items = static_cast<int64_t>(p.m) * p.n / (v.vec4 ? 4 : 1);
+    const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(items, kBlockThreads), 1, 4096));
+    if (v.vec4) {
+      splitk_reduce_kernel<4><<<blocks, kBlockThreads, 0, stream>>>(p, v.splits);
+    } else {
+      splitk_reduce_kernel<1><<<blocks, kBlockThreads, 0, stream>>>(p, v.splits);
+    }
+    MNV2_CHECK_LAUNCH("gemm split-k reduce");
+  }
+}
+
+struct TileInfo {
+  GemmTile tile;
+  int bm, bn, bk;
+  // Arithmetic efficiency relative to peak FFMA: FFMA per shared-memory load of the thread's register block
+  // (8x8: 64 FFMA per 4 float4 loads; 4x4: 16 per 2), lowered where few warps share a multiprocessor.
+  double efficiency;
+  int blocks_per_sm;  // resident blocks per multiprocessor, from ptxas' register counts (sm_90, vec4)
+};
+
+constexpr TileInfo kTiles[] = {
+    {GemmTile::t128x128, 128, 128, 8, 0.90, 1},  // 149 registers x 256 threads: one block
+    {GemmTile::t128x64, 128, 64, 8, 0.85, 3},    // 79 registers
+    {GemmTile::t64x64, 64, 64, 8, 0.60, 4},      // 64 registers
+    {GemmTile::t128x32, 128, 32, 8, 0.80, 5},    // 95 registers x 128 threads
+    {GemmTile::t32x32, 32, 32, 8, 0.45, 16},     // 62 registers x 64 threads
+    {GemmTile::t32x32k32, 32, 32, 32, 0.45, 7},  // 141 registers x 64 threads, 17 KB shared
+};
+
+// Cost model units are SM clock cycles (rough: they only rank the candidates).
+constexpr double kFfmaPerSmCycle = 128;  // FP32 lanes per multiprocessor
+// One k slice of a block when latency-bound (global load, barrier): about 0.75 us on the H200, read off the
+// batch-1 split GEMMs of run 2 (15 slices of block17.project took 14.7 us with the reduction).
+constexpr double kSliceCycles = 1500;
+constexpr double kReduceLaunchCycles = 2000;   // a second kernel in the graph, about 1 us
+constexpr double kReduceBytesPerCycle = 1500;  // the split partials pass through L2
+constexpr int kMaxSplits = 32;
+constexpr double kSplitMargin = 0.85;  // a split variant is taken only when predicted 15% faster
+constexpr int kMinSplitDepth = 32;     // each split gets at least this much of k
+
+}  // namespace
+
+bool gemm_vec4_ok(const GemmParams& p) {
+  const bool dims = p.k % 4 == 0 && p.n % 4 == 0 && p.lda % 4 == 0 && p.ldb % 4 == 0 && p.ldc % 4 == 0 &&
+                    (p.residual == nullptr || p.ldr % 4 == 0);
+  const bool strides = p.a_outer_stride % 4 == 0 && p.a_inner_stride % 4 == 0 && p.b_outer_stride % 4 == 0 &&
+                       p.b_inner_stride % 4 == 0 && p.c_outer_stride % 4 == 0 && p.c_inner_stride % 4 == 0 &&
+                       (p.bias_mode != BiasMode::per_col || p.bias_inner_stride % 4 == 0);
+  const bool pointers = aligned16(p.a) && aligned16(p.b) && aligned16(p.c) &&
+                        (p.residual == nullptr || aligned16(p.residual)) &&
+                        (p.bias_mode != BiasMode::per_col || aligned16(p.bias));
+  return dims && strides && pointers;
+}
+
+GemmVariant choose_gemm_variant(const GemmParams& p, int num_sms, bool allow_split, const GemmTile* only_tile) {
+  // The best single-pass and the best split variant; a split must win clearly, since the model is rough and
+  // its extra pass and workspace traffic are certain.
+  GemmVariant best_single, best_split;
+  best_single.vec4 = best_split.vec4 = gemm_vec4_ok(p);
+  double single_cost = INFINITY, split_cost = INFINITY;
+  const double sms = std::max(1, num_sms);
+  const int batch = std::max(1, p.batch);
+  for (const TileInfo& t : kTiles) {
+    if (only_tile != nullptr && t.tile != *only_tile) continue;
+    const int64_t tiles = ceil_div(p.m, t.bm) * ceil_div(p.n, t.bn) * batch;
+    // Work the tiles do, padding included, over the whole chip.
+    const double compute = static_cast<double>(tiles) * t.bm * t.bn * p.k / (sms * kFfmaPerSmCycle * t.efficiency);
+    for (int splits = 1; splits <= kMaxSplits; ++splits) {
+      if (splits > 1 && (!allow_split || batch != 1)) break;
+      const int k_chunk = split_k_chunk(p.k, splits, t.bk);
+      // Only counts whose whole-slice chunks leave no split empty (the launch recomputes the same chunk).
+      if (splits > 1 && (k_chunk < kMinSplitDepth || ceil_div(p.k, k_chunk) != splits)) continue;
+      const int64_t blocks = tiles * splits;
+      const double waves = std::ceil(static_cast<double>(blocks) / (sms * t.blocks_per_sm));
+      // One slice of one wave: the load latency plus the FFMA of the blocks sharing a multiprocessor.
+      const double per_sm = std::min<double>(t.blocks_per_sm, std::ceil(static_cast<double>(blocks) / sms));
+      const double slice = kSliceCycles + per_sm * t.bm * t.bn * t.bk / (kFfmaPerSmCycle * t.efficiency);
+      const double latency = waves * ceil_div(k_chunk, t.bk) * slice;
+      const double reduce = splits > 1 ? kReduceLaunchCycles + 4.0 * splits * p.m * p.n / kReduceBytesPerCycle : 0.0;
+      const double cost = std::max(compute, latency) + reduce;
+      double& best_cost = splits > 1 ? split_cost : single_cost;
+      GemmVariant& best = splits > 1 ? best_split : best_single;
+      if (cost < best_cost) {
+        best_cost = cost;
+        best.tile = t.tile;
+        best.splits = splits;
+      }
+    }
+  }
+  return split_cost < kSplitMargin * single_cost ? best_split : best_single;
+}
+
+int64_t gemm_workspace_floats(const GemmParams& p, const GemmVariant& v) {
+  return v.splits > 1 ? static_cast<int64_t>(v.splits) * p.m * p.n : 0;
+}
+
+const char* to_string(GemmTile tile) {
+  switch (tile) {
+    case GemmTile::t128x128:
+      return "128x128";
+    case GemmTile::t128x64:
+      return "128x64";
+    case GemmTile::t64x64:
+      return "64x64";
+    case GemmTile::t128x32:
+      return "128x32";
+    case GemmTile::t32x32:
+      return "32x32";
+    case GemmTile::t32x32k32:
+      return "32x32k32";
+  }
+  return "?";
+}
+
+bool parse_gemm_tile(const std::string& text, GemmTile* tile) {
+  for (const TileInfo& t : kTiles) {
+    if (text == to_string(t.tile)) {
+      *tile = t.tile;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string to_string(const GemmVariant& v) {
+  return std::string("gemm ") + to_string(v.tile) + (v.vec4 ? " vec4" : " scalar") +
+         (v.splits > 1 ? " splitk" + std::to_string(v.splits) : std::string());
+}
+
+void launch_gemm(const GemmParams& p, const GemmVariant& v, cudaStream_t stream) {
+  if (p.m < 1 || p.n < 1 || p.k < 1) {
+    throw Error("gemm: sizes must be positive (m " + std::to_string(p.m) + ", n " + std::to_string(p.n) + ", k " +
+                std::to_string(p.k) + ")");
+  }
+  if (p.a == nullptr || p.b == nullptr || p.c == nullptr) throw Error("gemm: null operand");
+  if (p.lda < p.k || p.ldb < p.n || p.ldc < p.n || (p.residual != nullptr && p.ldr < p.n))
+    throw Error("gemm: a leading dimension is smaller than its row");
+  if (p.bias_mode != BiasMode::none && p.bias == nullptr) throw Error("gemm: bias mode without a bias");
+  if (p.batch < 1 || p.batch > 65535 || p.inner < 1)
+    throw Error("gemm: batch " + std::to_string(p.batch) + " outside 1..65535 (inner " + std::to_string(p.inner) + ")");
+  if (v.vec4 && !gemm_vec4_ok(p))
+    throw Error("gemm: the vec4 variant needs k, n, strides in multiples of 4 floats and 16-byte aligned operands");
+  if (v.splits < 1 || v.splits > 65535) throw Error("gemm: split count " + std::to_string(v.splits) + " out of range");
+  if (v.splits > 1) {
+    if (p.batch != 1) throw Error("gemm: split-K runs single GEMMs only (batch " + std::to_string(p.batch) + ")");
+    if (p.workspace == nullptr) throw Error("gemm: split-K needs a workspace");
+    if (v.vec4 && !aligned16(p.workspace)) throw Error("gemm: the split-K workspace must be 16-byte aligned");
+  }
+  switch (v.tile) {
+    case GemmTile::t128x128:
+      return launch_tile<Tile128x128>(p, v, stream);
+    case GemmTile::t128x64:
+      return launch_tile<Tile128x64>(p, v, stream);
+    case GemmTile::t64x64:
+      return launch_tile<Tile64x64>(p, v, stream);
+    case GemmTile::t128x32:
+      return launch_tile<Tile128x32>(p, v, stream);
+    case GemmTile::t32x32:
+      return launch_tile<Tile32x32>(p, v, stream);
+    case GemmTile::t32x32k32:
+      return launch_tile<Tile32x32k32>(p, v, stream);
+  }
+  throw Error("gemm: unknown tile " + std::to_string(static_cast<int>(v.tile)));
+}
+
+}  // namespace mnv2::kernels

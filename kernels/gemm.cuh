@@ -1,0 +1,97 @@
+// Tiled float32 GEMM on plain FFMA (no tensor cores, so no TF32 rounding): C = A * B with a fused
+// epilogue (bias per row or per column, clip, residual add), batched over grid.z. It is the pointwise
+// convolution of the fast path, the convolution of the baseline (after im2col) and the Linear layer.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/common.cuh"
+
+namespace mnv2::kernels {
+
+enum class BiasMode {
+  none,     // no bias
+  per_row,  // bias[row]: NCHW convolutions (rows are output channels)
+  per_col,  // bias[col]: NHWC convolutions and Linear (columns are output channels / features)
+};
+
+// Row-major operands; every stride counts floats. For each batch index z (grid.z) the operands start at
+// base + (z / inner) * outer_stride + (z % inner) * inner_stride, which covers images x groups.
+struct GemmParams {
+  int m = 0;  // rows of A and C
+  int n = 0;  // columns of B and C
+  int k = 0;  // columns of A, rows of B
+  const float* a = nullptr;
+  int64_t lda = 0;  // floats between rows of A (>= k)
+  const float* b = nullptr;
+  int64_t ldb = 0;  // floats between rows of B (>= n)
+  float* c = nullptr;
+  int64_t ldc = 0;  // floats between rows of C (>= n)
+
+  BiasMode bias_mode = BiasMode::none;
+  const float* bias = nullptr;      // m or n values (see bias_mode), offset per batch by bias_inner_stride
+  int64_t bias_inner_stride = 0;    // floats between the biases of consecutive inner batch indices (groups)
+  Clip clip;                        // applied to A*B + bias
+  const float* residual = nullptr;  // added after the clip; laid out like C (ldr, C's batch strides); null: none
+  int64_t ldr = 0;                  // floats between rows of the residual
+
+  float* workspace = nullptr;  // split-K partial sums, gemm_workspace_floats() floats; only split variants use it
+
+  int batch = 1;                                   // GEMMs in the launch (grid.z), at most 65535
+  int inner = 1;                                   // inner batch count (groups); the outer index is z / inner
+  int64_t a_outer_stride = 0, a_inner_stride = 0;  // floats
+  int64_t b_outer_stride = 0, b_inner_stride = 0;
+  int64_t c_outer_stride = 0, c_inner_stride = 0;
+};
+
+// Block tile (rows x columns of C per block). Larger tiles reuse each loaded value more (more FFMA per
+// shared-memory read) but give fewer blocks: the choice trades arithmetic efficiency against filling the
+// multiprocessors.
+enum class GemmTile {
+  t128x128,   // 256 threads, 8x8 outputs each: the most reuse, for large M and N
+  t128x64,    // 256 threads, 8x4 each
+  t64x64,     // 256 threads, 4x4 each
+  t128x32,    // 128 threads, 8x4 each: few output channels (16..32) over many pixels
+  t32x32,     // 64 threads, 4x4 each: small problems (7x7 maps at batch 1), many blocks
+  t32x32k32,  // as t32x32 with 32-deep k slices: a quarter of the (latency-bound) slices
+};
+
+struct GemmVariant {
+  GemmTile tile = GemmTile::t64x64;
+  bool vec4 = false;  // 16-byte loads and stores: needs k, n, every leading dimension and batch stride a
+                      // multiple of 4 and 16-byte aligned pointers (gemm_vec4_ok); else scalar accesses
+  // Split-K: the k range is cut into `splits` pieces computed by separate blocks (grid.z), each writing its
+  // partial sums to the workspace; a second kernel adds them in a fixed order (deterministic) and applies
+  // the epilogue. Gives small-M problems (7x7 maps at batch 1, the classifier) enough blocks, and each
+  // block a short k loop. Single GEMMs only (batch 1).
+  int splits = 1;
+};
+
+// Whether the operands allow 16-byte accesses (see GemmVariant::vec4).
+bool gemm_vec4_ok(const GemmParams& p);
+
+// Picks the tile and the split by a cost model: the larger of arithmetic time (FFMA over the multiprocessors,
+// scaled by each tile's efficiency) and latency time (waves of blocks x k slices per block x (the latency of
+// one slice + the FFMA of the blocks sharing a multiprocessor)), plus the reduction pass of a split; vec4 whenever
+// gemm_vec4_ok. allow_split: whether the caller can provide a workspace (batch-1 GEMMs only). only_tile: restricts the
+// choice to one tile.
+GemmVariant choose_gemm_variant(const GemmParams& p, int num_sms, bool allow_split = false,
+                                const GemmTile* only_tile = nullptr);
+
+// Floats of workspace the variant needs (0 without split-K).
+int64_t gemm_workspace_floats(const GemmParams& p, const GemmVariant& v);
+
+// "gemm 128x64 vec4", "gemm 64x64 vec4 splitk16"
+std::string to_string(const GemmVariant& v);
+const char* to_string(GemmTile tile);
+// Parses the names to_string(GemmTile) gives ("128x64"); returns false for anything else.
+bool parse_gemm_tile(const std::string& text, GemmTile* tile);
+
+// Throws mnv2::Error for bad parameters (sizes, strides, a vec4 variant the operands do not allow) and
+// when the launch fails.
+void launch_gemm(const GemmParams& p, const GemmVariant& v, cudaStream_t stream);
+
+}  // namespace mnv2::kernels

@@ -1,0 +1,155 @@
+// Fuzz entry points (see fuzz_entry_points.h). The bytes go to a memfd and the engine opens it by its
+// /proc/self/fd path, so the fuzzers exercise the same file-reading code as the CLI and the app.
+#include "fuzz_entry_points.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mnv2/backend.h"
+#include "mnv2/bench.h"
+#include "mnv2/error.h"
+#include "mnv2/image.h"
+#include "mnv2/json.h"
+#include "mnv2/model.h"
+#include "mnv2/report.h"
+
+namespace mnv2::fuzz {
+namespace {
+
+// Models at most this big are also run on the cpu backend: enough for every odd layer shape the fuzzer
+// invents, small enough to keep thousands of executions a second.
+constexpr int64_t kMaxRunMacs = 4'000'000;
+constexpr int64_t kMaxRunActivationBytes = 16 << 20;
+
+[[noreturn]] void finding(const std::string& what) { throw std::logic_error(what); }
+
+int memfd() {
+  static const int fd = [] {
+    const int f = memfd_create("mnv2-fuzz-input", 0);
+    if (f < 0) throw std::runtime_error(std::string("memfd_create: ") + std::strerror(errno));
+    return f;
+  }();
+  return fd;
+}
+
+void write_input(const uint8_t* data, size_t size) {
+  const int fd = memfd();
+  if (ftruncate(fd, 0) != 0) throw std::runtime_error(std::string("ftruncate: ") + std::strerror(errno));
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = pwrite(fd, data + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(std::string("pwrite: ") + std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+}
+
+// A refusal must be one line that names the file: that is what the CLI prints after "error: ".
+void check_refusal(const Error& e, const char* stage) {
+  const std::string msg = e.what();
+  if (msg.find(input_path()) == std::string::npos)
+    finding(std::string(stage) + " refused without naming the file: " + msg);
+  if (msg.find('\n') != std::string::npos) finding(std::string(stage) + " refused with a multi-line message: " + msg);
+}
+
+}  // namespace
+
+std::string input_path() { return "/proc/self/fd/" + std::to_string(memfd()); }
+
+Outcome onnx_import(const uint8_t* data, size_t size) {
+  write_input(data, size);
+  Model model;
+  try {
+    model = load_onnx(input_path());
+  } catch (const Error& e) {
+    check_refusal(e, "load_onnx");
+    return Outcome::refused;
+  }
+  if (model.layers.empty()) finding("load_onnx accepted a model without layers");
+  if (model.input_channels < 1 || model.input_height < 1 || model.input_width < 1)
+    finding("load_onnx accepted a model with an empty input");
+  for (const Layer& l : model.layers) (void)describe(l);
+
+  std::vector<LayerStats> stats;
+  try {
+    // A model that fixed its input size was checked at that size while loading.
+    stats = analyse(model, 1, model.input_height, model.input_width);
+  } catch (const Error&) {
+    return Outcome::accepted;  // an open input size the network cannot take: refused when a run asks for it
+  }
+  int64_t macs = 0, activation_bytes = 0;
+  for (const LayerStats& s : stats) {
+    macs += s.macs;
+    activation_bytes += s.activation_bytes;
+  }
+  if (macs > kMaxRunMacs || activation_bytes > kMaxRunActivationBytes) return Outcome::accepted;
+
+  auto backend = make_backend("cpu");
+  std::unique_ptr<PreparedNet> net;
+  try {
+    net = backend->prepare(model, PrepareConfig{1, model.input_height, model.input_width, Precision::fp32});
+  } catch (const Error& e) {
+    // The importer should only produce what the reference backend can run.
+    finding(std::string("cpu backend refused an imported model: ") + e.what());
+  }
+  const Tensor input = random_input(Shape{1, model.input_channels, model.input_height, model.input_width}, 1);
+  RunOptions options;
+  options.keep_layer_outputs = true;
+  const Tensor logits = net->run(input, options);
+  if (logits.shape.n != 1 || logits.shape.per_image() != stats.back().output.per_image())
+    finding("cpu run returned logits of shape " + logits.shape.str() + ", analyse() said " + stats.back().output.str());
+  return Outcome::accepted;
+}
+
+Outcome image_decode(const uint8_t* data, size_t size) {
+  write_input(data, size);
+  Image8 image;
+  try {
+    image = decode_image_file(input_path());
+  } catch (const Error& e) {
+    check_refusal(e, "decode_image_file");
+    return Outcome::refused;
+  }
+  if (image.width < 1 || image.height < 1 || image.width > kMaxImageSide || image.height > kMaxImageSide)
+    finding("decoded a " + std::to_string(image.width) + "x" + std::to_string(image.height) + " image");
+  if (image.rgb.size() != static_cast<size_t>(image.width) * static_cast<size_t>(image.height) * 3)
+    finding("decoded image holds the wrong number of bytes");
+  // Every decodable image must also preprocess (tiny, huge and long thin ones included).
+  try {
+    const Tensor t = preprocess(image, Preprocess{});
+    if (!(t.shape == Shape{1, 3, 224, 224})) finding("preprocess gave " + t.shape.str());
+  } catch (const Error& e) {
+    finding(std::string("a decoded image failed to preprocess: ") + e.what());
+  }
+  return Outcome::accepted;
+}
+
+Outcome report_reader(const uint8_t* data, size_t size) {
+  write_input(data, size);
+  std::vector<RunReport> reports;
+  try {
+    reports = read_reports_file(input_path());
+  } catch (const Error& e) {
+    check_refusal(e, "read_reports_file");
+    return Outcome::refused;
+  }
+  // Whatever was accepted must be consistent enough for every writer, and must read back.
+  const std::string json_text = json::dump(reports_json(reports), 1);
+  (void)report_csv(reports);
+  (void)trace_json(reports);
+  try {
+    const std::vector<RunReport> back = reports_from_json(json::parse(json_text));
+    if (back.size() != reports.size()) finding("a report read back with a different number of runs");
+  } catch (const Error& e) {
+    finding(std::string("a report that was read could not be read back after writing: ") + e.what());
+  }
+  return Outcome::accepted;
+}
+
+}  // namespace mnv2::fuzz

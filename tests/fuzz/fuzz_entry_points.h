@@ -1,0 +1,27 @@
+// What the fuzzers and their regression test feed hostile bytes through: each entry point hands the bytes
+// to the engine exactly as a user's file would reach it (by path), then uses whatever the engine accepted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace mnv2::fuzz {
+
+enum class Outcome {
+  accepted,  // the engine took the bytes and everything built from them held together
+  refused,   // the engine threw mnv2::Error (a clear refusal: the expected answer to hostile input)
+};
+
+// Any other exception escapes, and an inconsistent result throws std::logic_error: both are findings.
+// load_onnx(), then analyse() at the declared size and, for small models, a cpu prepare + run.
+Outcome onnx_import(const uint8_t* data, size_t size);
+// decode_image_file(), then preprocess() with the ImageNet defaults.
+Outcome image_decode(const uint8_t* data, size_t size);
+// read_reports_file(), then every writer (JSON, CSV, trace) over what was read.
+Outcome report_reader(const uint8_t* data, size_t size);
+
+// The file the bytes were last written to (a memfd, so nothing touches the disk); errors must name it.
+std::string input_path();
+
+}  // namespace mnv2::fuzz

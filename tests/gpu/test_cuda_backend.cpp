@@ -1,0 +1,674 @@
+// The cuda backend (our own kernels) on a GPU, in both variants (fast: NHWC + fused epilogues; baseline:
+// im2col + GEMM, one step per layer): logits against every golden file, every materialised layer against
+// the cpu backend (batch 1 and 3, odd input sizes, the second model), a table of single convolutions, small
+// networks that exercise every fallback, fused-step attribution, the CUDA graph against layer-by-layer runs,
+// observers, the profiler with both timers, and errors. Every test skips where there is no CUDA device.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mnv2/backend.h"
+#include "mnv2/bench.h"
+#include "mnv2/device.h"
+#include "mnv2/error.h"
+#include "mnv2/model.h"
+#include "mnv2/profiler.h"
+#include "mnv2/tensor.h"
+#include "mnv2/timing.h"
+#include "test_support.h"
+
+namespace mnv2::test {
+namespace {
+
+// Float32 (FFMA) like the cpu reference; only the order of summation differs.
+constexpr double kMaxRelL2 = 1e-5;
+
+uint64_t fresh_seed() {
+  if (const char* env = std::getenv("MNV2_TEST_SEED"); env && *env) return std::stoull(env);
+  return std::random_device{}();
+}
+
+// Sets an environment variable for one scope (the backend reads MNV2_CUDA_* at prepare()).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+const Model& main_model() {
+  static const Model model = load_onnx(main_model_path());
+  return model;
+}
+const Model& torchvision_model() {
+  static const Model model = load_onnx(torchvision_model_path());
+  return model;
+}
+
+double rel_l2_of(const Tensor& got, const Tensor& ref) {
+  if (got.data.size() != ref.data.size()) return INFINITY;
+  const ErrorStats e = compare(got.data.data(), ref.data.data(), static_cast<int64_t>(ref.data.size()));
+  return e.finite ? e.rel_l2 : INFINITY;
+}
+
+std::vector<int> top5_of(const float* values, int count) {
+  std::vector<int> order(static_cast<size_t>(count));
+  std::iota(order.begin(), order.end(), 0);
+  const int k = std::min(5, count);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int a, int b) { return values[a] > values[b] || (values[a] == values[b] && a < b); });
+  order.resize(static_cast<size_t>(k));
+  return order;
+}
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+const char* const kVariants[] = {"fast", "baseline"};
+
+class CudaBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const CudaEnvironment& env = cuda_environment();
+    if (env.devices.empty()) GTEST_SKIP() << "no CUDA device (" << env.why_none << "): cuda backend tests skipped";
+    backend_ = make_backend("cuda");
+    const Availability a = backend_->availability();
+    ASSERT_TRUE(a.available) << "a CUDA device is present but the cuda backend is unavailable: " << a.reason;
+  }
+
+  std::unique_ptr<PreparedNet> prepare(const Model& model, int batch, int height, int width) const {
+    PrepareConfig config;
+    config.batch = batch;
+    config.height = height;
+    config.width = width;
+    return backend_->prepare(model, config);
+  }
+
+  std::unique_ptr<Backend> backend_;
+};
+
+TEST_F(CudaBackendTest, DescribesItself) {
+  const std::string text = backend_->description();
+  EXPECT_NE(text.find("custom CUDA kernels"), std::string::npos) << text;
+  EXPECT_NE(text.find(cuda_environment().devices.front().name), std::string::npos) << text;
+  std::printf("cuda backend: %s\n", text.c_str());
+}
+
+TEST_F(CudaBackendTest, LogitsMatchEveryGoldenFileInBothVariants) {
+  for (const char* variant : kVariants) {
+    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    SCOPED_TRACE(std::string("variant ") + variant);
+    auto net = prepare(main_model(), 1, 224, 224);
+    for (const std::string& name : golden_image_names()) {
+      SCOPED_TRACE("golden " + name);
+      const Golden g = read_golden(name);
+      Tensor input(Shape{1, 3, 224, 224});
+      input.data = g.input;
+      const Tensor logits = net->run(input);
+      ASSERT_EQ(logits.data.size(), g.logits.size());
+      const double err = rel_l2(logits.data, g.logits);
+      const std::vector<int> top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
+      std::printf("%-8s golden %-13s rel L2 %.3g  top-5 %s (reference %s)\n", variant, name.c_str(), err,
+                  join(top5).c_str(), join(g.top5).c_str());
+      EXPECT_LT(err, kMaxRelL2);
+      EXPECT_EQ(top5, g.top5);
+    }
+    auto tv = prepare(torchvision_model(), 1, 224, 224);
+    const Golden g = read_golden("torchvision_random");
+    Tensor input(Shape{1, 3, 224, 224});
+    input.data = g.input;
+    const Tensor logits = tv->run(input);
+    ASSERT_EQ(logits.data.size(), g.logits.size());
+    const double err = rel_l2(logits.data, g.logits);
+    const std::vector<int> top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
+    std::printf("%-8s golden %-13s rel L2 %.3g  top-5 %s (reference %s)\n", variant, "torchvision", err,
+                join(top5).c_str(), join(g.top5).c_str());
+    EXPECT_LT(err, kMaxRelL2);
+    EXPECT_EQ(top5, g.top5);
+  }
+}
+
+// Every step covers consecutive layers, each layer exactly once; a fused step's name lists them all.
+void expect_steps_cover_layers(const std::vector<ExecStep>& steps, size_t layers) {
+  std::vector<int> seen(layers, 0);
+  int next = 0;
+  for (const ExecStep& s : steps) {
+    ASSERT_FALSE(s.layers.empty()) << s.name;
+    for (int l : s.layers) {
+      ASSERT_EQ(l, next) << "step '" << s.name << "' does not continue at layer " << next;
+      ++seen[static_cast<size_t>(l)];
+      ++next;
+      EXPECT_NE(s.name.find(" " + std::to_string(l)), std::string::npos) << s.name << " does not name layer " << l;
+    }
+    EXPECT_FALSE(s.variant.empty()) << s.name;
+  }
+  for (size_t l = 0; l < layers; ++l) EXPECT_EQ(seen[l], 1) << "layer " << l;
+}
+
+// Runs `model` through cpu and cuda on the same random input, keeping every layer output: the logits and
+// every layer the cuda backend materialises must match; fused-away layers must be empty, and only those.
+void expect_layers_match_cpu(const Backend& cuda, const Model& model, int batch, int height, int width,
+                             const std::string& what) {
+  const uint64_t seed = fresh_seed();
+  const std::string where = what + ", batch " + std::to_string(batch) + ", " + std::to_string(height) + "x" +
+                            std::to_string(width) + ", MNV2_TEST_SEED=" + std::to_string(seed);
+  SCOPED_TRACE(where);
+  PrepareConfig config;
+  config.batch = batch;
+  config.height = height;
+  config.width = width;
+  const Tensor input = random_input(Shape{batch, model.input_channels, height, width}, seed);
+  RunOptions keep;
+  keep.keep_layer_outputs = true;
+
+  auto cpu_net = make_backend("cpu")->prepare(model, config);
+  const Tensor cpu_logits = cpu_net->run(input, keep);
+  auto gpu_net = cuda.prepare(model, config);
+  const Tensor gpu_logits = gpu_net->run(input, keep);
+
+  const std::vector<ExecStep>& steps = gpu_net->steps();
+  expect_steps_cover_layers(steps, model.layers.size());
+  std::vector<int> step_of(model.layers.size(), -1);
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (int l : steps[s].layers) step_of[static_cast<size_t>(l)] = static_cast<int>(s);
+
+  ASSERT_EQ(gpu_logits.shape, cpu_logits.shape);
+  EXPECT_LT(rel_l2_of(gpu_logits, cpu_logits), kMaxRelL2) << "logits";
+
+  const std::vector<Tensor>& gpu_out = gpu_net->layer_outputs();
+  const std::vector<Tensor>& cpu_out = cpu_net->layer_outputs();
+  ASSERT_EQ(gpu_out.size(), model.layers.size());
+  double worst = 0;
+  size_t worst_layer = 0;
+  int compared = 0;
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const Layer& layer = model.layers[i];
+    const ExecStep& step = steps[static_cast<size_t>(step_of[i])];
+    const bool materialised = step.layers.back() == static_cast<int>(i);
+    if (!materialised) {
+      EXPECT_TRUE(gpu_out[i].empty()) << "layer " << i << " is fused away in '" << step.name << "' yet has data";
+      continue;
+    }
+    ASSERT_EQ(gpu_out[i].shape, cpu_out[i].shape) << "layer " << i;
+    const double err = rel_l2_of(gpu_out[i], cpu_out[i]);
+    ++compared;
+    if (!(err <= worst)) {
+      worst = err;
+      worst_layer = i;
+    }
+    EXPECT_LT(err, kMaxRelL2) << "layer " << i << " '" << layer.name << "' " << describe(layer) << " output "
+                              << cpu_out[i].shape.str() << ", step '" << step.name << "' variant '" << step.variant
+                              << "'";
+  }
+  std::printf("%s: %zu steps, %d layers compared, logits rel L2 %.3g, worst layer %zu '%s' rel L2 %.3g\n",
+              where.c_str(), steps.size(), compared, rel_l2_of(gpu_logits, cpu_logits), worst_layer,
+              model.layers[worst_layer].name.c_str(), worst);
+}
+
+TEST_F(CudaBackendTest, EveryLayerMatchesCpuBatch1) {
+  for (const char* variant : kVariants) {
+    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    expect_layers_match_cpu(*backend_, main_model(), 1, 224, 224, std::string("main ") + variant);
+  }
+}
+TEST_F(CudaBackendTest, EveryLayerMatchesCpuBatch3) {
+  for (const char* variant : kVariants) {
+    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, std::string("main ") + variant);
+  }
+}
+TEST_F(CudaBackendTest, EveryLayerMatchesCpuOddInputSize) {
+  // Odd sizes: every stride-2 convolution with pads [0,0,1,1] meets odd and even maps, and 7x7 maps become
+  // maps with pixel counts that are not multiples of 4.
+  for (const char* variant : kVariants) {
+    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    expect_layers_match_cpu(*backend_, main_model(), 1, 193, 257, std::string("main ") + variant);
+    expect_layers_match_cpu(*backend_, main_model(), 2, 97, 131, std::string("main ") + variant);
+  }
+}
+TEST_F(CudaBackendTest, EveryLayerMatchesCpuTorchvisionModel) {
+  for (const char* variant : kVariants) {
+    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, std::string("torchvision ") + variant);
+  }
+}
+
+TEST_F(CudaBackendTest, FastPathFusesEpiloguesAndNamesEveryCoveredLayer) {
+  auto net = prepare(main_model(), 1, 224, 224);
+  const std::vector<ExecStep>& steps = net->steps();
+  // 99 layers: 35 ReLU6 and 10 residual adds fold into the convolutions before them.
+  EXPECT_EQ(steps.size(), 54u);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps[0].name, "Conv2d 0 + ReLU6 1");
+  EXPECT_NE(steps[0].variant.find("direct nchw"), std::string::npos) << steps[0].variant;
+  bool saw_residual = false, saw_dw_s2 = false;
+  for (const ExecStep& s : steps) {
+    EXPECT_EQ(s.variant.rfind("fast: ", 0), 0u) << s.variant;
+    if (s.name == "Conv2d 14 + ResidualAdd 15") {
+      saw_residual = true;
+      EXPECT_NE(s.variant.find("+residual"), std::string::npos) << s.variant;
+      EXPECT_NE(s.variant.find("gemm"), std::string::npos) << s.variant;
+    }
+    if (s.name == "Conv2d 7 + ReLU6 8") {
+      saw_dw_s2 = true;
+      EXPECT_NE(s.variant.find("dw3x3 s2"), std::string::npos) << s.variant;
+    }
+    std::printf("  %-32s %s\n", s.name.c_str(), s.variant.c_str());
+  }
+  EXPECT_TRUE(saw_residual);
+  EXPECT_TRUE(saw_dw_s2);
+  EXPECT_NE(steps[0].variant.find("3x3x3"), std::string::npos) << steps[0].variant;
+  EXPECT_NE(steps.back().variant.find("padded to 1004"), std::string::npos) << steps.back().variant;
+}
+
+TEST_F(CudaBackendTest, BaselineRunsOneStepPerLayer) {
+  ScopedEnv env("MNV2_CUDA_VARIANT", "baseline");
+  auto net = prepare(main_model(), 2, 224, 224);
+  const std::vector<ExecStep>& steps = net->steps();
+  ASSERT_EQ(steps.size(), main_model().layers.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].layers, std::vector<int>{static_cast<int>(i)});
+    EXPECT_EQ(steps[i].variant.rfind("baseline: ", 0), 0u) << steps[i].variant;
+  }
+  EXPECT_NE(steps[0].variant.find("im2col"), std::string::npos) << steps[0].variant;
+  EXPECT_NE(steps[4].variant.find("no im2col"), std::string::npos) << steps[4].variant;  // 1x1 projection
+}
+
+TEST_F(CudaBackendTest, UnknownVariantOrGraphModeIsUsageError) {
+  {
+    ScopedEnv env("MNV2_CUDA_VARIANT", "turbo");
+    EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
+  }
+  {
+    ScopedEnv env("MNV2_CUDA_GRAPH", "sometimes");
+    EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
+  }
+  {
+    ScopedEnv env("MNV2_CUDA_GEMM_TILE", "7x7");
+    EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
+  }
+}
+
+std::vector<float> random_floats(std::mt19937_64& gen, size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+struct ConvCase {
+  int in_channels, out_channels, kernel_h, kernel_w, stride_h, stride_w;
+  int pad_top, pad_left, pad_bottom, pad_right;
+  int groups, height, width;
+  bool bias;
+};
+
+Model single_conv_model(const ConvCase& c, std::mt19937_64& gen) {
+  Model m;
+  m.input_channels = c.in_channels;
+  m.input_height = c.height;
+  m.input_width = c.width;
+  m.num_classes = c.out_channels;
+  Layer l;
+  l.index = 0;
+  l.kind = LayerKind::Conv2d;
+  l.name = "conv";
+  l.inputs = {kNetworkInput};
+  ConvParams& p = l.conv;
+  p.in_channels = c.in_channels;
+  p.out_channels = c.out_channels;
+  p.kernel_h = c.kernel_h;
+  p.kernel_w = c.kernel_w;
+  p.stride_h = c.stride_h;
+  p.stride_w = c.stride_w;
+  p.pad_top = c.pad_top;
+  p.pad_left = c.pad_left;
+  p.pad_bottom = c.pad_bottom;
+  p.pad_right = c.pad_right;
+  p.groups = c.groups;
+  l.weight = random_floats(
+      gen, static_cast<size_t>(c.out_channels) * (c.in_channels / c.groups) * c.kernel_h * c.kernel_w, -1.0f, 1.0f);
+  if (c.bias) l.bias = random_floats(gen, static_cast<size_t>(c.out_channels), -1.0f, 1.0f);
+  m.layers.push_back(l);
+  return m;
+}
+
+Layer& add_layer(Model& m, LayerKind kind, std::vector<int> inputs) {
+  Layer l;
+  l.index = static_cast<int>(m.layers.size());
+  l.kind = kind;
+  l.name = "l" + std::to_string(l.index);
+  l.inputs = std::move(inputs);
+  m.layers.push_back(l);
+  return m.layers.back();
+}
+
+// A single convolution reads the network input (the NCHW direct path); a second one behind a ReLU reads an
+// NHWC map (depthwise, pointwise or the NHWC direct fallback). Both variants, every shape of the table.
+TEST_F(CudaBackendTest, ConvolutionTableMatchesCpu) {
+  const ConvCase cases[] = {
+      {3, 8, 3, 3, 2, 2, 0, 0, 1, 1, 1, 16, 16, true},     // the main model's stem
+      {8, 8, 3, 3, 2, 2, 0, 0, 1, 1, 8, 15, 17, true},     // its stride-2 depthwise, odd map
+      {8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8, 9, 9, true},       // symmetric depthwise
+      {6, 4, 3, 3, 2, 2, 1, 0, 0, 2, 2, 11, 10, true},     // groups 2, asymmetric pads
+      {4, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 7, 5, false},      // pointwise without bias
+      {5, 7, 2, 3, 2, 1, 2, 1, 0, 1, 1, 8, 9, true},       // non-square kernel, mixed strides and pads
+      {16, 16, 5, 5, 2, 2, 2, 2, 2, 2, 16, 12, 12, true},  // 5x5 depthwise
+      {4, 4, 3, 3, 1, 1, 2, 0, 0, 3, 1, 6, 7, true},       // pads larger than one side needs
+  };
+  for (const char* variant : kVariants) {
+    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    for (const ConvCase& c : cases) {
+      const uint64_t seed = fresh_seed();
+      std::mt19937_64 gen(seed);
+      // The network input feeds a ReLU6 (an NHWC copy in the fast path), which feeds the convolution.
+      Model m = single_conv_model(c, gen);
+      Model model;
+      model.input_channels = c.in_channels;
+      model.input_height = c.height;
+      model.input_width = c.width;
+      Layer& relu = add_layer(model, LayerKind::ReLU6, {kNetworkInput});
+      relu.clip_min = 0.0f;
+      relu.clip_max = 6.0f;
+      Layer conv = m.layers[0];
+      conv.index = 1;
+      conv.inputs = {0};
+      model.layers.push_back(conv);
+      model.num_classes = c.out_channels;
+      std::ostringstream what;
+      what << variant << " in " << c.in_channels << " out " << c.out_channels << " kernel " << c.kernel_h << "x"
+           << c.kernel_w << " stride " << c.stride_h << "x" << c.stride_w << " pads [" << c.pad_top << "," << c.pad_left
+           << "," << c.pad_bottom << "," << c.pad_right << "] groups " << c.groups << " map " << c.height << "x"
+           << c.width;
+      expect_layers_match_cpu(*backend_, m, 2, c.height, c.width, what.str() + " (reads the input)");
+      expect_layers_match_cpu(*backend_, model, 2, c.height, c.width, what.str() + " (behind a ReLU6)");
+    }
+  }
+}
+
+// Every op kind, fused the way MobileNetV2 is (ReLU without an upper bound, a clip other than 6, a residual
+// add whose other operand is an earlier step's output).
+TEST_F(CudaBackendTest, SmallNetworkOfEveryOpMatchesCpu) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 gen(seed);
+  SCOPED_TRACE("MNV2_TEST_SEED=" + std::to_string(seed));
+  Model m = single_conv_model({3, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 10, 12, true}, gen);
+  Layer& relu = add_layer(m, LayerKind::ReLU, {0});
+  relu.clip_min = 0.0f;
+  relu.clip_max = std::numeric_limits<float>::infinity();
+  Layer& pw = add_layer(m, LayerKind::Conv2d, {1});
+  pw.conv.in_channels = pw.conv.out_channels = 8;
+  pw.weight = random_floats(gen, 64, -1.0f, 1.0f);
+  pw.bias = random_floats(gen, 8, -1.0f, 1.0f);
+  Layer& clip = add_layer(m, LayerKind::ReLU, {2});
+  clip.clip_min = 0.0f;
+  clip.clip_max = 3.5f;
+  add_layer(m, LayerKind::ResidualAdd, {1, 3});
+  add_layer(m, LayerKind::GlobalAveragePool, {4});
+  Layer& fc = add_layer(m, LayerKind::Linear, {5});
+  fc.in_features = 8;
+  fc.out_features = 5;
+  fc.weight = random_floats(gen, 40, -1.0f, 1.0f);
+  fc.bias = random_floats(gen, 5, -1.0f, 1.0f);
+  m.num_classes = 5;
+  for (const Layer& l : m.layers) ASSERT_FALSE(backend_->unsupported_reason(l)) << describe(l);
+  for (const char* variant : kVariants) {
+    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    expect_layers_match_cpu(*backend_, m, 3, 10, 12, std::string("every op, ") + variant);
+  }
+  auto net = prepare(m, 1, 10, 12);
+  ASSERT_EQ(net->steps().size(), 4u);
+  EXPECT_EQ(net->steps()[0].name, "Conv2d 0 + ReLU 1");
+  EXPECT_EQ(net->steps()[1].name, "Conv2d 2 + ReLU 3 + ResidualAdd 4");
+}
+
+// Layers the fast path cannot fuse: a clip and an add reading the network input (NHWC copy), a clip whose
+// input has a second reader, an add of two non-convolution outputs, a stride-2 depthwise with asymmetric
+// pads feeding a Linear over a 3x4 map (weights permuted for the NHWC flattening order).
+TEST_F(CudaBackendTest, UnfusableLayersMatchCpu) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 gen(seed);
+  SCOPED_TRACE("MNV2_TEST_SEED=" + std::to_string(seed));
+  Model m;
+  m.input_channels = 4;
+  m.input_height = 7;
+  m.input_width = 8;
+  Layer& in_clip = add_layer(m, LayerKind::ReLU6, {kNetworkInput});  // 0
+  in_clip.clip_min = 0.0f;
+  in_clip.clip_max = 6.0f;
+  add_layer(m, LayerKind::ResidualAdd, {0, kNetworkInput});  // 1
+  Layer& pw = add_layer(m, LayerKind::Conv2d, {1});          // 2: pointwise 4 -> 4, two readers
+  pw.conv.in_channels = pw.conv.out_channels = 4;
+  pw.weight = random_floats(gen, 16, -1.0f, 1.0f);
+  Layer& clip = add_layer(m, LayerKind::ReLU6, {2});  // 3: not fused (2 has another reader)
+  clip.clip_min = 0.0f;
+  clip.clip_max = 6.0f;
+  add_layer(m, LayerKind::ResidualAdd, {2, 3});      // 4
+  Layer& dw = add_layer(m, LayerKind::Conv2d, {4});  // 5: depthwise 3x3 s2, pads [0,0,1,1]
+  dw.conv.in_channels = dw.conv.out_channels = dw.conv.groups = 4;
+  dw.conv.kernel_h = dw.conv.kernel_w = 3;
+  dw.conv.stride_h = dw.conv.stride_w = 2;
+  dw.conv.pad_bottom = dw.conv.pad_right = 1;
+  dw.weight = random_floats(gen, 36, -1.0f, 1.0f);
+  dw.bias = random_floats(gen, 4, -1.0f, 1.0f);
+  Layer& fc = add_layer(m, LayerKind::Linear, {5});  // 6: over the 4-channel 3x4 map
+  fc.in_features = 4 * 3 * 4;
+  fc.out_features = 6;
+  fc.weight = random_floats(gen, 6 * 48, -1.0f, 1.0f);
+  fc.bias = random_floats(gen, 6, -1.0f, 1.0f);
+  m.num_classes = 6;
+  const std::vector<LayerStats> stats = analyse(m, 2, 7, 8);
+  ASSERT_EQ(stats[5].output, (Shape{2, 4, 3, 4}));
+  for (const char* variant : kVariants) {
+    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    expect_layers_match_cpu(*backend_, m, 2, 7, 8, std::string("unfusable, ") + variant);
+  }
+  auto net = prepare(m, 2, 7, 8);
+  EXPECT_EQ(net->steps().size(), 7u);
+  EXPECT_NE(net->steps()[0].variant.find("nchw->nhwc"), std::string::npos) << net->steps()[0].variant;
+  EXPECT_NE(net->steps()[6].variant.find("permuted"), std::string::npos) << net->steps()[6].variant;
+}
+
+// A StepObserver that writes down every call.
+class RecordingObserver final : public StepObserver {
+ public:
+  struct Call {
+    char what;  // 'B' run_begin, 'E' run_end, 's' step_begin, 'e' step_end
+    int step;
+    void* stream;
+  };
+  void run_begin(void* stream) override { calls.push_back({'B', -1, stream}); }
+  void run_end(void* stream) override { calls.push_back({'E', -1, stream}); }
+  void step_begin(int step, void* stream) override { calls.push_back({'s', step, stream}); }
+  void step_end(int step, void* stream) override { calls.push_back({'e', step, stream}); }
+  std::vector<Call> calls;
+};
+
+TEST_F(CudaBackendTest, GraphReplayAndLayerByLayerRunsAreBitwiseIdentical) {
+  for (const char* variant : kVariants) {
+    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    SCOPED_TRACE(variant);
+    auto net = prepare(main_model(), 2, 224, 224);
+    const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
+    const Tensor graph = net->run(input);  // no observer: the graph
+    RecordingObserver observer;
+    RunOptions per_step;
+    per_step.observer = &observer;
+    const Tensor layers = net->run(input, per_step);  // a per-step observer: layer by layer
+    EXPECT_EQ(observer.calls.size(), 2 * net->steps().size() + 2);
+    ASSERT_EQ(graph.data.size(), layers.data.size());
+    EXPECT_EQ(std::memcmp(graph.data.data(), layers.data.data(), graph.data.size() * sizeof(float)), 0);
+    for (int i = 0; i < 3; ++i) {
+      RunOptions options;
+      options.keep_layer_outputs = i == 1;  // downloading the layers must not change the result either
+      const Tensor again = net->run(input, options);
+      EXPECT_EQ(std::memcmp(again.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0) << i;
+    }
+    ScopedEnv off("MNV2_CUDA_GRAPH", "off");
+    auto plain = prepare(main_model(), 2, 224, 224);
+    const Tensor no_graph = plain->run(input);
+    EXPECT_EQ(std::memcmp(no_graph.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0);
+  }
+}
+
+TEST_F(CudaBackendTest, ObserverSeesEveryStepInOrder) {
+  auto net = prepare(main_model(), 1, 224, 224);
+  RecordingObserver observer;
+  RunOptions options;
+  options.observer = &observer;
+  net->run(random_input(Shape{1, 3, 224, 224}, 3), options);
+  const size_t steps = net->steps().size();
+  ASSERT_EQ(observer.calls.size(), 2 * steps + 2);
+  EXPECT_EQ(observer.calls.front().what, 'B');
+  EXPECT_EQ(observer.calls.back().what, 'E');
+  for (size_t i = 0; i < steps; ++i) {
+    EXPECT_EQ(observer.calls[1 + 2 * i].what, 's');
+    EXPECT_EQ(observer.calls[1 + 2 * i].step, static_cast<int>(i));
+    EXPECT_EQ(observer.calls[2 + 2 * i].what, 'e');
+    EXPECT_EQ(observer.calls[2 + 2 * i].step, static_cast<int>(i));
+  }
+  void* stream = observer.calls.front().stream;
+  EXPECT_NE(stream, nullptr);
+  for (const auto& call : observer.calls) EXPECT_EQ(call.stream, stream);
+}
+
+TEST_F(CudaBackendTest, GraphModeOnRefusesPerStepTimingButTimesWholeRuns) {
+  ScopedEnv env("MNV2_CUDA_GRAPH", "on");
+  auto net = prepare(main_model(), 1, 224, 224);
+  const Tensor input = random_input(Shape{1, 3, 224, 224}, 5);
+  RecordingObserver observer;
+  RunOptions per_step;
+  per_step.observer = &observer;
+  try {
+    net->run(input, per_step);
+    ADD_FAILURE() << "a per-step observer with MNV2_CUDA_GRAPH=on must be refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("graph"), std::string::npos) << e.what();
+  }
+  auto timer = make_run_timer(true);
+  RunOptions whole;
+  whole.observer = timer.get();
+  net->run(input, whole);
+  EXPECT_GT(timer->last_run_ns(), 0);
+  std::printf("graph replay at batch 1: %.3f ms (event pair around the graph launch)\n", timer->last_run_ns() / 1e6);
+}
+
+TEST_F(CudaBackendTest, RepeatedRunsAreBitwiseIdentical) {
+  auto net = prepare(main_model(), 2, 224, 224);
+  const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
+  const Tensor first = net->run(input);
+  for (int i = 0; i < 5; ++i) {
+    const Tensor again = net->run(input);
+    EXPECT_EQ(std::memcmp(again.data.data(), first.data.data(), first.data.size() * sizeof(float)), 0) << "run " << i;
+  }
+}
+
+TEST_F(CudaBackendTest, ReportsMemory) {
+  for (const char* variant : kVariants) {
+    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    auto net = prepare(main_model(), 1, 224, 224);
+    const MemoryReport m = net->memory();
+    int64_t params = 0;
+    for (const Layer& l : main_model().layers) params += l.param_count();
+    EXPECT_GE(m.weight_bytes, params * static_cast<int64_t>(sizeof(float)));
+    EXPECT_GT(m.activation_bytes, 0);
+    EXPECT_GE(m.workspace_bytes, 0);
+    std::printf("%s memory at batch 1: weights %lld B, activations %lld B, workspace %lld B\n", variant,
+                static_cast<long long>(m.weight_bytes), static_cast<long long>(m.activation_bytes),
+                static_cast<long long>(m.workspace_bytes));
+  }
+}
+
+TEST_F(CudaBackendTest, WrongInputShapeIsUsageError) {
+  auto net = prepare(main_model(), 1, 224, 224);
+  EXPECT_THROW(net->run(Tensor(Shape{2, 3, 224, 224})), UsageError);
+  EXPECT_THROW(net->run(Tensor(Shape{1, 3, 225, 224})), UsageError);
+  Tensor short_data(Shape{1, 3, 224, 224});
+  short_data.data.pop_back();
+  EXPECT_THROW(net->run(short_data), UsageError);
+  const Tensor logits = net->run(random_input(Shape{1, 3, 224, 224}, 7));
+  EXPECT_EQ(logits.shape, (Shape{1, 1001, 1, 1}));
+}
+
+TEST_F(CudaBackendTest, RefusesOtherPrecisionsAndMalformedLayers) {
+  PrepareConfig config;
+  for (Precision p : {Precision::tf32, Precision::fp16}) {
+    config.precision = p;
+    EXPECT_THROW(backend_->prepare(main_model(), config), UsageError) << to_string(p);
+  }
+  for (const Layer& l : main_model().layers) EXPECT_FALSE(backend_->unsupported_reason(l)) << describe(l);
+  Layer bad = main_model().layers.front();
+  bad.weight.pop_back();
+  EXPECT_TRUE(backend_->unsupported_reason(bad));
+  Layer inverted;
+  inverted.kind = LayerKind::ReLU;
+  inverted.inputs = {0};
+  inverted.clip_min = 6.0f;
+  inverted.clip_max = 0.0f;
+  EXPECT_TRUE(backend_->unsupported_reason(inverted));
+}
+
+// The profiler over the fast path: fused steps carry their layers, both timers give every step a time,
+// and CUPTI names this project's kernels.
+TEST_F(CudaBackendTest, ProfilerAttributesFusedStepsWithBothTimers) {
+  for (TimerKind timer : {TimerKind::cuda_event, TimerKind::cupti_kernel}) {
+    ProfileConfig c;
+    c.backend = "cuda";
+    c.batch = 2;
+    c.timer = timer;
+    c.warmup = 3;
+    c.iters = 10;
+    const RunReport r = profile(main_model(), c);
+    SCOPED_TRACE(r.timer);
+    ASSERT_EQ(r.steps.size(), 54u);
+    EXPECT_EQ(r.layers[1].fused_group, "Conv2d 0 + ReLU6 1");
+    EXPECT_EQ(r.layers[15].fused_group, "Conv2d 14 + ResidualAdd 15");
+    for (const StepProfile& s : r.steps) {
+      EXPECT_GT(s.time_ns.median, 0) << s.name;
+      if (r.timer == "cupti_kernel") {
+        ASSERT_FALSE(s.kernel_names.empty()) << s.name;
+        EXPECT_NE(s.kernel_names.front().find("mnv2::kernels"), std::string::npos) << s.kernel_names.front();
+      }
+    }
+    ASSERT_TRUE(r.end_to_end.gpu_ms.has_value());
+    std::printf("%s: end to end (graph) %.3f ms GPU, sum of steps (layer by layer) %.3f ms\n", r.timer.c_str(),
+                r.end_to_end.gpu_ms->median, r.sum_of_steps_ms);
+  }
+}
+
+}  // namespace
+}  // namespace mnv2::test

@@ -1,0 +1,380 @@
+// The whole window on the offscreen platform: open the shared model and cat.bmp, run the cpu backend,
+// check what each page shows, export, open a report, errors, selection between table and chart, settings.
+#include <qcustomplot.h>
+#include <QAbstractItemModelTester>
+#include <QComboBox>
+#include <QFile>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QStandardItemModel>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "mnv2/device.h"
+#include "mnv2/json.h"
+#include "mnv2/report.h"
+#include "models/diff_table_model.h"
+#include "models/layer_selection.h"
+#include "models/layer_table_model.h"
+#include "models/report_catalog.h"
+#include "models/run_comparison_model.h"
+#include "models/totals_model.h"
+#include "run_controller.h"
+#include "ui_test_support.h"
+#include "widgets/comparison_page.h"
+#include "widgets/diffs_page.h"
+#include "widgets/input_panel.h"
+#include "widgets/main_window.h"
+#include "widgets/network_graph_view.h"
+#include "widgets/run_settings_panel.h"
+#include "widgets/timings_page.h"
+#include "widgets/topology_page.h"
+
+using namespace mnv2::ui;
+
+namespace {
+
+constexpr int kTimeoutMs = 120000;
+
+// Splits one CSV line, honouring double-quoted fields ("" inside quotes is a quote).
+QStringList csvFields(const QString& line) {
+  QStringList out;
+  QString field;
+  bool quoted = false;
+  for (int i = 0; i < line.size(); ++i) {
+    const QChar c = line[i];
+    if (quoted) {
+      if (c == QLatin1Char('"') && i + 1 < line.size() && line[i + 1] == QLatin1Char('"')) {
+        field += c;
+        ++i;
+      } else if (c == QLatin1Char('"')) {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == QLatin1Char('"')) {
+      quoted = true;
+    } else if (c == QLatin1Char(',')) {
+      out << field;
+      field.clear();
+    } else {
+      field += c;
+    }
+  }
+  out << field;
+  return out;
+}
+
+}  // namespace
+
+class MainWindowTest : public QObject {
+  Q_OBJECT
+
+ private:
+  MainWindow* m_window = nullptr;
+  QTemporaryDir m_dir;
+
+  bool waitRun(bool compare) {
+    QSignalSpy finished(m_window, &MainWindow::runFinished);
+    m_window->startRun(compare);
+    if (!finished.wait(kTimeoutMs)) return false;
+    return finished.first().at(0).toBool();
+  }
+
+  void closeErrorBoxes() {
+    for (QMessageBox* box : m_window->findChildren<QMessageBox*>()) box->close();
+    QCoreApplication::processEvents();
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(m_dir.isValid());
+    MainWindow::Options options;
+    options.useSettings = false;
+    m_window = new MainWindow(options);
+    m_window->show();
+    QSignalSpy env(m_window, &MainWindow::environmentReady);
+    QSignalSpy model(m_window, &MainWindow::modelReady);
+    m_window->start(test::mainModelPath());
+    QTRY_VERIFY_WITH_TIMEOUT(env.count() == 1 && model.count() == 1, kTimeoutMs);
+    QVERIFY(model.first().at(0).toBool());
+    QVERIFY(m_window->hasModel());
+    m_window->runSettings()->setCounts(1, 1, 3);  // a short profile keeps the test quick
+  }
+
+  void cleanupTestCase() { delete m_window; }
+
+  void topologyShows99Rows() {
+    QCOMPARE(m_window->layerModel()->rowCount(), 99);
+    QTableView* table = m_window->topologyPage()->view();
+    QCOMPARE(table->model()->rowCount(), 99);
+    QVERIFY(m_window->banner()->isHidden());  // a real model: no synthetic-weights banner
+    QVERIFY(m_window->statusText().contains(QStringLiteral("mobilenet_v2_1.0_224.onnx")));
+    QVERIFY(m_window->statusText().contains(QStringLiteral("GPU:")));
+    QVERIFY(m_window->statusText().contains(QStringLiteral("driver")));
+    QCOMPARE(m_window->graphPage()->view()->nodeCount(), 99);
+    QCOMPARE(m_window->graphPage()->view()->residualEdgeCount(), 10);
+    // Filtering by block through the page's own combo.
+    QComboBox* blocks = m_window->topologyPage()->blockCombo();
+    blocks->setCurrentIndex(blocks->findText(QStringLiteral("block3")));
+    QCOMPARE(table->model()->rowCount(), 6);
+    blocks->setCurrentIndex(0);
+    QCOMPARE(table->model()->rowCount(), 99);
+  }
+
+  void gpuBackendsDisabledWithoutGpu() {
+    if (!mnv2::cuda_environment().devices.empty()) QSKIP("this machine has a GPU");
+    auto* combo = m_window->findChild<QComboBox*>(QStringLiteral("backendCombo"));
+    QVERIFY(combo);
+    auto* model = qobject_cast<QStandardItemModel*>(combo->model());
+    QVERIFY(model);
+    int gpu = 0;
+    for (int i = 0; i < model->rowCount(); ++i) {
+      QStandardItem* item = model->item(i);
+      const QString name = item->data(Qt::UserRole).toString();
+      if (name == QLatin1String("cpu")) {
+        QVERIFY(item->isEnabled());
+        continue;
+      }
+      ++gpu;
+      QVERIFY2(!item->isEnabled(), qPrintable(name));
+      QVERIFY2(item->toolTip().contains(QStringLiteral("unavailable")), qPrintable(item->toolTip()));
+    }
+    QVERIFY(gpu >= 1);
+    QCOMPARE(m_window->runSettings()->backend(), QStringLiteral("cpu"));
+    QCOMPARE(m_window->runSettings()->availableBackends(), QStringList{QStringLiteral("cpu")});
+  }
+
+  void opensTheCatAndPredictsEgyptianCat() {
+    QSignalSpy image(m_window, &MainWindow::imageReady);
+    m_window->openImage(test::imagePath(QStringLiteral("cat.bmp")));
+    QVERIFY(image.wait(kTimeoutMs));
+    QVERIFY(image.first().at(0).toBool());
+    const auto& predictions = m_window->inputPanel()->predictions();
+    QCOMPARE(static_cast<int>(predictions.size()), 5);
+    QCOMPARE(QString::fromStdString(predictions.front().label), QStringLiteral("Egyptian cat"));
+    QCPBars* bars = qobject_cast<QCPBars*>(m_window->inputPanel()->predictionsPlot()->plottable(0));
+    QVERIFY(bars);
+    QCOMPARE(bars->data()->size(), 5);
+    QVERIFY(m_window->runSettings()->useImage());
+  }
+
+  void runsTheCpuBackend() {
+    QVERIFY(waitRun(false));
+    TimingsPage* timings = m_window->timingsPage();
+    QCOMPARE(timings->seriesCount(), 1);
+    QCOMPARE(timings->barCount(), 99);
+    QCOMPARE(m_window->shownReports().size(), size_t(1));
+    const mnv2::RunReport& r = *m_window->shownReports().front();
+    QCOMPARE(r.backend, std::string("cpu"));
+    QVERIFY(QString::fromStdString(r.config.input_name).endsWith(QStringLiteral("cat.bmp")));
+    // The table now carries the timings, the graph its colours.
+    QVERIFY(!m_window->layerModel()->index(0, LayerTableModel::Median).data().toString().isEmpty());
+    QVERIFY(m_window->graphPage()->view()->legendText().contains(QStringLiteral("µs")));
+    QVERIFY(m_window->statusText().contains(QStringLiteral("cuDNN")));
+    // Totals per kind, with a bar per kind.
+    QVERIFY(m_window->timingsPage()->totalsModel()->rowCount() >= 5);
+  }
+
+  void logScaleToggles() {
+    TimingsPage* timings = m_window->timingsPage();
+    timings->setLogScale(true);
+    QCOMPARE(timings->plot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    QVERIFY(timings->plot()->yAxis->range().lower > 0);
+    timings->setLogScale(false);
+    QCOMPARE(timings->plot()->yAxis->scaleType(), QCPAxis::stLinear);
+  }
+
+  void selectingARowHighlightsItsBar() {
+    m_window->selectTab(QStringLiteral("topology"));
+    QTableView* table = m_window->topologyPage()->view();
+    table->selectRow(12);
+    QCOMPARE(m_window->selection()->currentLayer(), 12);
+    QCPBars* bars = qobject_cast<QCPBars*>(m_window->timingsPage()->plot()->plottable(0));
+    QVERIFY(bars);
+    const QCPDataSelection sel = bars->selection();
+    QCOMPARE(sel.dataRangeCount(), 1);
+    QCOMPARE(static_cast<int>(bars->data()->at(sel.dataRange().begin())->key), 12);
+  }
+
+  void clickingABarSelectsTheRow() {
+    m_window->selectTab(QStringLiteral("timings"));
+    QCustomPlot* plot = m_window->timingsPage()->plot();
+    plot->replot();
+    QCPBars* bars = qobject_cast<QCPBars*>(plot->plottable(0));
+    // The tallest bar other than the selected one, clicked half-way up: well clear of the axis.
+    int layer = 0;
+    for (int i = 0; i < bars->data()->size(); ++i)
+      if (i != 12 && bars->data()->at(i)->value > bars->data()->at(layer)->value) layer = i;
+    const double value = bars->data()->at(layer)->value;
+    const QPoint pos(qRound(plot->xAxis->coordToPixel(layer)), qRound(plot->yAxis->coordToPixel(value * 0.5)));
+    QCOMPARE(m_window->timingsPage()->layerAt(pos), layer);
+    QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier, pos);
+    QCOMPARE(m_window->selection()->currentLayer(), layer);
+    const QModelIndex current = m_window->topologyPage()->view()->currentIndex();
+    QCOMPARE(current.data(LayerTableModel::LayerRole).toInt(), layer);
+  }
+
+  void exportsParseableCsvJsonAndTrace() {
+    const QString csv = m_dir.filePath(QStringLiteral("profile.csv"));
+    QVERIFY(m_window->exportTo(MainWindow::ExportFormat::Csv, csv));
+    QFile f(csv);
+    QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
+    QStringList lines;
+    for (const QString& l : QString::fromUtf8(f.readAll()).split(QLatin1Char('\n')))
+      if (!l.isEmpty() && !l.startsWith(QLatin1Char('#'))) lines << l;
+    QCOMPARE(lines.size(), 1 + 99);  // header + one row per layer
+    const QStringList header = csvFields(lines.front());
+    const int backend = header.indexOf(QStringLiteral("backend"));
+    QVERIFY(backend >= 0);
+    for (int i = 1; i < lines.size(); ++i) {
+      const QStringList row = csvFields(lines[i]);
+      QCOMPARE(row.size(), header.size());
+      QCOMPARE(row[backend], QStringLiteral("cpu"));
+    }
+
+    const QString json = m_dir.filePath(QStringLiteral("profile.json"));
+    QVERIFY(m_window->exportTo(MainWindow::ExportFormat::Json, json));
+    const auto runs = mnv2::read_reports_file(json.toStdString());
+    QCOMPARE(runs.size(), size_t(1));
+    QCOMPARE(runs.front().steps.size(), size_t(99));
+
+    const QString trace = m_dir.filePath(QStringLiteral("profile.trace.json"));
+    QVERIFY(m_window->exportTo(MainWindow::ExportFormat::Trace, trace));
+    QVERIFY(mnv2::json::parse_file(trace.toStdString()).find("traceEvents"));
+  }
+
+  void opensAReportAndComparesItWithTheCurrentRun() {
+    const QString json = m_dir.filePath(QStringLiteral("profile.json"));
+    QVERIFY(m_window->openReport(json));
+    QCOMPARE(m_window->catalog()->count(), 2);  // the current run and the report's run
+    ComparisonPage* page = m_window->comparisonPage();
+    QCOMPARE(page->runA(), m_window->catalog()->firstCurrentRow());
+    QVERIFY(page->runB() != page->runA());
+    QAbstractItemModelTester tester(page->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(page->model()->rowCount(), 99);
+    QVERIFY(page->summaryText().contains(QStringLiteral("rows differ beyond the noise")));
+    // Sortable by the difference.
+    page->view()->sortByColumn(RunComparisonModel::Delta, Qt::DescendingOrder);
+    const double first =
+        page->proxy()->index(0, RunComparisonModel::Delta).data(RunComparisonModel::SortRole).toDouble();
+    const double last =
+        page->proxy()->index(98, RunComparisonModel::Delta).data(RunComparisonModel::SortRole).toDouble();
+    QVERIFY(first >= last);
+    // The opened report is what the timings page shows now.
+    QCOMPARE(m_window->timingsPage()->barCount(), 99);
+  }
+
+  void diffShownForTwoRuns() {
+    // On the CPU, two cpu "backends" exercise the diff page end to end (all errors 0).
+    QSignalSpy finished(m_window, &MainWindow::runFinished);
+    m_window->computeDiff(QStringLiteral("cpu"), QStringLiteral("cpu"));
+    QVERIFY(finished.wait(kTimeoutMs));
+    QVERIFY(finished.first().at(0).toBool());
+    DiffsPage* diffs = m_window->diffsPage();
+    QVERIFY(diffs->currentDiff());
+    QCOMPARE(diffs->model()->rowCount(), 99);
+    QVERIFY(diffs->summaryText().contains(QStringLiteral("top-5 agrees")));
+    m_window->graphPage()->setColorBy(NetworkGraphView::ColorBy::Error);
+    QVERIFY(m_window->graphPage()->view()->legendText().contains(QStringLiteral("rel L2")));
+    m_window->graphPage()->setColorBy(NetworkGraphView::ColorBy::Time);
+  }
+
+  void badImageShowsAnErrorAndTheAppKeepsWorking() {
+    QSignalSpy errors(m_window, &MainWindow::errorReported);
+    QSignalSpy image(m_window, &MainWindow::imageReady);
+    const QString bad = m_dir.filePath(QStringLiteral("broken.jpg"));
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("\xff\xd8\xff\xe0 not really a jpeg");
+    f.close();
+    m_window->openImage(bad);
+    QVERIFY(image.wait(kTimeoutMs));
+    QVERIFY(!image.first().at(0).toBool());
+    QCOMPARE(errors.count(), 1);
+    QVERIFY(errors.first().at(0).toString().contains(bad));
+    QTRY_VERIFY(!m_window->findChildren<QMessageBox*>().isEmpty());
+    QMessageBox* box = m_window->findChildren<QMessageBox*>().first();
+    QVERIFY(box->isVisible());
+    QVERIFY(!box->isModal());
+    closeErrorBoxes();
+    // Still working: the previous image stays, a new one opens, a run completes.
+    QCOMPARE(QString::fromStdString(m_window->inputPanel()->predictions().front().label),
+             QStringLiteral("Egyptian cat"));
+    image.clear();
+    m_window->openImage(test::imagePath(QStringLiteral("hot_dog.jpg")));
+    QVERIFY(image.wait(kTimeoutMs));
+    QVERIFY(image.first().at(0).toBool());
+    QVERIFY(QString::fromStdString(m_window->inputPanel()->predictions().front().label)
+                .startsWith(QStringLiteral("hotdog")));
+    QVERIFY(waitRun(false));
+  }
+
+  void badReportShowsAnError() {
+    const QString bad = m_dir.filePath(QStringLiteral("bad.json"));
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"schema\": ");
+    f.close();
+    QSignalSpy errors(m_window, &MainWindow::errorReported);
+    QVERIFY(!m_window->openReport(bad));
+    QCOMPARE(errors.count(), 1);
+    closeErrorBoxes();
+  }
+
+  void cancelFromTheWindow() {
+    m_window->runSettings()->setCounts(1, 0, 1000000);
+    QSignalSpy finished(m_window, &MainWindow::runFinished);
+    QSignalSpy progress(m_window->controller(), &RunController::progress);
+    m_window->startRun(false);
+    QVERIFY(progress.wait(kTimeoutMs));
+    QVERIFY(m_window->findChild<QPushButton*>(QStringLiteral("cancelButton"))->isEnabled());
+    m_window->cancelRun();
+    QVERIFY(finished.wait(kTimeoutMs));
+    QVERIFY(!finished.first().at(0).toBool());
+    m_window->runSettings()->setCounts(1, 1, 3);
+    QVERIFY(waitRun(true));  // compare: every available backend (only cpu without a GPU)
+  }
+
+  void syntheticWeightsShowABanner() {
+    // What the worker sends when no model file is found: the built-in topology with synthetic weights.
+    MainWindow::Options options;
+    options.useSettings = false;
+    MainWindow window(options);
+    const mnv2::Model builtin = mnv2::builtin_mobilenet_v2();
+    ModelInfo info;
+    info.synthetic = builtin.synthetic;
+    info.source = QString::fromStdString(builtin.source);
+    for (const auto& w : builtin.warnings) info.warnings << QString::fromStdString(w);
+    info.topology = builtin.layers;
+    info.stats = mnv2::analyse(builtin, 1, 224, 224);
+    info.numBlocks = builtin.num_blocks;
+    QVERIFY(info.synthetic);
+    Q_EMIT window.controller()->modelLoaded(info);
+    QVERIFY(!window.banner()->isHidden());
+    QVERIFY(window.banner()->text().contains(QStringLiteral("Synthetic weights")));
+    QCOMPARE(window.layerModel()->rowCount(), 99);
+  }
+
+  void settingsPersist() {
+    QSettings().clear();
+    MainWindow::Options options;
+    {
+      MainWindow first(options);
+      first.runSettings()->setCounts(2, 4, 33);
+      first.close();
+    }
+    MainWindow second(options);
+    QCOMPARE(second.runSettings()->iterations(), 33);
+    QCOMPARE(second.runSettings()->warmup(), 4);
+    QCOMPARE(second.runSettings()->batch(), 2);
+    QSettings().clear();
+  }
+};
+
+MNV2_UI_SUITE(MainWindowTest);
+#include "test_main_window.moc"

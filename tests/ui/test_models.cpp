@@ -1,0 +1,203 @@
+// The item models of the app (ui/models), each checked by QAbstractItemModelTester and by what it shows.
+#include <QAbstractItemModelTester>
+#include <QtTest>
+#include <memory>
+
+#include "mnv2/profiler.h"
+#include "models/diff_table_model.h"
+#include "models/layer_filter_proxy.h"
+#include "models/layer_table_model.h"
+#include "models/report_catalog.h"
+#include "models/run_comparison_model.h"
+#include "models/totals_model.h"
+#include "ui_test_support.h"
+
+using namespace mnv2::ui;
+
+class ModelsTest : public QObject {
+  Q_OBJECT
+
+ private:
+  std::vector<mnv2::Layer> topology() const {
+    std::vector<mnv2::Layer> layers = test::mainModel().layers;
+    for (auto& l : layers) {
+      l.weight.clear();
+      l.bias.clear();
+    }
+    return layers;
+  }
+  std::vector<mnv2::LayerStats> stats() const { return mnv2::analyse(test::mainModel(), 1, 224, 224); }
+
+  // A real cpu run, short: the models must take what the engine produces.
+  const mnv2::RunReport& cpuReport() {
+    if (!m_cpu) {
+      mnv2::ProfileConfig c;
+      c.backend = "cpu";
+      c.warmup = 0;
+      c.iters = 2;
+      m_cpu = std::make_shared<mnv2::RunReport>(mnv2::profile(test::mainModel(), c));
+    }
+    return *m_cpu;
+  }
+  std::shared_ptr<mnv2::RunReport> m_cpu;
+
+ private Q_SLOTS:
+  void layerTableShowsTheTopology() {
+    LayerTableModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setTopology(topology(), stats());
+    QCOMPARE(model.rowCount(), 99);
+    QCOMPARE(model.columnCount(), static_cast<int>(LayerTableModel::ColumnCount));
+    QCOMPARE(model.index(0, LayerTableModel::Name).data().toString(), QStringLiteral("stem.conv"));
+    QCOMPARE(model.index(0, LayerTableModel::Output).data().toString(), QStringLiteral("1×32×112×112"));
+    QCOMPARE(model.index(0, LayerTableModel::Params).data(LayerTableModel::SortRole).toLongLong(), 896LL);
+    QCOMPARE(model.index(98, LayerTableModel::Kind).data().toString(), QStringLiteral("Linear"));
+    QVERIFY(!model.index(5, LayerTableModel::Median).data().isValid());  // no run yet
+  }
+
+  void layerTableShowsARun() {
+    LayerTableModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setTopology(topology(), stats());
+    model.setReport(std::make_shared<const mnv2::RunReport>(cpuReport()));
+    QCOMPARE(model.rowCount(), 99);
+    for (int row = 0; row < 99; ++row) {
+      const QModelIndex median = model.index(row, LayerTableModel::Median);
+      QVERIFY2(!median.data().toString().isEmpty(), qPrintable(QStringLiteral("row %1").arg(row)));
+      QVERIFY(median.data(LayerTableModel::SortRole).toDouble() > 0);
+    }
+    QVERIFY(model.index(12, LayerTableModel::Median).data(Qt::ToolTipRole).toString().contains(QStringLiteral("p90")));
+    model.setReport(nullptr);
+    QVERIFY(!model.index(5, LayerTableModel::Median).data().isValid());
+  }
+
+  void filterByBlockKindAndName() {
+    LayerTableModel model;
+    model.setTopology(topology(), stats());
+    LayerFilterProxy proxy;
+    QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    proxy.setSourceModel(&model);
+    QCOMPARE(proxy.rowCount(), 99);
+    proxy.setBlockFilter(3);  // expand, relu6, dw, relu6, project, add
+    QCOMPARE(proxy.rowCount(), 6);
+    proxy.setKindFilter(QStringLiteral("ResidualAdd"));
+    QCOMPARE(proxy.rowCount(), 1);
+    proxy.setBlockFilter(-1);
+    QCOMPARE(proxy.rowCount(), 10);
+    proxy.setKindFilter(QString());
+    proxy.setNameFilter(QStringLiteral(".dw"));
+    QCOMPARE(proxy.rowCount(), 34);  // 17 depthwise convolutions and their activations
+    proxy.setNameFilter(QString());
+    proxy.sort(LayerTableModel::Macs, Qt::DescendingOrder);
+    const qlonglong first = proxy.index(0, LayerTableModel::Macs).data(LayerTableModel::SortRole).toLongLong();
+    const qlonglong second = proxy.index(1, LayerTableModel::Macs).data(LayerTableModel::SortRole).toLongLong();
+    QVERIFY(first >= second);
+  }
+
+  void diffTableHighlightsTheFirstDivergentLayer() {
+    auto d = std::make_shared<mnv2::DiffReport>();
+    d->backend = "cudnn";
+    d->reference = "cpu";
+    d->threshold = 1e-4;
+    d->first_divergent_layer = 7;
+    for (int l = 0; l < 99; ++l) {
+      mnv2::LayerDiff ld;
+      ld.layer = l;
+      ld.compared = l % 2 == 0 || l == 7;
+      ld.error.rel_l2 = l >= 7 ? 2e-4 : 1e-6;
+      ld.error.max_abs = 1e-3;
+      ld.error.cosine = 0.999;
+      d->layers.push_back(ld);
+    }
+    DiffTableModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setDiff(d, topology());
+    QCOMPARE(model.rowCount(), 99);
+    QVERIFY(model.index(7, 0).data(DiffTableModel::FirstDivergentRole).toBool());
+    QVERIFY(!model.index(8, 0).data(DiffTableModel::FirstDivergentRole).toBool());
+    QCOMPARE(model.index(7, DiffTableModel::Status).data().toString(), QStringLiteral("first divergent layer"));
+    QVERIFY(model.index(1, DiffTableModel::Status).data().toString().startsWith(QStringLiteral("not compared")));
+    QVERIFY(model.index(7, 0).data(Qt::BackgroundRole).isValid());
+    QCOMPARE(model.index(4, DiffTableModel::RelL2).data(DiffTableModel::SortRole).toDouble(), 1e-6);
+    model.setDiff(nullptr, {});
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void runComparisonAlignsFusedStepsAndGreysNoise() {
+    // A: one step per layer; B: convolutions fused with their ReLU6. Rows are the union of both.
+    auto a = std::make_shared<const mnv2::RunReport>(test::syntheticReport(topology(), "cpu", 10000, 0.05, false));
+    auto b = std::make_shared<const mnv2::RunReport>(test::syntheticReport(topology(), "cudnn", 1000, 0.05, true));
+    RunComparisonModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setRuns(a, b);
+    QCOMPARE(model.rowCount(), static_cast<int>(b->steps.size()));
+    QVERIFY(model.rowCount() < 99);
+    // Segment 0 = stem.conv + stem.relu6: A's two steps against B's fused one.
+    QCOMPARE(model.index(0, RunComparisonModel::Index).data().toString(), QStringLiteral("0–1"));
+    const double medianA = a->steps[0].time_ns.median + a->steps[1].time_ns.median;
+    QCOMPARE(model.index(0, RunComparisonModel::MedianA).data(RunComparisonModel::SortRole).toDouble(), medianA);
+    QCOMPARE(model.index(0, RunComparisonModel::Delta).data(RunComparisonModel::SortRole).toDouble(),
+             b->steps[0].time_ns.median - medianA);
+    // 10x apart with ±5 % ranges: nothing is within noise.
+    QCOMPARE(model.rowsOutsideNoise(), model.rowCount());
+    QVERIFY(!model.index(0, 0).data(RunComparisonModel::WithinNoiseRole).toBool());
+
+    // The same run against itself: every row inside the noise, speed-up 1.
+    model.setRuns(a, a);
+    QCOMPARE(model.rowCount(), 99);
+    QCOMPARE(model.rowsOutsideNoise(), 0);
+    QVERIFY(model.index(3, 0).data(RunComparisonModel::WithinNoiseRole).toBool());
+    QVERIFY(model.index(3, 0).data(Qt::ForegroundRole).isValid());
+    QCOMPARE(model.index(3, RunComparisonModel::SpeedUp).data(RunComparisonModel::SortRole).toDouble(), 1.0);
+    QVERIFY(model.headerData(RunComparisonModel::Delta, Qt::Horizontal, Qt::ToolTipRole)
+                .toString()
+                .contains(QStringLiteral("p10–p90")));
+    model.setRuns(nullptr, a);
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void noiseRuleIsOverlapOfP10P90() {
+    QVERIFY(rangesOverlap(1, 3, 2, 4));
+    QVERIFY(rangesOverlap(1, 3, 3, 4));
+    QVERIFY(!rangesOverlap(1, 2, 3, 4));
+    QVERIFY(!rangesOverlap(5, 6, 3, 4));
+  }
+
+  void totalsPerKindAndBlock() {
+    TotalsModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    auto r = std::make_shared<const mnv2::RunReport>(cpuReport());
+    model.setReports({r, r});
+    QCOMPARE(model.rowCount(), static_cast<int>(r->per_kind.size()));
+    QCOMPARE(model.columnCount(), 5);
+    double shares = 0;
+    for (int g = 0; g < model.rowCount(); ++g) shares += model.share(0, g);
+    QVERIFY(qAbs(shares - 1.0) < 1e-9);
+    model.setGrouping(TotalsModel::Grouping::Block);
+    QCOMPARE(model.rowCount(), 19);  // stem, 17 bottlenecks, head
+    QCOMPARE(model.index(0, 0).data().toString(), QStringLiteral("stem"));
+    model.setReports({});
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void catalogKeepsCurrentRunAndFiles() {
+    ReportCatalog catalog;
+    QAbstractItemModelTester tester(&catalog, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    auto a = std::make_shared<const mnv2::RunReport>(test::syntheticReport(topology(), "cpu", 1000, 0.1, false));
+    auto b = std::make_shared<const mnv2::RunReport>(test::syntheticReport(topology(), "cudnn", 100, 0.1, true));
+    QCOMPARE(catalog.firstCurrentRow(), -1);
+    QCOMPARE(catalog.addFile(QStringLiteral("/tmp/x.json"), {b}), 0);
+    catalog.setCurrentRun({a, b});
+    QCOMPARE(catalog.count(), 3);
+    QCOMPARE(catalog.firstCurrentRow(), 0);
+    QVERIFY(catalog.index(2, 0).data().toString().contains(QStringLiteral("x.json")));
+    QCOMPARE(catalog.addFile(QStringLiteral("/tmp/x.json"), {a, b}), 2);  // replaced, not added twice
+    QCOMPARE(catalog.count(), 4);
+    catalog.setCurrentRun({a});
+    QCOMPARE(catalog.count(), 3);
+    QVERIFY(catalog.index(0, 0).data(ReportCatalog::IsCurrentRole).toBool());
+  }
+};
+
+MNV2_UI_SUITE(ModelsTest);
+#include "test_models.moc"

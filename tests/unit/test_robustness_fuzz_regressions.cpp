@@ -1,0 +1,75 @@
+// Replays the fuzzers' seed corpora (tests/fuzz/corpus/<target>/) and every input they ever found a problem
+// with (tests/fuzz/regressions/<target>/) through the same entry points as the libFuzzer targets, so that a
+// fixed finding stays fixed in the normal build: each file must be accepted or refused with an
+// mnv2::Error, never crash, throw anything else or give an inconsistent result.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fuzz_entry_points.h"
+#include "test_support.h"
+
+namespace mnv2::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<fs::path> files_under(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+struct Tally {
+  int accepted = 0, refused = 0;
+};
+
+Tally replay(const std::string& target, const std::function<fuzz::Outcome(const uint8_t*, size_t)>& entry,
+             const std::string& kind) {
+  Tally t;
+  for (const fs::path& file : files_under(fs::path(MNV2_FUZZ_DIR) / kind / target)) {
+    SCOPED_TRACE(file.string());
+    const std::string bytes = read_file(file.string());
+    try {
+      const fuzz::Outcome o = entry(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+      (o == fuzz::Outcome::accepted ? t.accepted : t.refused) += 1;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << file.string() << ": " << e.what();
+    }
+  }
+  std::printf("[ replay   ] %s/%s: %d accepted, %d refused\n", kind.c_str(), target.c_str(), t.accepted, t.refused);
+  return t;
+}
+
+TEST(FuzzRegressions, OnnxImport) {
+  const Tally seeds = replay("onnx_import", fuzz::onnx_import, "corpus");
+  EXPECT_GE(seeds.accepted, 3) << "the seed models should load";
+  replay("onnx_import", fuzz::onnx_import, "regressions");
+}
+
+TEST(FuzzRegressions, ImageDecode) {
+  const Tally seeds = replay("image_decode", fuzz::image_decode, "corpus");
+#ifdef MNV2_TEST_HAVE_IMGCODECS
+  EXPECT_GE(seeds.accepted, 8) << "the seed images should decode";
+#else
+  EXPECT_EQ(seeds.accepted, 0) << "this build decodes no images";
+#endif
+  replay("image_decode", fuzz::image_decode, "regressions");
+}
+
+TEST(FuzzRegressions, ReportReader) {
+  const Tally seeds = replay("report_reader", fuzz::report_reader, "corpus");
+  EXPECT_GE(seeds.accepted, 1) << "the seed report should read";
+  replay("report_reader", fuzz::report_reader, "regressions");
+}
+
+}  // namespace
+}  // namespace mnv2::test

@@ -1,0 +1,207 @@
+// Hostile image files beyond tests/unit/test_image.cpp: formats outside the supported set never reach
+// OpenCV's other readers (GDCM aborted the process on a fuzzed file), headers that claim more pixels than
+// the file can hold are refused before the decoder allocates them, every format's sides are checked from
+// its header, and the odd-but-valid images users have (grayscale, alpha, 16-bit, 1x1, long strips, TIFF,
+// WebP, PPM) go all the way through decoding and preprocessing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "mnv2/error.h"
+#include "mnv2/image.h"
+#include "test_support.h"
+
+#ifdef MNV2_TEST_HAVE_IMGCODECS
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#endif
+
+namespace mnv2::test {
+namespace {
+
+#define SKIP_WITHOUT_DECODER() \
+  if (!image_decoding_available()) GTEST_SKIP() << "this build has no image decoder"
+
+void expect_refused(const std::string& path, const std::string& part) {
+  try {
+    const Image8 image = decode_image_file(path);
+    ADD_FAILURE() << path << " decoded to " << image.width << "x" << image.height << "; expected '" << part << "'";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    EXPECT_NE(msg.find(part), std::string::npos) << "message: " << msg << "\nmissing: " << part;
+  }
+}
+
+void put_le(std::string& s, size_t at, uint32_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) s[at + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+void put_be(std::string& s, size_t at, uint32_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) s[at + i] = static_cast<char>((v >> (8 * (bytes - 1 - i))) & 0xFF);
+}
+
+TEST(RobustImages, OtherFormatsNeverReachTheirDecoders) {
+  SKIP_WITHOUT_DECODER();
+  TempDir dir;
+  // The fuzzer's find: 128 bytes of anything, then "DICM", made OpenCV hand the file to GDCM, which aborted.
+  std::string dicom(140, '\0');
+  dicom.replace(128, 4, "DICM");
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"scan.dcm", dicom},
+      {"photo.jp2", std::string("\x00\x00\x00\x0cjP  \r\n\x87\n", 12) + std::string(64, '\0')},
+      {"light.exr", std::string("\x76\x2f\x31\x01", 4) + std::string(64, '\0')},
+      {"sky.hdr", "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 2 +X 2\n" + std::string(16, '\0')},
+      {"old.ras", std::string("\x59\xa6\x6a\x95", 4) + std::string(64, '\0')},
+      {"depth.pfm", "PF\n2 2\n-1\n" + std::string(48, '\0')},
+      {"image.pam", "P7\nWIDTH 2\nHEIGHT 2\nDEPTH 3\nMAXVAL 255\nTUPLTYPE RGB\nENDHDR\n" + std::string(12, '\0')},
+  };
+  for (const auto& [name, bytes] : files) {
+    SCOPED_TRACE(name);
+    write_file(dir.file(name), bytes);
+    expect_refused(dir.file(name), "unknown or unsupported format");
+  }
+}
+
+TEST(RobustImages, HeadersClaimingMoreThanTheFileHoldsAreRefusedBeforeDecoding) {
+  SKIP_WITHOUT_DECODER();
+  TempDir dir;
+  {
+    // A 54-byte uncompressed BMP claiming 16000x16000 (768 MB of pixels): within the side limit, so only
+    // the data-size check stops OpenCV allocating the whole image.
+    std::string bmp(54, '\0');
+    bmp[0] = 'B';
+    bmp[1] = 'M';
+    put_le(bmp, 10, 54, 4);
+    put_le(bmp, 14, 40, 4);
+    put_le(bmp, 18, 16000, 4);
+    put_le(bmp, 22, 16000, 4);
+    put_le(bmp, 26, 1, 2);
+    put_le(bmp, 28, 24, 2);
+    write_file(dir.file("claims.bmp"), bmp);
+    expect_refused(dir.file("claims.bmp"), "truncated BMP");
+  }
+  {
+    // A PNG header of 16000x16000 RGBA at 16 bits (2 GB) and no data: deflate cannot inflate 45 bytes that far.
+    std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + std::string(37, '\0');
+    put_be(png, 8, 13, 4);
+    png.replace(12, 4, "IHDR");
+    put_be(png, 16, 16000, 4);
+    put_be(png, 20, 16000, 4);
+    png[24] = 16;
+    png[25] = 6;
+    write_file(dir.file("claims.png"), png);
+    expect_refused(dir.file("claims.png"), "cannot come from");
+  }
+}
+
+TEST(RobustImages, EveryFormatsSidesAreCheckedFromItsHeader) {
+  SKIP_WITHOUT_DECODER();
+  TempDir dir;
+  write_file(dir.file("wide.ppm"), "P6\n# a comment\n20000 3\n255\n" + std::string(64, '\0'));
+  expect_refused(dir.file("wide.ppm"), "20000x3, larger than the 16384-pixel limit");
+  write_file(dir.file("tall.pgm"), "P5 2 99999999999 255\n" + std::string(64, '\0'));
+  expect_refused(dir.file("tall.pgm"), "16384-pixel limit");
+
+  // Little-endian TIFF whose first directory says 30000 x 10 (LONG width, SHORT length).
+  std::string tiff(64, '\0');
+  tiff.replace(0, 4, std::string("II\x2a\x00", 4));
+  put_le(tiff, 4, 8, 4);     // first directory at 8
+  put_le(tiff, 8, 2, 2);     // two entries
+  put_le(tiff, 10, 256, 2);  // ImageWidth
+  put_le(tiff, 12, 4, 2);    // LONG
+  put_le(tiff, 14, 1, 4);
+  put_le(tiff, 18, 30000, 4);
+  put_le(tiff, 22, 257, 2);  // ImageLength
+  put_le(tiff, 24, 3, 2);    // SHORT
+  put_le(tiff, 26, 1, 4);
+  put_le(tiff, 30, 10, 2);
+  write_file(dir.file("wide.tif"), tiff);
+  expect_refused(dir.file("wide.tif"), "30000x10");
+  // The same in big-endian order.
+  std::string mm(64, '\0');
+  mm.replace(0, 4, std::string("MM\x00\x2a", 4));
+  put_be(mm, 4, 8, 4);
+  put_be(mm, 8, 2, 2);
+  put_be(mm, 10, 256, 2);
+  put_be(mm, 12, 3, 2);
+  put_be(mm, 14, 1, 4);
+  put_be(mm, 18, 12, 2);
+  put_be(mm, 22, 257, 2);
+  put_be(mm, 24, 4, 2);
+  put_be(mm, 26, 1, 4);
+  put_be(mm, 30, 50000, 4);
+  write_file(dir.file("tall.tif"), mm);
+  expect_refused(dir.file("tall.tif"), "12x50000");
+
+  // WebP extended format with a 20000 x 20000 canvas.
+  std::string webp(40, '\0');
+  webp.replace(0, 4, "RIFF");
+  put_le(webp, 4, 32, 4);
+  webp.replace(8, 8, "WEBPVP8X");
+  put_le(webp, 16, 10, 4);
+  put_le(webp, 24, 19999, 3);
+  put_le(webp, 27, 19999, 3);
+  write_file(dir.file("canvas.webp"), webp);
+  expect_refused(dir.file("canvas.webp"), "20000x20000");
+}
+
+#ifdef MNV2_TEST_HAVE_IMGCODECS
+
+// Writes `mat` with OpenCV, then decodes and preprocesses it as the CLI does.
+Image8 through_the_pipeline(const TempDir& dir, const std::string& name, const cv::Mat& mat) {
+  const std::string path = dir.file(name);
+  if (!cv::imwrite(path, mat)) throw std::runtime_error("cv::imwrite failed for " + path);
+  Image8 image = decode_image_file(path);
+  const Tensor t = preprocess(image, Preprocess{});
+  EXPECT_EQ(t.shape, (Shape{1, 3, 224, 224})) << name;
+  for (float v : t.data) {
+    if (!std::isfinite(v)) {
+      ADD_FAILURE() << name << ": non-finite input value";
+      break;
+    }
+  }
+  return image;
+}
+
+TEST(RobustImages, OddButValidImagesGoAllTheWay) {
+  TempDir dir;
+  cv::Mat rgb(5, 7, CV_8UC3), gray(5, 7, CV_8UC1), rgba(5, 7, CV_8UC4), deep(5, 7, CV_16UC3);
+  cv::randu(rgb, 0, 255);
+  cv::randu(gray, 0, 255);
+  cv::randu(rgba, 0, 255);
+  cv::randu(deep, 0, 65535);
+  struct Case {
+    std::string name;
+    cv::Mat mat;
+    int width, height;
+  };
+  const std::vector<Case> cases = {
+      {"gray.png", gray, 7, 5},
+      {"alpha.png", rgba, 7, 5},
+      {"deep16.png", deep, 7, 5},
+      {"deep16.tif", deep, 7, 5},
+      {"one_pixel.png", cv::Mat(1, 1, CV_8UC3, cv::Scalar(10, 200, 30)), 1, 1},
+      {"one_pixel.jpg", cv::Mat(1, 1, CV_8UC3, cv::Scalar(10, 200, 30)), 1, 1},
+      {"strip_1x4000.png", cv::Mat(4000, 1, CV_8UC3, cv::Scalar(1, 2, 3)), 1, 4000},
+      {"strip_4000x1.bmp", cv::Mat(1, 4000, CV_8UC3, cv::Scalar(1, 2, 3)), 4000, 1},
+      {"photo.tif", rgb, 7, 5},
+      {"photo.webp", rgb, 7, 5},
+      {"photo.ppm", rgb, 7, 5},
+      {"gray.pgm", gray, 7, 5},
+      {"gray.bmp", gray, 7, 5},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Image8 image = through_the_pipeline(dir, c.name, c.mat);
+    EXPECT_EQ(image.width, c.width);
+    EXPECT_EQ(image.height, c.height);
+  }
+}
+
+#endif
+
+}  // namespace
+}  // namespace mnv2::test

@@ -1,0 +1,26 @@
+// Colours and axis styling shared by the QCustomPlot charts.
+#pragma once
+
+#include <QColor>
+#include <QSharedPointer>
+#include <QString>
+#include <vector>
+
+#include "mnv2/model.h"
+
+class QCustomPlot;
+class QCPAxis;
+class QCPAxisTickerText;
+
+namespace mnv2::ui {
+
+// A stable colour per backend (cpu blue, cudnn green, cuda orange); others by position.
+QColor seriesColor(const QString& backend, int index);
+// Block tick labels ("stem", "b1".."b17", "head") centred under each block of a topology, and the
+// x positions between blocks (for separator lines).
+QSharedPointer<QCPAxisTickerText> blockTicker(const std::vector<mnv2::Layer>& layers);
+std::vector<double> blockBoundaries(const std::vector<mnv2::Layer>& layers);
+void applyLogScale(QCPAxis* axis, bool log);
+void applyPlotStyle(QCustomPlot* plot);
+
+}  // namespace mnv2::ui

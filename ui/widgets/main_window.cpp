@@ -1,0 +1,776 @@
+// The main window (see main_window.h).
+#include "widgets/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QDir>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QGroupBox>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QScrollArea>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QVBoxLayout>
+#include <map>
+
+#include "mnv2/error.h"
+#include "mnv2/report.h"
+#include "models/layer_selection.h"
+#include "models/layer_table_model.h"
+#include "models/report_catalog.h"
+#include "run_controller.h"
+#include "widgets/comparison_page.h"
+#include "widgets/diffs_page.h"
+#include "widgets/input_panel.h"
+#include "widgets/network_graph_view.h"
+#include "widgets/run_settings_panel.h"
+#include "widgets/timings_page.h"
+#include "widgets/topology_page.h"
+
+namespace mnv2::ui {
+
+namespace {
+
+constexpr int kMaxRecent = 8;
+const QString kRecentImages = QStringLiteral("recent/images");
+const QString kRecentReports = QStringLiteral("recent/reports");
+
+QLabel* statusField(QWidget* parent, const QString& objectName) {
+  auto* l = new QLabel(parent);
+  l->setObjectName(objectName);
+  l->setContentsMargins(6, 0, 6, 0);
+  return l;
+}
+
+QString describeRun(const std::vector<ReportPtr>& reports) {
+  const mnv2::RunReport& r = *reports.front();
+  QStringList backends;
+  for (const auto& x : reports) backends << QString::fromStdString(x->backend);
+  QString text = QStringLiteral("<b>%1</b> — input %2, batch %3, %4×%5, %6 warm-up + %7 timed runs per phase")
+                     .arg(backends.join(QStringLiteral(" vs ")),
+                          QFileInfo(QString::fromStdString(r.config.input_name)).fileName().toHtmlEscaped())
+                     .arg(r.config.batch)
+                     .arg(r.config.height)
+                     .arg(r.config.width)
+                     .arg(r.config.warmup)
+                     .arg(r.config.iters);
+  for (const auto& x : reports) {
+    text += QStringLiteral("<br>%1 on %2 (%3): end to end %4 ms median (%5 images/s); sum of layer medians %6 ms")
+                .arg(QString::fromStdString(x->backend), QString::fromStdString(x->device).toHtmlEscaped(),
+                     QString::fromStdString(x->timer))
+                .arg(x->end_to_end.gpu_ms ? x->end_to_end.gpu_ms->median : x->end_to_end.host_ms.median, 0, 'f', 3)
+                .arg(x->end_to_end.images_per_s, 0, 'f', 1)
+                .arg(x->sum_of_steps_ms, 0, 'f', 3);
+  }
+  return text;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(parent), m_options(options) {
+  setObjectName(QStringLiteral("mainWindow"));
+  setWindowTitle(QStringLiteral("mnv2-profiler"));
+  setWindowIcon(QIcon(QStringLiteral(":/mnv2/mnv2-profiler.png")));
+  setAcceptDrops(true);
+
+  m_controller = new RunController(this);
+  m_catalog = new ReportCatalog(this);
+  m_selection = new LayerSelection(this);
+  m_layers = new LayerTableModel(this);
+
+  // Left: the input (image, crop, top-5) and the run settings.
+  m_input = new InputPanel(this);
+  m_settings = new RunSettingsPanel(this);
+  auto* left = new QWidget(this);
+  auto* leftLayout = new QVBoxLayout(left);
+  auto* inputBox = new QGroupBox(QStringLiteral("Input"), left);
+  (new QVBoxLayout(inputBox))->addWidget(m_input);
+  auto* runBox = new QGroupBox(QStringLiteral("Run"), left);
+  (new QVBoxLayout(runBox))->addWidget(m_settings);
+  leftLayout->addWidget(inputBox);
+  leftLayout->addWidget(runBox);
+  leftLayout->addStretch(1);
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(left);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  auto* dock = new QDockWidget(QStringLiteral("Input and run"), this);
+  dock->setObjectName(QStringLiteral("inputDock"));
+  dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+  dock->setWidget(scroll);
+  dock->setMinimumWidth(390);
+  addDockWidget(Qt::LeftDockWidgetArea, dock);
+
+  // Centre: the synthetic-weights banner over the tabs.
+  m_banner = new QLabel(this);
+  m_banner->setObjectName(QStringLiteral("syntheticBanner"));
+  m_banner->setWordWrap(true);
+  m_banner->setStyleSheet(QStringLiteral(
+      "background: #fff3cd; color: #664d03; border: 1px solid #e0c36c; padding: 6px; font-weight: bold;"));
+  m_banner->hide();
+  m_tabs = new QTabWidget(this);
+  m_tabs->setObjectName(QStringLiteral("tabs"));
+  m_topology = new TopologyPage(m_layers, m_selection, m_tabs);
+  m_timings = new TimingsPage(m_selection, m_tabs);
+  m_diffs = new DiffsPage(m_selection, m_tabs);
+  m_comparison = new ComparisonPage(m_catalog, m_selection, m_tabs);
+  m_graph = new GraphPage(m_selection, m_tabs);
+  m_tabs->addTab(m_topology, QStringLiteral("Topology"));
+  m_tabs->addTab(m_timings, QStringLiteral("Timings"));
+  m_tabs->addTab(m_diffs, QStringLiteral("Diffs"));
+  m_tabs->addTab(m_comparison, QStringLiteral("Run comparison"));
+  m_tabs->addTab(m_graph, QStringLiteral("Graph"));
+  auto* centre = new QWidget(this);
+  auto* centreLayout = new QVBoxLayout(centre);
+  centreLayout->setContentsMargins(4, 4, 4, 0);
+  centreLayout->addWidget(m_banner);
+  centreLayout->addWidget(m_tabs, 1);
+  setCentralWidget(centre);
+
+  buildMenus();
+  buildStatusBar();
+  connectController();
+
+  connect(m_settings, &RunSettingsPanel::runClicked, this, [this] { startRun(false); });
+  connect(m_settings, &RunSettingsPanel::compareClicked, this, [this] { startRun(true); });
+  connect(m_settings, &RunSettingsPanel::cancelClicked, this, [this] { cancelRun(); });
+  connect(m_settings, &RunSettingsPanel::backendChanged, this, [this](const QString& backend) {
+    // The predictions follow the chosen backend (one forward pass).
+    if (m_image && !backend.isEmpty() && backend != m_image->backend) classifyCurrent(m_image->imagePath);
+  });
+  connect(m_diffs, &DiffsPage::computeRequested, this,
+          [this](const QString& backend, const QString& reference) { computeDiff(backend, reference); });
+  connect(m_diffs, &DiffsPage::currentDiffChanged, this, [this](DiffPtr diff) { m_graph->view()->setDiff(diff); });
+
+  resize(1500, 950);
+  if (m_options.useSettings) loadSettings();
+  updateActions();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
+  QAction* openImage = file->addAction(QStringLiteral("&Open image…"));
+  openImage->setShortcut(QKeySequence::Open);
+  connect(openImage, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(
+        this, QStringLiteral("Open image"), lastFolder(QStringLiteral("images")),
+        QStringLiteral("Images (*.bmp *.jpg *.jpeg *.png *.ppm *.tif *.tiff *.webp);;All files (*)"));
+    if (!path.isEmpty()) this->openImage(path);
+  });
+  m_recentImages = file->addMenu(QStringLiteral("Recent &images"));
+  QAction* openReport = file->addAction(QStringLiteral("Open &report (JSON)…"));
+  openReport->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+  connect(openReport, &QAction::triggered, this, [this] {
+    const QString path =
+        QFileDialog::getOpenFileName(this, QStringLiteral("Open report"), lastFolder(QStringLiteral("reports")),
+                                     QStringLiteral("mnv2 reports (*.json);;All files (*)"));
+    if (!path.isEmpty()) this->openReport(path);
+  });
+  m_recentReports = file->addMenu(QStringLiteral("Recent r&eports"));
+  file->addSeparator();
+  QMenu* exportMenu = file->addMenu(QStringLiteral("&Export"));
+  const std::pair<QString, ExportFormat> exports[] = {
+      {QStringLiteral("&CSV…"), ExportFormat::Csv},
+      {QStringLiteral("&JSON report…"), ExportFormat::Json},
+      {QStringLiteral("&Perfetto / Chrome trace…"), ExportFormat::Trace}};
+  for (const auto& [title, format] : exports) {
+    QAction* a = exportMenu->addAction(title);
+    connect(a, &QAction::triggered, this, [this, format = format] { exportInteractive(format); });
+    m_exportActions << a;
+  }
+  file->addSeparator();
+  QAction* quit = file->addAction(QStringLiteral("&Quit"));
+  quit->setShortcut(QKeySequence::Quit);
+  connect(quit, &QAction::triggered, this, &QWidget::close);
+
+  QMenu* run = menuBar()->addMenu(QStringLiteral("&Run"));
+  m_runAction = run->addAction(QStringLiteral("&Run selected backend"));
+  m_runAction->setShortcut(QKeySequence(Qt::Key_F5));
+  connect(m_runAction, &QAction::triggered, this, [this] { startRun(false); });
+  m_compareAction = run->addAction(QStringLiteral("&Compare all available backends"));
+  m_compareAction->setShortcut(QKeySequence(Qt::Key_F6));
+  connect(m_compareAction, &QAction::triggered, this, [this] { startRun(true); });
+  m_cancelAction = run->addAction(QStringLiteral("C&ancel"));
+  m_cancelAction->setShortcut(QKeySequence(Qt::Key_Escape));
+  connect(m_cancelAction, &QAction::triggered, this, [this] { cancelRun(); });
+
+  QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
+  for (int i = 0; i < m_tabs->count(); ++i) {
+    QAction* a = view->addAction(m_tabs->tabText(i));
+    a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
+    connect(a, &QAction::triggered, this, [this, i] { m_tabs->setCurrentIndex(i); });
+  }
+
+  QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
+  connect(help->addAction(QStringLiteral("&About")), &QAction::triggered, this, [this] {
+    QMessageBox::about(this, QStringLiteral("About mnv2-profiler"),
+                       QStringLiteral("<b>mnv2-profiler</b> %1 (commit %2)<br>A visual profiler for MobileNetV2 "
+                                      "inference: per-layer timings, output diffs and comparisons of the cpu, cuDNN "
+                                      "and custom CUDA backends.")
+                           .arg(QStringLiteral(MNV2_VERSION), QStringLiteral(MNV2_GIT_COMMIT)));
+  });
+  rebuildRecentMenu();
+}
+
+void MainWindow::buildStatusBar() {
+  m_statusModel = statusField(this, QStringLiteral("statusModel"));
+  m_statusGpu = statusField(this, QStringLiteral("statusGpu"));
+  m_statusDriver = statusField(this, QStringLiteral("statusDriver"));
+  m_statusCuda = statusField(this, QStringLiteral("statusCuda"));
+  m_statusCudnn = statusField(this, QStringLiteral("statusCudnn"));
+  m_statusModel->setText(QStringLiteral("model: loading…"));
+  m_statusGpu->setText(QStringLiteral("GPU: probing…"));
+  m_statusCudnn->setText(QStringLiteral("cuDNN: —"));
+  m_statusCudnn->setToolTip(QStringLiteral("The cuDNN version is recorded by each run"));
+  for (QLabel* l : {m_statusModel, m_statusGpu, m_statusDriver, m_statusCuda, m_statusCudnn})
+    statusBar()->addPermanentWidget(l);
+  m_statusGpu->setMaximumWidth(420);
+}
+
+QString MainWindow::statusText() const {
+  QStringList parts;
+  for (QLabel* l : {m_statusModel, m_statusGpu, m_statusDriver, m_statusCuda, m_statusCudnn}) parts << l->text();
+  return parts.join(QStringLiteral(" | "));
+}
+
+void MainWindow::connectController() {
+  connect(m_controller, &RunController::environmentReady, this, [this](const EnvironmentInfo& i) { onEnvironment(i); });
+  connect(m_controller, &RunController::modelLoaded, this, [this](const ModelInfo& i) { onModel(i); });
+  connect(m_controller, &RunController::classified, this, [this](const ClassifyResult& r) { onClassified(r); });
+  connect(m_controller, &RunController::progress, this, [this](const RunProgress& p) { m_settings->setProgress(p); });
+  connect(m_controller, &RunController::profiled, this, [this](const ProfileResult& r) { onProfiled(r); });
+  connect(m_controller, &RunController::diffed, this, [this](const DiffResult& r) { onDiffed(r); });
+  connect(m_controller, &RunController::runningChanged, this, [this](bool running) {
+    m_settings->setRunning(running);
+    m_diffs->setComputing(running);
+    updateActions();
+  });
+  connect(m_controller, &RunController::cancelled, this, [this](JobId) {
+    m_settings->setStatus(QStringLiteral("cancelled"));
+    statusBar()->showMessage(QStringLiteral("Run cancelled"), 5000);
+    Q_EMIT runFinished(false);
+  });
+  connect(m_controller, &RunController::failed, this, [this](const JobFailure& f) {
+    switch (f.kind) {
+      case JobKind::Environment:
+        reportError(QStringLiteral("Probing the machine failed"), f.message);
+        break;
+      case JobKind::Model:
+        m_statusModel->setText(QStringLiteral("model: none (load failed)"));
+        reportError(QStringLiteral("Could not load the model"), f.message);
+        Q_EMIT modelReady(false);
+        break;
+      case JobKind::Classify:
+        m_input->setMessage(QStringLiteral("Could not open the image: ") + f.message);
+        reportError(QStringLiteral("Could not open the image"), f.message);
+        Q_EMIT imageReady(false);
+        break;
+      case JobKind::Profile:
+      case JobKind::Diff:
+        m_settings->setStatus(QStringLiteral("failed: ") + f.message);
+        reportError(f.kind == JobKind::Profile ? QStringLiteral("The run failed") : QStringLiteral("The diff failed"),
+                    f.message);
+        Q_EMIT runFinished(false);
+        break;
+    }
+  });
+}
+
+void MainWindow::reportError(const QString& what, const QString& message) {
+  const QString text = what + QStringLiteral(": ") + message;
+  qWarning().noquote() << "mnv2-profiler:" << text;
+  statusBar()->showMessage(text, 20000);
+  if (!m_options.scripted) {
+    // Not modal: the app keeps working behind the message.
+    auto* box = new QMessageBox(QMessageBox::Warning, what, message, QMessageBox::Ok, this);
+    box->setObjectName(QStringLiteral("errorMessage"));
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setWindowModality(Qt::NonModal);
+    box->show();
+  }
+  Q_EMIT errorReported(text);
+}
+
+void MainWindow::start(const QString& modelPath) {
+  m_controller->probeEnvironment();
+  m_controller->loadModel(modelPath);
+}
+
+void MainWindow::onEnvironment(const EnvironmentInfo& info) {
+  m_backends = info.backends;
+  m_settings->setBackends(info.backends);
+  m_diffs->setBackends(info.backends);
+  const mnv2::CudaEnvironment& env = info.cuda;
+  if (env.devices.empty()) {
+    m_statusGpu->setText(QStringLiteral("GPU: none (%1)").arg(QString::fromStdString(env.why_none)));
+  } else {
+    const mnv2::GpuDevice& d = env.devices.front();
+    m_statusGpu->setText(QStringLiteral("GPU: %1 (sm_%2%3, %4 GiB)")
+                             .arg(QString::fromStdString(d.name))
+                             .arg(d.cc_major)
+                             .arg(d.cc_minor)
+                             .arg(d.memory_bytes / double(1 << 30), 0, 'f', 0));
+  }
+  m_statusGpu->setToolTip(m_statusGpu->text());
+  m_statusDriver->setText(
+      env.driver_version
+          ? QStringLiteral("driver %1").arg(QString::fromStdString(mnv2::cuda_version_string(env.driver_version)))
+          : QStringLiteral("driver: none"));
+  m_statusCuda->setText(env.built_with_cuda
+                            ? QStringLiteral("CUDA runtime %1")
+                                  .arg(QString::fromStdString(mnv2::cuda_version_string(env.runtime_version)))
+                            : QStringLiteral("CUDA: not built"));
+  Q_EMIT environmentReady();
+}
+
+void MainWindow::onModel(const ModelInfo& info) {
+  m_model = info;
+  m_layers->setTopology(info.topology, info.stats);
+  m_graph->view()->setTopology(info.topology, info.stats);
+  m_settings->setModelInputSize(info.inputHeight, info.inputWidth);
+  const QString file =
+      info.synthetic ? QStringLiteral("built-in (synthetic weights)") : QFileInfo(info.source).fileName();
+  m_statusModel->setText(QStringLiteral("model: %1").arg(file));
+  m_statusModel->setToolTip(QStringLiteral("%1\nfound by: %2\n%3").arg(info.source, info.how, info.checksum));
+  if (info.synthetic) {
+    m_banner->setText(QStringLiteral("Synthetic weights: no model file was found, so the built-in MobileNetV2 "
+                                     "topology runs with deterministic random weights. Timings are real; predictions "
+                                     "are meaningless. Give a model with --model FILE or MNV2_MODEL.  ") +
+                      info.warnings.join(QLatin1Char(' ')));
+    m_banner->show();
+  } else {
+    m_banner->hide();
+  }
+  m_shown.clear();
+  updateTopologySummary();
+  if (m_image) classifyCurrent(m_image->imagePath);
+  Q_EMIT modelReady(true);
+}
+
+void MainWindow::updateTopologySummary() {
+  const std::vector<mnv2::Layer>& layers = m_layers->layers();
+  if (layers.empty()) {
+    m_topology->setSummary(QString());
+    return;
+  }
+  std::map<QString, int> kinds;
+  QStringList order;
+  for (const mnv2::Layer& l : layers) {
+    const QString k = QString::fromLatin1(mnv2::to_string(l.kind));
+    if (!kinds.count(k)) order << k;
+    ++kinds[k];
+  }
+  QStringList parts;
+  for (const QString& k : order) parts << QStringLiteral("%1 %2").arg(kinds[k]).arg(k);
+  qint64 params = 0, macs = 0;
+  const ReportPtr report = m_layers->report();
+  for (int row = 0; row < m_layers->rowCount(); ++row) {
+    params += m_layers->index(row, LayerTableModel::Params).data(LayerTableModel::SortRole).toLongLong();
+    macs += m_layers->index(row, LayerTableModel::Macs).data(LayerTableModel::SortRole).toLongLong();
+  }
+  const int blocks = m_model ? m_model->numBlocks : 0;
+  QString text = QStringLiteral("<b>%1 layers</b> (%2) · %3 bottleneck blocks · %4 params · %5 MACs")
+                     .arg(layers.size())
+                     .arg(parts.join(QStringLiteral(", ")))
+                     .arg(blocks)
+                     .arg(groupedNumber(params), groupedNumber(macs));
+  if (report) {
+    text += QStringLiteral(" at batch %1, %2×%3.<br>Timings: %4")
+                .arg(report->config.batch)
+                .arg(report->config.height)
+                .arg(report->config.width)
+                .arg(reportSummary(*report));
+  } else if (m_model) {
+    text += QStringLiteral(" at batch 1, %1×%2. Run a profile to add timings.")
+                .arg(m_model->inputHeight)
+                .arg(m_model->inputWidth);
+  }
+  m_topology->setSummary(text);
+}
+
+void MainWindow::classifyCurrent(const QString& path) {
+  ClassifyRequest request;
+  request.imagePath = path;
+  request.backend = m_settings->backend().isEmpty() ? QStringLiteral("cpu") : m_settings->backend();
+  request.decoder = m_options.decoder;
+  m_controller->classify(request);
+}
+
+void MainWindow::openImage(const QString& path) {
+  m_input->setMessage(m_controller->isRunning() ? QStringLiteral("%1: waiting for the run to finish…").arg(path)
+                                                : QStringLiteral("classifying %1…").arg(path));
+  classifyCurrent(path);
+}
+
+void MainWindow::onClassified(const ClassifyResult& result) {
+  m_image = result;
+  m_input->setResult(result);
+  m_settings->setImageName(QFileInfo(result.imagePath).fileName());
+  setWindowTitle(QStringLiteral("mnv2-profiler — %1").arg(QFileInfo(result.imagePath).fileName()));
+  addRecent(kRecentImages, result.imagePath);
+  setLastFolder(QStringLiteral("images"), result.imagePath);
+  Q_EMIT imageReady(true);
+}
+
+void MainWindow::startRun(bool compare) {
+  if (!m_model) {
+    reportError(QStringLiteral("Cannot run"), QStringLiteral("no model is loaded"));
+    Q_EMIT runFinished(false);
+    return;
+  }
+  ProfileRequest request;
+  request.compare = compare;
+  request.backends = compare ? m_settings->availableBackends() : QStringList{m_settings->backend()};
+  request.backends.removeAll(QString());
+  if (request.backends.isEmpty()) {
+    reportError(QStringLiteral("Cannot run"), QStringLiteral("no backend is available"));
+    Q_EMIT runFinished(false);
+    return;
+  }
+  mnv2::ProfileConfig& c = request.config;
+  c.batch = m_settings->batch();
+  c.warmup = m_settings->warmup();
+  c.iters = m_settings->iterations();
+  c.timer = m_settings->timer();
+  if (m_settings->useImage() && m_image) {
+    c.input = m_image->input;
+    c.input_name = m_image->imagePath.toStdString();
+    c.height = static_cast<int>(m_image->input.shape.h);
+    c.width = static_cast<int>(m_image->input.shape.w);
+  } else {
+    c.height = m_settings->inputSize().height();
+    c.width = m_settings->inputSize().width();
+  }
+  if (compare && request.backends.size() == 1) {
+    statusBar()->showMessage(QStringLiteral("Compare: only %1 can run on this machine, so one run is shown (the other "
+                                            "backends' reasons are in the backend list's tool-tips)")
+                                 .arg(request.backends.front()),
+                             15000);
+  }
+  m_settings->setStatus(QStringLiteral("starting %1…").arg(request.backends.join(QStringLiteral(", "))));
+  m_controller->profile(request);
+}
+
+void MainWindow::cancelRun() {
+  if (!m_controller->isRunning()) return;
+  m_controller->cancel();
+  m_settings->setStatus(QStringLiteral("cancelling…"));
+}
+
+void MainWindow::computeDiff(const QString& backend, const QString& reference) {
+  if (!m_model) {
+    reportError(QStringLiteral("Cannot compute a diff"), QStringLiteral("no model is loaded"));
+    Q_EMIT runFinished(false);
+    return;
+  }
+  DiffRequest request;
+  request.backend = backend;
+  request.reference = reference;
+  if (m_image) {
+    request.input = m_image->input;
+    request.inputName = QFileInfo(m_image->imagePath).fileName();
+  } else {
+    request.height = m_model->inputHeight;
+    request.width = m_model->inputWidth;
+    request.inputName = QStringLiteral("random(seed=1)");
+  }
+  m_settings->setStatus(QStringLiteral("diff %1 vs %2…").arg(backend, reference));
+  m_controller->diff(request);
+}
+
+void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QString& title) {
+  if (reports.empty()) return;
+  // Runs shown together must share the first one's topology.
+  std::vector<ReportPtr> same;
+  for (const ReportPtr& r : reports)
+    if (r->layers.size() == reports.front()->layers.size()) same.push_back(r);
+  m_shown = same;
+  m_shownTitle = title;
+  m_layers->setReport(same.front());
+  m_timings->setReports(same, title);
+  m_graph->view()->setReport(same.front());
+  if (!same.front()->cudnn.empty() && same.front()->cudnn != "none")
+    m_statusCudnn->setText(QStringLiteral("cuDNN %1").arg(QString::fromStdString(same.front()->cudnn)));
+  updateTopologySummary();
+  updateActions();
+}
+
+void MainWindow::onProfiled(const ProfileResult& result) {
+  m_currentRun.clear();
+  for (const auto& r : result.reports) m_currentRun.push_back(std::make_shared<const mnv2::RunReport>(r));
+  m_catalog->setCurrentRun(m_currentRun);
+  showReports(m_currentRun, QStringLiteral("Current run: ") + describeRun(m_currentRun));
+
+  std::vector<DiffsPage::Source> diffs;
+  for (const ReportPtr& r : m_currentRun) {
+    if (!r->diff) continue;
+    diffs.push_back({QStringLiteral("%1 vs %2 (current run)")
+                         .arg(QString::fromStdString(r->diff->backend), QString::fromStdString(r->diff->reference)),
+                     QStringLiteral("run"), std::make_shared<const mnv2::DiffReport>(*r->diff), r->topology,
+                     m_model ? m_model->numClasses : 0});
+  }
+  m_diffs->setSources(QStringLiteral("run"), std::move(diffs), true);
+
+  // Compare the two backends of a compare run, else this run against the last opened report.
+  const int first = m_catalog->firstCurrentRow();
+  int other = first;
+  if (m_currentRun.size() > 1)
+    other = first + 1;
+  else
+    for (int i = 0; i < m_catalog->count(); ++i)
+      if (!m_catalog->entry(i).origin.isEmpty()) other = i;
+  m_comparison->selectRuns(first, other);
+
+  const mnv2::RunReport& r = *m_currentRun.front();
+  m_settings->setStatus(QStringLiteral("done: %1 end to end %2 ms median; layers sum %3 ms")
+                            .arg(QString::fromStdString(r.backend))
+                            .arg(r.end_to_end.host_ms.median, 0, 'f', 3)
+                            .arg(r.sum_of_steps_ms, 0, 'f', 3));
+  for (const ReportPtr& x : m_currentRun)
+    for (const std::string& w : x->warnings)
+      if (!m_model || !m_model->warnings.contains(QString::fromStdString(w)))
+        statusBar()->showMessage(QString::fromStdString(x->backend + ": " + w), 15000);
+  Q_EMIT runFinished(true);
+}
+
+void MainWindow::onDiffed(const DiffResult& result) {
+  const std::vector<mnv2::Layer> topology = m_model ? m_model->topology : std::vector<mnv2::Layer>{};
+  std::vector<DiffsPage::Source> sources;
+  sources.push_back({QStringLiteral("%1 vs %2 (computed, %3)")
+                         .arg(QString::fromStdString(result.diff.backend),
+                              QString::fromStdString(result.diff.reference), result.inputName),
+                     QStringLiteral("computed-%1").arg(++m_diffCount),
+                     std::make_shared<const mnv2::DiffReport>(result.diff), topology,
+                     m_model ? m_model->numClasses : 0});
+  m_diffs->setSources(sources.front().origin, std::move(sources), true);
+  m_settings->setStatus(QStringLiteral("diff done"));
+  m_tabs->setCurrentWidget(m_diffs);
+  Q_EMIT runFinished(true);
+}
+
+bool MainWindow::openReport(const QString& path) {
+  std::vector<mnv2::RunReport> runs;
+  try {
+    runs = mnv2::read_reports_file(path.toStdString());
+    if (runs.empty()) throw mnv2::Error(path.toStdString() + ": the report holds no runs");
+    for (const auto& r : runs)
+      if (r.layers.empty() || r.steps.empty() || r.topology.size() != r.layers.size())
+        throw mnv2::Error(path.toStdString() + ": a run of the report has no per-layer figures");
+  } catch (const std::exception& e) {
+    reportError(QStringLiteral("Could not open the report"), QString::fromUtf8(e.what()));
+    return false;
+  }
+  std::vector<ReportPtr> reports;
+  for (auto& r : runs) reports.push_back(std::make_shared<const mnv2::RunReport>(std::move(r)));
+  const int row = m_catalog->addFile(path, reports);
+  showReports(reports,
+              QStringLiteral("Report %1: ").arg(QFileInfo(path).fileName().toHtmlEscaped()) + describeRun(reports));
+
+  std::vector<DiffsPage::Source> diffs;
+  for (const ReportPtr& r : reports) {
+    if (!r->diff) continue;
+    const int classes = r->layer_stats.empty() ? 0 : static_cast<int>(r->layer_stats.back().output.c);
+    diffs.push_back({QStringLiteral("%1 vs %2 (%3)")
+                         .arg(QString::fromStdString(r->diff->backend), QString::fromStdString(r->diff->reference),
+                              QFileInfo(path).fileName()),
+                     path, std::make_shared<const mnv2::DiffReport>(*r->diff), r->topology, classes});
+  }
+  m_diffs->setSources(path, std::move(diffs), true);
+  // Compare the current run with the report; without a current run, the report's first two runs.
+  const int current = m_catalog->firstCurrentRow();
+  if (current >= 0)
+    m_comparison->selectRuns(current, row);
+  else
+    m_comparison->selectRuns(row, reports.size() > 1 ? row + 1 : row);
+  addRecent(kRecentReports, path);
+  setLastFolder(QStringLiteral("reports"), path);
+  statusBar()->showMessage(QStringLiteral("Opened %1 (%2 run(s))").arg(path).arg(reports.size()), 10000);
+  return true;
+}
+
+bool MainWindow::exportTo(ExportFormat format, const QString& path) {
+  if (m_shown.empty()) {
+    reportError(QStringLiteral("Nothing to export"), QStringLiteral("run a profile or open a report first"));
+    return false;
+  }
+  std::vector<mnv2::RunReport> reports;
+  for (const ReportPtr& r : m_shown) reports.push_back(*r);
+  try {
+    switch (format) {
+      case ExportFormat::Csv:
+        mnv2::write_csv_report(path.toStdString(), reports);
+        break;
+      case ExportFormat::Json:
+        mnv2::write_json_report(path.toStdString(), reports);
+        break;
+      case ExportFormat::Trace:
+        mnv2::write_trace(path.toStdString(), reports);
+        break;
+    }
+  } catch (const std::exception& e) {
+    reportError(QStringLiteral("Export failed"), QString::fromUtf8(e.what()));
+    return false;
+  }
+  setLastFolder(QStringLiteral("exports"), path);
+  statusBar()->showMessage(QStringLiteral("Wrote %1").arg(path), 10000);
+  return true;
+}
+
+void MainWindow::exportInteractive(ExportFormat format) {
+  if (m_shown.empty()) return;
+  const mnv2::RunReport& r = *m_shown.front();
+  const QString stem = QStringLiteral("mnv2-%1-b%2-%3")
+                           .arg(QString::fromStdString(r.backend))
+                           .arg(r.config.batch)
+                           .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
+  QString suffix, filter;
+  switch (format) {
+    case ExportFormat::Csv:
+      suffix = QStringLiteral(".csv");
+      filter = QStringLiteral("CSV (*.csv)");
+      break;
+    case ExportFormat::Json:
+      suffix = QStringLiteral(".json");
+      filter = QStringLiteral("mnv2 JSON report (*.json)");
+      break;
+    case ExportFormat::Trace:
+      suffix = QStringLiteral(".trace.json");
+      filter = QStringLiteral("Chrome / Perfetto trace (*.json)");
+      break;
+  }
+  const QString path = QFileDialog::getSaveFileName(
+      this, QStringLiteral("Export"), QDir(lastFolder(QStringLiteral("exports"))).filePath(stem + suffix), filter);
+  if (!path.isEmpty()) exportTo(format, path);
+}
+
+bool MainWindow::selectTab(const QString& name) {
+  const QString n = name.toLower();
+  QWidget* page = n == QLatin1String("topology")     ? static_cast<QWidget*>(m_topology)
+                  : n == QLatin1String("timings")    ? static_cast<QWidget*>(m_timings)
+                  : n == QLatin1String("diffs")      ? static_cast<QWidget*>(m_diffs)
+                  : n == QLatin1String("comparison") ? static_cast<QWidget*>(m_comparison)
+                  : n == QLatin1String("graph")      ? static_cast<QWidget*>(m_graph)
+                                                     : nullptr;
+  if (!page) return false;
+  m_tabs->setCurrentWidget(page);
+  return true;
+}
+
+void MainWindow::updateActions() {
+  const bool running = m_controller->isRunning();
+  for (QAction* a : m_exportActions) a->setEnabled(!m_shown.empty());
+  m_runAction->setEnabled(!running);
+  m_compareAction->setEnabled(!running);
+  m_cancelAction->setEnabled(running);
+}
+
+// ---- files, recent lists, settings -----------------------------------------------------------------
+
+QString MainWindow::lastFolder(const QString& key) const {
+  if (!m_options.useSettings) return QDir::currentPath();
+  return QSettings().value(QStringLiteral("folders/") + key, QDir::homePath()).toString();
+}
+
+void MainWindow::setLastFolder(const QString& key, const QString& file) {
+  if (m_options.useSettings) QSettings().setValue(QStringLiteral("folders/") + key, QFileInfo(file).absolutePath());
+}
+
+void MainWindow::addRecent(const QString& key, const QString& path) {
+  if (!m_options.useSettings) return;
+  QSettings s;
+  QStringList list = s.value(key).toStringList();
+  const QString absolute = QFileInfo(path).absoluteFilePath();
+  list.removeAll(absolute);
+  list.prepend(absolute);
+  while (list.size() > kMaxRecent) list.removeLast();
+  s.setValue(key, list);
+  rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+  const QSettings s;
+  const std::pair<QMenu*, QString> menus[] = {{m_recentImages, kRecentImages}, {m_recentReports, kRecentReports}};
+  for (const auto& [menu, key] : menus) {
+    menu->clear();
+    const QStringList list = m_options.useSettings ? s.value(key).toStringList() : QStringList();
+    for (const QString& path : list) {
+      QAction* a = menu->addAction(QFileInfo(path).fileName());
+      a->setToolTip(path);
+      const bool report = key == kRecentReports;
+      connect(a, &QAction::triggered, this, [this, path, report] {
+        if (report)
+          openReport(path);
+        else
+          openImage(path);
+      });
+    }
+    menu->setEnabled(!list.isEmpty());
+  }
+}
+
+void MainWindow::loadSettings() {
+  QSettings s;
+  m_settings->loadSettings(s);
+  restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+  restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+  m_tabs->setCurrentIndex(s.value(QStringLiteral("window/tab"), 0).toInt());
+  m_timings->setLogScale(s.value(QStringLiteral("timings/log"), false).toBool());
+  m_graph->setColorBy(static_cast<NetworkGraphView::ColorBy>(
+      s.value(QStringLiteral("graph/colorBy"), static_cast<int>(NetworkGraphView::ColorBy::Time)).toInt()));
+}
+
+void MainWindow::saveSettings() {
+  QSettings s;
+  m_settings->saveSettings(s);
+  s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  s.setValue(QStringLiteral("window/state"), saveState());
+  s.setValue(QStringLiteral("window/tab"), m_tabs->currentIndex());
+  s.setValue(QStringLiteral("timings/log"), m_timings->logScale());
+  s.setValue(QStringLiteral("graph/colorBy"), static_cast<int>(m_graph->view()->colorBy()));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (m_options.useSettings) saveSettings();
+  m_controller->cancel();
+  QMainWindow::closeEvent(event);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls()) {
+    for (const QUrl& url : event->mimeData()->urls()) {
+      if (url.isLocalFile()) {
+        event->acceptProposedAction();
+        return;
+      }
+    }
+  }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  QString image;
+  for (const QUrl& url : event->mimeData()->urls()) {
+    if (!url.isLocalFile()) continue;
+    const QString path = url.toLocalFile();
+    if (path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive))
+      openReport(path);
+    else
+      image = path;  // the last image dropped is the one shown
+  }
+  if (!image.isEmpty()) openImage(image);
+  event->acceptProposedAction();
+}
+
+}  // namespace mnv2::ui

@@ -1,0 +1,145 @@
+// The main window of mnv2-profiler: the input and run-settings panel on the left; tabs for the topology,
+// timings, output diffs, run comparison and network graph; menus for files, exports and runs; a status
+// bar with the model and GPU environment. It only shows what the engine produced: all engine work goes
+// through the RunController's worker thread.
+#pragma once
+
+#include <QMainWindow>
+#include <QPointer>
+#include <optional>
+#include <vector>
+
+#include "models/report_access.h"
+#include "run_types.h"
+
+class QLabel;
+class QMenu;
+class QTabWidget;
+
+namespace mnv2::ui {
+
+class ComparisonPage;
+class DiffsPage;
+class GraphPage;
+class InputPanel;
+class LayerSelection;
+class LayerTableModel;
+class ReportCatalog;
+class RunController;
+class RunSettingsPanel;
+class TimingsPage;
+class TopologyPage;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  struct Options {
+    bool scripted = false;    // errors go to stderr only (no message boxes)
+    bool useSettings = true;  // read and write QSettings (folders, run settings, window layout)
+    ImageDecoder decoder = ImageDecoder::Auto;
+  };
+  enum class ExportFormat { Csv, Json, Trace };
+
+  explicit MainWindow(const Options& options, QWidget* parent = nullptr);
+  MainWindow() : MainWindow(Options{}) {}
+  ~MainWindow() override;
+
+  // Probes backends and devices, then loads the model (empty path: the CLI's lookup).
+  void start(const QString& modelPath);
+  void openImage(const QString& path);
+  bool openReport(const QString& path);
+  void startRun(bool compare);
+  void cancelRun();
+  void computeDiff(const QString& backend, const QString& reference);
+  bool exportTo(ExportFormat format, const QString& path);
+  bool selectTab(const QString& name);  // "topology", "timings", "diffs", "comparison", "graph"
+
+  bool hasModel() const { return m_model.has_value(); }
+  const std::vector<BackendStatus>& backends() const { return m_backends; }
+  const std::vector<ReportPtr>& shownReports() const { return m_shown; }
+  RunController* controller() const { return m_controller; }
+  RunSettingsPanel* runSettings() const { return m_settings; }
+  InputPanel* inputPanel() const { return m_input; }
+  LayerTableModel* layerModel() const { return m_layers; }
+  LayerSelection* selection() const { return m_selection; }
+  ReportCatalog* catalog() const { return m_catalog; }
+  TopologyPage* topologyPage() const { return m_topology; }
+  TimingsPage* timingsPage() const { return m_timings; }
+  DiffsPage* diffsPage() const { return m_diffs; }
+  ComparisonPage* comparisonPage() const { return m_comparison; }
+  GraphPage* graphPage() const { return m_graph; }
+  QLabel* banner() const { return m_banner; }
+  QString statusText() const;  // the permanent status bar fields, joined
+
+ Q_SIGNALS:
+  void environmentReady();
+  void modelReady(bool ok);
+  void imageReady(bool ok);
+  void runFinished(bool ok);  // a profile or diff job ended: false when it failed or was cancelled
+  void errorReported(const QString& message);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  void buildMenus();
+  void buildStatusBar();
+  void connectController();
+  void reportError(const QString& what, const QString& message);
+  void classifyCurrent(const QString& path);
+  void showReports(const std::vector<ReportPtr>& reports, const QString& title);
+  void onEnvironment(const EnvironmentInfo& info);
+  void onModel(const ModelInfo& info);
+  void onClassified(const ClassifyResult& result);
+  void onProfiled(const ProfileResult& result);
+  void onDiffed(const DiffResult& result);
+  void updateTopologySummary();
+  void updateActions();
+  void addRecent(const QString& key, const QString& path);
+  void rebuildRecentMenu();
+  void exportInteractive(ExportFormat format);
+  void loadSettings();
+  void saveSettings();
+  QString lastFolder(const QString& key) const;
+  void setLastFolder(const QString& key, const QString& file);
+
+  Options m_options;
+  RunController* m_controller = nullptr;
+  ReportCatalog* m_catalog = nullptr;
+  LayerSelection* m_selection = nullptr;
+  LayerTableModel* m_layers = nullptr;
+
+  InputPanel* m_input = nullptr;
+  RunSettingsPanel* m_settings = nullptr;
+  QLabel* m_banner = nullptr;
+  QTabWidget* m_tabs = nullptr;
+  TopologyPage* m_topology = nullptr;
+  TimingsPage* m_timings = nullptr;
+  DiffsPage* m_diffs = nullptr;
+  ComparisonPage* m_comparison = nullptr;
+  GraphPage* m_graph = nullptr;
+
+  QLabel* m_statusModel = nullptr;
+  QLabel* m_statusGpu = nullptr;
+  QLabel* m_statusDriver = nullptr;
+  QLabel* m_statusCuda = nullptr;
+  QLabel* m_statusCudnn = nullptr;
+  QMenu* m_recentImages = nullptr;
+  QMenu* m_recentReports = nullptr;
+  QList<QAction*> m_exportActions;
+  QAction* m_runAction = nullptr;
+  QAction* m_compareAction = nullptr;
+  QAction* m_cancelAction = nullptr;
+
+  std::vector<BackendStatus> m_backends;
+  std::optional<ModelInfo> m_model;
+  std::optional<ClassifyResult> m_image;
+  std::vector<ReportPtr> m_currentRun;
+  std::vector<ReportPtr> m_shown;
+  QString m_shownTitle;
+  int m_diffCount = 0;
+};
+
+}  // namespace mnv2::ui

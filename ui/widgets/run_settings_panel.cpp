@@ -1,0 +1,267 @@
+// The run settings panel (see run_settings_panel.h).
+#include "widgets/run_settings_panel.h"
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QVBoxLayout>
+
+namespace mnv2::ui {
+
+namespace {
+
+QSpinBox* spin(QWidget* parent, int lo, int hi, int value, const QString& objectName) {
+  auto* s = new QSpinBox(parent);
+  s->setRange(lo, hi);
+  s->setValue(value);
+  s->setObjectName(objectName);
+  return s;
+}
+
+QString backendTitle(const QString& name) {
+  if (name == QLatin1String("cpu")) return QStringLiteral("CPU reference (cpu)");
+  if (name == QLatin1String("cuda")) return QStringLiteral("custom CUDA kernels (cuda)");
+  if (name == QLatin1String("cudnn")) return QStringLiteral("cuDNN (cudnn)");
+  return name;
+}
+
+}  // namespace
+
+RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
+  m_backend = new QComboBox(this);
+  m_backend->setObjectName(QStringLiteral("backendCombo"));
+  m_timer = new QComboBox(this);
+  m_timer->setObjectName(QStringLiteral("timerCombo"));
+  m_timer->addItem(QStringLiteral("cudaEvent"), static_cast<int>(mnv2::TimerKind::cuda_event));
+  m_timer->addItem(QStringLiteral("CUPTI kernels"), static_cast<int>(mnv2::TimerKind::cupti_kernel));
+  m_input = new QComboBox(this);
+  m_input->setObjectName(QStringLiteral("inputCombo"));
+  m_input->addItem(QStringLiteral("opened image"));
+  m_input->addItem(QStringLiteral("random tensor (seed 1)"));
+  m_height = spin(this, 32, 4096, 224, QStringLiteral("heightSpin"));
+  m_width = spin(this, 32, 4096, 224, QStringLiteral("widthSpin"));
+  m_batch = spin(this, 1, 4096, 1, QStringLiteral("batchSpin"));
+  m_warmup = spin(this, 0, 100000, 3, QStringLiteral("warmupSpin"));
+  m_iters = spin(this, 1, 1000000, 20, QStringLiteral("itersSpin"));
+  m_batch->setToolTip(QStringLiteral("Images per forward pass; the opened image is repeated over the batch"));
+  m_warmup->setToolTip(QStringLiteral("Untimed runs before each of the two timed phases"));
+  m_iters->setToolTip(QStringLiteral("Timed runs in each phase (end-to-end, then per layer)"));
+
+  auto* sizeRow = new QHBoxLayout;
+  sizeRow->addWidget(m_height);
+  sizeRow->addWidget(new QLabel(QStringLiteral("×"), this));
+  sizeRow->addWidget(m_width);
+
+  m_run = new QPushButton(QStringLiteral("Run"), this);
+  m_run->setObjectName(QStringLiteral("runButton"));
+  m_run->setToolTip(QStringLiteral("Profile the selected backend (F5)"));
+  m_compare = new QPushButton(QStringLiteral("Compare"), this);
+  m_compare->setObjectName(QStringLiteral("compareButton"));
+  m_compare->setToolTip(QStringLiteral("Profile every available backend and diff their outputs against cpu (F6)"));
+  m_cancel = new QPushButton(QStringLiteral("Cancel"), this);
+  m_cancel->setObjectName(QStringLiteral("cancelButton"));
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(m_run);
+  buttons->addWidget(m_compare);
+  buttons->addWidget(m_cancel);
+
+  m_progress = new QProgressBar(this);
+  m_progress->setObjectName(QStringLiteral("progressBar"));
+  m_progress->setRange(0, 1000);
+  m_progress->setValue(0);
+  m_progress->setTextVisible(false);
+  m_status = new QLabel(QStringLiteral("idle"), this);
+  m_status->setObjectName(QStringLiteral("runStatus"));
+  m_status->setWordWrap(true);
+
+  auto* form = new QFormLayout;
+  form->addRow(QStringLiteral("Backend"), m_backend);
+  form->addRow(QStringLiteral("Timing"), m_timer);
+  form->addRow(QStringLiteral("Input"), m_input);
+  form->addRow(QStringLiteral("Input size"), sizeRow);
+  form->addRow(QStringLiteral("Batch"), m_batch);
+  form->addRow(QStringLiteral("Warm-up"), m_warmup);
+  form->addRow(QStringLiteral("Iterations"), m_iters);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(form);
+  layout->addLayout(buttons);
+  layout->addWidget(m_progress);
+  layout->addWidget(m_status);
+
+  connect(m_run, &QPushButton::clicked, this, &RunSettingsPanel::runClicked);
+  connect(m_compare, &QPushButton::clicked, this, &RunSettingsPanel::compareClicked);
+  connect(m_cancel, &QPushButton::clicked, this, &RunSettingsPanel::cancelClicked);
+  connect(m_backend, &QComboBox::currentIndexChanged, this, [this] {
+    updateEnabled();
+    Q_EMIT backendChanged(backend());
+  });
+  connect(m_input, &QComboBox::currentIndexChanged, this, [this] { updateEnabled(); });
+  setImageName(QString());
+  updateEnabled();
+}
+
+void RunSettingsPanel::setBackends(const std::vector<BackendStatus>& backends) {
+  const QString previous = m_wantedBackend.isEmpty() ? backend() : m_wantedBackend;
+  QSignalBlocker block(m_backend);
+  m_backend->clear();
+  auto* model = qobject_cast<QStandardItemModel*>(m_backend->model());  // QComboBox's own model
+  int selected = -1, firstAvailable = -1;
+  for (const BackendStatus& b : backends) {
+    auto* item = new QStandardItem(backendTitle(b.name));
+    item->setData(b.name, Qt::UserRole);
+    item->setData(b.available, Qt::UserRole + 1);
+    if (b.available) {
+      item->setToolTip(b.description);
+      if (firstAvailable < 0) firstAvailable = model->rowCount();
+      if (b.name == previous) selected = model->rowCount();
+    } else {
+      // Shown, but not selectable: the reason is the tool-tip (e.g. no CUDA device on this machine).
+      item->setFlags(item->flags() & ~(Qt::ItemIsEnabled | Qt::ItemIsSelectable));
+      item->setToolTip(QStringLiteral("%1\nunavailable: %2").arg(b.description, b.reason));
+      item->setText(backendTitle(b.name) + QStringLiteral(" — unavailable"));
+    }
+    model->appendRow(item);
+  }
+  m_backend->setCurrentIndex(selected >= 0 ? selected : firstAvailable);
+  m_wantedBackend.clear();
+  block.unblock();
+  updateEnabled();
+  Q_EMIT backendChanged(backend());
+}
+
+QString RunSettingsPanel::backend() const {
+  const int i = m_backend->currentIndex();
+  if (i < 0 || !m_backend->itemData(i, Qt::UserRole + 1).toBool()) return {};
+  return m_backend->itemData(i, Qt::UserRole).toString();
+}
+
+bool RunSettingsPanel::selectBackend(const QString& name) {
+  if (m_backend->count() == 0) {
+    m_wantedBackend = name;  // applied when the backends arrive
+    return true;
+  }
+  const int i = m_backend->findData(name, Qt::UserRole);
+  if (i < 0 || !m_backend->itemData(i, Qt::UserRole + 1).toBool()) return false;
+  m_backend->setCurrentIndex(i);
+  return true;
+}
+
+bool RunSettingsPanel::isBackendAvailable(const QString& name) const {
+  const int i = m_backend->findData(name, Qt::UserRole);
+  return i >= 0 && m_backend->itemData(i, Qt::UserRole + 1).toBool();
+}
+
+QStringList RunSettingsPanel::availableBackends() const {
+  QStringList out;
+  for (int i = 0; i < m_backend->count(); ++i)
+    if (m_backend->itemData(i, Qt::UserRole + 1).toBool()) out << m_backend->itemData(i, Qt::UserRole).toString();
+  if (out.removeOne(QStringLiteral("cpu"))) out.prepend(QStringLiteral("cpu"));
+  return out;
+}
+
+mnv2::TimerKind RunSettingsPanel::timer() const { return static_cast<mnv2::TimerKind>(m_timer->currentData().toInt()); }
+
+void RunSettingsPanel::setTimer(mnv2::TimerKind timer) {
+  const int i = m_timer->findData(static_cast<int>(timer));
+  if (i >= 0) m_timer->setCurrentIndex(i);
+}
+
+int RunSettingsPanel::batch() const { return m_batch->value(); }
+int RunSettingsPanel::warmup() const { return m_warmup->value(); }
+int RunSettingsPanel::iterations() const { return m_iters->value(); }
+
+void RunSettingsPanel::setCounts(int batch, int warmup, int iterations) {
+  if (batch > 0) m_batch->setValue(batch);
+  if (warmup >= 0) m_warmup->setValue(warmup);
+  if (iterations > 0) m_iters->setValue(iterations);
+}
+
+bool RunSettingsPanel::useImage() const {
+  return m_input->currentIndex() == 0 && m_input->model()->flags(m_input->model()->index(0, 0)) & Qt::ItemIsEnabled;
+}
+
+QSize RunSettingsPanel::inputSize() const { return {m_width->value(), m_height->value()}; }
+
+void RunSettingsPanel::setImageName(const QString& name) {
+  auto* model = qobject_cast<QStandardItemModel*>(m_input->model());
+  QStandardItem* item = model ? model->item(0) : nullptr;
+  if (item) {
+    item->setText(name.isEmpty() ? QStringLiteral("opened image (none)") : QStringLiteral("image: %1").arg(name));
+    item->setEnabled(!name.isEmpty());
+  }
+  m_input->setCurrentIndex(name.isEmpty() ? 1 : 0);
+  updateEnabled();
+}
+
+void RunSettingsPanel::setModelInputSize(int height, int width) {
+  m_height->setValue(height);
+  m_width->setValue(width);
+}
+
+void RunSettingsPanel::setRunning(bool running) {
+  m_running = running;
+  if (!running)
+    m_progress->setValue(m_progress->maximum());
+  else
+    m_progress->setValue(0);
+  updateEnabled();
+}
+
+void RunSettingsPanel::setProgress(const RunProgress& p) {
+  m_progress->setValue(static_cast<int>(p.fraction * m_progress->maximum()));
+  const QString of =
+      p.backendCount > 1 ? QStringLiteral(" (%1 of %2)").arg(p.backendIndex + 1).arg(p.backendCount) : QString();
+  m_status->setText(QStringLiteral("%1%2: %3 %4/%5").arg(p.backend, of, p.phase).arg(p.done).arg(p.total));
+}
+
+void RunSettingsPanel::setStatus(const QString& text) { m_status->setText(text); }
+
+void RunSettingsPanel::updateEnabled() {
+  const bool gpu = !backend().isEmpty() && backend() != QLatin1String("cpu");
+  m_timer->setEnabled(gpu && !m_running);
+  m_timer->setToolTip(gpu ? QStringLiteral("cudaEvent: events around each layer; CUPTI: GPU kernel time from activity "
+                                           "records, with kernel names")
+                          : QStringLiteral("The cpu backend is always timed with the host clock"));
+  const bool random = !useImage();
+  m_height->setEnabled(random && !m_running);
+  m_width->setEnabled(random && !m_running);
+  const QString sizeTip = random ? QStringLiteral("Height × width of the random input tensor")
+                                 : QStringLiteral("An image is resized and cropped as the model's preprocessing says");
+  m_height->setToolTip(sizeTip);
+  m_width->setToolTip(sizeTip);
+  for (QWidget* w : std::initializer_list<QWidget*>{m_backend, m_input, m_batch, m_warmup, m_iters})
+    w->setEnabled(!m_running);
+  m_run->setEnabled(!m_running && !backend().isEmpty());
+  m_compare->setEnabled(!m_running && !availableBackends().isEmpty());
+  m_cancel->setEnabled(m_running);
+}
+
+void RunSettingsPanel::loadSettings(const QSettings& s) {
+  m_wantedBackend = s.value(QStringLiteral("run/backend"), QStringLiteral("cpu")).toString();
+  if (m_backend->count() > 0) selectBackend(m_wantedBackend);
+  setTimer(static_cast<mnv2::TimerKind>(
+      s.value(QStringLiteral("run/timer"), static_cast<int>(mnv2::TimerKind::cuda_event)).toInt()));
+  setCounts(s.value(QStringLiteral("run/batch"), 1).toInt(), s.value(QStringLiteral("run/warmup"), 3).toInt(),
+            s.value(QStringLiteral("run/iterations"), 20).toInt());
+  m_height->setValue(s.value(QStringLiteral("run/height"), 224).toInt());
+  m_width->setValue(s.value(QStringLiteral("run/width"), 224).toInt());
+}
+
+void RunSettingsPanel::saveSettings(QSettings& s) const {
+  if (!backend().isEmpty()) s.setValue(QStringLiteral("run/backend"), backend());
+  s.setValue(QStringLiteral("run/timer"), static_cast<int>(timer()));
+  s.setValue(QStringLiteral("run/batch"), batch());
+  s.setValue(QStringLiteral("run/warmup"), warmup());
+  s.setValue(QStringLiteral("run/iterations"), iterations());
+  s.setValue(QStringLiteral("run/height"), m_height->value());
+  s.setValue(QStringLiteral("run/width"), m_width->value());
+}
+
+}  // namespace mnv2::ui

@@ -1,0 +1,77 @@
+// Run settings: backend (unavailable ones disabled, the reason as tool-tip), timing source, input, batch,
+// warm-up and iteration counts; Run / Compare / Cancel and the progress bar.
+#pragma once
+
+#include <QSize>
+#include <QStringList>
+#include <QWidget>
+#include <vector>
+
+#include "mnv2/timing.h"
+#include "run_types.h"
+
+class QComboBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSettings;
+class QSpinBox;
+
+namespace mnv2::ui {
+
+class RunSettingsPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RunSettingsPanel(QWidget* parent = nullptr);
+
+  void setBackends(const std::vector<BackendStatus>& backends);
+  QString backend() const;                  // the selected (available) backend
+  bool selectBackend(const QString& name);  // false when unknown or unavailable
+  QStringList availableBackends() const;    // cpu first: it is the reference of diffs
+  bool isBackendAvailable(const QString& name) const;
+  mnv2::TimerKind timer() const;
+  void setTimer(mnv2::TimerKind timer);
+  int batch() const;
+  int warmup() const;
+  int iterations() const;
+  void setCounts(int batch, int warmup, int iterations);
+  bool useImage() const;                   // the opened image, else a random tensor of inputSize()
+  QSize inputSize() const;                 // height x width for random input
+  void setImageName(const QString& name);  // "" when no image is open
+  void setModelInputSize(int height, int width);
+
+  void setRunning(bool running);
+  void setProgress(const RunProgress& progress);
+  void setStatus(const QString& text);
+  QProgressBar* progressBar() const { return m_progress; }
+
+  void loadSettings(const QSettings& settings);
+  void saveSettings(QSettings& settings) const;
+
+ Q_SIGNALS:
+  void runClicked();
+  void compareClicked();
+  void cancelClicked();
+  void backendChanged(const QString& backend);
+
+ private:
+  void updateEnabled();
+
+  QComboBox* m_backend = nullptr;
+  QComboBox* m_timer = nullptr;
+  QComboBox* m_input = nullptr;
+  QSpinBox* m_height = nullptr;
+  QSpinBox* m_width = nullptr;
+  QSpinBox* m_batch = nullptr;
+  QSpinBox* m_warmup = nullptr;
+  QSpinBox* m_iters = nullptr;
+  QPushButton* m_run = nullptr;
+  QPushButton* m_compare = nullptr;
+  QPushButton* m_cancel = nullptr;
+  QProgressBar* m_progress = nullptr;
+  QLabel* m_status = nullptr;
+  bool m_running = false;
+  QString m_wantedBackend;  // from settings, applied once the backends are known
+};
+
+}  // namespace mnv2::ui
