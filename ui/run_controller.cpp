@@ -225,9 +225,9 @@ void RunWorker::profile(JobId id, const ProfileRequest& request) {
       const mnv2::PrepareConfig pc{1, c.height, c.width, c.precision};
       for (int i = 1; i < n; ++i) {
         if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
-        sendProgress(
-            RunProgress{id, request.backends[i], QStringLiteral("diff"), 0, 1, n + i - 1, n, double(n + i - 1) / units},
-            true);
+        sendProgress(RunProgress{id, request.backends[i], QStringLiteral("diff against ") + request.backends[0], 0, 1,
+                                 i, n, double(n + i - 1) / units},
+                     true);
         result.reports[static_cast<size_t>(i)].diff =
             mnv2::diff_backends(m, request.backends[i].toStdString(), request.backends[0].toStdString(), pc, first);
       }
