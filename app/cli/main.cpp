@@ -191,6 +191,7 @@ int cmd_info(int argc, char** argv) {
   j.set("build", build);
   json::Value cuda;
   cuda.set("driver", cuda_version_string(env.driver_version));
+  cuda.set("driver_release", env.driver_release);
   json::Array devices;
   for (const auto& d : env.devices) {
     json::Value dj;
@@ -232,7 +233,11 @@ int cmd_info(int argc, char** argv) {
   std::cout << "mnv2 " << MNV2_VERSION << " (commit " << MNV2_GIT_COMMIT << ")\n";
   std::cout << "build:   CUDA " << (env.built_with_cuda ? "yes (runtime " + cuda_version_string(env.runtime_version) + ")" : "no")
             << ", image decoding " << (image_decoding_available() ? "OpenCV" : "none (--tensor only)") << "\n";
-  std::cout << "driver:  " << cuda_version_string(env.driver_version) << "\n";
+  if (env.driver_version == 0)
+    std::cout << "driver:  none\n";
+  else
+    std::cout << "driver:  " << (env.driver_release.empty() ? "" : env.driver_release + ", ") << "supports CUDA "
+              << cuda_version_string(env.driver_version) << "\n";
   if (env.devices.empty()) std::cout << "devices: none (" << env.why_none << ")\n";
   for (const auto& d : env.devices)
     std::cout << "device " << d.index << ": " << d.name << ", sm_" << d.cc_major << d.cc_minor << ", "
@@ -645,9 +650,13 @@ void print_summary(const RunReport& r) {
   }
   std::string kinds;
   for (const auto& g : r.per_kind) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%s%s %.3f ms (%.1f%%)", kinds.empty() ? "" : ", ", g.name.c_str(), g.median_ns / 1e6,
-                  g.share * 100);
+    char buf[160];
+    if (g.steps == 0 && g.fused_layers > 0)
+      std::snprintf(buf, sizeof buf, "%s%s fused (all %d layers run inside other kinds' steps)", kinds.empty() ? "" : ", ",
+                    g.name.c_str(), g.fused_layers);
+    else
+      std::snprintf(buf, sizeof buf, "%s%s %.3f ms (%.1f%%)", kinds.empty() ? "" : ", ", g.name.c_str(),
+                    g.median_ns / 1e6, g.share * 100);
     kinds += buf;
   }
   std::printf("  per kind: %s\n", kinds.c_str());

@@ -19,6 +19,7 @@ struct Nvml {
   NvmlReturn (*init)() = nullptr;
   NvmlReturn (*device_by_index)(unsigned, NvmlDevice*) = nullptr;
   NvmlReturn (*clock_info)(NvmlDevice, int, unsigned*) = nullptr;
+  NvmlReturn (*driver_version)(char*, unsigned) = nullptr;  // optional
   bool ok = false;
 };
 
@@ -31,6 +32,7 @@ const Nvml& nvml() {
     n.init = reinterpret_cast<NvmlReturn (*)()>(dlsym(lib, "nvmlInit_v2"));
     n.device_by_index = reinterpret_cast<NvmlReturn (*)(unsigned, NvmlDevice*)>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
     n.clock_info = reinterpret_cast<NvmlReturn (*)(NvmlDevice, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
+    n.driver_version = reinterpret_cast<NvmlReturn (*)(char*, unsigned)>(dlsym(lib, "nvmlSystemGetDriverVersion"));
     n.ok = n.init && n.device_by_index && n.clock_info && n.init() == kNvmlSuccess;
   });
   return n;
@@ -46,6 +48,15 @@ int current_sm_clock_mhz(int device) {
   if (n.device_by_index(static_cast<unsigned>(device), &handle) != kNvmlSuccess) return -1;
   if (n.clock_info(handle, kNvmlClockSm, &mhz) != kNvmlSuccess) return -1;
   return static_cast<int>(mhz);
+}
+
+std::string nvidia_driver_release() {
+  const Nvml& n = nvml();
+  if (!n.ok || !n.driver_version) return {};
+  char buf[96] = {};  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE is 80
+  if (n.driver_version(buf, sizeof buf) != kNvmlSuccess) return {};
+  buf[sizeof buf - 1] = '\0';
+  return buf;
 }
 
 }  // namespace mnv2

@@ -120,6 +120,53 @@ void fill_environment(RunReport& r, bool gpu) {
 
 }  // namespace
 
+// Totals: a step counts once, under its first layer's kind and block; a layer fused into a step of another
+// group is counted as fused there, so no group silently reads as zero-cost.
+void compute_group_totals(RunReport& r) {
+  const std::vector<Layer>& layers = r.topology;
+  double sum_medians = 0;
+  for (const auto& p : r.steps) sum_medians += p.time_ns.median;
+  std::map<std::string, GroupTotal> kinds, blocks;
+  std::vector<std::string> block_order;
+  for (const Layer& l : layers) {
+    GroupTotal& k = kinds[to_string(l.kind)];
+    k.name = to_string(l.kind);
+    ++k.layers;
+    if (!blocks.count(l.block_name)) block_order.push_back(l.block_name);
+    GroupTotal& b = blocks[l.block_name];
+    b.name = l.block_name;
+    ++b.layers;
+  }
+  for (const auto& p : r.steps) {
+    if (p.layers.empty()) continue;
+    const Layer& first = layers.at(static_cast<size_t>(p.layers.front()));
+    GroupTotal& k = kinds[to_string(first.kind)];
+    k.median_ns += p.time_ns.median;
+    k.macs += p.macs;
+    ++k.steps;
+    GroupTotal& b = blocks[first.block_name];
+    b.median_ns += p.time_ns.median;
+    b.macs += p.macs;
+    ++b.steps;
+    for (size_t i = 1; i < p.layers.size(); ++i) {
+      const Layer& l = layers.at(static_cast<size_t>(p.layers[i]));
+      if (l.kind != first.kind) ++kinds[to_string(l.kind)].fused_layers;
+      if (l.block_name != first.block_name) ++blocks[l.block_name].fused_layers;
+    }
+  }
+  r.per_kind.clear();
+  r.per_block.clear();
+  for (auto& [name, g] : kinds) {
+    g.share = sum_medians > 0 ? g.median_ns / sum_medians : 0;
+    r.per_kind.push_back(g);
+  }
+  for (const auto& name : block_order) {
+    GroupTotal g = blocks[name];
+    g.share = sum_medians > 0 ? g.median_ns / sum_medians : 0;
+    r.per_block.push_back(g);
+  }
+}
+
 RunReport profile(const Model& model, const ProfileConfig& cfg_in, const ProfileProgress& progress) {
   ProfileConfig cfg = cfg_in;
   validate(cfg);
@@ -283,30 +330,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
     l.weight.shrink_to_fit();
     l.bias.shrink_to_fit();
   }
-  // Totals: a step counts once, under its first layer's kind and block.
-  std::map<std::string, GroupTotal> kinds, blocks;
-  std::vector<std::string> block_order;
-  for (const auto& p : r.steps) {
-    const Layer& first = model.layers[static_cast<size_t>(p.layers.front())];
-    GroupTotal& k = kinds[to_string(first.kind)];
-    k.name = to_string(first.kind);
-    k.median_ns += p.time_ns.median;
-    k.macs += p.macs;
-    if (!blocks.count(first.block_name)) block_order.push_back(first.block_name);
-    GroupTotal& b = blocks[first.block_name];
-    b.name = first.block_name;
-    b.median_ns += p.time_ns.median;
-    b.macs += p.macs;
-  }
-  for (auto& [name, g] : kinds) {
-    g.share = sum_medians > 0 ? g.median_ns / sum_medians : 0;
-    r.per_kind.push_back(g);
-  }
-  for (const auto& name : block_order) {
-    GroupTotal g = blocks[name];
-    g.share = sum_medians > 0 ? g.median_ns / sum_medians : 0;
-    r.per_block.push_back(g);
-  }
+  compute_group_totals(r);
   r.sum_of_steps_ms = sum_medians / 1e6;
   const double e2e = r.end_to_end.gpu_ms ? r.end_to_end.gpu_ms->median : r.end_to_end.host_ms.median;
   r.gap_ms = e2e - r.sum_of_steps_ms;

@@ -330,6 +330,9 @@ json::Value report_json(const RunReport& r) {
       gj.set("median_ns", g.median_ns);
       gj.set("share", g.share);
       gj.set("macs", g.macs);
+      gj.set("layers", g.layers);
+      gj.set("steps", g.steps);
+      gj.set("fused_layers", g.fused_layers);
       a.push_back(gj);
     }
     return json::Value(a);
@@ -509,6 +512,16 @@ RunReport report_from(const json::Value& j) {
       g.median_ns = gj.at("median_ns").as_number();
       g.share = gj.at("share").as_number();
       g.macs = gj.at("macs").as_int();
+      // Absent in reports written before these counts existed (same schema version: they are additions).
+      const auto count = [&gj](const char* key) {
+        const json::Value* v = gj.find(key);
+        const int n = v ? int_from(*v, key) : 0;
+        if (n < 0) throw Error(std::string(key) + " " + std::to_string(n) + " is negative");
+        return n;
+      };
+      g.layers = count("layers");
+      g.steps = count("steps");
+      g.fused_layers = count("fused_layers");
       out.push_back(g);
     }
     return out;

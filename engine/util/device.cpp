@@ -1,6 +1,8 @@
 // CUDA environment discovery; without CUDA in the build it reports why there is no GPU.
 #include "mnv2/device.h"
 
+#include "profile/gpu_clock.h"
+
 #ifdef MNV2_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -23,6 +25,7 @@ CudaEnvironment query() {
     env.why_none = "no NVIDIA driver found (libcuda.so is not loadable)";
     return env;
   }
+  env.driver_release = nvidia_driver_release();
   int count = 0;
   if (cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess) {
     env.why_none = std::string("no usable CUDA device: ") + cudaGetErrorString(err);

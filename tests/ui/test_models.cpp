@@ -180,6 +180,30 @@ class ModelsTest : public QObject {
     QCOMPARE(model.rowCount(), 0);
   }
 
+  void totalsShowFusedKindsAsFusedNotZero() {
+    // Every ReLU6 that follows a Conv2d runs inside the conv's step: the ReLU6 row must say so.
+    const auto& topology = test::mainModel().layers;
+    auto fused = std::make_shared<const mnv2::RunReport>(test::syntheticReport(topology, "cuda", 1000, 0.1, true));
+    int relu6 = -1, conv = -1;
+    for (size_t g = 0; g < fused->per_kind.size(); ++g) {
+      if (fused->per_kind[g].name == "ReLU6") relu6 = static_cast<int>(g);
+      if (fused->per_kind[g].name == "Conv2d") conv = static_cast<int>(g);
+    }
+    QVERIFY(relu6 >= 0 && conv >= 0);
+    QCOMPARE(fused->per_kind[static_cast<size_t>(relu6)].layers, 35);
+    QCOMPARE(fused->per_kind[static_cast<size_t>(relu6)].steps, 0);
+    QCOMPARE(fused->per_kind[static_cast<size_t>(relu6)].fused_layers, 35);
+    QCOMPARE(fused->per_kind[static_cast<size_t>(conv)].steps, 52);
+    TotalsModel model;
+    model.setReports({fused});
+    int row = -1;
+    for (int g = 0; g < model.rowCount(); ++g)
+      if (model.index(g, 0).data().toString() == QStringLiteral("ReLU6")) row = g;
+    QVERIFY(row >= 0);
+    QCOMPARE(model.index(row, 1).data().toString(), QStringLiteral("fused"));
+    QVERIFY(model.index(row, 1).data(Qt::ToolTipRole).toString().contains(QStringLiteral("35 of the 35")));
+  }
+
   void catalogKeepsCurrentRunAndFiles() {
     ReportCatalog catalog;
     QAbstractItemModelTester tester(&catalog, QAbstractItemModelTester::FailureReportingMode::QtTest);

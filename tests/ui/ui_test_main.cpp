@@ -64,6 +64,7 @@ mnv2::RunReport syntheticReport(const std::vector<mnv2::Layer>& topology, const 
   }
   for (auto& s : r.steps) s.share = s.time_ns.median / sum;
   r.sum_of_steps_ms = sum / 1e6;
+  mnv2::compute_group_totals(r);
   return r;
 }
 

@@ -84,6 +84,13 @@ TEST(Profiler, CpuCoversEveryLayerOnceWithHostClock) {
   for (const auto& g : r.per_kind) kind_share += g.share;
   EXPECT_NEAR(kind_share, 1.0, 1e-9);
   EXPECT_EQ(r.per_block.size(), 19u);  // stem, 17 bottlenecks, head
+  int kind_layers = 0;
+  for (const auto& g : r.per_kind) {
+    kind_layers += g.layers;
+    EXPECT_EQ(g.steps, g.layers) << g.name;  // the cpu backend runs one step per layer
+    EXPECT_EQ(g.fused_layers, 0) << g.name;
+  }
+  EXPECT_EQ(kind_layers, 99);
   EXPECT_GT(r.memory.total(), 0);
   // Conv layers have derived rates.
   EXPECT_GT(r.steps[0].gflops, 0);
@@ -164,6 +171,13 @@ TEST(Report, JsonRoundTrips) {
   for (size_t i = 0; i < r.steps.size(); ++i) {
     EXPECT_EQ(b.steps[i].time_ns.median, r.steps[i].time_ns.median);
     EXPECT_EQ(b.steps[i].layers, r.steps[i].layers);
+  }
+  ASSERT_EQ(b.per_kind.size(), r.per_kind.size());
+  for (size_t i = 0; i < r.per_kind.size(); ++i) {
+    EXPECT_EQ(b.per_kind[i].name, r.per_kind[i].name);
+    EXPECT_EQ(b.per_kind[i].layers, r.per_kind[i].layers);
+    EXPECT_EQ(b.per_kind[i].steps, r.per_kind[i].steps);
+    EXPECT_EQ(b.per_kind[i].fused_layers, r.per_kind[i].fused_layers);
   }
   ASSERT_EQ(b.topology.size(), 99u);
   EXPECT_EQ(describe(b.topology[0]), describe(r.topology[0]));

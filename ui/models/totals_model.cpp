@@ -1,6 +1,8 @@
 // Per-kind / per-block totals model (see totals_model.h).
 #include "models/totals_model.h"
 
+#include <QColor>
+
 namespace mnv2::ui {
 
 TotalsModel::TotalsModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -69,9 +71,27 @@ QVariant TotalsModel::data(const QModelIndex& index, int role) const {
   const int report = (column - 1) / 2;
   const bool isShare = (column - 1) % 2 == 1;
   const double value = isShare ? share(report, row) * 100 : medianMs(report, row);
+  const mnv2::GroupTotal* g = find(report, row);
+  // A group with no step of its own is not zero-cost: its layers ran inside other groups' steps (fused),
+  // or the report does not have it at all.
+  const bool fusedAway = g && g->steps == 0 && g->fused_layers > 0;
   switch (role) {
     case Qt::DisplayRole:
+      if (!g) return QStringLiteral("—");
+      if (fusedAway) return isShare ? QString() : QStringLiteral("fused");
       return QString::number(value, 'f', isShare ? 1 : 3);
+    case Qt::ToolTipRole:
+      if (!g) return QStringLiteral("not in this report");
+      if (g->fused_layers > 0)
+        return QStringLiteral("%1 of the %2 layers run fused inside steps counted under another %3; their time is "
+                              "there")
+            .arg(g->fused_layers)
+            .arg(g->layers)
+            .arg(m_grouping == Grouping::Kind ? QStringLiteral("kind") : QStringLiteral("block"));
+      return {};
+    case Qt::ForegroundRole:
+      if (!g || fusedAway) return QColor(Qt::gray);
+      return {};
     case SortRole:
       return value;
     case Qt::TextAlignmentRole:

@@ -325,10 +325,11 @@ void MainWindow::onEnvironment(const EnvironmentInfo& info) {
                              .arg(d.memory_bytes / double(1 << 30), 0, 'f', 0));
   }
   m_statusGpu->setToolTip(m_statusGpu->text());
-  m_statusDriver->setText(
-      env.driver_version
-          ? QStringLiteral("driver %1").arg(QString::fromStdString(mnv2::cuda_version_string(env.driver_version)))
-          : QStringLiteral("driver: none"));
+  const QString driverCuda = QString::fromStdString(mnv2::cuda_version_string(env.driver_version));
+  m_statusDriver->setText(!env.driver_version ? QStringLiteral("driver: none")
+                          : env.driver_release.empty()
+                              ? QStringLiteral("driver: CUDA %1").arg(driverCuda)
+                              : QStringLiteral("driver %1 (CUDA %2)").arg(QString::fromStdString(env.driver_release), driverCuda));
   m_statusCuda->setText(env.built_with_cuda
                             ? QStringLiteral("CUDA runtime %1")
                                   .arg(QString::fromStdString(mnv2::cuda_version_string(env.runtime_version)))

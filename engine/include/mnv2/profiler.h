@@ -60,6 +60,10 @@ struct GroupTotal {
   double median_ns = 0;  // sum of the medians of the steps whose first layer is in the group
   double share = 0;
   int64_t macs = 0;
+  int layers = 0;        // layers of the network in the group
+  int steps = 0;         // steps counted here (their first layer is in the group)
+  int fused_layers = 0;  // layers of the group that run inside a step counted under another group:
+                         // their time is in that group's total, not zero (e.g. ReLU6 fused into Conv2d)
 };
 
 struct EndToEnd {
@@ -120,6 +124,10 @@ struct RunReport {
 using ProfileProgress = std::function<bool(const std::string& phase, int done, int total)>;
 
 RunReport profile(const Model& model, const ProfileConfig& config, const ProfileProgress& progress = {});
+
+// Fills r.per_kind and r.per_block from r.topology and r.steps (profile() does this; exposed for reports
+// assembled elsewhere, e.g. tests).
+void compute_group_totals(RunReport& r);
 
 // Runs `backend` and `reference` on the same input with every layer output kept and compares them.
 DiffReport diff_backends(const Model& model, const std::string& backend, const std::string& reference,
