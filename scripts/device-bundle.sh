@@ -15,6 +15,21 @@ bash "$shared/tools/device-bundle.sh" "$stage/bundle" "$build/app/mnv2" "$build/
 mkdir -p "$stage/bundle/shared/weights" "$stage/bundle/shared/golden"
 cp "$shared"/weights/*.onnx "$shared"/weights/*.txt "$stage/bundle/shared/weights/"
 cp "$shared"/golden/* "$stage/bundle/shared/golden/"
+mkdir -p "$stage/bundle/shared/images"
+cp "$shared"/images/*.bmp "$stage/bundle/shared/images/"  # the app decodes BMP with QImage there (no plugin)
 mkdir -p "$root/.device"
 tar -C "$stage" -cJf "$root/.device/bundle.tar.xz" bundle
 echo "bundle: $(du -h "$root/.device/bundle.tar.xz" | cut -f1) in .device/bundle.tar.xz"
+
+# The desktop app for a live run there (MNV2_DEVICE_APP=1 adds it): a GUI build without OpenCV codecs in
+# build-ui-device/ (QImage decodes), packed with Qt's offscreen platform by the shared device-qt-bundle.sh.
+if [[ ${MNV2_DEVICE_APP:-0} != 0 ]]; then
+  app_build=$root/build-ui-device
+  cmake -S "$root" -B "$app_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMNV2_WITH_CUDA=ON \
+    -DMNV2_WITH_OPENCV_CODECS=OFF -DMNV2_BUILD_GUI=ON -DMNV2_BUILD_TESTS=OFF "$@" >/dev/null
+  cmake --build "$app_build" -j "$(nproc)" --target mnv2-profiler
+  bash "$shared/tools/device-qt-bundle.sh" "$root/.device/app.tar.xz" "$app_build/app/mnv2-profiler" >/dev/null
+  echo "app: $(du -h "$root/.device/app.tar.xz" | cut -f1) in .device/app.tar.xz"
+else
+  rm -f "$root/.device/app.tar.xz"
+fi

@@ -8,6 +8,7 @@ set -uo pipefail
 out=${OUT:-/tmp/mnv2-device-out}
 mkdir -p "$out"
 work=/tmp/mnv2-run
+repo=$PWD
 rm -rf /tmp/bundle "$work" && mkdir -p "$work"
 tar -xJf .device/bundle.tar.xz -C /tmp || { echo "no bundle: run scripts/device-bundle.sh first"; exit 1; }
 cd /tmp/bundle
@@ -67,6 +68,23 @@ TAIL=12 run bench_cuda ./bin/mnv2 bench --backends cuda,cudnn --batch 1,8,64,256
   --json "$work/bench_cuda.json"
 MNV2_CUDA_VARIANT=baseline TAIL=8 run bench_cuda_baseline ./bin/mnv2 bench --backends cuda --batch 1,64 --warmup 5 \
   --iters 30 --json "$work/bench_cuda_baseline.json"
+
+# ---- the desktop app, live (when the bundle has it: MNV2_DEVICE_APP=1 bash scripts/device-bundle.sh) ------
+# One Compare run of every available backend on cat.bmp (decoded by QImage there), exported as JSON, then the
+# screenshots from that report (no second GPU run). PNGs come back beside summary.txt.
+if [[ -f "$repo/.device/app.tar.xz" ]]; then
+  tar -xJf "$repo/.device/app.tar.xz" -C /tmp
+  app() { /tmp/qtbundle/run.sh mnv2-profiler --model "$MNV2_MODEL" --size 1500x950 "$@"; }
+  TAIL=8 run app_compare app --image shared/images/cat.bmp --backend cuda --compare --warmup 20 --iters 200 \
+    --tab timings --log-scale --screenshot "$work/h200-app-timings.png" --export-json "$work/h200-app-compare.json" --quit
+  TAIL=4 run app_runs app --report "$work/h200-app-compare.json" --tab comparison --runs 1,2 \
+    --screenshot "$work/h200-app-cuda-vs-cudnn.png" --quit
+  TAIL=4 run app_diffs app --report "$work/h200-app-compare.json" --tab diffs --diff cuda,cpu \
+    --screenshot "$work/h200-app-diffs.png" --quit
+  TAIL=4 run app_graph app --report "$work/h200-app-compare.json" --tab graph --color-by time \
+    --screenshot "$work/h200-app-graph.png" --quit
+  cp "$work"/h200-app-*.png "$work/h200-app-compare.json" "$out/" 2>/dev/null
+fi
 
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$summary" 2>&1
 

@@ -8,6 +8,7 @@
 
 #include "mnv2/atomic_file.h"
 #include "mnv2/error.h"
+#include "mnv2/profiler.h"
 
 namespace mnv2 {
 
@@ -528,6 +529,10 @@ RunReport report_from(const json::Value& j) {
   };
   r.per_kind = totals_from(j.at("per_kind"));
   r.per_block = totals_from(j.at("per_block"));
+  // Reports written before the totals counted layers, steps and fused layers: the same totals, derived
+  // again from the topology and the steps, so a fused-away kind does not read as missing.
+  const bool counted = !r.per_kind.empty() && r.per_kind.front().layers > 0;
+  if (!counted) compute_group_totals(r);
 
   for (const auto& kj : j.at("kernel_records").as_array()) {
     KernelRecord k;
