@@ -47,6 +47,14 @@ for img in cat cat_720p grace_hopper hot_dog parrot; do
   TAIL=8 run "classify_$img" ./bin/mnv2 classify --backend cudnn --tensor "shared/golden/$img.input.f32" --top 3
 done
 TAIL=8 run bench_cudnn ./bin/mnv2 bench --backend cudnn --batch 1,8,64,256 --warmup 20 --iters 100 --json "$work/bench_cudnn.json"
+# Precision modes of the cudnn backend (fp32 above): the bench at batch 1/64/256, and fp16 against the cpu
+# reference (fp32) on a photograph, every layer.
+for p in tf32 fp16; do
+  TAIL=8 run "bench_cudnn_$p" ./bin/mnv2 bench --backend cudnn --precision $p --batch 1,64,256 --warmup 20 --iters 100 \
+    --json "$work/bench_cudnn_$p.json"
+  TAIL=8 run "compare_cudnn_${p}_cat" ./bin/mnv2 compare --backends cpu,cudnn --precision $p \
+    --tensor shared/golden/cat.input.f32 --timing event --warmup 5 --iters 30 --json "$work/compare_cudnn_${p}_cat.json"
+done
 TAIL=6 run bench_cpu ./bin/mnv2 bench --backend cpu --batch 1,8 --warmup 5 --iters 30 --json "$work/bench_cpu.json"
 
 # ---- custom CUDA kernels backend (cuda) ----------------------------------------------------------------
