@@ -2,7 +2,9 @@
 // Exit codes: 0 success, 1 runtime error ("error: ..." on stderr), 2 usage error.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <cstring>
 #include <iostream>
 #include <cmath>
@@ -17,11 +19,13 @@
 #include "mnv2/bench.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
+#include "mnv2/eval.h"
 #include "mnv2/image.h"
 #include "mnv2/json.h"
 #include "mnv2/labels.h"
 #include "mnv2/model.h"
 #include "mnv2/model_lookup.h"
+#include "mnv2/ncu.h"
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
 #include "mnv2/timing.h"
@@ -44,6 +48,12 @@ commands:
   profile   [--model F] [--backend B] [--batch N] [--input-size HxW] [--warmup W] [--iters M]
             [--timing event|cupti] [--csv F] [--json F] [--trace F] [--image IMG | --tensor F]
                                                 end-to-end run, then a per-layer run; table + reports
+            [--ncu-command LAYER]               instead: print the Nsight Compute command line that
+                                                profiles only LAYER's kernels (index or name)
+  eval      --images DIR [--list FILE] [--model F] [--labels F] [--backend B] [--batch N] [--threads T]
+            [--json F]                          top-1/top-5 accuracy over labelled images: FILE has
+                                                'FILENAME LABEL-INDEX' lines, else DIR has one sub-folder
+                                                per class (named by index or class name)
   compare   --backends cpu,cudnn[,cuda] [same options as profile]
                                                 profiles each backend, prints them side by side with
                                                 each layer's output error against the first backend
@@ -542,6 +552,120 @@ int cmd_bench(int argc, char** argv) {
   return 0;
 }
 
+// ---- eval -------------------------------------------------------------------------------------------
+
+// "[#########...........]  120/500 images  85.3 images/s" on a terminal; a line per tenth otherwise.
+EvalProgress eval_progress() {
+  const bool tty = isatty(2);
+  const auto start = std::chrono::steady_clock::now();
+  auto last_tenth = std::make_shared<int>(-1);
+  return [tty, start, last_tenth](int done, int total) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double rate = s > 0 ? done / s : 0;
+    if (tty) {
+      const int width = 30, filled = total ? done * width / total : width;
+      std::fprintf(stderr, "\r\033[K[%s%s] %d/%d images  %.1f images/s", std::string(filled, '#').c_str(),
+                   std::string(width - filled, '.').c_str(), done, total, rate);
+      if (done == total) std::fprintf(stderr, "\r\033[K");
+    } else if (int tenth = total ? done * 10 / total : 10; tenth != *last_tenth) {
+      std::fprintf(stderr, "eval: %d/%d images, %.1f images/s\n", done, total, rate);
+      *last_tenth = tenth;
+    }
+    return true;
+  };
+}
+
+int cmd_eval(int argc, char** argv) {
+  Args args(argc, argv, 2,
+            {"--model", "--labels", "--images", "--list", "--backend", "--batch", "--threads", "--json", "--precision"}, {});
+  if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
+  const auto images_dir = args.get("--images");
+  if (!images_dir) throw UsageError("eval needs --images DIR");
+  EvalConfig cfg;
+  cfg.backend = args.get_or("--backend", "cpu");
+  cfg.batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 4096);
+  cfg.loader_threads = parse_int(args.get_or("--threads", "0"), "--threads", 0, 256);
+  cfg.precision = parse_precision(args.get_or("--precision", "fp32"));
+  make_backend(cfg.backend);  // unknown names are usage errors, before any file work
+  if (!std::filesystem::is_directory(*images_dir)) throw Error(*images_dir + ": no such folder");
+  LoadedModel m = load_model(args);
+  const std::vector<std::string> labels = args.get("--labels") ? read_labels_file(*args.get("--labels"))
+                                                               : builtin_labels(m.model.num_classes);
+  if (static_cast<int>(labels.size()) != m.model.num_classes)
+    throw Error(args.get_or("--labels", "built-in labels") + ": " + std::to_string(labels.size()) +
+                " labels for a model with " + std::to_string(m.model.num_classes) + " classes");
+  const std::vector<EvalItem> items = args.get("--list")
+                                          ? read_eval_list(*args.get("--list"), *images_dir, m.model.num_classes)
+                                          : scan_class_folders(*images_dir, labels);
+  const EvalResult r = evaluate(m.model, items, cfg, default_image_loader(m.model.preprocess), eval_progress());
+
+  auto name = [&](int i) { return i >= 0 && i < static_cast<int>(labels.size()) ? labels[static_cast<size_t>(i)] : ""; };
+  print_warnings(std::cout, m.model);
+  std::printf("model %s; backend %s (%s); batch %d; %d loader threads, at most %d batches ahead\n",
+              m.model.source.c_str(), cfg.backend.c_str(), r.backend_description.c_str(), cfg.batch,
+              r.config.loader_threads, r.config.queue_batches);
+  std::printf("%d images from %s (%s), %zu skipped as unreadable\n", r.images, images_dir->c_str(),
+              args.get("--list") ? ("list " + *args.get("--list")).c_str() : "one sub-folder per class", r.skipped.size());
+  std::printf("top-1 %.2f%% (%d/%d), top-5 %.2f%% (%d/%d)\n", r.top1 * 100, r.top1_correct, r.images, r.top5 * 100,
+              r.top5_correct, r.images);
+  std::printf("%.2f s, %.1f images/s (inference %.2f s, waiting for the loaders %.2f s)\n", r.wall_s, r.images_per_s,
+              r.inference_s, r.loader_wait_s);
+  if (!r.misclassified.empty()) std::printf("misclassified (%zu):\n", r.misclassified.size());
+  for (const auto& miss : r.misclassified) {
+    std::printf("  %s: label %d (%s), predicted", miss.path.c_str(), miss.label, name(miss.label).c_str());
+    for (size_t k = 0; k < miss.top5.size(); ++k)
+      std::printf("%s %d%s", k ? "," : "", miss.top5[k], k ? "" : (" (" + name(miss.top5[k]) + ")").c_str());
+    std::printf("\n");
+  }
+  if (!r.skipped.empty()) std::printf("skipped (%zu):\n", r.skipped.size());
+  for (const auto& skip : r.skipped)  // the decoder's message names the file already
+    std::printf("  %s\n", (skip.reason.rfind(skip.path, 0) == 0 ? skip.reason : skip.path + ": " + skip.reason).c_str());
+  std::fflush(stdout);
+  if (auto path = args.get("--json")) {
+    json::Value j;
+    j.set("schema", "mnv2.eval/1");
+    j.set("model", model_json(m));
+    j.set("commit", MNV2_GIT_COMMIT);
+    j.set("images_dir", *images_dir);
+    j.set("list", args.get_or("--list", ""));
+    j.set("backend", cfg.backend);
+    j.set("backend_description", r.backend_description);
+    j.set("precision", to_string(cfg.precision));
+    j.set("batch", cfg.batch);
+    j.set("loader_threads", r.config.loader_threads);
+    j.set("images", r.images);
+    j.set("top1_correct", r.top1_correct);
+    j.set("top5_correct", r.top5_correct);
+    j.set("top1", r.top1);
+    j.set("top5", r.top5);
+    j.set("wall_s", r.wall_s);
+    j.set("images_per_s", r.images_per_s);
+    j.set("inference_s", r.inference_s);
+    j.set("loader_wait_s", r.loader_wait_s);
+    json::Array misses;
+    for (const auto& miss : r.misclassified) {
+      json::Value mj;
+      mj.set("path", miss.path);
+      mj.set("label", miss.label);
+      json::Array top;
+      for (int t : miss.top5) top.emplace_back(t);
+      mj.set("top5", json::Value(top));
+      misses.push_back(mj);
+    }
+    j.set("misclassified", json::Value(misses));
+    json::Array skips;
+    for (const auto& skip : r.skipped) {
+      json::Value sj;
+      sj.set("path", skip.path);
+      sj.set("reason", skip.reason);
+      skips.push_back(sj);
+    }
+    j.set("skipped", json::Value(skips));
+    write_output(*path, json::dump(j, 2) + "\n");
+  }
+  return 0;
+}
+
 // ---- profile / compare --------------------------------------------------------------------------------
 
 const std::vector<std::string> kProfileOptions = {"--model", "--backend", "--backends", "--batch", "--input-size",
@@ -705,9 +829,47 @@ void write_reports(const Args& args, const std::vector<RunReport>& reports) {
   }
 }
 
+// --ncu-command: the GPU backend's step names come from preparing it here; where it cannot run (no GPU on
+// this machine) the layer's own step name is assumed, with a warning, since a fusing backend names the
+// range after the fused step.
+int print_ncu_command(const Args& args, const ProfileRequest& req) {
+  const std::string& backend = req.backends.front();
+  if (backend == "cpu")
+    throw UsageError("--ncu-command needs a GPU backend (--backend cudnn or cuda): the cpu backend launches no kernels");
+  const Model& model = req.m.model;
+  const int layer = resolve_layer(model, *args.get("--ncu-command"));
+  NcuTarget t;
+  t.mnv2_path = std::filesystem::read_symlink("/proc/self/exe").string();
+  t.backend = backend;
+  if (!req.m.location.path.empty()) t.model_path = std::filesystem::absolute(req.m.location.path).string();
+  t.batch = req.base.batch;
+  t.height = req.base.height;
+  t.width = req.base.width;
+  t.precision = req.base.precision;
+  if (auto image = args.get("--image")) t.image = std::filesystem::absolute(*image).string();
+  if (auto tensor = args.get("--tensor")) t.tensor = std::filesystem::absolute(*tensor).string();
+  t.layer = layer;
+  auto b = make_backend(backend);
+  if (Availability a = b->availability(); a.available) {
+    auto net = b->prepare(model, PrepareConfig{t.batch, t.height, t.width, t.precision});
+    t.nvtx_range = net->steps().at(static_cast<size_t>(step_of_layer(net->steps(), layer))).name;
+  } else {
+    t.nvtx_range = default_step_name(model, layer);
+    std::cerr << "WARNING: backend '" << backend << "' cannot run here (" << a.reason << "); the NVTX range '"
+              << t.nvtx_range << "' assumes layer " << layer
+              << " runs as a step of its own: where the backend fuses it, the range is the fused step's name (see"
+                 " the 'step' column of a profile report from the GPU machine)\n";
+  }
+  std::cout << shell_join(ncu_argv(t)) << "\n";
+  return 0;
+}
+
 int cmd_profile(int argc, char** argv) {
-  Args args(argc, argv, 2, kProfileOptions, {});
+  std::vector<std::string> options = kProfileOptions;
+  options.push_back("--ncu-command");
+  Args args(argc, argv, 2, options, {});
   ProfileRequest req = parse_profile_request(args, false);
+  if (args.get("--ncu-command")) return print_ncu_command(args, req);
   ProfileConfig cfg = req.base;
   cfg.backend = req.backends.front();
   RunReport r = profile(req.m.model, cfg, stderr_progress(cfg.backend));
@@ -807,6 +969,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "bench") return cmd_bench(argc, argv);
   if (cmd == "profile") return cmd_profile(argc, argv);
   if (cmd == "compare") return cmd_compare(argc, argv);
+  if (cmd == "eval") return cmd_eval(argc, argv);
   throw UsageError("unknown command '" + cmd + "'");
 }
 

@@ -1,0 +1,267 @@
+// Accuracy evaluation (see mnv2/eval.h). Loader threads claim whole batches in order, at most
+// `queue_batches` ahead of the batch being inferred, so memory stays bounded whatever the set's size.
+#include "mnv2/eval.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "mnv2/error.h"
+#include "mnv2/image.h"
+#include "mnv2/labels.h"
+
+namespace mnv2 {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_number(const std::string& s) {
+  return !s.empty() && s.size() <= 9 && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// Lower case without spaces and underscores: "Egyptian_cat" and "Egyptian cat" compare equal.
+std::string fold(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s)
+    if (c != ' ' && c != '_') out += static_cast<char>(std::tolower(c));
+  return out;
+}
+
+}  // namespace
+
+std::vector<EvalItem> read_eval_list(const std::string& list_file, const std::string& images_dir, int classes) {
+  std::ifstream in(list_file);
+  if (!in) throw Error(list_file + ": cannot open the list file");
+  std::vector<EvalItem> items;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const auto end = line.find_last_not_of(" \t");
+    const auto split = line.find_last_of(" \t", end);
+    const std::string where = list_file + ":" + std::to_string(number) + ": ";
+    if (split == std::string::npos || split < first)
+      throw Error(where + "expected 'FILENAME LABEL', got '" + line + "'");
+    const std::string label = line.substr(split + 1, end - split);
+    std::string name = line.substr(first, split - first);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (!is_number(label)) throw Error(where + "the label must be a class index, got '" + label + "'");
+    const int index = std::stoi(label);
+    if (index >= classes)
+      throw Error(where + "label " + label + " is outside the model's classes 0.." + std::to_string(classes - 1));
+    const fs::path p(name);
+    items.push_back({p.is_absolute() ? name : (fs::path(images_dir) / p).string(), index});
+  }
+  if (in.bad()) throw Error(list_file + ": read error");
+  if (items.empty()) throw Error(list_file + ": no 'FILENAME LABEL' lines");
+  return items;
+}
+
+std::vector<EvalItem> scan_class_folders(const std::string& dir, const std::vector<std::string>& labels) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(dir + ": not a folder");
+  std::map<std::string, int> by_name;  // folded label (whole line and its first name) -> index
+  for (size_t i = 0; i < labels.size(); ++i) {
+    by_name.emplace(fold(labels[i]), static_cast<int>(i));
+    by_name.emplace(fold(labels[i].substr(0, labels[i].find(','))), static_cast<int>(i));
+  }
+  std::vector<fs::path> folders;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory() && e.path().filename().string().front() != '.') folders.push_back(e.path());
+  if (ec) throw Error(dir + ": cannot list the folder: " + ec.message());
+  std::sort(folders.begin(), folders.end());
+  std::vector<EvalItem> items;
+  for (const auto& folder : folders) {
+    const std::string name = folder.filename().string();
+    int label = -1;
+    if (is_number(name)) {
+      label = std::stoi(name);
+      if (label >= static_cast<int>(labels.size()))
+        throw Error(folder.string() + ": class " + name + " is outside the model's classes 0.." +
+                    std::to_string(labels.size() - 1));
+    } else if (auto it = by_name.find(fold(name)); it != by_name.end()) {
+      label = it->second;
+    } else {
+      throw Error(folder.string() + ": the folder name is neither a class index nor a class name of the model");
+    }
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(folder, ec))
+      if (!e.is_directory() && e.path().filename().string().front() != '.') files.push_back(e.path());
+    if (ec) throw Error(folder.string() + ": cannot list the folder: " + ec.message());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) items.push_back({f.string(), label});
+  }
+  if (items.empty()) throw Error(dir + ": no class sub-folders with images (or give --list FILE)");
+  return items;
+}
+
+ImageLoader default_image_loader(const Preprocess& preprocess_config) {
+  return [preprocess_config](const std::string& path) { return preprocess(decode_image_file(path), preprocess_config); };
+}
+
+namespace {
+
+// One decoded batch: each image's tensor, or the reason it could not be read.
+struct LoadedBatch {
+  std::vector<std::optional<Tensor>> images;
+  std::vector<std::string> errors;
+};
+
+// Loader threads decode batches [0, count) in claim order; take(k) hands out batch k, blocking until it is
+// ready. A batch is claimed only while fewer than `ahead` batches wait beyond the one being consumed.
+class BatchLoader {
+ public:
+  BatchLoader(const std::vector<EvalItem>& items, int batch, int threads, int ahead, const ImageLoader& load)
+      : items_(items), batch_(batch), count_((static_cast<int>(items.size()) + batch - 1) / batch), ahead_(ahead), load_(load) {
+    for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
+  }
+  ~BatchLoader() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  int count() const { return count_; }
+
+  LoadedBatch take(int k) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return ready_.count(k) > 0; });
+    LoadedBatch b = std::move(ready_[k]);
+    ready_.erase(k);
+    consumed_ = k + 1;
+    changed_.notify_all();
+    return b;
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      int k = 0;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stop_ || next_ >= count_ || next_ < consumed_ + ahead_; });
+        if (stop_ || next_ >= count_) return;
+        k = next_++;
+      }
+      LoadedBatch b;
+      const size_t begin = static_cast<size_t>(k) * static_cast<size_t>(batch_);
+      const size_t end = std::min(items_.size(), begin + static_cast<size_t>(batch_));
+      for (size_t i = begin; i < end; ++i) {
+        try {
+          b.images.emplace_back(load_(items_[i].path));
+          b.errors.emplace_back();
+        } catch (const std::exception& e) {  // Error from the decoder, bad_alloc for a huge image
+          b.images.emplace_back(std::nullopt);
+          b.errors.emplace_back(e.what());
+        }
+      }
+      {
+        std::lock_guard lock(mutex_);
+        ready_[k] = std::move(b);
+      }
+      changed_.notify_all();
+    }
+  }
+
+  const std::vector<EvalItem>& items_;
+  const int batch_, count_, ahead_;
+  const ImageLoader& load_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<int, LoadedBatch> ready_;
+  int next_ = 0, consumed_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace
+
+EvalResult evaluate(const Model& model, const std::vector<EvalItem>& items, const EvalConfig& config,
+                    const ImageLoader& loader, const EvalProgress& progress) {
+  if (items.empty()) throw Error("no images to evaluate");
+  if (config.batch < 1 || config.batch > 65536) throw UsageError("batch must be in 1..65536");
+  auto backend = make_backend(config.backend);
+  if (Availability a = backend->availability(); !a.available)
+    throw Error("backend '" + config.backend + "' is not available: " + a.reason);
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = config.loader_threads > 0 ? config.loader_threads : std::min(4, hw);
+  const int ahead = config.queue_batches > 0 ? config.queue_batches : threads + 1;
+  const int crop = model.preprocess.crop;
+  std::unique_ptr<PreparedNet> net = backend->prepare(model, PrepareConfig{config.batch, crop, crop, config.precision});
+
+  EvalResult r;
+  r.config = config;
+  r.config.loader_threads = threads;
+  r.config.queue_batches = ahead;
+  r.backend_description = backend->description();
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  Tensor input(Shape{config.batch, model.input_channels, crop, crop});  // a short last batch runs padded
+  const int64_t per_image = input.shape.per_image();
+  const std::vector<std::string> no_labels;
+  BatchLoader batches(items, config.batch, threads, ahead, loader);
+  int done = 0;
+  for (int k = 0; k < batches.count(); ++k) {
+    const auto wait0 = clock::now();
+    LoadedBatch b = batches.take(k);
+    r.loader_wait_s += std::chrono::duration<double>(clock::now() - wait0).count();
+    std::vector<size_t> rows;  // item index of each filled row
+    for (size_t j = 0; j < b.images.size(); ++j) {
+      const size_t item = static_cast<size_t>(k) * static_cast<size_t>(config.batch) + j;
+      if (!b.images[j]) {
+        r.skipped.push_back({items[item].path, b.errors[j]});
+        continue;
+      }
+      const Tensor& t = *b.images[j];
+      if (t.shape.per_image() != per_image || t.shape.n != 1)
+        throw Error(items[item].path + ": preprocessed to " + t.shape.str() + ", the network takes " +
+                    input.shape.str());
+      std::copy(t.data.begin(), t.data.end(), input.data.begin() + static_cast<int64_t>(rows.size()) * per_image);
+      rows.push_back(item);
+    }
+    if (!rows.empty()) {
+      const auto run0 = clock::now();
+      const Tensor logits = net->run(input);
+      r.inference_s += std::chrono::duration<double>(clock::now() - run0).count();
+      const int classes = static_cast<int>(logits.shape.per_image());
+      for (size_t row = 0; row < rows.size(); ++row) {
+        const EvalItem& it = items[rows[row]];
+        const auto top = top_k(logits.data.data() + static_cast<int64_t>(row) * classes, classes, 5, no_labels);
+        std::vector<int> top5;
+        for (const auto& p : top) top5.push_back(p.index);
+        const bool hit1 = !top5.empty() && top5.front() == it.label;
+        const bool hit5 = std::find(top5.begin(), top5.end(), it.label) != top5.end();
+        r.top1_correct += hit1 ? 1 : 0;
+        r.top5_correct += hit5 ? 1 : 0;
+        if (!hit1) r.misclassified.push_back({it.path, it.label, top5});
+        ++r.images;
+      }
+    }
+    done += static_cast<int>(b.images.size());
+    if (progress && !progress(done, static_cast<int>(items.size()))) throw Error("cancelled");
+  }
+  r.wall_s = std::chrono::duration<double>(clock::now() - start).count();
+  if (r.images == 0)
+    throw Error("every image was unreadable (first: " + r.skipped.front().path + ": " + r.skipped.front().reason + ")");
+  r.top1 = static_cast<double>(r.top1_correct) / r.images;
+  r.top5 = static_cast<double>(r.top5_correct) / r.images;
+  r.images_per_s = r.wall_s > 0 ? r.images / r.wall_s : 0;
+  return r;
+}
+
+}  // namespace mnv2

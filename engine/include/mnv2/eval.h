@@ -1,0 +1,77 @@
+// Accuracy evaluation: top-1 and top-5 over a labelled image set, with decoding and preprocessing on a
+// pool of loader threads that runs ahead of inference by a bounded number of batches.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mnv2/backend.h"
+#include "mnv2/model.h"
+#include "mnv2/tensor.h"
+
+namespace mnv2 {
+
+struct EvalItem {
+  std::string path;  // as found (list file: relative names are joined to the images folder)
+  int label = 0;     // class index of the model's output
+};
+
+// A list file: one "FILENAME LABEL" per line (the label is the last whitespace-separated field, so names
+// may hold spaces); blank lines and lines starting with '#' are skipped; relative names are taken from
+// `images_dir`. Throws Error naming FILE:LINE for a malformed line or a label outside 0..classes-1.
+std::vector<EvalItem> read_eval_list(const std::string& list_file, const std::string& images_dir, int classes);
+
+// One sub-folder per class. A folder's name is its label index when it is a decimal number ("286"),
+// otherwise a class name: the whole label line or its first comma-separated name, compared without
+// regard to case, spaces and underscores ("Egyptian_cat" is 285 with 1001 labels). Files are taken in
+// name order; hidden files are skipped. Throws Error naming the folder when a name matches no class.
+std::vector<EvalItem> scan_class_folders(const std::string& dir, const std::vector<std::string>& labels);
+
+struct EvalConfig {
+  std::string backend = "cpu";
+  int batch = 1;
+  Precision precision = Precision::fp32;
+  int loader_threads = 0;  // 0: min(4, hardware threads)
+  int queue_batches = 0;   // batches decoded ahead of inference at most; 0: loader_threads + 1
+};
+
+struct EvalMiss {
+  std::string path;
+  int label = 0;
+  std::vector<int> top5;  // predicted, most probable first
+};
+
+struct EvalSkip {
+  std::string path;
+  std::string reason;  // the decoder's message
+};
+
+struct EvalResult {
+  EvalConfig config;
+  std::string backend_description;
+  int images = 0;  // evaluated (skipped files excluded)
+  int top1_correct = 0, top5_correct = 0;
+  double top1 = 0, top5 = 0;  // fractions of `images`
+  double wall_s = 0;          // first decode to last result
+  double images_per_s = 0;    // images / wall_s
+  double inference_s = 0;     // time inside PreparedNet::run
+  double loader_wait_s = 0;   // time inference waited for decoded batches (the loaders' shortfall)
+  std::vector<EvalMiss> misclassified;  // top-1 wrong, in input order
+  std::vector<EvalSkip> skipped;        // unreadable images, in input order
+};
+
+// Turns a file into one preprocessed 1xCxHxW tensor of the model's input size; throws Error naming the
+// file. The default decodes with decode_image_file() and preprocess(); the app passes its own decoder.
+using ImageLoader = std::function<Tensor(const std::string& path)>;
+ImageLoader default_image_loader(const Preprocess& preprocess);
+
+// (images done, images total); returning false cancels (throws Error "cancelled").
+using EvalProgress = std::function<bool(int done, int total)>;
+
+// An unreadable image is skipped and listed in `skipped` (a data set with one bad file still evaluates);
+// Error when every image is unreadable, the set is empty, or the backend fails.
+EvalResult evaluate(const Model& model, const std::vector<EvalItem>& items, const EvalConfig& config,
+                    const ImageLoader& loader, const EvalProgress& progress = {});
+
+}  // namespace mnv2

@@ -1,0 +1,96 @@
+// The studies from the command line: eval over a tiny labelled set built from the shared photographs and
+// their golden top-1, and the Nsight Compute command of --ncu-command.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "cli_runner.h"
+#include "mnv2/json.h"
+#include "test_support.h"
+
+namespace mnv2::test {
+namespace {
+namespace fs = std::filesystem;
+
+// One sub-folder per golden top-1 class index, each photograph in its class.
+void build_class_folders(const std::string& root) {
+  for (const auto& name : golden_image_names()) {
+    const Golden g = read_golden(name);
+    const fs::path dir = fs::path(root) / std::to_string(g.top5.front());
+    fs::create_directories(dir);
+    fs::copy_file(shared_path("images/" + g.image), dir / g.image);
+  }
+}
+
+TEST(CliEval, ClassFoldersFromTheGoldenTop1) {
+  TempDir d;
+  build_class_folders(d.file("set"));
+  auto r = run_cli({"eval", "--model", main_model_path(), "--images", d.file("set"), "--batch", "2", "--json",
+                    d.file("eval.json")});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("top-1 100.00% (5/5), top-5 100.00% (5/5)"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("5/5 images"), std::string::npos) << r.err;  // progress
+  const json::Value j = json::parse_file(d.file("eval.json"));
+  EXPECT_EQ(j.at("schema").as_string(), "mnv2.eval/1");
+  EXPECT_EQ(j.at("images").as_int(), 5);
+  EXPECT_EQ(j.at("top1").as_number(), 1.0);
+  EXPECT_GT(j.at("images_per_s").as_number(), 0.0);
+  EXPECT_TRUE(j.at("misclassified").as_array().empty());
+}
+
+TEST(CliEval, ListFileWithAWrongLabelAndAnUnreadableImage) {
+  TempDir d;
+  std::string list;
+  for (const auto& name : golden_image_names()) {
+    const Golden g = read_golden(name);
+    // grace_hopper gets a wrong label: it must come back as misclassified, with its path.
+    list += g.image + " " + std::to_string(name == "grace_hopper" ? 1 : g.top5.front()) + "\n";
+  }
+  write_file(d.file("broken.jpg"), "not a jpeg");
+  list += d.file("broken.jpg") + " 3\n";
+  write_file(d.file("list.txt"), list);
+  auto r = run_cli({"eval", "--model", main_model_path(), "--images", shared_path("images"), "--list", d.file("list.txt")});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("top-1 80.00% (4/5)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("misclassified (1):\n  " + shared_path("images/grace_hopper.bmp") + ": label 1 (tench"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped (1):\n  " + d.file("broken.jpg")), std::string::npos) << r.out;
+}
+
+TEST(CliEval, BadInputIsNamed) {
+  TempDir d;
+  auto missing = run_cli({"eval", "--model", main_model_path(), "--images", d.file("nope")});
+  EXPECT_EQ(missing.code, 1) << describe(missing);
+  EXPECT_NE(missing.err.find(d.file("nope")), std::string::npos) << describe(missing);
+  write_file(d.file("list.txt"), "cat.bmp 286\nparrot.jpg\n");
+  auto bad_line = run_cli({"eval", "--model", main_model_path(), "--images", shared_path("images"), "--list", d.file("list.txt")});
+  EXPECT_EQ(bad_line.code, 1) << describe(bad_line);
+  EXPECT_NE(bad_line.err.find(d.file("list.txt") + ":2:"), std::string::npos) << describe(bad_line);
+  fs::create_directories(d.file("set/not a class"));
+  auto bad_folder = run_cli({"eval", "--model", main_model_path(), "--images", d.file("set")});
+  EXPECT_EQ(bad_folder.code, 1) << describe(bad_folder);
+  EXPECT_NE(bad_folder.err.find("not a class"), std::string::npos) << describe(bad_folder);
+  EXPECT_EQ(run_cli({"eval"}).code, 2);
+  EXPECT_FALSE(fs::exists(d.file("e.json")));
+}
+
+TEST(CliNcu, PrintsTheCommandForOneLayer) {
+  TempDir d;
+  auto r = run_cli({"profile", "--backend", "cudnn", "--model", main_model_path(), "--batch", "4", "--ncu-command", "7"});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const std::string exe = fs::canonical(MNV2_CLI_PATH).string();
+  EXPECT_EQ(r.out, "ncu --nvtx --nvtx-include 'Conv2d 7/' --set full -f -o mnv2_cudnn_layer7 " + exe +
+                       " profile --backend cudnn --model " + main_model_path() +
+                       " --batch 4 --input-size 224x224 --warmup 0 --iters 1 --timing event\n")
+      << describe(r);
+  auto by_name = run_cli({"profile", "--backend", "cudnn", "--model", main_model_path(), "--image",
+                          shared_path("images/cat.bmp"), "--ncu-command", "stem.conv"});
+  ASSERT_EQ(by_name.code, 0) << describe(by_name);
+  EXPECT_NE(by_name.out.find("'Conv2d 0/'"), std::string::npos) << by_name.out;
+  EXPECT_NE(by_name.out.find("--image " + shared_path("images/cat.bmp")), std::string::npos) << by_name.out;
+  EXPECT_EQ(run_cli({"profile", "--backend", "cpu", "--model", main_model_path(), "--ncu-command", "7"}).code, 2);
+  EXPECT_EQ(run_cli({"profile", "--backend", "cudnn", "--model", main_model_path(), "--ncu-command", "999"}).code, 2);
+}
+
+}  // namespace
+}  // namespace mnv2::test

@@ -1,0 +1,139 @@
+// The studies' engine parts: the Nsight Compute command line, the labelled-set readers and the
+// evaluation pipeline (bounded loader queue, unreadable images skipped).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include "mnv2/error.h"
+#include "mnv2/eval.h"
+#include "mnv2/labels.h"
+#include "mnv2/model.h"
+#include "mnv2/ncu.h"
+#include "test_support.h"
+
+namespace mnv2::test {
+namespace {
+namespace fs = std::filesystem;
+
+TEST(Ncu, CommandLineQuotesTheRangeAndReproducesTheRun) {
+  NcuTarget t;
+  t.mnv2_path = "/opt/mnv2 build/mnv2";
+  t.backend = "cudnn";
+  t.model_path = "/data/m.onnx";
+  t.batch = 8;
+  t.height = 500;
+  t.width = 334;
+  t.nvtx_range = "Conv2d 7";
+  t.layer = 7;
+  EXPECT_EQ(shell_join(ncu_argv(t)),
+            "ncu --nvtx --nvtx-include 'Conv2d 7/' --set full -f -o mnv2_cudnn_layer7 '/opt/mnv2 build/mnv2' profile"
+            " --backend cudnn --model /data/m.onnx --batch 8 --input-size 500x334 --warmup 0 --iters 1 --timing event");
+  t.image = "/img/it's.jpg";
+  t.nvtx_range = "Conv2d 5 + ReLU6 6";
+  const std::string line = shell_join(ncu_argv(t));
+  EXPECT_NE(line.find("--nvtx-include 'Conv2d 5 + ReLU6 6/'"), std::string::npos) << line;
+  EXPECT_NE(line.find("--image '/img/it'\\''s.jpg'"), std::string::npos) << line;
+  EXPECT_EQ(line.find("--input-size"), std::string::npos) << line;  // an image sets its own size
+}
+
+TEST(Ncu, ResolvesLayersByIndexOrNameAndFindsTheirStep) {
+  const Model m = builtin_mobilenet_v2();
+  EXPECT_EQ(resolve_layer(m, "7"), 7);
+  EXPECT_EQ(resolve_layer(m, m.layers[12].name), 12);
+  EXPECT_THROW(resolve_layer(m, "99999"), UsageError);
+  EXPECT_THROW(resolve_layer(m, "no.such.layer"), UsageError);
+  EXPECT_EQ(default_step_name(m, 0), "Conv2d 0");
+  const std::vector<ExecStep> steps = {{"Conv2d 0 + ReLU6 1", {0, 1}, ""}, {"Conv2d 2", {2}, ""}};
+  EXPECT_EQ(step_of_layer(steps, 1), 0);
+  EXPECT_EQ(step_of_layer(steps, 2), 1);
+  EXPECT_EQ(step_of_layer(steps, 3), -1);
+}
+
+TEST(EvalSet, ListFileNamesTheBadLine) {
+  TempDir d;
+  write_file(d.file("ok.txt"), "# comment\n\na b.jpg 3\n/abs/x.png 0\r\n");
+  const auto items = read_eval_list(d.file("ok.txt"), "/imgs", 10);
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].path, "/imgs/a b.jpg");
+  EXPECT_EQ(items[0].label, 3);
+  EXPECT_EQ(items[1].path, "/abs/x.png");
+  write_file(d.file("bad.txt"), "a.jpg 1\nb.jpg cat\n");
+  try {
+    read_eval_list(d.file("bad.txt"), "/imgs", 10);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.txt:2:"), std::string::npos) << e.what();
+  }
+  write_file(d.file("range.txt"), "a.jpg 10\n");
+  EXPECT_THROW(read_eval_list(d.file("range.txt"), "/imgs", 10), Error);
+  write_file(d.file("one.txt"), "lonely\n");
+  EXPECT_THROW(read_eval_list(d.file("one.txt"), "/imgs", 10), Error);
+  write_file(d.file("empty.txt"), "# nothing\n");
+  EXPECT_THROW(read_eval_list(d.file("empty.txt"), "/imgs", 10), Error);
+  EXPECT_THROW(read_eval_list(d.file("missing.txt"), "/imgs", 10), Error);
+}
+
+TEST(EvalSet, ClassFoldersByIndexOrName) {
+  TempDir d;
+  const auto labels = builtin_labels(1001);
+  for (const char* f : {"286", "Egyptian_cat", "hotdog", ".hidden"}) fs::create_directories(d.file(f));
+  write_file(d.file("286/b.jpg"), "x");
+  write_file(d.file("286/a.jpg"), "x");
+  write_file(d.file("286/.DS_Store"), "x");
+  write_file(d.file("Egyptian_cat/c.jpg"), "x");
+  write_file(d.file("hotdog/d.jpg"), "x");
+  const auto items = scan_class_folders(d.path(), labels);
+  ASSERT_EQ(items.size(), 4u);
+  EXPECT_EQ(fs::path(items[0].path).filename(), "a.jpg");  // name order
+  EXPECT_EQ(items[0].label, 286);
+  EXPECT_EQ(items[2].label, 286);  // "Egyptian cat"
+  EXPECT_EQ(items[3].label, 935);  // first name of "hotdog, hot dog, red hot"
+  fs::create_directories(d.file("not a class"));
+  EXPECT_THROW(scan_class_folders(d.path(), labels), Error);
+  fs::remove(d.file("not a class"));
+  fs::create_directories(d.file("1001"));
+  EXPECT_THROW(scan_class_folders(d.path(), labels), Error);
+  EXPECT_THROW(scan_class_folders(d.file("nope"), labels), Error);
+}
+
+// A synthetic model and a loader that makes inputs without files: the pipeline's own behaviour.
+TEST(Eval, LoadersStayBoundedAndUnreadableImagesAreSkipped) {
+  const Model m = builtin_mobilenet_v2();
+  std::vector<EvalItem> items;
+  for (int i = 0; i < 23; ++i) items.push_back({"img" + std::to_string(i), i % 3});
+  std::atomic<int> loaded{0};
+  const Shape shape{1, m.input_channels, m.preprocess.crop, m.preprocess.crop};
+  ImageLoader loader = [&](const std::string& path) {
+    ++loaded;
+    if (path == "img5") throw Error(path + ": cannot decode");
+    return Tensor(shape);
+  };
+  EvalConfig cfg;
+  cfg.batch = 4;
+  cfg.loader_threads = 3;
+  cfg.queue_batches = 2;
+  int calls = 0;
+  const EvalResult r = evaluate(m, items, cfg, loader, [&](int done, int total) {
+    ++calls;
+    EXPECT_EQ(total, 23);
+    // Batches consumed so far plus at most queue_batches decoded ahead.
+    const int consumed = (done + cfg.batch - 1) / cfg.batch;
+    EXPECT_LE(loaded.load(), (consumed + cfg.queue_batches) * cfg.batch) << "done " << done;
+    return true;
+  });
+  EXPECT_EQ(calls, 6);
+  EXPECT_EQ(r.images, 22);
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_EQ(r.skipped[0].path, "img5");
+  EXPECT_EQ(r.top1_correct + static_cast<int>(r.misclassified.size()), 22);
+  EXPECT_GE(r.top5_correct, r.top1_correct);
+
+  ImageLoader broken = [](const std::string& path) -> Tensor { throw Error(path + ": unreadable"); };
+  EXPECT_THROW(evaluate(m, items, cfg, broken), Error);
+  EXPECT_THROW(evaluate(m, items, cfg, loader, [](int, int) { return false; }), Error);  // cancelled
+}
+
+}  // namespace
+}  // namespace mnv2::test
