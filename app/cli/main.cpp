@@ -23,6 +23,7 @@
 #include "mnv2/image.h"
 #include "mnv2/json.h"
 #include "mnv2/labels.h"
+#include "mnv2/memory.h"
 #include "mnv2/model.h"
 #include "mnv2/model_lookup.h"
 #include "mnv2/ncu.h"
@@ -50,6 +51,9 @@ commands:
                                                 end-to-end run, then a per-layer run; table + reports
             [--ncu-command LAYER]               instead: print the Nsight Compute command line that
                                                 profiles only LAYER's kernels (index or name)
+  memory    [--model F] [--backend B] [--batch N] [--input-size HxW] [--csv F] [--json F]
+                                                activation and weight bytes per layer; what the prepared
+                                                backend holds and, on a GPU, what the driver saw
   eval      --images DIR [--list FILE] [--model F] [--labels F] [--backend B] [--batch N] [--threads T]
             [--json F]                          top-1/top-5 accuracy over labelled images: FILE has
                                                 'FILENAME LABEL-INDEX' lines, else DIR has one sub-folder
@@ -544,11 +548,65 @@ int cmd_bench(int argc, char** argv) {
         rj.set("gpu_min_ms", r.gpu_ms->min);
       }
       rj.set("memory_bytes", r.memory.total());
+      rj.set("memory", memory_json(r.memory));
       rows.push_back(rj);
     }
     j.set("results", json::Value(rows));
     write_output(*path, json::dump(j, 2) + "\n");
   }
+  return 0;
+}
+
+// ---- memory -----------------------------------------------------------------------------------------
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
+  return buf;
+}
+
+// The backend's own account, then the driver's reading where there is one.
+std::string memory_line(const MemoryReport& m) {
+  std::string s = mib(m.total()) + " (weights " + mib(m.weight_bytes) + ", activations " + mib(m.activation_bytes) +
+                  ", workspace " + mib(m.workspace_bytes) + ")";
+  if (m.tensors > 0) s += " in " + std::to_string(m.tensors) + " buffers";
+  if (m.driver_held_bytes() >= 0)
+    s += "; driver (cudaMemGetInfo, whole device): " + mib(m.device_used_before_bytes) + " in use before prepare, " +
+         mib(m.device_used_peak_bytes) + " at peak: " + mib(m.driver_held_bytes()) +
+         " taken by this network (library handles and workspaces included)";
+  return s;
+}
+
+int cmd_memory(int argc, char** argv) {
+  Args args(argc, argv, 2, {"--model", "--backend", "--batch", "--input-size", "--precision", "--csv", "--json"}, {});
+  if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
+  const std::string backend = args.get_or("--backend", "cpu");
+  make_backend(backend);  // unknown names are usage errors
+  PrepareConfig pc;
+  pc.batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 65536);
+  pc.precision = parse_precision(args.get_or("--precision", "fp32"));
+  LoadedModel m = load_model(args);
+  std::tie(pc.height, pc.width) = args.get("--input-size") ? parse_size(*args.get("--input-size"))
+                                                          : std::pair<int, int>{m.model.input_height, m.model.input_width};
+  const MemoryStudy s = memory_study(m.model, backend, pc);
+  print_warnings(std::cout, m.model);
+  std::printf("model %s; backend %s (%s); batch %d; %dx%d; %s\n", m.model.source.c_str(), backend.c_str(),
+              s.backend_description.c_str(), pc.batch, pc.height, pc.width, to_string(pc.precision));
+  std::printf("%-4s %-22s %-18s %-18s %16s %14s\n", "idx", "name", "kind", "output", "activation_bytes", "weight_bytes");
+  for (const LayerMemory& l : s.layers) {
+    const Layer& layer = s.topology[static_cast<size_t>(l.layer)];
+    std::printf("%-4d %-22s %-18s %-18s %16lld %14lld\n", layer.index, layer.name.c_str(), to_string(layer.kind),
+                s.stats[static_cast<size_t>(l.layer)].output.str().c_str(), static_cast<long long>(l.activation_bytes),
+                static_cast<long long>(l.weight_bytes));
+  }
+  std::printf("model: weights %s in %d tensors; activations %s in %d tensors (the input and every layer's output)\n",
+              mib(s.model_weight_bytes).c_str(), s.weight_tensors, mib(s.model_activation_bytes).c_str(),
+              s.activation_tensors);
+  std::printf("held by the %s backend: %s\n", backend.c_str(), memory_line(s.held).c_str());
+  if (s.held.driver_held_bytes() < 0)
+    std::printf("driver: not measured (%s)\n", backend == "cpu" ? "host backend: host memory, as accounted above" : "no reading");
+  if (auto p = args.get("--csv")) write_output(*p, memory_csv(s));
+  if (auto p = args.get("--json")) write_output(*p, memory_json(s));
   return 0;
 }
 
@@ -755,9 +813,7 @@ void print_summary(const RunReport& r) {
   std::printf("  per layer (%s, %d runs): sum of layer medians %.3f ms; gap to end to end %.3f ms"
               " (instrumentation, launch gaps, idle GPU, copies)\n",
               r.timer.c_str(), r.config.iters, r.sum_of_steps_ms, r.gap_ms);
-  std::printf("  memory held: %.1f MiB (weights %.1f, activations %.1f, workspace %.1f)\n",
-              r.memory.total() / 1048576.0, r.memory.weight_bytes / 1048576.0, r.memory.activation_bytes / 1048576.0,
-              r.memory.workspace_bytes / 1048576.0);
+  std::printf("  memory held: %s\n", memory_line(r.memory).c_str());
   if (r.sm_clock_mhz_start > 0) std::printf("  SM clock: %d MHz at start, %d MHz at end\n", r.sm_clock_mhz_start, r.sm_clock_mhz_end);
   int disagree = 0;
   std::vector<double> gaps;
@@ -970,6 +1026,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "profile") return cmd_profile(argc, argv);
   if (cmd == "compare") return cmd_compare(argc, argv);
   if (cmd == "eval") return cmd_eval(argc, argv);
+  if (cmd == "memory") return cmd_memory(argc, argv);
   throw UsageError("unknown command '" + cmd + "'");
 }
 

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "mnv2/error.h"
+#include "mnv2/memory.h"
 #include "mnv2/timing.h"
 
 namespace mnv2 {
@@ -26,7 +27,9 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
     throw Error("backend '" + config.backend + "' is not available: " + a.reason);
 
   PrepareConfig pc{config.batch, config.height, config.width, config.precision};
+  DeviceMemoryProbe memory_probe(backend->name() != "cpu");  // the driver's view of what the network takes
   auto net = backend->prepare(model, pc);
+  memory_probe.sample();
   const Tensor input = random_input(Shape{config.batch, model.input_channels, config.height, config.width}, config.seed);
 
   BenchResult result;
@@ -54,6 +57,8 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
   if (gpu) result.gpu_ms = summarize(std::move(gpu_ms));
   result.images_per_s = result.latency_ms.median > 0 ? config.batch * 1000.0 / result.latency_ms.median : 0.0;
   result.memory = net->memory();
+  memory_probe.sample();
+  memory_probe.finish(result.memory);
   return result;
 }
 

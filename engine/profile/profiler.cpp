@@ -13,6 +13,7 @@
 #include "mnv2/device.h"
 #include "mnv2/error.h"
 #include "mnv2/labels.h"
+#include "mnv2/memory.h"
 #include "profile/gpu_clock.h"
 
 #ifdef MNV2_HAVE_CUDA
@@ -191,7 +192,9 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   fill_environment(r, gpu);
 
   r.layer_stats = analyse(model, cfg.batch, cfg.height, cfg.width);
+  DeviceMemoryProbe memory_probe(gpu);  // the driver's view of the memory the network takes
   auto net = backend->prepare(model, PrepareConfig{cfg.batch, cfg.height, cfg.width, cfg.precision});
+  memory_probe.sample();
   const Tensor input = batch_input(cfg, model.input_channels);
   r.input_checksum = "fnv1a64:" + fnv1a64_hex(input.data.data(), input.data.size() * sizeof(float));
   if (cfg.input_name.empty()) cfg.input_name = cfg.input ? "tensor" : "random(seed=1)";
@@ -334,6 +337,8 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   r.sum_of_steps_ms = sum_medians / 1e6;
   const double e2e = r.end_to_end.gpu_ms ? r.end_to_end.gpu_ms->median : r.end_to_end.host_ms.median;
   r.gap_ms = e2e - r.sum_of_steps_ms;
+  memory_probe.sample();
+  memory_probe.finish(r.memory);
   if (gpu) r.sm_clock_mhz_end = current_sm_clock_mhz(0);
   cfg.input.reset();
   r.config = cfg;

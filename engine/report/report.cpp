@@ -20,12 +20,7 @@ constexpr uintmax_t kMaxReportBytes = uintmax_t{64} << 20;
 
 // ---- small helpers ------------------------------------------------------------------------------------
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
+std::string csv_field(const std::string& s) { return csv_quote(s); }
 
 std::string ns_int(double ns) { return std::isfinite(ns) ? std::to_string(std::llround(ns)) : ""; }
 
@@ -159,6 +154,40 @@ TimerKind timer_from(const std::string& s) { return parse_timer(s); }
 
 }  // namespace
 
+std::string csv_quote(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+json::Value memory_json(const MemoryReport& m) {
+  json::Value j;
+  j.set("weight_bytes", m.weight_bytes);
+  j.set("activation_bytes", m.activation_bytes);
+  j.set("workspace_bytes", m.workspace_bytes);
+  j.set("total_bytes", m.total());
+  j.set("tensors", m.tensors);
+  j.set("device_used_before_bytes", m.device_used_before_bytes);
+  j.set("device_used_peak_bytes", m.device_used_peak_bytes);
+  j.set("device_total_bytes", m.device_total_bytes);
+  j.set("driver_held_bytes", m.driver_held_bytes());
+  return j;
+}
+
+MemoryReport memory_from_json(const json::Value& mem) {
+  MemoryReport m;
+  m.weight_bytes = mem.at("weight_bytes").as_int();
+  m.activation_bytes = mem.at("activation_bytes").as_int();
+  m.workspace_bytes = mem.at("workspace_bytes").as_int();
+  // Absent in reports written before the memory report.
+  if (const json::Value* v = mem.find("tensors")) m.tensors = static_cast<int>(v->as_int());
+  if (const json::Value* v = mem.find("device_used_before_bytes")) m.device_used_before_bytes = v->as_int();
+  if (const json::Value* v = mem.find("device_used_peak_bytes")) m.device_used_peak_bytes = v->as_int();
+  if (const json::Value* v = mem.find("device_total_bytes")) m.device_total_bytes = v->as_int();
+  return m;
+}
+
 // ---- CSV ------------------------------------------------------------------------------------------------
 
 std::string report_csv(const std::vector<RunReport>& reports) {
@@ -166,7 +195,7 @@ std::string report_csv(const std::vector<RunReport>& reports) {
   out << "run_id,backend,precision,batch,input_hw,layer_index,layer_name,kind,block,fused_group,step,variant,"
          "output_shape,params,macs,bytes,timer,n,median_ns,p90_ns,p99_ns,mean_ns,std_ns,min_ns,max_ns,share,"
          "gflop_s,gbytes_s,event_median_ns,timers_disagree,kernel_count,kernel_names,grid,block_dim,"
-         "diff_reference,max_abs_err,rel_l2_err,cosine\n";
+         "diff_reference,max_abs_err,rel_l2_err,cosine,activation_bytes,weight_bytes\n";
   for (const RunReport& r : reports) {
     const std::string hw = std::to_string(r.config.height) + "x" + std::to_string(r.config.width);
     for (const LayerProfile& lp : r.layers) {
@@ -203,7 +232,7 @@ std::string report_csv(const std::vector<RunReport>& reports) {
       } else {
         out << ",,,";
       }
-      out << "\n";
+      out << ',' << st.activation_bytes << ',' << st.params * static_cast<int64_t>(sizeof(float)) << "\n";
     }
   }
   return out.str();
@@ -236,6 +265,7 @@ json::Value layer_json(const Layer& l, const LayerStats& st) {
   lj.set("params", st.params);
   lj.set("macs", st.macs);
   lj.set("activation_bytes", st.activation_bytes);
+  lj.set("weight_bytes", st.params * static_cast<int64_t>(sizeof(float)));  // float32 as imported
   lj.set("bytes", st.bytes);
   return lj;
 }
@@ -272,12 +302,7 @@ json::Value report_json(const RunReport& r) {
   meta.set("percentile_method", "linear interpolation between closest ranks (Hyndman-Fan type 7)");
   j.set("metadata", meta);
 
-  json::Value mem;
-  mem.set("weight_bytes", r.memory.weight_bytes);
-  mem.set("activation_bytes", r.memory.activation_bytes);
-  mem.set("workspace_bytes", r.memory.workspace_bytes);
-  mem.set("total_bytes", r.memory.total());
-  j.set("memory", mem);
+  j.set("memory", memory_json(r.memory));
 
   json::Value e2e;
   e2e.set("host", summary_json(r.end_to_end.host_ms, "ms"));
@@ -421,10 +446,7 @@ RunReport report_from(const json::Value& j) {
   r.model_synthetic = m.at("model_synthetic").as_bool();
   r.input_checksum = m.at("input_checksum").as_string();
 
-  const json::Value& mem = j.at("memory");
-  r.memory.weight_bytes = mem.at("weight_bytes").as_int();
-  r.memory.activation_bytes = mem.at("activation_bytes").as_int();
-  r.memory.workspace_bytes = mem.at("workspace_bytes").as_int();
+  r.memory = memory_from_json(j.at("memory"));
 
   const json::Value& e2e = j.at("end_to_end");
   r.end_to_end.host_ms = summary_from(e2e.at("host"), "ms");

@@ -94,3 +94,29 @@ TEST(CliNcu, PrintsTheCommandForOneLayer) {
 
 }  // namespace
 }  // namespace mnv2::test
+
+namespace mnv2::test {
+namespace {
+
+TEST(CliMemory, PerLayerTableAndReports) {
+  TempDir d;
+  auto r = run_cli({"memory", "--model", main_model_path(), "--batch", "2", "--csv", d.file("m.csv"), "--json",
+                    d.file("m.json")});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("0    stem.conv              Conv2d             2x32x112x112                3211264           3584"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("held by the cpu backend: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("in 106 tensors"), std::string::npos) << r.out;
+  const json::Value j = json::parse_file(d.file("m.json"));
+  EXPECT_EQ(j.at("model").at("weight_bytes").as_int(), 3489097 * 4);
+  EXPECT_GT(j.at("held").at("tensors").as_int(), 0);
+  EXPECT_EQ(run_cli({"memory", "--backend", "tpu"}).code, 2);
+  auto gpu = run_cli({"memory", "--model", main_model_path(), "--backend", "cudnn", "--json", d.file("g.json")});
+  if (gpu.code != 0) {  // no GPU here: a clear error and no file
+    EXPECT_EQ(gpu.code, 1) << describe(gpu);
+    EXPECT_FALSE(fs::exists(d.file("g.json")));
+  }
+}
+
+}  // namespace
+}  // namespace mnv2::test

@@ -2,15 +2,19 @@
 // evaluation pipeline (bounded loader queue, unreadable images skipped).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 
 #include "mnv2/error.h"
 #include "mnv2/eval.h"
+#include "mnv2/json.h"
 #include "mnv2/labels.h"
+#include "mnv2/memory.h"
 #include "mnv2/model.h"
 #include "mnv2/ncu.h"
+#include "mnv2/report.h"
 #include "test_support.h"
 
 namespace mnv2::test {
@@ -133,6 +137,57 @@ TEST(Eval, LoadersStayBoundedAndUnreadableImagesAreSkipped) {
   ImageLoader broken = [](const std::string& path) -> Tensor { throw Error(path + ": unreadable"); };
   EXPECT_THROW(evaluate(m, items, cfg, broken), Error);
   EXPECT_THROW(evaluate(m, items, cfg, loader, [](int, int) { return false; }), Error);  // cancelled
+}
+
+}  // namespace
+}  // namespace mnv2::test
+
+namespace mnv2::test {
+namespace {
+
+TEST(Memory, LayerFiguresAndTheCpuBackendsAccount) {
+  const Model m = builtin_mobilenet_v2();
+  const MemoryStudy s = memory_study(m, "cpu", PrepareConfig{2, 224, 224, Precision::fp32});
+  ASSERT_EQ(s.layers.size(), m.layers.size());
+  int64_t params = 0;
+  for (size_t i = 0; i < s.layers.size(); ++i) {
+    EXPECT_EQ(s.layers[i].activation_bytes, s.stats[i].output.numel() * 4) << i;
+    EXPECT_EQ(s.layers[i].weight_bytes, s.stats[i].params * 4) << i;
+    params += s.stats[i].params;
+  }
+  EXPECT_EQ(s.layers[0].weight_tensors, 2);  // stem conv: weights and (folded) bias
+  EXPECT_EQ(s.layers[1].weight_tensors, 0);  // ReLU6
+  EXPECT_EQ(s.model_weight_bytes, params * 4);
+  EXPECT_EQ(s.activation_tensors, 100);
+  EXPECT_EQ(s.held.weight_bytes, s.model_weight_bytes);  // the cpu backend keeps every weight once
+  EXPECT_GT(s.held.activation_bytes, 0);
+  EXPECT_LT(s.held.activation_bytes, s.model_activation_bytes);  // slots are reused
+  EXPECT_GT(s.held.tensors, s.weight_tensors);
+  EXPECT_EQ(s.held.driver_held_bytes(), -1);  // a host backend: no driver reading
+
+  const json::Value j = json::parse(memory_json(s));
+  EXPECT_EQ(j.at("schema").as_string(), "mnv2.memory/1");
+  EXPECT_EQ(j.at("layers").as_array().size(), m.layers.size());
+  EXPECT_EQ(j.at("held").at("tensors").as_int(), s.held.tensors);
+  const std::string csv = memory_csv(s);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), static_cast<long>(m.layers.size()) + 1);
+}
+
+TEST(Memory, ReportsCarryTheDriverReadingAndOlderOnesStillRead) {
+  MemoryReport m;
+  m.weight_bytes = 10;
+  m.tensors = 3;
+  m.device_used_before_bytes = 1000;
+  m.device_used_peak_bytes = 1600;
+  m.device_total_bytes = 9000;
+  EXPECT_EQ(m.driver_held_bytes(), 600);
+  const MemoryReport back = memory_from_json(memory_json(m));
+  EXPECT_EQ(back.tensors, 3);
+  EXPECT_EQ(back.driver_held_bytes(), 600);
+  EXPECT_EQ(back.device_total_bytes, 9000);
+  const MemoryReport old = memory_from_json(json::parse(R"({"weight_bytes": 1, "activation_bytes": 2, "workspace_bytes": 3})"));
+  EXPECT_EQ(old.total(), 6);
+  EXPECT_EQ(old.driver_held_bytes(), -1);
 }
 
 }  // namespace

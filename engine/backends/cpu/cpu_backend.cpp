@@ -102,12 +102,14 @@ class CpuPreparedNet final : public PreparedNet {
 
   MemoryReport memory() const override {
     MemoryReport m;
-    for (const Step& s : steps_)
-      m.weight_bytes += static_cast<int64_t>((s.weight.size() + s.bias.size()) * sizeof(float));
-    for (const std::vector<float>& slot : slots_)
-      m.activation_bytes += static_cast<int64_t>(slot.size() * sizeof(float));
-    for (const Tensor& t : layer_outputs_) m.activation_bytes += static_cast<int64_t>(t.data.size() * sizeof(float));
-    m.workspace_bytes = static_cast<int64_t>(workspace_.size() * sizeof(float));
+    auto held = [&m](size_t floats) {
+      m.tensors += floats > 0 ? 1 : 0;
+      return static_cast<int64_t>(floats * sizeof(float));
+    };
+    for (const Step& s : steps_) m.weight_bytes += held(s.weight.size()) + held(s.bias.size());
+    for (const std::vector<float>& slot : slots_) m.activation_bytes += held(slot.size());
+    for (const Tensor& t : layer_outputs_) m.activation_bytes += held(t.data.size());
+    m.workspace_bytes = held(workspace_.size());
     return m;
   }
 

@@ -54,12 +54,25 @@ struct RunOptions {
   StepObserver* observer = nullptr;
 };
 
-// Bytes a prepared network holds (device memory for GPU backends, host memory for cpu).
+// Bytes a prepared network holds (device memory for GPU backends, host memory for cpu), as the backend
+// accounts them; for GPU backends also what the driver saw (see mnv2/memory.h).
 struct MemoryReport {
   int64_t weight_bytes = 0;
   int64_t activation_bytes = 0;
   int64_t workspace_bytes = 0;
+  int tensors = 0;  // buffers held (weights, activations, workspace); 0 where the backend does not count them
+  // Device memory in use on the whole GPU (cudaMemGetInfo: every process, this one's CUDA context
+  // included) before prepare(), and the highest reading after prepare() and after the runs; -1: not measured.
+  int64_t device_used_before_bytes = -1;
+  int64_t device_used_peak_bytes = -1;
+  int64_t device_total_bytes = -1;
   int64_t total() const { return weight_bytes + activation_bytes + workspace_bytes; }
+  // What the driver saw the network take (buffers, library handles and workspaces, allocator rounding);
+  // -1 where not measured.
+  int64_t driver_held_bytes() const {
+    return device_used_before_bytes < 0 || device_used_peak_bytes < 0 ? -1
+                                                                       : device_used_peak_bytes - device_used_before_bytes;
+  }
 };
 
 class PreparedNet {

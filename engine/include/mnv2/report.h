@@ -17,6 +17,13 @@ inline constexpr int kReportSchemaVersion = 1;
 json::Value layer_json(const Layer& layer, const LayerStats& stats);
 
 std::string report_csv(const std::vector<RunReport>& reports);  // header + rows
+
+// A CSV field, quoted where it holds a comma, quote or line break.
+std::string csv_quote(const std::string& text);
+
+// A MemoryReport as reports write it ("memory" of a run), and back; fields a older report lacks stay default.
+json::Value memory_json(const MemoryReport& memory);
+MemoryReport memory_from_json(const json::Value& value);
 json::Value report_json(const RunReport& report);
 json::Value reports_json(const std::vector<RunReport>& reports);  // {"schema": ..., "runs": [...]}
 std::string trace_json(const std::vector<RunReport>& reports);   // {"traceEvents": [...]}

@@ -1,0 +1,68 @@
+// The memory report: per layer, the activation and weight bytes of the model at a batch and input size;
+// per backend, what a prepared network holds (MemoryReport) and, on a GPU, what the driver saw.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mnv2/backend.h"
+#include "mnv2/model.h"
+
+namespace mnv2 {
+
+struct LayerMemory {
+  int layer = 0;
+  int64_t activation_bytes = 0;  // the layer's output tensor, whole batch, float32
+  int64_t weight_bytes = 0;      // weights and bias as imported (float32)
+  int weight_tensors = 0;        // 0 (no weights), 1 (weights) or 2 (weights and bias)
+};
+
+std::vector<LayerMemory> layer_memory(const Model& model, const std::vector<LayerStats>& stats);
+
+// Device memory in use on GPU `device` (cudaMemGetInfo); used_bytes -1 without CUDA or a device.
+struct DeviceMemoryUse {
+  int64_t used_bytes = -1;
+  int64_t total_bytes = -1;
+};
+DeviceMemoryUse device_memory_use(int device = 0);
+
+// Fills MemoryReport's device_* fields: begin() before prepare() (after the CUDA context exists, so the
+// context is not counted), sample() after prepare() and after runs, finish() into the report. Does
+// nothing for host backends.
+class DeviceMemoryProbe {
+ public:
+  explicit DeviceMemoryProbe(bool gpu_backend);
+  void sample();
+  void finish(MemoryReport& report) const;
+
+ private:
+  bool active_ = false;
+  DeviceMemoryUse before_;
+  int64_t peak_ = -1;
+};
+
+struct MemoryStudy {
+  std::string backend, backend_description;
+  PrepareConfig config;
+  std::vector<Layer> topology;  // weights dropped
+  std::vector<LayerStats> stats;
+  std::vector<LayerMemory> layers;
+  int64_t model_weight_bytes = 0;      // sum over layers
+  int64_t model_activation_bytes = 0;  // sum of every layer's output (what keeping every output costs)
+  int weight_tensors = 0;              // of the model
+  int activation_tensors = 0;          // the input and every layer's output
+  MemoryReport held;                   // the prepared network's own account, with the driver's readings
+  std::vector<std::string> warnings;   // the model's
+};
+
+// Prepares `backend` for `config`, runs it once on a random input and reports. Throws Error when the
+// backend is unavailable or fails (out of memory included).
+MemoryStudy memory_study(const Model& model, const std::string& backend, const PrepareConfig& config);
+
+// Per-layer CSV (one row per layer, then the backend's totals as comment-free columns on every row) and
+// JSON (schema mnv2.memory/1) of a study.
+std::string memory_csv(const MemoryStudy& study);
+std::string memory_json(const MemoryStudy& study);
+
+}  // namespace mnv2

@@ -1,0 +1,32 @@
+// The studies on a GPU: the memory report's driver reading for the cudnn backend.
+#include <gtest/gtest.h>
+
+#include "mnv2/device.h"
+#include "mnv2/memory.h"
+#include "test_support.h"
+
+namespace mnv2::test {
+namespace {
+
+class StudiesGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_environment().devices.empty()) GTEST_SKIP() << "no CUDA device: " << cuda_environment().why_none;
+    ASSERT_TRUE(make_backend("cudnn")->availability().available) << make_backend("cudnn")->availability().reason;
+  }
+};
+
+TEST_F(StudiesGpu, DriverSeesAtLeastWhatTheCudnnBackendAccounts) {
+  const Model m = builtin_mobilenet_v2();
+  const MemoryStudy s = memory_study(m, "cudnn", PrepareConfig{32, 224, 224, Precision::fp32});
+  ASSERT_GE(s.held.device_used_before_bytes, 0);
+  EXPECT_GT(s.held.device_total_bytes, s.held.device_used_peak_bytes);
+  EXPECT_EQ(s.held.weight_bytes, s.model_weight_bytes) << "every weight on the device once";
+  // Allocations round up and library handles take memory of their own: the driver sees more, never much
+  // less (another process freeing memory meanwhile would be the only way, on a shared GPU).
+  EXPECT_GE(s.held.driver_held_bytes(), s.held.total() * 9 / 10)
+      << "driver " << s.held.driver_held_bytes() << " backend " << s.held.total();
+}
+
+}  // namespace
+}  // namespace mnv2::test
