@@ -29,6 +29,7 @@
 #include "mnv2/ncu.h"
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
+#include "mnv2/sweep.h"
 #include "mnv2/timing.h"
 #include "mnv2/atomic_file.h"
 
@@ -44,8 +45,10 @@ commands:
   classify  [--model F] [--labels F] [--backend cpu|cudnn|cuda] [--top K] [--json]
             (IMAGE... | --tensor F [--input-size HxW])
                                                 top-K classes for each image (or each image of a tensor)
-  bench     [--model F] [--backends B[,B...]] [--batch N[,N...]] [--input-size HxW]
-            [--warmup W] [--iters M] [--json F] end-to-end latency and throughput (no instrumentation)
+  bench     [--model F] [--backends B[,B...]] [--batch N[,N...]] [--input-size HxW[,HxW...]]
+            [--warmup W] [--iters M] [--csv F] [--json F]
+                                                end-to-end latency and throughput (no instrumentation),
+                                                every backend x input size x batch
   profile   [--model F] [--backend B] [--batch N] [--input-size HxW] [--warmup W] [--iters M]
             [--timing event|cupti] [--csv F] [--json F] [--trace F] [--image IMG | --tensor F]
                                                 end-to-end run, then a per-layer run; table + reports
@@ -142,12 +145,7 @@ std::vector<std::string> split(const std::string& text, char sep) {
 }
 
 // "224x224" (height x width); also a single number for a square.
-std::pair<int, int> parse_size(const std::string& text) {
-  auto parts = split(text, 'x');
-  if (parts.size() == 1) parts.push_back(parts[0]);
-  if (parts.size() != 2) throw UsageError("--input-size must look like 224x224 (height x width), got '" + text + "'");
-  return {parse_int(parts[0], "input height", 8, 8192), parse_int(parts[1], "input width", 8, 8192)};
-}
+std::pair<int, int> parse_size(const std::string& text) { return parse_input_size(text); }
 
 struct LoadedModel {
   Model model;
@@ -462,7 +460,10 @@ int cmd_classify(int argc, char** argv) {
 // ---- bench ------------------------------------------------------------------------------------------
 
 int cmd_bench(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--model", "--backends", "--backend", "--batch", "--input-size", "--warmup", "--iters", "--json", "--precision"}, {});
+  Args args(argc, argv, 2,
+            {"--model", "--backends", "--backend", "--batch", "--input-size", "--warmup", "--iters", "--json", "--csv",
+             "--precision"},
+            {});
   if (!args.positionals().empty()) throw UsageError("bench takes no positional arguments");
   if (args.get("--backends") && args.get("--backend")) throw UsageError("give --backends or --backend, not both");
   const auto backend_list = split(args.get("--backends").value_or(args.get_or("--backend", "cpu")), ',');
@@ -473,37 +474,40 @@ int cmd_bench(int argc, char** argv) {
   const Precision precision = parse_precision(args.get_or("--precision", "fp32"));
   for (const auto& b : backend_list) make_backend(b);  // unknown names fail here, as usage errors
   LoadedModel m = load_model(args);
-  auto [h, w] = args.get("--input-size") ? parse_size(*args.get("--input-size"))
-                                         : std::pair<int, int>{m.model.input_height, m.model.input_width};
-
-  std::vector<BenchResult> results;
-  for (const auto& name : backend_list) {
-    for (int batch : batches) {
-      BenchConfig cfg;
-      cfg.backend = name;
-      cfg.batch = batch;
-      cfg.height = h;
-      cfg.width = w;
-      cfg.warmup = warmup;
-      cfg.iters = iters;
-      cfg.precision = precision;
-      const bool tty = isatty(2);
-      results.push_back(run_bench(m.model, cfg, [&](int done, int total) {
-        if (tty) std::cerr << "\r" << name << " batch " << batch << ": " << done << "/" << total << std::flush;
-        return true;
-      }));
-      if (tty) std::cerr << "\r\033[K";
-    }
-  }
+  SweepConfig sweep;
+  sweep.backends = backend_list;
+  sweep.batches = batches;
+  sweep.sizes = args.get("--input-size") ? parse_size_list(*args.get("--input-size"))
+                                         : std::vector<std::pair<int, int>>{{m.model.input_height, m.model.input_width}};
+  sweep.warmup = warmup;
+  sweep.iters = iters;
+  sweep.precision = precision;
+  const std::vector<BenchConfig> points = sweep_points(sweep);
+  const bool tty = isatty(2);
+  const std::vector<BenchResult> results = run_sweep(m.model, sweep, [&](int i, int count, int done, int total) {
+    const BenchConfig& p = points[static_cast<size_t>(i)];
+    if (tty)
+      std::cerr << "\r\033[K[" << i + 1 << "/" << count << "] " << p.backend << " " << p.height << "x" << p.width
+                << " batch " << p.batch << ": " << done << "/" << total << (i + 1 == count && done == total ? "\r\033[K" : "")
+                << std::flush;
+    return true;
+  });
+  std::string sizes_text;
+  for (const auto& [h, w] : sweep.sizes) sizes_text += (sizes_text.empty() ? "" : ", ") + std::to_string(h) + "x" + std::to_string(w);
   print_warnings(std::cout, m.model);
-  std::cout << "model: " << m.model.source << "; input " << h << "x" << w << "; " << warmup << " warm-up + " << iters
+  std::cout << "model: " << m.model.source << "; input " << sizes_text << "; " << warmup << " warm-up + " << iters
             << " timed runs. host = wall time per run (input upload .. logits download, synchronised); gpu = cudaEvent"
                " pair on the stream around the same run; images/s from the host median\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-8s %6s %11s %11s %11s %11s %11s %7s %12s\n", "backend", "batch", "host_med_ms",
                 "host_p90_ms", "host_min_ms", "gpu_med_ms", "gpu_p90_ms", "cv", "images/s");
   std::cout << line;
-  for (const auto& r : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const BenchResult& r = results[i];
+    // A sweep over input sizes: one group of rows per backend and size, under its own heading.
+    if (sweep.sizes.size() > 1 && (i == 0 || r.config.height != results[i - 1].config.height ||
+                                   r.config.width != results[i - 1].config.width || r.config.backend != results[i - 1].config.backend))
+      std::cout << "-- " << r.config.backend << ", input " << r.config.height << "x" << r.config.width << "\n";
     char gmed[32] = "-", gp90[32] = "-";
     if (r.gpu_ms) {
       std::snprintf(gmed, sizeof gmed, "%.3f", r.gpu_ms->median);
@@ -514,6 +518,7 @@ int cmd_bench(int argc, char** argv) {
                   r.images_per_s);
     std::cout << line;
   }
+  if (auto path = args.get("--csv")) write_output(*path, bench_csv(results));
   if (auto path = args.get("--json")) {
     json::Value j;
     j.set("schema", "mnv2.bench/1");

@@ -2,6 +2,7 @@
 // their golden top-1, and the Nsight Compute command of --ncu-command.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "cli_runner.h"
@@ -116,6 +117,27 @@ TEST(CliMemory, PerLayerTableAndReports) {
     EXPECT_EQ(gpu.code, 1) << describe(gpu);
     EXPECT_FALSE(fs::exists(d.file("g.json")));
   }
+}
+
+}  // namespace
+}  // namespace mnv2::test
+
+namespace mnv2::test {
+namespace {
+
+TEST(CliBench, SweepOverInputAndBatchSizesWritesCsv) {
+  TempDir d;
+  auto r = run_cli({"bench", "--model", main_model_path(), "--batch", "1,2", "--input-size", "64x64,96x80", "--warmup",
+                    "0", "--iters", "2", "--csv", d.file("s.csv"), "--json", d.file("s.json")});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("-- cpu, input 96x80\n"), std::string::npos) << r.out;
+  const std::string csv = read_file(d.file("s.csv"));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << csv;
+  EXPECT_NE(csv.find(",fp32,2,96,80,0,2,"), std::string::npos) << csv;
+  EXPECT_EQ(json::parse_file(d.file("s.json")).at("results").as_array().size(), 4u);
+  auto bad = run_cli({"bench", "--model", main_model_path(), "--input-size", "64x64,x", "--csv", d.file("b.csv")});
+  EXPECT_EQ(bad.code, 2) << describe(bad);
+  EXPECT_FALSE(fs::exists(d.file("b.csv")));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "mnv2/model.h"
 #include "mnv2/ncu.h"
 #include "mnv2/report.h"
+#include "mnv2/sweep.h"
 #include "test_support.h"
 
 namespace mnv2::test {
@@ -188,6 +189,49 @@ TEST(Memory, ReportsCarryTheDriverReadingAndOlderOnesStillRead) {
   const MemoryReport old = memory_from_json(json::parse(R"({"weight_bytes": 1, "activation_bytes": 2, "workspace_bytes": 3})"));
   EXPECT_EQ(old.total(), 6);
   EXPECT_EQ(old.driver_held_bytes(), -1);
+}
+
+}  // namespace
+}  // namespace mnv2::test
+
+namespace mnv2::test {
+namespace {
+
+TEST(Sweep, PointsInOrderSizesParsedAndCsvRows) {
+  SweepConfig c;
+  c.backends = {"cpu"};
+  c.sizes = parse_size_list("32x32,48x40");
+  c.batches = {1, 2};
+  c.warmup = 0;
+  c.iters = 2;
+  ASSERT_EQ(c.sizes.size(), 2u);
+  EXPECT_EQ(c.sizes[1], (std::pair<int, int>{48, 40}));
+  EXPECT_EQ(parse_size_list("64")[0], (std::pair<int, int>{64, 64}));
+  EXPECT_THROW(parse_size_list("32x32,"), UsageError);
+  EXPECT_THROW(parse_size_list("1x32"), UsageError);
+  EXPECT_THROW(parse_size_list("32x32x3"), UsageError);
+  const auto points = sweep_points(c);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[1].batch, 2);
+  EXPECT_EQ(points[2].height, 48);
+  const Model m = builtin_mobilenet_v2();
+  int calls = 0;
+  const auto results = run_sweep(m, c, [&](int i, int count, int done, int total) {
+    EXPECT_EQ(count, 4);
+    EXPECT_LT(i, 4);
+    EXPECT_LE(done, total);
+    ++calls;
+    return true;
+  });
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(calls, 8);
+  EXPECT_EQ(results[3].config.width, 40);
+  EXPECT_GT(results[3].images_per_s, 0);
+  const std::string csv = bench_csv(results);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+  EXPECT_NE(csv.find("\ncpu,"), std::string::npos);
+  c.backends.clear();
+  EXPECT_THROW(run_sweep(m, c), UsageError);
 }
 
 }  // namespace
