@@ -29,6 +29,7 @@
 #include "mnv2/ncu.h"
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
+#include "mnv2/roofline.h"
 #include "mnv2/sweep.h"
 #include "mnv2/timing.h"
 #include "mnv2/atomic_file.h"
@@ -54,6 +55,9 @@ commands:
                                                 end-to-end run, then a per-layer run; table + reports
             [--ncu-command LAYER]               instead: print the Nsight Compute command line that
                                                 profiles only LAYER's kernels (index or name)
+  roofline  [same options as profile] [--recalibrate]
+                                                the device's measured ceilings (cached per device) and
+                                                each layer's arithmetic intensity and achieved GFLOP/s
   memory    [--model F] [--backend B] [--batch N] [--input-size HxW] [--csv F] [--json F]
                                                 activation and weight bytes per layer; what the prepared
                                                 backend holds and, on a GPU, what the driver saw
@@ -944,6 +948,60 @@ int cmd_profile(int argc, char** argv) {
   return 0;
 }
 
+// ---- roofline -----------------------------------------------------------------------------------------
+
+int cmd_roofline(int argc, char** argv) {
+  Args args(argc, argv, 2, kProfileOptions, {"--recalibrate"});
+  if (args.get("--trace")) throw UsageError("roofline writes --csv and --json (its points); profile writes traces");
+  ProfileRequest req = parse_profile_request(args, false);
+  ProfileConfig cfg = req.base;
+  cfg.backend = req.backends.front();
+  if (Availability a = make_backend(cfg.backend)->availability(); !a.available)
+    throw Error("backend '" + cfg.backend + "' is not available: " + a.reason);
+  std::string warning;
+  const bool tty = isatty(2);
+  if (tty) std::cerr << "calibrating (or reading the cache) ..." << std::flush;
+  const Ceilings c = device_ceilings(cfg.backend, args.flag("--recalibrate"), &warning);
+  if (tty) std::cerr << "\r\033[K";
+  if (!warning.empty()) std::cerr << "WARNING: " << warning << "\n";
+  const RunReport r = profile(req.m.model, cfg, stderr_progress(cfg.backend));
+  const std::vector<RooflinePoint> points = roofline_points(r, c);
+  print_warnings(std::cout, req.m.model);
+  std::printf("%s: memory %.1f GB/s, compute %.1f GFLOP/s, ridge %.2f FLOP/byte (%s; %s %s)\n", c.device.c_str(),
+              c.bandwidth_gb_s, c.gflop_s, c.ridge(), c.method.c_str(), c.from_cache ? "cached in" : "calibrated now, cached in",
+              roofline_cache_file().c_str());
+  std::printf("backend %s; batch %d; %dx%d; %s timer, median of %d runs\n", r.backend.c_str(), r.config.batch,
+              r.config.height, r.config.width, r.timer.c_str(), r.config.iters);
+  std::printf("%-4s %-26s %-18s %10s %10s %12s %7s %s\n", "idx", "step", "kind", "FLOP/B", "GFLOP/s", "roof_GFLOP/s",
+              "of_roof", "bound");
+  int memory_bound = 0;
+  for (const RooflinePoint& p : points) {
+    memory_bound += p.memory_bound ? 1 : 0;
+    std::printf("%-4d %-26s %-18s %10.2f %10.1f %12.1f %6.1f%% %s\n", p.layer, p.name.c_str(), p.kind.c_str(), p.intensity,
+                p.gflop_s, p.attainable_gflop_s, p.attainable_gflop_s > 0 ? 100 * p.gflop_s / p.attainable_gflop_s : 0.0,
+                p.memory_bound ? "memory" : "compute");
+  }
+  std::printf("%zu steps: %d below the ridge (memory-bound), %zu above\n", points.size(), memory_bound,
+              points.size() - static_cast<size_t>(memory_bound));
+  if (auto p = args.get("--csv")) {
+    std::string csv = "step,layer,name,kind,flops,bytes,flop_per_byte,median_ns,gflop_s,roof_gflop_s,memory_bound\n";
+    for (const RooflinePoint& q : points)
+      csv += std::to_string(q.step) + "," + std::to_string(q.layer) + "," + csv_quote(q.name) + "," + q.kind + "," +
+             std::to_string(q.flops) + "," + std::to_string(q.bytes) + "," + std::to_string(q.intensity) + "," +
+             std::to_string(q.time_ns) + "," + std::to_string(q.gflop_s) + "," + std::to_string(q.attainable_gflop_s) +
+             "," + (q.memory_bound ? "1" : "0") + "\n";
+    write_output(*p, csv);
+  }
+  if (auto p = args.get("--json")) {
+    json::Value j;
+    j.set("schema", "mnv2.roofline/1");
+    j.set("ceilings", ceilings_json(c));
+    j.set("run", report_json(r));
+    write_output(*p, json::dump(j, 2) + "\n");
+  }
+  return 0;
+}
+
 int cmd_compare(int argc, char** argv) {
   Args args(argc, argv, 2, kProfileOptions, {});
   ProfileRequest req = parse_profile_request(args, true);
@@ -1032,6 +1090,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "compare") return cmd_compare(argc, argv);
   if (cmd == "eval") return cmd_eval(argc, argv);
   if (cmd == "memory") return cmd_memory(argc, argv);
+  if (cmd == "roofline") return cmd_roofline(argc, argv);
   throw UsageError("unknown command '" + cmd + "'");
 }
 

@@ -223,17 +223,30 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
         r.end_to_end.host_ms.median > 0 ? cfg.batch * 1000.0 / r.end_to_end.host_ms.median : 0.0;
   }
 
-  // Phase 2: per step, with the chosen timer (and events beside CUPTI for the two-timer check).
+  // Phase 2: per step, with the chosen timer (and events beside CUPTI for the two-timer check, layer by
+  // layer only: events cannot time steps inside a graph replay).
   const std::vector<ExecStep>& steps = net->steps();
   const int nsteps = static_cast<int>(steps.size());
+  if (cfg.graph_replay && !net->has_graph())
+    throw UsageError("backend '" + r.backend + "' has no CUDA graph to replay: profile it layer by layer");
+  if (cfg.graph_replay && cfg.timer != TimerKind::cupti_kernel)
+    throw UsageError(
+        "per-layer times inside a CUDA graph replay come from CUPTI only (--timing cupti): cudaEvents recorded "
+        "at capture time do not time each step of a replay");
   auto source = make_timing_source(cfg.timer);
   for (const auto& w : source->warnings()) r.warnings.push_back(w);
+  if (cfg.graph_replay && source->kind() != TimerKind::cupti_kernel)
+    throw Error("per-layer times inside a CUDA graph replay need CUPTI, which is unavailable here: " +
+                (source->warnings().empty() ? std::string("no reason given") : source->warnings().front()));
   std::unique_ptr<TimingSource> events;
-  if (source->kind() == TimerKind::cupti_kernel) events = make_timing_source(TimerKind::cuda_event);
+  if (source->kind() == TimerKind::cupti_kernel && !cfg.graph_replay)
+    events = make_timing_source(TimerKind::cuda_event);
   r.timer = to_string(source->kind());
   TeeObserver tee(events ? static_cast<StepObserver*>(events.get()) : source.get(), source.get());
   RunOptions opts;
   opts.observer = events ? static_cast<StepObserver*>(&tee) : source.get();
+  opts.graph_replay = cfg.graph_replay;
+  bool replayed = false;  // some iteration's records came from a graph replay
 
   std::vector<std::vector<double>> step_samples(static_cast<size_t>(nsteps)), event_samples(steps.size());
   std::vector<double> records_per_step(steps.size(), 0.0);
@@ -247,6 +260,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
     net->run(input, opts);
     IterationTiming it = source->end_iteration();
     IterationTiming ev = events ? events->end_iteration() : IterationTiming{};
+    replayed = replayed || it.graph_replay;
     if (i >= cfg.warmup) {
       for (int s = 0; s < nsteps && s < static_cast<int>(it.step_ns.size()); ++s)
         if (it.step_ns[static_cast<size_t>(s)] >= 0)
@@ -280,6 +294,10 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   }
   for (const auto& w : source->warnings())
     if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) r.warnings.push_back(w);
+  r.execution = replayed ? "graph replay" : "layer by layer";
+  if (cfg.graph_replay && !replayed)
+    r.warnings.push_back("a graph replay was asked for, but no CUPTI record carried a graph node: times are as "
+                         "recorded, attribution may be missing");
 
   double sum_medians = 0;
   r.steps.resize(steps.size());

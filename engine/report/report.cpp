@@ -285,7 +285,8 @@ json::Value report_json(const RunReport& r) {
   meta.set("input_width", r.config.width);
   meta.set("warmup", r.config.warmup);
   meta.set("iterations", r.config.iters);
-  meta.set("cuda_graph", false);
+  meta.set("cuda_graph", r.execution == "graph replay");  // of the per-layer phase
+  meta.set("execution", r.execution);
   meta.set("device", r.device);
   meta.set("sm_clock_mhz_start", r.sm_clock_mhz_start);
   meta.set("sm_clock_mhz_end", r.sm_clock_mhz_end);
@@ -441,6 +442,8 @@ RunReport report_from(const json::Value& j) {
   r.cudnn = m.at("cudnn").as_string();
   r.date = m.at("date").as_string();
   r.commit = m.at("commit").as_string();
+  if (const json::Value* e = m.find("execution")) r.execution = e->as_string();  // absent in older reports
+  r.config.graph_replay = r.execution == "graph replay";
   r.model_source = m.at("model").as_string();
   r.model_checksum = m.at("model_checksum").as_string();
   r.model_synthetic = m.at("model_synthetic").as_bool();

@@ -142,3 +142,26 @@ TEST(CliBench, SweepOverInputAndBatchSizesWritesCsv) {
 
 }  // namespace
 }  // namespace mnv2::test
+
+namespace mnv2::test {
+namespace {
+
+TEST(CliRoofline, CpuCeilingsCachedAndEveryLayerPlaced) {
+  TempDir d;
+  const std::vector<std::string> env = {"MNV2_CACHE_DIR=" + d.path()};
+  const std::vector<std::string> args = {"roofline", "--model", main_model_path(), "--input-size", "96x96", "--warmup", "0",
+                                         "--iters", "1", "--csv", d.file("r.csv"), "--json", d.file("r.json")};
+  auto first = run_cli(args, env);
+  ASSERT_EQ(first.code, 0) << describe(first);
+  EXPECT_NE(first.out.find("calibrated now, cached in " + d.file("roofline.json")), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("99 steps: "), std::string::npos) << first.out;
+  auto second = run_cli(args, env);
+  ASSERT_EQ(second.code, 0) << describe(second);
+  EXPECT_NE(second.out.find("; cached in "), std::string::npos) << second.out;
+  const std::string csv = read_file(d.file("r.csv"));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 100);
+  EXPECT_EQ(json::parse_file(d.file("r.json")).at("schema").as_string(), "mnv2.roofline/1");
+}
+
+}  // namespace
+}  // namespace mnv2::test

@@ -587,6 +587,98 @@ TEST_F(CudaBackendTest, GraphModeOnRefusesPerStepTimingButTimesWholeRuns) {
   std::printf("graph replay at batch 1: %.3f ms (event pair around the graph launch)\n", timer->last_run_ns() / 1e6);
 }
 
+// CUPTI attributes the GPU work of a graph replay to steps through the node map recorded at capture: every
+// step gets GPU time and the same kernels, in the same order, as when it runs layer by layer; the upload and
+// download are in the run but in no step; the logits do not change.
+TEST_F(CudaBackendTest, CuptiAttributesGraphReplayWorkToSteps) {
+  for (const char* variant : kVariants) {
+    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    SCOPED_TRACE(variant);
+    auto net = prepare(main_model(), 2, 224, 224);
+    ASSERT_TRUE(net->has_graph());
+    const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
+    const Tensor reference = net->run(input);
+    auto cupti = make_timing_source(TimerKind::cupti_kernel);  // falls back to events when CUPTI cannot start
+    if (cupti->kind() != TimerKind::cupti_kernel) GTEST_SKIP() << "CUPTI unavailable: " << cupti->warnings().front();
+    const int nsteps = static_cast<int>(net->steps().size());
+    auto kernels_per_step = [&](bool graph, IterationTiming* timing) {
+      RunOptions options;
+      options.observer = cupti.get();
+      options.graph_replay = graph;
+      cupti->begin_iteration(nsteps);
+      const Tensor logits = net->run(input, options);
+      *timing = cupti->end_iteration();
+      EXPECT_EQ(std::memcmp(logits.data.data(), reference.data.data(), reference.data.size() * sizeof(float)), 0);
+      std::vector<std::vector<std::string>> names(static_cast<size_t>(nsteps));
+      for (const KernelRecord& k : timing->records) {
+        if (k.kind != "kernel") continue;
+        EXPECT_GE(k.step, 0) << k.name << " is in no step";
+        if (k.step >= 0 && k.step < nsteps) names[static_cast<size_t>(k.step)].push_back(k.name);
+      }
+      return names;
+    };
+    IterationTiming by_layer_timing, graph_timing, again_timing;
+    const auto by_layer = kernels_per_step(false, &by_layer_timing);
+    const auto in_graph = kernels_per_step(true, &graph_timing);  // the observed graph is instantiated here
+    const auto again = kernels_per_step(true, &again_timing);     // and replayed again here
+    EXPECT_FALSE(by_layer_timing.graph_replay);
+    EXPECT_TRUE(graph_timing.graph_replay);
+    EXPECT_TRUE(again_timing.graph_replay);
+    ASSERT_EQ(graph_timing.step_ns.size(), static_cast<size_t>(nsteps));
+    for (int s = 0; s < nsteps; ++s) {
+      const auto i = static_cast<size_t>(s);
+      EXPECT_GT(graph_timing.step_ns[i], 0) << net->steps()[i].name;
+      EXPECT_GT(again_timing.step_ns[i], 0) << net->steps()[i].name;
+      EXPECT_FALSE(by_layer[i].empty()) << net->steps()[i].name;
+      EXPECT_EQ(in_graph[i], by_layer[i]) << net->steps()[i].name;
+      EXPECT_EQ(again[i], by_layer[i]) << net->steps()[i].name;
+    }
+    int copies = 0;
+    for (const KernelRecord& k : graph_timing.records) {
+      if (k.kind != "memcpy") continue;
+      ++copies;
+      EXPECT_EQ(k.step, -1) << k.name;
+    }
+    EXPECT_GE(copies, 2);  // input upload, logits download
+    EXPECT_TRUE(cupti->warnings().empty()) << cupti->warnings().front();
+  }
+}
+
+// Claims to see inside graph replays, for the refusals below (the backend checks before instantiating).
+class GraphClaimingObserver final : public StepObserver {
+ public:
+  void step_begin(int, void*) override {}
+  void step_end(int, void*) override {}
+  uint64_t graph_observer_id() const override { return 12345; }
+};
+
+TEST_F(CudaBackendTest, GraphReplayIsRefusedToEventsAndWithoutAGraph) {
+  auto net = prepare(main_model(), 1, 224, 224);
+  const Tensor input = random_input(Shape{1, 3, 224, 224}, fresh_seed());
+  auto events = make_timing_source(TimerKind::cuda_event);
+  RunOptions options;
+  options.observer = events.get();
+  options.graph_replay = true;
+  events->begin_iteration(static_cast<int>(net->steps().size()));
+  try {
+    net->run(input, options);
+    ADD_FAILURE() << "cudaEvent step timing of a graph replay must be refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("cupti"), std::string::npos) << e.what();
+  }
+  ScopedEnv off("MNV2_CUDA_GRAPH", "off");
+  auto plain = prepare(main_model(), 1, 224, 224);
+  EXPECT_FALSE(plain->has_graph());
+  GraphClaimingObserver claiming;
+  options.observer = &claiming;
+  try {
+    plain->run(input, options);
+    ADD_FAILURE() << "a graph replay without a graph must be refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("MNV2_CUDA_GRAPH=off"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(CudaBackendTest, RepeatedRunsAreBitwiseIdentical) {
   auto net = prepare(main_model(), 2, 224, 224);
   const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());

@@ -2,7 +2,10 @@
 // GPU-only totals sit within reason of the event totals, reports round-trip, and cudnn agrees with cpu.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "mnv2/device.h"
+#include "mnv2/error.h"
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
 #include "test_support.h"
@@ -81,6 +84,33 @@ TEST_F(ProfilerGpu, CuptiTimesEveryLayerWithKernelsAndAgreesWithEvents) {
   for (const auto& e : trace.at("traceEvents").as_array())
     if (e.find("cat") && e.at("cat").as_string() == "kernel") ++kernels;
   EXPECT_GE(kernels, 99);
+}
+
+// --exec graph: the cuda backend's graph replay profiled per step by CUPTI (graph node ids); events and
+// backends without a graph are refused.
+TEST_F(ProfilerGpu, CudaGraphReplayIsProfiledPerStepWithCupti) {
+  if (!make_backend("cuda")->availability().available) GTEST_SKIP() << make_backend("cuda")->availability().reason;
+  ProfileConfig c = config(TimerKind::cupti_kernel, 2);
+  c.backend = "cuda";
+  c.graph_replay = true;
+  RunReport r = profile(model(), c);
+  ASSERT_EQ(r.timer, "cupti_kernel") << (r.warnings.empty() ? "" : r.warnings.front());
+  EXPECT_EQ(r.execution, "graph replay");
+  for (const auto& s : r.steps) {
+    EXPECT_EQ(s.time_ns.n, 20) << s.name;
+    EXPECT_GT(s.time_ns.median, 0) << s.name;
+    EXPECT_GE(s.kernels_per_iter, 1.0) << s.name;
+    EXPECT_FALSE(s.event_ns.has_value()) << s.name;  // events cannot time steps inside a replay
+  }
+  ASSERT_TRUE(r.end_to_end.gpu_ms.has_value());
+  // GPU-only kernel time of the steps fits inside the whole replay (which also uploads the input).
+  EXPECT_LT(r.sum_of_steps_ms, r.end_to_end.gpu_ms->median);
+  for (const auto& w : r.warnings) std::printf("warning: %s\n", w.c_str());
+  c.timer = TimerKind::cuda_event;
+  EXPECT_THROW(profile(model(), c), UsageError);
+  c.timer = TimerKind::cupti_kernel;
+  c.backend = "cudnn";
+  EXPECT_THROW(profile(model(), c), UsageError);
 }
 
 TEST_F(ProfilerGpu, CudnnAgreesWithCpuLayerByLayer) {

@@ -3,6 +3,9 @@
 
 #include "mnv2/device.h"
 #include "mnv2/memory.h"
+#include "mnv2/roofline.h"
+
+#include <cstdlib>
 #include "test_support.h"
 
 namespace mnv2::test {
@@ -26,6 +29,31 @@ TEST_F(StudiesGpu, DriverSeesAtLeastWhatTheCudnnBackendAccounts) {
   // less (another process freeing memory meanwhile would be the only way, on a shared GPU).
   EXPECT_GE(s.held.driver_held_bytes(), s.held.total() * 9 / 10)
       << "driver " << s.held.driver_held_bytes() << " backend " << s.held.total();
+}
+
+}  // namespace
+}  // namespace mnv2::test
+
+namespace mnv2::test {
+namespace {
+
+TEST_F(StudiesGpu, CalibrationGivesPlausibleCeilingsAndIsCached) {
+  const Ceilings c = calibrate_gpu(0);
+  EXPECT_EQ(c.key.rfind("gpu|", 0), 0u) << c.key;
+  EXPECT_NE(c.key.find("|GPU-"), std::string::npos) << c.key;
+  // Any NVIDIA GPU that runs this: between a laptop part and well beyond an H200 (4.8 TB/s, ~60 TFLOP/s fp32).
+  EXPECT_GT(c.bandwidth_gb_s, 50.0);
+  EXPECT_LT(c.bandwidth_gb_s, 20000.0);
+  EXPECT_GT(c.gflop_s, 500.0);
+  EXPECT_LT(c.gflop_s, 400000.0);
+  TempDir d;
+  ASSERT_EQ(setenv("MNV2_CACHE_DIR", d.path().c_str(), 1), 0);
+  const Ceilings first = device_ceilings("cudnn", false);
+  const Ceilings cached = device_ceilings("cudnn", false);
+  EXPECT_FALSE(first.from_cache);
+  EXPECT_TRUE(cached.from_cache);
+  EXPECT_EQ(cached.key, gpu_calibration_key(0));
+  unsetenv("MNV2_CACHE_DIR");
 }
 
 }  // namespace

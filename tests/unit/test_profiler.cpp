@@ -124,6 +124,21 @@ TEST(Profiler, RejectsBadConfigs) {
   EXPECT_THROW(profile(model, cfg), Error);
 }
 
+TEST(Profiler, GraphReplayNeedsABackendWithAGraph) {
+  Model model = builtin_mobilenet_v2();
+  ProfileConfig cfg;
+  cfg.height = cfg.width = 64;
+  cfg.warmup = 0;
+  cfg.iters = 1;
+  cfg.graph_replay = true;  // the cpu backend has no CUDA graph
+  try {
+    profile(model, cfg);
+    ADD_FAILURE() << "a graph replay of the cpu backend must be refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("graph"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Profiler, CancelThrows) {
   Model model = builtin_mobilenet_v2();
   ProfileConfig cfg;
@@ -167,6 +182,8 @@ TEST(Report, JsonRoundTrips) {
   EXPECT_EQ(b.config.batch, 2);
   EXPECT_EQ(b.config.height, 96);
   EXPECT_EQ(b.model_checksum, r.model_checksum);
+  EXPECT_EQ(b.execution, "layer by layer");
+  EXPECT_FALSE(b.config.graph_replay);
   ASSERT_EQ(b.steps.size(), r.steps.size());
   for (size_t i = 0; i < r.steps.size(); ++i) {
     EXPECT_EQ(b.steps[i].time_ns.median, r.steps[i].time_ns.median);
@@ -186,6 +203,17 @@ TEST(Report, JsonRoundTrips) {
   EXPECT_EQ(b.diff->layers.size(), 99u);
   EXPECT_TRUE(b.diff->top5_agree);
   EXPECT_EQ(report_csv(back), report_csv({r}));
+}
+
+TEST(Report, GraphReplayExecutionRoundTrips) {
+  RunReport r = cpu_report();
+  r.execution = "graph replay";
+  TempDir tmp;
+  write_json_report(tmp.file("g.json"), {r});
+  const std::vector<RunReport> back = read_reports_file(tmp.file("g.json"));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].execution, "graph replay");
+  EXPECT_TRUE(back[0].config.graph_replay);
 }
 
 TEST(Report, KernelRecordsRoundTripAndBecomeTraceEvents) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -14,7 +15,9 @@
 #include "mnv2/memory.h"
 #include "mnv2/model.h"
 #include "mnv2/ncu.h"
+#include "mnv2/profiler.h"
 #include "mnv2/report.h"
+#include "mnv2/roofline.h"
 #include "mnv2/sweep.h"
 #include "test_support.h"
 
@@ -232,6 +235,65 @@ TEST(Sweep, PointsInOrderSizesParsedAndCsvRows) {
   EXPECT_NE(csv.find("\ncpu,"), std::string::npos);
   c.backends.clear();
   EXPECT_THROW(run_sweep(m, c), UsageError);
+}
+
+}  // namespace
+}  // namespace mnv2::test
+
+namespace mnv2::test {
+namespace {
+
+TEST(Roofline, PointsFollowTheModelAnalysisAndTheRidge) {
+  const Model m = builtin_mobilenet_v2();
+  ProfileConfig pc;
+  pc.backend = "cpu";
+  pc.height = pc.width = 64;
+  pc.warmup = 0;
+  pc.iters = 1;
+  const RunReport r = profile(m, pc);
+  Ceilings c;
+  c.bandwidth_gb_s = 10;
+  c.gflop_s = 100;  // ridge at 10 FLOP/byte
+  EXPECT_DOUBLE_EQ(c.ridge(), 10.0);
+  EXPECT_DOUBLE_EQ(c.attainable_gflop_s(2.0), 20.0);
+  EXPECT_DOUBLE_EQ(c.attainable_gflop_s(50.0), 100.0);
+  const auto points = roofline_points(r, c);
+  ASSERT_EQ(points.size(), r.steps.size());  // the cpu backend runs one step per layer, every one with work
+  for (const auto& p : points) {
+    const LayerStats& st = r.layer_stats[static_cast<size_t>(p.layer)];
+    const LayerKind kind = r.topology[static_cast<size_t>(p.layer)].kind;
+    const double flops = kind == LayerKind::Conv2d || kind == LayerKind::Linear ? 2.0 * st.macs
+                         : kind == LayerKind::ReLU6                            ? 2.0 * st.output.numel()
+                                                                               : 1.0 * st.macs;
+    EXPECT_DOUBLE_EQ(p.flops, flops) << p.name;
+    EXPECT_DOUBLE_EQ(p.intensity, flops / st.bytes) << p.name;
+    EXPECT_NEAR(p.gflop_s, flops / r.steps[static_cast<size_t>(p.step)].time_ns.median, 1e-9) << p.name;
+    EXPECT_EQ(p.memory_bound, p.intensity < 10.0) << p.name;
+  }
+  EXPECT_EQ(points[1].kind, "ReLU6");
+  EXPECT_TRUE(points[1].memory_bound);  // 2 FLOP per 8 bytes
+}
+
+TEST(Roofline, CpuCeilingsAreCachedPerDevice) {
+  TempDir d;
+  ASSERT_EQ(setenv("MNV2_CACHE_DIR", d.path().c_str(), 1), 0);
+  std::string warning;
+  const Ceilings first = device_ceilings("cpu", false, &warning);
+  EXPECT_TRUE(warning.empty()) << warning;
+  EXPECT_FALSE(first.from_cache);
+  EXPECT_GT(first.bandwidth_gb_s, 0.1);
+  EXPECT_GT(first.gflop_s, 0.1);
+  EXPECT_EQ(roofline_cache_file(), d.file("roofline.json"));
+  const Ceilings again = device_ceilings("cpu", false, &warning);
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(again.gflop_s, first.gflop_s);
+  EXPECT_EQ(again.key, first.key);
+  write_file(d.file("roofline.json"), "{ not json");
+  const Ceilings fresh = device_ceilings("cpu", false, &warning);
+  EXPECT_FALSE(fresh.from_cache);
+  EXPECT_NE(warning.find("roofline.json"), std::string::npos) << warning;
+  EXPECT_TRUE(device_ceilings("cpu", false).from_cache);  // rewritten whole
+  unsetenv("MNV2_CACHE_DIR");
 }
 
 }  // namespace

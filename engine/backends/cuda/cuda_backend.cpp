@@ -5,7 +5,9 @@
 //    several topology layers ("Conv2d 14 + ResidualAdd 15"); depthwise 3x3 has its own kernel.
 //  - baseline: NCHW, one step per layer: im2col + the tiled GEMM for every convolution, separate clip, add,
 //    pool and Linear kernels. The reference point of the optimisation story.
-// Un-instrumented runs replay one CUDA graph of the whole network (env MNV2_CUDA_GRAPH=auto|on|off).
+// Un-instrumented runs replay one CUDA graph of the whole network (env MNV2_CUDA_GRAPH=auto|on|off). The
+// graph's nodes are tied to steps at capture time, so a CUPTI observer can time steps inside replays too
+// (RunOptions::graph_replay); cudaEvent per-step timing is refused there.
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -18,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -87,8 +90,9 @@ Variant variant_from_env() {
   throw UsageError("MNV2_CUDA_VARIANT must be 'fast' or 'baseline', got '" + v + "'");
 }
 
-// MNV2_CUDA_GRAPH: "auto" (default: graph unless an observer times steps), "on" (graph always; refuses
-// per-step timing), "off" (layer by layer always).
+// MNV2_CUDA_GRAPH: "auto" (default: graph unless an observer times steps and RunOptions::graph_replay is
+// off), "on" (graph always: per-step observers must see inside replays, i.e. CUPTI; others are refused),
+// "off" (layer by layer always; no graph is captured).
 GraphMode graph_mode_from_env() {
   const std::string v = env_or("MNV2_CUDA_GRAPH", "auto");
   if (v == "auto") return GraphMode::automatic;
@@ -241,6 +245,46 @@ void parallel_copy(float* dst, const float* src, size_t count) {
 
 using Launch = std::function<void(cudaStream_t)>;
 
+// Ties the nodes of a graph under capture to the step that enqueued them: at each step's end, the nodes the
+// capture gained since the last look are that step's (the upload before the first step and the download
+// after the last belong to none).
+class CaptureRecorder final : public StepObserver {
+ public:
+  void step_begin(int, void* stream) override { map.sequence.resize(map.sequence.size() + new_nodes(stream).size(), -1); }
+  void step_end(int step, void* stream) override {
+    for (cudaGraphNode_t node : new_nodes(stream)) {
+      map.nodes.emplace_back(static_cast<void*>(node), step);
+      map.sequence.push_back(step);
+    }
+  }
+  // After the capture: the nodes added after the last step (the logits download).
+  void finish(cudaGraph_t graph) { map.sequence.resize(map.sequence.size() + new_nodes(graph).size(), -1); }
+  GraphStepMap map;
+
+ private:
+  std::vector<cudaGraphNode_t> new_nodes(void* stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cudaGraph_t graph = nullptr;
+    MNV2_CHECK_CUDA(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr, &graph));
+    if (status != cudaStreamCaptureStatusActive || graph == nullptr)
+      throw Error("cuda: the stream is not capturing while the graph's steps are recorded");
+    return new_nodes(graph);
+  }
+  // Nodes appear in the graph in capture order; those not seen before are the latest.
+  std::vector<cudaGraphNode_t> new_nodes(cudaGraph_t graph) {
+    size_t count = 0;
+    MNV2_CHECK_CUDA(cudaGraphGetNodes(graph, nullptr, &count));
+    std::vector<cudaGraphNode_t> all(count);
+    if (count > 0) MNV2_CHECK_CUDA(cudaGraphGetNodes(graph, all.data(), &count));
+    all.resize(count);
+    std::vector<cudaGraphNode_t> fresh;
+    for (cudaGraphNode_t node : all)
+      if (seen_.insert(node).second) fresh.push_back(node);
+    return fresh;
+  }
+  std::unordered_set<cudaGraphNode_t> seen_;
+};
+
 // One execution step: the kernels that compute one or several (fused) topology layers.
 struct Step {
   ExecStep exec;
@@ -266,6 +310,8 @@ class CudaPreparedNet final : public PreparedNet {
   const PrepareConfig& config() const override { return config_; }
   const std::vector<ExecStep>& steps() const override { return exec_steps_; }
   const std::vector<Tensor>& layer_outputs() const override { return layer_outputs_; }
+  bool has_graph() const override { return static_cast<bool>(graph_exec_); }
+  bool runs_device_resident() const override { return true; }
 
   MemoryReport memory() const override {
     MemoryReport m;
@@ -281,22 +327,28 @@ class CudaPreparedNet final : public PreparedNet {
                        std::to_string(input.data.size()) + " values) does not match the prepared " +
                        input_shape_.str());
     StepObserver* observer = options.observer;
-    // A RunTimer only brackets the whole run; any other observer times steps, which a graph replay cannot
-    // show (events inside a captured graph are not recorded per replay as the observer expects).
+    // A RunTimer only brackets the whole run; any other observer times steps, which in a graph replay only an
+    // observer that sees inside it (CUPTI, by graph node) can do: events around steps are not replayed per step.
     const bool times_steps = observer != nullptr && dynamic_cast<RunTimer*>(observer) == nullptr;
-    if (graph_mode_ == GraphMode::on && times_steps)
+    const bool replay_for_steps = times_steps && (options.graph_replay || graph_mode_ == GraphMode::on);
+    if (replay_for_steps && !graph_exec_)
+      throw UsageError("cuda: a graph replay was asked for, but MNV2_CUDA_GRAPH=off prepared no CUDA graph");
+    if (replay_for_steps && observer->graph_observer_id() == 0)
       throw UsageError(
-          "cuda: MNV2_CUDA_GRAPH=on replays the network as one CUDA graph, where per-step cudaEvent or CUPTI step "
-          "timing cannot work; per-layer profiling runs layer by layer: unset MNV2_CUDA_GRAPH (or set it to auto)");
-    const bool use_graph = graph_exec_ && !times_steps;
+          "cuda: per-step cudaEvent timing cannot work inside a CUDA graph replay (events recorded at capture time "
+          "do not time each step of each replay); profile the graph with CUPTI (--timing cupti), or layer by "
+          "layer (--exec layers, and MNV2_CUDA_GRAPH unset or auto)");
+    if (options.device_resident) return run_device_resident(observer, times_steps);
+    if (replay_for_steps) prepare_observed_graph(*observer);
+    cudaGraphExec_t exec = !times_steps ? graph_exec_.get() : replay_for_steps ? observed_exec_.get() : nullptr;
 
     MNV2_CHECK_CUDA(cudaSetDevice(device_));
     cudaStream_t stream = stream_.get();
     parallel_copy(static_cast<float*>(pinned_input_.get()), input.data.data(), input.data.size());
 
     if (observer) observer->run_begin(stream);
-    if (use_graph) {
-      MNV2_CHECK_CUDA(cudaGraphLaunch(graph_exec_.get(), stream));
+    if (exec != nullptr) {
+      MNV2_CHECK_CUDA(cudaGraphLaunch(exec, stream));
     } else {
       enqueue_network(stream, observer);
     }
@@ -857,11 +909,39 @@ class CudaPreparedNet final : public PreparedNet {
 
   // ---- running -------------------------------------------------------------------------------------------
 
+  // The network on the input already on the device (the last run's upload), nothing downloaded: what a
+  // device-resident throughput figure times. One graph replay, or layer by layer without a graph.
+  Tensor run_device_resident(StepObserver* observer, bool times_steps) {
+    if (times_steps)
+      throw UsageError("cuda: a device-resident run is for whole-run timing only; per-step observers run the usual way");
+    MNV2_CHECK_CUDA(cudaSetDevice(device_));
+    cudaStream_t stream = stream_.get();
+    if (observer) observer->run_begin(stream);
+    if (compute_exec_) {
+      MNV2_CHECK_CUDA(cudaGraphLaunch(compute_exec_.get(), stream));
+    } else {
+      enqueue_steps(stream, nullptr);
+    }
+    if (observer) observer->run_end(stream);
+    try {
+      MNV2_CHECK_CUDA(cudaStreamSynchronize(stream));
+    } catch (const Error& e) {
+      throw Error(std::string("cuda: the network failed while running on the GPU: ") + e.what());
+    }
+    return Tensor{};
+  }
+
   // Upload, every step, logits download: the whole run on `stream`, layer by layer.
   void enqueue_network(cudaStream_t stream, StepObserver* observer) {
     MNV2_CHECK_CUDA(cudaMemcpyAsync(input_.data, pinned_input_.get(),
                                     static_cast<size_t>(input_shape_.numel()) * sizeof(float), cudaMemcpyHostToDevice,
                                     stream));
+    enqueue_steps(stream, observer);
+    copy_to_host(static_cast<float*>(pinned_logits_.get()), logits_, logits_.data, stream);
+  }
+
+  // Every step and the tail (logits to NCHW), no copies to or from the host.
+  void enqueue_steps(cudaStream_t stream, StepObserver* observer) {
     for (size_t i = 0; i < steps_.size(); ++i) {
       const Step& step = steps_[i];
       const int index = static_cast<int>(i);
@@ -876,15 +956,26 @@ class CudaPreparedNet final : public PreparedNet {
       if (observer) observer->step_end(index, stream);
     }
     for (const Launch& launch : tail_) launch(stream);
-    copy_to_host(static_cast<float*>(pinned_logits_.get()), logits_, logits_.data, stream);
   }
 
-  // Records enqueue_network() once as a CUDA graph; each un-instrumented run then costs one launch.
+  // Records enqueue_network() once as a CUDA graph, each node tied to its step; each un-instrumented run
+  // then costs one launch. A second graph holds the steps alone (no copies) for device-resident runs.
   void capture_graph() {
+    CaptureRecorder recorder;
+    graph_ = capture([&](cudaStream_t stream) { enqueue_network(stream, &recorder); });
+    recorder.finish(graph_.get());
+    graph_steps_ = std::move(recorder.map);
+    graph_exec_ = instantiate(graph_.get());
+    compute_graph_ = capture([&](cudaStream_t stream) { enqueue_steps(stream, nullptr); });
+    compute_exec_ = instantiate(compute_graph_.get());
+  }
+
+  // What `enqueue` puts on the stream, as a graph; the capture ends on every path.
+  CudaGraph capture(const std::function<void(cudaStream_t)>& enqueue) {
     cudaStream_t stream = stream_.get();
     MNV2_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     try {
-      enqueue_network(stream, nullptr);
+      enqueue(stream);
     } catch (...) {
       cudaGraph_t broken = nullptr;
       MNV2_CHECK_LOG(cudaStreamEndCapture(stream, &broken));
@@ -893,12 +984,27 @@ class CudaPreparedNet final : public PreparedNet {
     }
     cudaGraph_t graph = nullptr;
     MNV2_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-    graph_ = CudaGraph(graph);
+    return CudaGraph(graph);
+  }
+
+  CudaGraphExec instantiate(cudaGraph_t graph) {
     cudaGraphExec_t exec = nullptr;
-    MNV2_CHECK_CUDA(cudaGraphInstantiate(&exec, graph_.get(), 0));
-    graph_exec_ = CudaGraphExec(exec);
-    MNV2_CHECK_CUDA(cudaGraphUpload(graph_exec_.get(), stream));
-    MNV2_CHECK_CUDA(cudaStreamSynchronize(stream));
+    MNV2_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    CudaGraphExec owned(exec);
+    MNV2_CHECK_CUDA(cudaGraphUpload(owned.get(), stream_.get()));
+    MNV2_CHECK_CUDA(cudaStreamSynchronize(stream_.get()));
+    return owned;
+  }
+
+  // An executable copy of the captured graph made while `observer` watches, so it knows which of the copy's
+  // nodes belongs to which step; made once per observer (its id), replayed for every run it times.
+  void prepare_observed_graph(StepObserver& observer) {
+    const uint64_t id = observer.graph_observer_id();
+    if (observed_exec_ && observed_for_ == id) return;
+    observed_exec_ = CudaGraphExec();
+    observer.instantiate_graph(graph_steps_, [&] { observed_exec_ = instantiate(graph_.get()); });
+    if (!observed_exec_) throw Error("cuda: the observer did not let the graph be instantiated");
+    observed_for_ = id;
   }
 
   // Every materialised layer to the host in NCHW order (NHWC maps transposed on the device first).
@@ -953,7 +1059,12 @@ class CudaPreparedNet final : public PreparedNet {
   Value logits_;              // what the run downloads: the last layer's output, NCHW
   PinnedBuffer pinned_input_, pinned_logits_;
   CudaGraph graph_;
-  CudaGraphExec graph_exec_;
+  CudaGraphExec graph_exec_;  // for un-instrumented runs
+  GraphStepMap graph_steps_;  // graph_'s nodes -> steps, recorded at capture
+  CudaGraphExec observed_exec_;  // for per-step observers of graph replays (CUPTI), made under their watch
+  uint64_t observed_for_ = 0;    // the observer id observed_exec_ was made for
+  CudaGraph compute_graph_;      // the steps alone (no upload, no download): device-resident runs
+  CudaGraphExec compute_exec_;
   DeviceBuffer download_scratch_;  // keep_layer_outputs: NHWC -> NCHW, allocated on first use
   std::vector<ExecStep> exec_steps_;
   std::vector<Tensor> layer_outputs_;

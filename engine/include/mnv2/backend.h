@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,16 @@ struct ExecStep {
   std::string variant;      // implementation detail shown in reports (algorithm, kernel variant)
 };
 
+// The nodes of a captured CUDA graph and the step that enqueued each, recorded at capture time, so that
+// GPU work seen inside a replay of that graph (CUPTI records carry a graph node id) can be attributed to
+// steps. Handles are the CUDA runtime's cudaGraphNode_t, opaque here (the engine API has no CUDA types).
+struct GraphStepMap {
+  std::vector<std::pair<void*, int>> nodes;  // node -> step index; nodes outside steps (upload, download) absent
+  // The step of every node in capture order (-1 outside steps). A graph captured from one stream is a chain
+  // and replays its nodes in this order: the fallback where the profiler cannot tell the nodes by id.
+  std::vector<int> sequence;
+};
+
 // Called around each step's work, and around the whole run (input upload to logits download).
 // `stream` is the backend's cudaStream_t, nullptr for host backends.
 class StepObserver {
@@ -47,11 +58,30 @@ class StepObserver {
   virtual void run_end(void* /*stream*/) {}
   virtual void step_begin(int step, void* stream) = 0;
   virtual void step_end(int step, void* stream) = 0;
+
+  // Per-step timing of a graph replay, where step_begin/step_end are never called: only an observer that
+  // can see inside a replay (CUPTI, by graph node id) returns a non-zero id, unique in the process. cudaEvents
+  // recorded around steps at capture time would not measure anything per replay, so they return 0 and a
+  // backend refuses to replay a graph for them.
+  virtual uint64_t graph_observer_id() const { return 0; }
+  // A backend makes an executable graph for each graph observer it meets, inside this call: `instantiate`
+  // does it, while the observer watches how the captured nodes of `map` are copied into the executable one.
+  virtual void instantiate_graph(const GraphStepMap& /*map*/, const std::function<void()>& instantiate) {
+    instantiate();
+  }
 };
 
 struct RunOptions {
   bool keep_layer_outputs = false;  // copy every layer output to the host (for diffs); slow
   StepObserver* observer = nullptr;
+  // With an observer that times steps: replay the backend's CUDA graph (true; the observer must have a
+  // graph_observer_id(), else UsageError) or run layer by layer (false). Backends without a graph refuse
+  // true (PreparedNet::has_graph()). Observers that only bracket the run (RunTimer) always get the graph.
+  bool graph_replay = false;
+  // The network alone, for device-resident throughput: the input already on the device (the last upload
+  // stays there), no upload, no logits download; run() returns an empty Tensor. Only where
+  // PreparedNet::runs_device_resident(); only with no observer or one that brackets the run (RunTimer).
+  bool device_resident = false;
 };
 
 // Bytes a prepared network holds (device memory for GPU backends, host memory for cpu), as the backend
@@ -87,6 +117,11 @@ class PreparedNet {
   // layer the backend does not materialise (fused away).
   virtual const std::vector<Tensor>& layer_outputs() const = 0;
   virtual MemoryReport memory() const = 0;
+  // True where run() can replay one CUDA graph of the whole network with per-step attribution
+  // (RunOptions::graph_replay).
+  virtual bool has_graph() const { return false; }
+  // True where run() takes RunOptions::device_resident.
+  virtual bool runs_device_resident() const { return false; }
 };
 
 class Backend {

@@ -27,6 +27,11 @@ struct BenchResult {
   Summary latency_ms;             // host wall time per run(): input upload, all layers, logits download, sync
   std::optional<Summary> gpu_ms;  // GPU backends: event pair on the stream around the same run
   double images_per_s = 0;        // batch / median host latency
+  // Device-resident (backends that can, PreparedNet::runs_device_resident()): the network alone on an input
+  // already on the GPU, no upload or download, one CUDA graph replay, timed by an event pair on the stream;
+  // the figure PyTorch's "CUDA graph" anchors give. Never a replacement for the end-to-end figures above.
+  std::optional<Summary> device_ms;
+  double device_images_per_s = 0;  // batch / median device-resident time
   MemoryReport memory;
 };
 

@@ -26,6 +26,9 @@ struct ProfileConfig {
   int iters = 100;  // timed runs in each phase
   Precision precision = Precision::fp32;
   TimerKind timer = TimerKind::cuda_event;  // GPU backends; the cpu backend always uses the host clock
+  // Per-layer phase: replay the backend's CUDA graph and attribute CUPTI records to steps by graph node
+  // (true; needs timer cupti_kernel and a backend with a graph), or run layer by layer (false).
+  bool graph_replay = false;
   // Input: when empty, a deterministic random batch (seed 1). A single image is repeated over the batch.
   std::optional<Tensor> input;
   std::string input_name;  // shown in reports ("cat.input.f32", "random(seed=1)")
@@ -95,6 +98,7 @@ struct RunReport {
   std::string backend;
   std::string backend_description;
   std::string timer;  // "cupti_kernel", "cuda_event", "host_clock"
+  std::string execution = "layer by layer";  // of the per-layer phase: "layer by layer" or "graph replay"
   ProfileConfig config;  // without the input tensor
   std::string model_source, model_checksum;
   bool model_synthetic = false;

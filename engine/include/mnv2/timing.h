@@ -35,6 +35,7 @@ struct IterationTiming {
   std::vector<int64_t> step_ns;       // per ExecStep; -1 where this source measured nothing
   int64_t run_ns = -1;                // run_begin..run_end on this source's clock; -1 if not measured
   std::vector<KernelRecord> records;  // cupti_kernel only
+  bool graph_replay = false;          // cupti_kernel: the records came from a CUDA graph replay (by graph node)
 };
 
 class TimingSource : public StepObserver {

@@ -1,5 +1,7 @@
 // CUPTI timing: activity records of every kernel, memcpy and memset, tied to the ExecStep that launched
-// them through external correlation ids pushed around each step. step_ns is GPU-only busy time.
+// them through external correlation ids pushed around each step, or, inside a CUDA graph replay, through
+// the record's graph node id and the node-to-step map the backend recorded at capture time. step_ns is
+// GPU-only busy time.
 #include <cupti.h>
 #include <cxxabi.h>
 
@@ -96,6 +98,7 @@ struct RawRecord {
   std::array<int, 3> grid{0, 0, 0};
   std::array<int, 3> block{0, 0, 0};
   uint64_t bytes = 0;
+  uint64_t graph_node = 0;  // the executable graph's node that ran it; 0 outside graph replays
   std::string name;  // kernel name as CUPTI gives it (mangled)
 };
 
@@ -167,6 +170,7 @@ void parse_buffer(uint8_t* buffer, size_t valid_bytes, Delivery& out) {
         r.end = k->end;
         r.grid = {k->gridX, k->gridY, k->gridZ};
         r.block = {k->blockX, k->blockY, k->blockZ};
+        r.graph_node = k->graphNodeId;
         r.name = k->name != nullptr ? k->name : "";
         out.records.push_back(std::move(r));
         break;
@@ -181,6 +185,7 @@ void parse_buffer(uint8_t* buffer, size_t valid_bytes, Delivery& out) {
         r.start = m->start;
         r.end = m->end;
         r.bytes = m->bytes;
+        r.graph_node = m->graphNodeId;
         out.records.push_back(std::move(r));
         break;
       }
@@ -192,6 +197,7 @@ void parse_buffer(uint8_t* buffer, size_t valid_bytes, Delivery& out) {
         r.start = m->start;
         r.end = m->end;
         r.bytes = m->bytes;
+        r.graph_node = m->graphNodeId;
         out.records.push_back(std::move(r));
         break;
       }
@@ -262,6 +268,47 @@ std::string start_activities(Shared& s) {
   return "";
 }
 
+// Graph node ids of the copies CUPTI reports while a graph is instantiated (CUPTI_CBID_RESOURCE_GRAPHNODE_
+// CLONED): an executable graph's nodes are copies of the captured graph's, and activity records carry the
+// copy's id. Pairs (original id, copy id) in the order the copies were made.
+struct CloneLog {
+  std::vector<std::pair<uint64_t, uint64_t>> clones;
+  int failures = 0;  // node ids CUPTI could not give
+};
+
+void CUPTIAPI on_graph_node_cloned(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE || id != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED || data == nullptr) return;
+  auto* log = static_cast<CloneLog*>(user);
+  const auto* resource = static_cast<const CUpti_ResourceData*>(data);
+  const auto* graph = static_cast<const CUpti_GraphData*>(resource->resourceDescriptor);
+  uint64_t original = 0, copy = 0;
+  if (graph == nullptr || cuptiGetGraphNodeId(graph->originalNode, &original) != CUPTI_SUCCESS ||
+      cuptiGetGraphNodeId(graph->node, &copy) != CUPTI_SUCCESS) {
+    ++log->failures;
+    return;
+  }
+  log->clones.emplace_back(original, copy);
+}
+
+// Unsubscribes on every path (the subscription is process-wide: one subscriber at a time).
+class CallbackSubscription {
+ public:
+  CallbackSubscription(CUpti_CallbackFunc callback, void* user) {
+    if (const CUptiResult r = cuptiSubscribe(&subscriber_, callback, user); r != CUPTI_SUCCESS)
+      throw Error("CUPTI graph attribution: cuptiSubscribe: " + cupti_error_text(r) +
+                  " (another CUPTI client, e.g. a profiler, may be attached)");
+  }
+  ~CallbackSubscription() { MNV2_TIMING_CUPTI_LOG(cuptiUnsubscribe(subscriber_)); }
+  CallbackSubscription(const CallbackSubscription&) = delete;
+  CallbackSubscription& operator=(const CallbackSubscription&) = delete;
+  CUpti_SubscriberHandle get() const { return subscriber_; }
+
+ private:
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+};
+
+std::atomic<uint64_t> g_next_graph_observer{1};
+
 // step_ns = sum of the durations of the step's kernel, memcpy and memset records: GPU-only busy time,
 // without launch gaps (records on one stream do not overlap, so the sum is the busy time).
 class CuptiTimingSource final : public TimingSource {
@@ -290,6 +337,31 @@ class CuptiTimingSource final : public TimingSource {
   TimerKind kind() const override { return TimerKind::cupti_kernel; }
   double resolution_ns() const override { return kCuptiResolutionNs; }
 
+  uint64_t graph_observer_id() const override { return graph_observer_id_; }
+
+  // Records the captured nodes' steps by their CUPTI ids, then the ids of the copies the instantiation
+  // makes (a copy of a copy inherits the step too). Both ids are kept: should a record carry the captured
+  // node's id, it is attributed as well.
+  void instantiate_graph(const GraphStepMap& map, const std::function<void()>& instantiate) override {
+    for (const auto& [node, step] : map.nodes) {
+      uint64_t id = 0;
+      MNV2_TIMING_CUPTI_CHECK(cuptiGetGraphNodeId(static_cast<CUgraphNode>(node), &id));
+      node_step_[id] = step;
+    }
+    CloneLog log;
+    {
+      CallbackSubscription subscription(on_graph_node_cloned, &log);
+      MNV2_TIMING_CUPTI_CHECK(
+          cuptiEnableCallback(1, subscription.get(), CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED));
+      instantiate();
+    }
+    if (log.failures > 0)
+      throw Error("CUPTI graph attribution: no node id for " + std::to_string(log.failures) + " graph node copies");
+    for (const auto& [original, copy] : log.clones)
+      if (auto it = node_step_.find(original); it != node_step_.end()) node_step_[copy] = it->second;
+    sequence_ = map.sequence;
+  }
+
   std::vector<std::string> warnings() const override {
     std::vector<std::string> out;
     if (dropped_ > 0)
@@ -302,6 +374,9 @@ class CuptiTimingSource final : public TimingSource {
     if (forced_flushes_ > 0)
       out.push_back("CUPTI held back finished records after synchronisation in " + std::to_string(forced_flushes_) +
                     " iterations; a forced flush delivered them");
+    if (positional_iterations_ > 0)
+      out.push_back("CUPTI gave no graph node copies at instantiation: " + std::to_string(positional_iterations_) +
+                    " graph replays were attributed to steps by node order (one stream: capture order)");
     if (no_timestamp_ > 0)
       out.push_back("CUPTI could not time " + std::to_string(no_timestamp_) +
                     " activity records (no device memory for timestamps); they were left out");
@@ -349,7 +424,7 @@ class CuptiTimingSource final : public TimingSource {
     pop_pushed_ids(true);
     MNV2_TIMING_CUPTI_CHECK(cuptiActivityFlushAll(0));
     Delivery got = take_pending();
-    const bool any_step = std::find(observed_.begin(), observed_.end(), 1) != observed_.end();
+    const bool any_step = run_seen_ || std::find(observed_.begin(), observed_.end(), 1) != observed_.end();
     if (got.records.empty() && any_step) {
       MNV2_TIMING_CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
       Delivery late = take_pending();
@@ -362,8 +437,10 @@ class CuptiTimingSource final : public TimingSource {
     timing.step_ns.assign(observed_.size(), -1);
     for (size_t s = 0; s < observed_.size(); ++s)
       if (observed_[s]) timing.step_ns[s] = 0;  // the step ran; GPU time adds up below
+    const std::vector<int> by_position = steps_by_position(got.records);
     uint64_t first_start = std::numeric_limits<uint64_t>::max(), last_end = 0;
-    for (RawRecord& r : got.records) {
+    for (size_t index = 0; index < got.records.size(); ++index) {
+      RawRecord& r = got.records[index];
       if (r.start == 0 && r.end == 0) {
         ++no_timestamp_;
         continue;
@@ -384,6 +461,16 @@ class CuptiTimingSource final : public TimingSource {
         ++stray_;  // the run was labelled, this record was not part of it
         continue;
       }  // else: a backend that does not report its run boundaries; the record is taken as this run's
+      if (r.graph_node != 0) {
+        timing.graph_replay = true;
+        if (auto node = node_step_.find(r.graph_node); node != node_step_.end() && step < 0) step = node->second;
+        if (!by_position.empty() && step < 0) step = by_position[index];
+        if (step >= static_cast<int>(observed_.size())) {
+          ++stray_;  // a map from a network with more steps than this iteration's
+          continue;
+        }
+        if (step >= 0 && timing.step_ns[static_cast<size_t>(step)] < 0) timing.step_ns[static_cast<size_t>(step)] = 0;
+      }
 
       KernelRecord k;
       k.step = step;
@@ -419,6 +506,25 @@ class CuptiTimingSource final : public TimingSource {
   }
 
  private:
+  // Fallback when no graph record's node id is known (CUPTI reported no copies at instantiation): a graph
+  // captured from one stream replays its nodes one after another in capture order, so the k-th graph record
+  // by start time is the k-th captured node. Only when the counts agree; else empty (no attribution).
+  std::vector<int> steps_by_position(const std::vector<RawRecord>& records) {
+    std::vector<size_t> graph_records;
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (records[i].graph_node == 0) continue;
+      if (node_step_.count(records[i].graph_node) != 0) return {};  // ids work: no fallback needed
+      graph_records.push_back(i);
+    }
+    if (graph_records.empty() || graph_records.size() != sequence_.size()) return {};
+    std::stable_sort(graph_records.begin(), graph_records.end(),
+                     [&](size_t a, size_t b) { return records[a].start < records[b].start; });
+    std::vector<int> steps(records.size(), -1);
+    for (size_t k = 0; k < graph_records.size(); ++k) steps[graph_records[k]] = sequence_[k];
+    ++positional_iterations_;
+    return steps;
+  }
+
   static Delivery take_pending() {
     Delivery got;
     Shared& s = shared();
@@ -450,6 +556,10 @@ class CuptiTimingSource final : public TimingSource {
     return it->second;
   }
 
+  const uint64_t graph_observer_id_ = g_next_graph_observer.fetch_add(1);
+  std::unordered_map<uint64_t, int> node_step_;  // CUPTI graph node id (captured or copied) -> step
+  std::vector<int> sequence_;                     // the step of each node in capture order (fallback)
+  uint64_t positional_iterations_ = 0;            // iterations attributed by position
   uint64_t iteration_ = 0;
   std::vector<char> observed_;  // step_begin was called for this step in this iteration
   bool run_seen_ = false;

@@ -1,0 +1,64 @@
+// The roofline: a device's measured ceilings (memory bandwidth, FLOP/s) from a short calibration run,
+// cached per device, and each profiled step's arithmetic intensity and achieved FLOP/s against them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mnv2/json.h"
+#include "mnv2/profiler.h"
+
+namespace mnv2 {
+
+struct Ceilings {
+  std::string device;  // "NVIDIA H200" or the CPU's model name
+  std::string key;     // what the cache is keyed by: name, UUID, clocks (GPU); model name, threads (CPU)
+  double bandwidth_gb_s = 0;  // best of the timed copies: bytes read + bytes written, / time
+  double gflop_s = 0;         // best of the timed SGEMMs: 2*n^3 / time (strict fp32, no TF32)
+  std::string method;         // what was measured, with sizes
+  bool from_cache = false;
+  // Intensity (FLOP/byte) where the two ceilings meet: below it a step is memory-bound.
+  double ridge() const { return bandwidth_gb_s > 0 ? gflop_s / bandwidth_gb_s : 0; }
+  double attainable_gflop_s(double intensity) const;  // min(gflop_s, bandwidth_gb_s * intensity)
+};
+
+// GPU `device`: a device-to-device copy of 1 GiB (or an eighth of the free memory if less) and a
+// cuBLAS SGEMM of 8192 (4096 if memory is short) with CUBLAS_DEFAULT_MATH (TF32 off); 3 warm-up and 10
+// timed runs each, cudaEvent timing. Throws Error without CUDA or a device.
+Ceilings calibrate_gpu(int device = 0);
+// "gpu|NAME|UUID|sm MHZ|mem MHZ" of GPU `device` (the clocks are the maximum the device reports).
+std::string gpu_calibration_key(int device);
+// The host: memcpy of 256 MiB and OpenBLAS SGEMM of 2048 on the cpu backend's thread count.
+Ceilings calibrate_cpu();
+
+// Ceilings for the device a backend runs on ("cpu" or a GPU backend), from the cache file when it holds
+// this device's key (unless `recalibrate`), otherwise calibrated and stored. The cache is
+// $XDG_CACHE_HOME/mnv2-profiler/roofline.json (else ~/.cache/...); MNV2_CACHE_DIR overrides the folder.
+// A cache that cannot be read or written is ignored with a warning in `warning`.
+Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning = nullptr);
+std::string roofline_cache_file();
+// A calibration key for the device `backend` runs on here (what device_ceilings looks up).
+std::string ceilings_key(const std::string& backend);
+
+// One profiled step on the roofline. FLOPs: 2 per MAC for Conv2d and Linear, 1 per add for ResidualAdd
+// and pooling, 2 per element for ReLU6/ReLU (a min and a max); bytes: the fewest moved (inputs +
+// weights + output), summed over the step's layers.
+struct RooflinePoint {
+  int step = 0;
+  int layer = 0;          // the step's first layer
+  std::string name;       // the step's name
+  std::string kind;       // the first layer's kind (the colour)
+  double flops = 0, bytes = 0;
+  double intensity = 0;   // FLOP per byte
+  double time_ns = 0;     // median
+  double gflop_s = 0;     // achieved: flops / median
+  double attainable_gflop_s = 0;  // the roofline at this intensity
+  bool memory_bound = false;      // intensity below the ridge
+};
+std::vector<RooflinePoint> roofline_points(const RunReport& report, const Ceilings& ceilings);
+
+// JSON of ceilings (the cache's per-device record and reports).
+json::Value ceilings_json(const Ceilings& c);
+Ceilings ceilings_from_json(const json::Value& j);
+
+}  // namespace mnv2

@@ -1,0 +1,200 @@
+// Roofline ceilings, their cache, and the per-step points (see mnv2/roofline.h). The GPU calibration is
+// in profile/gpu/calibration.cpp.
+#include "mnv2/roofline.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "mnv2/atomic_file.h"
+#include "mnv2/device.h"
+#include "mnv2/error.h"
+#include "mnv2/json.h"
+
+namespace mnv2 {
+namespace fs = std::filesystem;
+
+double Ceilings::attainable_gflop_s(double intensity) const {
+  return std::min(gflop_s, bandwidth_gb_s * intensity);
+}
+
+#if !defined(MNV2_HAVE_CUDA)
+Ceilings calibrate_gpu(int) { throw Error("this build has no CUDA: no GPU to calibrate"); }
+std::string gpu_calibration_key(int) { throw Error("this build has no CUDA: no GPU to calibrate"); }
+#endif
+
+namespace {
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  return "unknown CPU";
+}
+
+// Best throughput of `runs` timed calls after `warmup` untimed ones, in units per second.
+template <typename F>
+double best_rate(double units, int warmup, int runs, F&& call) {
+  for (int i = 0; i < warmup; ++i) call();
+  double best = 0;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > 0) best = std::max(best, units / s);
+  }
+  return best;
+}
+
+}  // namespace
+
+Ceilings calibrate_cpu() {
+  Ceilings c;
+  c.device = cpu_model_name();
+  c.key = ceilings_key("cpu");
+  constexpr size_t kCopyBytes = size_t{256} << 20;
+  std::vector<char> src(kCopyBytes, 1), dst(kCopyBytes, 0);
+  c.bandwidth_gb_s = best_rate(2.0 * kCopyBytes / 1e9, 1, 5, [&] { std::memcpy(dst.data(), src.data(), kCopyBytes); });
+  // The cpu backend's thread count (MNV2_CPU_THREADS), which the cache key names too.
+  const int saved_threads = omp_get_max_threads();
+  if (const char* t = std::getenv("MNV2_CPU_THREADS"); t && std::atoi(t) > 0) omp_set_num_threads(std::atoi(t));
+  constexpr int n = 2048;
+  std::vector<float> a(size_t{n} * n, 0.5f), b(size_t{n} * n, 0.25f), out(size_t{n} * n);
+  c.gflop_s = best_rate(2.0 * n * n * n / 1e9, 1, 3, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, out.data(), n);
+  });
+  omp_set_num_threads(saved_threads);
+  c.method = "memcpy of 256 MiB (read + write), best of 5; OpenBLAS SGEMM n=2048, best of 3";
+  return c;
+}
+
+std::string ceilings_key(const std::string& backend) {
+  if (backend == "cpu") {
+    const char* threads = std::getenv("MNV2_CPU_THREADS");
+    return "cpu|" + cpu_model_name() + "|threads " + (threads ? threads : "default");
+  }
+  const CudaEnvironment& env = cuda_environment();
+  if (env.devices.empty()) throw Error("backend '" + backend + "' needs a GPU: " + env.why_none);
+  return gpu_calibration_key(0);
+}
+
+std::string roofline_cache_file() {
+  fs::path dir;
+  if (const char* d = std::getenv("MNV2_CACHE_DIR"); d && *d)
+    dir = d;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    dir = fs::path(x) / "mnv2-profiler";
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    dir = fs::path(h) / ".cache" / "mnv2-profiler";
+  else
+    dir = fs::temp_directory_path() / "mnv2-profiler";
+  return (dir / "roofline.json").string();
+}
+
+json::Value ceilings_json(const Ceilings& c) {
+  json::Value j;
+  j.set("device", c.device);
+  j.set("key", c.key);
+  j.set("bandwidth_gb_s", c.bandwidth_gb_s);
+  j.set("gflop_s", c.gflop_s);
+  j.set("ridge_flop_per_byte", c.ridge());
+  j.set("method", c.method);
+  return j;
+}
+
+Ceilings ceilings_from_json(const json::Value& j) {
+  Ceilings c;
+  c.device = j.at("device").as_string();
+  c.key = j.at("key").as_string();
+  c.bandwidth_gb_s = j.at("bandwidth_gb_s").as_number();
+  c.gflop_s = j.at("gflop_s").as_number();
+  c.method = j.at("method").as_string();
+  if (!(c.bandwidth_gb_s > 0) || !(c.gflop_s > 0)) throw Error("ceilings must be positive");
+  return c;
+}
+
+Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning) {
+  const std::string key = ceilings_key(backend);
+  const std::string file = roofline_cache_file();
+  json::Value cache;  // {"schema": "mnv2.roofline-cache/1", "devices": {key: ceilings}}
+  std::error_code ec;
+  if (fs::exists(file, ec)) {
+    try {
+      cache = json::parse_file(file);
+      if (!recalibrate && cache.is_object())
+        if (const json::Value* devices = cache.find("devices"); devices && devices->is_object())
+          if (const json::Value* hit = devices->find(key)) {
+            Ceilings c = ceilings_from_json(*hit);
+            c.from_cache = true;
+            return c;
+          }
+    } catch (const std::exception& e) {
+      if (warning) *warning = file + ": ignored (" + e.what() + "); calibrating again";
+      cache = json::Value();
+    }
+  }
+  Ceilings c = backend == "cpu" ? calibrate_cpu() : calibrate_gpu(0);
+  c.key = key;
+  try {
+    const json::Value* old = cache.is_object() ? cache.find("devices") : nullptr;
+    json::Value devices = old && old->is_object() ? *old : json::Value(json::Object{});
+    devices.set(key, ceilings_json(c));
+    json::Value out(json::Object{});
+    out.set("schema", "mnv2.roofline-cache/1");
+    out.set("devices", devices);
+    fs::create_directories(fs::path(file).parent_path(), ec);
+    write_file_atomically(file, json::dump(out, 2) + "\n");
+  } catch (const std::exception& e) {
+    if (warning) *warning = "the calibration could not be cached: " + std::string(e.what());
+  }
+  return c;
+}
+
+std::vector<RooflinePoint> roofline_points(const RunReport& r, const Ceilings& ceilings) {
+  std::vector<RooflinePoint> points;
+  for (const StepProfile& s : r.steps) {
+    if (s.layers.empty() || !(s.time_ns.median > 0)) continue;
+    RooflinePoint p;
+    p.step = s.step;
+    p.layer = s.layers.front();
+    p.name = s.name;
+    p.kind = to_string(r.topology.at(static_cast<size_t>(p.layer)).kind);
+    for (int l : s.layers) {
+      const LayerStats& st = r.layer_stats.at(static_cast<size_t>(l));
+      switch (r.topology.at(static_cast<size_t>(l)).kind) {
+        case LayerKind::Conv2d:
+        case LayerKind::Linear:
+          p.flops += 2.0 * static_cast<double>(st.macs);
+          break;
+        case LayerKind::ReLU6:
+        case LayerKind::ReLU:
+          p.flops += 2.0 * static_cast<double>(st.output.numel());
+          break;
+        default:
+          p.flops += static_cast<double>(st.macs);
+      }
+      p.bytes += static_cast<double>(st.bytes);
+    }
+    if (!(p.flops > 0) || !(p.bytes > 0)) continue;
+    p.intensity = p.flops / p.bytes;
+    p.time_ns = s.time_ns.median;
+    p.gflop_s = p.flops / p.time_ns;  // FLOP per ns = GFLOP/s
+    p.attainable_gflop_s = ceilings.attainable_gflop_s(p.intensity);
+    p.memory_bound = p.intensity < ceilings.ridge();
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
+}  // namespace mnv2
