@@ -43,6 +43,51 @@ std::vector<float> goldenInput(const QString& stem) {
   return mnv2::read_tensor_file(path.toStdString(), mnv2::Shape{1, 3, 224, 224}).data;
 }
 
+// A BMP file header and info header claiming `side` x `side` 24-bit pixels, and no pixels: a file whose
+// header alone would make a decoder allocate gigabytes.
+QByteArray bmpHeaderClaiming(quint32 side) {
+  QByteArray b("BM", 2);
+  auto le = [&b](quint32 v, int bytes) {
+    for (int i = 0; i < bytes; ++i) b.append(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  le(54, 4);  // file size: the headers only
+  le(0, 4);   // reserved
+  le(54, 4);  // pixel data offset
+  le(40, 4);  // BITMAPINFOHEADER
+  le(side, 4);
+  le(side, 4);
+  le(1, 2);   // planes
+  le(24, 2);  // bits per pixel
+  for (int i = 0; i < 6; ++i) le(0, 4);  // no compression, sizes, resolution, palette
+  return b;
+}
+
+// A well-formed PNG start (signature, IHDR for `side` x `side` 8-bit RGB, a tiny IDAT) whose header is
+// all a reader needs to learn the size.
+QByteArray pngHeaderClaiming(quint32 side) {
+  auto be = [](QByteArray& b, quint32 v) {
+    for (int shift = 24; shift >= 0; shift -= 8) b.append(static_cast<char>((v >> shift) & 0xff));
+  };
+  auto chunk = [&be](QByteArray& out, const QByteArray& typeAndData) {
+    quint32 crc = 0xffffffffu;  // CRC-32 (ISO 3309) over type and data, as PNG requires
+    for (char c : typeAndData) {
+      crc ^= static_cast<quint8>(c);
+      for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+    }
+    be(out, static_cast<quint32>(typeAndData.size() - 4));
+    out += typeAndData;
+    be(out, crc ^ 0xffffffffu);
+  };
+  QByteArray ihdr("IHDR", 4);
+  be(ihdr, side);
+  be(ihdr, side);
+  ihdr.append("\x08\x02\x00\x00\x00", 5);  // 8 bits, RGB, deflate, no filter, not interlaced
+  QByteArray png("\x89PNG\r\n\x1a\n", 8);
+  chunk(png, ihdr);
+  chunk(png, QByteArray("IDAT\x78\x9c\x03\x00\x00\x00\x00\x01", 12));
+  return png;
+}
+
 }  // namespace
 
 class ImageDecodeTest : public QObject {
@@ -131,18 +176,25 @@ class ImageDecodeTest : public QObject {
   }
 
   void badFilesGiveErrorsNamingTheFile_data() {
+    QTest::addColumn<QString>("name");
     QTest::addColumn<QByteArray>("bytes");
     QTest::addColumn<QString>("expected");
-    QTest::newRow("empty") << QByteArray() << "empty file";
-    QTest::newRow("garbage") << QByteArray("this is not an image at all") << "not a decodable image";
-    QTest::newRow("truncated bmp") << QByteArray("BM\x36\x00\x00\x00\x00\x00", 8) << "not a decodable image";
+    QTest::newRow("empty") << "bad.png" << QByteArray() << "empty file";
+    QTest::newRow("garbage") << "bad.png" << QByteArray("this is not an image at all") << "not a decodable image";
+    QTest::newRow("truncated bmp") << "bad.png" << QByteArray("BM\x36\x00\x00\x00\x00\x00", 8)
+                                   << "not a decodable image";
+    // Refused from the header, before anything the size of the claimed image is allocated: Qt already
+    // refuses a BMP whose file cannot hold what its header claims; a PNG's size is checked against the limit.
+    QTest::newRow("huge bmp header") << "huge.bmp" << bmpHeaderClaiming(50000) << "not a decodable image";
+    QTest::newRow("huge png header") << "huge.png" << pngHeaderClaiming(50000) << "larger than the 16384-pixel limit";
   }
 
   void badFilesGiveErrorsNamingTheFile() {
+    QFETCH(QString, name);
     QFETCH(QByteArray, bytes);
     QFETCH(QString, expected);
     QTemporaryDir dir;
-    const QString path = dir.filePath(QStringLiteral("bad.png"));
+    const QString path = dir.filePath(name);
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(bytes);

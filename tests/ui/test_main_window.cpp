@@ -9,10 +9,13 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QSpinBox>
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <functional>
+#include <stdexcept>
 
 #include "mnv2/device.h"
 #include "mnv2/json.h"
@@ -324,6 +327,146 @@ class MainWindowTest : public QObject {
     QVERIFY(!m_window->openReport(bad));
     QCOMPARE(errors.count(), 1);
     closeErrorBoxes();
+  }
+
+  void malformedNewerAndOutOfRangeReportsShowAnError() {
+    // Each refused with one message naming the file; the report shown before stays, a good one still opens.
+    const QString good = m_dir.filePath(QStringLiteral("profile.json"));
+    const QString csv = m_dir.filePath(QStringLiteral("profile.csv"));  // the app reads JSON reports only
+    auto mutated = [&](const QString& name, const std::function<void(mnv2::json::Value&)>& change) {
+      mnv2::json::Value doc = mnv2::json::parse_file(good.toStdString());
+      change(doc);
+      const QString path = m_dir.filePath(name);
+      QFile f(path);
+      if (f.open(QIODevice::WriteOnly)) f.write(QByteArray::fromStdString(mnv2::json::dump(doc, 1)));
+      return path;
+    };
+    auto firstRun = [](mnv2::json::Value& doc) -> mnv2::json::Value& {
+      for (auto& [key, value] : doc.as_object())
+        if (key == "runs") return value.as_array().front();
+      throw std::logic_error("no runs");
+    };
+    auto metadata = [&](mnv2::json::Value& doc) -> mnv2::json::Value& {
+      for (auto& [key, value] : firstRun(doc).as_object())
+        if (key == "metadata") return value;
+      throw std::logic_error("no metadata");
+    };
+    const std::pair<QString, QString> cases[] = {
+        {mutated(QStringLiteral("newer.json"), [](auto& doc) { doc.set("schema_version", 2); }), "newer"},
+        {mutated(QStringLiteral("newer_run.json"), [&](auto& doc) { metadata(doc).set("schema_version", 7); }),
+         "newer"},
+        {mutated(QStringLiteral("huge_batch.json"),
+                 [&](auto& doc) { metadata(doc).set("batch", int64_t(1) << 40); }),
+         "out of range"},
+        {mutated(QStringLiteral("typed.json"), [&](auto& doc) { metadata(doc).set("iterations", "many"); }),
+         "expected a number"},
+        {csv, "JSON"},
+    };
+    const int shown = m_window->catalog()->count();
+    for (const auto& [path, expected] : cases) {
+      QSignalSpy errors(m_window, &MainWindow::errorReported);
+      QVERIFY2(!m_window->openReport(path), qPrintable(path));
+      QCOMPARE(errors.count(), 1);
+      const QString message = errors.first().at(0).toString();
+      QVERIFY2(message.contains(path) && message.contains(expected, Qt::CaseInsensitive), qPrintable(message));
+      QVERIFY2(!message.contains(QLatin1Char('\n')), qPrintable(message));
+      closeErrorBoxes();
+    }
+    QCOMPARE(m_window->catalog()->count(), shown);
+    QCOMPARE(m_window->timingsPage()->barCount(), 99);
+    QVERIFY(m_window->openReport(good));  // the same file again: it replaces its earlier entry
+    QCOMPARE(m_window->catalog()->count(), shown);
+  }
+
+  void badModelsShowAnErrorAndTheAppKeepsRunning() {
+    // A model that fails to load leaves the window without a model but working: a message naming the file,
+    // runs refused until a model is there, reports still open.
+    QFile real(test::mainModelPath());
+    QVERIFY(real.open(QIODevice::ReadOnly));
+    QByteArray noise(4096, Qt::Uninitialized);
+    for (int i = 0; i < noise.size(); ++i) noise[i] = static_cast<char>((i * 7919 + 13) % 251);
+    const std::pair<QString, QByteArray> cases[] = {
+        {QStringLiteral("truncated.onnx"), real.read(100000)},
+        {QStringLiteral("random.onnx"), noise},
+        {QStringLiteral("text.onnx"), QByteArray("this is not a model\n")},
+        {QStringLiteral("empty.onnx"), QByteArray()},
+    };
+    for (const auto& [name, bytes] : cases) {
+      const QString path = m_dir.filePath(name);
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(bytes);
+      f.close();
+      MainWindow::Options options;
+      options.useSettings = false;
+      MainWindow window(options);
+      window.show();
+      QSignalSpy model(&window, &MainWindow::modelReady);
+      QSignalSpy errors(&window, &MainWindow::errorReported);
+      window.start(path);
+      QTRY_VERIFY_WITH_TIMEOUT(model.count() == 1, kTimeoutMs);
+      QVERIFY(!model.first().at(0).toBool());
+      QVERIFY(!window.hasModel());
+      QCOMPARE(errors.count(), 1);
+      const QString message = errors.first().at(0).toString();
+      QVERIFY2(message.contains(path), qPrintable(message));
+      QVERIFY(window.statusText().contains(QStringLiteral("load failed")));
+      auto* box = window.findChild<QMessageBox*>(QStringLiteral("errorMessage"));
+      QVERIFY(box && box->isVisible() && !box->isModal());
+      box->close();
+      // Nothing to run without a model: refused with a message, no crash.
+      QSignalSpy finished(&window, &MainWindow::runFinished);
+      window.startRun(false);
+      QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1 || errors.count() == 2, kTimeoutMs);
+      // Still working: a report opens and shows its layers.
+      QVERIFY(window.openReport(m_dir.filePath(QStringLiteral("profile.json"))));
+      QCOMPARE(window.timingsPage()->barCount(), 99);
+    }
+  }
+
+  void outOfRangeValuesAreClampedOrRefused() {
+    RunSettingsPanel* settings = m_window->runSettings();
+    // Values the panel cannot hold are ignored (counts) or clamped (spin boxes) rather than sent on.
+    settings->setCounts(2, 1, 3);
+    settings->setCounts(0, -1, -5);
+    QCOMPARE(settings->batch(), 2);
+    QCOMPARE(settings->warmup(), 1);
+    QCOMPARE(settings->iterations(), 3);
+    auto* batch = m_window->findChild<QSpinBox*>(QStringLiteral("batchSpin"));
+    QVERIFY(batch);
+    batch->setValue(1000000);
+    QCOMPARE(settings->batch(), 4096);
+    // A hand-edited settings file with nonsense in it.
+    {
+      QSettings s;
+      s.setValue(QStringLiteral("run/batch"), -7);
+      s.setValue(QStringLiteral("run/iterations"), QStringLiteral("lots"));
+      s.setValue(QStringLiteral("run/height"), 999999);
+      s.setValue(QStringLiteral("run/width"), -3);
+      s.setValue(QStringLiteral("run/backend"), QStringLiteral("warp-drive"));
+      RunSettingsPanel panel;
+      panel.loadSettings(s);
+      QVERIFY(panel.batch() >= 1 && panel.batch() <= 4096);
+      QVERIFY(panel.iterations() >= 1);
+      QCOMPARE(panel.inputSize(), QSize(32, 4096));
+      s.clear();
+    }
+    // The largest run the panel allows (batch 4096 at 4096x4096) is refused before anything is allocated,
+    // with a message; a normal run follows in the same process.
+    auto* input = m_window->findChild<QComboBox*>(QStringLiteral("inputCombo"));
+    QVERIFY(input);
+    input->setCurrentIndex(1);  // random tensor: the size boxes apply
+    settings->setModelInputSize(4096, 4096);
+    QSignalSpy errors(m_window, &MainWindow::errorReported);
+    QVERIFY(!waitRun(false));
+    QCOMPARE(errors.count(), 1);
+    const QString message = errors.first().at(0).toString();
+    QVERIFY2(message.contains(QStringLiteral("out of host memory for batch 4096 at 4096x4096")), qPrintable(message));
+    closeErrorBoxes();
+    settings->setModelInputSize(224, 224);
+    settings->setCounts(1, 1, 3);
+    input->setCurrentIndex(0);
+    QVERIFY(waitRun(false));
   }
 
   void cancelFromTheWindow() {
