@@ -51,8 +51,10 @@ commands:
                                                 end-to-end latency and throughput (no instrumentation),
                                                 every backend x input size x batch
   profile   [--model F] [--backend B] [--batch N] [--input-size HxW] [--warmup W] [--iters M]
-            [--timing event|cupti] [--csv F] [--json F] [--trace F] [--image IMG | --tensor F]
-                                                end-to-end run, then a per-layer run; table + reports
+            [--timing event|cupti] [--exec layers|graph] [--csv F] [--json F] [--trace F]
+            [--image IMG | --tensor F]          end-to-end run, then a per-layer run; table + reports
+                                                (--exec graph: per-layer CUPTI times inside CUDA graph
+                                                replays, cuda backend)
             [--ncu-command LAYER]               instead: print the Nsight Compute command line that
                                                 profiles only LAYER's kernels (index or name)
   roofline  [same options as profile] [--recalibrate]
@@ -463,6 +465,15 @@ int cmd_classify(int argc, char** argv) {
 
 // ---- bench ------------------------------------------------------------------------------------------
 
+// cudnn's end-to-end GPU median over this result's, at the same batch; 0 when there is no cudnn result.
+double speedup_vs_cudnn(const std::vector<BenchResult>& results, const BenchResult& r) {
+  for (const auto& c : results)
+    if (c.config.backend == "cudnn" && c.config.batch == r.config.batch && c.gpu_ms && r.gpu_ms &&
+        r.gpu_ms->median > 0)
+      return c.gpu_ms->median / r.gpu_ms->median;
+  return 0;
+}
+
 int cmd_bench(int argc, char** argv) {
   Args args(argc, argv, 2,
             {"--model", "--backends", "--backend", "--batch", "--input-size", "--warmup", "--iters", "--json", "--csv",
@@ -500,11 +511,15 @@ int cmd_bench(int argc, char** argv) {
   for (const auto& [h, w] : sweep.sizes) sizes_text += (sizes_text.empty() ? "" : ", ") + std::to_string(h) + "x" + std::to_string(w);
   print_warnings(std::cout, m.model);
   std::cout << "model: " << m.model.source << "; input " << sizes_text << "; " << warmup << " warm-up + " << iters
-            << " timed runs. host = wall time per run (input upload .. logits download, synchronised); gpu = cudaEvent"
-               " pair on the stream around the same run; images/s from the host median\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "%-8s %6s %11s %11s %11s %11s %11s %7s %12s\n", "backend", "batch", "host_med_ms",
-                "host_p90_ms", "host_min_ms", "gpu_med_ms", "gpu_p90_ms", "cv", "images/s");
+            << " timed runs.\n  end to end: host = wall time per run (input upload .. logits download,"
+               " synchronised), images/s from its median; gpu = cudaEvent pair on the stream around the same run;"
+               " x_cudnn = cudnn's gpu median / this gpu median, same batch\n  device-resident (dev): the network"
+               " alone on an input already on the GPU, one CUDA graph replay, event pair; no upload, no download"
+               " (what PyTorch CUDA-graph timings measure); '-' where the backend has no such mode\n";
+  char line[320];
+  std::snprintf(line, sizeof line, "%-8s %6s %11s %11s %11s %11s %7s %12s %8s | %10s %10s %12s\n", "backend", "batch",
+                "host_med_ms", "host_p90_ms", "gpu_med_ms", "gpu_p90_ms", "cv", "images/s", "x_cudnn", "dev_med_ms",
+                "dev_p90_ms", "dev_images/s");
   std::cout << line;
   for (size_t i = 0; i < results.size(); ++i) {
     const BenchResult& r = results[i];
@@ -512,14 +527,20 @@ int cmd_bench(int argc, char** argv) {
     if (sweep.sizes.size() > 1 && (i == 0 || r.config.height != results[i - 1].config.height ||
                                    r.config.width != results[i - 1].config.width || r.config.backend != results[i - 1].config.backend))
       std::cout << "-- " << r.config.backend << ", input " << r.config.height << "x" << r.config.width << "\n";
-    char gmed[32] = "-", gp90[32] = "-";
+    char gmed[32] = "-", gp90[32] = "-", ratio[32] = "-", dmed[32] = "-", dp90[32] = "-", dips[32] = "-";
     if (r.gpu_ms) {
       std::snprintf(gmed, sizeof gmed, "%.3f", r.gpu_ms->median);
       std::snprintf(gp90, sizeof gp90, "%.3f", r.gpu_ms->p90);
+      if (const double x = speedup_vs_cudnn(results, r); x > 0) std::snprintf(ratio, sizeof ratio, "%.2f", x);
     }
-    std::snprintf(line, sizeof line, "%-8s %6d %11.3f %11.3f %11.3f %11s %11s %7.3f %12.1f\n", r.config.backend.c_str(),
-                  r.config.batch, r.latency_ms.median, r.latency_ms.p90, r.latency_ms.min, gmed, gp90, r.latency_ms.cv,
-                  r.images_per_s);
+    if (r.device_ms) {
+      std::snprintf(dmed, sizeof dmed, "%.3f", r.device_ms->median);
+      std::snprintf(dp90, sizeof dp90, "%.3f", r.device_ms->p90);
+      std::snprintf(dips, sizeof dips, "%.1f", r.device_images_per_s);
+    }
+    std::snprintf(line, sizeof line, "%-8s %6d %11.3f %11.3f %11s %11s %7.3f %12.1f %8s | %10s %10s %12s\n",
+                  r.config.backend.c_str(), r.config.batch, r.latency_ms.median, r.latency_ms.p90, gmed, gp90,
+                  r.latency_ms.cv, r.images_per_s, ratio, dmed, dp90, dips);
     std::cout << line;
   }
   if (auto path = args.get("--csv")) write_output(*path, bench_csv(results));
@@ -555,6 +576,13 @@ int cmd_bench(int argc, char** argv) {
         rj.set("gpu_median_ms", r.gpu_ms->median);
         rj.set("gpu_p90_ms", r.gpu_ms->p90);
         rj.set("gpu_min_ms", r.gpu_ms->min);
+        if (const double x = speedup_vs_cudnn(results, r); x > 0) rj.set("gpu_speedup_vs_cudnn", x);
+      }
+      if (r.device_ms) {  // input already on the GPU, graph replay, no copies: not an end-to-end figure
+        rj.set("device_resident_median_ms", r.device_ms->median);
+        rj.set("device_resident_p90_ms", r.device_ms->p90);
+        rj.set("device_resident_min_ms", r.device_ms->min);
+        rj.set("device_resident_images_per_s", r.device_images_per_s);
       }
       rj.set("memory_bytes", r.memory.total());
       rj.set("memory", memory_json(r.memory));
@@ -737,7 +765,7 @@ int cmd_eval(int argc, char** argv) {
 
 const std::vector<std::string> kProfileOptions = {"--model", "--backend", "--backends", "--batch", "--input-size",
                                                   "--warmup", "--iters", "--timing", "--csv", "--json", "--trace",
-                                                  "--image", "--tensor", "--precision"};
+                                                  "--image", "--tensor", "--precision", "--exec"};
 
 struct ProfileRequest {
   LoadedModel m;
@@ -769,6 +797,9 @@ ProfileRequest parse_profile_request(const Args& args, bool compare) {
   const std::string timing = args.get_or("--timing", "event");
   c.timer = parse_timer(timing);
   if (c.timer == TimerKind::host_clock) throw UsageError("--timing must be event or cupti (the cpu backend always uses the host clock)");
+  const std::string exec = args.get_or("--exec", "layers");
+  if (exec != "layers" && exec != "graph") throw UsageError("--exec must be layers or graph, got '" + exec + "'");
+  c.graph_replay = exec == "graph";
   if (args.get("--image") && args.get("--tensor")) throw UsageError("give --image or --tensor, not both");
   if (args.get("--image") && args.get("--input-size"))
     throw UsageError("--input-size applies to random or --tensor inputs; an image is cropped as the model says");
@@ -819,9 +850,9 @@ void print_summary(const RunReport& r) {
               static_cast<long long>(e.host_ms.n), e.host_ms.median, e.host_ms.p90, e.host_ms.min, e.host_ms.cv);
   if (e.gpu_ms) std::printf("; GPU median %.3f ms (p90 %.3f)", e.gpu_ms->median, e.gpu_ms->p90);
   std::printf("; %.1f images/s\n", e.images_per_s);
-  std::printf("  per layer (%s, %d runs): sum of layer medians %.3f ms; gap to end to end %.3f ms"
+  std::printf("  per layer (%s, %s, %d runs): sum of layer medians %.3f ms; gap to end to end %.3f ms"
               " (instrumentation, launch gaps, idle GPU, copies)\n",
-              r.timer.c_str(), r.config.iters, r.sum_of_steps_ms, r.gap_ms);
+              r.timer.c_str(), r.execution.c_str(), r.config.iters, r.sum_of_steps_ms, r.gap_ms);
   std::printf("  memory held: %s\n", memory_line(r.memory).c_str());
   if (r.sm_clock_mhz_start > 0) std::printf("  SM clock: %d MHz at start, %d MHz at end\n", r.sm_clock_mhz_start, r.sm_clock_mhz_end);
   int disagree = 0;
