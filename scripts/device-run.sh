@@ -4,7 +4,11 @@
 # In one call: every GPU test, profiles of the GPU backends with both timers, cross-backend comparisons on
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
+# MNV2_DEVICE_SECTIONS picks parts (comma list of base, cuda, app; default all), e.g. for a kernel iteration:
+#   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
+sections=",${MNV2_DEVICE_SECTIONS:-base,cuda,app},"
+want() { [[ $sections == *",$1,"* ]]; }
 out=${OUT:-/tmp/mnv2-device-out}
 mkdir -p "$out"
 work=/tmp/mnv2-run
@@ -24,11 +28,13 @@ run() {  # run NAME CMD...: output to NAME.log, tail to the summary, status reco
   local rc=$?
   tail -n "${TAIL:-25}" "$work/$name.log" >>"$summary"
   echo "-- $name: exit $rc, $((SECONDS - t0)) s" | tee -a "$summary"
+  cp "$summary" "$out/summary.txt"  # what ran so far comes back even if the call runs out of time
 }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$work/nvidia-smi.csv" 2>&1
 cat "$work/nvidia-smi.csv" >>"$summary"
 TAIL=30 run info ./bin/mnv2 info
+if want base; then
 TAIL=40 run gpu_tests ./bin/mnv2_gpu_tests --gtest_brief=1
 TAIL=12 run profile_cudnn_event ./bin/mnv2 profile --backend cudnn --tensor shared/golden/cat.input.f32 --timing event \
   --warmup 20 --iters 200 --csv "$work/profile_cudnn_event_b1.csv" --json "$work/profile_cudnn_event_b1.json"
@@ -56,31 +62,58 @@ for p in tf32 fp16; do
     --tensor shared/golden/cat.input.f32 --timing event --warmup 5 --iters 30 --json "$work/compare_cudnn_${p}_cat.json"
 done
 TAIL=6 run bench_cpu ./bin/mnv2 bench --backend cpu --batch 1,8 --warmup 5 --iters 30 --json "$work/bench_cpu.json"
+fi
 
 # ---- custom CUDA kernels backend (cuda) ----------------------------------------------------------------
-# Correctness: the kernel and backend tests alone (also inside gpu_tests above), so their log stands apart.
-TAIL=30 run cuda_tests ./bin/mnv2_gpu_tests --gtest_filter='*Cuda*:*Kernel*' --gtest_brief=1
-# Memory errors in the kernels and the backend's fallbacks on small cases (memcheck is slow: small tests).
-TAIL=12 run cuda_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/mnv2_gpu_tests \
-  --gtest_filter='KernelDepthwise*:KernelDirect*:KernelLayout*:KernelIm2col*:CudaBackendTest.SmallNetwork*:CudaBackendTest.Unfusable*'
-for img in cat cat_720p grace_hopper hot_dog parrot; do
+# In order of what matters most should the call run out of time (the summary reaches $OUT after each step).
+if want cuda; then
+# Correctness: the kernel and backend tests (the fused expand+dw path included), CUPTI graph attribution.
+TAIL=30 run cuda_tests ./bin/mnv2_gpu_tests --gtest_filter='*Cuda*:*Kernel*:ProfilerGpu*:TimingGpu*' --gtest_brief=1
+# Benchmarks: end to end (upload .. download) and device-resident (input on the GPU, graph replay), both
+# fast-path versions: v3 (MNV2_CUDA_FUSE=none, the default) and the fused expansion + depthwise.
+TAIL=14 run bench_cuda ./bin/mnv2 bench --backends cuda,cudnn --batch 1,8,64,256 --warmup 20 --iters 100 \
+  --json "$work/bench_cuda.json"
+MNV2_CUDA_FUSE=expand_dw TAIL=8 run bench_cuda_fused ./bin/mnv2 bench --backends cuda --batch 1,8,64,256 --warmup 20 \
+  --iters 100 --json "$work/bench_cuda_fused.json"
+# Per-layer CUPTI times inside the CUDA graph replay (graph node ids recorded at capture), both versions.
+profile_lines() { grep -E "end to end|per layer|per kind|WARNING|two-timer" "$work/$1.log" >>"$summary"; }
+TAIL=0 run profile_cuda_graph_b1 ./bin/mnv2 profile --backend cuda --tensor shared/golden/cat.input.f32 --timing cupti \
+  --exec graph --warmup 20 --iters 200 --csv "$work/profile_cuda_graph_b1.csv" --json "$work/profile_cuda_graph_b1.json" \
+  --trace "$work/trace_cuda_graph_b1.json"
+profile_lines profile_cuda_graph_b1
+TAIL=0 run profile_cuda_cupti_b1 ./bin/mnv2 profile --backend cuda --tensor shared/golden/cat.input.f32 --timing cupti \
+  --warmup 20 --iters 200 --csv "$work/profile_cuda_cupti_b1.csv" --json "$work/profile_cuda_cupti_b1.json"
+profile_lines profile_cuda_cupti_b1
+MNV2_CUDA_FUSE=expand_dw TAIL=0 run profile_cuda_fused_graph_b1 ./bin/mnv2 profile --backend cuda \
+  --tensor shared/golden/cat.input.f32 --timing cupti --exec graph --warmup 20 --iters 200 \
+  --csv "$work/profile_cuda_fused_graph_b1.csv" --json "$work/profile_cuda_fused_graph_b1.json"
+profile_lines profile_cuda_fused_graph_b1
+TAIL=0 run profile_cuda_graph_b256 ./bin/mnv2 profile --backend cuda --batch 256 --timing cupti --exec graph \
+  --warmup 5 --iters 20 --csv "$work/profile_cuda_graph_b256.csv" --json "$work/profile_cuda_graph_b256.json"
+profile_lines profile_cuda_graph_b256
+MNV2_CUDA_FUSE=expand_dw TAIL=0 run profile_cuda_fused_graph_b256 ./bin/mnv2 profile --backend cuda --batch 256 \
+  --timing cupti --exec graph --warmup 5 --iters 20 --csv "$work/profile_cuda_fused_graph_b256.csv" \
+  --json "$work/profile_cuda_fused_graph_b256.json"
+profile_lines profile_cuda_fused_graph_b256
+TAIL=3 run profile_cuda_graph_event_refused ./bin/mnv2 profile --backend cuda --timing event --exec graph --iters 2
+# Memory errors: the new kernel and the backend's fallbacks on small cases (memcheck is slow), then whole
+# batch-1 run of the fused network (its prepare captures both graphs, node map included).
+TAIL=6 run cuda_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/mnv2_gpu_tests \
+  --gtest_filter='KernelFused*:KernelDepthwise*:CudaBackendTest.SmallNetwork*:CudaBackendTest.GraphReplayIsRefused*'
+MNV2_CUDA_FUSE=expand_dw TAIL=6 run cuda_memcheck_fused_net compute-sanitizer --tool memcheck --error-exitcode 9 \
+  ./bin/mnv2 classify --backend cuda --tensor shared/golden/cat.input.f32 --top 3
+for img in cat grace_hopper; do
   TAIL=8 run "compare_cuda_$img" ./bin/mnv2 compare --backends cpu,cudnn,cuda --tensor "shared/golden/$img.input.f32" \
     --timing cupti --warmup 5 --iters 30 --json "$work/compare_cuda_${img}.json"
 done
-TAIL=12 run profile_cuda_cupti_b1 ./bin/mnv2 profile --backend cuda --tensor shared/golden/cat.input.f32 --timing cupti \
-  --warmup 20 --iters 200 --csv "$work/profile_cuda_cupti_b1.csv" --json "$work/profile_cuda_cupti_b1.json" \
-  --trace "$work/trace_cuda_cupti_b1.json"
-TAIL=12 run profile_cuda_event_b256 ./bin/mnv2 profile --backend cuda --batch 256 --timing event --warmup 5 --iters 20 \
-  --csv "$work/profile_cuda_event_b256.csv" --json "$work/profile_cuda_event_b256.json"
-TAIL=12 run bench_cuda ./bin/mnv2 bench --backends cuda,cudnn --batch 1,8,64,256 --warmup 20 --iters 100 \
-  --json "$work/bench_cuda.json"
 MNV2_CUDA_VARIANT=baseline TAIL=8 run bench_cuda_baseline ./bin/mnv2 bench --backends cuda --batch 1,64 --warmup 5 \
   --iters 30 --json "$work/bench_cuda_baseline.json"
+fi
 
 # ---- the desktop app, live (when the bundle has it: MNV2_DEVICE_APP=1 bash scripts/device-bundle.sh) ------
 # One Compare run of every available backend on cat.bmp (decoded by QImage there), exported as JSON, then the
 # screenshots from that report (no second GPU run). PNGs come back beside summary.txt.
-if [[ -f "$repo/.device/app.tar.xz" ]]; then
+if want app && [[ -f "$repo/.device/app.tar.xz" ]]; then
   tar -xJf "$repo/.device/app.tar.xz" -C /tmp
   app() { /tmp/qtbundle/run.sh mnv2-profiler --model "$MNV2_MODEL" --size 1500x950 "$@"; }
   TAIL=8 run app_compare app --image shared/images/cat.bmp --backend cuda --compare --warmup 20 --iters 200 \

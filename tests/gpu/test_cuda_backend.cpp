@@ -679,6 +679,51 @@ TEST_F(CudaBackendTest, GraphReplayIsRefusedToEventsAndWithoutAGraph) {
   }
 }
 
+// MNV2_CUDA_FUSE=expand_dw: expansion + depthwise in one kernel. Same checks as the unfused fast path:
+// golden logits, every materialised layer against cpu (batch 1 and 3, an odd input size, the second model),
+// the graph bitwise equal to layer-by-layer runs, and fused steps named after all four layers they cover.
+TEST_F(CudaBackendTest, FusedExpandDepthwiseMatchesCpuAndIsAttributedAsFused) {
+  ScopedEnv variant("MNV2_CUDA_VARIANT", "fast");
+  ScopedEnv fuse("MNV2_CUDA_FUSE", "expand_dw");
+  auto net = prepare(main_model(), 1, 224, 224);
+  for (const std::string& name : golden_image_names()) {
+    SCOPED_TRACE("golden " + name);
+    const Golden g = read_golden(name);
+    Tensor input(Shape{1, 3, 224, 224});
+    input.data = g.input;
+    const Tensor logits = net->run(input);
+    ASSERT_EQ(logits.data.size(), g.logits.size());
+    const double err = rel_l2(logits.data, g.logits);
+    std::printf("fused    golden %-13s rel L2 %.3g\n", name.c_str(), err);
+    EXPECT_LT(err, kMaxRelL2);
+    EXPECT_EQ(top5_of(logits.data.data(), static_cast<int>(logits.data.size())), g.top5);
+  }
+  int fused = 0;
+  for (const ExecStep& step : net->steps()) {
+    if (step.variant.find("expand1x1+dw3x3") == std::string::npos) continue;
+    ++fused;
+    EXPECT_EQ(step.layers.size(), 4u) << step.name;
+    EXPECT_NE(step.name.find("Conv2d"), step.name.rfind("Conv2d")) << step.name;  // both convolutions named
+    EXPECT_NE(step.name.find("ReLU6"), std::string::npos) << step.name;
+  }
+  EXPECT_EQ(fused, 16) << "at batch 1 every expanding block (1..16) is memory- or latency-bound";
+  expect_steps_cover_layers(net->steps(), main_model().layers.size());
+  expect_layers_match_cpu(*backend_, main_model(), 1, 224, 224, "fused expand_dw");
+  expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, "fused expand_dw");
+  expect_layers_match_cpu(*backend_, main_model(), 2, 193, 257, "fused expand_dw");
+  expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "fused expand_dw torchvision");
+
+  auto batch2 = prepare(main_model(), 2, 224, 224);
+  const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
+  const Tensor graph = batch2->run(input);
+  RecordingObserver observer;
+  RunOptions per_step;
+  per_step.observer = &observer;
+  const Tensor layers = batch2->run(input, per_step);
+  ASSERT_EQ(graph.data.size(), layers.data.size());
+  EXPECT_EQ(std::memcmp(graph.data.data(), layers.data.data(), graph.data.size() * sizeof(float)), 0);
+}
+
 TEST_F(CudaBackendTest, RepeatedRunsAreBitwiseIdentical) {
   auto net = prepare(main_model(), 2, 224, 224);
   const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());

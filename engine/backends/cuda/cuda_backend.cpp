@@ -30,6 +30,7 @@
 #include "kernels/depthwise_conv.cuh"
 #include "kernels/direct_conv.cuh"
 #include "kernels/elementwise.cuh"
+#include "kernels/expand_depthwise.cuh"
 #include "kernels/gemm.cuh"
 #include "kernels/global_avg_pool.cuh"
 #include "kernels/im2col.cuh"
@@ -76,6 +77,7 @@ using CudaGraphExec = Owned<GraphExecTraits>;
 
 enum class Variant { fast, baseline };
 enum class GraphMode { automatic, on, off };
+enum class FuseMode { none, expand_dw };
 
 std::string env_or(const char* name, const char* fallback) {
   const char* value = std::getenv(name);
@@ -99,6 +101,26 @@ GraphMode graph_mode_from_env() {
   if (v == "on" || v == "1") return GraphMode::on;
   if (v == "off" || v == "0") return GraphMode::off;
   throw UsageError("MNV2_CUDA_GRAPH must be 'auto', 'on' or 'off', got '" + v + "'");
+}
+
+// MNV2_CUDA_FUSE (fast variant): "expand_dw" fuses an inverted-residual block's expansion 1x1 and depthwise
+// 3x3 (with their clips) into one kernel where the expansion is memory- or latency-bound (see
+// worth_fusing_expand_dw); "none" keeps them two steps (the fast path of v3).
+FuseMode fuse_mode_from_env() {
+  const std::string v = env_or("MNV2_CUDA_FUSE", "none");
+  if (v == "none") return FuseMode::none;
+  if (v == "expand_dw") return FuseMode::expand_dw;
+  throw UsageError("MNV2_CUDA_FUSE must be 'none' or 'expand_dw', got '" + v + "'");
+}
+
+// Below this many input channels the expansion does too little arithmetic per byte to hide its expanded
+// map's round trip through device memory (block1..6 of MobileNetV2: 16..32 channels); below this many
+// pixels (batch x map) the two steps are launch- and latency-bound (14x14 and 7x7 maps at small batches).
+constexpr int kFuseMaxMemoryBoundChannels = 32;
+constexpr int64_t kFuseMaxLatencyBoundPixels = 1024;
+
+bool worth_fusing_expand_dw(int in_channels, int64_t pixels) {
+  return in_channels <= kFuseMaxMemoryBoundChannels || pixels <= kFuseMaxLatencyBoundPixels;
 }
 
 // MNV2_CUDA_GEMM_TILE: forces one GEMM tile ("128x64", ...) for tuning experiments; unset: the cost model.
@@ -295,7 +317,12 @@ struct Step {
 class CudaPreparedNet final : public PreparedNet {
  public:
   CudaPreparedNet(const Model& model, const PrepareConfig& config, Variant variant, GraphMode graph_mode, int sms)
-      : config_(config), variant_(variant), graph_mode_(graph_mode), sms_(sms), forced_tile_(gemm_tile_from_env()) {
+      : config_(config),
+        variant_(variant),
+        graph_mode_(graph_mode),
+        fuse_mode_(fuse_mode_from_env()),
+        sms_(sms),
+        forced_tile_(gemm_tile_from_env()) {
     build(model);
   }
 
@@ -480,7 +507,8 @@ class CudaPreparedNet final : public PreparedNet {
       try {
         switch (layer.kind) {
           case LayerKind::Conv2d:
-            last = plan_fast_conv(model, i, step);
+            last = fuse_mode_ == FuseMode::expand_dw ? plan_expand_depthwise(model, i, step) : -1;
+            if (last < 0) last = plan_fast_conv(model, i, step);
             break;
           case LayerKind::ReLU6:
           case LayerKind::ReLU:
@@ -525,6 +553,74 @@ class CudaPreparedNet final : public PreparedNet {
 
   const Shape& shape_of(int j) const {
     return j == kNetworkInput ? input_shape_ : stats_[static_cast<size_t>(j)].output;
+  }
+
+  // Plans expansion 1x1 (i) + clip + depthwise 3x3 + clip as one kernel when the pattern is there, each
+  // intermediate has no other reader and fusing pays (worth_fusing_expand_dw); returns the last covered
+  // layer, or -1 (nothing planned) otherwise.
+  int plan_expand_depthwise(const Model& model, int i, Step& step) {
+    const int n = static_cast<int>(model.layers.size());
+    auto at = [&](int j) -> const Layer& { return model.layers[static_cast<size_t>(j)]; };
+    auto only_reader = [&](int j, int of) { return at(j).inputs == std::vector<int>{of} && readers_[static_cast<size_t>(of)] == 1; };
+    if (i + 2 >= n) return -1;
+    const Layer& expand = at(i);
+    const ConvParams& ec = expand.conv;
+    const int in = expand.inputs.at(0);
+    if (in == kNetworkInput || !ec.pointwise() || ec.stride_h != 1 || ec.stride_w != 1 || ec.pad_top != 0 ||
+        ec.pad_left != 0 || ec.pad_bottom != 0 || ec.pad_right != 0)
+      return -1;
+    if (!is_clip(at(i + 1)) || !only_reader(i + 1, i)) return -1;
+    const Layer& dw = at(i + 2);
+    const ConvParams& dc = dw.conv;
+    if (dw.kind != LayerKind::Conv2d || !only_reader(i + 2, i + 1) || !dc.depthwise() || dc.kernel_h != 3 ||
+        dc.kernel_w != 3 || dc.dilation_h != 1 || dc.dilation_w != 1 || dc.in_channels != ec.out_channels)
+      return -1;
+    const bool dw_clip = i + 3 < n && is_clip(at(i + 3)) && only_reader(i + 3, i + 2);
+    const int last = dw_clip ? i + 3 : i + 2;
+    const Shape& xs = shape_of(in);
+    const Shape& ys = stats_[static_cast<size_t>(i + 2)].output;
+    if (xs.c != ec.in_channels) return -1;
+
+    k::ExpandDepthwiseParams p;
+    p.batch = config_.batch;
+    p.in_channels = ec.in_channels;
+    p.expanded = ec.out_channels;
+    p.in_h = checked_int(xs.h, "input height");
+    p.in_w = checked_int(xs.w, "input width");
+    p.out_h = checked_int(ys.h, "output height");
+    p.out_w = checked_int(ys.w, "output width");
+    p.stride_h = dc.stride_h;
+    p.stride_w = dc.stride_w;
+    p.pad_top = dc.pad_top;
+    p.pad_left = dc.pad_left;
+    std::string why_not;
+    const k::ExpandDepthwiseVariant v = k::choose_expand_depthwise_variant(p, &why_not);
+    if (!why_not.empty() || !worth_fusing_expand_dw(p.in_channels, xs.n * xs.h * xs.w)) return -1;
+
+    std::vector<float> we(expand.weight.size());  // [k][expanded]
+    for (int o = 0; o < ec.out_channels; ++o)
+      for (int ci = 0; ci < ec.in_channels; ++ci)
+        we[static_cast<size_t>(ci) * ec.out_channels + o] = expand.weight[static_cast<size_t>(o) * ec.in_channels + ci];
+    std::vector<float> wd(static_cast<size_t>(dc.in_channels) * 9);  // [3][3][expanded]
+    for (int ch = 0; ch < dc.in_channels; ++ch)
+      for (int t = 0; t < 9; ++t) wd[static_cast<size_t>(t) * dc.in_channels + ch] = dw.weight[ch * 9 + t];
+    float* y = new_activation(ys);
+    values_[static_cast<size_t>(last)] = Value{y, ys, true};
+    p.input = nhwc_input(in);
+    p.expand_weight = upload(we);
+    p.expand_bias = expand.bias.empty() ? nullptr : upload(expand.bias);
+    p.expand_clip = clip_of(at(i + 1));
+    p.dw_weight = upload(wd);
+    p.dw_bias = dw.bias.empty() ? nullptr : upload(dw.bias);
+    if (dw_clip) p.dw_clip = clip_of(at(i + 3));
+    p.output = y;
+    step.launches.push_back([p, v](cudaStream_t s) { k::launch_expand_depthwise(p, v, s); });
+    char recompute[64];
+    std::snprintf(recompute, sizeof recompute, "; expansion x%.2f for tile halos", k::expand_depthwise_recompute_factor(p, v));
+    step.exec.variant = k::to_string(v) + " (expanded map in shared memory only" + recompute + ")" +
+                        (p.expand_bias ? " +bias" : "") + describe_clip(p.expand_clip) + (p.dw_bias ? " +bias" : "") +
+                        describe_clip(p.dw_clip);
+    return last;
   }
 
   // Plans convolution i and the layers fused into it; returns the last covered layer.
@@ -1036,6 +1132,7 @@ class CudaPreparedNet final : public PreparedNet {
   PrepareConfig config_;
   Variant variant_;
   GraphMode graph_mode_;
+  FuseMode fuse_mode_;
   int sms_ = 0;
   std::optional<k::GemmTile> forced_tile_;
   int device_ = 0;  // the first visible CUDA device
@@ -1126,6 +1223,7 @@ class CudaBackend final : public Backend {
     if (Availability a = availability(); !a.available) throw Error("cuda: not available: " + a.reason);
     for (const Layer& layer : model.layers)
       if (auto reason = unsupported_reason(layer)) throw Error("cuda: " + layer_label(layer) + ": " + *reason);
+    fuse_mode_from_env();  // a bad value fails here, as a usage error, before anything is allocated
     return std::make_unique<CudaPreparedNet>(model, config, variant, graph_mode, probe().sms);
   }
 };
