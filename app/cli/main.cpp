@@ -1040,6 +1040,11 @@ int cmd_compare(int argc, char** argv) {
   for (const auto& b : req.backends) {
     ProfileConfig cfg = req.base;
     cfg.backend = b;
+    // The reference (first) backend stays fp32 when it has no reduced-precision mode (the cpu backend);
+    // every other backend must run the precision asked for.
+    if (b == req.backends.front()) cfg.precision = reference_precision(b, req.base.precision);
+    if (cfg.precision != req.base.precision)
+      std::cerr << b << " runs fp32 as the reference (it has no " << to_string(req.base.precision) << " mode)\n";
     reports.push_back(profile(req.m.model, cfg, stderr_progress(b)));
   }
   // Output diffs on the first image of the batch: every layer's output of each backend against the first.

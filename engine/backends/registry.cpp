@@ -112,4 +112,8 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
   throw UsageError("unknown backend '" + name + "' (choose " + choices + ")");
 }
 
+Precision reference_precision(const std::string& backend, Precision wanted) {
+  return make_backend(backend)->supports(wanted) ? wanted : Precision::fp32;
+}
+
 }  // namespace mnv2

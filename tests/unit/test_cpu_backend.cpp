@@ -138,6 +138,12 @@ TEST(CpuBackendRegistry, PrecisionNames) {
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16}) EXPECT_EQ(parse_precision(to_string(p)), p);
   EXPECT_EQ(parse_precision("FP16"), Precision::fp16);
   expect_throw_with<UsageError>([] { parse_precision("int8"); }, "unknown precision 'int8'");
+  // The cpu reference runs fp32 only, and stays fp32 when it is the reference of a tf32/fp16 comparison.
+  auto cpu = make_backend("cpu");
+  EXPECT_TRUE(cpu->supports(Precision::fp32));
+  EXPECT_FALSE(cpu->supports(Precision::fp16));
+  EXPECT_EQ(reference_precision("cpu", Precision::fp16), Precision::fp32);
+  EXPECT_EQ(reference_precision("cpu", Precision::fp32), Precision::fp32);
 }
 
 TEST(CpuBackend, IsAvailableAndDescribesItself) {

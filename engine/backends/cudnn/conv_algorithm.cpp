@@ -88,14 +88,16 @@ ConvAlgorithmChoice choose_algorithm(const ConvProblem& p, void* workspace, size
                                                           results.data(), workspace, workspace_bytes));
 
   std::optional<ConvAlgorithmChoice> best;
-  // Find returns its results fastest first; the first acceptable one wins. The descriptor is set to FMA
-  // math, so every result runs without tensor cores; a TENSOR_OP result would mean TF32 and is skipped.
+  // Find returns its results fastest first; the first acceptable one wins. For strict fp32 the descriptor
+  // is set to FMA math, so results run without tensor cores, and a TENSOR_OP result (TF32) is skipped.
   for (int i = 0; i < returned; ++i) {
     const cudnnConvolutionFwdAlgoPerf_t& r = results[static_cast<size_t>(i)];
+    const bool math_ok = r.mathType == CUDNN_FMA_MATH || r.mathType == CUDNN_DEFAULT_MATH ||
+                         (p.tensor_ops && r.mathType == CUDNN_TENSOR_OP_MATH);
     if (r.status != CUDNN_STATUS_SUCCESS || !allowed_algorithm(r.algo) || r.determinism != CUDNN_DETERMINISTIC ||
-        (r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH) || r.memory > workspace_bytes)
+        !math_ok || r.memory > workspace_bytes)
       continue;
-    best = ConvAlgorithmChoice{r.algo, r.memory, r.time};
+    best = ConvAlgorithmChoice{r.algo, r.memory, r.time, r.mathType};
     break;
   }
   if (!best) {
@@ -103,12 +105,12 @@ ConvAlgorithmChoice choose_algorithm(const ConvProblem& p, void* workspace, size
       size_t bytes = 0;
       if (cudnnGetConvolutionForwardWorkspaceSize(p.handle, p.x_desc, p.w_desc, p.conv_desc, p.y_desc, algo, &bytes) ==
           CUDNN_STATUS_SUCCESS) {
-        best = ConvAlgorithmChoice{algo, bytes, -1.0f};
+        best = ConvAlgorithmChoice{algo, bytes, -1.0f, p.tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH};
         break;
       }
     }
   }
-  if (!best) throw Error("no strict-fp32 direct-summation cuDNN algorithm supports convolution " + p.key);
+  if (!best) throw Error("no direct-summation cuDNN algorithm supports convolution " + p.key);
 
   // The workspace an algorithm really needs, asked directly: Find's figure is what it used while measuring.
   size_t needed = 0;

@@ -13,11 +13,12 @@ struct ConvAlgorithmChoice {
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t workspace_bytes = 0;  // what this algorithm needs for this problem
   float time_ms = -1.0f;       // Find's measurement; -1 when the choice is a fallback, not a measurement
+  cudnnMathType_t math = CUDNN_FMA_MATH;  // what the chosen kernel runs: FMA, or tensor ops (TF32/fp16)
 };
 
 // Everything cudnnFindConvolutionForwardAlgorithmEx needs. x, w and y must be real device buffers of the
 // described sizes (Find runs the convolution); y is overwritten. The convolution descriptor's math type
-// must already be CUDNN_FMA_MATH.
+// must already be CUDNN_FMA_MATH (strict fp32), or CUDNN_TENSOR_OP_MATH with tensor_ops set (tf32, fp16).
 struct ConvProblem {
   cudnnHandle_t handle = nullptr;
   cudnnTensorDescriptor_t x_desc = nullptr;
@@ -27,7 +28,8 @@ struct ConvProblem {
   cudnnConvolutionDescriptor_t conv_desc = nullptr;
   cudnnTensorDescriptor_t y_desc = nullptr;
   void* y = nullptr;
-  std::string key;  // identifies the problem (device, all shapes and parameters) for the process-wide cache
+  std::string key;  // identifies the problem (device, precision, shapes, parameters) for the process-wide cache
+  bool tensor_ops = false;  // tensor-core results are acceptable (never for strict fp32)
 };
 
 // "IMPLICIT_PRECOMP_GEMM" and so on.

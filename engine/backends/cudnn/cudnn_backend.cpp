@@ -1,5 +1,9 @@
 // The cudnn backend: every layer through NVIDIA's libraries (cuDNN convolutions, activations, adds and
-// pooling; cuBLAS for the classifier), strict fp32, one step per topology layer, one stream per network.
+// pooling; cuBLAS for the classifier), one step per topology layer, one stream per network.
+// Precision: fp32 (default) is strict float32, FMA math only; tf32 lets convolutions and the classifier use
+// tensor cores on float32 data (TF32 operands, float32 accumulation); fp16 stores weights and activations
+// as half and accumulates in float32 on tensor cores. The host side stays float32 in every mode: the input
+// is converted on the device after upload, the logits and kept layer outputs before download.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -130,19 +134,42 @@ int to_int(int64_t value, const std::string& what) {
   return static_cast<int>(value);
 }
 
-TensorDescriptor packed_descriptor(const Shape& s) {
+TensorDescriptor packed_descriptor(const Shape& s, cudnnDataType_t type) {
   TensorDescriptor d = make_tensor_descriptor();
-  MNV2_CHECK_CUDNN(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(s.n, "batch"),
+  MNV2_CHECK_CUDNN(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, type, to_int(s.n, "batch"),
                                               to_int(s.c, "channels"), to_int(s.h, "height"), to_int(s.w, "width")));
   return d;
+}
+
+// How a precision mode stores tensors and which math cuDNN and cuBLAS may use.
+struct Arithmetic {
+  Precision precision = Precision::fp32;
+  cudnnDataType_t data = CUDNN_DATA_FLOAT;  // storage of weights and activations on the device
+  size_t element_bytes = sizeof(float);
+  cudnnMathType_t conv_math = CUDNN_FMA_MATH;
+  cublasMath_t blas_math = CUBLAS_PEDANTIC_MATH;
+};
+
+Arithmetic arithmetic_for(Precision p) {
+  switch (p) {
+    case Precision::fp32:
+      // FMA math: plain float32 multiply-adds, no tensor cores, so no TF32 rounding of the operands;
+      // pedantic cuBLAS: the prescribed float32 arithmetic whatever the environment says.
+      return {};
+    case Precision::tf32:
+      return {p, CUDNN_DATA_FLOAT, sizeof(float), CUDNN_TENSOR_OP_MATH, CUBLAS_TF32_TENSOR_OP_MATH};
+    case Precision::fp16:
+      return {p, CUDNN_DATA_HALF, 2, CUDNN_TENSOR_OP_MATH, CUBLAS_DEFAULT_MATH};
+  }
+  return {};
 }
 
 // Sub-buffers of one allocation: offsets planned first, one cudaMalloc after.
 class ArenaPlan {
  public:
-  size_t add(int64_t floats) {
+  size_t add(int64_t elements, size_t element_bytes) {
     const size_t offset = bytes_;
-    bytes_ += (static_cast<size_t>(floats) * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
+    bytes_ += (static_cast<size_t>(elements) * element_bytes + kAlignment - 1) / kAlignment * kAlignment;
     return offset;
   }
   size_t bytes() const { return bytes_; }
@@ -151,9 +178,7 @@ class ArenaPlan {
   size_t bytes_ = 0;
 };
 
-float* at_offset(const DeviceBuffer& buffer, size_t offset) {
-  return reinterpret_cast<float*>(static_cast<char*>(buffer.get()) + offset);
-}
+void* at_offset(const DeviceBuffer& buffer, size_t offset) { return static_cast<char*>(buffer.get()) + offset; }
 
 // Marks a step for Nsight Systems and other NVTX tools; popped on every path out of the step.
 class NvtxRange {
@@ -175,12 +200,12 @@ struct Step {
   int in_layer2 = kNetworkInput;  // ResidualAdd's second input
   bool has_bias = false;
 
-  // Device operands, set once the arenas exist.
-  const float* x = nullptr;
-  const float* x2 = nullptr;
-  float* y = nullptr;
-  const float* weight = nullptr;
-  const float* bias = nullptr;
+  // Device operands (float or half, as the precision stores them), set once the arenas exist.
+  const void* x = nullptr;
+  const void* x2 = nullptr;
+  void* y = nullptr;
+  const void* weight = nullptr;
+  const void* bias = nullptr;
 
   TensorDescriptor x_desc;  // Conv2d: the padded map when pad_copy
   TensorDescriptor y_desc;
@@ -195,8 +220,8 @@ struct Step {
   int extra_top = 0, extra_left = 0, extra_bottom = 0, extra_right = 0;
   bool pad_copy = false;
   Shape padded_shape;
-  float* padded = nullptr;        // the zero-bordered buffer the convolution reads
-  float* padded_interior = nullptr;
+  void* padded = nullptr;  // the zero-bordered buffer the convolution reads
+  void* padded_interior = nullptr;
 
   ActivationDescriptor activation;        // ReLU6 / ReLU
   PoolingDescriptor pooling;              // GlobalAveragePool
@@ -206,7 +231,10 @@ struct Step {
 
 class CudnnPreparedNet final : public PreparedNet {
  public:
-  CudnnPreparedNet(const Model& model, const PrepareConfig& config) : config_(config) { build(model); }
+  CudnnPreparedNet(const Model& model, const PrepareConfig& config)
+      : config_(config), arith_(arithmetic_for(config.precision)) {
+    build(model);
+  }
 
   ~CudnnPreparedNet() override {
     // A run that threw may have left work in flight on buffers about to be freed.
@@ -240,7 +268,13 @@ class CudnnPreparedNet final : public PreparedNet {
     std::memcpy(pinned_input_.get(), input.data.data(), input_bytes);
 
     if (observer) observer->run_begin(stream);
-    MNV2_CHECK_CUDA(cudaMemcpyAsync(input_device_, pinned_input_.get(), input_bytes, cudaMemcpyHostToDevice, stream));
+    if (half()) {
+      MNV2_CHECK_CUDA(cudaMemcpyAsync(input_staging_, pinned_input_.get(), input_bytes, cudaMemcpyHostToDevice, stream));
+      MNV2_CHECK_CUDNN(cudnnTransformTensor(cudnn_.get(), &kOne, input_float_desc_.get(), input_staging_, &kZero,
+                                            input_desc_.get(), input_device_));
+    } else {
+      MNV2_CHECK_CUDA(cudaMemcpyAsync(input_device_, pinned_input_.get(), input_bytes, cudaMemcpyHostToDevice, stream));
+    }
     for (size_t i = 0; i < steps_.size(); ++i) {
       const int index = static_cast<int>(i);
       const ExecStep& exec = exec_steps_[i];
@@ -256,7 +290,7 @@ class CudnnPreparedNet final : public PreparedNet {
     }
     const Step& last = steps_.back();
     const size_t logits_bytes = static_cast<size_t>(last.out_shape.numel()) * sizeof(float);
-    MNV2_CHECK_CUDA(cudaMemcpyAsync(pinned_logits_.get(), last.y, logits_bytes, cudaMemcpyDeviceToHost, stream));
+    MNV2_CHECK_CUDA(cudaMemcpyAsync(pinned_logits_.get(), as_float(last), logits_bytes, cudaMemcpyDeviceToHost, stream));
     if (observer) observer->run_end(stream);
 
     if (options.keep_layer_outputs) {
@@ -264,7 +298,8 @@ class CudnnPreparedNet final : public PreparedNet {
       for (size_t i = 0; i < steps_.size(); ++i) {
         Tensor& out = layer_outputs_[i];
         if (!(out.shape == steps_[i].out_shape) || out.empty()) out = Tensor(steps_[i].out_shape);
-        MNV2_CHECK_CUDA(cudaMemcpyAsync(out.data.data(), steps_[i].y, out.data.size() * sizeof(float),
+        // Same stream: each conversion into the readback buffer waits for the previous download.
+        MNV2_CHECK_CUDA(cudaMemcpyAsync(out.data.data(), as_float(steps_[i]), out.data.size() * sizeof(float),
                                         cudaMemcpyDeviceToHost, stream));
       }
     }
@@ -280,6 +315,20 @@ class CudnnPreparedNet final : public PreparedNet {
   }
 
  private:
+  bool half() const { return arith_.data == CUDNN_DATA_HALF; }
+
+  // A step's output as float32 on the device: itself, or (fp16) converted into the readback buffer, which
+  // holds one layer output at a time.
+  const void* as_float(const Step& s) {
+    if (!half()) return s.y;
+    const TensorDescriptor from = packed_descriptor(s.out_shape, CUDNN_DATA_HALF);
+    const TensorDescriptor to = packed_descriptor(s.out_shape, CUDNN_DATA_FLOAT);
+    MNV2_CHECK_CUDNN(cudnnTransformTensor(cudnn_.get(), &kOne, from.get(), s.y, &kZero, to.get(), readback_));
+    return readback_;
+  }
+
+  TensorDescriptor descriptor(const Shape& shape) const { return packed_descriptor(shape, arith_.data); }
+
   void build(const Model& model) {
     const size_t n = model.layers.size();
     if (n == 0) throw Error("cudnn: the model has no layers");
@@ -295,13 +344,21 @@ class CudnnPreparedNet final : public PreparedNet {
     cublas_ = make_cublas_handle();
     MNV2_CHECK_CUDNN(cudnnSetStream(cudnn_.get(), stream_.get()));
     MNV2_CHECK_CUBLAS(cublasSetStream(cublas_.get(), stream_.get()));
-    // Pedantic: the prescribed float32 arithmetic in every phase, never TF32 whatever the environment says.
-    MNV2_CHECK_CUBLAS(cublasSetMathMode(cublas_.get(), CUBLAS_PEDANTIC_MATH));
+    MNV2_CHECK_CUBLAS(cublasSetMathMode(cublas_.get(), arith_.blas_math));
 
     // Plan: every layer output keeps its own buffer, so keep_layer_outputs can download all of them after
     // the run; padded copies get their own too.
     ArenaPlan weight_plan, activation_plan;
-    const size_t input_offset = activation_plan.add(input_shape_.numel());
+    const size_t e = arith_.element_bytes;
+    const size_t input_offset = activation_plan.add(input_shape_.numel(), e);
+    // fp16: the float32 input lands in a staging buffer and is converted; outputs are converted back into
+    // the readback buffer (the largest layer output) before download.
+    int64_t largest_output = 0;
+    for (const LayerStats& st : stats) largest_output = std::max(largest_output, st.output.numel());
+    const size_t staging_offset = half() ? activation_plan.add(input_shape_.numel(), sizeof(float)) : 0;
+    const size_t readback_offset = half() ? activation_plan.add(largest_output, sizeof(float)) : 0;
+    // fp16: weights are uploaded as float32 one layer at a time into this buffer, then converted.
+    int64_t largest_weight = 0;
     std::vector<size_t> out_offset(n), pad_offset(n), w_offset(n), b_offset(n);
     steps_.resize(n);
     for (size_t i = 0; i < n; ++i) {
@@ -317,11 +374,12 @@ class CudnnPreparedNet final : public PreparedNet {
       step.in_layer = layer.inputs.at(0);
       step.in_shape = step.in_layer == kNetworkInput ? input_shape_ : stats[step.in_layer].output;
       if (layer.kind == LayerKind::ResidualAdd) step.in_layer2 = layer.inputs.at(1);
-      out_offset[i] = activation_plan.add(step.out_shape.numel());
+      out_offset[i] = activation_plan.add(step.out_shape.numel(), e);
       step.has_bias = !layer.bias.empty();
       if (layer.kind == LayerKind::Conv2d || layer.kind == LayerKind::Linear) {
-        w_offset[i] = weight_plan.add(static_cast<int64_t>(layer.weight.size()));
-        if (step.has_bias) b_offset[i] = weight_plan.add(static_cast<int64_t>(layer.bias.size()));
+        w_offset[i] = weight_plan.add(static_cast<int64_t>(layer.weight.size()), e);
+        if (step.has_bias) b_offset[i] = weight_plan.add(static_cast<int64_t>(layer.bias.size()), e);
+        largest_weight = std::max(largest_weight, static_cast<int64_t>(layer.weight.size()));
       }
       if (layer.kind == LayerKind::Conv2d) {
         const ConvParams& c = layer.conv;
@@ -336,7 +394,7 @@ class CudnnPreparedNet final : public PreparedNet {
           step.padded_shape = step.in_shape;
           step.padded_shape.h += step.extra_top + step.extra_bottom;
           step.padded_shape.w += step.extra_left + step.extra_right;
-          pad_offset[i] = activation_plan.add(step.padded_shape.numel());
+          pad_offset[i] = activation_plan.add(step.padded_shape.numel(), e);
         }
       }
     }
@@ -352,22 +410,40 @@ class CudnnPreparedNet final : public PreparedNet {
     cudaStream_t stream = stream_.get();
     MNV2_CHECK_CUDA(cudaMemsetAsync(activations_.get(), kFindFillByte, activations_.bytes(), stream));
     input_device_ = at_offset(activations_, input_offset);
+    input_desc_ = descriptor(input_shape_);
+    if (half()) {
+      input_staging_ = at_offset(activations_, staging_offset);
+      readback_ = at_offset(activations_, readback_offset);
+      input_float_desc_ = packed_descriptor(input_shape_, CUDNN_DATA_FLOAT);
+    }
+    // Pageable sources: each call returns once the bytes are staged; fp16 converts each on the device
+    // through one float32 buffer (same stream, so each conversion finishes before the next upload).
+    DeviceBuffer weight_staging =
+        half() ? allocate(static_cast<size_t>(largest_weight) * sizeof(float), "the weight conversion") : DeviceBuffer();
+    auto upload = [&](void* to, const std::vector<float>& from) {
+      const size_t bytes = from.size() * sizeof(float);
+      if (!half()) {
+        MNV2_CHECK_CUDA(cudaMemcpyAsync(to, from.data(), bytes, cudaMemcpyHostToDevice, stream));
+        return;
+      }
+      MNV2_CHECK_CUDA(cudaMemcpyAsync(weight_staging.get(), from.data(), bytes, cudaMemcpyHostToDevice, stream));
+      const Shape flat{1, static_cast<int64_t>(from.size()), 1, 1};
+      MNV2_CHECK_CUDNN(cudnnTransformTensor(cudnn_.get(), &kOne, packed_descriptor(flat, CUDNN_DATA_FLOAT).get(),
+                                            weight_staging.get(), &kZero,
+                                            packed_descriptor(flat, CUDNN_DATA_HALF).get(), to));
+    };
     for (size_t i = 0; i < n; ++i) {
       const Layer& layer = model.layers[i];
       Step& step = steps_[i];
       step.y = at_offset(activations_, out_offset[i]);
       if (step.pad_copy) step.padded = at_offset(activations_, pad_offset[i]);
       if (layer.kind == LayerKind::Conv2d || layer.kind == LayerKind::Linear) {
-        float* w = at_offset(weights_, w_offset[i]);
-        // Pageable sources: the call returns once the bytes are staged, and the stream is synchronised
-        // before prepare() returns anyway.
-        MNV2_CHECK_CUDA(cudaMemcpyAsync(w, layer.weight.data(), layer.weight.size() * sizeof(float),
-                                        cudaMemcpyHostToDevice, stream));
+        void* w = at_offset(weights_, w_offset[i]);
+        upload(w, layer.weight);
         step.weight = w;
         if (step.has_bias) {
-          float* b = at_offset(weights_, b_offset[i]);
-          MNV2_CHECK_CUDA(
-              cudaMemcpyAsync(b, layer.bias.data(), layer.bias.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+          void* b = at_offset(weights_, b_offset[i]);
+          upload(b, layer.bias);
           step.bias = b;
         }
       }
@@ -389,8 +465,8 @@ class CudnnPreparedNet final : public PreparedNet {
     // The border of a padded buffer is zero for good; runs only ever write its interior.
     for (const Step& step : steps_)
       if (step.pad_copy)
-        MNV2_CHECK_CUDA(
-            cudaMemsetAsync(step.padded, 0, static_cast<size_t>(step.padded_shape.numel()) * sizeof(float), stream));
+        MNV2_CHECK_CUDA(cudaMemsetAsync(step.padded, 0,
+                                        static_cast<size_t>(step.padded_shape.numel()) * arith_.element_bytes, stream));
     pinned_input_ = allocate_pinned(static_cast<size_t>(input_shape_.numel()) * sizeof(float), "the input");
     pinned_logits_ =
         allocate_pinned(static_cast<size_t>(steps_.back().out_shape.numel()) * sizeof(float), "the logits");
@@ -412,37 +488,38 @@ class CudnnPreparedNet final : public PreparedNet {
           throw Error("input has " + std::to_string(step.in_shape.c) + " channels, expected " +
                       std::to_string(c.in_channels));
         const Shape& conv_in = step.pad_copy ? step.padded_shape : step.in_shape;
-        step.x_desc = packed_descriptor(conv_in);
+        step.x_desc = descriptor(conv_in);
         if (step.pad_copy) {
-          step.padded_interior = step.padded + step.extra_top * step.padded_shape.w + step.extra_left;
+          step.padded_interior = static_cast<char*>(step.padded) +
+                                 (step.extra_top * step.padded_shape.w + step.extra_left) * arith_.element_bytes;
         }
         step.w_desc = make_filter_descriptor();
-        MNV2_CHECK_CUDNN(cudnnSetFilter4dDescriptor(step.w_desc.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+        MNV2_CHECK_CUDNN(cudnnSetFilter4dDescriptor(step.w_desc.get(), arith_.data, CUDNN_TENSOR_NCHW,
                                                     c.out_channels, c.in_channels / c.groups, c.kernel_h, c.kernel_w));
         step.conv_desc = make_convolution_descriptor();
-        // ONNX Conv is cross-correlation (the kernel is not flipped).
+        // ONNX Conv is cross-correlation (the kernel is not flipped). Accumulation is float32 in every mode
+        // (for fp16 storage that is cuDNN's "pseudo half" configuration).
         MNV2_CHECK_CUDNN(cudnnSetConvolution2dDescriptor(step.conv_desc.get(), step.sym_pad_h, step.sym_pad_w,
                                                          c.stride_h, c.stride_w, 1, 1, CUDNN_CROSS_CORRELATION,
                                                          CUDNN_DATA_FLOAT));
         MNV2_CHECK_CUDNN(cudnnSetConvolutionGroupCount(step.conv_desc.get(), c.groups));
-        // FMA math: plain float32 multiply-adds, no tensor cores, so no TF32 rounding of the operands.
-        MNV2_CHECK_CUDNN(cudnnSetConvolutionMathType(step.conv_desc.get(), CUDNN_FMA_MATH));
+        MNV2_CHECK_CUDNN(cudnnSetConvolutionMathType(step.conv_desc.get(), arith_.conv_math));
         int on = 0, oc = 0, oh = 0, ow = 0;
         MNV2_CHECK_CUDNN(cudnnGetConvolution2dForwardOutputDim(step.conv_desc.get(), step.x_desc.get(),
                                                                step.w_desc.get(), &on, &oc, &oh, &ow));
         if (!(Shape{on, oc, oh, ow} == step.out_shape))
           throw Error("cuDNN's output " + Shape{on, oc, oh, ow}.str() + " differs from the model's " +
                       step.out_shape.str());
-        step.y_desc = packed_descriptor(step.out_shape);
-        if (step.has_bias) step.bias_desc = packed_descriptor(Shape{1, c.out_channels, 1, 1});
+        step.y_desc = descriptor(step.out_shape);
+        if (step.has_bias) step.bias_desc = descriptor(Shape{1, c.out_channels, 1, 1});
         break;
       }
       case LayerKind::ReLU6:
       case LayerKind::ReLU: {
         if (!(step.out_shape == step.in_shape))
           throw Error("output " + step.out_shape.str() + " differs from input " + step.in_shape.str());
-        step.x_desc = packed_descriptor(step.in_shape);
-        step.y_desc = packed_descriptor(step.out_shape);
+        step.x_desc = descriptor(step.in_shape);
+        step.y_desc = descriptor(step.out_shape);
         step.activation = make_activation_descriptor();
         const bool unbounded = std::isinf(layer.clip_max);
         // NaN propagates: a profiler should show a broken input, not clip it into a plausible number.
@@ -455,7 +532,7 @@ class CudnnPreparedNet final : public PreparedNet {
         const Shape second = step.in_layer2 == kNetworkInput ? input_shape_ : steps_[step.in_layer2].out_shape;
         if (!(step.in_shape == second) || !(step.out_shape == step.in_shape))
           throw Error("adds " + step.in_shape.str() + " and " + second.str() + " into " + step.out_shape.str());
-        step.y_desc = packed_descriptor(step.out_shape);
+        step.y_desc = descriptor(step.out_shape);
         step.add = make_op_tensor_descriptor();
         MNV2_CHECK_CUDNN(
             cudnnSetOpTensorDescriptor(step.add.get(), CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN));
@@ -465,8 +542,8 @@ class CudnnPreparedNet final : public PreparedNet {
         const Shape& in = step.in_shape;
         if (!(step.out_shape == Shape{in.n, in.c, 1, 1}))
           throw Error("pools " + in.str() + " into " + step.out_shape.str());
-        step.x_desc = packed_descriptor(in);
-        step.y_desc = packed_descriptor(step.out_shape);
+        step.x_desc = descriptor(in);
+        step.y_desc = descriptor(step.out_shape);
         step.pooling = make_pooling_descriptor();
         // One window over the whole map, no padding: "include padding" then divides by exactly H*W.
         const int h = to_int(in.h, "height"), w = to_int(in.w, "width");
@@ -482,14 +559,14 @@ class CudnnPreparedNet final : public PreparedNet {
           throw Error("output " + step.out_shape.str() + " is not " + std::to_string(layer.out_features) + " features");
         step.in_features = layer.in_features;
         step.out_features = layer.out_features;
-        step.y_desc = packed_descriptor(step.out_shape);
-        if (step.has_bias) step.bias_desc = packed_descriptor(Shape{1, layer.out_features, 1, 1});
+        step.y_desc = descriptor(step.out_shape);
+        if (step.has_bias) step.bias_desc = descriptor(Shape{1, layer.out_features, 1, 1});
         break;
       }
     }
   }
 
-  static std::string problem_key(const Step& s, int device) {
+  static std::string problem_key(const Step& s, int device, Precision precision) {
     int n = 0, c = 0, h = 0, w = 0, k = 0, cg = 0, kh = 0, kw = 0, ph = 0, pw = 0, sh = 0, sw = 0, dh = 0, dw = 0;
     int groups = 0;
     cudnnDataType_t type{};
@@ -501,8 +578,8 @@ class CudnnPreparedNet final : public PreparedNet {
     MNV2_CHECK_CUDNN(cudnnGetConvolution2dDescriptor(s.conv_desc.get(), &ph, &pw, &sh, &sw, &dh, &dw, &mode, &type));
     MNV2_CHECK_CUDNN(cudnnGetConvolutionGroupCount(s.conv_desc.get(), &groups));
     char key[256];
-    std::snprintf(key, sizeof key, "gpu%d x=%dx%dx%dx%d w=%dx%dx%dx%d pad=%d,%d stride=%d,%d groups=%d", device, n, c,
-                  h, w, k, cg, kh, kw, ph, pw, sh, sw, groups);
+    std::snprintf(key, sizeof key, "gpu%d %s x=%dx%dx%dx%d w=%dx%dx%dx%d pad=%d,%d stride=%d,%d groups=%d", device,
+                  to_string(precision), n, c, h, w, k, cg, kh, kw, ph, pw, sh, sw, groups);
     return key;
   }
 
@@ -521,7 +598,8 @@ class CudnnPreparedNet final : public PreparedNet {
       p.conv_desc = s.conv_desc.get();
       p.y_desc = s.y_desc.get();
       p.y = s.y;
-      p.key = problem_key(s, device_);
+      p.key = problem_key(s, device_, arith_.precision);
+      p.tensor_ops = arith_.conv_math == CUDNN_TENSOR_OP_MATH;
       find_bytes = std::max(find_bytes, max_allowed_workspace(p));
     }
     size_t free_bytes = 0, total_bytes = 0;
@@ -583,11 +661,14 @@ class CudnnPreparedNet final : public PreparedNet {
     }
   }
 
-  static std::string variant_name(const Step& s, const Layer& layer) {
+  std::string variant_name(const Step& s, const Layer& layer) const {
     switch (s.kind) {
       case LayerKind::Conv2d: {
         std::string v =
             std::string(algorithm_name(s.algo.algo)) + " ws=" + std::to_string(s.algo.workspace_bytes) + "B";
+        if (arith_.precision != Precision::fp32)
+          v += std::string(" ") + to_string(arith_.precision) +
+               (s.algo.math == CUDNN_TENSOR_OP_MATH ? " tensor-op" : " fma");
         if (s.has_bias) v += " +bias";
         if (s.pad_copy) {
           const ConvParams& c = layer.conv;
@@ -603,8 +684,12 @@ class CudnnPreparedNet final : public PreparedNet {
         return "OpTensor ADD";
       case LayerKind::GlobalAveragePool:
         return "Pooling AVG " + std::to_string(s.in_shape.h) + "x" + std::to_string(s.in_shape.w);
-      case LayerKind::Linear:
-        return s.has_bias ? "cublasSgemm (pedantic fp32) +bias" : "cublasSgemm (pedantic fp32)";
+      case LayerKind::Linear: {
+        const char* gemm = arith_.precision == Precision::fp32   ? "cublasSgemm (pedantic fp32)"
+                           : arith_.precision == Precision::tf32 ? "cublasSgemm (TF32 tensor ops)"
+                                                                 : "cublasGemmEx (fp16, fp32 accumulate)";
+        return s.has_bias ? std::string(gemm) + " +bias" : std::string(gemm);
+      }
     }
     return "?";
   }
@@ -613,7 +698,7 @@ class CudnnPreparedNet final : public PreparedNet {
     cudnnHandle_t h = cudnn_.get();
     switch (s.kind) {
       case LayerKind::Conv2d: {
-        const float* x = s.x;
+        const void* x = s.x;
         if (s.pad_copy) {
           // A pitched 3-D copy into the interior (the zero border was written at prepare()). A copy engine
           // moves it at device bandwidth; cudnnTransformTensor did the same work with a transpose kernel
@@ -622,11 +707,12 @@ class CudnnPreparedNet final : public PreparedNet {
           const Shape& pad = s.padded_shape;
           cudaMemcpy3DParms copy{};
           // cudaPitchedPtr{ptr, pitch bytes, row width, rows per slice}: the slice stride is pitch * rows.
-          copy.srcPtr = cudaPitchedPtr{const_cast<float*>(s.x), static_cast<size_t>(in.w) * sizeof(float),
+          const size_t e = arith_.element_bytes;
+          copy.srcPtr = cudaPitchedPtr{const_cast<void*>(s.x), static_cast<size_t>(in.w) * e,
                                        static_cast<size_t>(in.w), static_cast<size_t>(in.h)};
-          copy.dstPtr = cudaPitchedPtr{s.padded_interior, static_cast<size_t>(pad.w) * sizeof(float),
+          copy.dstPtr = cudaPitchedPtr{s.padded_interior, static_cast<size_t>(pad.w) * e,
                                        static_cast<size_t>(in.w), static_cast<size_t>(pad.h)};
-          copy.extent = cudaExtent{static_cast<size_t>(in.w) * sizeof(float), static_cast<size_t>(in.h),
+          copy.extent = cudaExtent{static_cast<size_t>(in.w) * e, static_cast<size_t>(in.h),
                                    static_cast<size_t>(in.n * in.c)};
           copy.kind = cudaMemcpyDeviceToDevice;
           MNV2_CHECK_CUDA(cudaMemcpy3DAsync(&copy, stream_.get()));
@@ -656,8 +742,16 @@ class CudnnPreparedNet final : public PreparedNet {
         // cuBLAS is column-major: the row-major logits [batch, out] are the column-major [out, batch] matrix
         // W x^T, with W [out, in] row-major read as its transpose and x [batch, in] as x^T.
         const int batch = config_.batch;
-        MNV2_CHECK_CUBLAS(cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, s.out_features, batch, s.in_features,
-                                      &kOne, s.weight, s.in_features, s.x, s.in_features, &kZero, s.y, s.out_features));
+        if (half())
+          MNV2_CHECK_CUBLAS(cublasGemmEx(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, s.out_features, batch, s.in_features,
+                                         &kOne, s.weight, CUDA_R_16F, s.in_features, s.x, CUDA_R_16F, s.in_features,
+                                         &kZero, s.y, CUDA_R_16F, s.out_features, CUBLAS_COMPUTE_32F,
+                                         CUBLAS_GEMM_DEFAULT));
+        else
+          MNV2_CHECK_CUBLAS(cublasSgemm(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, s.out_features, batch, s.in_features,
+                                        &kOne, static_cast<const float*>(s.weight), s.in_features,
+                                        static_cast<const float*>(s.x), s.in_features, &kZero, static_cast<float*>(s.y),
+                                        s.out_features));
         if (s.has_bias)
           MNV2_CHECK_CUDNN(cudnnAddTensor(h, &kOne, s.bias_desc.get(), s.bias, &kOne, s.y_desc.get(), s.y));
         break;
@@ -666,6 +760,7 @@ class CudnnPreparedNet final : public PreparedNet {
   }
 
   PrepareConfig config_;
+  Arithmetic arith_;
   int device_ = 0;  // the first visible CUDA device
   Shape input_shape_;
   // Declared first so it is destroyed last: the handles and buffers below may still reference it.
@@ -677,7 +772,11 @@ class CudnnPreparedNet final : public PreparedNet {
   DeviceBuffer workspace_;    // shared by all convolutions: the largest any chosen algorithm needs
   PinnedBuffer pinned_input_;
   PinnedBuffer pinned_logits_;
-  float* input_device_ = nullptr;
+  void* input_device_ = nullptr;
+  TensorDescriptor input_desc_;        // the network input as stored on the device
+  void* input_staging_ = nullptr;      // fp16: the float32 input before conversion
+  TensorDescriptor input_float_desc_;  // fp16: its descriptor
+  void* readback_ = nullptr;           // fp16: one layer output converted to float32 for download
   std::vector<Step> steps_;
   std::vector<ExecStep> exec_steps_;
   std::vector<Tensor> layer_outputs_;
@@ -689,7 +788,7 @@ class CudnnBackend final : public Backend {
 
   std::string description() const override {
     std::string text = "NVIDIA cuDNN " + cudnn_version_string(cudnnGetVersion()) + " + cuBLAS " +
-                       cublas_version_string() + ", fp32 (FMA math, no TF32)";
+                       cublas_version_string() + ", fp32 (FMA math, no TF32) by default; tf32 and fp16 on request";
     const CudaEnvironment& env = cuda_environment();
     if (!env.devices.empty()) text += " on " + env.devices.front().name;
     return text;
@@ -707,10 +806,9 @@ class CudnnBackend final : public Backend {
     return std::nullopt;
   }
 
+  bool supports(Precision) const override { return true; }
+
   std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
-    if (config.precision != Precision::fp32)
-      throw UsageError(std::string("cudnn: precision ") + to_string(config.precision) +
-                       " is not supported yet (the cudnn backend runs fp32 only)");
     if (config.batch < 1 || config.height < 1 || config.width < 1)
       throw UsageError("cudnn: batch, height and width must be positive (got batch " + std::to_string(config.batch) +
                        ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");

@@ -132,11 +132,17 @@ class Backend {
   virtual Availability availability() const = 0;
   // nullopt if the backend can run this layer, otherwise the reason it cannot.
   virtual std::optional<std::string> unsupported_reason(const Layer& layer) const = 0;
+  // The arithmetic modes prepare() accepts; every backend runs fp32.
+  virtual bool supports(Precision p) const { return p == Precision::fp32; }
   // Throws Error if unavailable or a layer is unsupported (naming it), UsageError on a bad config.
   virtual std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const = 0;
 };
 
 std::vector<std::string> backend_names();  // every backend this build knows, available or not
 std::unique_ptr<Backend> make_backend(const std::string& name);  // throws UsageError for unknown names
+
+// What a reference backend runs when `wanted` is asked for: `wanted` if it supports it, else fp32 (the cpu
+// reference stays fp32 when a GPU backend is compared in tf32 or fp16).
+Precision reference_precision(const std::string& backend, Precision wanted);
 
 }  // namespace mnv2
