@@ -179,7 +179,8 @@ void launch_expand_depthwise(const ExpandDepthwiseParams& p, const ExpandDepthwi
     throw Error("expand_depthwise: the output needs channels in multiples of 4 and 16-byte alignment");
   const int64_t smem = expand_depthwise_smem_bytes(p, v);
   if (smem > kExpandDwMaxSmem)
-    throw Error("expand_depthwise: tile " + to_string(v) + " needs " + std::to_string(smem) + " bytes of shared memory");
+    throw Error("expand_depthwise: tile " + to_string(v) + " needs " + std::to_string(smem) +
+                " bytes of shared memory");
   // Raised once to the most any tile may use, on the first (uncaptured) launch: not a call to make while a
   // graph is being captured.
   static const cudaError_t raised = cudaFuncSetAttribute(

@@ -272,7 +272,9 @@ using Launch = std::function<void(cudaStream_t)>;
 // after the last belong to none).
 class CaptureRecorder final : public StepObserver {
  public:
-  void step_begin(int, void* stream) override { map.sequence.resize(map.sequence.size() + new_nodes(stream).size(), -1); }
+  void step_begin(int, void* stream) override {
+    map.sequence.resize(map.sequence.size() + new_nodes(stream).size(), -1);
+  }
   void step_end(int step, void* stream) override {
     for (cudaGraphNode_t node : new_nodes(stream)) {
       map.nodes.emplace_back(static_cast<void*>(node), step);
@@ -561,7 +563,9 @@ class CudaPreparedNet final : public PreparedNet {
   int plan_expand_depthwise(const Model& model, int i, Step& step) {
     const int n = static_cast<int>(model.layers.size());
     auto at = [&](int j) -> const Layer& { return model.layers[static_cast<size_t>(j)]; };
-    auto only_reader = [&](int j, int of) { return at(j).inputs == std::vector<int>{of} && readers_[static_cast<size_t>(of)] == 1; };
+    auto only_reader = [&](int j, int of) {
+      return at(j).inputs == std::vector<int>{of} && readers_[static_cast<size_t>(of)] == 1;
+    };
     if (i + 2 >= n) return -1;
     const Layer& expand = at(i);
     const ConvParams& ec = expand.conv;
@@ -616,7 +620,8 @@ class CudaPreparedNet final : public PreparedNet {
     p.output = y;
     step.launches.push_back([p, v](cudaStream_t s) { k::launch_expand_depthwise(p, v, s); });
     char recompute[64];
-    std::snprintf(recompute, sizeof recompute, "; expansion x%.2f for tile halos", k::expand_depthwise_recompute_factor(p, v));
+    std::snprintf(recompute, sizeof recompute, "; expansion x%.2f for tile halos",
+                  k::expand_depthwise_recompute_factor(p, v));
     step.exec.variant = k::to_string(v) + " (expanded map in shared memory only" + recompute + ")" +
                         (p.expand_bias ? " +bias" : "") + describe_clip(p.expand_clip) + (p.dw_bias ? " +bias" : "") +
                         describe_clip(p.dw_clip);
@@ -1009,7 +1014,8 @@ class CudaPreparedNet final : public PreparedNet {
   // device-resident throughput figure times. One graph replay, or layer by layer without a graph.
   Tensor run_device_resident(StepObserver* observer, bool times_steps) {
     if (times_steps)
-      throw UsageError("cuda: a device-resident run is for whole-run timing only; per-step observers run the usual way");
+      throw UsageError(
+          "cuda: a device-resident run is for whole-run timing only; per-step observers run the usual way");
     MNV2_CHECK_CUDA(cudaSetDevice(device_));
     cudaStream_t stream = stream_.get();
     if (observer) observer->run_begin(stream);
@@ -1156,8 +1162,8 @@ class CudaPreparedNet final : public PreparedNet {
   Value logits_;              // what the run downloads: the last layer's output, NCHW
   PinnedBuffer pinned_input_, pinned_logits_;
   CudaGraph graph_;
-  CudaGraphExec graph_exec_;  // for un-instrumented runs
-  GraphStepMap graph_steps_;  // graph_'s nodes -> steps, recorded at capture
+  CudaGraphExec graph_exec_;     // for un-instrumented runs
+  GraphStepMap graph_steps_;     // graph_'s nodes -> steps, recorded at capture
   CudaGraphExec observed_exec_;  // for per-step observers of graph replays (CUPTI), made under their watch
   uint64_t observed_for_ = 0;    // the observer id observed_exec_ was made for
   CudaGraph compute_graph_;      // the steps alone (no upload, no download): device-resident runs

@@ -99,7 +99,7 @@ struct RawRecord {
   std::array<int, 3> block{0, 0, 0};
   uint64_t bytes = 0;
   uint64_t graph_node = 0;  // the executable graph's node that ran it; 0 outside graph replays
-  std::string name;  // kernel name as CUPTI gives it (mangled)
+  std::string name;         // kernel name as CUPTI gives it (mangled)
 };
 
 // What the buffer callbacks delivered since the last end_iteration().
@@ -558,8 +558,8 @@ class CuptiTimingSource final : public TimingSource {
 
   const uint64_t graph_observer_id_ = g_next_graph_observer.fetch_add(1);
   std::unordered_map<uint64_t, int> node_step_;  // CUPTI graph node id (captured or copied) -> step
-  std::vector<int> sequence_;                     // the step of each node in capture order (fallback)
-  uint64_t positional_iterations_ = 0;            // iterations attributed by position
+  std::vector<int> sequence_;                    // the step of each node in capture order (fallback)
+  uint64_t positional_iterations_ = 0;           // iterations attributed by position
   uint64_t iteration_ = 0;
   std::vector<char> observed_;  // step_begin was called for this step in this iteration
   bool run_seen_ = false;
