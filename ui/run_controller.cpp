@@ -232,6 +232,16 @@ void RunWorker::profile(JobId id, const ProfileRequest& request) {
             mnv2::diff_backends(m, request.backends[i].toStdString(), request.backends[0].toStdString(), pc, first);
       }
     }
+    if (request.measureCeilings) {
+      sendProgress(RunProgress{id, request.backends[0], QStringLiteral("ceilings"), 0, 1, n - 1, n, 1.0}, true);
+      try {
+        std::string warning;
+        result.ceilings = mnv2::device_ceilings(request.backends[0].toStdString(), false, &warning);
+        result.ceilingsNote = QString::fromStdString(warning);
+      } catch (const mnv2::Error& e) {  // the run itself stands; the roofline says why it has no roof
+        result.ceilingsNote = QString::fromStdString(e.what());
+      }
+    }
     if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
     Q_EMIT profiled(result);
   });

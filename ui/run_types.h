@@ -8,6 +8,7 @@
 #include <QString>
 #include <QStringList>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "mnv2/backend.h"
@@ -15,6 +16,7 @@
 #include "mnv2/labels.h"
 #include "mnv2/model.h"
 #include "mnv2/profiler.h"
+#include "mnv2/roofline.h"
 #include "mnv2/tensor.h"
 #include "models/report_access.h"
 
@@ -78,6 +80,7 @@ struct ProfileRequest {
   QStringList backends;        // profiled in this order; with compare, the first is the diff reference
   bool compare = false;        // also diff every other backend against the first (first image of the batch)
   mnv2::ProfileConfig config;  // backend is set per run; input may hold the opened image
+  bool measureCeilings = false;  // also the roofline ceilings of the first backend's device (cached per device)
 };
 
 struct RunProgress {
@@ -95,6 +98,8 @@ struct ProfileResult {
   JobId id = 0;
   bool compare = false;
   std::vector<mnv2::RunReport> reports;  // diffs (compare) sit in reports[i].diff for i >= 1
+  std::optional<mnv2::Ceilings> ceilings;  // when asked for: the first backend's device
+  QString ceilingsNote;                    // why there are none, or a cache warning
 };
 
 struct DiffRequest {

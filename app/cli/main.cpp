@@ -596,23 +596,8 @@ int cmd_bench(int argc, char** argv) {
 
 // ---- memory -----------------------------------------------------------------------------------------
 
-std::string mib(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
-  return buf;
-}
-
-// The backend's own account, then the driver's reading where there is one.
-std::string memory_line(const MemoryReport& m) {
-  std::string s = mib(m.total()) + " (weights " + mib(m.weight_bytes) + ", activations " + mib(m.activation_bytes) +
-                  ", workspace " + mib(m.workspace_bytes) + ")";
-  if (m.tensors > 0) s += " in " + std::to_string(m.tensors) + " buffers";
-  if (m.driver_held_bytes() >= 0)
-    s += "; driver (cudaMemGetInfo, whole device): " + mib(m.device_used_before_bytes) + " in use before prepare, " +
-         mib(m.device_used_peak_bytes) + " at peak: " + mib(m.driver_held_bytes()) +
-         " taken by this network (library handles and workspaces included)";
-  return s;
-}
+std::string mib(int64_t bytes) { return format_mib(bytes); }
+std::string memory_line(const MemoryReport& m) { return describe_memory(m); }
 
 int cmd_memory(int argc, char** argv) {
   Args args(argc, argv, 2, {"--model", "--backend", "--batch", "--input-size", "--precision", "--csv", "--json"}, {});

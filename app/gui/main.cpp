@@ -17,6 +17,7 @@
 #include "models/layer_selection.h"
 #include "widgets/comparison_page.h"
 #include "widgets/main_window.h"
+#include "widgets/roofline_page.h"
 #include "widgets/network_graph_view.h"
 #include "widgets/run_settings_panel.h"
 #include "widgets/timings_page.h"
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption diff(
       QStringLiteral("diff"), QStringLiteral("Compute the output diff of backend A against B."), QStringLiteral("A,B"));
   const QCommandLineOption tab(QStringLiteral("tab"),
-                               QStringLiteral("Tab to show: topology, timings, diffs, comparison, graph."),
+                               QStringLiteral("Tab to show: topology, timings, diffs, comparison, graph, roofline."),
                                QStringLiteral("NAME"));
   const QCommandLineOption colorBy(
       QStringLiteral("color-by"), QStringLiteral("Graph colours: time, share, error or kind."), QStringLiteral("WHAT"));
@@ -92,6 +93,11 @@ int main(int argc, char** argv) {
   const QCommandLineOption runs(QStringLiteral("runs"),
                                QStringLiteral("Run comparison: rows A,B of the run list (0 = first run)."),
                                QStringLiteral("A,B"));
+  const QCommandLineOption ceilings(QStringLiteral("ceilings"),
+                                    QStringLiteral("Measure the roofline ceilings with the run (cached per device)."));
+  const QCommandLineOption rooflineRun(QStringLiteral("roofline-run"),
+                                       QStringLiteral("Roofline page: place run N of the shown runs (0 = first)."),
+                                       QStringLiteral("N"));
   const QCommandLineOption selectLayer(QStringLiteral("select-layer"), QStringLiteral("Select a layer."),
                                        QStringLiteral("N"));
   const QCommandLineOption exportCsv(QStringLiteral("export-csv"), QStringLiteral("Write the shown runs as CSV."),
@@ -110,7 +116,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption quit(QStringLiteral("quit"),
                                 QStringLiteral("Quit when the script is done (exit 1 if a step failed)."));
   parser.addOptions({model,     image,      backend,     timing,     batch, warmup,  iters,    inputSize,
-                     run,       compare,    report,      diff,       tab,   colorBy, logScale, runs, selectLayer,
+                     run,       compare,    report,      diff,       tab,   colorBy, logScale, runs, selectLayer, ceilings, rooflineRun,
                      exportCsv, exportJson, exportTrace, screenshot, size,  decoder, quit});
   parser.process(app);
 
@@ -197,6 +203,7 @@ int main(int argc, char** argv) {
   window.start(parser.value(model));
   mnv2::ui::RunSettingsPanel* settings = window.runSettings();
   settings->setCounts(batchValue, warmupValue, itersValue);
+  if (parser.isSet(ceilings)) window.rooflinePage()->setMeasureCeilings(true);
   if (parser.isSet(timing)) settings->setTimer(timerValue);
 
   if (!scripted) {
@@ -254,6 +261,10 @@ int main(int argc, char** argv) {
     window.graphPage()->setColorBy(static_cast<mnv2::ui::NetworkGraphView::ColorBy>(colors.indexOf(colorValue)));
   if (parser.isSet(logScale)) window.timingsPage()->setLogScale(true);
   if (parser.isSet(runs)) window.comparisonPage()->selectRuns(runPair[0].toInt(), runPair[1].toInt());
+  if (parser.isSet(rooflineRun) && !window.rooflinePage()->selectRun(parser.value(rooflineRun).toInt())) {
+    say(QStringLiteral("--roofline-run: no run %1 is shown").arg(parser.value(rooflineRun)));
+    failed = true;
+  }
   if (layerValue >= 0) window.selection()->setCurrentLayer(layerValue);
 
   if (parser.isSet(screenshot)) {

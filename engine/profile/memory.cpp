@@ -1,6 +1,7 @@
 // The memory report (see mnv2/memory.h).
 #include "mnv2/memory.h"
 
+#include <cstdio>
 #include <sstream>
 
 #include "mnv2/bench.h"
@@ -105,6 +106,23 @@ MemoryStudy memory_study(const Model& model, const std::string& backend_name, co
   probe.sample();
   s.held = net->memory();
   probe.finish(s.held);
+  return s;
+}
+
+std::string format_mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
+  return buf;
+}
+
+std::string describe_memory(const MemoryReport& m) {
+  std::string s = format_mib(m.total()) + " (weights " + format_mib(m.weight_bytes) + ", activations " +
+                  format_mib(m.activation_bytes) + ", workspace " + format_mib(m.workspace_bytes) + ")";
+  if (m.tensors > 0) s += " in " + std::to_string(m.tensors) + " buffers";
+  if (m.driver_held_bytes() >= 0)
+    s += "; driver (cudaMemGetInfo, whole device): " + format_mib(m.device_used_before_bytes) +
+         " in use before prepare, " + format_mib(m.device_used_peak_bytes) + " at peak: " +
+         format_mib(m.driver_held_bytes()) + " taken by this network (library handles and workspaces included)";
   return s;
 }
 

@@ -7,6 +7,23 @@
 
 namespace mnv2::ui {
 
+QColor layerKindColor(const mnv2::Layer& l) {
+  switch (l.kind) {
+    case mnv2::LayerKind::Conv2d:
+      return l.conv.depthwise() ? QColor(158, 202, 233) : QColor(76, 120, 168);
+    case mnv2::LayerKind::ReLU6:
+    case mnv2::LayerKind::ReLU:
+      return QColor(181, 217, 156);
+    case mnv2::LayerKind::ResidualAdd:
+      return QColor(245, 133, 24);
+    case mnv2::LayerKind::GlobalAveragePool:
+      return QColor(157, 117, 93);
+    case mnv2::LayerKind::Linear:
+      return QColor(178, 121, 162);
+  }
+  return Qt::gray;
+}
+
 QColor seriesColor(const QString& backend, int index) {
   if (backend == QLatin1String("cpu")) return QColor(60, 120, 200);
   if (backend == QLatin1String("cudnn")) return QColor(90, 160, 50);

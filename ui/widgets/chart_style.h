@@ -20,6 +20,9 @@ QColor seriesColor(const QString& backend, int index);
 // x positions between blocks (for separator lines).
 QSharedPointer<QCPAxisTickerText> blockTicker(const std::vector<mnv2::Layer>& layers);
 std::vector<double> blockBoundaries(const std::vector<mnv2::Layer>& layers);
+// One colour per layer kind (depthwise convolutions lighter than the others), shared by the graph and the
+// roofline.
+QColor layerKindColor(const mnv2::Layer& layer);
 void applyLogScale(QCPAxis* axis, bool log);
 void applyPlotStyle(QCustomPlot* plot);
 

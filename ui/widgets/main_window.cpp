@@ -33,6 +33,7 @@
 #include "widgets/diffs_page.h"
 #include "widgets/input_panel.h"
 #include "widgets/network_graph_view.h"
+#include "widgets/roofline_page.h"
 #include "widgets/run_settings_panel.h"
 #include "widgets/timings_page.h"
 #include "widgets/topology_page.h"
@@ -126,11 +127,13 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_diffs = new DiffsPage(m_selection, m_tabs);
   m_comparison = new ComparisonPage(m_catalog, m_selection, m_tabs);
   m_graph = new GraphPage(m_selection, m_tabs);
+  m_roofline = new RooflinePage(m_selection, m_tabs);
   m_tabs->addTab(m_topology, QStringLiteral("Topology"));
   m_tabs->addTab(m_timings, QStringLiteral("Timings"));
   m_tabs->addTab(m_diffs, QStringLiteral("Diffs"));
   m_tabs->addTab(m_comparison, QStringLiteral("Run comparison"));
   m_tabs->addTab(m_graph, QStringLiteral("Graph"));
+  m_tabs->addTab(m_roofline, QStringLiteral("Roofline && memory"));
   auto* centre = new QWidget(this);
   auto* centreLayout = new QVBoxLayout(centre);
   centreLayout->setContentsMargins(4, 4, 4, 0);
@@ -462,6 +465,7 @@ void MainWindow::startRun(bool compare) {
                              15000);
   }
   m_settings->setStatus(QStringLiteral("starting %1…").arg(request.backends.join(QStringLiteral(", "))));
+  request.measureCeilings = m_roofline->measureCeilings();
   m_controller->profile(request);
 }
 
@@ -503,6 +507,7 @@ void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QStrin
   m_layers->setReport(same.front());
   m_timings->setReports(same, title);
   m_graph->view()->setReport(same.front());
+  m_roofline->setReports(same);
   if (!same.front()->cudnn.empty() && same.front()->cudnn != "none")
     m_statusCudnn->setText(QStringLiteral("cuDNN %1").arg(QString::fromStdString(same.front()->cudnn)));
   updateTopologySummary();
@@ -514,6 +519,7 @@ void MainWindow::onProfiled(const ProfileResult& result) {
   for (const auto& r : result.reports) m_currentRun.push_back(std::make_shared<const mnv2::RunReport>(r));
   m_catalog->setCurrentRun(m_currentRun);
   showReports(m_currentRun, QStringLiteral("Current run: ") + describeRun(m_currentRun));
+  if (result.ceilings || !result.ceilingsNote.isEmpty()) m_roofline->setCeilings(result.ceilings, result.ceilingsNote);
 
   std::vector<DiffsPage::Source> diffs;
   for (const ReportPtr& r : m_currentRun) {
@@ -664,6 +670,7 @@ bool MainWindow::selectTab(const QString& name) {
                   : n == QLatin1String("diffs")      ? static_cast<QWidget*>(m_diffs)
                   : n == QLatin1String("comparison") ? static_cast<QWidget*>(m_comparison)
                   : n == QLatin1String("graph")      ? static_cast<QWidget*>(m_graph)
+                  : n == QLatin1String("roofline")   ? static_cast<QWidget*>(m_roofline)
                                                      : nullptr;
   if (!page) return false;
   m_tabs->setCurrentWidget(page);

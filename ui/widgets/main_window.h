@@ -21,6 +21,7 @@ namespace mnv2::ui {
 class ComparisonPage;
 class DiffsPage;
 class GraphPage;
+class RooflinePage;
 class InputPanel;
 class LayerSelection;
 class LayerTableModel;
@@ -68,6 +69,7 @@ class MainWindow : public QMainWindow {
   DiffsPage* diffsPage() const { return m_diffs; }
   ComparisonPage* comparisonPage() const { return m_comparison; }
   GraphPage* graphPage() const { return m_graph; }
+  RooflinePage* rooflinePage() const { return m_roofline; }
   QLabel* banner() const { return m_banner; }
   QString statusText() const;  // the permanent status bar fields, joined
 
@@ -120,6 +122,7 @@ class MainWindow : public QMainWindow {
   DiffsPage* m_diffs = nullptr;
   ComparisonPage* m_comparison = nullptr;
   GraphPage* m_graph = nullptr;
+  RooflinePage* m_roofline = nullptr;
 
   QLabel* m_statusModel = nullptr;
   QLabel* m_statusGpu = nullptr;

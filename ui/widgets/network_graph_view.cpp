@@ -1,6 +1,8 @@
 // The network graph view (see network_graph_view.h).
 #include "widgets/network_graph_view.h"
 
+#include "widgets/chart_style.h"
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHelpEvent>
@@ -32,23 +34,6 @@ QColor heat(double t) {
   return QColor::fromRgbF(static_cast<float>(a.redF() + f * (b.redF() - a.redF())),
                           static_cast<float>(a.greenF() + f * (b.greenF() - a.greenF())),
                           static_cast<float>(a.blueF() + f * (b.blueF() - a.blueF())));
-}
-
-QColor kindColor(const mnv2::Layer& l) {
-  switch (l.kind) {
-    case mnv2::LayerKind::Conv2d:
-      return l.conv.depthwise() ? QColor(158, 202, 233) : QColor(76, 120, 168);
-    case mnv2::LayerKind::ReLU6:
-    case mnv2::LayerKind::ReLU:
-      return QColor(181, 217, 156);
-    case mnv2::LayerKind::ResidualAdd:
-      return QColor(245, 133, 24);
-    case mnv2::LayerKind::GlobalAveragePool:
-      return QColor(157, 117, 93);
-    case mnv2::LayerKind::Linear:
-      return QColor(178, 121, 162);
-  }
-  return Qt::gray;
 }
 
 // A shorter label for narrow nodes: "exp", "dw", "proj", "conv".
@@ -231,7 +216,7 @@ std::optional<double> NetworkGraphView::value(int layer) const {
 }
 
 QColor NetworkGraphView::colorOf(int layer) const {
-  if (m_colorBy == ColorBy::Kind) return kindColor(m_layers[static_cast<size_t>(layer)]);
+  if (m_colorBy == ColorBy::Kind) return layerKindColor(m_layers[static_cast<size_t>(layer)]);
   const std::optional<double> v = value(layer);
   if (!v) return kNoData;
   double t = 0.5;
@@ -280,8 +265,8 @@ void NetworkGraphView::paintLegend(QPainter& p, const QRectF& area) const {
     };
     mnv2::Layer dw, pw;
     dw.conv.groups = dw.conv.in_channels = dw.conv.out_channels = 2;
-    const Swatch swatches[] = {{QStringLiteral("Conv2d"), kindColor(pw)},
-                               {QStringLiteral("Conv2d depthwise"), kindColor(dw)},
+    const Swatch swatches[] = {{QStringLiteral("Conv2d"), layerKindColor(pw)},
+                               {QStringLiteral("Conv2d depthwise"), layerKindColor(dw)},
                                {QStringLiteral("ReLU6"), QColor(181, 217, 156)},
                                {QStringLiteral("ResidualAdd"), QColor(245, 133, 24)},
                                {QStringLiteral("GlobalAveragePool"), QColor(157, 117, 93)},

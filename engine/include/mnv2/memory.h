@@ -60,6 +60,12 @@ struct MemoryStudy {
 // backend is unavailable or fails (out of memory included).
 MemoryStudy memory_study(const Model& model, const std::string& backend, const PrepareConfig& config);
 
+// "12.3 MiB".
+std::string format_mib(int64_t bytes);
+// One line: the backend's own account (total, weights, activations, workspace, buffers), then the
+// driver's reading where there is one. The CLI and the app print this.
+std::string describe_memory(const MemoryReport& memory);
+
 // Per-layer CSV (one row per layer, then the backend's totals as comment-free columns on every row) and
 // JSON (schema mnv2.memory/1) of a study.
 std::string memory_csv(const MemoryStudy& study);

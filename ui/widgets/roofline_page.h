@@ -1,0 +1,67 @@
+// The Roofline page: every profiled step of the shown run on a log-log roofline (arithmetic intensity
+// against achieved GFLOP/s) under the device's measured ceilings, coloured by layer kind; the memory each
+// layer needs and the backend held; and the Nsight Compute command for the selected layer.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <optional>
+#include <vector>
+
+#include "mnv2/roofline.h"
+#include "models/report_access.h"
+
+class QCheckBox;
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QLineEdit;
+class QMouseEvent;
+class QPushButton;
+class QTableWidget;
+
+namespace mnv2::ui {
+
+class LayerSelection;
+
+class RooflinePage : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RooflinePage(LayerSelection* selection, QWidget* parent = nullptr);
+
+  void setReport(ReportPtr report) { setReports({std::move(report)}); }
+  // The shown runs; a list above the chart picks one (the first at first).
+  void setReports(std::vector<ReportPtr> reports);
+  bool selectRun(int index);
+  // Ceilings measured for the report's device; nullopt: points only, with the reason shown.
+  void setCeilings(std::optional<mnv2::Ceilings> ceilings, const QString& note = {});
+  // Whether the next run should measure (or read cached) ceilings.
+  bool measureCeilings() const;
+  void setMeasureCeilings(bool on);
+
+  QString ncuCommand() const;  // for the selected layer; empty when there is none
+  int pointCount() const { return static_cast<int>(m_points.size()); }
+
+ private:
+  void rebuild();
+  void showLayer(int layer);
+  void onMouseMove(QMouseEvent* event);
+
+  LayerSelection* m_selection;
+  std::vector<ReportPtr> m_reports;
+  ReportPtr m_report;
+  QComboBox* m_runs = nullptr;
+  std::optional<mnv2::Ceilings> m_ceilings;
+  bool m_roofShown = false;  // the ceilings are of the shown run's device
+  QString m_ceilingsNote;
+  std::vector<mnv2::RooflinePoint> m_points;
+  QCustomPlot* m_plot = nullptr;
+  QLabel* m_summary = nullptr;
+  QCheckBox* m_measure = nullptr;
+  QTableWidget* m_memory = nullptr;
+  QLabel* m_memoryHeld = nullptr;
+  QLineEdit* m_ncu = nullptr;
+  QPushButton* m_copy = nullptr;
+};
+
+}  // namespace mnv2::ui
