@@ -37,6 +37,7 @@ class RunWorker : public QObject {
   void classify(JobId id, const ClassifyRequest& request);
   void profile(JobId id, const ProfileRequest& request);
   void diff(JobId id, const DiffRequest& request);
+  void sweep(JobId id, const SweepRequest& request);
 
  Q_SIGNALS:
   void environmentReady(mnv2::ui::JobId id, const mnv2::ui::EnvironmentInfo& info);
@@ -45,6 +46,7 @@ class RunWorker : public QObject {
   void progress(const mnv2::ui::RunProgress& progress);
   void profiled(const mnv2::ui::ProfileResult& result);
   void diffed(const mnv2::ui::DiffResult& result);
+  void swept(const mnv2::ui::SweepResult& result);
   void failed(const mnv2::ui::JobFailure& failure);
   void cancelled(mnv2::ui::JobId id);
 
@@ -247,6 +249,29 @@ void RunWorker::profile(JobId id, const ProfileRequest& request) {
   });
 }
 
+void RunWorker::sweep(JobId id, const SweepRequest& request) {
+  guarded(id, JobKind::Profile, [&] {
+    if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
+    const mnv2::Model& m = model();
+    m_net.reset();  // every point prepares its own network
+    m_netBackend.clear();
+    const std::vector<mnv2::BenchConfig> points = mnv2::sweep_points(request.config);
+    m_progressClock.invalidate();
+    SweepResult result;
+    result.id = id;
+    result.results = mnv2::run_sweep(m, request.config, [&](int i, int count, int done, int total) {
+      const mnv2::BenchConfig& p = points[static_cast<size_t>(i)];
+      const QString what = QStringLiteral("%1 %2x%3 batch %4").arg(QString::fromStdString(p.backend)).arg(p.height).arg(p.width).arg(p.batch);
+      sendProgress(RunProgress{id, what, QStringLiteral("sweep"), done, total, i, count,
+                               (i + (total > 0 ? double(done) / total : 0.0)) / count},
+                   done == total);
+      return !m_cancel->cancelled(id);
+    });
+    if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
+    Q_EMIT swept(result);
+  });
+}
+
 void RunWorker::diff(JobId id, const DiffRequest& request) {
   guarded(id, JobKind::Diff, [&] {
     if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
@@ -278,6 +303,7 @@ RunController::RunController(QObject* parent) : QObject(parent), m_cancel(std::m
   qRegisterMetaType<RunProgress>();
   qRegisterMetaType<ProfileResult>();
   qRegisterMetaType<DiffResult>();
+  qRegisterMetaType<SweepResult>();
   qRegisterMetaType<JobFailure>();
 
   m_thread.setObjectName(QStringLiteral("mnv2-run-worker"));
@@ -306,6 +332,11 @@ RunController::RunController(QObject* parent) : QObject(parent), m_cancel(std::m
     if (result.id != m_latestRun) return;
     finishRun(result.id);
     Q_EMIT diffed(result);
+  });
+  connect(m_worker, &RunWorker::swept, this, [this](const SweepResult& result) {
+    if (result.id != m_latestRun) return;
+    finishRun(result.id);
+    Q_EMIT swept(result);
   });
   connect(m_worker, &RunWorker::cancelled, this, [this](JobId id) {
     if (id != m_latestRun) return;
@@ -387,6 +418,13 @@ JobId RunController::diff(const DiffRequest& request) {
   const JobId id = startRun();
   QMetaObject::invokeMethod(
       m_worker, [w = m_worker, id, request] { w->diff(id, request); }, Qt::QueuedConnection);
+  return id;
+}
+
+JobId RunController::sweep(const SweepRequest& request) {
+  const JobId id = startRun();
+  QMetaObject::invokeMethod(
+      m_worker, [w = m_worker, id, request] { w->sweep(id, request); }, Qt::QueuedConnection);
   return id;
 }
 

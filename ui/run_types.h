@@ -17,6 +17,7 @@
 #include "mnv2/model.h"
 #include "mnv2/profiler.h"
 #include "mnv2/roofline.h"
+#include "mnv2/sweep.h"
 #include "mnv2/tensor.h"
 #include "models/report_access.h"
 
@@ -117,6 +118,16 @@ struct DiffResult {
   QString inputName;
 };
 
+// A sweep: end-to-end benchmarks over backends x input sizes x batch sizes (engine run_sweep).
+struct SweepRequest {
+  mnv2::SweepConfig config;
+};
+
+struct SweepResult {
+  JobId id = 0;
+  std::vector<mnv2::BenchResult> results;  // in run order: backend, then size, then batch
+};
+
 enum class JobKind { Environment, Model, Classify, Profile, Diff };
 
 struct JobFailure {
@@ -134,3 +145,4 @@ Q_DECLARE_METATYPE(mnv2::ui::RunProgress)
 Q_DECLARE_METATYPE(mnv2::ui::ProfileResult)
 Q_DECLARE_METATYPE(mnv2::ui::DiffResult)
 Q_DECLARE_METATYPE(mnv2::ui::JobFailure)
+Q_DECLARE_METATYPE(mnv2::ui::SweepResult)

@@ -18,6 +18,7 @@
 #include "widgets/comparison_page.h"
 #include "widgets/main_window.h"
 #include "widgets/roofline_page.h"
+#include "widgets/sweep_page.h"
 #include "widgets/network_graph_view.h"
 #include "widgets/run_settings_panel.h"
 #include "widgets/timings_page.h"
@@ -98,6 +99,15 @@ int main(int argc, char** argv) {
   const QCommandLineOption rooflineRun(QStringLiteral("roofline-run"),
                                        QStringLiteral("Roofline page: place run N of the shown runs (0 = first)."),
                                        QStringLiteral("N"));
+  const QCommandLineOption sweep(QStringLiteral("sweep"), QStringLiteral("Run the Sweep page's sweep."));
+  const QCommandLineOption sweepBackends(QStringLiteral("sweep-backends"), QStringLiteral("Sweep: backends B1,B2."),
+                                         QStringLiteral("LIST"));
+  const QCommandLineOption sweepSizes(QStringLiteral("sweep-sizes"), QStringLiteral("Sweep: input sizes HxW,HxW."),
+                                      QStringLiteral("LIST"));
+  const QCommandLineOption sweepBatches(QStringLiteral("sweep-batches"), QStringLiteral("Sweep: batch sizes N,N."),
+                                        QStringLiteral("LIST"));
+  const QCommandLineOption sweepX(QStringLiteral("sweep-x"), QStringLiteral("Sweep charts' x axis: batch or size."),
+                                  QStringLiteral("AXIS"));
   const QCommandLineOption selectLayer(QStringLiteral("select-layer"), QStringLiteral("Select a layer."),
                                        QStringLiteral("N"));
   const QCommandLineOption exportCsv(QStringLiteral("export-csv"), QStringLiteral("Write the shown runs as CSV."),
@@ -116,7 +126,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption quit(QStringLiteral("quit"),
                                 QStringLiteral("Quit when the script is done (exit 1 if a step failed)."));
   parser.addOptions({model,     image,      backend,     timing,     batch, warmup,  iters,    inputSize,
-                     run,       compare,    report,      diff,       tab,   colorBy, logScale, runs, selectLayer, ceilings, rooflineRun,
+                     run,       compare,    report,      diff,       tab,   colorBy, logScale, runs, selectLayer, ceilings, rooflineRun, sweep, sweepBackends, sweepSizes, sweepBatches, sweepX,
                      exportCsv, exportJson, exportTrace, screenshot, size,  decoder, quit});
   parser.process(app);
 
@@ -176,7 +186,7 @@ int main(int argc, char** argv) {
   // Any scripting option makes the run reproducible: no saved settings, errors on stderr instead of boxes.
   const bool scripted = parser.isSet(run) || parser.isSet(compare) || parser.isSet(screenshot) || parser.isSet(quit) ||
                         parser.isSet(exportCsv) || parser.isSet(exportJson) || parser.isSet(exportTrace) ||
-                        parser.isSet(diff);
+                        parser.isSet(diff) || parser.isSet(sweep);
   MainWindow::Options options;
   options.scripted = scripted;
   options.useSettings = !scripted;
@@ -204,6 +214,8 @@ int main(int argc, char** argv) {
   mnv2::ui::RunSettingsPanel* settings = window.runSettings();
   settings->setCounts(batchValue, warmupValue, itersValue);
   if (parser.isSet(ceilings)) window.rooflinePage()->setMeasureCeilings(true);
+  window.sweepPage()->setFields(parser.value(sweepBackends), parser.value(sweepSizes), parser.value(sweepBatches));
+  if (parser.isSet(sweepX)) window.sweepPage()->setXAxis(parser.value(sweepX) == QLatin1String("size"));
   if (parser.isSet(timing)) settings->setTimer(timerValue);
 
   if (!scripted) {
@@ -235,6 +247,15 @@ int main(int argc, char** argv) {
     window.startRun(parser.isSet(compare));
     waitUntil([&] { return events.run > before; });
     if (!events.runOk) failed = true;
+  }
+  if (parser.isSet(sweep) && events.modelOk && !failed) {
+    const int before = events.run;
+    if (window.startSweep()) {
+      waitUntil([&] { return events.run > before; });
+      if (!events.runOk) failed = true;
+    } else {
+      failed = true;
+    }
   }
   if (parser.isSet(diff) && events.modelOk && !failed) {
     const int before = events.run;

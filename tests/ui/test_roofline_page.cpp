@@ -7,6 +7,7 @@
 #include "models/layer_selection.h"
 #include "ui_test_support.h"
 #include "widgets/roofline_page.h"
+#include "widgets/sweep_page.h"
 
 namespace mnv2::ui::test {
 
@@ -57,6 +58,48 @@ class RooflinePageTest : public QObject {
 };
 
 MNV2_UI_SUITE(RooflinePageTest);
+
+// The Sweep page: its fields become the engine's SweepConfig (or a message), and results become one line
+// per backend and input size (x = batch) or per backend and batch (x = input size).
+class SweepPageTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void fieldsAndLines() {
+    SweepPage page;
+    page.setFields(QStringLiteral("cpu,cudnn"), QStringLiteral("224x224, 500x334"), QStringLiteral("1,8,64"));
+    const auto c = page.config();
+    QVERIFY(c.has_value());
+    QCOMPARE(c->backends.size(), size_t{2});
+    QCOMPARE(c->sizes.size(), size_t{2});
+    QCOMPARE(c->sizes[1].second, 334);
+    QCOMPARE(c->batches.back(), 64);
+    page.setFields({}, QStringLiteral("224x"), {});
+    QString error;
+    QVERIFY(!page.config(&error).has_value());
+    QVERIFY2(error.contains(QStringLiteral("input width")), qPrintable(error));
+    page.setFields({}, QStringLiteral("224x224"), QStringLiteral("1,zero"));
+    QVERIFY(!page.config(&error).has_value());
+
+    std::vector<mnv2::BenchResult> results;
+    for (const auto& [h, w] : std::vector<std::pair<int, int>>{{224, 224}, {500, 334}})
+      for (int batch : {1, 8, 64}) {
+        mnv2::BenchResult r;
+        r.config.backend = "cpu";
+        r.config.height = h;
+        r.config.width = w;
+        r.config.batch = batch;
+        r.latency_ms.median = batch * (h * w / 50000.0);
+        r.images_per_s = batch * 1000.0 / r.latency_ms.median;
+        results.push_back(r);
+      }
+    page.setResults(results);
+    QCOMPARE(page.lineCount(), 2);  // x = batch: one line per input size
+    page.setXAxis(true);
+    QCOMPARE(page.lineCount(), 3);  // x = input size: one line per batch
+  }
+};
+
+MNV2_UI_SUITE(SweepPageTest);
 
 }  // namespace mnv2::ui::test
 

@@ -34,6 +34,7 @@
 #include "widgets/input_panel.h"
 #include "widgets/network_graph_view.h"
 #include "widgets/roofline_page.h"
+#include "widgets/sweep_page.h"
 #include "widgets/run_settings_panel.h"
 #include "widgets/timings_page.h"
 #include "widgets/topology_page.h"
@@ -128,12 +129,14 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_comparison = new ComparisonPage(m_catalog, m_selection, m_tabs);
   m_graph = new GraphPage(m_selection, m_tabs);
   m_roofline = new RooflinePage(m_selection, m_tabs);
+  m_sweep = new SweepPage(m_tabs);
   m_tabs->addTab(m_topology, QStringLiteral("Topology"));
   m_tabs->addTab(m_timings, QStringLiteral("Timings"));
   m_tabs->addTab(m_diffs, QStringLiteral("Diffs"));
   m_tabs->addTab(m_comparison, QStringLiteral("Run comparison"));
   m_tabs->addTab(m_graph, QStringLiteral("Graph"));
   m_tabs->addTab(m_roofline, QStringLiteral("Roofline && memory"));
+  m_tabs->addTab(m_sweep, QStringLiteral("Sweep"));
   auto* centre = new QWidget(this);
   auto* centreLayout = new QVBoxLayout(centre);
   centreLayout->setContentsMargins(4, 4, 4, 0);
@@ -256,9 +259,16 @@ void MainWindow::connectController() {
   connect(m_controller, &RunController::progress, this, [this](const RunProgress& p) { m_settings->setProgress(p); });
   connect(m_controller, &RunController::profiled, this, [this](const ProfileResult& r) { onProfiled(r); });
   connect(m_controller, &RunController::diffed, this, [this](const DiffResult& r) { onDiffed(r); });
+  connect(m_controller, &RunController::swept, this, [this](const SweepResult& r) {
+    m_sweep->setResults(r.results);
+    m_settings->setStatus(QStringLiteral("sweep done: %1 points").arg(r.results.size()));
+    Q_EMIT runFinished(true);
+  });
+  connect(m_sweep, &SweepPage::sweepRequested, this, [this] { startSweep(); });
   connect(m_controller, &RunController::runningChanged, this, [this](bool running) {
     m_settings->setRunning(running);
     m_diffs->setComputing(running);
+    m_sweep->setRunning(running);
     updateActions();
   });
   connect(m_controller, &RunController::cancelled, this, [this](JobId) {
@@ -427,6 +437,18 @@ void MainWindow::onClassified(const ClassifyResult& result) {
   addRecent(kRecentImages, result.imagePath);
   setLastFolder(QStringLiteral("images"), result.imagePath);
   Q_EMIT imageReady(true);
+}
+
+bool MainWindow::startSweep() {
+  QString error;
+  const auto config = m_sweep->config(&error);
+  if (!config) {
+    reportError(QStringLiteral("The sweep's settings are not valid"), error);
+    return false;
+  }
+  m_settings->setStatus(QStringLiteral("sweep of %1 points…").arg(mnv2::sweep_points(*config).size()));
+  m_controller->sweep(SweepRequest{*config});
+  return true;
 }
 
 void MainWindow::startRun(bool compare) {
@@ -671,6 +693,7 @@ bool MainWindow::selectTab(const QString& name) {
                   : n == QLatin1String("comparison") ? static_cast<QWidget*>(m_comparison)
                   : n == QLatin1String("graph")      ? static_cast<QWidget*>(m_graph)
                   : n == QLatin1String("roofline")   ? static_cast<QWidget*>(m_roofline)
+                  : n == QLatin1String("sweep")      ? static_cast<QWidget*>(m_sweep)
                                                      : nullptr;
   if (!page) return false;
   m_tabs->setCurrentWidget(page);

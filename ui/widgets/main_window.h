@@ -22,6 +22,7 @@ class ComparisonPage;
 class DiffsPage;
 class GraphPage;
 class RooflinePage;
+class SweepPage;
 class InputPanel;
 class LayerSelection;
 class LayerTableModel;
@@ -52,6 +53,8 @@ class MainWindow : public QMainWindow {
   void startRun(bool compare);
   void cancelRun();
   void computeDiff(const QString& backend, const QString& reference);
+  // The Sweep page's fields as a sweep job; false (with the reason reported) when they are not valid.
+  bool startSweep();
   bool exportTo(ExportFormat format, const QString& path);
   bool selectTab(const QString& name);  // "topology", "timings", "diffs", "comparison", "graph"
 
@@ -70,6 +73,7 @@ class MainWindow : public QMainWindow {
   ComparisonPage* comparisonPage() const { return m_comparison; }
   GraphPage* graphPage() const { return m_graph; }
   RooflinePage* rooflinePage() const { return m_roofline; }
+  SweepPage* sweepPage() const { return m_sweep; }
   QLabel* banner() const { return m_banner; }
   QString statusText() const;  // the permanent status bar fields, joined
 
@@ -123,6 +127,7 @@ class MainWindow : public QMainWindow {
   ComparisonPage* m_comparison = nullptr;
   GraphPage* m_graph = nullptr;
   RooflinePage* m_roofline = nullptr;
+  SweepPage* m_sweep = nullptr;
 
   QLabel* m_statusModel = nullptr;
   QLabel* m_statusGpu = nullptr;

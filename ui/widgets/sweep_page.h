@@ -1,0 +1,54 @@
+// The Sweep page: end-to-end latency and throughput over lists of batch sizes and input sizes, per
+// backend, as QCustomPlot line charts (the engine's run_sweep, as `mnv2 bench` runs it).
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <optional>
+#include <vector>
+
+#include "mnv2/sweep.h"
+
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+
+namespace mnv2::ui {
+
+class SweepPage : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SweepPage(QWidget* parent = nullptr);
+
+  // The fields as a sweep, or the reason they are not one (shown under the fields).
+  std::optional<mnv2::SweepConfig> config(QString* error = nullptr) const;
+  void setFields(const QString& backends, const QString& sizes, const QString& batches);
+  void setResults(std::vector<mnv2::BenchResult> results);
+  void setRunning(bool running);
+  // X axis: batch size (a line per backend and input size) or input pixels (a line per backend and batch).
+  void setXAxis(bool inputSize);
+  int lineCount() const;
+
+ Q_SIGNALS:
+  void sweepRequested(const mnv2::SweepConfig& config);
+
+ private:
+  void rebuild();
+
+  std::vector<mnv2::BenchResult> m_results;
+  QLineEdit* m_backends = nullptr;
+  QLineEdit* m_sizes = nullptr;
+  QLineEdit* m_batches = nullptr;
+  QSpinBox* m_warmup = nullptr;
+  QSpinBox* m_iters = nullptr;
+  QComboBox* m_xAxis = nullptr;
+  QPushButton* m_run = nullptr;
+  QLabel* m_status = nullptr;
+  QCustomPlot* m_latency = nullptr;
+  QCustomPlot* m_throughput = nullptr;
+};
+
+}  // namespace mnv2::ui
