@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool is_number(const std::string& s) {
-  return !s.empty() && s.size() <= 9 && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+  return !s.empty() && s.size() <= 9 &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
 // Lower case without spaces and underscores: "Egyptian_cat" and "Egyptian cat" compare equal.
@@ -106,7 +107,8 @@ std::vector<EvalItem> scan_class_folders(const std::string& dir, const std::vect
 }
 
 ImageLoader default_image_loader(const Preprocess& preprocess_config) {
-  return [preprocess_config](const std::string& path) { return preprocess(decode_image_file(path), preprocess_config); };
+  return
+      [preprocess_config](const std::string& path) { return preprocess(decode_image_file(path), preprocess_config); };
 }
 
 namespace {
@@ -122,7 +124,11 @@ struct LoadedBatch {
 class BatchLoader {
  public:
   BatchLoader(const std::vector<EvalItem>& items, int batch, int threads, int ahead, const ImageLoader& load)
-      : items_(items), batch_(batch), count_((static_cast<int>(items.size()) + batch - 1) / batch), ahead_(ahead), load_(load) {
+      : items_(items),
+        batch_(batch),
+        count_((static_cast<int>(items.size()) + batch - 1) / batch),
+        ahead_(ahead),
+        load_(load) {
     for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
   }
   ~BatchLoader() {

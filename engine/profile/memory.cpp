@@ -121,8 +121,9 @@ std::string describe_memory(const MemoryReport& m) {
   if (m.tensors > 0) s += " in " + std::to_string(m.tensors) + " buffers";
   if (m.driver_held_bytes() >= 0)
     s += "; driver (cudaMemGetInfo, whole device): " + format_mib(m.device_used_before_bytes) +
-         " in use before prepare, " + format_mib(m.device_used_peak_bytes) + " at peak: " +
-         format_mib(m.driver_held_bytes()) + " taken by this network (library handles and workspaces included)";
+         " in use before prepare, " + format_mib(m.device_used_peak_bytes) +
+         " at peak: " + format_mib(m.driver_held_bytes()) +
+         " taken by this network (library handles and workspaces included)";
   return s;
 }
 

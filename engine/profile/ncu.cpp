@@ -11,9 +11,19 @@ namespace mnv2 {
 std::vector<std::string> ncu_argv(const NcuTarget& t) {
   // --nvtx-include "NAME/": the trailing slash selects a push/pop range (nvtxRangePushA) named NAME in
   // the default domain; only kernels launched inside it are profiled. --set full collects every section.
-  std::vector<std::string> a = {"ncu", "--nvtx", "--nvtx-include", t.nvtx_range + "/", "--set", "full",
-                                "-f", "-o", "mnv2_" + t.backend + "_layer" + std::to_string(t.layer),
-                                t.mnv2_path, "profile", "--backend", t.backend};
+  std::vector<std::string> a = {"ncu",
+                                "--nvtx",
+                                "--nvtx-include",
+                                t.nvtx_range + "/",
+                                "--set",
+                                "full",
+                                "-f",
+                                "-o",
+                                "mnv2_" + t.backend + "_layer" + std::to_string(t.layer),
+                                t.mnv2_path,
+                                "profile",
+                                "--backend",
+                                t.backend};
   if (!t.model_path.empty()) a.insert(a.end(), {"--model", t.model_path});
   a.insert(a.end(), {"--batch", std::to_string(t.batch)});
   if (!t.image.empty()) {

@@ -21,9 +21,7 @@
 namespace mnv2 {
 namespace fs = std::filesystem;
 
-double Ceilings::attainable_gflop_s(double intensity) const {
-  return std::min(gflop_s, bandwidth_gb_s * intensity);
-}
+double Ceilings::attainable_gflop_s(double intensity) const { return std::min(gflop_s, bandwidth_gb_s * intensity); }
 
 #if !defined(MNV2_HAVE_CUDA)
 Ceilings calibrate_gpu(int) { throw Error("this build has no CUDA: no GPU to calibrate"); }
@@ -72,7 +70,8 @@ Ceilings calibrate_cpu() {
   constexpr int n = 2048;
   std::vector<float> a(size_t{n} * n, 0.5f), b(size_t{n} * n, 0.25f), out(size_t{n} * n);
   c.gflop_s = best_rate(2.0 * n * n * n / 1e9, 1, 3, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, out.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, out.data(),
+                n);
   });
   omp_set_num_threads(saved_threads);
   c.method = "memcpy of 256 MiB (read + write), best of 5; OpenBLAS SGEMM n=2048, best of 3";

@@ -104,7 +104,8 @@ std::vector<std::pair<int, int>> parse_size_list(const std::string& text) {
   size_t start = 0;
   for (;;) {
     const size_t comma = text.find(',', start);
-    sizes.push_back(parse_input_size(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    sizes.push_back(
+        parse_input_size(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

@@ -26,8 +26,8 @@ void build_class_folders(const std::string& root) {
 TEST(CliEval, ClassFoldersFromTheGoldenTop1) {
   TempDir d;
   build_class_folders(d.file("set"));
-  auto r = run_cli({"eval", "--model", main_model_path(), "--images", d.file("set"), "--batch", "2", "--json",
-                    d.file("eval.json")});
+  auto r = run_cli(
+      {"eval", "--model", main_model_path(), "--images", d.file("set"), "--batch", "2", "--json", d.file("eval.json")});
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("top-1 100.00% (5/5), top-5 100.00% (5/5)"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("5/5 images"), std::string::npos) << r.err;  // progress
@@ -50,11 +50,13 @@ TEST(CliEval, ListFileWithAWrongLabelAndAnUnreadableImage) {
   write_file(d.file("broken.jpg"), "not a jpeg");
   list += d.file("broken.jpg") + " 3\n";
   write_file(d.file("list.txt"), list);
-  auto r = run_cli({"eval", "--model", main_model_path(), "--images", shared_path("images"), "--list", d.file("list.txt")});
+  auto r =
+      run_cli({"eval", "--model", main_model_path(), "--images", shared_path("images"), "--list", d.file("list.txt")});
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("top-1 80.00% (4/5)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("misclassified (1):\n  " + shared_path("images/grace_hopper.bmp") + ": label 1 (tench"),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("skipped (1):\n  " + d.file("broken.jpg")), std::string::npos) << r.out;
 }
 
@@ -64,7 +66,8 @@ TEST(CliEval, BadInputIsNamed) {
   EXPECT_EQ(missing.code, 1) << describe(missing);
   EXPECT_NE(missing.err.find(d.file("nope")), std::string::npos) << describe(missing);
   write_file(d.file("list.txt"), "cat.bmp 286\nparrot.jpg\n");
-  auto bad_line = run_cli({"eval", "--model", main_model_path(), "--images", shared_path("images"), "--list", d.file("list.txt")});
+  auto bad_line =
+      run_cli({"eval", "--model", main_model_path(), "--images", shared_path("images"), "--list", d.file("list.txt")});
   EXPECT_EQ(bad_line.code, 1) << describe(bad_line);
   EXPECT_NE(bad_line.err.find(d.file("list.txt") + ":2:"), std::string::npos) << describe(bad_line);
   fs::create_directories(d.file("set/not a class"));
@@ -77,7 +80,8 @@ TEST(CliEval, BadInputIsNamed) {
 
 TEST(CliNcu, PrintsTheCommandForOneLayer) {
   TempDir d;
-  auto r = run_cli({"profile", "--backend", "cudnn", "--model", main_model_path(), "--batch", "4", "--ncu-command", "7"});
+  auto r =
+      run_cli({"profile", "--backend", "cudnn", "--model", main_model_path(), "--batch", "4", "--ncu-command", "7"});
   ASSERT_EQ(r.code, 0) << describe(r);
   const std::string exe = fs::canonical(MNV2_CLI_PATH).string();
   EXPECT_EQ(r.out, "ncu --nvtx --nvtx-include 'Conv2d 7/' --set full -f -o mnv2_cudnn_layer7 " + exe +
@@ -101,11 +105,13 @@ namespace {
 
 TEST(CliMemory, PerLayerTableAndReports) {
   TempDir d;
-  auto r = run_cli({"memory", "--model", main_model_path(), "--batch", "2", "--csv", d.file("m.csv"), "--json",
-                    d.file("m.json")});
+  auto r = run_cli(
+      {"memory", "--model", main_model_path(), "--batch", "2", "--csv", d.file("m.csv"), "--json", d.file("m.json")});
   ASSERT_EQ(r.code, 0) << describe(r);
-  EXPECT_NE(r.out.find("0    stem.conv              Conv2d             2x32x112x112                3211264           3584"),
-            std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("0    stem.conv              Conv2d             2x32x112x112                3211264           3584"),
+      std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("held by the cpu backend: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("in 106 tensors"), std::string::npos) << r.out;
   const json::Value j = json::parse_file(d.file("m.json"));
@@ -149,8 +155,9 @@ namespace {
 TEST(CliRoofline, CpuCeilingsCachedAndEveryLayerPlaced) {
   TempDir d;
   const std::vector<std::string> env = {"MNV2_CACHE_DIR=" + d.path()};
-  const std::vector<std::string> args = {"roofline", "--model", main_model_path(), "--input-size", "96x96", "--warmup", "0",
-                                         "--iters", "1", "--csv", d.file("r.csv"), "--json", d.file("r.json")};
+  const std::vector<std::string> args = {
+      "roofline", "--model", main_model_path(), "--input-size",  "96x96",  "--warmup",      "0",
+      "--iters",  "1",       "--csv",           d.file("r.csv"), "--json", d.file("r.json")};
   auto first = run_cli(args, env);
   ASSERT_EQ(first.code, 0) << describe(first);
   EXPECT_NE(first.out.find("calibrated now, cached in " + d.file("roofline.json")), std::string::npos) << first.out;

@@ -49,8 +49,9 @@ class RooflinePageTest : public QObject {
     selection.setCurrentLayer(1);  // a ReLU6 fused into step "fused 0"
     const QString cmd = page.ncuCommand();
     QVERIFY2(cmd.startsWith(QStringLiteral("ncu --nvtx --nvtx-include 'fused 0/' --set full")), qPrintable(cmd));
-    QVERIFY2(cmd.contains(QStringLiteral(" profile --backend cudnn --model /models/m.onnx --batch 1 --input-size 224x224")),
-             qPrintable(cmd));
+    QVERIFY2(
+        cmd.contains(QStringLiteral(" profile --backend cudnn --model /models/m.onnx --batch 1 --input-size 224x224")),
+        qPrintable(cmd));
     QVERIFY2(cmd.contains(QStringLiteral("/mnv2 profile")), qPrintable(cmd));
     page.setReport(report("cpu"));
     QVERIFY(page.ncuCommand().isEmpty());  // the cpu backend launches no kernels

@@ -189,7 +189,8 @@ TEST(Memory, ReportsCarryTheDriverReadingAndOlderOnesStillRead) {
   EXPECT_EQ(back.tensors, 3);
   EXPECT_EQ(back.driver_held_bytes(), 600);
   EXPECT_EQ(back.device_total_bytes, 9000);
-  const MemoryReport old = memory_from_json(json::parse(R"({"weight_bytes": 1, "activation_bytes": 2, "workspace_bytes": 3})"));
+  const MemoryReport old =
+      memory_from_json(json::parse(R"({"weight_bytes": 1, "activation_bytes": 2, "workspace_bytes": 3})"));
   EXPECT_EQ(old.total(), 6);
   EXPECT_EQ(old.driver_held_bytes(), -1);
 }
@@ -263,8 +264,8 @@ TEST(Roofline, PointsFollowTheModelAnalysisAndTheRidge) {
     const LayerStats& st = r.layer_stats[static_cast<size_t>(p.layer)];
     const LayerKind kind = r.topology[static_cast<size_t>(p.layer)].kind;
     const double flops = kind == LayerKind::Conv2d || kind == LayerKind::Linear ? 2.0 * st.macs
-                         : kind == LayerKind::ReLU6                            ? 2.0 * st.output.numel()
-                                                                               : 1.0 * st.macs;
+                         : kind == LayerKind::ReLU6                             ? 2.0 * st.output.numel()
+                                                                                : 1.0 * st.macs;
     EXPECT_DOUBLE_EQ(p.flops, flops) << p.name;
     EXPECT_DOUBLE_EQ(p.intensity, flops / st.bytes) << p.name;
     EXPECT_NEAR(p.gflop_s, flops / r.steps[static_cast<size_t>(p.step)].time_ns.median, 1e-9) << p.name;

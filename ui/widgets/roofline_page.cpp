@@ -2,6 +2,7 @@
 // the ncu command; this page only draws and lists them.
 #include "widgets/roofline_page.h"
 
+#include <qcustomplot.h>
 #include <QApplication>
 #include <QCheckBox>
 #include <QClipboard>
@@ -21,7 +22,6 @@
 #include <QVBoxLayout>
 #include <cmath>
 #include <map>
-#include <qcustomplot.h>
 
 #include "mnv2/memory.h"
 #include "mnv2/ncu.h"
@@ -92,13 +92,15 @@ RooflinePage::RooflinePage(LayerSelection* selection, QWidget* parent) : QWidget
 
   connect(m_copy, &QPushButton::clicked, this, [this] { QApplication::clipboard()->setText(m_ncu->text()); });
   connect(m_runs, &QComboBox::currentIndexChanged, this, [this](int index) {
-    if (index < 0 || index >= static_cast<int>(m_reports.size()) || m_reports[static_cast<size_t>(index)] == m_report) return;
+    if (index < 0 || index >= static_cast<int>(m_reports.size()) || m_reports[static_cast<size_t>(index)] == m_report)
+      return;
     m_report = m_reports[static_cast<size_t>(index)];
     rebuild();
   });
   connect(m_selection, &LayerSelection::currentLayerChanged, this, [this](int layer) { showLayer(layer); });
-  connect(m_memory, &QTableWidget::currentCellChanged, this,
-          [this](int row, int, int, int) { if (row >= 0) m_selection->setCurrentLayer(row); });
+  connect(m_memory, &QTableWidget::currentCellChanged, this, [this](int row, int, int, int) {
+    if (row >= 0) m_selection->setCurrentLayer(row);
+  });
   connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) { onMouseMove(e); });
   connect(m_plot, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable* p, int index, QMouseEvent*) {
     const QVariant layers = p->property("layers");
@@ -123,8 +125,7 @@ void RooflinePage::setReports(std::vector<ReportPtr> reports) {
   {
     const QSignalBlocker block(m_runs);
     m_runs->clear();
-    for (const ReportPtr& r : m_reports)
-      m_runs->addItem(QString::fromStdString(r->backend + " (" + r->device + ")"));
+    for (const ReportPtr& r : m_reports) m_runs->addItem(QString::fromStdString(r->backend + " (" + r->device + ")"));
   }
   rebuild();
 }
@@ -200,8 +201,9 @@ void RooflinePage::rebuild() {
     roof->setData({lo, c.ridge(), hi}, {c.bandwidth_gb_s * lo, c.gflop_s, c.gflop_s});
     int bound = 0;
     for (const auto& p : m_points) bound += p.memory_bound ? 1 : 0;
-    head += QStringLiteral(" Ceilings of %1: %2 GB/s, %3 GFLOP/s, ridge %4 FLOP/byte; %5 steps memory-bound, %6 "
-                           "compute-bound.")
+    head += QStringLiteral(
+                " Ceilings of %1: %2 GB/s, %3 GFLOP/s, ridge %4 FLOP/byte; %5 steps memory-bound, %6 "
+                "compute-bound.")
                 .arg(QString::fromStdString(c.device))
                 .arg(c.bandwidth_gb_s, 0, 'f', 1)
                 .arg(c.gflop_s, 0, 'f', 1)
@@ -216,7 +218,7 @@ void RooflinePage::rebuild() {
                 .arg(m_ceilings ? QStringLiteral("the measured ones are of another device (%1).")
                                       .arg(QString::fromStdString(m_ceilings->device))
                      : m_ceilingsNote.isEmpty() ? QStringLiteral("tick the box above and run again to measure them.")
-                                              : m_ceilingsNote);
+                                                : m_ceilingsNote);
   }
   m_summary->setText(head);
   if (!m_points.empty()) {
@@ -225,8 +227,9 @@ void RooflinePage::rebuild() {
   }
 
   // Memory: per layer from the model analysis, what the backend held from its own account.
-  m_memoryHeld->setText(QStringLiteral("Held by %1: %2")
-                            .arg(QString::fromStdString(r.backend), QString::fromStdString(mnv2::describe_memory(r.memory))));
+  m_memoryHeld->setText(
+      QStringLiteral("Held by %1: %2")
+          .arg(QString::fromStdString(r.backend), QString::fromStdString(mnv2::describe_memory(r.memory))));
   const auto layers = mnv2::layer_memory(mnv2::Model{r.topology}, r.layer_stats);
   m_memory->setRowCount(static_cast<int>(layers.size()));
   for (const auto& l : layers) {

@@ -2,6 +2,7 @@
 // the fields and draws the results.
 #include "widgets/sweep_page.h"
 
+#include <qcustomplot.h>
 #include <QComboBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -11,7 +12,6 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <map>
-#include <qcustomplot.h>
 
 #include "mnv2/error.h"
 #include "widgets/chart_style.h"
@@ -88,7 +88,8 @@ std::optional<mnv2::SweepConfig> SweepPage::config(QString* error) const {
     for (const QString& b : m_batches->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
       bool ok = false;
       const int n = b.trimmed().toInt(&ok);
-      if (!ok || n < 1 || n > 65536) throw mnv2::UsageError("batch sizes must be whole numbers 1..65536, got '" + b.toStdString() + "'");
+      if (!ok || n < 1 || n > 65536)
+        throw mnv2::UsageError("batch sizes must be whole numbers 1..65536, got '" + b.toStdString() + "'");
       c.batches.push_back(n);
     }
     c.warmup = m_warmup->value();
@@ -115,9 +116,10 @@ int SweepPage::lineCount() const { return m_latency->graphCount(); }
 
 void SweepPage::setResults(std::vector<mnv2::BenchResult> results) {
   m_results = std::move(results);
-  m_status->setText(QStringLiteral("%1 points; host wall time per run (input upload to logits download), median of each "
-                                   "point's timed runs")
-                        .arg(m_results.size()));
+  m_status->setText(
+      QStringLiteral("%1 points; host wall time per run (input upload to logits download), median of each "
+                     "point's timed runs")
+          .arg(m_results.size()));
   rebuild();
 }
 

@@ -52,11 +52,11 @@ struct EvalResult {
   std::string backend_description;
   int images = 0;  // evaluated (skipped files excluded)
   int top1_correct = 0, top5_correct = 0;
-  double top1 = 0, top5 = 0;  // fractions of `images`
-  double wall_s = 0;          // first decode to last result
-  double images_per_s = 0;    // images / wall_s
-  double inference_s = 0;     // time inside PreparedNet::run
-  double loader_wait_s = 0;   // time inference waited for decoded batches (the loaders' shortfall)
+  double top1 = 0, top5 = 0;            // fractions of `images`
+  double wall_s = 0;                    // first decode to last result
+  double images_per_s = 0;              // images / wall_s
+  double inference_s = 0;               // time inside PreparedNet::run
+  double loader_wait_s = 0;             // time inference waited for decoded batches (the loaders' shortfall)
   std::vector<EvalMiss> misclassified;  // top-1 wrong, in input order
   std::vector<EvalSkip> skipped;        // unreadable images, in input order
 };

@@ -20,8 +20,8 @@ struct NcuTarget {
   int batch = 1;
   int height = 224, width = 224;  // passed as --input-size unless an image gives the size
   Precision precision = Precision::fp32;
-  std::string image;   // absolute path, or empty
-  std::string tensor;  // absolute path, or empty
+  std::string image;       // absolute path, or empty
+  std::string tensor;      // absolute path, or empty
   std::string nvtx_range;  // the step's range name
   int layer = 0;           // the topology layer asked for (names the ncu report file)
 };

@@ -11,8 +11,8 @@
 namespace mnv2 {
 
 struct Ceilings {
-  std::string device;  // "NVIDIA H200" or the CPU's model name
-  std::string key;     // what the cache is keyed by: name, UUID, clocks (GPU); model name, threads (CPU)
+  std::string device;         // "NVIDIA H200" or the CPU's model name
+  std::string key;            // what the cache is keyed by: name, UUID, clocks (GPU); model name, threads (CPU)
   double bandwidth_gb_s = 0;  // best of the timed copies: bytes read + bytes written, / time
   double gflop_s = 0;         // best of the timed SGEMMs: 2*n^3 / time (strict fp32, no TF32)
   std::string method;         // what was measured, with sizes
@@ -45,13 +45,13 @@ std::string ceilings_key(const std::string& backend);
 // weights + output), summed over the step's layers.
 struct RooflinePoint {
   int step = 0;
-  int layer = 0;          // the step's first layer
-  std::string name;       // the step's name
-  std::string kind;       // the first layer's kind (the colour)
+  int layer = 0;     // the step's first layer
+  std::string name;  // the step's name
+  std::string kind;  // the first layer's kind (the colour)
   double flops = 0, bytes = 0;
-  double intensity = 0;   // FLOP per byte
-  double time_ns = 0;     // median
-  double gflop_s = 0;     // achieved: flops / median
+  double intensity = 0;           // FLOP per byte
+  double time_ns = 0;             // median
+  double gflop_s = 0;             // achieved: flops / median
   double attainable_gflop_s = 0;  // the roofline at this intensity
   bool memory_bound = false;      // intensity below the ridge
 };

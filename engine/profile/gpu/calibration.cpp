@@ -122,14 +122,14 @@ Ceilings calibrate_gpu(int device) {
     const double flop = 2.0 * n * static_cast<double>(n) * n;
     c.gflop_s = best_rate(flop / 1e9, stream.get(), [&] {
       MNV2_CHECK_CUBLAS(cublasSgemm(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
-                                    static_cast<const float*>(a.get()), n, static_cast<const float*>(b.get()), n,
-                                    &zero, static_cast<float*>(out.get()), n));
+                                    static_cast<const float*>(a.get()), n, static_cast<const float*>(b.get()), n, &zero,
+                                    static_cast<float*>(out.get()), n));
     });
   }
   MNV2_CHECK_CUDA(cudaStreamSynchronize(stream.get()));
-  c.method = "device-to-device copy of " + std::to_string(copy_bytes >> 20) + " MiB (read + write), cuBLAS SGEMM n=" +
-             std::to_string(n) + " (CUBLAS_DEFAULT_MATH, no TF32); best of " + std::to_string(kRuns) +
-             " after " + std::to_string(kWarmup) + " warm-up, cudaEvent timing";
+  c.method = "device-to-device copy of " + std::to_string(copy_bytes >> 20) +
+             " MiB (read + write), cuBLAS SGEMM n=" + std::to_string(n) + " (CUBLAS_DEFAULT_MATH, no TF32); best of " +
+             std::to_string(kRuns) + " after " + std::to_string(kWarmup) + " warm-up, cudaEvent timing";
   return c;
 }
 
