@@ -465,11 +465,11 @@ int cmd_classify(int argc, char** argv) {
 
 // ---- bench ------------------------------------------------------------------------------------------
 
-// cudnn's end-to-end GPU median over this result's, at the same batch; 0 when there is no cudnn result.
+// cudnn's end-to-end GPU median over this result's, at the same batch and input size; 0 when there is none.
 double speedup_vs_cudnn(const std::vector<BenchResult>& results, const BenchResult& r) {
   for (const auto& c : results)
-    if (c.config.backend == "cudnn" && c.config.batch == r.config.batch && c.gpu_ms && r.gpu_ms &&
-        r.gpu_ms->median > 0)
+    if (c.config.backend == "cudnn" && c.config.batch == r.config.batch && c.config.height == r.config.height &&
+        c.config.width == r.config.width && c.gpu_ms && r.gpu_ms && r.gpu_ms->median > 0)
       return c.gpu_ms->median / r.gpu_ms->median;
   return 0;
 }

@@ -65,7 +65,8 @@ std::string num(double v) {
 std::string bench_csv(const std::vector<BenchResult>& results) {
   std::ostringstream out;
   out << "backend,backend_description,precision,batch,height,width,warmup,iters,host_median_ms,host_p90_ms,"
-         "host_min_ms,host_mean_ms,host_cv,images_per_s,gpu_median_ms,gpu_p90_ms,memory_bytes,driver_held_bytes\n";
+         "host_min_ms,host_mean_ms,host_cv,images_per_s,gpu_median_ms,gpu_p90_ms,device_resident_median_ms,"
+         "device_resident_images_per_s,memory_bytes,driver_held_bytes\n";
   for (const BenchResult& r : results) {
     const BenchConfig& c = r.config;
     const Summary& s = r.latency_ms;
@@ -73,8 +74,9 @@ std::string bench_csv(const std::vector<BenchResult>& results) {
         << c.batch << ',' << c.height << ',' << c.width << ',' << c.warmup << ',' << c.iters << ',' << num(s.median)
         << ',' << num(s.p90) << ',' << num(s.min) << ',' << num(s.mean) << ',' << num(s.cv) << ','
         << num(r.images_per_s) << ',' << (r.gpu_ms ? num(r.gpu_ms->median) : "") << ','
-        << (r.gpu_ms ? num(r.gpu_ms->p90) : "") << ',' << r.memory.total() << ',' << r.memory.driver_held_bytes()
-        << "\n";
+        << (r.gpu_ms ? num(r.gpu_ms->p90) : "") << ',' << (r.device_ms ? num(r.device_ms->median) : "") << ','
+        << (r.device_ms ? num(r.device_images_per_s) : "") << ',' << r.memory.total() << ','
+        << r.memory.driver_held_bytes() << "\n";
   }
   return out.str();
 }

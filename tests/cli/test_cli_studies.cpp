@@ -140,6 +140,7 @@ TEST(CliBench, SweepOverInputAndBatchSizesWritesCsv) {
   const std::string csv = read_file(d.file("s.csv"));
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << csv;
   EXPECT_NE(csv.find(",fp32,2,96,80,0,2,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("device_resident_median_ms"), std::string::npos) << csv;
   EXPECT_EQ(json::parse_file(d.file("s.json")).at("results").as_array().size(), 4u);
   auto bad = run_cli({"bench", "--model", main_model_path(), "--input-size", "64x64,x", "--csv", d.file("b.csv")});
   EXPECT_EQ(bad.code, 2) << describe(bad);
