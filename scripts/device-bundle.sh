@@ -28,7 +28,12 @@ if [[ ${MNV2_DEVICE_APP:-0} != 0 ]]; then
   cmake -S "$root" -B "$app_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMNV2_WITH_CUDA=ON \
     -DMNV2_WITH_OPENCV_CODECS=OFF -DMNV2_BUILD_GUI=ON -DMNV2_BUILD_TESTS=OFF "$@" >/dev/null
   cmake --build "$app_build" -j "$(nproc)" --target mnv2-profiler
-  bash "$shared/tools/device-qt-bundle.sh" "$root/.device/app.tar.xz" "$app_build/app/mnv2-profiler" >/dev/null
+  bash "$shared/tools/device-qt-bundle.sh" "$stage/app.tar.xz" "$app_build/app/mnv2-profiler" >/dev/null
+  # The device tool carries 64 MiB: libraries the CLI bundle already has (OpenBLAS, OpenCV core, ONNX, ...)
+  # are dropped from the app's; device-run.sh unpacks both and the app's run.sh keeps bundle/lib on the path.
+  mkdir -p "$stage/app" && tar -xJf "$stage/app.tar.xz" -C "$stage/app"
+  for lib in "$stage"/bundle/lib/*; do rm -f "$stage/app/qtbundle/lib/$(basename "$lib")"; done
+  tar -C "$stage/app" -cJf "$root/.device/app.tar.xz" qtbundle
   echo "app: $(du -h "$root/.device/app.tar.xz" | cut -f1) in .device/app.tar.xz"
 else
   rm -f "$root/.device/app.tar.xz"

@@ -124,7 +124,14 @@ if want app && [[ -f "$repo/.device/app.tar.xz" ]]; then
     --screenshot "$work/h200-app-diffs.png" --quit
   TAIL=4 run app_graph app --report "$work/h200-app-compare.json" --tab graph --color-by time \
     --screenshot "$work/h200-app-graph.png" --quit
-  cp "$work"/h200-app-*.png "$work/h200-app-compare.json" "$out/" 2>/dev/null
+  # Roofline of the cuda backend at batch 64 under the ceilings measured there, and a batch sweep of both
+  # GPU backends (their PNGs travel in results.tar.gz: the device tool returns 8 files).
+  TAIL=6 run app_roofline app --backend cuda --batch 64 --warmup 5 --iters 30 --timing cupti --run --ceilings \
+    --tab roofline --roofline-run 0 --screenshot "$work/h200-app-roofline.png" --quit
+  TAIL=6 run app_sweep app --sweep --sweep-backends cuda,cudnn --sweep-sizes 224x224 --sweep-batches 1,8,64,256 \
+    --sweep-x batch --tab sweep --screenshot "$work/h200-app-sweep.png" --quit
+  cp "$work"/h200-app-timings.png "$work"/h200-app-cuda-vs-cudnn.png "$work"/h200-app-roofline.png \
+    "$work/h200-app-compare.json" "$out/" 2>/dev/null
 fi
 
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$summary" 2>&1
