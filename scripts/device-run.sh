@@ -106,6 +106,16 @@ for img in cat grace_hopper; do
   TAIL=8 run "compare_cuda_$img" ./bin/mnv2 compare --backends cpu,cudnn,cuda --tensor "shared/golden/$img.input.f32" \
     --timing cupti --warmup 5 --iters 30 --json "$work/compare_cuda_${img}.json"
 done
+# The Nsight Compute hand-off: the command mnv2 prints for one layer, run as printed (where ncu is installed).
+ncu_check() {
+  local cmd ncu
+  cmd=$(./bin/mnv2 profile --backend cudnn --tensor shared/golden/cat.input.f32 --ncu-command block3.dw 2>&1 | grep '^ncu ')
+  echo "printed: $cmd"
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  [[ -n $ncu && -n $cmd ]] || { echo "ncu not installed here (or no command printed): not run"; return 0; }
+  (cd /tmp && PATH=$(dirname "$ncu"):$PATH timeout 240 bash -c "${cmd/--set full/--set basic} --print-summary per-kernel")
+}
+TAIL=20 run ncu_command ncu_check
 MNV2_CUDA_VARIANT=baseline TAIL=8 run bench_cuda_baseline ./bin/mnv2 bench --backends cuda --batch 1,64 --warmup 5 \
   --iters 30 --json "$work/bench_cuda_baseline.json"
 fi

@@ -63,18 +63,36 @@ Ceilings calibrate_cpu() {
   c.key = ceilings_key("cpu");
   constexpr size_t kCopyBytes = size_t{256} << 20;
   std::vector<char> src(kCopyBytes, 1), dst(kCopyBytes, 0);
-  c.bandwidth_gb_s = best_rate(2.0 * kCopyBytes / 1e9, 1, 5, [&] { std::memcpy(dst.data(), src.data(), kCopyBytes); });
-  // The cpu backend's thread count (MNV2_CPU_THREADS), which the cache key names too.
-  const int saved_threads = omp_get_max_threads();
-  if (const char* t = std::getenv("MNV2_CPU_THREADS"); t && std::atoi(t) > 0) omp_set_num_threads(std::atoi(t));
+  // The way the cpu backend computes: OpenBLAS single-threaded inside, the rows split over the backend's
+  // OpenMP threads (MNV2_CPU_THREADS, which the cache key names too). A multi-threaded OpenBLAS call, or a
+  // single-threaded one, would measure a different machine than the one the backend's layers run on.
+  int threads = std::max(1, omp_get_max_threads());
+  if (const char* t = std::getenv("MNV2_CPU_THREADS"); t && std::atoi(t) > 0) threads = std::atoi(t);
+  const int saved_blas_threads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  c.bandwidth_gb_s = best_rate(2.0 * kCopyBytes / 1e9, 1, 5, [&] {
+#pragma omp parallel num_threads(threads)
+    {
+      const size_t t = static_cast<size_t>(omp_get_thread_num()), team = static_cast<size_t>(omp_get_num_threads());
+      const size_t first = kCopyBytes * t / team, last = kCopyBytes * (t + 1) / team;
+      std::memcpy(dst.data() + first, src.data() + first, last - first);
+    }
+  });
   constexpr int n = 2048;
   std::vector<float> a(size_t{n} * n, 0.5f), b(size_t{n} * n, 0.25f), out(size_t{n} * n);
   c.gflop_s = best_rate(2.0 * n * n * n / 1e9, 1, 3, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, out.data(),
-                n);
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num(), team = omp_get_num_threads();
+      const int first = n * t / team, rows = n * (t + 1) / team - first;
+      if (rows > 0)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n, n, 1.0f, a.data() + size_t{first} * n, n,
+                    b.data(), n, 0.0f, out.data() + size_t{first} * n, n);
+    }
   });
-  omp_set_num_threads(saved_threads);
-  c.method = "memcpy of 256 MiB (read + write), best of 5; OpenBLAS SGEMM n=2048, best of 3";
+  openblas_set_num_threads(saved_blas_threads);
+  c.method = "memcpy of 256 MiB (read + write) and OpenBLAS SGEMM n=2048, each split over " + std::to_string(threads) +
+             " OpenMP threads like the cpu backend; best of 5 and of 3";
   return c;
 }
 
@@ -169,8 +187,22 @@ std::vector<RooflinePoint> roofline_points(const RunReport& r, const Ceilings& c
     p.layer = s.layers.front();
     p.name = s.name;
     p.kind = to_string(r.topology.at(static_cast<size_t>(p.layer)).kind);
+    // Bytes a step must move: its layers' weights, the inputs it reads from outside itself and the last
+    // layer's output. A fused step's inner tensors never reach memory, so summing each layer's own traffic
+    // would overstate the step's bytes and place it left of where it runs (above the roof).
+    auto produced_inside = [&s](int input) {
+      return std::find(s.layers.begin(), s.layers.end(), input) != s.layers.end();
+    };
     for (int l : s.layers) {
+      const Layer& layer = r.topology.at(static_cast<size_t>(l));
       const LayerStats& st = r.layer_stats.at(static_cast<size_t>(l));
+      const double weights = 4.0 * static_cast<double>(st.params);
+      // The layer's own figure is inputs + weights + output; keep the inputs that come from outside the step.
+      double read = static_cast<double>(st.bytes) - static_cast<double>(st.activation_bytes) - weights;
+      for (int in : layer.inputs)
+        if (in != kNetworkInput && produced_inside(in))
+          read -= static_cast<double>(r.layer_stats.at(static_cast<size_t>(in)).activation_bytes);
+      p.bytes += read + weights + (l == s.layers.back() ? static_cast<double>(st.activation_bytes) : 0.0);
       switch (r.topology.at(static_cast<size_t>(l)).kind) {
         case LayerKind::Conv2d:
         case LayerKind::Linear:
@@ -183,7 +215,6 @@ std::vector<RooflinePoint> roofline_points(const RunReport& r, const Ceilings& c
         default:
           p.flops += static_cast<double>(st.macs);
       }
-      p.bytes += static_cast<double>(st.bytes);
     }
     if (!(p.flops > 0) || !(p.bytes > 0)) continue;
     p.intensity = p.flops / p.bytes;

@@ -24,7 +24,12 @@ TEST_F(StudiesGpu, DriverSeesAtLeastWhatTheCudnnBackendAccounts) {
   const MemoryStudy s = memory_study(m, "cudnn", PrepareConfig{32, 224, 224, Precision::fp32});
   ASSERT_GE(s.held.device_used_before_bytes, 0);
   EXPECT_GT(s.held.device_total_bytes, s.held.device_used_peak_bytes);
-  EXPECT_EQ(s.held.weight_bytes, s.model_weight_bytes) << "every weight on the device once";
+  // Every weight on the device once; the cudnn backend starts each weight and bias tensor on a 256-byte
+  // boundary (cudaMalloc's alignment), so the arena holds up to 255 bytes more per tensor.
+  int64_t tensors = 0;
+  for (const Layer& l : m.layers) tensors += (l.weight.empty() ? 0 : 1) + (l.bias.empty() ? 0 : 1);
+  EXPECT_GE(s.held.weight_bytes, s.model_weight_bytes);
+  EXPECT_LT(s.held.weight_bytes - s.model_weight_bytes, 256 * tensors) << tensors << " weight tensors";
   // Allocations round up and library handles take memory of their own: the driver sees more, never much
   // less (another process freeing memory meanwhile would be the only way, on a shared GPU).
   EXPECT_GE(s.held.driver_held_bytes(), s.held.total() * 9 / 10)

@@ -285,6 +285,12 @@ class MainWindowTest : public QObject {
     m_window->graphPage()->setColorBy(NetworkGraphView::ColorBy::Error);
     QVERIFY(m_window->graphPage()->view()->legendText().contains(QStringLiteral("rel L2")));
     m_window->graphPage()->setColorBy(NetworkGraphView::ColorBy::Time);
+    // A second diff joins the first in the list (this crashed once: the page read a moved-from source).
+    const int before = diffs->sourceCount();
+    m_window->computeDiff(QStringLiteral("cpu"), QStringLiteral("cpu"));
+    QVERIFY(finished.wait(kTimeoutMs));
+    QCOMPARE(diffs->sourceCount(), before + 1);
+    QVERIFY(diffs->currentDiff());
   }
 
   void badImageShowsAnErrorAndTheAppKeepsWorking() {

@@ -275,6 +275,35 @@ TEST(Roofline, PointsFollowTheModelAnalysisAndTheRidge) {
   EXPECT_TRUE(points[1].memory_bound);  // 2 FLOP per 8 bytes
 }
 
+TEST(Roofline, AFusedStepMovesOnlyWhatCrossesItsBoundary) {
+  // The cpu report, re-cut as a backend that fuses each Conv2d with its ReLU6: the fused step reads the
+  // conv's input and weights and writes the ReLU6's output, never the tensor between them.
+  const Model m = builtin_mobilenet_v2();
+  ProfileConfig pc;
+  pc.backend = "cpu";
+  pc.height = pc.width = 64;
+  pc.warmup = 0;
+  pc.iters = 1;
+  RunReport r = profile(m, pc);
+  ASSERT_EQ(r.topology[0].kind, LayerKind::Conv2d);
+  ASSERT_EQ(r.topology[1].kind, LayerKind::ReLU6);
+  r.steps[0].layers = {0, 1};
+  r.steps.erase(r.steps.begin() + 1);
+  Ceilings c;
+  c.bandwidth_gb_s = 10;
+  c.gflop_s = 100;
+  const auto points = roofline_points(r, c);
+  const LayerStats& conv = r.layer_stats[0];
+  const LayerStats& relu = r.layer_stats[1];
+  const double input = static_cast<double>(conv.bytes - conv.activation_bytes) - 4.0 * conv.params;
+  ASSERT_FALSE(points.empty());
+  EXPECT_EQ(points[0].step, 0);
+  EXPECT_DOUBLE_EQ(points[0].flops, 2.0 * conv.macs + 2.0 * relu.output.numel());
+  EXPECT_DOUBLE_EQ(points[0].intensity,
+                   points[0].flops / (input + 4.0 * conv.params + static_cast<double>(relu.activation_bytes)));
+  EXPECT_LT(input + 4.0 * conv.params + relu.activation_bytes, static_cast<double>(conv.bytes + relu.bytes));
+}
+
 TEST(Roofline, CpuCeilingsAreCachedPerDevice) {
   TempDir d;
   ASSERT_EQ(setenv("MNV2_CACHE_DIR", d.path().c_str(), 1), 0);

@@ -584,7 +584,10 @@ void MainWindow::onDiffed(const DiffResult& result) {
                      QStringLiteral("computed-%1").arg(++m_diffCount),
                      std::make_shared<const mnv2::DiffReport>(result.diff), topology,
                      m_model ? m_model->numClasses : 0});
-  m_diffs->setSources(sources.front().origin, std::move(sources), true);
+  // The origin is copied first: the order in which arguments are evaluated is unspecified, and moving
+  // `sources` into the parameter before reading sources.front() read a destroyed element (a crash).
+  const QString origin = sources.front().origin;
+  m_diffs->setSources(origin, std::move(sources), true);
   m_settings->setStatus(QStringLiteral("diff done"));
   m_tabs->setCurrentWidget(m_diffs);
   Q_EMIT runFinished(true);
