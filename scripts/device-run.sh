@@ -4,10 +4,10 @@
 # In one call: every GPU test, profiles of the GPU backends with both timers, cross-backend comparisons on
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
-# MNV2_DEVICE_SECTIONS picks parts (comma list of base, cuda, app; default all), e.g. for a kernel iteration:
+# MNV2_DEVICE_SECTIONS picks parts (comma list of base, cuda, ncu, app; default all), e.g. for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
-sections=",${MNV2_DEVICE_SECTIONS:-base,cuda,app},"
+sections=",${MNV2_DEVICE_SECTIONS:-base,cuda,ncu,app},"
 want() { [[ $sections == *",$1,"* ]]; }
 out=${OUT:-/tmp/mnv2-device-out}
 mkdir -p "$out"
@@ -106,6 +106,11 @@ for img in cat grace_hopper; do
   TAIL=8 run "compare_cuda_$img" ./bin/mnv2 compare --backends cpu,cudnn,cuda --tensor "shared/golden/$img.input.f32" \
     --timing cupti --warmup 5 --iters 30 --json "$work/compare_cuda_${img}.json"
 done
+MNV2_CUDA_VARIANT=baseline TAIL=8 run bench_cuda_baseline ./bin/mnv2 bench --backends cuda --batch 1,64 --warmup 5 \
+  --iters 30 --json "$work/bench_cuda_baseline.json"
+fi
+
+if want ncu; then
 # The Nsight Compute hand-off: the command mnv2 prints for one layer, run as printed (where ncu is installed).
 ncu_check() {
   local cmd ncu
@@ -113,11 +118,14 @@ ncu_check() {
   echo "printed: $cmd"
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   [[ -n $ncu && -n $cmd ]] || { echo "ncu not installed here (or no command printed): not run"; return 0; }
-  (cd /tmp && PATH=$(dirname "$ncu"):$PATH timeout 240 bash -c "${cmd/--set full/--set basic} --print-summary per-kernel")
+  # As printed, with the lighter "basic" section set; then what the report file holds, per kernel.
+  cmd=${cmd/--set full/--set basic}
+  local rep
+  rep=$(sed -n 's/.* -o \([^ ]*\) .*/\1/p' <<<"$cmd")
+  (cd /tmp && PATH=$(dirname "$ncu"):$PATH timeout 240 bash -c "$cmd") || return
+  "$ncu" --import "/tmp/$rep.ncu-rep" --print-summary per-kernel | head -60
 }
 TAIL=20 run ncu_command ncu_check
-MNV2_CUDA_VARIANT=baseline TAIL=8 run bench_cuda_baseline ./bin/mnv2 bench --backends cuda --batch 1,64 --warmup 5 \
-  --iters 30 --json "$work/bench_cuda_baseline.json"
 fi
 
 # ---- the desktop app, live (when the bundle has it: MNV2_DEVICE_APP=1 bash scripts/device-bundle.sh) ------

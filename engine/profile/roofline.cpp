@@ -86,8 +86,9 @@ Ceilings calibrate_cpu() {
       const int t = omp_get_thread_num(), team = omp_get_num_threads();
       const int first = n * t / team, rows = n * (t + 1) / team - first;
       if (rows > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n, n, 1.0f, a.data() + size_t{first} * n, n,
-                    b.data(), n, 0.0f, out.data() + size_t{first} * n, n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n, n, 1.0f,
+                    a.data() + static_cast<size_t>(first) * n, n, b.data(), n, 0.0f,
+                    out.data() + static_cast<size_t>(first) * n, n);
     }
   });
   openblas_set_num_threads(saved_blas_threads);
