@@ -9,7 +9,6 @@
 // graph's nodes are tied to steps at capture time, so a CUPTI observer can time steps inside replays too
 // (RunOptions::graph_replay); cudaEvent per-step timing is refused there.
 #include <cuda_runtime_api.h>
-#include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
 #include <cmath>
@@ -27,6 +26,7 @@
 #include "backends/cudnn/cuda_check.h"  // MNV2_CHECK_CUDA / MNV2_CHECK_LOG, shared with the cudnn backend
 #include "backends/cudnn/raii.h"        // stream, device and pinned buffers, Owned<> handles
 #include "backends/layer_checks.h"      // malformed_reason, layer_label: the checks every backend shares
+#include "backends/nvtx_range.h"
 #include "kernels/common.cuh"
 #include "kernels/depthwise_conv.cuh"
 #include "kernels/direct_conv.cuh"
@@ -183,15 +183,6 @@ int checked_int(int64_t v, const std::string& what) {
   if (v < 0 || v > 0x7fffffff) throw Error(what + " (" + std::to_string(v) + ") exceeds the kernels' 32-bit range");
   return static_cast<int>(v);
 }
-
-// Marks a step for Nsight Systems and other NVTX tools; popped on every path out of the step.
-class NvtxRange {
- public:
-  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
-  ~NvtxRange() { nvtxRangePop(); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
 
 // A layer's output on the device (or the network input). Fused-away layers have none (data == nullptr).
 struct Value {

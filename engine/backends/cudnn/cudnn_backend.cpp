@@ -7,7 +7,6 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
-#include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
 #include <climits>
@@ -24,6 +23,7 @@
 #include "backends/cudnn/cuda_check.h"
 #include "backends/cudnn/raii.h"
 #include "backends/layer_checks.h"
+#include "backends/nvtx_range.h"
 #include "mnv2/backend.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
@@ -179,15 +179,6 @@ class ArenaPlan {
 };
 
 void* at_offset(const DeviceBuffer& buffer, size_t offset) { return static_cast<char*>(buffer.get()) + offset; }
-
-// Marks a step for Nsight Systems and other NVTX tools; popped on every path out of the step.
-class NvtxRange {
- public:
-  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
-  ~NvtxRange() { nvtxRangePop(); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
 
 // One execution step: one topology layer, its operands and cuDNN descriptors.
 struct Step {
