@@ -66,7 +66,8 @@ commands:
   eval      --images DIR [--list FILE] [--model F] [--labels F] [--backend B] [--batch N] [--threads T]
             [--json F]                          top-1/top-5 accuracy over labelled images: FILE has
                                                 'FILENAME LABEL-INDEX' lines, else DIR has one sub-folder
-                                                per class (named by index or class name)
+                                                per class (named by index or class name); a .f32 file is
+                                                one image already preprocessed (the --tensor format)
   compare   --backends cpu,cudnn[,cuda] [same options as profile]
                                                 profiles each backend, prints them side by side with
                                                 each layer's output error against the first backend
@@ -74,6 +75,9 @@ commands:
 The model is --model F, else $MNV2_MODEL, else a weights/ folder next to the program; with none, a
 built-in MobileNetV2 with synthetic weights runs (timing only: its predictions are meaningless).
 --tensor F: raw little-endian float32 NCHW, a whole number of 3xHxW images (default 224x224).
+--precision fp32|tf32|fp16 (classify, bench, profile, roofline, memory, eval, compare): the arithmetic of
+the GPU backends (default fp32; 'mnv2 info' lists what each backend supports). A reduced mode is judged
+against the cpu reference, which stays fp32.
 )";
 
 // Command-line arguments after the command word: --flag value pairs, boolean flags and positionals.
@@ -232,6 +236,10 @@ int cmd_info(int argc, char** argv) {
     bj.set("description", b->description());
     bj.set("available", a.available);
     if (!a.available) bj.set("reason", a.reason);
+    json::Array precisions;
+    for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16})
+      if (b->supports(p)) precisions.emplace_back(to_string(p));
+    bj.set("precisions", json::Value(precisions));
     backends.push_back(bj);
   }
   j.set("backends", json::Value(backends));
@@ -265,6 +273,8 @@ int cmd_info(int argc, char** argv) {
     std::cout << "  " << b.at("name").as_string() << ": " << (b.at("available").as_bool() ? "available" : "unavailable")
               << " — " << b.at("description").as_string();
     if (const json::Value* r = b.find("reason")) std::cout << " (" << r->as_string() << ")";
+    std::cout << "; precision";
+    for (const auto& p : b.at("precisions").as_array()) std::cout << " " << p.as_string();
     std::cout << "\n";
   }
   if (loc.path.empty()) {

@@ -106,9 +106,20 @@ std::vector<EvalItem> scan_class_folders(const std::string& dir, const std::vect
   return items;
 }
 
+bool is_tensor_file(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".f32";
+}
+
 ImageLoader default_image_loader(const Preprocess& preprocess_config) {
-  return
-      [preprocess_config](const std::string& path) { return preprocess(decode_image_file(path), preprocess_config); };
+  return [preprocess_config](const std::string& path) {
+    if (!is_tensor_file(path)) return preprocess(decode_image_file(path), preprocess_config);
+    Tensor t = read_tensor_file(path, Shape{1, 3, preprocess_config.crop, preprocess_config.crop});
+    if (t.shape.n != 1)
+      throw Error(path + ": holds " + std::to_string(t.shape.n) + " preprocessed images; an eval set takes one per file");
+    return t;
+  };
 }
 
 namespace {

@@ -49,6 +49,13 @@ TEST(Cli, InfoJson) {
   for (const auto& b : j.at("backends").as_array()) {
     const std::string name = b.at("name").as_string();
     if (name == "cpu") cpu_available = b.at("available").as_bool();
+    std::vector<std::string> precisions;
+    for (const auto& p : b.at("precisions").as_array()) precisions.push_back(p.as_string());
+    ASSERT_FALSE(precisions.empty()) << name;
+    EXPECT_EQ(precisions.front(), "fp32") << name;  // every backend runs fp32
+    if (name == "cpu") EXPECT_EQ(precisions.size(), 1u);
+    const bool built = b.at("description").as_string().find("(not built)") == std::string::npos;
+    if (name == "cudnn" && built) EXPECT_EQ(precisions, (std::vector<std::string>{"fp32", "tf32", "fp16"}));
     if (name != "cpu" && !have_gpu()) {
       EXPECT_FALSE(b.at("available").as_bool()) << name;
       EXPECT_FALSE(b.at("reason").as_string().empty()) << name;

@@ -60,6 +60,25 @@ TEST(CliEval, ListFileWithAWrongLabelAndAnUnreadableImage) {
   EXPECT_NE(r.out.find("skipped (1):\n  " + d.file("broken.jpg")), std::string::npos) << r.out;
 }
 
+// The golden inputs (.f32, already preprocessed) as the set: how a machine without image codecs (the GPU
+// machine) evaluates. A file holding two images is skipped with the reason.
+TEST(CliEval, PreprocessedTensorFilesAsTheSet) {
+  TempDir d;
+  std::string list;
+  for (const auto& name : golden_image_names())
+    list += shared_path("golden/" + name + ".input.f32") + " " + std::to_string(read_golden(name).top5.front()) + "\n";
+  const std::string one = read_file(shared_path("golden/cat.input.f32"));
+  write_file(d.file("two.F32"), one + one);
+  list += d.file("two.F32") + " 286\n";
+  write_file(d.file("list.txt"), list);
+  auto r = run_cli({"eval", "--model", main_model_path(), "--images", d.path(), "--list", d.file("list.txt"),
+                    "--batch", "3"});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("top-1 100.00% (5/5), top-5 100.00% (5/5)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped (1):\n  " + d.file("two.F32") + ": holds 2 preprocessed images"), std::string::npos)
+      << r.out;
+}
+
 TEST(CliEval, BadInputIsNamed) {
   TempDir d;
   auto missing = run_cli({"eval", "--model", main_model_path(), "--images", d.file("nope")});

@@ -62,8 +62,11 @@ struct EvalResult {
 };
 
 // Turns a file into one preprocessed 1xCxHxW tensor of the model's input size; throws Error naming the
-// file. The default decodes with decode_image_file() and preprocess(); the app passes its own decoder.
+// file. The default decodes with decode_image_file() and preprocess(), except that a ".f32" file is taken
+// as one image already preprocessed (raw float32 NCHW 1x3xCROPxCROP, the --tensor format): a set decoded on
+// one machine evaluates on another without image codecs (the GPU machine). The app passes its own decoder.
 using ImageLoader = std::function<Tensor(const std::string& path)>;
+bool is_tensor_file(const std::string& path);  // a ".f32" name, any case
 ImageLoader default_image_loader(const Preprocess& preprocess);
 
 // (images done, images total); returning false cancels (throws Error "cancelled").
