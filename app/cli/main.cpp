@@ -460,7 +460,7 @@ int cmd_classify(int argc, char** argv) {
       results.push_back(r);
     } else {
       print_warnings(std::cout, m.model);
-      std::cout << names[static_cast<size_t>(i)] << "  [backend " << backend_name << "]\n";
+      std::cout << names[static_cast<size_t>(i)] << "  [backend " << backend_name << ", " << to_string(precision) << "]\n";
       for (int k = 0; k < top && k < static_cast<int>(preds.size()); ++k) {
         char line[512];
         std::snprintf(line, sizeof line, "  %2d. %4d  %6.2f%%  %s\n", k + 1, preds[k].index, preds[k].prob * 100.0,
@@ -520,7 +520,8 @@ int cmd_bench(int argc, char** argv) {
   std::string sizes_text;
   for (const auto& [h, w] : sweep.sizes) sizes_text += (sizes_text.empty() ? "" : ", ") + std::to_string(h) + "x" + std::to_string(w);
   print_warnings(std::cout, m.model);
-  std::cout << "model: " << m.model.source << "; input " << sizes_text << "; " << warmup << " warm-up + " << iters
+  std::cout << "model: " << m.model.source << "; input " << sizes_text << "; precision " << to_string(precision) << "; "
+            << warmup << " warm-up + " << iters
             << " timed runs.\n  end to end: host = wall time per run (input upload .. logits download,"
                " synchronised), images/s from its median; gpu = cudaEvent pair on the stream around the same run;"
                " x_cudnn = cudnn's gpu median / this gpu median, same batch\n  device-resident (dev): the network"
@@ -691,8 +692,8 @@ int cmd_eval(int argc, char** argv) {
 
   auto name = [&](int i) { return i >= 0 && i < static_cast<int>(labels.size()) ? labels[static_cast<size_t>(i)] : ""; };
   print_warnings(std::cout, m.model);
-  std::printf("model %s; backend %s (%s); batch %d; %d loader threads, at most %d batches ahead\n",
-              m.model.source.c_str(), cfg.backend.c_str(), r.backend_description.c_str(), cfg.batch,
+  std::printf("model %s; backend %s (%s); precision %s; batch %d; %d loader threads, at most %d batches ahead\n",
+              m.model.source.c_str(), cfg.backend.c_str(), r.backend_description.c_str(), to_string(cfg.precision), cfg.batch,
               r.config.loader_threads, r.config.queue_batches);
   std::printf("%d images from %s (%s), %zu skipped as unreadable\n", r.images, images_dir->c_str(),
               args.get("--list") ? ("list " + *args.get("--list")).c_str() : "one sub-folder per class", r.skipped.size());
