@@ -270,11 +270,11 @@ int cmd_info(int argc, char** argv) {
               << d.multiprocessors << " SMs, " << (d.memory_bytes >> 20) << " MiB\n";
   std::cout << "backends:\n";
   for (const auto& b : backends) {
-    std::cout << "  " << b.at("name").as_string() << ": " << (b.at("available").as_bool() ? "available" : "unavailable")
-              << " — " << b.at("description").as_string();
+    std::cout << "  " << b.string_at("name") << ": " << (b.bool_at("available") ? "available" : "unavailable")
+              << " — " << b.string_at("description");
     if (const json::Value* r = b.find("reason")) std::cout << " (" << r->as_string() << ")";
     std::cout << "; precision";
-    for (const auto& p : b.at("precisions").as_array()) std::cout << " " << p.as_string();
+    for (const auto& p : b.array_at("precisions")) std::cout << " " << p.as_string();
     std::cout << "\n";
   }
   if (loc.path.empty()) {

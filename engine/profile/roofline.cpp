@@ -133,11 +133,11 @@ json::Value ceilings_json(const Ceilings& c) {
 
 Ceilings ceilings_from_json(const json::Value& j) {
   Ceilings c;
-  c.device = j.at("device").as_string();
-  c.key = j.at("key").as_string();
-  c.bandwidth_gb_s = j.at("bandwidth_gb_s").as_number();
-  c.gflop_s = j.at("gflop_s").as_number();
-  c.method = j.at("method").as_string();
+  c.device = j.string_at("device");
+  c.key = j.string_at("key");
+  c.bandwidth_gb_s = j.number_at("bandwidth_gb_s");
+  c.gflop_s = j.number_at("gflop_s");
+  c.method = j.string_at("method");
   if (!(c.bandwidth_gb_s > 0) || !(c.gflop_s > 0)) throw Error("ceilings must be positive");
   return c;
 }

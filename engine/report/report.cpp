@@ -57,7 +57,12 @@ std::string one_line(const std::string& s) {
 
 // Integers of the report that the program keeps as int: a larger value is refused, never wrapped.
 int int_from(const json::Value& v, const char* what) {
-  const int64_t x = v.as_int();
+  int64_t x = 0;
+  try {
+    x = v.as_int();
+  } catch (const Error& e) {
+    throw Error(json::named_error(what, e.what()));
+  }
   if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
     throw Error(std::string(what) + " " + std::to_string(x) + " is out of range");
   return static_cast<int>(x);
@@ -65,7 +70,12 @@ int int_from(const json::Value& v, const char* what) {
 
 // Clip bounds are floats; a double beyond float's range cannot be converted (undefined behaviour).
 float float_from(const json::Value& v, const char* what) {
-  const double x = v.as_number();
+  double x = 0;
+  try {
+    x = v.as_number();
+  } catch (const Error& e) {
+    throw Error(json::named_error(what, e.what()));
+  }
   if (std::fabs(x) > std::numeric_limits<float>::max()) throw Error(std::string(what) + " is out of range");
   return static_cast<float>(x);
 }
@@ -83,7 +93,7 @@ json::Value summary_json(const Summary& s, const std::string& unit) {
 
 Summary summary_from(const json::Value& j, const std::string& unit) {
   Summary s;
-  s.n = j.at("n").as_int();
+  s.n = j.int_at("n");
   s.median = j.at("median_" + unit).as_number();
   s.mean = j.at("mean_" + unit).as_number();
   s.min = j.at("min_" + unit).as_number();
@@ -93,7 +103,7 @@ Summary summary_from(const json::Value& j, const std::string& unit) {
   s.p90 = j.at("p90_" + unit).as_number();
   s.p95 = j.at("p95_" + unit).as_number();
   s.p99 = j.at("p99_" + unit).as_number();
-  s.cv = j.at("cv").as_number();
+  s.cv = j.number_at("cv");
   return s;
 }
 
@@ -108,14 +118,14 @@ json::Value error_json(const ErrorStats& e) {
 
 ErrorStats error_from(const json::Value& j) {
   ErrorStats e;
-  e.finite = j.at("finite").as_bool();
+  e.finite = j.bool_at("finite");
   auto num = [&](const char* k) {
     const json::Value& v = j.at(k);
     return v.is_null() ? std::numeric_limits<double>::infinity() : v.as_number();
   };
   e.max_abs = num("max_abs");
   e.rel_l2 = num("rel_l2");
-  e.cosine = j.at("cosine").is_null() ? std::nan("") : j.at("cosine").as_number();
+  e.cosine = j.at("cosine").is_null() ? std::nan("") : j.number_at("cosine");
   return e;
 }
 
@@ -177,9 +187,9 @@ json::Value memory_json(const MemoryReport& m) {
 
 MemoryReport memory_from_json(const json::Value& mem) {
   MemoryReport m;
-  m.weight_bytes = mem.at("weight_bytes").as_int();
-  m.activation_bytes = mem.at("activation_bytes").as_int();
-  m.workspace_bytes = mem.at("workspace_bytes").as_int();
+  m.weight_bytes = mem.int_at("weight_bytes");
+  m.activation_bytes = mem.int_at("activation_bytes");
+  m.workspace_bytes = mem.int_at("workspace_bytes");
   // Absent in reports written before the memory report.
   if (const json::Value* v = mem.find("tensors")) m.tensors = static_cast<int>(v->as_int());
   if (const json::Value* v = mem.find("device_used_before_bytes")) m.device_used_before_bytes = v->as_int();
@@ -421,77 +431,77 @@ RunReport report_from(const json::Value& j) {
   if (r.schema_version > kReportSchemaVersion)
     throw Error("report schema version " + std::to_string(r.schema_version) + " is newer than this program reads (" +
                 std::to_string(kReportSchemaVersion) + ")");
-  r.run_id = m.at("run_id").as_string();
-  r.backend = m.at("backend").as_string();
-  r.backend_description = m.at("backend_description").as_string();
+  r.run_id = m.string_at("run_id");
+  r.backend = m.string_at("backend");
+  r.backend_description = m.string_at("backend_description");
   r.config.backend = r.backend;
-  r.config.precision = parse_precision(m.at("precision").as_string());
-  r.timer = m.at("timer").as_string();
+  r.config.precision = parse_precision(m.string_at("precision"));
+  r.timer = m.string_at("timer");
   r.config.timer = timer_from(r.timer);
   r.config.batch = int_from(m.at("batch"), "batch");
   r.config.height = int_from(m.at("input_height"), "input_height");
   r.config.width = int_from(m.at("input_width"), "input_width");
   r.config.warmup = int_from(m.at("warmup"), "warmup");
   r.config.iters = int_from(m.at("iterations"), "iterations");
-  r.config.input_name = m.at("input").as_string();
-  r.device = m.at("device").as_string();
+  r.config.input_name = m.string_at("input");
+  r.device = m.string_at("device");
   r.sm_clock_mhz_start = int_from(m.at("sm_clock_mhz_start"), "sm_clock_mhz_start");
   r.sm_clock_mhz_end = int_from(m.at("sm_clock_mhz_end"), "sm_clock_mhz_end");
-  r.driver = m.at("driver").as_string();
-  r.cuda_runtime = m.at("cuda_runtime").as_string();
-  r.cudnn = m.at("cudnn").as_string();
-  r.date = m.at("date").as_string();
-  r.commit = m.at("commit").as_string();
+  r.driver = m.string_at("driver");
+  r.cuda_runtime = m.string_at("cuda_runtime");
+  r.cudnn = m.string_at("cudnn");
+  r.date = m.string_at("date");
+  r.commit = m.string_at("commit");
   if (const json::Value* e = m.find("execution")) r.execution = e->as_string();  // absent in older reports
   r.config.graph_replay = r.execution == "graph replay";
-  r.model_source = m.at("model").as_string();
-  r.model_checksum = m.at("model_checksum").as_string();
-  r.model_synthetic = m.at("model_synthetic").as_bool();
-  r.input_checksum = m.at("input_checksum").as_string();
+  r.model_source = m.string_at("model");
+  r.model_checksum = m.string_at("model_checksum");
+  r.model_synthetic = m.bool_at("model_synthetic");
+  r.input_checksum = m.string_at("input_checksum");
 
   r.memory = memory_from_json(j.at("memory"));
 
   const json::Value& e2e = j.at("end_to_end");
   r.end_to_end.host_ms = summary_from(e2e.at("host"), "ms");
   if (const json::Value* g = e2e.find("gpu")) r.end_to_end.gpu_ms = summary_from(*g, "ms");
-  r.end_to_end.images_per_s = e2e.at("images_per_s").as_number();
-  r.sum_of_steps_ms = e2e.at("sum_of_layer_medians_ms").as_number();
-  r.gap_ms = e2e.at("gap_ms").as_number();
+  r.end_to_end.images_per_s = e2e.number_at("images_per_s");
+  r.sum_of_steps_ms = e2e.number_at("sum_of_layer_medians_ms");
+  r.gap_ms = e2e.number_at("gap_ms");
 
-  const auto& steps = j.at("steps").as_array();
+  const auto& steps = j.array_at("steps");
   for (const auto& sj : steps) {
     StepProfile p;
     p.step = int_from(sj.at("step"), "step");
     if (p.step != static_cast<int>(r.steps.size())) throw Error("steps out of order");
-    p.name = sj.at("name").as_string();
+    p.name = sj.string_at("name");
     p.layers = ints_from(sj.at("layers"));
     if (p.layers.empty()) throw Error("step " + std::to_string(p.step) + " covers no layer");
-    p.variant = sj.at("variant").as_string();
+    p.variant = sj.string_at("variant");
     p.time_ns = summary_from(sj.at("time"), "ns");
     if (const json::Value* e = sj.find("event_time")) p.event_ns = summary_from(*e, "ns");
-    p.timers_disagree = sj.at("timers_disagree").as_bool();
+    p.timers_disagree = sj.bool_at("timers_disagree");
     p.kernel_names = strings_from(sj.at("kernel_names"));
-    p.kernels_per_iter = sj.at("kernels_per_iteration").as_number();
-    p.grid = sj.at("grid").as_string();
-    p.block = sj.at("block").as_string();
-    p.macs = sj.at("macs").as_int();
-    p.bytes = sj.at("bytes").as_int();
-    p.gflops = sj.at("gflop_s").as_number();
-    p.gbytes_per_s = sj.at("gbytes_s").as_number();
-    p.share = sj.at("share").as_number();
+    p.kernels_per_iter = sj.number_at("kernels_per_iteration");
+    p.grid = sj.string_at("grid");
+    p.block = sj.string_at("block");
+    p.macs = sj.int_at("macs");
+    p.bytes = sj.int_at("bytes");
+    p.gflops = sj.number_at("gflop_s");
+    p.gbytes_per_s = sj.number_at("gbytes_s");
+    p.share = sj.number_at("share");
     r.steps.push_back(std::move(p));
   }
 
-  const auto& layers = j.at("layers").as_array();
+  const auto& layers = j.array_at("layers");
   for (const auto& lj : layers) {
     Layer l;
     l.index = int_from(lj.at("index"), "layer index");
     if (l.index != static_cast<int>(r.topology.size())) throw Error("layers out of order");
-    l.kind = kind_from(lj.at("kind").as_string());
-    l.name = lj.at("name").as_string();
-    l.source_name = lj.at("source_name").as_string();
+    l.kind = kind_from(lj.string_at("kind"));
+    l.name = lj.string_at("name");
+    l.source_name = lj.string_at("source_name");
     l.block = int_from(lj.at("block"), "block");
-    l.block_name = lj.at("block_name").as_string();
+    l.block_name = lj.string_at("block_name");
     l.inputs = ints_from(lj.at("inputs"));
     if (const json::Value* c = lj.find("conv")) {
       std::vector<int> v = ints_from(*c);
@@ -508,19 +518,19 @@ RunReport report_from(const json::Value& j) {
     if (const json::Value* c = lj.find("clip_max"))
       l.clip_max = c->is_null() ? std::numeric_limits<float>::infinity() : float_from(*c, "clip_max");
     LayerStats st;
-    const auto& shape = lj.at("output_shape").as_array();
+    const auto& shape = lj.array_at("output_shape");
     if (shape.size() != 4) throw Error("layer " + std::to_string(l.index) + ": output_shape needs 4 values");
     st.output = Shape{shape[0].as_int(), shape[1].as_int(), shape[2].as_int(), shape[3].as_int()};
-    st.params = lj.at("params").as_int();
-    st.macs = lj.at("macs").as_int();
-    st.activation_bytes = lj.at("activation_bytes").as_int();
-    st.bytes = lj.at("bytes").as_int();
+    st.params = lj.int_at("params");
+    st.macs = lj.int_at("macs");
+    st.activation_bytes = lj.int_at("activation_bytes");
+    st.bytes = lj.int_at("bytes");
     LayerProfile lp;
     lp.layer = l.index;
     lp.step = int_from(lj.at("step"), "step");
     if (lp.step < 0 || lp.step >= static_cast<int>(r.steps.size()))
       throw Error("layer " + std::to_string(l.index) + " names step " + std::to_string(lp.step) + ", which is absent");
-    lp.fused_group = lj.at("fused_group").as_string();
+    lp.fused_group = lj.string_at("fused_group");
     r.topology.push_back(std::move(l));
     r.layer_stats.push_back(st);
     r.layers.push_back(lp);
@@ -534,10 +544,10 @@ RunReport report_from(const json::Value& j) {
     std::vector<GroupTotal> out;
     for (const auto& gj : a.as_array()) {
       GroupTotal g;
-      g.name = gj.at("name").as_string();
-      g.median_ns = gj.at("median_ns").as_number();
-      g.share = gj.at("share").as_number();
-      g.macs = gj.at("macs").as_int();
+      g.name = gj.string_at("name");
+      g.median_ns = gj.number_at("median_ns");
+      g.share = gj.number_at("share");
+      g.macs = gj.int_at("macs");
       // Absent in reports written before these counts existed (same schema version: they are additions).
       const auto count = [&gj](const char* key) {
         const json::Value* v = gj.find(key);
@@ -559,33 +569,33 @@ RunReport report_from(const json::Value& j) {
   const bool counted = !r.per_kind.empty() && r.per_kind.front().layers > 0;
   if (!counted) compute_group_totals(r);
 
-  for (const auto& kj : j.at("kernel_records").as_array()) {
+  for (const auto& kj : j.array_at("kernel_records")) {
     KernelRecord k;
-    k.name = kj.at("name").as_string();
-    k.kind = kj.at("kind").as_string();
+    k.name = kj.string_at("name");
+    k.kind = kj.string_at("kind");
     k.step = int_from(kj.at("step"), "step");
-    k.start_ns = kj.at("start_ns").as_int();
-    k.end_ns = kj.at("end_ns").as_int();
+    k.start_ns = kj.int_at("start_ns");
+    k.end_ns = kj.int_at("end_ns");
     std::vector<int> g = ints_from(kj.at("grid")), b = ints_from(kj.at("block"));
     if (g.size() != 3 || b.size() != 3) throw Error("kernel record grid/block need 3 values");
     k.grid = {g[0], g[1], g[2]};
     k.block = {b[0], b[1], b[2]};
-    k.bytes = kj.at("bytes").as_int();
+    k.bytes = kj.int_at("bytes");
     r.trace.push_back(std::move(k));
   }
   r.warnings = strings_from(j.at("warnings"));
 
   if (const json::Value* dj = j.find("diff")) {
     DiffReport d;
-    d.backend = dj->at("backend").as_string();
-    d.reference = dj->at("reference").as_string();
+    d.backend = dj->string_at("backend");
+    d.reference = dj->string_at("reference");
     d.logits = error_from(dj->at("logits"));
-    d.top5_agree = dj->at("top5_agree").as_bool();
+    d.top5_agree = dj->bool_at("top5_agree");
     d.top5 = ints_from(dj->at("top5"));
     d.reference_top5 = ints_from(dj->at("reference_top5"));
     d.first_divergent_layer = int_from(dj->at("first_divergent_layer"), "first_divergent_layer");
-    d.threshold = dj->at("threshold_rel_l2").as_number();
-    const auto& compared = dj->at("compared").as_array();
+    d.threshold = dj->number_at("threshold_rel_l2");
+    const auto& compared = dj->array_at("compared");
     if (compared.size() != layers.size()) throw Error("diff covers a different number of layers");
     for (size_t i = 0; i < layers.size(); ++i) {
       LayerDiff ld;
@@ -605,12 +615,12 @@ std::vector<RunReport> reports_from_json(const json::Value& value) {
   const json::Value* schema = value.is_object() ? value.find("schema") : nullptr;
   if (!schema || !schema->is_string() || schema->as_string() != "mnv2.report")
     throw Error("not an mnv2 report (no \"schema\": \"mnv2.report\")");
-  const int64_t version = value.at("schema_version").as_int();
+  const int64_t version = value.int_at("schema_version");
   if (version > kReportSchemaVersion)
     throw Error("report schema version " + std::to_string(version) + " is newer than this program reads (" +
                 std::to_string(kReportSchemaVersion) + "); update mnv2");
   std::vector<RunReport> out;
-  const auto& runs = value.at("runs").as_array();
+  const auto& runs = value.array_at("runs");
   for (size_t i = 0; i < runs.size(); ++i) {
     try {
       out.push_back(report_from(runs[i]));

@@ -341,6 +341,41 @@ const Value& Value::at(const std::string& key) const {
   if (!v) throw Error("json: missing key '" + key + "'");
   return *v;
 }
+namespace {
+// get() on the value at `key`, a type error rethrown naming the key (the missing-key error names it already).
+template <class Get>
+decltype(auto) typed_at(const Value& object, const std::string& key, Get get) {
+  const Value& v = object.at(key);
+  try {
+    return get(v);
+  } catch (const Error& e) {
+    throw Error(named_error(key, e.what()));
+  }
+}
+}  // namespace
+
+bool Value::bool_at(const std::string& key) const {
+  return typed_at(*this, key, [](const Value& v) { return v.as_bool(); });
+}
+double Value::number_at(const std::string& key) const {
+  return typed_at(*this, key, [](const Value& v) { return v.as_number(); });
+}
+int64_t Value::int_at(const std::string& key) const {
+  return typed_at(*this, key, [](const Value& v) { return v.as_int(); });
+}
+const std::string& Value::string_at(const std::string& key) const {
+  return typed_at(*this, key, [](const Value& v) -> const std::string& { return v.as_string(); });
+}
+const Array& Value::array_at(const std::string& key) const {
+  return typed_at(*this, key, [](const Value& v) -> const Array& { return v.as_array(); });
+}
+
+std::string named_error(const std::string& what, const std::string& message) {
+  static const std::string prefix = "json: ";
+  if (message.rfind(prefix, 0) == 0) return prefix + "'" + what + "': " + message.substr(prefix.size());
+  return what + ": " + message;
+}
+
 Value& Value::set(const std::string& key, Value v) {
   if (is_null()) *this = Value(Object{});
   Object& o = as_object();

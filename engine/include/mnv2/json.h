@@ -53,9 +53,20 @@ class Value {
   Value& set(const std::string& key, Value v);  // replaces or appends
   void push(Value v);                           // arrays
 
+  // at(key) and the typed access in one; a wrong type names the key: "json: 'batch': expected an integer".
+  bool bool_at(const std::string& key) const;
+  double number_at(const std::string& key) const;
+  int64_t int_at(const std::string& key) const;
+  const std::string& string_at(const std::string& key) const;
+  const Array& array_at(const std::string& key) const;
+
  private:
   std::variant<std::nullptr_t, bool, double, std::string, std::shared_ptr<Array>, std::shared_ptr<Object>> v_;
 };
+
+// The message of an Error thrown while reading `what` (a key, a field), naming it: "json: expected a
+// number" becomes "json: 'what': expected a number"; any other message gets "what: " in front.
+std::string named_error(const std::string& what, const std::string& message);
 
 // Strict RFC 8259 parse; throws mnv2::Error with the byte offset on malformed input. Nesting depth is
 // limited (512) so hostile input cannot exhaust the stack.
