@@ -796,6 +796,7 @@ ProfileRequest parse_profile_request(const Args& args, bool compare) {
   const std::string exec = args.get_or("--exec", "layers");
   if (exec != "layers" && exec != "graph") throw UsageError("--exec must be layers or graph, got '" + exec + "'");
   c.graph_replay = exec == "graph";
+  c.layers_without_graph = compare;  // compare's list mixes backends: those without a graph run layer by layer
   if (args.get("--image") && args.get("--tensor")) throw UsageError("give --image or --tensor, not both");
   if (args.get("--image") && args.get("--input-size"))
     throw UsageError("--input-size applies to random or --tensor inputs; an image is cropped as the model says");

@@ -195,6 +195,12 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   DeviceMemoryProbe memory_probe(gpu);  // the driver's view of the memory the network takes
   auto net = backend->prepare(model, PrepareConfig{cfg.batch, cfg.height, cfg.width, cfg.precision});
   memory_probe.sample();
+  if (cfg.graph_replay && !net->has_graph()) {
+    if (!cfg.layers_without_graph)
+      throw UsageError("backend '" + r.backend + "' has no CUDA graph to replay: profile it layer by layer");
+    r.warnings.push_back("backend '" + r.backend + "' has no CUDA graph: its layers were profiled one by one");
+    cfg.graph_replay = false;
+  }
   const Tensor input = batch_input(cfg, model.input_channels);
   r.input_checksum = "fnv1a64:" + fnv1a64_hex(input.data.data(), input.data.size() * sizeof(float));
   if (cfg.input_name.empty()) cfg.input_name = cfg.input ? "tensor" : "random(seed=1)";
@@ -227,8 +233,6 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   // layer only: events cannot time steps inside a graph replay).
   const std::vector<ExecStep>& steps = net->steps();
   const int nsteps = static_cast<int>(steps.size());
-  if (cfg.graph_replay && !net->has_graph())
-    throw UsageError("backend '" + r.backend + "' has no CUDA graph to replay: profile it layer by layer");
   if (cfg.graph_replay && cfg.timer != TimerKind::cupti_kernel)
     throw UsageError(
         "per-layer times inside a CUDA graph replay come from CUPTI only (--timing cupti): cudaEvents recorded "

@@ -2,6 +2,7 @@
 // CSV/JSON/trace writing, reading reports back, and refusing malformed or newer reports.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -137,6 +138,23 @@ TEST(Profiler, GraphReplayNeedsABackendWithAGraph) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("graph"), std::string::npos) << e.what();
   }
+}
+
+// compare's setting: a backend without a graph is profiled layer by layer, and its report says so.
+TEST(Profiler, WithoutAGraphLayersRunOneByOneWhenAllowed) {
+  Model model = builtin_mobilenet_v2();
+  ProfileConfig cfg;
+  cfg.height = cfg.width = 64;
+  cfg.warmup = 0;
+  cfg.iters = 1;
+  cfg.graph_replay = true;
+  cfg.layers_without_graph = true;
+  const RunReport r = profile(model, cfg);
+  EXPECT_FALSE(r.config.graph_replay);
+  EXPECT_EQ(r.steps.size(), model.layers.size());
+  EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return w.find("no CUDA graph: its layers were profiled one by one") != std::string::npos;
+  })) << "warnings: " << r.warnings.size();
 }
 
 TEST(Profiler, CancelThrows) {

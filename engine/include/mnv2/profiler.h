@@ -29,6 +29,9 @@ struct ProfileConfig {
   // Per-layer phase: replay the backend's CUDA graph and attribute CUPTI records to steps by graph node
   // (true; needs timer cupti_kernel and a backend with a graph), or run layer by layer (false).
   bool graph_replay = false;
+  // With graph_replay: a backend that has no CUDA graph (cpu, cudnn) is profiled layer by layer, with a
+  // warning in its report, instead of refused (compare, where a list mixes backends).
+  bool layers_without_graph = false;
   // Input: when empty, a deterministic random batch (seed 1). A single image is repeated over the batch.
   std::optional<Tensor> input;
   std::string input_name;  // shown in reports ("cat.input.f32", "random(seed=1)")
