@@ -116,4 +116,20 @@ Precision reference_precision(const std::string& backend, Precision wanted) {
   return make_backend(backend)->supports(wanted) ? wanted : Precision::fp32;
 }
 
+double precision_logits_bound(Precision p) {
+  switch (p) {
+    case Precision::fp32:
+      return 1e-5;
+    case Precision::tf32:
+      return 1e-2;
+    case Precision::fp16:
+      return 2e-2;
+  }
+  return 0.0;
+}
+
+double precision_layer_threshold(Precision p) {
+  return p == Precision::fp32 ? 1e-4 : precision_logits_bound(p);
+}
+
 }  // namespace mnv2

@@ -373,8 +373,9 @@ DiffReport diff_backends(const Model& model, const std::string& backend, const s
   d.backend = backend;
   d.reference = reference;
   // A layer "diverges" past what its arithmetic explains: float32 summation order stays far below 1e-4;
-  // TF32 operands (10-bit mantissa) and fp16 storage round every layer at about 1e-3.
-  d.threshold = config.precision == Precision::fp32 ? 1e-4 : 1e-2;
+  // TF32 operands (10-bit mantissa) and fp16 storage round every layer at about 1e-3, and the threshold is
+  // the mode's stated logits bound (precision_layer_threshold).
+  d.threshold = precision_layer_threshold(config.precision);
   RunOptions keep;
   keep.keep_layer_outputs = true;
   auto run_one = [&](const std::string& name, std::vector<Tensor>& outputs) {

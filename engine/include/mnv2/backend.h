@@ -145,4 +145,13 @@ std::unique_ptr<Backend> make_backend(const std::string& name);  // throws Usage
 // reference stays fp32 when a GPU backend is compared in tf32 or fp16).
 Precision reference_precision(const std::string& backend, Precision wanted);
 
+// The stated error bounds of the precision modes, kept here only: the relative L2 error of the logits
+// against the float64 golden logits or the fp32 cpu reference (fp32 1e-5: only the summation order differs;
+// tf32 1e-2; fp16 2e-2). The GPU tests of every backend check it.
+double precision_logits_bound(Precision p);
+// The per-layer rel L2 past which a diff calls a layer divergent (DiffReport::threshold): 1e-4 in fp32
+// (summation order stays far below it), and in the reduced modes the logits bound itself, so a run within
+// its stated bound never has its logits flagged.
+double precision_layer_threshold(Precision p);
+
 }  // namespace mnv2
