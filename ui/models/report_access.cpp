@@ -87,9 +87,26 @@ std::vector<AlignedSegment> alignReports(const mnv2::RunReport& a, const mnv2::R
   return out;
 }
 
+QString precisionName(mnv2::Precision precision) { return QString::fromLatin1(mnv2::to_string(precision)); }
+
+QString runLabel(const QString& backend, mnv2::Precision precision) {
+  return backend + QLatin1Char(' ') + precisionName(precision);
+}
+
+QString runLabel(const mnv2::RunReport& r) { return runLabel(QString::fromStdString(r.backend), r.config.precision); }
+
+QString diffThresholdText(const mnv2::DiffReport& d, mnv2::Precision precision, mnv2::Precision reference) {
+  // The engine picks the threshold from the precision of the backend under test (DiffReport::threshold).
+  const QString value = QStringLiteral("rel L2 %1").arg(d.threshold, 0, 'g', 2);
+  if (precision == mnv2::Precision::fp32 && reference == mnv2::Precision::fp32)
+    return value + QStringLiteral(" (fp32 against fp32)");
+  return value + QStringLiteral(" (the reduced-precision bound: %1 against %2)")
+                     .arg(precisionName(precision), precisionName(reference));
+}
+
 QString reportSummary(const mnv2::RunReport& r) {
   return QStringLiteral("%1 · %2 · b%3 · %4×%5 · %6")
-      .arg(QString::fromStdString(r.backend), QString::fromStdString(r.device))
+      .arg(runLabel(r), QString::fromStdString(r.device))
       .arg(r.config.batch)
       .arg(r.config.height)
       .arg(r.config.width)

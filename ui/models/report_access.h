@@ -44,7 +44,18 @@ struct AlignedSegment {
 // length. Segments come out in layer order.
 std::vector<AlignedSegment> alignReports(const mnv2::RunReport& a, const mnv2::RunReport& b);
 
-// "cpu · CPU · b1 · 224×224 · host_clock"
+// "fp32", "tf32", "fp16"
+QString precisionName(mnv2::Precision precision);
+// The name of a run wherever one is shown (legends, run lists, table headers, titles): the backend and
+// the arithmetic it ran, "cudnn fp16".
+QString runLabel(const QString& backend, mnv2::Precision precision);
+QString runLabel(const mnv2::RunReport& report);
+// How a diff is judged: "rel L2 0.0001 (fp32 against fp32)" or "rel L2 0.01 (the reduced-precision bound:
+// fp16 against fp32)";
+// `precision` is what the backend under test ran, `reference` what the reference ran.
+QString diffThresholdText(const mnv2::DiffReport& diff, mnv2::Precision precision, mnv2::Precision reference);
+
+// "cpu fp32 · CPU · b1 · 224×224 · host_clock"
 QString reportSummary(const mnv2::RunReport& report);
 QString shapeText(const mnv2::Shape& shape);        // "1×32×112×112"
 QString groupedNumber(qint64 value);                // "3,504,872"

@@ -10,7 +10,7 @@ ReportCatalog::ReportCatalog(QObject* parent) : QAbstractListModel(parent) {}
 QString ReportCatalog::makeLabel(const mnv2::RunReport& r, const QString& origin) {
   const QString where = origin.isEmpty() ? QStringLiteral("current run") : QFileInfo(origin).fileName();
   return QStringLiteral("%1 (%2) — %3 — b%4, %5 iters — %6")
-      .arg(QString::fromStdString(r.backend), QString::fromStdString(r.device), QString::fromStdString(r.timer))
+      .arg(runLabel(r), QString::fromStdString(r.device), QString::fromStdString(r.timer))
       .arg(r.config.batch)
       .arg(r.config.iters)
       .arg(where);

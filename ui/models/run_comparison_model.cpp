@@ -149,8 +149,8 @@ QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
 
 QVariant RunComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal) return {};
-  const QString a = m_a ? QString::fromStdString(m_a->backend) : QStringLiteral("A");
-  const QString b = m_b ? QString::fromStdString(m_b->backend) : QStringLiteral("B");
+  const QString a = m_a ? runLabel(*m_a) : QStringLiteral("A");
+  const QString b = m_b ? runLabel(*m_b) : QStringLiteral("B");
   if (role == Qt::DisplayRole) {
     switch (section) {
       case Index:

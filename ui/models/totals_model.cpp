@@ -83,8 +83,9 @@ QVariant TotalsModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
       if (!g) return QStringLiteral("not in this report");
       if (g->fused_layers > 0)
-        return QStringLiteral("%1 of the %2 layers run fused inside steps counted under another %3; their time is "
-                              "there")
+        return QStringLiteral(
+                   "%1 of the %2 layers run fused inside steps counted under another %3; their time is "
+                   "there")
             .arg(g->fused_layers)
             .arg(g->layers)
             .arg(m_grouping == Grouping::Kind ? QStringLiteral("kind") : QStringLiteral("block"));
@@ -106,8 +107,7 @@ QVariant TotalsModel::headerData(int section, Qt::Orientation orientation, int r
   if (role == Qt::DisplayRole) {
     if (section == 0) return m_grouping == Grouping::Kind ? QStringLiteral("Kind") : QStringLiteral("Block");
     const auto& r = m_reports[static_cast<size_t>((section - 1) / 2)];
-    return QStringLiteral("%1 %2").arg(QString::fromStdString(r->backend),
-                                       (section - 1) % 2 ? QStringLiteral("%") : QStringLiteral("ms"));
+    return QStringLiteral("%1 %2").arg(runLabel(*r), (section - 1) % 2 ? QStringLiteral("%") : QStringLiteral("ms"));
   }
   if (role == Qt::ToolTipRole && section > 0) {
     return QStringLiteral(

@@ -33,6 +33,19 @@ QColor seriesColor(const QString& backend, int index) {
   return others[index % 4];
 }
 
+QColor runColor(const QString& backend, mnv2::Precision precision, int index) {
+  const QColor base = seriesColor(backend, index);
+  switch (precision) {
+    case mnv2::Precision::fp32:
+      return base;
+    case mnv2::Precision::tf32:
+      return base.darker(145);
+    case mnv2::Precision::fp16:
+      return base.lighter(140);
+  }
+  return base;
+}
+
 QSharedPointer<QCPAxisTickerText> blockTicker(const std::vector<mnv2::Layer>& layers) {
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   for (size_t i = 0; i < layers.size();) {

@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 
 #include "models/layer_selection.h"
+#include "models/report_access.h"
 #include "models/report_catalog.h"
 #include "models/run_comparison_model.h"
 
@@ -102,7 +103,10 @@ void ComparisonPage::update() {
     return;
   }
   const double ta = m_model->totalA() / 1e6, tb = m_model->totalB() / 1e6;
-  QString text = QStringLiteral("Sum of layer medians: A %1 ms, B %2 ms").arg(ta, 0, 'f', 3).arg(tb, 0, 'f', 3);
+  QString text = QStringLiteral("A is <b>%1</b>, B is <b>%2</b>. Sum of layer medians: A %3 ms, B %4 ms")
+                     .arg(runLabel(*a).toHtmlEscaped(), runLabel(*b).toHtmlEscaped())
+                     .arg(ta, 0, 'f', 3)
+                     .arg(tb, 0, 'f', 3);
   if (ta > 0 && tb > 0) {
     text += tb < ta ? QStringLiteral(" — B is %1× faster").arg(ta / tb, 0, 'f', 2)
                     : QStringLiteral(" — B is %1× slower").arg(tb / ta, 0, 'f', 2);

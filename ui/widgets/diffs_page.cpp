@@ -37,7 +37,8 @@ DiffsPage::DiffsPage(LayerSelection* selection, QWidget* parent) : QWidget(paren
   m_compute->setObjectName(QStringLiteral("computeDiff"));
   m_compute->setToolTip(
       QStringLiteral("Run both backends on the opened image (else the random input) with every "
-                     "layer output kept, and compare them layer by layer"));
+                     "layer output kept, and compare them layer by layer. The backend runs the precision of the "
+                     "run settings where it can (else fp32); the reference runs fp32 unless it runs that mode too."));
   m_summary = new QLabel(QStringLiteral("No diff yet: press Compare (several backends), compute one here, or open a "
                                         "report made by `mnv2 compare`."),
                          this);
@@ -172,9 +173,9 @@ void DiffsPage::showSource(int index) {
       out << QStringLiteral("%1 %2").arg(i).arg(classLabel(i, s->numClasses).section(QLatin1Char(','), 0, 0));
     return out.join(QStringLiteral(", "));
   };
-  QString text =
-      QStringLiteral("<b>%1</b> against <b>%2</b>: ")
-          .arg(QString::fromStdString(d.backend).toHtmlEscaped(), QString::fromStdString(d.reference).toHtmlEscaped());
+  QString text = QStringLiteral("<b>%1</b> against <b>%2</b>: ")
+                     .arg(runLabel(QString::fromStdString(d.backend), s->precision).toHtmlEscaped(),
+                          runLabel(QString::fromStdString(d.reference), s->referencePrecision).toHtmlEscaped());
   if (d.top5_agree)
     text += QStringLiteral("<span style='color:#1a7f37'><b>top-5 agrees</b></span> (%1)")
                 .arg(names(d.top5).toHtmlEscaped());
@@ -197,6 +198,8 @@ void DiffsPage::showSource(int index) {
   } else {
     text += QStringLiteral("No layer over rel L2 %1.").arg(d.threshold, 0, 'g', 2);
   }
+  text += QStringLiteral("<br>Threshold: %1.")
+              .arg(diffThresholdText(d, s->precision, s->referencePrecision).toHtmlEscaped());
   int compared = 0;
   for (const auto& l : d.layers) compared += l.compared ? 1 : 0;
   if (compared < static_cast<int>(d.layers.size()))
@@ -247,7 +250,11 @@ void DiffsPage::rebuildPlot() {
   thresholdLabel->position->setCoords(0.995, d.threshold);
   thresholdLabel->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
   thresholdLabel->setColor(QColor(180, 40, 40));
-  thresholdLabel->setText(QStringLiteral("threshold %1").arg(d.threshold, 0, 'g', 2));
+  thresholdLabel->setText(QStringLiteral("threshold %1 (%2)")
+                              .arg(d.threshold, 0, 'g', 2)
+                              .arg(s.precision == mnv2::Precision::fp32 && s.referencePrecision == mnv2::Precision::fp32
+                                       ? QStringLiteral("fp32")
+                                       : QStringLiteral("reduced precision: %1").arg(precisionName(s.precision))));
   if (d.first_divergent_layer >= 0) {
     auto* first = new QCPItemStraightLine(m_plot);
     first->setPen(QPen(QColor(220, 40, 40), 2));

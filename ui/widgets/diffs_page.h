@@ -33,6 +33,8 @@ class DiffsPage : public QWidget {
     DiffPtr diff;
     std::vector<mnv2::Layer> topology;
     int numClasses = 0;
+    mnv2::Precision precision = mnv2::Precision::fp32;           // what the backend under test ran
+    mnv2::Precision referencePrecision = mnv2::Precision::fp32;  // what the reference ran
   };
   // Replaces the sources of one origin; shows the first new one when `show`.
   void setSources(const QString& origin, std::vector<Source> sources, bool show);
@@ -46,7 +48,7 @@ class DiffsPage : public QWidget {
   QString summaryText() const;
 
  Q_SIGNALS:
-  void computeRequested(const QString& backend, const QString& reference);
+  void computeRequested(const QString& backend, const QString& reference);  // in the run settings' precision
   void currentDiffChanged(mnv2::ui::DiffPtr diff);
 
  private:

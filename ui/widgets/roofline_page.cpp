@@ -125,7 +125,8 @@ void RooflinePage::setReports(std::vector<ReportPtr> reports) {
   {
     const QSignalBlocker block(m_runs);
     m_runs->clear();
-    for (const ReportPtr& r : m_reports) m_runs->addItem(QString::fromStdString(r->backend + " (" + r->device + ")"));
+    for (const ReportPtr& r : m_reports)
+      m_runs->addItem(QStringLiteral("%1 (%2)").arg(runLabel(*r), QString::fromStdString(r->device)));
   }
   rebuild();
 }
@@ -188,7 +189,7 @@ void RooflinePage::rebuild() {
     g->setProperty("layers", layers);
   }
   QString head = QStringLiteral("%1 on %2, batch %3, %4x%5: %6 steps.")
-                     .arg(QString::fromStdString(r.backend), QString::fromStdString(r.device))
+                     .arg(runLabel(r), QString::fromStdString(r.device))
                      .arg(r.config.batch)
                      .arg(r.config.height)
                      .arg(r.config.width)
@@ -228,8 +229,7 @@ void RooflinePage::rebuild() {
 
   // Memory: per layer from the model analysis, what the backend held from its own account.
   m_memoryHeld->setText(
-      QStringLiteral("Held by %1: %2")
-          .arg(QString::fromStdString(r.backend), QString::fromStdString(mnv2::describe_memory(r.memory))));
+      QStringLiteral("Held by %1: %2").arg(runLabel(r), QString::fromStdString(mnv2::describe_memory(r.memory))));
   const auto layers = mnv2::layer_memory(mnv2::Model{r.topology}, r.layer_stats);
   m_memory->setRowCount(static_cast<int>(layers.size()));
   for (const auto& l : layers) {

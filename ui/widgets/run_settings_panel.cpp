@@ -12,6 +12,9 @@
 #include <QStandardItemModel>
 #include <QVBoxLayout>
 
+#include "models/report_access.h"
+#include "widgets/backend_picker.h"
+
 namespace mnv2::ui {
 
 namespace {
@@ -24,18 +27,18 @@ QSpinBox* spin(QWidget* parent, int lo, int hi, int value, const QString& object
   return s;
 }
 
-QString backendTitle(const QString& name) {
-  if (name == QLatin1String("cpu")) return QStringLiteral("CPU reference (cpu)");
-  if (name == QLatin1String("cuda")) return QStringLiteral("custom CUDA kernels (cuda)");
-  if (name == QLatin1String("cudnn")) return QStringLiteral("cuDNN (cudnn)");
-  return name;
-}
-
 }  // namespace
 
 RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
-  m_backend = new QComboBox(this);
+  m_backend = new BackendCombo(this);
   m_backend->setObjectName(QStringLiteral("backendCombo"));
+  m_precision = new PrecisionCombo(this);
+  m_precision->setObjectName(QStringLiteral("precisionCombo"));
+  m_precisionNote = new QLabel(this);
+  m_precisionNote->setObjectName(QStringLiteral("precisionNote"));
+  m_precisionNote->setWordWrap(true);
+  m_precisionNote->setStyleSheet(QStringLiteral("color: #555;"));
+  m_precisionNote->hide();
   m_timer = new QComboBox(this);
   m_timer->setObjectName(QStringLiteral("timerCombo"));
   m_timer->addItem(QStringLiteral("cudaEvent"), static_cast<int>(mnv2::TimerKind::cuda_event));
@@ -82,6 +85,8 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
 
   auto* form = new QFormLayout;
   form->addRow(QStringLiteral("Backend"), m_backend);
+  form->addRow(QStringLiteral("Precision"), m_precision);
+  form->addRow(m_precisionNote);
   form->addRow(QStringLiteral("Timing"), m_timer);
   form->addRow(QStringLiteral("Input"), m_input);
   form->addRow(QStringLiteral("Input size"), sizeRow);
@@ -99,71 +104,38 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   connect(m_compare, &QPushButton::clicked, this, &RunSettingsPanel::compareClicked);
   connect(m_cancel, &QPushButton::clicked, this, &RunSettingsPanel::cancelClicked);
   connect(m_backend, &QComboBox::currentIndexChanged, this, [this] {
+    const BackendStatus* b = m_backend->status(backend());
+    m_precision->setSupported(b ? std::vector<const BackendStatus*>{b} : std::vector<const BackendStatus*>{});
+    if (m_wantedPrecision && b && m_precision->setPrecision(*m_wantedPrecision)) m_wantedPrecision.reset();
     updateEnabled();
     Q_EMIT backendChanged(backend());
   });
+  connect(m_precision, &QComboBox::currentIndexChanged, this, [this] { updateEnabled(); });
   connect(m_input, &QComboBox::currentIndexChanged, this, [this] { updateEnabled(); });
   setImageName(QString());
   updateEnabled();
 }
 
-void RunSettingsPanel::setBackends(const std::vector<BackendStatus>& backends) {
-  const QString previous = m_wantedBackend.isEmpty() ? backend() : m_wantedBackend;
-  QSignalBlocker block(m_backend);
-  m_backend->clear();
-  auto* model = qobject_cast<QStandardItemModel*>(m_backend->model());  // QComboBox's own model
-  int selected = -1, firstAvailable = -1;
-  for (const BackendStatus& b : backends) {
-    auto* item = new QStandardItem(backendTitle(b.name));
-    item->setData(b.name, Qt::UserRole);
-    item->setData(b.available, Qt::UserRole + 1);
-    if (b.available) {
-      item->setToolTip(b.description);
-      if (firstAvailable < 0) firstAvailable = model->rowCount();
-      if (b.name == previous) selected = model->rowCount();
-    } else {
-      // Shown, but not selectable: the reason is the tool-tip (e.g. no CUDA device on this machine).
-      item->setFlags(item->flags() & ~(Qt::ItemIsEnabled | Qt::ItemIsSelectable));
-      item->setToolTip(QStringLiteral("%1\nunavailable: %2").arg(b.description, b.reason));
-      item->setText(backendTitle(b.name) + QStringLiteral(" — unavailable"));
-    }
-    model->appendRow(item);
-  }
-  m_backend->setCurrentIndex(selected >= 0 ? selected : firstAvailable);
-  m_wantedBackend.clear();
-  block.unblock();
-  updateEnabled();
-  Q_EMIT backendChanged(backend());
-}
+void RunSettingsPanel::setBackends(const std::vector<BackendStatus>& backends) { m_backend->setBackends(backends); }
 
-QString RunSettingsPanel::backend() const {
-  const int i = m_backend->currentIndex();
-  if (i < 0 || !m_backend->itemData(i, Qt::UserRole + 1).toBool()) return {};
-  return m_backend->itemData(i, Qt::UserRole).toString();
-}
+QString RunSettingsPanel::backend() const { return m_backend->backend(); }
 
-bool RunSettingsPanel::selectBackend(const QString& name) {
+bool RunSettingsPanel::selectBackend(const QString& name) { return m_backend->select(name); }
+
+bool RunSettingsPanel::isBackendAvailable(const QString& name) const { return m_backend->isAvailable(name); }
+
+QStringList RunSettingsPanel::availableBackends() const { return m_backend->availableBackends(); }
+
+const BackendStatus* RunSettingsPanel::backendStatus(const QString& name) const { return m_backend->status(name); }
+
+mnv2::Precision RunSettingsPanel::precision() const { return m_precision->precision(); }
+
+bool RunSettingsPanel::setPrecision(mnv2::Precision precision) {
   if (m_backend->count() == 0) {
-    m_wantedBackend = name;  // applied when the backends arrive
+    m_wantedPrecision = precision;  // applied when the backends arrive
     return true;
   }
-  const int i = m_backend->findData(name, Qt::UserRole);
-  if (i < 0 || !m_backend->itemData(i, Qt::UserRole + 1).toBool()) return false;
-  m_backend->setCurrentIndex(i);
-  return true;
-}
-
-bool RunSettingsPanel::isBackendAvailable(const QString& name) const {
-  const int i = m_backend->findData(name, Qt::UserRole);
-  return i >= 0 && m_backend->itemData(i, Qt::UserRole + 1).toBool();
-}
-
-QStringList RunSettingsPanel::availableBackends() const {
-  QStringList out;
-  for (int i = 0; i < m_backend->count(); ++i)
-    if (m_backend->itemData(i, Qt::UserRole + 1).toBool()) out << m_backend->itemData(i, Qt::UserRole).toString();
-  if (out.removeOne(QStringLiteral("cpu"))) out.prepend(QStringLiteral("cpu"));
-  return out;
+  return m_precision->setPrecision(precision);
 }
 
 mnv2::TimerKind RunSettingsPanel::timer() const { return static_cast<mnv2::TimerKind>(m_timer->currentData().toInt()); }
@@ -236,16 +208,32 @@ void RunSettingsPanel::updateEnabled() {
                                  : QStringLiteral("An image is resized and cropped as the model's preprocessing says");
   m_height->setToolTip(sizeTip);
   m_width->setToolTip(sizeTip);
-  for (QWidget* w : std::initializer_list<QWidget*>{m_backend, m_input, m_batch, m_warmup, m_iters})
+  for (QWidget* w : std::initializer_list<QWidget*>{m_backend, m_precision, m_input, m_batch, m_warmup, m_iters})
     w->setEnabled(!m_running);
+  // Compare runs every available backend in the chosen mode; one that does not run it runs fp32 (the cpu
+  // reference stays fp32): said here, before the run, not as a failure after it.
+  QStringList fp32Only;
+  if (precision() != mnv2::Precision::fp32)
+    for (const QString& name : availableBackends())
+      if (const BackendStatus* b = m_backend->status(name); b && !b->supports(precision())) fp32Only << name;
+  m_precisionNote->setVisible(!fp32Only.isEmpty());
+  m_precisionNote->setText(QStringLiteral("Compare: %1 run%2 fp32 (no %3 there); %4 against it is judged by the "
+                                          "reduced-precision bound.")
+                               .arg(fp32Only.join(QStringLiteral(", ")),
+                                    fp32Only.size() == 1 ? QStringLiteral("s") : QString(), precisionName(precision()),
+                                    precisionName(precision())));
   m_run->setEnabled(!m_running && !backend().isEmpty());
   m_compare->setEnabled(!m_running && !availableBackends().isEmpty());
   m_cancel->setEnabled(m_running);
 }
 
 void RunSettingsPanel::loadSettings(const QSettings& s) {
-  m_wantedBackend = s.value(QStringLiteral("run/backend"), QStringLiteral("cpu")).toString();
-  if (m_backend->count() > 0) selectBackend(m_wantedBackend);
+  selectBackend(s.value(QStringLiteral("run/backend"), QStringLiteral("cpu")).toString());
+  const QString precisionText = s.value(QStringLiteral("run/precision"), QStringLiteral("fp32")).toString();
+  try {
+    setPrecision(mnv2::parse_precision(precisionText.toStdString()));
+  } catch (const std::exception&) {  // a hand-edited settings file: keep fp32
+  }
   setTimer(static_cast<mnv2::TimerKind>(
       s.value(QStringLiteral("run/timer"), static_cast<int>(mnv2::TimerKind::cuda_event)).toInt()));
   setCounts(s.value(QStringLiteral("run/batch"), 1).toInt(), s.value(QStringLiteral("run/warmup"), 3).toInt(),
@@ -256,6 +244,7 @@ void RunSettingsPanel::loadSettings(const QSettings& s) {
 
 void RunSettingsPanel::saveSettings(QSettings& s) const {
   if (!backend().isEmpty()) s.setValue(QStringLiteral("run/backend"), backend());
+  s.setValue(QStringLiteral("run/precision"), precisionName(precision()));
   s.setValue(QStringLiteral("run/timer"), static_cast<int>(timer()));
   s.setValue(QStringLiteral("run/batch"), batch());
   s.setValue(QStringLiteral("run/warmup"), warmup());

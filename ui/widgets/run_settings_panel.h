@@ -1,10 +1,12 @@
-// Run settings: backend (unavailable ones disabled, the reason as tool-tip), timing source, input, batch,
-// warm-up and iteration counts; Run / Compare / Cancel and the progress bar.
+// Run settings: backend (unavailable ones disabled, the reason as tool-tip), precision (the modes the
+// backend runs), timing source, input, batch, warm-up and iteration counts; Run / Compare / Cancel and
+// the progress bar.
 #pragma once
 
 #include <QSize>
 #include <QStringList>
 #include <QWidget>
+#include <optional>
 #include <vector>
 
 #include "mnv2/timing.h"
@@ -12,12 +14,16 @@
 
 class QComboBox;
 class QLabel;
+class QLabel;
 class QProgressBar;
 class QPushButton;
 class QSettings;
 class QSpinBox;
 
 namespace mnv2::ui {
+
+class BackendCombo;
+class PrecisionCombo;
 
 class RunSettingsPanel : public QWidget {
   Q_OBJECT
@@ -29,6 +35,11 @@ class RunSettingsPanel : public QWidget {
   bool selectBackend(const QString& name);  // false when unknown or unavailable
   QStringList availableBackends() const;    // cpu first: it is the reference of diffs
   bool isBackendAvailable(const QString& name) const;
+  const BackendStatus* backendStatus(const QString& name) const;  // as probed; nullptr when unknown
+  mnv2::Precision precision() const;
+  // false (and unchanged) when the selected backend does not run it; asked before the backends are
+  // known, it is applied when they arrive if the backend runs it.
+  bool setPrecision(mnv2::Precision precision);
   mnv2::TimerKind timer() const;
   void setTimer(mnv2::TimerKind timer);
   int batch() const;
@@ -57,7 +68,9 @@ class RunSettingsPanel : public QWidget {
  private:
   void updateEnabled();
 
-  QComboBox* m_backend = nullptr;
+  BackendCombo* m_backend = nullptr;
+  PrecisionCombo* m_precision = nullptr;
+  QLabel* m_precisionNote = nullptr;
   QComboBox* m_timer = nullptr;
   QComboBox* m_input = nullptr;
   QSpinBox* m_height = nullptr;
@@ -71,7 +84,7 @@ class RunSettingsPanel : public QWidget {
   QProgressBar* m_progress = nullptr;
   QLabel* m_status = nullptr;
   bool m_running = false;
-  QString m_wantedBackend;  // from settings, applied once the backends are known
+  std::optional<mnv2::Precision> m_wantedPrecision;  // from settings or the command line
 };
 
 }  // namespace mnv2::ui

@@ -14,6 +14,8 @@
 #include <map>
 
 #include "mnv2/error.h"
+#include "models/report_access.h"
+#include "widgets/backend_picker.h"
 #include "widgets/chart_style.h"
 
 namespace mnv2::ui {
@@ -25,6 +27,8 @@ SweepPage::SweepPage(QWidget* parent) : QWidget(parent) {
   m_sizes = new QLineEdit(QStringLiteral("224x224,500x334"), this);
   m_batches = new QLineEdit(QStringLiteral("1,2,4"), this);
   m_sizes->setToolTip(QStringLiteral("height x width, comma-separated (e.g. 224x224,500x334,1024x2048)"));
+  m_precision = new PrecisionCombo(this);
+  m_precision->setObjectName(QStringLiteral("sweepPrecision"));
   m_warmup = new QSpinBox(this);
   m_warmup->setRange(0, 100000);
   m_warmup->setValue(2);
@@ -37,6 +41,8 @@ SweepPage::SweepPage(QWidget* parent) : QWidget(parent) {
   m_status = new QLabel(this);
   m_status->setWordWrap(true);
   auto* counts = new QHBoxLayout;
+  counts->addWidget(new QLabel(QStringLiteral("precision"), this));
+  counts->addWidget(m_precision);
   counts->addWidget(new QLabel(QStringLiteral("warm-up"), this));
   counts->addWidget(m_warmup);
   counts->addWidget(new QLabel(QStringLiteral("iterations"), this));
@@ -74,6 +80,7 @@ SweepPage::SweepPage(QWidget* parent) : QWidget(parent) {
       m_status->setText(error);
   });
   connect(m_xAxis, &QComboBox::currentIndexChanged, this, [this] { rebuild(); });
+  connect(m_backends, &QLineEdit::textChanged, this, [this] { updatePrecisions(); });
   rebuild();
 }
 
@@ -94,6 +101,12 @@ std::optional<mnv2::SweepConfig> SweepPage::config(QString* error) const {
     }
     c.warmup = m_warmup->value();
     c.iters = m_iters->value();
+    c.precision = m_precision->precision();
+    for (const std::string& b : c.backends)
+      for (const BackendStatus& known : m_known)
+        if (known.name.toStdString() == b && !known.supports(c.precision))
+          throw mnv2::UsageError(b + " does not run " + mnv2::to_string(c.precision) +
+                                 ": choose another precision or leave it out of the list");
     mnv2::sweep_points(c);  // empty lists are refused here
   } catch (const mnv2::Error& e) {
     if (error) *error = QString::fromStdString(e.what());
@@ -108,6 +121,21 @@ void SweepPage::setFields(const QString& backends, const QString& sizes, const Q
   if (!batches.isEmpty()) m_batches->setText(batches);
 }
 
+void SweepPage::setBackends(const std::vector<BackendStatus>& backends) {
+  m_known = backends;
+  updatePrecisions();
+}
+
+void SweepPage::updatePrecisions() {
+  std::vector<const BackendStatus*> listed;
+  for (const QString& b : m_backends->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+    for (const BackendStatus& known : m_known)
+      if (known.name == b.trimmed()) listed.push_back(&known);
+  m_precision->setSupported(listed);
+}
+
+bool SweepPage::setPrecision(mnv2::Precision precision) { return m_precision->setPrecision(precision); }
+
 void SweepPage::setRunning(bool running) { m_run->setEnabled(!running); }
 
 void SweepPage::setXAxis(bool inputSize) { m_xAxis->setCurrentIndex(inputSize ? 1 : 0); }
@@ -117,9 +145,10 @@ int SweepPage::lineCount() const { return m_latency->graphCount(); }
 void SweepPage::setResults(std::vector<mnv2::BenchResult> results) {
   m_results = std::move(results);
   m_status->setText(
-      QStringLiteral("%1 points; host wall time per run (input upload to logits download), median of each "
+      QStringLiteral("%1 points in %2; host wall time per run (input upload to logits download), median of each "
                      "point's timed runs")
-          .arg(m_results.size()));
+          .arg(m_results.size())
+          .arg(m_results.empty() ? QStringLiteral("—") : precisionName(m_results.front().config.precision)));
   rebuild();
 }
 
@@ -135,13 +164,14 @@ void SweepPage::rebuild() {
   for (const auto& r : m_results) {
     const std::string other = bySize ? "batch " + std::to_string(r.config.batch)
                                      : std::to_string(r.config.height) + "x" + std::to_string(r.config.width);
-    lines[{r.config.backend, other}].push_back(&r);
+    lines[{runLabel(QString::fromStdString(r.config.backend), r.config.precision).toStdString(), other}].push_back(&r);
   }
   int index = 0;
   std::map<std::string, int> perBackend;
   for (const auto& [key, points] : lines) {
-    const QColor base = seriesColor(QString::fromStdString(key.first), index++);
-    const int shade = perBackend[key.first]++;
+    const mnv2::BenchConfig& first = points.front()->config;
+    const QColor base = runColor(QString::fromStdString(first.backend), first.precision, index++);
+    const int shade = perBackend[first.backend]++;
     const QColor color = base.darker(100 + 35 * shade);
     const QString name = QString::fromStdString(key.first + ", " + key.second);
     for (QCustomPlot* plot : {m_latency, m_throughput}) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mnv2/sweep.h"
+#include "run_types.h"
 
 class QComboBox;
 class QCustomPlot;
@@ -18,6 +19,8 @@ class QSpinBox;
 
 namespace mnv2::ui {
 
+class PrecisionCombo;
+
 class SweepPage : public QWidget {
   Q_OBJECT
  public:
@@ -26,6 +29,9 @@ class SweepPage : public QWidget {
   // The fields as a sweep, or the reason they are not one (shown under the fields).
   std::optional<mnv2::SweepConfig> config(QString* error = nullptr) const;
   void setFields(const QString& backends, const QString& sizes, const QString& batches);
+  // The probed backends: the precision choice offers the modes every listed backend runs.
+  void setBackends(const std::vector<BackendStatus>& backends);
+  bool setPrecision(mnv2::Precision precision);  // false when a listed backend does not run it
   void setResults(std::vector<mnv2::BenchResult> results);
   void setRunning(bool running);
   // X axis: batch size (a line per backend and input size) or input pixels (a line per backend and batch).
@@ -37,11 +43,14 @@ class SweepPage : public QWidget {
 
  private:
   void rebuild();
+  void updatePrecisions();
+  std::vector<BackendStatus> m_known;
 
   std::vector<mnv2::BenchResult> m_results;
   QLineEdit* m_backends = nullptr;
   QLineEdit* m_sizes = nullptr;
   QLineEdit* m_batches = nullptr;
+  PrecisionCombo* m_precision = nullptr;
   QSpinBox* m_warmup = nullptr;
   QSpinBox* m_iters = nullptr;
   QComboBox* m_xAxis = nullptr;

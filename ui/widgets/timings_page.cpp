@@ -172,10 +172,9 @@ void TimingsPage::rebuildPlot() {
   for (int i = 0; i < series; ++i) {
     const mnv2::RunReport& r = *m_reports[static_cast<size_t>(i)];
     auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
-    bars->setName(
-        QStringLiteral("%1 (%2, %3)")
-            .arg(QString::fromStdString(r.backend), QString::fromStdString(r.device), QString::fromStdString(r.timer)));
-    const QColor color = seriesColor(QString::fromStdString(r.backend), i);
+    bars->setName(QStringLiteral("%1 (%2, %3)")
+                      .arg(runLabel(r), QString::fromStdString(r.device), QString::fromStdString(r.timer)));
+    const QColor color = runColor(QString::fromStdString(r.backend), r.config.precision, i);
     bars->setPen(QPen(color.darker(130), 0.5));
     bars->setBrush(color);
     bars->setWidth(0.84 / series);
@@ -226,11 +225,11 @@ void TimingsPage::rebuildTotals() {
   for (int i = 0; i < series; ++i) {
     const mnv2::RunReport& r = *m_reports[static_cast<size_t>(i)];
     auto* bars = new QCPBars(m_totalsPlot->xAxis, m_totalsPlot->yAxis);
-    const QColor color = seriesColor(QString::fromStdString(r.backend), i);
+    const QColor color = runColor(QString::fromStdString(r.backend), r.config.precision, i);
     bars->setPen(QPen(color.darker(130), 0.5));
     bars->setBrush(color);
     bars->setWidth(0.8 / series);
-    bars->setName(QString::fromStdString(r.backend));
+    bars->setName(runLabel(r));
     QVector<double> keys, values;
     for (int g = 0; g < groups.size(); ++g) {
       keys << g;
