@@ -2,6 +2,7 @@
 #include "run_controller.h"
 
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <chrono>
 #include <limits>
 #include <new>
@@ -9,6 +10,7 @@
 #include "image_input.h"
 #include "mnv2/bench.h"
 #include "mnv2/error.h"
+#include "mnv2/eval.h"
 #include "mnv2/image.h"
 #include "mnv2/model_lookup.h"
 
@@ -38,6 +40,7 @@ class RunWorker : public QObject {
   void profile(JobId id, const ProfileRequest& request);
   void diff(JobId id, const DiffRequest& request);
   void sweep(JobId id, const SweepRequest& request);
+  void evaluate(JobId id, const EvalRequest& request);
 
  Q_SIGNALS:
   void environmentReady(mnv2::ui::JobId id, const mnv2::ui::EnvironmentInfo& info);
@@ -47,6 +50,7 @@ class RunWorker : public QObject {
   void profiled(const mnv2::ui::ProfileResult& result);
   void diffed(const mnv2::ui::DiffResult& result);
   void swept(const mnv2::ui::SweepResult& result);
+  void evaluated(const mnv2::ui::EvalOutcome& outcome);
   void failed(const mnv2::ui::JobFailure& failure);
   void cancelled(mnv2::ui::JobId id);
 
@@ -77,7 +81,7 @@ void RunWorker::guarded(JobId id, JobKind kind, Work&& work) {
   } catch (const std::exception& e) {
     message = QString::fromStdString(e.what());
   }
-  if ((kind == JobKind::Profile || kind == JobKind::Diff) && m_cancel->cancelled(id)) {
+  if ((kind == JobKind::Profile || kind == JobKind::Diff || kind == JobKind::Eval) && m_cancel->cancelled(id)) {
     Q_EMIT cancelled(id);
     return;
   }
@@ -110,6 +114,8 @@ void RunWorker::probe(JobId id) {
         const mnv2::Availability a = backend->availability();
         s.available = a.available;
         s.reason = QString::fromStdString(a.reason);
+        for (mnv2::Precision p : {mnv2::Precision::fp32, mnv2::Precision::tf32, mnv2::Precision::fp16})
+          if (backend->supports(p)) s.precisions.push_back(p);
       } catch (const std::exception& e) {
         s.available = false;
         s.reason = QString::fromStdString(e.what());
@@ -202,10 +208,14 @@ void RunWorker::profile(JobId id, const ProfileRequest& request) {
     ProfileResult result;
     result.id = id;
     result.compare = request.compare;
+    result.requested = request.config.precision;
     m_progressClock.invalidate();
     for (int i = 0; i < n; ++i) {
       mnv2::ProfileConfig config = request.config;
       config.backend = request.backends[i].toStdString();
+      // A backend that does not run the mode asked for runs fp32 (the cpu reference in an fp16 compare);
+      // its report's precision says what it ran and the window says why.
+      config.precision = mnv2::reference_precision(config.backend, request.config.precision);
       const QString backend = request.backends[i];
       auto onProgress = [&, i](const std::string& phase, int done, int total) {
         const int phaseIndex = phase == "per-layer" ? 1 : 0;
@@ -224,9 +234,10 @@ void RunWorker::profile(JobId id, const ProfileRequest& request) {
         std::copy(c.input->data.begin(), c.input->data.begin() + first.shape.numel(), first.data.begin());
       else
         first = mnv2::random_input(first.shape, 1);
-      const mnv2::PrepareConfig pc{1, c.height, c.width, c.precision};
       for (int i = 1; i < n; ++i) {
         if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
+        // Judged by the precision backend i ran; the engine runs the reference at reference_precision().
+        const mnv2::PrepareConfig pc{1, c.height, c.width, result.reports[static_cast<size_t>(i)].config.precision};
         sendProgress(RunProgress{id, request.backends[i], QStringLiteral("diff against ") + request.backends[0], 0, 1,
                                  i, n, double(n + i - 1) / units},
                      true);
@@ -261,7 +272,11 @@ void RunWorker::sweep(JobId id, const SweepRequest& request) {
     result.id = id;
     result.results = mnv2::run_sweep(m, request.config, [&](int i, int count, int done, int total) {
       const mnv2::BenchConfig& p = points[static_cast<size_t>(i)];
-      const QString what = QStringLiteral("%1 %2x%3 batch %4").arg(QString::fromStdString(p.backend)).arg(p.height).arg(p.width).arg(p.batch);
+      const QString what = QStringLiteral("%1 %2x%3 batch %4")
+                               .arg(QString::fromStdString(p.backend))
+                               .arg(p.height)
+                               .arg(p.width)
+                               .arg(p.batch);
       sendProgress(RunProgress{id, what, QStringLiteral("sweep"), done, total, i, count,
                                (i + (total > 0 ? double(done) / total : 0.0)) / count},
                    done == total);
@@ -284,12 +299,66 @@ void RunWorker::diff(JobId id, const DiffRequest& request) {
     DiffResult result;
     result.id = id;
     result.inputName = request.inputName;
+    result.precision = mnv2::reference_precision(request.backend.toStdString(), request.precision);
+    result.referencePrecision = mnv2::reference_precision(request.reference.toStdString(), result.precision);
     result.diff = mnv2::diff_backends(
         m, request.backend.toStdString(), request.reference.toStdString(),
-        mnv2::PrepareConfig{1, static_cast<int>(input.shape.h), static_cast<int>(input.shape.w), mnv2::Precision::fp32},
+        mnv2::PrepareConfig{1, static_cast<int>(input.shape.h), static_cast<int>(input.shape.w), result.precision},
         input);
     if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
     Q_EMIT diffed(result);
+  });
+}
+
+void RunWorker::evaluate(JobId id, const EvalRequest& request) {
+  guarded(id, JobKind::Eval, [&] {
+    if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
+    const mnv2::Model& m = model();
+    m_net.reset();  // the evaluation prepares its own network at its batch size
+    m_netBackend.clear();
+    const std::string set = request.set.toStdString();
+    const QFileInfo info(request.set);
+    std::vector<mnv2::EvalItem> items;
+    if (request.set.isEmpty()) {
+      throw mnv2::UsageError("no labelled set chosen: a folder with one sub-folder per class, or a list file");
+    } else if (info.isDir()) {
+      items = mnv2::scan_class_folders(set, m_labels);
+    } else if (info.isFile()) {
+      const QString images = request.imagesDir.isEmpty() ? info.absolutePath() : request.imagesDir;
+      if (!QFileInfo(images).isDir()) throw mnv2::Error(images.toStdString() + ": the images folder does not exist");
+      items = mnv2::read_eval_list(set, images.toStdString(), m.num_classes);
+    } else {
+      throw mnv2::Error(set + ": no such file or folder");
+    }
+    // The app's decoder (QImage where this build has no OpenCV codecs) and the engine's preprocessing;
+    // ".f32" files are preprocessed tensors, which the engine's own loader reads.
+    const mnv2::Preprocess pp = m.preprocess;
+    const ImageDecoder decoder = request.decoder;
+    const mnv2::ImageLoader tensors = mnv2::default_image_loader(pp);
+    const mnv2::ImageLoader load = [pp, decoder, tensors](const std::string& path) {
+      const QString file = QString::fromStdString(path);
+      if (file.endsWith(QLatin1String(".f32"), Qt::CaseInsensitive)) return tensors(path);
+      return mnv2::preprocess(decodeImageFile(file, decoder), pp);
+    };
+    EvalOutcome out;
+    out.id = id;
+    out.record.set = request.set;
+    out.record.decoder = decoderName(decoder);
+    out.record.numClasses = m.num_classes;
+    const QString backend = QString::fromStdString(request.config.backend);
+    QElapsedTimer clock;
+    clock.start();
+    m_progressClock.invalidate();
+    sendProgress(RunProgress{id, backend, QStringLiteral("eval"), 0, static_cast<int>(items.size()), 0, 1, 0.0}, true);
+    out.record.result = mnv2::evaluate(m, items, request.config, load, [&](int done, int total) {
+      const double s = clock.elapsed() / 1000.0;
+      sendProgress(RunProgress{id, backend, QStringLiteral("eval"), done, total, 0, 1,
+                               total > 0 ? double(done) / total : 1.0, s > 0 ? done / s : 0.0},
+                   done == total);
+      return !m_cancel->cancelled(id);
+    });
+    if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
+    Q_EMIT evaluated(out);
   });
 }
 
@@ -304,6 +373,7 @@ RunController::RunController(QObject* parent) : QObject(parent), m_cancel(std::m
   qRegisterMetaType<ProfileResult>();
   qRegisterMetaType<DiffResult>();
   qRegisterMetaType<SweepResult>();
+  qRegisterMetaType<EvalOutcome>();
   qRegisterMetaType<JobFailure>();
 
   m_thread.setObjectName(QStringLiteral("mnv2-run-worker"));
@@ -338,6 +408,11 @@ RunController::RunController(QObject* parent) : QObject(parent), m_cancel(std::m
     finishRun(result.id);
     Q_EMIT swept(result);
   });
+  connect(m_worker, &RunWorker::evaluated, this, [this](const EvalOutcome& outcome) {
+    if (outcome.id != m_latestRun) return;
+    finishRun(outcome.id);
+    Q_EMIT evaluated(outcome);
+  });
   connect(m_worker, &RunWorker::cancelled, this, [this](JobId id) {
     if (id != m_latestRun) return;
     finishRun(id);
@@ -353,6 +428,7 @@ RunController::RunController(QObject* parent) : QObject(parent), m_cancel(std::m
         break;
       case JobKind::Profile:
       case JobKind::Diff:
+      case JobKind::Eval:
         if (f.id != m_latestRun) return;
         finishRun(f.id);
         break;
@@ -425,6 +501,13 @@ JobId RunController::sweep(const SweepRequest& request) {
   const JobId id = startRun();
   QMetaObject::invokeMethod(
       m_worker, [w = m_worker, id, request] { w->sweep(id, request); }, Qt::QueuedConnection);
+  return id;
+}
+
+JobId RunController::evaluate(const EvalRequest& request) {
+  const JobId id = startRun();
+  QMetaObject::invokeMethod(
+      m_worker, [w = m_worker, id, request] { w->evaluate(id, request); }, Qt::QueuedConnection);
   return id;
 }
 

@@ -32,8 +32,9 @@ class RunController : public QObject {
   // A profile or diff job supersedes (and cancels) the one before it.
   JobId profile(const ProfileRequest& request);
   JobId diff(const DiffRequest& request);
-  JobId sweep(const SweepRequest& request);  // a run like profile(): superseding, cancellable
-  void cancel();  // the profile/diff job in flight, if any
+  JobId sweep(const SweepRequest& request);    // a run like profile(): superseding, cancellable
+  JobId evaluate(const EvalRequest& request);  // accuracy evaluation, a run like profile()
+  void cancel();                               // the profile/diff/sweep/eval job in flight, if any
 
   bool isRunning() const { return m_runPending; }  // a profile/diff job has not reported yet
   JobId currentRunId() const { return m_latestRun; }
@@ -46,6 +47,7 @@ class RunController : public QObject {
   void profiled(const mnv2::ui::ProfileResult& result);
   void diffed(const mnv2::ui::DiffResult& result);
   void swept(const mnv2::ui::SweepResult& result);
+  void evaluated(const mnv2::ui::EvalOutcome& outcome);
   void failed(const mnv2::ui::JobFailure& failure);
   void cancelled(mnv2::ui::JobId id);
   void runningChanged(bool running);

@@ -7,18 +7,21 @@
 #include <QSize>
 #include <QString>
 #include <QStringList>
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "mnv2/backend.h"
 #include "mnv2/device.h"
+#include "mnv2/eval.h"
 #include "mnv2/labels.h"
 #include "mnv2/model.h"
 #include "mnv2/profiler.h"
 #include "mnv2/roofline.h"
 #include "mnv2/sweep.h"
 #include "mnv2/tensor.h"
+#include "models/eval_result_model.h"
 #include "models/report_access.h"
 
 namespace mnv2::ui {
@@ -33,7 +36,12 @@ struct BackendStatus {
   QString name;  // "cpu", "cudnn", "cuda"
   QString description;
   bool available = false;
-  QString reason;  // why not, when not available
+  QString reason;                           // why not, when not available
+  std::vector<mnv2::Precision> precisions;  // what Backend::supports() answered, fp32 first
+
+  bool supports(mnv2::Precision p) const {
+    return std::find(precisions.begin(), precisions.end(), p) != precisions.end();
+  }
 };
 
 // What the machine offers, queried once on the worker thread (it is the thread that does all CUDA work).
@@ -78,9 +86,11 @@ struct ClassifyResult {
 };
 
 struct ProfileRequest {
-  QStringList backends;        // profiled in this order; with compare, the first is the diff reference
-  bool compare = false;        // also diff every other backend against the first (first image of the batch)
-  mnv2::ProfileConfig config;  // backend is set per run; input may hold the opened image
+  QStringList backends;  // profiled in this order; with compare, the first is the diff reference
+  bool compare = false;  // also diff every other backend against the first (first image of the batch)
+  // backend is set per run; input may hold the opened image. config.precision is the mode asked for: a
+  // backend that does not run it runs fp32 (mnv2::reference_precision), and its report says so.
+  mnv2::ProfileConfig config;
   bool measureCeilings = false;  // also the roofline ceilings of the first backend's device (cached per device)
 };
 
@@ -92,20 +102,24 @@ struct RunProgress {
   int total = 0;
   int backendIndex = 0;
   int backendCount = 1;
-  double fraction = 0;  // of the whole job, 0..1
+  double fraction = 0;    // of the whole job, 0..1
+  double imagesPerS = 0;  // accuracy evaluation: images done / seconds since it started
 };
 
 struct ProfileResult {
   JobId id = 0;
   bool compare = false;
-  std::vector<mnv2::RunReport> reports;  // diffs (compare) sit in reports[i].diff for i >= 1
-  std::optional<mnv2::Ceilings> ceilings;  // when asked for: the first backend's device
-  QString ceilingsNote;                    // why there are none, or a cache warning
+  mnv2::Precision requested = mnv2::Precision::fp32;  // each report's config.precision is what it ran
+  std::vector<mnv2::RunReport> reports;               // diffs (compare) sit in reports[i].diff for i >= 1
+  std::optional<mnv2::Ceilings> ceilings;             // when asked for: the first backend's device
+  QString ceilingsNote;                               // why there are none, or a cache warning
 };
 
 struct DiffRequest {
   QString backend;
   QString reference;
+  // The backend's mode (fp32 where it does not run it); the reference runs mnv2::reference_precision().
+  mnv2::Precision precision = mnv2::Precision::fp32;
   mnv2::Tensor input;  // one image; empty: the random input (seed 1) the profiler uses
   QString inputName;
   int height = 224;
@@ -116,6 +130,8 @@ struct DiffResult {
   JobId id = 0;
   mnv2::DiffReport diff;
   QString inputName;
+  mnv2::Precision precision = mnv2::Precision::fp32;           // what the backend under test ran
+  mnv2::Precision referencePrecision = mnv2::Precision::fp32;  // what the reference ran
 };
 
 // A sweep: end-to-end benchmarks over backends x input sizes x batch sizes (engine run_sweep).
@@ -128,7 +144,20 @@ struct SweepResult {
   std::vector<mnv2::BenchResult> results;  // in run order: backend, then size, then batch
 };
 
-enum class JobKind { Environment, Model, Classify, Profile, Diff };
+// Accuracy evaluation over a labelled image set (engine evaluate()), with the app's own image decoder.
+struct EvalRequest {
+  QString set;        // a folder with one sub-folder per class, or a list file of "FILENAME LABEL" lines
+  QString imagesDir;  // a list file's images; empty: the list file's folder
+  mnv2::EvalConfig config;
+  ImageDecoder decoder = ImageDecoder::Auto;
+};
+
+struct EvalOutcome {
+  JobId id = 0;
+  EvalRecord record;  // the set, the decoder ("QImage" or "OpenCV imgcodecs") and the engine's result
+};
+
+enum class JobKind { Environment, Model, Classify, Profile, Diff, Eval };
 
 struct JobFailure {
   JobId id = 0;
@@ -146,3 +175,4 @@ Q_DECLARE_METATYPE(mnv2::ui::ProfileResult)
 Q_DECLARE_METATYPE(mnv2::ui::DiffResult)
 Q_DECLARE_METATYPE(mnv2::ui::JobFailure)
 Q_DECLARE_METATYPE(mnv2::ui::SweepResult)
+Q_DECLARE_METATYPE(mnv2::ui::EvalOutcome)

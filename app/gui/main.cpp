@@ -1,6 +1,8 @@
 // mnv2-profiler: the Qt desktop app. Without scripting options it opens the window; with them it runs a
 // fixed sequence for automated screenshots and tests, driving the very same window and worker:
-//   mnv2-profiler --model F --image IMG --backend B --run [--compare] [--screenshot FILE.png] [--quit]
+//   mnv2-profiler --model F --image IMG --backend B [--precision P] --run [--compare] [--screenshot FILE.png] [--quit]
+//   mnv2-profiler --backend B [--precision P] --eval SET [--eval-images DIR] [--eval-batch N] --tab accuracy
+//                 [--export-eval-csv F] [--screenshot FILE.png] [--quit]
 // Exit codes with --quit: 0 success, 1 a step failed (model, image, report, run, export, screenshot),
 // 2 bad arguments.
 #include <QApplication>
@@ -14,13 +16,15 @@
 #include <cstdio>
 #include <functional>
 
+#include "mnv2/error.h"
 #include "models/layer_selection.h"
+#include "widgets/accuracy_page.h"
 #include "widgets/comparison_page.h"
 #include "widgets/main_window.h"
-#include "widgets/roofline_page.h"
-#include "widgets/sweep_page.h"
 #include "widgets/network_graph_view.h"
+#include "widgets/roofline_page.h"
 #include "widgets/run_settings_panel.h"
+#include "widgets/sweep_page.h"
 #include "widgets/timings_page.h"
 
 using mnv2::ui::MainWindow;
@@ -32,8 +36,8 @@ void say(const QString& text) { std::fprintf(stderr, "mnv2-profiler: %s\n", qPri
 // What the window reported so far; the script waits on these counters.
 struct Events {
   int environment = 0;
-  int model = 0, image = 0, run = 0;
-  bool modelOk = false, imageOk = false, runOk = false;
+  int model = 0, image = 0, run = 0, eval = 0;
+  bool modelOk = false, imageOk = false, runOk = false, evalOk = false;
 };
 
 // Sleeps in the event loop until `done`: the worker's results arrive as events. (No timed processEvents
@@ -69,6 +73,23 @@ int main(int argc, char** argv) {
                                  QStringLiteral("IMG"));
   const QCommandLineOption backend(QStringLiteral("backend"), QStringLiteral("Backend: cpu, cudnn or cuda."),
                                    QStringLiteral("B"));
+  const QCommandLineOption precision(
+      QStringLiteral("precision"),
+      QStringLiteral("Arithmetic: fp32, tf32 or fp16 (runs, compare, diffs, sweep, eval); the backend must run it."),
+      QStringLiteral("P"));
+  const QCommandLineOption eval(QStringLiteral("eval"),
+                                QStringLiteral("Accuracy: evaluate a folder of class folders, or a list file."),
+                                QStringLiteral("PATH"));
+  const QCommandLineOption evalImages(QStringLiteral("eval-images"),
+                                      QStringLiteral("Accuracy: the images of a list file (default: its folder)."),
+                                      QStringLiteral("DIR"));
+  const QCommandLineOption evalBatch(QStringLiteral("eval-batch"), QStringLiteral("Accuracy: batch size."),
+                                     QStringLiteral("N"));
+  const QCommandLineOption evalThreads(QStringLiteral("eval-threads"),
+                                       QStringLiteral("Accuracy: loader threads (0: min(4, cores))."),
+                                       QStringLiteral("N"));
+  const QCommandLineOption exportEvalCsv(QStringLiteral("export-eval-csv"),
+                                         QStringLiteral("Write the evaluation's result as CSV."), QStringLiteral("F"));
   const QCommandLineOption timing(QStringLiteral("timing"), QStringLiteral("GPU timing: event or cupti."),
                                   QStringLiteral("T"));
   const QCommandLineOption batch(QStringLiteral("batch"), QStringLiteral("Batch size."), QStringLiteral("N"));
@@ -86,14 +107,15 @@ int main(int argc, char** argv) {
   const QCommandLineOption diff(
       QStringLiteral("diff"), QStringLiteral("Compute the output diff of backend A against B."), QStringLiteral("A,B"));
   const QCommandLineOption tab(QStringLiteral("tab"),
-                               QStringLiteral("Tab to show: topology, timings, diffs, comparison, graph, roofline."),
+                               QStringLiteral("Tab to show: topology, timings, diffs, comparison, graph, roofline, "
+                                              "sweep, accuracy."),
                                QStringLiteral("NAME"));
   const QCommandLineOption colorBy(
       QStringLiteral("color-by"), QStringLiteral("Graph colours: time, share, error or kind."), QStringLiteral("WHAT"));
   const QCommandLineOption logScale(QStringLiteral("log-scale"), QStringLiteral("Timings chart on a log scale."));
   const QCommandLineOption runs(QStringLiteral("runs"),
-                               QStringLiteral("Run comparison: rows A,B of the run list (0 = first run)."),
-                               QStringLiteral("A,B"));
+                                QStringLiteral("Run comparison: rows A,B of the run list (0 = first run)."),
+                                QStringLiteral("A,B"));
   const QCommandLineOption ceilings(QStringLiteral("ceilings"),
                                     QStringLiteral("Measure the roofline ceilings with the run (cached per device)."));
   const QCommandLineOption rooflineRun(QStringLiteral("roofline-run"),
@@ -125,9 +147,12 @@ int main(int argc, char** argv) {
                                    QStringLiteral("D"));
   const QCommandLineOption quit(QStringLiteral("quit"),
                                 QStringLiteral("Quit when the script is done (exit 1 if a step failed)."));
-  parser.addOptions({model,     image,      backend,     timing,     batch, warmup,  iters,    inputSize,
-                     run,       compare,    report,      diff,       tab,   colorBy, logScale, runs, selectLayer, ceilings, rooflineRun, sweep, sweepBackends, sweepSizes, sweepBatches, sweepX,
-                     exportCsv, exportJson, exportTrace, screenshot, size,  decoder, quit});
+  parser.addOptions({model,      image,        backend,     timing,    batch,       warmup,      iters,
+                     inputSize,  run,          compare,     report,    diff,        tab,         colorBy,
+                     logScale,   runs,         selectLayer, ceilings,  rooflineRun, sweep,       sweepBackends,
+                     sweepSizes, sweepBatches, sweepX,      exportCsv, exportJson,  exportTrace, screenshot,
+                     size,       decoder,      quit});
+  parser.addOptions({precision, eval, evalImages, evalBatch, evalThreads, exportEvalCsv});
   parser.process(app);
 
   auto usage = [](const QString& text) {
@@ -142,7 +167,20 @@ int main(int argc, char** argv) {
     *out = v;
     return true;
   };
-  int batchValue = -1, warmupValue = -1, itersValue = -1, layerValue = -1;
+  int batchValue = -1, warmupValue = -1, itersValue = -1, layerValue = -1, evalBatchValue = -1, evalThreadsValue = -1;
+  if (!toInt(evalBatch, 1, 4096, &evalBatchValue))
+    return usage(QStringLiteral("--eval-batch must be an integer in 1..4096"));
+  if (!toInt(evalThreads, 0, 64, &evalThreadsValue))
+    return usage(QStringLiteral("--eval-threads must be an integer in 0..64"));
+  if (parser.isSet(evalImages) && !parser.isSet(eval)) return usage(QStringLiteral("--eval-images needs --eval LIST"));
+  mnv2::Precision precisionValue = mnv2::Precision::fp32;
+  if (parser.isSet(precision)) {
+    try {
+      precisionValue = mnv2::parse_precision(parser.value(precision).toStdString());
+    } catch (const mnv2::Error&) {
+      return usage(QStringLiteral("--precision must be fp32, tf32 or fp16"));
+    }
+  }
   if (!toInt(batch, 1, 65536, &batchValue)) return usage(QStringLiteral("--batch must be an integer in 1..65536"));
   if (!toInt(warmup, 0, 1000000, &warmupValue))
     return usage(QStringLiteral("--warmup must be an integer in 0..1000000"));
@@ -186,7 +224,7 @@ int main(int argc, char** argv) {
   // Any scripting option makes the run reproducible: no saved settings, errors on stderr instead of boxes.
   const bool scripted = parser.isSet(run) || parser.isSet(compare) || parser.isSet(screenshot) || parser.isSet(quit) ||
                         parser.isSet(exportCsv) || parser.isSet(exportJson) || parser.isSet(exportTrace) ||
-                        parser.isSet(diff) || parser.isSet(sweep);
+                        parser.isSet(diff) || parser.isSet(sweep) || parser.isSet(eval) || parser.isSet(exportEvalCsv);
   MainWindow::Options options;
   options.scripted = scripted;
   options.useSettings = !scripted;
@@ -209,6 +247,10 @@ int main(int argc, char** argv) {
     ++events.run;
     events.runOk = ok;
   });
+  QObject::connect(&window, &MainWindow::evalFinished, &window, [&](bool ok) {
+    ++events.eval;
+    events.evalOk = ok;
+  });
 
   window.start(parser.value(model));
   mnv2::ui::RunSettingsPanel* settings = window.runSettings();
@@ -217,8 +259,14 @@ int main(int argc, char** argv) {
   window.sweepPage()->setFields(parser.value(sweepBackends), parser.value(sweepSizes), parser.value(sweepBatches));
   if (parser.isSet(sweepX)) window.sweepPage()->setXAxis(parser.value(sweepX) == QLatin1String("size"));
   if (parser.isSet(timing)) settings->setTimer(timerValue);
+  mnv2::ui::AccuracyPage* accuracy = window.accuracyPage();
+  accuracy->setSet(parser.value(eval), parser.value(evalImages));
+  if (evalBatchValue > 0) accuracy->setBatch(evalBatchValue);
+  if (evalThreadsValue >= 0) accuracy->setLoaderThreads(evalThreadsValue);
 
   if (!scripted) {
+    if (parser.isSet(backend)) settings->selectBackend(parser.value(backend));
+    if (parser.isSet(precision)) settings->setPrecision(precisionValue);
     if (parser.isSet(image)) window.openImage(parser.value(image));
     for (const QString& r : parser.values(report)) window.openReport(r);
     return QApplication::exec();
@@ -230,6 +278,24 @@ int main(int argc, char** argv) {
   if (parser.isSet(backend) && !settings->selectBackend(parser.value(backend))) {
     say(QStringLiteral("backend '%1' cannot run here (see `mnv2 info`)").arg(parser.value(backend)));
     failed = true;
+  }
+  if (parser.isSet(backend)) accuracy->selectBackend(parser.value(backend));
+  if (parser.isSet(precision)) {
+    // Asked of the backend (Backend::supports), never assumed: a mode it does not run is an error here.
+    const QString chosen = settings->backend();
+    if ((parser.isSet(run) || parser.isSet(compare) || parser.isSet(diff)) && !settings->setPrecision(precisionValue)) {
+      say(QStringLiteral("backend '%1' does not run %2").arg(chosen, parser.value(precision)));
+      failed = true;
+    }
+    if (parser.isSet(sweep) && !window.sweepPage()->setPrecision(precisionValue)) {
+      say(QStringLiteral("a backend of the sweep does not run %1").arg(parser.value(precision)));
+      failed = true;
+    }
+    if (parser.isSet(eval) && !accuracy->setPrecision(precisionValue)) {
+      say(QStringLiteral("backend '%1' does not run %2").arg(chosen, parser.value(precision)));
+      failed = true;
+    }
+    settings->setPrecision(precisionValue);  // shown, where the backend runs it, even without a run
   }
   if (parser.isSet(image) && events.modelOk) {
     const int before = events.image;
@@ -262,6 +328,21 @@ int main(int argc, char** argv) {
     window.computeDiff(diffPair[0], diffPair[1]);
     waitUntil([&] { return events.run > before; });
     if (!events.runOk) failed = true;
+  }
+  if (parser.isSet(eval) && events.modelOk && !failed) {
+    const int before = events.eval;
+    if (window.startEval()) {
+      waitUntil([&] { return events.eval > before; });
+      if (!events.evalOk) failed = true;
+    } else {
+      failed = true;
+    }
+  }
+  if (parser.isSet(exportEvalCsv)) {
+    if (window.exportEvalCsv(parser.value(exportEvalCsv)))
+      say(QStringLiteral("wrote %1").arg(parser.value(exportEvalCsv)));
+    else
+      failed = true;
   }
   const std::pair<const QCommandLineOption*, MainWindow::ExportFormat> exports[] = {
       {&exportCsv, MainWindow::ExportFormat::Csv},

@@ -23,19 +23,21 @@
 #include <QVBoxLayout>
 #include <map>
 
+#include "mnv2/atomic_file.h"
 #include "mnv2/error.h"
 #include "mnv2/report.h"
 #include "models/layer_selection.h"
 #include "models/layer_table_model.h"
 #include "models/report_catalog.h"
 #include "run_controller.h"
+#include "widgets/accuracy_page.h"
 #include "widgets/comparison_page.h"
 #include "widgets/diffs_page.h"
 #include "widgets/input_panel.h"
 #include "widgets/network_graph_view.h"
 #include "widgets/roofline_page.h"
-#include "widgets/sweep_page.h"
 #include "widgets/run_settings_panel.h"
+#include "widgets/sweep_page.h"
 #include "widgets/timings_page.h"
 #include "widgets/topology_page.h"
 
@@ -54,10 +56,11 @@ QLabel* statusField(QWidget* parent, const QString& objectName) {
   return l;
 }
 
-QString describeRun(const std::vector<ReportPtr>& reports) {
+// `requested`: the mode the run asked for, when known; a backend that ran fp32 instead is named.
+QString describeRun(const std::vector<ReportPtr>& reports, std::optional<mnv2::Precision> requested = {}) {
   const mnv2::RunReport& r = *reports.front();
   QStringList backends;
-  for (const auto& x : reports) backends << QString::fromStdString(x->backend);
+  for (const auto& x : reports) backends << runLabel(*x);
   QString text = QStringLiteral("<b>%1</b> — input %2, batch %3, %4×%5, %6 warm-up + %7 timed runs per phase")
                      .arg(backends.join(QStringLiteral(" vs ")),
                           QFileInfo(QString::fromStdString(r.config.input_name)).fileName().toHtmlEscaped())
@@ -67,9 +70,17 @@ QString describeRun(const std::vector<ReportPtr>& reports) {
                      .arg(r.config.warmup)
                      .arg(r.config.iters);
   for (const auto& x : reports) {
+    if (requested && x->config.precision != *requested) {
+      text +=
+          QStringLiteral("<br><i>%1 ran %2: it does not run %3%4</i>")
+              .arg(QString::fromStdString(x->backend), precisionName(x->config.precision), precisionName(*requested),
+                   x == reports.front() && reports.size() > 1
+                       ? QStringLiteral(" (the reference of the diffs stays fp32; the others are judged by the "
+                                        "reduced-precision bound)")
+                       : QString());
+    }
     text += QStringLiteral("<br>%1 on %2 (%3): end to end %4 ms median (%5 images/s); sum of layer medians %6 ms")
-                .arg(QString::fromStdString(x->backend), QString::fromStdString(x->device).toHtmlEscaped(),
-                     QString::fromStdString(x->timer))
+                .arg(runLabel(*x), QString::fromStdString(x->device).toHtmlEscaped(), QString::fromStdString(x->timer))
                 .arg(x->end_to_end.gpu_ms ? x->end_to_end.gpu_ms->median : x->end_to_end.host_ms.median, 0, 'f', 3)
                 .arg(x->end_to_end.images_per_s, 0, 'f', 1)
                 .arg(x->sum_of_steps_ms, 0, 'f', 3);
@@ -130,6 +141,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_graph = new GraphPage(m_selection, m_tabs);
   m_roofline = new RooflinePage(m_selection, m_tabs);
   m_sweep = new SweepPage(m_tabs);
+  m_accuracy = new AccuracyPage(m_tabs);
+  m_accuracy->setObjectName(QStringLiteral("accuracyPage"));
   m_tabs->addTab(m_topology, QStringLiteral("Topology"));
   m_tabs->addTab(m_timings, QStringLiteral("Timings"));
   m_tabs->addTab(m_diffs, QStringLiteral("Diffs"));
@@ -137,6 +150,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_tabs->addTab(m_graph, QStringLiteral("Graph"));
   m_tabs->addTab(m_roofline, QStringLiteral("Roofline && memory"));
   m_tabs->addTab(m_sweep, QStringLiteral("Sweep"));
+  m_tabs->addTab(m_accuracy, QStringLiteral("Accuracy"));
   auto* centre = new QWidget(this);
   auto* centreLayout = new QVBoxLayout(centre);
   centreLayout->setContentsMargins(4, 4, 4, 0);
@@ -154,6 +168,17 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   connect(m_settings, &RunSettingsPanel::backendChanged, this, [this](const QString& backend) {
     // The predictions follow the chosen backend (one forward pass).
     if (m_image && !backend.isEmpty() && backend != m_image->backend) classifyCurrent(m_image->imagePath);
+  });
+  connect(m_accuracy, &AccuracyPage::runRequested, this, [this] { startEval(); });
+  connect(m_accuracy, &AccuracyPage::cancelRequested, this, [this] { cancelRun(); });
+  connect(m_accuracy, &AccuracyPage::exportRequested, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(
+        this, QStringLiteral("Export the evaluation"),
+        QDir(lastFolder(QStringLiteral("exports")))
+            .filePath(QStringLiteral("mnv2-eval-%1.csv")
+                          .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))),
+        QStringLiteral("CSV (*.csv)"));
+    if (!path.isEmpty()) exportEvalCsv(path);
   });
   connect(m_diffs, &DiffsPage::computeRequested, this,
           [this](const QString& backend, const QString& reference) { computeDiff(backend, reference); });
@@ -256,7 +281,13 @@ void MainWindow::connectController() {
   connect(m_controller, &RunController::environmentReady, this, [this](const EnvironmentInfo& i) { onEnvironment(i); });
   connect(m_controller, &RunController::modelLoaded, this, [this](const ModelInfo& i) { onModel(i); });
   connect(m_controller, &RunController::classified, this, [this](const ClassifyResult& r) { onClassified(r); });
-  connect(m_controller, &RunController::progress, this, [this](const RunProgress& p) { m_settings->setProgress(p); });
+  connect(m_controller, &RunController::progress, this, [this](const RunProgress& p) {
+    if (p.id == m_evalJob)
+      m_accuracy->setProgress(p);
+    else
+      m_settings->setProgress(p);
+  });
+  connect(m_controller, &RunController::evaluated, this, [this](const EvalOutcome& o) { onEvaluated(o); });
   connect(m_controller, &RunController::profiled, this, [this](const ProfileResult& r) { onProfiled(r); });
   connect(m_controller, &RunController::diffed, this, [this](const DiffResult& r) { onDiffed(r); });
   connect(m_controller, &RunController::swept, this, [this](const SweepResult& r) {
@@ -269,9 +300,16 @@ void MainWindow::connectController() {
     m_settings->setRunning(running);
     m_diffs->setComputing(running);
     m_sweep->setRunning(running);
+    m_accuracy->setRunning(running);
     updateActions();
   });
-  connect(m_controller, &RunController::cancelled, this, [this](JobId) {
+  connect(m_controller, &RunController::cancelled, this, [this](JobId id) {
+    if (id == m_evalJob) {
+      m_accuracy->setCancelled();
+      statusBar()->showMessage(QStringLiteral("Evaluation cancelled"), 5000);
+      Q_EMIT evalFinished(false);
+      return;
+    }
     m_settings->setStatus(QStringLiteral("cancelled"));
     statusBar()->showMessage(QStringLiteral("Run cancelled"), 5000);
     Q_EMIT runFinished(false);
@@ -297,6 +335,11 @@ void MainWindow::connectController() {
         reportError(f.kind == JobKind::Profile ? QStringLiteral("The run failed") : QStringLiteral("The diff failed"),
                     f.message);
         Q_EMIT runFinished(false);
+        break;
+      case JobKind::Eval:
+        m_accuracy->setError(f.message);
+        reportError(QStringLiteral("The evaluation failed"), f.message);
+        Q_EMIT evalFinished(false);
         break;
     }
   });
@@ -326,6 +369,8 @@ void MainWindow::onEnvironment(const EnvironmentInfo& info) {
   m_backends = info.backends;
   m_settings->setBackends(info.backends);
   m_diffs->setBackends(info.backends);
+  m_sweep->setBackends(info.backends);
+  m_accuracy->setBackends(info.backends);
   const mnv2::CudaEnvironment& env = info.cuda;
   if (env.devices.empty()) {
     m_statusGpu->setText(QStringLiteral("GPU: none (%1)").arg(QString::fromStdString(env.why_none)));
@@ -339,10 +384,11 @@ void MainWindow::onEnvironment(const EnvironmentInfo& info) {
   }
   m_statusGpu->setToolTip(m_statusGpu->text());
   const QString driverCuda = QString::fromStdString(mnv2::cuda_version_string(env.driver_version));
-  m_statusDriver->setText(!env.driver_version ? QStringLiteral("driver: none")
-                          : env.driver_release.empty()
-                              ? QStringLiteral("driver: CUDA %1").arg(driverCuda)
-                              : QStringLiteral("driver %1 (CUDA %2)").arg(QString::fromStdString(env.driver_release), driverCuda));
+  m_statusDriver->setText(
+      !env.driver_version ? QStringLiteral("driver: none")
+      : env.driver_release.empty()
+          ? QStringLiteral("driver: CUDA %1").arg(driverCuda)
+          : QStringLiteral("driver %1 (CUDA %2)").arg(QString::fromStdString(env.driver_release), driverCuda));
   m_statusCuda->setText(env.built_with_cuda
                             ? QStringLiteral("CUDA runtime %1")
                                   .arg(QString::fromStdString(mnv2::cuda_version_string(env.runtime_version)))
@@ -451,6 +497,51 @@ bool MainWindow::startSweep() {
   return true;
 }
 
+bool MainWindow::startEval() {
+  QString error;
+  std::optional<EvalRequest> request = m_accuracy->request(&error);
+  if (request && !m_model) error = QStringLiteral("no model is loaded");
+  if (!request || !m_model) {
+    m_accuracy->setError(error);
+    reportError(QStringLiteral("Cannot evaluate"), error);
+    return false;
+  }
+  request->decoder = m_options.decoder;
+  m_accuracy->evalStarted(
+      QStringLiteral("evaluating %1 on %2…")
+          .arg(request->set, runLabel(QString::fromStdString(request->config.backend), request->config.precision)));
+  m_evalJob = m_controller->evaluate(*request);
+  return true;
+}
+
+void MainWindow::onEvaluated(const EvalOutcome& outcome) {
+  m_accuracy->setOutcome(outcome);
+  const mnv2::EvalResult& r = outcome.record.result;
+  statusBar()->showMessage(QStringLiteral("Evaluated %1 images: top-1 %2%, top-5 %3%")
+                               .arg(r.images)
+                               .arg(r.top1 * 100, 0, 'f', 2)
+                               .arg(r.top5 * 100, 0, 'f', 2),
+                           15000);
+  Q_EMIT evalFinished(true);
+}
+
+bool MainWindow::exportEvalCsv(const QString& path) {
+  const EvalRecordPtr record = m_accuracy->record();
+  if (!record) {
+    reportError(QStringLiteral("Nothing to export"), QStringLiteral("run an evaluation first"));
+    return false;
+  }
+  try {
+    mnv2::write_file_atomically(path.toStdString(), evalCsv(*record));
+  } catch (const std::exception& e) {
+    reportError(QStringLiteral("Export failed"), QString::fromUtf8(e.what()));
+    return false;
+  }
+  setLastFolder(QStringLiteral("exports"), path);
+  statusBar()->showMessage(QStringLiteral("Wrote %1").arg(path), 10000);
+  return true;
+}
+
 void MainWindow::startRun(bool compare) {
   if (!m_model) {
     reportError(QStringLiteral("Cannot run"), QStringLiteral("no model is loaded"));
@@ -471,6 +562,7 @@ void MainWindow::startRun(bool compare) {
   c.warmup = m_settings->warmup();
   c.iters = m_settings->iterations();
   c.timer = m_settings->timer();
+  c.precision = m_settings->precision();
   if (m_settings->useImage() && m_image) {
     c.input = m_image->input;
     c.input_name = m_image->imagePath.toStdString();
@@ -506,6 +598,7 @@ void MainWindow::computeDiff(const QString& backend, const QString& reference) {
   DiffRequest request;
   request.backend = backend;
   request.reference = reference;
+  request.precision = m_settings->precision();
   if (m_image) {
     request.input = m_image->input;
     request.inputName = QFileInfo(m_image->imagePath).fileName();
@@ -540,16 +633,19 @@ void MainWindow::onProfiled(const ProfileResult& result) {
   m_currentRun.clear();
   for (const auto& r : result.reports) m_currentRun.push_back(std::make_shared<const mnv2::RunReport>(r));
   m_catalog->setCurrentRun(m_currentRun);
-  showReports(m_currentRun, QStringLiteral("Current run: ") + describeRun(m_currentRun));
+  showReports(m_currentRun, QStringLiteral("Current run: ") + describeRun(m_currentRun, result.requested));
   if (result.ceilings || !result.ceilingsNote.isEmpty()) m_roofline->setCeilings(result.ceilings, result.ceilingsNote);
 
+  // Every diff of a compare is against the first run (the reference), in the mode that run ran.
+  const mnv2::Precision referencePrecision = m_currentRun.front()->config.precision;
   std::vector<DiffsPage::Source> diffs;
   for (const ReportPtr& r : m_currentRun) {
     if (!r->diff) continue;
     diffs.push_back({QStringLiteral("%1 vs %2 (current run)")
-                         .arg(QString::fromStdString(r->diff->backend), QString::fromStdString(r->diff->reference)),
+                         .arg(runLabel(QString::fromStdString(r->diff->backend), r->config.precision),
+                              runLabel(QString::fromStdString(r->diff->reference), referencePrecision)),
                      QStringLiteral("run"), std::make_shared<const mnv2::DiffReport>(*r->diff), r->topology,
-                     m_model ? m_model->numClasses : 0});
+                     m_model ? m_model->numClasses : 0, r->config.precision, referencePrecision});
   }
   m_diffs->setSources(QStringLiteral("run"), std::move(diffs), true);
 
@@ -565,7 +661,7 @@ void MainWindow::onProfiled(const ProfileResult& result) {
 
   const mnv2::RunReport& r = *m_currentRun.front();
   m_settings->setStatus(QStringLiteral("done: %1 end to end %2 ms median; layers sum %3 ms")
-                            .arg(QString::fromStdString(r.backend))
+                            .arg(runLabel(r))
                             .arg(r.end_to_end.host_ms.median, 0, 'f', 3)
                             .arg(r.sum_of_steps_ms, 0, 'f', 3));
   for (const ReportPtr& x : m_currentRun)
@@ -578,12 +674,12 @@ void MainWindow::onProfiled(const ProfileResult& result) {
 void MainWindow::onDiffed(const DiffResult& result) {
   const std::vector<mnv2::Layer> topology = m_model ? m_model->topology : std::vector<mnv2::Layer>{};
   std::vector<DiffsPage::Source> sources;
-  sources.push_back({QStringLiteral("%1 vs %2 (computed, %3)")
-                         .arg(QString::fromStdString(result.diff.backend),
-                              QString::fromStdString(result.diff.reference), result.inputName),
-                     QStringLiteral("computed-%1").arg(++m_diffCount),
-                     std::make_shared<const mnv2::DiffReport>(result.diff), topology,
-                     m_model ? m_model->numClasses : 0});
+  sources.push_back(
+      {QStringLiteral("%1 vs %2 (computed, %3)")
+           .arg(runLabel(QString::fromStdString(result.diff.backend), result.precision),
+                runLabel(QString::fromStdString(result.diff.reference), result.referencePrecision), result.inputName),
+       QStringLiteral("computed-%1").arg(++m_diffCount), std::make_shared<const mnv2::DiffReport>(result.diff),
+       topology, m_model ? m_model->numClasses : 0, result.precision, result.referencePrecision});
   // The origin is copied first: the order in which arguments are evaluated is unspecified, and moving
   // `sources` into the parameter before reading sources.front() read a destroyed element (a crash).
   const QString origin = sources.front().origin;
@@ -615,10 +711,16 @@ bool MainWindow::openReport(const QString& path) {
   for (const ReportPtr& r : reports) {
     if (!r->diff) continue;
     const int classes = r->layer_stats.empty() ? 0 : static_cast<int>(r->layer_stats.back().output.c);
-    diffs.push_back({QStringLiteral("%1 vs %2 (%3)")
-                         .arg(QString::fromStdString(r->diff->backend), QString::fromStdString(r->diff->reference),
-                              QFileInfo(path).fileName()),
-                     path, std::make_shared<const mnv2::DiffReport>(*r->diff), r->topology, classes});
+    // The reference's mode is that of its own run in the file (a compare writes every run); fp32 without one.
+    mnv2::Precision referencePrecision = mnv2::Precision::fp32;
+    for (const ReportPtr& x : reports)
+      if (x->backend == r->diff->reference) referencePrecision = x->config.precision;
+    diffs.push_back(
+        {QStringLiteral("%1 vs %2 (%3)")
+             .arg(runLabel(QString::fromStdString(r->diff->backend), r->config.precision),
+                  runLabel(QString::fromStdString(r->diff->reference), referencePrecision), QFileInfo(path).fileName()),
+         path, std::make_shared<const mnv2::DiffReport>(*r->diff), r->topology, classes, r->config.precision,
+         referencePrecision});
   }
   m_diffs->setSources(path, std::move(diffs), true);
   // Compare the current run with the report; without a current run, the report's first two runs.
@@ -664,8 +766,8 @@ bool MainWindow::exportTo(ExportFormat format, const QString& path) {
 void MainWindow::exportInteractive(ExportFormat format) {
   if (m_shown.empty()) return;
   const mnv2::RunReport& r = *m_shown.front();
-  const QString stem = QStringLiteral("mnv2-%1-b%2-%3")
-                           .arg(QString::fromStdString(r.backend))
+  const QString stem = QStringLiteral("mnv2-%1-%2-b%3-%4")
+                           .arg(QString::fromStdString(r.backend), precisionName(r.config.precision))
                            .arg(r.config.batch)
                            .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
   QString suffix, filter;
@@ -697,6 +799,7 @@ bool MainWindow::selectTab(const QString& name) {
                   : n == QLatin1String("graph")      ? static_cast<QWidget*>(m_graph)
                   : n == QLatin1String("roofline")   ? static_cast<QWidget*>(m_roofline)
                   : n == QLatin1String("sweep")      ? static_cast<QWidget*>(m_sweep)
+                  : n == QLatin1String("accuracy")   ? static_cast<QWidget*>(m_accuracy)
                                                      : nullptr;
   if (!page) return false;
   m_tabs->setCurrentWidget(page);

@@ -1,6 +1,6 @@
 // The main window of mnv2-profiler: the input and run-settings panel on the left; tabs for the topology,
-// timings, output diffs, run comparison and network graph; menus for files, exports and runs; a status
-// bar with the model and GPU environment. It only shows what the engine produced: all engine work goes
+// timings, output diffs, run comparison, network graph, roofline, sweep and accuracy; menus for files, exports and
+// runs; a status bar with the model and GPU environment. It only shows what the engine produced: all engine work goes
 // through the RunController's worker thread.
 #pragma once
 
@@ -18,6 +18,7 @@ class QTabWidget;
 
 namespace mnv2::ui {
 
+class AccuracyPage;
 class ComparisonPage;
 class DiffsPage;
 class GraphPage;
@@ -55,8 +56,12 @@ class MainWindow : public QMainWindow {
   void computeDiff(const QString& backend, const QString& reference);
   // The Sweep page's fields as a sweep job; false (with the reason reported) when they are not valid.
   bool startSweep();
+  // The Accuracy page's fields as an evaluation job; false (with the reason reported) when they are not valid.
+  bool startEval();
+  bool exportEvalCsv(const QString& path);  // the Accuracy page's last result, written atomically
   bool exportTo(ExportFormat format, const QString& path);
-  bool selectTab(const QString& name);  // "topology", "timings", "diffs", "comparison", "graph"
+  // "topology", "timings", "diffs", "comparison", "graph", "roofline", "sweep", "accuracy"
+  bool selectTab(const QString& name);
 
   bool hasModel() const { return m_model.has_value(); }
   const std::vector<BackendStatus>& backends() const { return m_backends; }
@@ -74,6 +79,7 @@ class MainWindow : public QMainWindow {
   GraphPage* graphPage() const { return m_graph; }
   RooflinePage* rooflinePage() const { return m_roofline; }
   SweepPage* sweepPage() const { return m_sweep; }
+  AccuracyPage* accuracyPage() const { return m_accuracy; }
   QLabel* banner() const { return m_banner; }
   QString statusText() const;  // the permanent status bar fields, joined
 
@@ -81,7 +87,8 @@ class MainWindow : public QMainWindow {
   void environmentReady();
   void modelReady(bool ok);
   void imageReady(bool ok);
-  void runFinished(bool ok);  // a profile or diff job ended: false when it failed or was cancelled
+  void runFinished(bool ok);   // a profile, diff or sweep job ended: false when it failed or was cancelled
+  void evalFinished(bool ok);  // an accuracy evaluation ended: false when it failed or was cancelled
   void errorReported(const QString& message);
 
  protected:
@@ -101,6 +108,7 @@ class MainWindow : public QMainWindow {
   void onClassified(const ClassifyResult& result);
   void onProfiled(const ProfileResult& result);
   void onDiffed(const DiffResult& result);
+  void onEvaluated(const EvalOutcome& outcome);
   void updateTopologySummary();
   void updateActions();
   void addRecent(const QString& key, const QString& path);
@@ -128,6 +136,7 @@ class MainWindow : public QMainWindow {
   GraphPage* m_graph = nullptr;
   RooflinePage* m_roofline = nullptr;
   SweepPage* m_sweep = nullptr;
+  AccuracyPage* m_accuracy = nullptr;
 
   QLabel* m_statusModel = nullptr;
   QLabel* m_statusGpu = nullptr;
@@ -148,6 +157,7 @@ class MainWindow : public QMainWindow {
   std::vector<ReportPtr> m_shown;
   QString m_shownTitle;
   int m_diffCount = 0;
+  JobId m_evalJob = 0;  // the last evaluation sent to the controller (its progress goes to the Accuracy page)
 };
 
 }  // namespace mnv2::ui

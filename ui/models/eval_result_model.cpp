@@ -1,0 +1,120 @@
+// Accuracy evaluation tables and CSV (see eval_result_model.h).
+#include "models/eval_result_model.h"
+
+#include <QFileInfo>
+#include <QStringList>
+#include <sstream>
+
+#include "models/report_access.h"
+
+namespace mnv2::ui {
+
+namespace {
+
+std::string csvField(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string csvField(const QString& s) { return csvField(s.toStdString()); }
+
+QString top5Names(const std::vector<int>& top5, int numClasses, const QString& separator) {
+  QStringList names;
+  for (int i : top5) names << classText(i, numClasses);
+  return names.join(separator);
+}
+
+}  // namespace
+
+QString classText(int index, int numClasses) {
+  return QStringLiteral("%1 %2").arg(index).arg(classLabel(index, numClasses).section(QLatin1Char(','), 0, 0));
+}
+
+EvalResultModel::EvalResultModel(Kind kind, QObject* parent) : QAbstractTableModel(parent), m_kind(kind) {}
+
+void EvalResultModel::setRecord(EvalRecordPtr record) {
+  beginResetModel();
+  m_record = std::move(record);
+  endResetModel();
+}
+
+int EvalResultModel::rowCount(const QModelIndex& parent) const {
+  if (parent.isValid() || !m_record) return 0;
+  return static_cast<int>(m_kind == Kind::Misclassified ? m_record->result.misclassified.size()
+                                                        : m_record->result.skipped.size());
+}
+
+int EvalResultModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : (m_kind == Kind::Misclassified ? 3 : 2);
+}
+
+QVariant EvalResultModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= columnCount()) return {};
+  const auto row = static_cast<size_t>(index.row());
+  if (m_kind == Kind::Misclassified) {
+    const mnv2::EvalMiss& m = m_record->result.misclassified[row];
+    const QString path = QString::fromStdString(m.path);
+    switch (role) {
+      case Qt::DisplayRole:
+        if (index.column() == File) return QFileInfo(path).fileName();
+        if (index.column() == Second) return classText(m.label, m_record->numClasses);
+        return top5Names(m.top5, m_record->numClasses, QStringLiteral(" · "));
+      case Qt::ToolTipRole:
+        if (index.column() == File) return path;
+        if (index.column() == Third) return top5Names(m.top5, m_record->numClasses, QStringLiteral("\n"));
+        return {};
+      default:
+        return {};
+    }
+  }
+  const mnv2::EvalSkip& s = m_record->result.skipped[row];
+  const QString path = QString::fromStdString(s.path);
+  // The decoder's message names the file first; the row shows the file already.
+  QString reason = QString::fromStdString(s.reason);
+  if (role == Qt::DisplayRole && reason.startsWith(path + QStringLiteral(": "))) reason = reason.mid(path.size() + 2);
+  if (role == Qt::DisplayRole) return index.column() == File ? QFileInfo(path).fileName() : reason;
+  if (role == Qt::ToolTipRole) return index.column() == File ? path : QString::fromStdString(s.reason);
+  return {};
+}
+
+QVariant EvalResultModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= columnCount()) return {};
+  if (section == File) return QStringLiteral("File");
+  if (m_kind == Kind::Skipped) return QStringLiteral("Reason");
+  return section == Second ? QStringLiteral("True label") : QStringLiteral("Predicted top-5 (most probable first)");
+}
+
+std::string evalCsv(const EvalRecord& record) {
+  const mnv2::EvalResult& r = record.result;
+  std::ostringstream out;
+  out.precision(9);
+  out << "record,set,backend,backend_description,precision,batch,loader_threads,decoder,images,top1_correct,"
+         "top5_correct,top1,top5,wall_s,images_per_s,inference_s,loader_wait_s,path,label,label_name,predicted_top5,"
+         "predicted_top5_names,reason\n";
+  auto common = [&](const char* kind) {
+    out << kind << ',' << csvField(record.set) << ',' << csvField(r.config.backend) << ','
+        << csvField(r.backend_description) << ',' << mnv2::to_string(r.config.precision) << ',' << r.config.batch << ','
+        << r.config.loader_threads << ',' << csvField(record.decoder) << ',' << r.images << ',' << r.top1_correct << ','
+        << r.top5_correct << ',' << r.top1 << ',' << r.top5 << ',' << r.wall_s << ',' << r.images_per_s << ','
+        << r.inference_s << ',' << r.loader_wait_s << ',';
+  };
+  common("summary");
+  out << ",,,,,\n";
+  for (const mnv2::EvalMiss& m : r.misclassified) {
+    common("misclassified");
+    QStringList indices;
+    for (int i : m.top5) indices << QString::number(i);
+    out << csvField(m.path) << ',' << m.label << ',' << csvField(classLabel(m.label, record.numClasses)) << ','
+        << csvField(indices.join(QLatin1Char(' '))) << ','
+        << csvField(top5Names(m.top5, record.numClasses, QStringLiteral(" | "))) << ",\n";
+  }
+  for (const mnv2::EvalSkip& s : r.skipped) {
+    common("skipped");
+    out << csvField(s.path) << ",,,,," << csvField(s.reason) << '\n';
+  }
+  return out.str();
+}
+
+}  // namespace mnv2::ui
