@@ -111,10 +111,13 @@ AccuracyPage::AccuracyPage(QWidget* parent) : QWidget(parent) {
   imagesRow->addWidget(m_browseImages);
   auto* settingsRow = new QHBoxLayout;
   settingsRow->addWidget(m_backend);
+  settingsRow->addSpacing(12);
   settingsRow->addWidget(new QLabel(QStringLiteral("Precision"), this));
   settingsRow->addWidget(m_precision);
+  settingsRow->addSpacing(12);
   settingsRow->addWidget(new QLabel(QStringLiteral("Batch"), this));
   settingsRow->addWidget(m_batch);
+  settingsRow->addSpacing(12);
   settingsRow->addWidget(new QLabel(QStringLiteral("Loader threads"), this));
   settingsRow->addWidget(m_threads);
   settingsRow->addStretch(1);

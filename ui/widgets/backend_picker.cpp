@@ -22,21 +22,21 @@ QString backendTitle(const QString& name) {
 
 constexpr mnv2::Precision kPrecisions[] = {mnv2::Precision::fp32, mnv2::Precision::tf32, mnv2::Precision::fp16};
 
-QString precisionTitle(mnv2::Precision p) {
+QString precisionDescription(mnv2::Precision p) {
   switch (p) {
     case mnv2::Precision::fp32:
-      return QStringLiteral("fp32");
+      return QStringLiteral("float32 throughout");
     case mnv2::Precision::tf32:
-      return QStringLiteral("tf32 (tensor cores, float32 data)");
+      return QStringLiteral("TF32 tensor-core operands on float32 data");
     case mnv2::Precision::fp16:
-      return QStringLiteral("fp16 (half storage, float32 accumulation)");
+      return QStringLiteral("half-precision storage, float32 accumulation");
   }
-  return precisionName(p);
+  return {};
 }
 
 }  // namespace
 
-BackendCombo::BackendCombo(QWidget* parent) : QComboBox(parent) {}
+BackendCombo::BackendCombo(QWidget* parent) : QComboBox(parent) { setSizeAdjustPolicy(QComboBox::AdjustToContents); }
 
 void BackendCombo::setBackends(const std::vector<BackendStatus>& backends) {
   const QString previous = m_wanted.isEmpty() ? backend() : m_wanted;
@@ -104,7 +104,8 @@ const BackendStatus* BackendCombo::status(const QString& name) const {
 }
 
 PrecisionCombo::PrecisionCombo(QWidget* parent) : QComboBox(parent) {
-  for (mnv2::Precision p : kPrecisions) addItem(precisionTitle(p), static_cast<int>(p));
+  for (mnv2::Precision p : kPrecisions) addItem(precisionName(p), static_cast<int>(p));
+  setSizeAdjustPolicy(QComboBox::AdjustToContents);
   setToolTip(QStringLiteral("The arithmetic of the run; only the modes the backend runs can be chosen"));
   setSupported({});
 }
@@ -122,7 +123,7 @@ void PrecisionCombo::setSupported(const std::vector<const BackendStatus*>& backe
     item->setFlags(on ? item->flags() | Qt::ItemIsEnabled | Qt::ItemIsSelectable
                       : item->flags() & ~(Qt::ItemIsEnabled | Qt::ItemIsSelectable));
     item->setToolTip(
-        on ? QString()
+        on ? precisionDescription(p)
         : without.isEmpty()
             ? QStringLiteral("no backend chosen")
             : QStringLiteral("%1 does not run %2").arg(without.join(QStringLiteral(", ")), precisionName(p)));
