@@ -8,7 +8,10 @@
 #include <QDir>
 #include <QFile>
 #include <QLabel>
+#include <QLineEdit>
+#include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -452,6 +455,22 @@ class AccuracyPageTest : public QObject {
     page()->setSet(writeList(QStringLiteral("short.txt"), lines.mid(0, 2)), test::sharedPath(QStringLiteral("images")));
     QVERIFY(evaluate());
     QCOMPARE(page()->record()->result.images, 2);
+  }
+
+  void fieldsPersist() {
+    QSettings().clear();
+    MainWindow::Options options;
+    {
+      MainWindow first(options);
+      first.accuracyPage()->setSet(QStringLiteral("/data/val/list.txt"), QStringLiteral("/data/val/images"));
+      first.accuracyPage()->setBatch(3);
+      first.close();
+    }
+    MainWindow second(options);
+    QCOMPARE(second.findChild<QLineEdit*>(QStringLiteral("evalSet"))->text(), QStringLiteral("/data/val/list.txt"));
+    QCOMPARE(second.findChild<QLineEdit*>(QStringLiteral("evalImages"))->text(), QStringLiteral("/data/val/images"));
+    QCOMPARE(second.findChild<QSpinBox*>(QStringLiteral("evalBatch"))->value(), 3);
+    QSettings().clear();
   }
 };
 

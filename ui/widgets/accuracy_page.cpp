@@ -11,6 +11,7 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
@@ -254,6 +255,19 @@ void AccuracyPage::setError(const QString& message) {
 void AccuracyPage::setCancelled() {
   m_status->setStyleSheet(QString());
   m_status->setText(QStringLiteral("cancelled"));
+}
+
+void AccuracyPage::loadSettings(const QSettings& s) {
+  setSet(s.value(QStringLiteral("eval/set")).toString(), s.value(QStringLiteral("eval/images")).toString());
+  m_batch->setValue(s.value(QStringLiteral("eval/batch"), 8).toInt());
+  m_threads->setValue(s.value(QStringLiteral("eval/threads"), 0).toInt());
+}
+
+void AccuracyPage::saveSettings(QSettings& s) const {
+  s.setValue(QStringLiteral("eval/set"), m_set->text());
+  s.setValue(QStringLiteral("eval/images"), m_images->text());
+  s.setValue(QStringLiteral("eval/batch"), m_batch->value());
+  s.setValue(QStringLiteral("eval/threads"), m_threads->value());
 }
 
 QString AccuracyPage::summaryText() const { return m_summary->text(); }

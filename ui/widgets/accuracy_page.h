@@ -12,6 +12,7 @@
 #include "run_types.h"
 
 class QLabel;
+class QSettings;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
@@ -45,6 +46,9 @@ class AccuracyPage : public QWidget {
   void setOutcome(const EvalOutcome& outcome);
   void setError(const QString& message);
   void setCancelled();
+
+  void loadSettings(const QSettings& settings);  // the set, images folder, batch and loader threads
+  void saveSettings(QSettings& settings) const;
 
   EvalRecordPtr record() const { return m_record; }
   QString summaryText() const;

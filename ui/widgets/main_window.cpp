@@ -861,6 +861,7 @@ void MainWindow::rebuildRecentMenu() {
 void MainWindow::loadSettings() {
   QSettings s;
   m_settings->loadSettings(s);
+  m_accuracy->loadSettings(s);
   restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
   restoreState(s.value(QStringLiteral("window/state")).toByteArray());
   m_tabs->setCurrentIndex(s.value(QStringLiteral("window/tab"), 0).toInt());
@@ -872,6 +873,7 @@ void MainWindow::loadSettings() {
 void MainWindow::saveSettings() {
   QSettings s;
   m_settings->saveSettings(s);
+  m_accuracy->saveSettings(s);
   s.setValue(QStringLiteral("window/geometry"), saveGeometry());
   s.setValue(QStringLiteral("window/state"), saveState());
   s.setValue(QStringLiteral("window/tab"), m_tabs->currentIndex());

@@ -106,7 +106,10 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   connect(m_backend, &QComboBox::currentIndexChanged, this, [this] {
     const BackendStatus* b = m_backend->status(backend());
     m_precision->setSupported(b ? std::vector<const BackendStatus*>{b} : std::vector<const BackendStatus*>{});
-    if (m_wantedPrecision && b && m_precision->setPrecision(*m_wantedPrecision)) m_wantedPrecision.reset();
+    if (m_wantedPrecision && b) {  // once, for the first backend known: not later for another one
+      m_precision->setPrecision(*m_wantedPrecision);
+      m_wantedPrecision.reset();
+    }
     updateEnabled();
     Q_EMIT backendChanged(backend());
   });
