@@ -32,6 +32,12 @@ if [[ ${MNV2_DEVICE_APP:-0} != 0 ]]; then
   # The device tool carries 64 MiB: libraries the CLI bundle already has (OpenBLAS, OpenCV core, ONNX, ...)
   # are dropped from the app's; device-run.sh unpacks both and the app's run.sh keeps bundle/lib on the path.
   mkdir -p "$stage/app" && tar -xJf "$stage/app.tar.xz" -C "$stage/app"
+  # QImage reads JPEG through Qt's image-format plugin (the photographs of an eval set): the plugin and the
+  # libjpeg it links (the GPU machine's Ubuntu has another soname).
+  jpeg_plugin=$(find /usr/lib -path '*qt6/plugins/imageformats/libqjpeg.so' | head -1)
+  mkdir -p "$stage/app/qtbundle/plugins/imageformats"
+  cp "$jpeg_plugin" "$stage/app/qtbundle/plugins/imageformats/"
+  cp -L "$(ldd "$jpeg_plugin" | awk '/libjpeg\.so/ {print $3}')" "$stage/app/qtbundle/lib/"
   for lib in "$stage"/bundle/lib/*; do rm -f "$stage/app/qtbundle/lib/$(basename "$lib")"; done
   tar -C "$stage/app" -cJf "$root/.device/app.tar.xz" qtbundle
   echo "app: $(du -h "$root/.device/app.tar.xz" | cut -f1) in .device/app.tar.xz"
