@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "mnv2/error.h"
 
@@ -23,6 +24,16 @@ struct Clip {
   float lo = 0.0f;       // lower bound
   float hi = 6.0f;       // upper bound (may be +inf)
 };
+
+// Element type of an activation buffer in device memory. Weights of the direct and depthwise convolutions and
+// every bias stay float32; arithmetic is float32 (FFMA, or tensor cores with float32 accumulation) throughout.
+enum class DType {
+  f32,  // float
+  f16,  // IEEE half (__half): half the bytes; converted to float32 on load, rounded to nearest on store
+};
+
+inline constexpr int dtype_bytes(DType t) { return t == DType::f16 ? 2 : 4; }
+inline const char* to_string(DType t) { return t == DType::f16 ? "f16" : "f32"; }
 
 inline constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -48,6 +59,8 @@ cudaError_t probe_kernel_image();
 #define MNV2_KERNEL_CALL(op, call) ::mnv2::kernels::check_call((call), (op), #call, __FILE__, __LINE__)
 
 #ifdef __CUDACC__
+#include <cuda_fp16.h>
+
 namespace mnv2::kernels {
 
 __device__ __forceinline__ float apply_clip(float x, const Clip& c) {
@@ -103,6 +116,97 @@ struct Vec<4> {
   }
   __device__ __forceinline__ static Type clip(Type a, const Clip& c) { return apply_clip(a, c); }
 };
+
+// The storage type of a DType, for kernels templated on it.
+template <DType kType>
+struct Storage;
+template <>
+struct Storage<DType::f32> {
+  using Type = float;
+};
+template <>
+struct Storage<DType::f16> {
+  using Type = __half;
+};
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+template <class T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+
+// kW consecutive elements of type T (float or __half) to and from kW floats, in the widest accesses the byte
+// count allows (16, 8 or 4 bytes, else one element each); the address must be aligned to that access. Loads
+// go through the read-only cache (__ldg) unless kCoherent (buffers the same kernel writes).
+template <class T, int kW, bool kCoherent = false>
+__device__ __forceinline__ void load_floats(const T* p, float (&v)[kW]) {
+  constexpr int kBytes = static_cast<int>(sizeof(T)) * kW;
+  if constexpr (kBytes % 16 == 0 || kBytes % 8 == 0 || (kBytes % 4 == 0 && sizeof(T) < 4)) {
+    using Chunk = std::conditional_t<kBytes % 16 == 0, uint4, std::conditional_t<kBytes % 8 == 0, uint2, unsigned>>;
+    constexpr int kPer = static_cast<int>(sizeof(Chunk) / sizeof(T));
+#pragma unroll
+    for (int c = 0; c < kW / kPer; ++c) {
+      const Chunk* src = reinterpret_cast<const Chunk*>(p) + c;
+      const Chunk raw = kCoherent ? *src : __ldg(src);
+      const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) v[c * kPer + j] = to_float(e[j]);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kW; ++j) v[j] = to_float(kCoherent ? p[j] : __ldg(p + j));
+  }
+}
+
+template <class T, int kW>
+__device__ __forceinline__ void store_floats(T* p, const float (&v)[kW]) {
+  constexpr int kBytes = static_cast<int>(sizeof(T)) * kW;
+  if constexpr (kBytes % 16 == 0 || kBytes % 8 == 0 || (kBytes % 4 == 0 && sizeof(T) < 4)) {
+    using Chunk = std::conditional_t<kBytes % 16 == 0, uint4, std::conditional_t<kBytes % 8 == 0, uint2, unsigned>>;
+    constexpr int kPer = static_cast<int>(sizeof(Chunk) / sizeof(T));
+#pragma unroll
+    for (int c = 0; c < kW / kPer; ++c) {
+      Chunk raw;
+      T* e = reinterpret_cast<T*>(&raw);
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) e[j] = from_float<T>(v[c * kPer + j]);
+      reinterpret_cast<Chunk*>(p)[c] = raw;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kW; ++j) p[j] = from_float<T>(v[j]);
+  }
+}
+
+// The fused epilogue of a convolution or GEMM on kW consecutive outputs (one row, consecutive columns or
+// channels): acc + bias, the clip, then + residual, stored as T. bias: kW float32 values or null; residual:
+// kW values of T or null. Shared by every kernel that stores float32 accumulators into T.
+template <class T, int kW>
+__device__ __forceinline__ void epilogue_store(T* out, float (&acc)[kW], const float* bias, const Clip& clip,
+                                               const T* residual) {
+  if (bias != nullptr) {
+    float b[kW];
+    load_floats<float, kW>(bias, b);
+#pragma unroll
+    for (int j = 0; j < kW; ++j) acc[j] += b[j];
+  }
+#pragma unroll
+  for (int j = 0; j < kW; ++j) acc[j] = apply_clip(acc[j], clip);
+  if (residual != nullptr) {
+    float r[kW];
+    load_floats<T, kW>(residual, r);
+#pragma unroll
+    for (int j = 0; j < kW; ++j) acc[j] += r[j];
+  }
+  store_floats<T, kW>(out, acc);
+}
 
 }  // namespace mnv2::kernels
 #endif  // __CUDACC__

@@ -14,13 +14,16 @@ constexpr int64_t kMinThreadsPerSm = 2 * kBlockThreads;
 // grid.y holds the image index; larger batches take several launches.
 constexpr int kMaxGridY = 65535;
 
-template <int kVec, int kCols, int kStride>
+// T: float or __half storage; kVec channels per thread move in one 16-byte access (or one each); the
+// arithmetic is float32 FFMA. With float4s the nine taps are loaded once into registers; with 8 channels per
+// thread (half8: 72 tap values) each filter row is loaded as it is used (L1 hits), to keep the registers for
+// the accumulators and the input columns.
+template <class T, int kVec, int kCols, int kStride>
 __global__ void __launch_bounds__(kBlockThreads) depthwise3x3_kernel(const DepthwiseConvParams p, int image0) {
   static_assert(kStride > 0 || kCols == 1, "several columns per thread need a compile-time stride");
-  using V = Vec<kVec>;
-  using T = typename V::Type;
   constexpr int kStep = kStride > 0 ? kStride : 0;  // input columns between neighbouring outputs, in x[]
   constexpr int kInCols = kStride > 0 ? (kCols - 1) * kStride + 3 : 3;
+  constexpr bool kTapsUpfront = kVec <= 4;
 
   // grid.y walks images (from image0), grid.x this image's threads: 32-bit index arithmetic.
   const int C = p.channels;
@@ -36,14 +39,18 @@ __global__ void __launch_bounds__(kBlockThreads) depthwise3x3_kernel(const Depth
   const int c = g * kVec;
   const int sh = kStride > 0 ? kStride : p.stride_h;
   const int sw = kStride > 0 ? kStride : p.stride_w;
+  const T* input = static_cast<const T*>(p.input);
 
-  T w[9];
+  float w[kTapsUpfront ? 9 : 3][kVec];
+  if constexpr (kTapsUpfront) {
 #pragma unroll
-  for (int t = 0; t < 9; ++t) w[t] = V::load(p.weight + t * C + c);
-  const T init = p.bias != nullptr ? V::load(p.bias + c) : V::zero();
-  T acc[kCols];
+    for (int t = 0; t < 9; ++t) load_floats<float, kVec>(p.weight + t * C + c, w[t]);
+  }
+  float acc[kCols][kVec];
 #pragma unroll
-  for (int o = 0; o < kCols; ++o) acc[o] = init;
+  for (int o = 0; o < kCols; ++o)
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) acc[o][v] = 0.0f;
 
   const int ow0 = cg * kCols;
   const int iw0 = ow0 * sw - p.pad_left;
@@ -51,61 +58,82 @@ __global__ void __launch_bounds__(kBlockThreads) depthwise3x3_kernel(const Depth
   for (int r = 0; r < 3; ++r) {
     const int ih = oh * sh - p.pad_top + r;
     if (ih < 0 || ih >= p.in_h) continue;
-    const float* row = p.input + ((n * p.in_h + ih) * p.in_w) * C + c;
-    T x[kInCols];
+    if constexpr (!kTapsUpfront) {
+#pragma unroll
+      for (int s = 0; s < 3; ++s) load_floats<float, kVec>(p.weight + (r * 3 + s) * C + c, w[s]);
+    }
+    const T* row = input + ((n * p.in_h + ih) * p.in_w) * C + c;
+    float x[kInCols][kVec];
 #pragma unroll
     for (int j = 0; j < kInCols; ++j) {
       const int iw = iw0 + j;
-      x[j] = (iw >= 0 && iw < p.in_w) ? V::load(row + static_cast<int64_t>(iw) * C) : V::zero();
+      if (iw >= 0 && iw < p.in_w) {
+        load_floats<T, kVec>(row + static_cast<int64_t>(iw) * C, x[j]);
+      } else {
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) x[j][v] = 0.0f;
+      }
     }
 #pragma unroll
     for (int o = 0; o < kCols; ++o)
 #pragma unroll
-      for (int s = 0; s < 3; ++s) acc[o] = V::fma(x[o * kStep + s], w[r * 3 + s], acc[o]);
+      for (int s = 0; s < 3; ++s)
+#pragma unroll
+        for (int v = 0; v < kVec; ++v)
+          acc[o][v] = fmaf(x[o * kStep + s][v], w[kTapsUpfront ? r * 3 + s : s][v], acc[o][v]);
   }
-  float* out = p.output + ((n * p.out_h + oh) * p.out_w) * C + c;
+  T* out = static_cast<T*>(p.output) + ((n * p.out_h + oh) * p.out_w) * C + c;
 #pragma unroll
   for (int o = 0; o < kCols; ++o)
-    if (ow0 + o < p.out_w) V::store(out + static_cast<int64_t>(ow0 + o) * C, V::clip(acc[o], p.clip));
+    if (ow0 + o < p.out_w)
+      epilogue_store<T, kVec>(out + static_cast<int64_t>(ow0 + o) * C, acc[o], p.bias != nullptr ? p.bias + c : nullptr,
+                              p.clip, nullptr);
 }
 
-template <int kVec, int kCols, int kStride>
+template <class T, int kVec, int kCols, int kStride>
 void launch(const DepthwiseConvParams& p, cudaStream_t stream) {
   const int64_t threads = static_cast<int64_t>(p.out_h) * ceil_div(p.out_w, kCols) * (p.channels / kVec);
   if (threads > 0x7fffffff) throw Error("depthwise_conv: one image's map is too large for one launch");
   const auto blocks = static_cast<unsigned>(ceil_div(threads, kBlockThreads));
   for (int image0 = 0; image0 < p.batch; image0 += kMaxGridY) {
     const auto images = static_cast<unsigned>(std::min(kMaxGridY, p.batch - image0));
-    depthwise3x3_kernel<kVec, kCols, kStride><<<dim3(blocks, images), kBlockThreads, 0, stream>>>(p, image0);
+    depthwise3x3_kernel<T, kVec, kCols, kStride><<<dim3(blocks, images), kBlockThreads, 0, stream>>>(p, image0);
     MNV2_CHECK_LAUNCH("depthwise_conv3x3");
   }
 }
 
-template <int kVec>
+template <class T, int kVec>
 void launch_vec(const DepthwiseConvParams& p, const DepthwiseVariant& v, cudaStream_t stream) {
   switch (v.stride * 10 + v.cols) {
     case 14:
-      return launch<kVec, 4, 1>(p, stream);
+      return launch<T, kVec, 4, 1>(p, stream);
     case 11:
-      return launch<kVec, 1, 1>(p, stream);
+      return launch<T, kVec, 1, 1>(p, stream);
     case 22:
-      return launch<kVec, 2, 2>(p, stream);
+      return launch<T, kVec, 2, 2>(p, stream);
     case 21:
-      return launch<kVec, 1, 2>(p, stream);
+      return launch<T, kVec, 1, 2>(p, stream);
     case 1:
-      return launch<kVec, 1, 0>(p, stream);
+      return launch<T, kVec, 1, 0>(p, stream);
     default:
       throw Error("depthwise_conv: no kernel for " + to_string(v));
   }
+}
+
+// Channels per 16-byte access of the element type.
+int wide_vec(DType t) { return 16 / dtype_bytes(t); }
+
+bool wide_ok(const DepthwiseConvParams& p) {
+  return p.channels % wide_vec(p.dtype) == 0 && aligned16(p.input) && aligned16(p.weight) && aligned16(p.output) &&
+         (p.bias == nullptr || aligned16(p.bias));
 }
 
 }  // namespace
 
 DepthwiseVariant choose_depthwise_variant(const DepthwiseConvParams& p, int num_sms) {
   DepthwiseVariant v;
-  const bool aligned =
-      aligned16(p.input) && aligned16(p.weight) && aligned16(p.output) && (p.bias == nullptr || aligned16(p.bias));
-  v.vec = p.channels % 4 == 0 && aligned ? 4 : 1;
+  v.dtype = p.dtype;
+  v.vec = wide_ok(p) ? wide_vec(p.dtype) : 1;
   if (p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2)) {
     v.stride = p.stride_h;
     v.cols = p.stride_h == 1 ? 4 : 2;
@@ -121,8 +149,8 @@ DepthwiseVariant choose_depthwise_variant(const DepthwiseConvParams& p, int num_
 }
 
 std::string to_string(const DepthwiseVariant& v) {
-  return "dw3x3 " + (v.stride > 0 ? "s" + std::to_string(v.stride) : std::string("s-any")) + " vec" +
-         std::to_string(v.vec) + " cols" + std::to_string(v.cols);
+  return "dw3x3 " + (v.stride > 0 ? "s" + std::to_string(v.stride) : std::string("s-any")) +
+         (v.dtype == DType::f16 ? " half" : " vec") + std::to_string(v.vec) + " cols" + std::to_string(v.cols);
 }
 
 void launch_depthwise_conv3x3(const DepthwiseConvParams& p, const DepthwiseVariant& v, cudaStream_t stream) {
@@ -134,15 +162,19 @@ void launch_depthwise_conv3x3(const DepthwiseConvParams& p, const DepthwiseVaria
   if (v.stride != 0 && (p.stride_h != v.stride || p.stride_w != v.stride))
     throw Error("depthwise_conv: variant " + to_string(v) + " does not fit strides " + std::to_string(p.stride_h) +
                 "x" + std::to_string(p.stride_w));
-  if (v.vec == 4) {
-    const bool aligned =
-        aligned16(p.input) && aligned16(p.weight) && aligned16(p.output) && (p.bias == nullptr || aligned16(p.bias));
-    if (p.channels % 4 != 0 || !aligned)
-      throw Error("depthwise_conv: vec4 needs channels in multiples of 4 and 16-byte aligned operands");
-    return launch_vec<4>(p, v, stream);
+  if (v.dtype != p.dtype)
+    throw Error(std::string("depthwise_conv: variant for ") + to_string(v.dtype) + " data, parameters hold " +
+                to_string(p.dtype));
+  if (v.vec != 1) {
+    if (v.vec != wide_vec(p.dtype)) throw Error("depthwise_conv: no kernel for " + to_string(v));
+    if (!wide_ok(p))
+      throw Error("depthwise_conv: " + std::to_string(v.vec) + " channels per thread need channels in multiples of " +
+                  std::to_string(v.vec) + " and 16-byte aligned operands");
+    if (p.dtype == DType::f16) return launch_vec<__half, 8>(p, v, stream);
+    return launch_vec<float, 4>(p, v, stream);
   }
-  if (v.vec != 1) throw Error("depthwise_conv: no kernel for " + to_string(v));
-  return launch_vec<1>(p, v, stream);
+  if (p.dtype == DType::f16) return launch_vec<__half, 1>(p, v, stream);
+  return launch_vec<float, 1>(p, v, stream);
 }
 
 }  // namespace mnv2::kernels

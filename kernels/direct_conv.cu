@@ -2,6 +2,7 @@
 // output pixel; consecutive threads take consecutive channel groups of the same pixel, so their stores are
 // contiguous and they share every input value they load (one L1 line serves the whole group).
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/direct_conv.cuh"
 
@@ -13,8 +14,11 @@ constexpr int kMaxGridY = 65535;
 // Threads per multiprocessor below which the variant choice gives up channels per thread for more threads.
 constexpr int64_t kMinThreadsPerSm = 4 * kBlockThreads;
 
-template <bool kNchw, int kCo>
+// TOut: float or __half; the input is float32 when NCHW (the network input), else TOut.
+template <bool kNchw, int kCo, class TOut>
 __global__ void __launch_bounds__(kBlockThreads) direct_conv_kernel(const DirectConvParams p, int image0) {
+  using TIn = std::conditional_t<kNchw, float, TOut>;
+  const TIn* input = static_cast<const TIn*>(p.input);
   // grid.y walks images (from image0), grid.x this image's threads: 32-bit index arithmetic.
   const int Cin = p.in_channels, Cout = p.out_channels;
   const int co_groups = Cout / kCo;
@@ -41,17 +45,17 @@ __global__ void __launch_bounds__(kBlockThreads) direct_conv_kernel(const Direct
       if (iw < 0 || iw >= p.in_w) continue;
       const float* wp = p.weight + (static_cast<int64_t>(kh * p.kernel_w + kw) * cin_g) * Cout + co0;
       // Input values of this tap: channel ci_base + ci at (n, ih, iw).
-      const float* xp;
+      const TIn* xp;
       int64_t x_step;
       if constexpr (kNchw) {
-        xp = p.input + ((n * Cin + ci_base) * p.in_h + ih) * p.in_w + iw;
+        xp = input + ((n * Cin + ci_base) * p.in_h + ih) * p.in_w + iw;
         x_step = static_cast<int64_t>(p.in_h) * p.in_w;
       } else {
-        xp = p.input + ((n * p.in_h + ih) * p.in_w + iw) * Cin + ci_base;
+        xp = input + ((n * p.in_h + ih) * p.in_w + iw) * Cin + ci_base;
         x_step = 1;
       }
       for (int ci = 0; ci < cin_g; ++ci) {
-        const float x = __ldg(xp + ci * x_step);
+        const float x = to_float(__ldg(xp + ci * x_step));
         const float* wr = wp + static_cast<int64_t>(ci) * Cout;
         if constexpr (kCo % 4 == 0) {
 #pragma unroll
@@ -69,22 +73,25 @@ __global__ void __launch_bounds__(kBlockThreads) direct_conv_kernel(const Direct
       }
     }
   }
-  float* out = p.output + pixel * Cout + co0;
-  if constexpr (kCo % 4 == 0) {
+  // The bias is already in acc; 4 channels (16 or 8 bytes) per store where kCo allows.
+  TOut* out = static_cast<TOut*>(p.output) + pixel * Cout + co0;
+  constexpr int kW = kCo % 4 == 0 ? 4 : 1;
 #pragma unroll
-    for (int v = 0; v < kCo; v += 4)
-      Vec<4>::store(out + v, apply_clip(make_float4(acc[v], acc[v + 1], acc[v + 2], acc[v + 3]), p.clip));
-  } else {
+  for (int v = 0; v < kCo; v += kW) {
+    float part[kW];
 #pragma unroll
-    for (int v = 0; v < kCo; ++v) out[v] = apply_clip(acc[v], p.clip);
+    for (int j = 0; j < kW; ++j) part[j] = acc[v + j];
+    epilogue_store<TOut, kW>(out + v, part, nullptr, p.clip, nullptr);
   }
 }
 
 // The stem's shape (3x3 taps over 3 input channels per group) with every loop bound known at compile time:
 // the 27 input values of a pixel are loaded at once (27 loads in flight instead of a chain of 27 waits, which
 // bounded the generic loop at 0.7 ms for the stem at batch 256, run 2), then multiplied by 27 x kCo weights.
-template <bool kNchw, int kCo>
+template <bool kNchw, int kCo, class TOut>
 __global__ void __launch_bounds__(kBlockThreads) conv3x3x3_kernel(const DirectConvParams p, int image0) {
+  using TIn = std::conditional_t<kNchw, float, TOut>;
+  const TIn* input = static_cast<const TIn*>(p.input);
   constexpr int kTaps = 27;
   const int Cin = p.in_channels, Cout = p.out_channels;
   const int co_groups = Cout / kCo;
@@ -114,7 +121,7 @@ __global__ void __launch_bounds__(kBlockThreads) conv3x3x3_kernel(const DirectCo
         } else {
           at = ((n * p.in_h + ih) * p.in_w + iw) * Cin + ci_base + ci;
         }
-        x[(kh * 3 + kw) * 3 + ci] = inside ? __ldg(p.input + at) : 0.0f;
+        x[(kh * 3 + kw) * 3 + ci] = inside ? to_float(__ldg(input + at)) : 0.0f;
       }
     }
   }
@@ -140,14 +147,15 @@ __global__ void __launch_bounds__(kBlockThreads) conv3x3x3_kernel(const DirectCo
       for (int v = 0; v < kCo; ++v) acc[v] = fmaf(x[t], __ldg(wr + v), acc[v]);
     }
   }
-  float* out = p.output + pixel * Cout + co0;
-  if constexpr (kCo % 4 == 0) {
+  // The bias is already in acc; 4 channels (16 or 8 bytes) per store where kCo allows.
+  TOut* out = static_cast<TOut*>(p.output) + pixel * Cout + co0;
+  constexpr int kW = kCo % 4 == 0 ? 4 : 1;
 #pragma unroll
-    for (int v = 0; v < kCo; v += 4)
-      Vec<4>::store(out + v, apply_clip(make_float4(acc[v], acc[v + 1], acc[v + 2], acc[v + 3]), p.clip));
-  } else {
+  for (int v = 0; v < kCo; v += kW) {
+    float part[kW];
 #pragma unroll
-    for (int v = 0; v < kCo; ++v) out[v] = apply_clip(acc[v], p.clip);
+    for (int j = 0; j < kW; ++j) part[j] = acc[v + j];
+    epilogue_store<TOut, kW>(out + v, part, nullptr, p.clip, nullptr);
   }
 }
 
@@ -155,7 +163,7 @@ bool is_3x3x3(const DirectConvParams& p) {
   return p.kernel_h == 3 && p.kernel_w == 3 && p.groups > 0 && p.in_channels / p.groups == 3;
 }
 
-template <bool kNchw, int kCo>
+template <bool kNchw, int kCo, class TOut>
 void launch(const DirectConvParams& p, bool fixed, cudaStream_t stream) {
   const int64_t threads = static_cast<int64_t>(p.out_h) * p.out_w * (p.out_channels / kCo);
   if (threads > 0x7fffffff) throw Error("direct_conv: one image's map is too large for one launch");
@@ -163,27 +171,27 @@ void launch(const DirectConvParams& p, bool fixed, cudaStream_t stream) {
   for (int image0 = 0; image0 < p.batch; image0 += kMaxGridY) {
     const auto images = static_cast<unsigned>(std::min(kMaxGridY, p.batch - image0));
     if (fixed) {
-      conv3x3x3_kernel<kNchw, kCo><<<dim3(blocks, images), kBlockThreads, 0, stream>>>(p, image0);
+      conv3x3x3_kernel<kNchw, kCo, TOut><<<dim3(blocks, images), kBlockThreads, 0, stream>>>(p, image0);
     } else {
-      direct_conv_kernel<kNchw, kCo><<<dim3(blocks, images), kBlockThreads, 0, stream>>>(p, image0);
+      direct_conv_kernel<kNchw, kCo, TOut><<<dim3(blocks, images), kBlockThreads, 0, stream>>>(p, image0);
     }
     MNV2_CHECK_LAUNCH("direct_conv");
   }
 }
 
-template <bool kNchw>
+template <bool kNchw, class TOut>
 void launch_layout(const DirectConvParams& p, const DirectConvVariant& v, cudaStream_t stream) {
   switch (v.co) {
     case 32:
-      return launch<kNchw, 32>(p, v.taps27, stream);
+      return launch<kNchw, 32, TOut>(p, v.taps27, stream);
     case 16:
-      return launch<kNchw, 16>(p, v.taps27, stream);
+      return launch<kNchw, 16, TOut>(p, v.taps27, stream);
     case 8:
-      return launch<kNchw, 8>(p, v.taps27, stream);
+      return launch<kNchw, 8, TOut>(p, v.taps27, stream);
     case 4:
-      return launch<kNchw, 4>(p, v.taps27, stream);
+      return launch<kNchw, 4, TOut>(p, v.taps27, stream);
     case 1:
-      return launch<kNchw, 1>(p, v.taps27, stream);
+      return launch<kNchw, 1, TOut>(p, v.taps27, stream);
     default:
       throw Error("direct_conv: no kernel for " + std::to_string(v.co) + " output channels per thread");
   }
@@ -191,6 +199,7 @@ void launch_layout(const DirectConvParams& p, const DirectConvVariant& v, cudaSt
 
 bool vector_ok(const DirectConvParams& p, int co) {
   const int cout_g = p.groups > 0 ? p.out_channels / p.groups : 0;
+  // 4 channels of the output per store: 16 bytes (float) or 8 (half) at 16-byte aligned pixels.
   return p.out_channels % 4 == 0 && cout_g % co == 0 && aligned16(p.weight) && aligned16(p.output);
 }
 
@@ -214,9 +223,10 @@ DirectConvVariant choose_direct_conv_variant(const DirectConvParams& p, int num_
   return v;
 }
 
-std::string to_string(const DirectConvVariant& v, Layout input_layout) {
-  return std::string("direct ") + (input_layout == Layout::nchw ? "nchw" : "nhwc") + " co" + std::to_string(v.co) +
-         (v.taps27 ? " 3x3x3" : "");
+std::string to_string(const DirectConvVariant& v, Layout input_layout, DType dtype) {
+  return std::string("direct ") + (input_layout == Layout::nchw ? "nchw" : "nhwc") +
+         (dtype == DType::f16 ? (input_layout == Layout::nchw ? "->half" : " half") : "") + " co" +
+         std::to_string(v.co) + (v.taps27 ? " 3x3x3" : "");
 }
 
 void launch_direct_conv(const DirectConvParams& p, const DirectConvVariant& v, cudaStream_t stream) {
@@ -234,8 +244,12 @@ void launch_direct_conv(const DirectConvParams& p, const DirectConvVariant& v, c
     throw Error("direct_conv: " + std::to_string(v.co) +
                 " channels per thread need (out_channels / groups) in multiples of it, out_channels in multiples "
                 "of 4 and 16-byte aligned weights and output");
-  if (p.input_layout == Layout::nchw) return launch_layout<true>(p, v, stream);
-  return launch_layout<false>(p, v, stream);
+  if (p.dtype == DType::f16) {
+    if (p.input_layout == Layout::nchw) return launch_layout<true, __half>(p, v, stream);
+    return launch_layout<false, __half>(p, v, stream);
+  }
+  if (p.input_layout == Layout::nchw) return launch_layout<true, float>(p, v, stream);
+  return launch_layout<false, float>(p, v, stream);
 }
 
 }  // namespace mnv2::kernels

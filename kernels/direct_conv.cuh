@@ -28,11 +28,12 @@ struct DirectConvParams {
   int dilation_h = 1, dilation_w = 1;
   int groups = 1;  // divides in_channels and out_channels
   Layout input_layout = Layout::nhwc;
-  const float* input = nullptr;   // [batch, in_channels, in_h, in_w] in input_layout
+  DType dtype = DType::f32;       // of the output, and of an NHWC input; an NCHW input (the network's) is float32
+  const void* input = nullptr;    // [batch, in_channels, in_h, in_w] in input_layout
   const float* weight = nullptr;  // [kernel_h, kernel_w, in_channels / groups, out_channels]
   const float* bias = nullptr;    // [out_channels] or null
   Clip clip;                      // applied to conv + bias
-  float* output = nullptr;        // NHWC [batch, out_h, out_w, out_channels]; must not alias input
+  void* output = nullptr;         // NHWC [batch, out_h, out_w, out_channels] of dtype; must not alias input
 };
 
 // Output channels per thread: 32, 16, 8 or 4 (float4 weight loads and output stores, one input value reused
@@ -45,7 +46,8 @@ struct DirectConvVariant {
 
 // num_sms: multiprocessors of the device (small maps get fewer channels per thread, for more threads).
 DirectConvVariant choose_direct_conv_variant(const DirectConvParams& p, int num_sms);
-std::string to_string(const DirectConvVariant& v, Layout input_layout);  // "direct nchw co32 3x3x3"
+// "direct nchw co32 3x3x3", "direct nchw->half co32 3x3x3" (half output)
+std::string to_string(const DirectConvVariant& v, Layout input_layout, DType dtype = DType::f32);
 
 void launch_direct_conv(const DirectConvParams& p, const DirectConvVariant& v, cudaStream_t stream);
 

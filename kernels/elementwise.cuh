@@ -12,20 +12,23 @@
 namespace mnv2::kernels {
 
 struct ClipParams {
-  int64_t count = 0;  // floats
-  const float* input = nullptr;
-  float* output = nullptr;  // may equal input
-  Clip clip;                // clip.enabled must be true
+  int64_t count = 0;  // elements
+  const void* input = nullptr;
+  void* output = nullptr;    // may equal input
+  Clip clip;                 // clip.enabled must be true
+  DType dtype = DType::f32;  // of input and output
 };
 
 struct AddParams {
-  int64_t count = 0;  // floats
-  const float* a = nullptr;
-  const float* b = nullptr;
-  float* output = nullptr;  // may equal a or b
+  int64_t count = 0;  // elements
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* output = nullptr;    // may equal a or b
+  DType dtype = DType::f32;  // of a, b and output; the sum is formed in float32 and rounded once
 };
 
-// Both use 16-byte accesses when count % 4 == 0 and every pointer is 16-byte aligned, else one float each.
+// Both use 16-byte accesses (4 floats, 8 halves) when the count is a multiple of that and every pointer is
+// 16-byte aligned, else one element each.
 void launch_clip(const ClipParams& p, cudaStream_t stream);
 void launch_add(const AddParams& p, cudaStream_t stream);
 

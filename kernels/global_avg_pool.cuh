@@ -16,12 +16,14 @@ struct GlobalAvgPoolParams {
   int channels = 0;
   int64_t plane = 0;             // height * width of the map
   Layout layout = Layout::nhwc;  // of the input
-  const float* input = nullptr;  // [batch, plane, channels] (nhwc) or [batch, channels, plane] (nchw)
-  float* output = nullptr;       // [batch, channels]
+  const void* input = nullptr;   // [batch, plane, channels] (nhwc) or [batch, channels, plane] (nchw)
+  void* output = nullptr;        // [batch, channels]
+  DType dtype = DType::f32;      // of input and output (f16: NHWC only); the sum is float32 either way
 };
 
-// NHWC: one thread per image and 4 channels (float4, when channels % 4 == 0 and aligned) or per channel,
-// walking the map; NCHW: one warp per plane, lanes strided over it, then a shuffle reduction.
+// NHWC: one thread per image and 16 bytes of channels (4 floats or 8 halves, when the channel count is a
+// multiple and the operands aligned) or per channel, walking the map; NCHW: one warp per plane, lanes strided
+// over it, then a shuffle reduction.
 void launch_global_avg_pool(const GlobalAvgPoolParams& p, cudaStream_t stream);
 
 }  // namespace mnv2::kernels

@@ -1,0 +1,463 @@
+// The tensor-core GEMM of gemm_tc.cuh, templated on the operand type (float -> TF32, __half) and the output
+// type. Each block computes a BM x BN tile of C with WMMA 16x16 fragments (m16n16k8 TF32 or m16n16k16 half,
+// float32 accumulators), its A and B slices brought into shared memory by cp.async three slices deep (zero
+// filled outside the matrices). The epilogue goes through a small per-warp staging area: each warp stores one
+// accumulator fragment, then every lane finishes 8 consecutive columns of one row (bias, clip, residual,
+// conversion) with 16-byte accesses, the epilogue every other kernel of this library shares (common.cuh).
+#include <mma.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+#include "kernels/gemm_tc.cuh"
+
+namespace mnv2::kernels {
+namespace {
+
+namespace wmma = nvcuda::wmma;
+
+constexpr int kStages = 3;       // k slices in flight
+constexpr int kSliceBytes = 64;  // bytes of one operand row per k slice
+constexpr int kStageLd = 20;     // floats per row of a warp's 16x16 staging area (16 + 4: 16-byte rows, no
+                                 // two lanes of a row pair on one bank group)
+
+// What the operand type means for the tensor cores.
+template <class TIn>
+struct TcOps;
+template <>
+struct TcOps<float> {
+  static constexpr int kFragK = 8;
+  using A = wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
+  using B = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
+  using Acc = wmma::fragment<wmma::accumulator, 16, 16, 8, float>;
+  // TF32: round each float32 operand to nearest (cvt.rna.tf32.f32); the tensor cores read 10 mantissa bits.
+  template <class F>
+  __device__ __forceinline__ static void round(F& f) {
+#pragma unroll
+    for (int i = 0; i < f.num_elements; ++i) f.x[i] = wmma::__float_to_tf32(f.x[i]);
+  }
+};
+template <>
+struct TcOps<__half> {
+  static constexpr int kFragK = 16;
+  using A = wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major>;
+  using B = wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major>;
+  using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+  template <class F>
+  __device__ __forceinline__ static void round(F&) {}
+};
+
+template <int BM, int BN, int WM, int WN>
+struct Shape {
+  static constexpr int kBM = BM, kBN = BN;
+  static constexpr int kWarpsN = WN;  // warps along a row of the tile (WM along its columns)
+  static constexpr int kWarps = WM * WN;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kWarpM = BM / WM, kWarpN = BN / WN;  // a warp's share of the tile
+  static constexpr int kFragsM = kWarpM / 16, kFragsN = kWarpN / 16;
+  static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "warp tiles are whole 16x16 fragments");
+};
+
+using Shape128x128 = Shape<128, 128, 2, 4>;
+using Shape128x64 = Shape<128, 64, 2, 2>;
+using Shape64x64 = Shape<64, 64, 2, 2>;
+using Shape128x32 = Shape<128, 32, 4, 1>;
+using Shape32x32 = Shape<32, 32, 2, 2>;
+
+// Shared-memory layout of one instantiation (elements of TIn, then the float staging areas).
+template <class TIn, class S>
+struct Smem {
+  static constexpr int kBK = kSliceBytes / static_cast<int>(sizeof(TIn));
+  static constexpr int kPad = 16 / static_cast<int>(sizeof(TIn));  // keeps 16-byte rows, shifts banks
+  static constexpr int kLdA = kBK + kPad, kLdB = S::kBN + kPad;
+  static constexpr int kAStage = S::kBM * kLdA, kBStage = kBK * kLdB;
+  static constexpr size_t kOperandBytes = static_cast<size_t>(kStages) * (kAStage + kBStage) * sizeof(TIn);
+  static constexpr size_t kBytes = kOperandBytes + static_cast<size_t>(S::kWarps) * 16 * kStageLd * sizeof(float);
+  static_assert((kAStage * sizeof(TIn)) % 32 == 0 && (kBStage * sizeof(TIn)) % 32 == 0,
+                "WMMA fragments need 32-byte aligned shared-memory addresses");
+};
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool inside) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int bytes = inside ? 16 : 0;  // 0: the 16 bytes are zero-filled, nothing is read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+// k_chunk > 0: split-K, blockIdx.z is the split; the block covers k in [z * k_chunk, z * k_chunk + k_chunk) and
+// stores raw float32 partial sums to p.workspace (one m x n matrix per split, row stride n), no epilogue.
+template <class TIn, class TOut, class S, bool kVec>
+__global__ void __launch_bounds__(S::kThreads) gemm_tc_kernel(const TcGemmParams p, const int k_chunk) {
+  using Ops = TcOps<TIn>;
+  using L = Smem<TIn, S>;
+  constexpr int BM = S::kBM, BN = S::kBN, BK = L::kBK;
+  constexpr int kThreads = S::kThreads;
+  constexpr int kPer = 16 / static_cast<int>(sizeof(TIn));  // elements per 16-byte copy
+  constexpr int kAChunks = BM * BK / kPer;
+  constexpr int kBChunks = BK * BN / kPer;
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  TIn* As = reinterpret_cast<TIn*>(smem);
+  TIn* Bs = As + kStages * L::kAStage;
+  float* staging = reinterpret_cast<float*>(smem + L::kOperandBytes);
+
+  const TIn* __restrict__ A = static_cast<const TIn*>(p.a);
+  const TIn* __restrict__ B = static_cast<const TIn*>(p.b);
+  const int M = p.m, N = p.n, K = p.k;
+  // One-dimensional grid, column tiles fastest: the blocks sharing a row tile of A run back to back, so A
+  // comes from DRAM once and from L2 for the other column tiles.
+  const int n_tiles = (N + BN - 1) / BN;
+  const int m0 = static_cast<int>(blockIdx.x / n_tiles) * BM;
+  const int n0 = static_cast<int>(blockIdx.x % n_tiles) * BN;
+  const int tid = threadIdx.x;
+  const int warp = tid / 32, lane = tid % 32;
+  const int wm = warp / S::kWarpsN, wn = warp % S::kWarpsN;
+  const bool split = k_chunk > 0;
+  const int k_begin = split ? static_cast<int>(blockIdx.z) * k_chunk : 0;
+  const int k_end = split ? min(K, k_begin + k_chunk) : K;
+
+  // Slice [k0, k0 + BK) of A's rows m0.. and B's columns n0.. into stage `st`; zeros outside.
+  auto load_slice = [&](int k0, int st) {
+    TIn* as = As + st * L::kAStage;
+    TIn* bs = Bs + st * L::kBStage;
+    if constexpr (kVec) {
+#pragma unroll
+      for (int e = tid; e < kAChunks; e += kThreads) {
+        const int row = e / (BK / kPer), kk = (e % (BK / kPer)) * kPer;
+        const int gm = m0 + row, gk = k0 + kk;
+        const bool inside = gm < M && gk < k_end;
+        cp_async16(as + row * L::kLdA + kk, inside ? A + static_cast<int64_t>(gm) * p.lda + gk : A, inside);
+      }
+#pragma unroll
+      for (int e = tid; e < kBChunks; e += kThreads) {
+        const int row = e / (BN / kPer), col = (e % (BN / kPer)) * kPer;
+        const int gk = k0 + row, gn = n0 + col;
+        const bool inside = gk < k_end && gn < N;
+        cp_async16(bs + row * L::kLdB + col, inside ? B + static_cast<int64_t>(gk) * p.ldb + gn : B, inside);
+      }
+    } else {
+      for (int e = tid; e < BM * BK; e += kThreads) {
+        const int row = e / BK, kk = e % BK;
+        const int gm = m0 + row, gk = k0 + kk;
+        as[row * L::kLdA + kk] =
+            gm < M && gk < k_end ? A[static_cast<int64_t>(gm) * p.lda + gk] : from_float<TIn>(0.0f);
+      }
+      for (int e = tid; e < BK * BN; e += kThreads) {
+        const int row = e / BN, col = e % BN;
+        const int gk = k0 + row, gn = n0 + col;
+        bs[row * L::kLdB + col] =
+            gk < k_end && gn < N ? B[static_cast<int64_t>(gk) * p.ldb + gn] : from_float<TIn>(0.0f);
+      }
+    }
+  };
+
+  typename Ops::Acc acc[S::kFragsM][S::kFragsN];
+#pragma unroll
+  for (int i = 0; i < S::kFragsM; ++i)
+#pragma unroll
+    for (int j = 0; j < S::kFragsN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+
+  const int slices = (k_end - k_begin + BK - 1) / BK;
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (st < slices) load_slice(k_begin + st * BK, st);
+    cp_async_commit();
+  }
+  for (int s = 0; s < slices; ++s) {
+    cp_async_wait<kStages - 2>();  // slice s has landed (for this thread) ...
+    __syncthreads();               // ... for every thread; and everyone is done with slice s - 1's stage
+    if (s + kStages - 1 < slices) load_slice(k_begin + (s + kStages - 1) * BK, (s + kStages - 1) % kStages);
+    cp_async_commit();
+    const TIn* as = As + (s % kStages) * L::kAStage + wm * S::kWarpM * L::kLdA;
+    const TIn* bs = Bs + (s % kStages) * L::kBStage + wn * S::kWarpN;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += Ops::kFragK) {
+      typename Ops::A a[S::kFragsM];
+      typename Ops::B b[S::kFragsN];
+#pragma unroll
+      for (int i = 0; i < S::kFragsM; ++i) {
+        wmma::load_matrix_sync(a[i], as + i * 16 * L::kLdA + kk, L::kLdA);
+        Ops::round(a[i]);
+      }
+#pragma unroll
+      for (int j = 0; j < S::kFragsN; ++j) {
+        wmma::load_matrix_sync(b[j], bs + kk * L::kLdB + j * 16, L::kLdB);
+        Ops::round(b[j]);
+      }
+#pragma unroll
+      for (int i = 0; i < S::kFragsM; ++i)
+#pragma unroll
+        for (int j = 0; j < S::kFragsN; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+    }
+  }
+  cp_async_wait<0>();
+
+  // Epilogue, one fragment at a time through this warp's staging area: lane -> row lane / 2, 8 columns.
+  TOut* __restrict__ C = static_cast<TOut*>(p.c);
+  const TOut* __restrict__ R = static_cast<const TOut*>(p.residual);
+  float* stage = staging + warp * 16 * kStageLd;
+  const int row = lane / 2, col0 = (lane % 2) * 8;
+#pragma unroll
+  for (int i = 0; i < S::kFragsM; ++i) {
+#pragma unroll
+    for (int j = 0; j < S::kFragsN; ++j) {
+      wmma::store_matrix_sync(stage, acc[i][j], kStageLd, wmma::mem_row_major);
+      __syncwarp();
+      const int gm = m0 + wm * S::kWarpM + i * 16 + row;
+      const int gn = n0 + wn * S::kWarpN + j * 16 + col0;
+      if (gm < M && gn < N) {
+        float v[8];
+#pragma unroll
+        for (int q = 0; q < 8; ++q) v[q] = stage[row * kStageLd + col0 + q];
+        if (split) {  // raw partial sums, row stride N; splitk_reduce_tc_kernel applies the epilogue
+          float* part = p.workspace + (static_cast<int64_t>(blockIdx.z) * M + gm) * N + gn;
+          if (kVec && gn + 8 <= N) {
+            store_floats<float, 8>(part, v);
+          } else {
+            for (int q = 0; q < 8 && gn + q < N; ++q) part[q] = v[q];
+          }
+        } else {
+          TOut* out = C + static_cast<int64_t>(gm) * p.ldc + gn;
+          const TOut* res = R != nullptr ? R + static_cast<int64_t>(gm) * p.ldr + gn : nullptr;
+          if (kVec && gn + 8 <= N) {
+            epilogue_store<TOut, 8>(out, v, p.bias != nullptr ? p.bias + gn : nullptr, p.clip, res);
+          } else {
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+              if (gn + q >= N) break;
+              float one[1] = {v[q]};
+              epilogue_store<TOut, 1>(out + q, one, p.bias != nullptr ? p.bias + gn + q : nullptr, p.clip,
+                                      res != nullptr ? res + q : nullptr);
+            }
+          }
+        }
+      }
+      __syncwarp();
+    }
+  }
+}
+
+// Sums the split-K partials in split order (the same order every run: deterministic), then the epilogue of the
+// single pass: bias, clip, residual, conversion. kW consecutive columns per thread.
+template <class TOut, int kW>
+__global__ void __launch_bounds__(kBlockThreads) splitk_reduce_tc_kernel(const TcGemmParams p, const int splits) {
+  const int groups = p.n / kW;
+  const int64_t total = static_cast<int64_t>(p.m) * groups;
+  const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t m = i / groups;
+    const int n = static_cast<int>(i % groups) * kW;
+    float acc[kW];
+    load_floats<float, kW>(p.workspace + m * p.n + n, acc);
+    for (int z = 1; z < splits; ++z) {
+      float part[kW];
+      load_floats<float, kW>(p.workspace + z * matrix + m * p.n + n, part);
+#pragma unroll
+      for (int j = 0; j < kW; ++j) acc[j] += part[j];
+    }
+    const TOut* res = p.residual != nullptr ? static_cast<const TOut*>(p.residual) + m * p.ldr + n : nullptr;
+    epilogue_store<TOut, kW>(static_cast<TOut*>(p.c) + m * p.ldc + n, acc, p.bias != nullptr ? p.bias + n : nullptr,
+                             p.clip, res);
+  }
+}
+
+int split_k_chunk(int k, int splits, int bk) { return static_cast<int>(ceil_div(ceil_div(k, splits), bk) * bk); }
+
+template <class TIn, class TOut, class S, bool kVec>
+void launch_shape(const TcGemmParams& p, int splits, cudaStream_t stream) {
+  using L = Smem<TIn, S>;
+  auto* kernel = gemm_tc_kernel<TIn, TOut, S, kVec>;
+  // Above 48 KB a kernel must opt in; once per instantiation (the first launch comes before any graph capture
+  // in the backend: its warm-up pass runs every step once).
+  static const cudaError_t opted =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kBytes));
+  MNV2_KERNEL_CALL("gemm_tc", opted);
+  const int64_t blocks = ceil_div(p.m, S::kBM) * ceil_div(p.n, S::kBN);
+  if (blocks > INT_MAX) throw Error("gemm_tc: too many tiles for one launch");
+  const int k_chunk = splits > 1 ? split_k_chunk(p.k, splits, L::kBK) : 0;
+  if (splits > 1 && ceil_div(p.k, k_chunk) != splits)
+    throw Error("gemm_tc: " + std::to_string(splits) + " splits of " + std::to_string(L::kBK) +
+                "-deep slices do not fit k " + std::to_string(p.k) + " (a split would be empty)");
+  kernel<<<dim3(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(splits)), S::kThreads, L::kBytes, stream>>>(
+      p, k_chunk);
+  MNV2_CHECK_LAUNCH("gemm_tc");
+  if (splits > 1) {
+    const bool wide = kVec && p.n % 8 == 0;
+    const int64_t items = static_cast<int64_t>(p.m) * (wide ? p.n / 8 : p.n);
+    const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(items, kBlockThreads), 1, 4096));
+    if (wide) {
+      splitk_reduce_tc_kernel<TOut, 8><<<grid, kBlockThreads, 0, stream>>>(p, splits);
+    } else {
+      splitk_reduce_tc_kernel<TOut, 1><<<grid, kBlockThreads, 0, stream>>>(p, splits);
+    }
+    MNV2_CHECK_LAUNCH("gemm_tc splitk_reduce");
+  }
+}
+
+template <class TIn, class TOut, bool kVec>
+void launch_types(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t stream) {
+  switch (v.tile) {
+    case TcTile::t128x128:
+      return launch_shape<TIn, TOut, Shape128x128, kVec>(p, v.splits, stream);
+    case TcTile::t128x64:
+      return launch_shape<TIn, TOut, Shape128x64, kVec>(p, v.splits, stream);
+    case TcTile::t64x64:
+      return launch_shape<TIn, TOut, Shape64x64, kVec>(p, v.splits, stream);
+    case TcTile::t128x32:
+      return launch_shape<TIn, TOut, Shape128x32, kVec>(p, v.splits, stream);
+    case TcTile::t32x32:
+      return launch_shape<TIn, TOut, Shape32x32, kVec>(p, v.splits, stream);
+  }
+  throw Error("gemm_tc: unknown tile " + std::to_string(static_cast<int>(v.tile)));
+}
+
+template <class TIn, class TOut>
+void launch_vec(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t stream) {
+  if (v.vec) return launch_types<TIn, TOut, true>(p, v, stream);
+  return launch_types<TIn, TOut, false>(p, v, stream);
+}
+
+// The cost model's figures (cycles of one multiprocessor at the H200's 1.98 GHz; leads, not measurements):
+struct TileInfo {
+  TcTile tile;
+  int bm, bn;
+  int blocks_per_sm;       // resident blocks by shared memory (3 stages) and threads
+  double efficiency;       // fraction of the tensor-core rate the tile's fragment loads leave
+  int fragments_per_warp;  // 16x16 accumulators each warp finishes one after another in the epilogue
+};
+constexpr TileInfo kTiles[] = {
+    {TcTile::t128x128, 128, 128, 3, 0.8, 8}, {TcTile::t128x64, 128, 64, 4, 0.7, 8}, {TcTile::t64x64, 64, 64, 6, 0.6, 4},
+    {TcTile::t128x32, 128, 32, 5, 0.5, 4},   {TcTile::t32x32, 32, 32, 8, 0.35, 1},
+};
+constexpr double kSliceCycles = 500;           // a k slice's copy latency not hidden by the other stages
+constexpr double kMacPerSmCycleF16 = 512;      // mma.sync half, float32 accumulate, dense
+constexpr double kBytesPerSmCycle = 16;        // 4.2 TB/s of DRAM over 132 multiprocessors at 1.98 GHz
+constexpr double kReduceLaunchCycles = 2000;   // a second kernel in the graph, about 1 us
+constexpr double kReduceBytesPerCycle = 1500;  // the split partials pass through L2
+constexpr int kMaxSplits = 16;
+constexpr double kSplitMargin = 0.85;  // a split variant is taken only when predicted 15% faster
+constexpr int kMinSplitSlices = 2;     // each split gets at least this many k slices
+
+}  // namespace
+
+bool gemm_tc_vec_ok(const TcGemmParams& p) {
+  const int in_per = 16 / dtype_bytes(p.in_type), out_per = 16 / dtype_bytes(p.out_type);
+  const bool dims = p.k % in_per == 0 && p.n % in_per == 0 && p.lda % in_per == 0 && p.ldb % in_per == 0 &&
+                    p.ldc % out_per == 0 && (p.residual == nullptr || p.ldr % out_per == 0);
+  const bool pointers = aligned16(p.a) && aligned16(p.b) && aligned16(p.c) &&
+                        (p.residual == nullptr || aligned16(p.residual)) && (p.bias == nullptr || aligned16(p.bias));
+  return dims && pointers;
+}
+
+TcGemmVariant choose_gemm_tc_variant(const TcGemmParams& p, int num_sms, const TcTile* only_tile, bool allow_split) {
+  // The best single-pass and the best split variant; a split must win clearly (its extra pass is certain).
+  TcGemmVariant best, best_split;
+  best.vec = best_split.vec = gemm_tc_vec_ok(p);
+  double best_cost = INFINITY, split_cost = INFINITY;
+  const bool can_split = allow_split || p.workspace != nullptr;
+  const double sms = std::max(1, num_sms);
+  const int in_bytes = dtype_bytes(p.in_type), out_bytes = dtype_bytes(p.out_type);
+  const int bk = kSliceBytes / in_bytes;
+  // TF32 runs at half the half-precision tensor-core rate.
+  const double mac_rate = p.in_type == DType::f16 ? kMacPerSmCycleF16 : kMacPerSmCycleF16 / 2;
+  for (const TileInfo& t : kTiles) {
+    if (only_tile != nullptr && t.tile != *only_tile) continue;
+    const int64_t tiles = ceil_div(p.m, t.bm) * ceil_div(p.n, t.bn);
+    for (int splits = 1; splits <= (can_split ? kMaxSplits : 1); ++splits) {
+      const int k_chunk = split_k_chunk(p.k, splits, bk);
+      if (splits > 1 && (k_chunk < kMinSplitSlices * bk || ceil_div(p.k, k_chunk) != splits)) continue;
+      const int64_t blocks = tiles * splits;
+      const double waves = std::ceil(static_cast<double>(blocks) / (sms * t.blocks_per_sm));
+      const double per_sm = std::min<double>(t.blocks_per_sm, std::ceil(static_cast<double>(blocks) / sms));
+      // One slice of one wave: copy latency, then the larger of the blocks' tensor-core work and their operand
+      // bytes; then the epilogue's output (and residual) bytes, or the partial sums of a split.
+      const double mma = per_sm * t.bm * t.bn * bk / (mac_rate * t.efficiency);
+      const double bytes = per_sm * (t.bm + t.bn) * bk * in_bytes / kBytesPerSmCycle;
+      // The epilogue runs through each warp's staging area one fragment at a time: a tile whose warps own 8
+      // fragments stores at about half the rate of one with 1 (fitted to every 1x1 convolution of
+      // MobileNetV2 at batch 256 in fp16 with each tile forced, H200, run 6: the shallow expansions
+      // (k = 16..32), which are all epilogue, ran 25-40% faster in the 4-fragment tiles than in the 8).
+      const double epilogue = per_sm * t.bm * t.bn *
+                              (splits > 1 ? 4.0 : out_bytes * (p.residual != nullptr ? 2.0 : 1.0)) / kBytesPerSmCycle *
+                              (1.0 + t.fragments_per_warp / 8.0);
+      const double reduce = splits > 1 ? kReduceLaunchCycles + 4.0 * splits * p.m * p.n / kReduceBytesPerCycle : 0.0;
+      const double cost = waves * (ceil_div(k_chunk, bk) * (kSliceCycles + std::max(mma, bytes)) + epilogue) + reduce;
+      TcGemmVariant& b = splits > 1 ? best_split : best;
+      double& b_cost = splits > 1 ? split_cost : best_cost;
+      if (cost < b_cost) {
+        b_cost = cost;
+        b.tile = t.tile;
+        b.splits = splits;
+      }
+    }
+  }
+  return split_cost < kSplitMargin * best_cost ? best_split : best;
+}
+
+int64_t gemm_tc_workspace_floats(const TcGemmParams& p, const TcGemmVariant& v) {
+  return v.splits > 1 ? static_cast<int64_t>(v.splits) * p.m * p.n : 0;
+}
+
+const char* to_string(TcTile tile) {
+  switch (tile) {
+    case TcTile::t128x128:
+      return "128x128";
+    case TcTile::t128x64:
+      return "128x64";
+    case TcTile::t64x64:
+      return "64x64";
+    case TcTile::t128x32:
+      return "128x32";
+    case TcTile::t32x32:
+      return "32x32";
+  }
+  return "?";
+}
+
+bool parse_tc_tile(const std::string& text, TcTile* tile) {
+  for (const TileInfo& t : kTiles) {
+    if (text == to_string(t.tile)) {
+      *tile = t.tile;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string to_string(const TcGemmVariant& v, DType in_type) {
+  return std::string("gemm ") + (in_type == DType::f16 ? "tc-fp16 " : "tc-tf32 ") + to_string(v.tile) +
+         (v.vec ? " vec" : " scalar") + (v.splits > 1 ? " splitk" + std::to_string(v.splits) : std::string());
+}
+
+void launch_gemm_tc(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t stream) {
+  if (p.m < 1 || p.n < 1 || p.k < 1)
+    throw Error("gemm_tc: sizes must be positive (m " + std::to_string(p.m) + ", n " + std::to_string(p.n) + ", k " +
+                std::to_string(p.k) + ")");
+  if (p.a == nullptr || p.b == nullptr || p.c == nullptr) throw Error("gemm_tc: null operand");
+  if (p.lda < p.k || p.ldb < p.n || p.ldc < p.n || (p.residual != nullptr && p.ldr < p.n))
+    throw Error("gemm_tc: a leading dimension is smaller than its row");
+  if (p.c == p.a || p.c == p.b || (p.residual != nullptr && p.c == p.residual))
+    throw Error("gemm_tc: the output must not alias an operand or the residual");
+  if (v.splits < 1 || v.splits > 65535)
+    throw Error("gemm_tc: split count " + std::to_string(v.splits) + " out of range");
+  if (v.splits > 1 && p.workspace == nullptr) throw Error("gemm_tc: split-K needs a workspace");
+  if (v.splits > 1 && !aligned16(p.workspace)) throw Error("gemm_tc: the split-K workspace must be 16-byte aligned");
+  if (v.vec && !gemm_tc_vec_ok(p))
+    throw Error(
+        "gemm_tc: the vec variant needs k, n and leading dimensions in 16-byte multiples and 16-byte "
+        "aligned operands");
+  if (p.in_type == DType::f16) {
+    if (p.out_type == DType::f16) return launch_vec<__half, __half>(p, v, stream);
+    return launch_vec<__half, float>(p, v, stream);
+  }
+  if (p.out_type == DType::f32) return launch_vec<float, float>(p, v, stream);
+  throw Error("gemm_tc: TF32 operands with a half output are not built (tf32 keeps float32 storage)");
+}
+
+}  // namespace mnv2::kernels
