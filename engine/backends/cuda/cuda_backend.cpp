@@ -1,4 +1,8 @@
-// The cuda backend: the network on this project's own kernels (kernels/), strict float32 (FFMA, no TF32).
+// The cuda backend: the network on this project's own kernels (kernels/). Precision: fp32 is strict float32
+// (FFMA, no TF32); the fast variant also runs tf32 (float32 storage, the GEMMs of the 1x1 convolutions and the
+// Linear layer on tensor cores with TF32 operands) and fp16 (half NHWC activations and GEMM weights, float32
+// bias and accumulation everywhere, tensor-core GEMMs; the Linear layer's logits stay float32). Depthwise and
+// direct convolutions stay FFMA in float32 arithmetic in every mode (they are memory- and latency-bound).
 // Two variants, chosen by env MNV2_CUDA_VARIANT when a network is prepared:
 //  - fast (default): NHWC activations; the stem reads the NCHW input itself; every convolution carries its
 //    bias, its clip (ReLU6) and, for 1x1 projections, the residual add in its epilogue, so one step covers
@@ -33,6 +37,7 @@
 #include "kernels/elementwise.cuh"
 #include "kernels/expand_depthwise.cuh"
 #include "kernels/gemm.cuh"
+#include "kernels/gemm_tc.cuh"
 #include "kernels/global_avg_pool.cuh"
 #include "kernels/im2col.cuh"
 #include "kernels/layout.cuh"
@@ -134,6 +139,14 @@ std::optional<k::GemmTile> gemm_tile_from_env() {
   return tile;
 }
 
+// The same variable for the tensor-core GEMM of the reduced modes, where it names one of its tiles (it has
+// no 32x32k32); otherwise that GEMM's cost model chooses.
+std::optional<k::TcTile> tc_tile_from_env() {
+  k::TcTile tile{};
+  if (k::parse_tc_tile(env_or("MNV2_CUDA_GEMM_TILE", ""), &tile)) return tile;
+  return std::nullopt;
+}
+
 const char* to_string(Variant v) { return v == Variant::fast ? "fast" : "baseline"; }
 
 std::string format_number(double x) {
@@ -186,16 +199,18 @@ int checked_int(int64_t v, const std::string& what) {
 
 // A layer's output on the device (or the network input). Fused-away layers have none (data == nullptr).
 struct Value {
-  float* data = nullptr;
-  Shape shape;               // logical NCHW shape
-  bool nhwc = false;         // storage order: [n, h, w, c] instead of [n, c, h, w]
-  int64_t image_stride = 0;  // floats between images; 0: shape.per_image() (dense). Only a padded Linear
-                             // output (its features rounded up to 4 for 16-byte accesses) differs.
+  void* data = nullptr;
+  Shape shape;                     // logical NCHW shape
+  bool nhwc = false;               // storage order: [n, h, w, c] instead of [n, c, h, w]
+  int64_t image_stride = 0;        // elements between images; 0: shape.per_image() (dense). Only a padded Linear
+                                   // output (its features rounded up for 16-byte accesses) differs.
+  k::DType dtype = k::DType::f32;  // element type: f16 for fp16 activations
   int64_t stride() const { return image_stride > 0 ? image_stride : shape.per_image(); }
+  float* f32() const { return static_cast<float*>(data); }
 };
 
-// Device-to-host copy of a value's images into a dense host array (a 2-D copy when rows are padded).
-void copy_to_host(float* dst, const Value& v, const float* src, cudaStream_t stream) {
+// Device-to-host copy of a float32 value's images into a dense host array (a 2-D copy when rows are padded).
+void copy_to_host(float* dst, const Value& v, const void* src, cudaStream_t stream) {
   const size_t row = static_cast<size_t>(v.shape.per_image()) * sizeof(float);
   if (v.stride() == v.shape.per_image()) {
     MNV2_CHECK_CUDA(cudaMemcpyAsync(dst, src, row * static_cast<size_t>(v.shape.n), cudaMemcpyDeviceToHost, stream));
@@ -276,11 +291,13 @@ class CudaPreparedNet final : public PreparedNet {
  public:
   CudaPreparedNet(const Model& model, const PrepareConfig& config, Variant variant, GraphMode graph_mode, int sms)
       : config_(config),
+        act_(config.precision == Precision::fp16 ? k::DType::f16 : k::DType::f32),
         variant_(variant),
         graph_mode_(graph_mode),
         fuse_mode_(fuse_mode_from_env()),
         sms_(sms),
-        forced_tile_(gemm_tile_from_env()) {
+        forced_tile_(gemm_tile_from_env()),
+        forced_tc_tile_(tc_tile_from_env()) {
     build(model);
   }
 
@@ -353,19 +370,25 @@ class CudaPreparedNet final : public PreparedNet {
  private:
   // ---- building ------------------------------------------------------------------------------------------
 
-  float* allocate(int64_t floats, int64_t* counter) {
-    DeviceBuffer buffer(static_cast<size_t>(std::max<int64_t>(floats, 1)) * sizeof(float));
+  void* allocate_bytes(int64_t bytes, int64_t* counter) {
+    DeviceBuffer buffer(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
     *counter += static_cast<int64_t>(buffer.bytes());
-    auto* p = static_cast<float*>(buffer.get());
+    void* p = buffer.get();
     buffers_.push_back(std::move(buffer));
     return p;
   }
+  float* allocate(int64_t floats, int64_t* counter) {
+    return static_cast<float*>(allocate_bytes(floats * static_cast<int64_t>(sizeof(float)), counter));
+  }
 
-  float* new_activation(const Shape& shape) {
-    float* p = allocate(shape.numel(), &activation_bytes_);
-    MNV2_CHECK_CUDA(cudaMemsetAsync(p, kPoisonByte, static_cast<size_t>(shape.numel()) * sizeof(float), stream_.get()));
+  // An activation of the mode's storage type (half in fp16), or of `dtype`; poisoned (NaN in both types).
+  void* new_activation(const Shape& shape, k::DType dtype) {
+    const int64_t bytes = shape.numel() * k::dtype_bytes(dtype);
+    void* p = allocate_bytes(bytes, &activation_bytes_);
+    MNV2_CHECK_CUDA(cudaMemsetAsync(p, kPoisonByte, static_cast<size_t>(bytes), stream_.get()));
     return p;
   }
+  void* new_activation(const Shape& shape) { return new_activation(shape, act_); }
 
   const float* upload(const std::vector<float>& host) {
     float* p = allocate(static_cast<int64_t>(host.size()), &weight_bytes_);
@@ -374,6 +397,32 @@ class CudaPreparedNet final : public PreparedNet {
         cudaMemcpyAsync(p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, stream_.get()));
     return p;
   }
+
+  // GEMM weights in the mode's operand type: half in fp16 (rounded to nearest on the host), else float32.
+  const void* upload_gemm_weights(const std::vector<float>& host) {
+    if (act_ != k::DType::f16) return upload(host);
+    const std::vector<uint16_t> bits = k::to_half_bits(host);
+    void* p = allocate_bytes(static_cast<int64_t>(bits.size() * sizeof(uint16_t)), &weight_bytes_);
+    // A pageable source is staged before the call returns, so the temporary may go.
+    MNV2_CHECK_CUDA(
+        cudaMemcpyAsync(p, bits.data(), bits.size() * sizeof(uint16_t), cudaMemcpyHostToDevice, stream_.get()));
+    MNV2_CHECK_CUDA(cudaStreamSynchronize(stream_.get()));
+    return p;
+  }
+
+  bool reduced() const { return config_.precision != Precision::fp32; }
+
+  // The tensor-core GEMM of the reduced modes: tile and split by the cost model (the tile forced where
+  // MNV2_CUDA_GEMM_TILE names one of its tiles); split GEMMs share the split-K workspace, sized for the largest.
+  k::TcGemmVariant gemm_tc_variant(const k::TcGemmParams& p) {
+    const k::TcGemmVariant v =
+        k::choose_gemm_tc_variant(p, sms_, forced_tc_tile_ ? &*forced_tc_tile_ : nullptr, /*allow_split=*/true);
+    gemm_workspace_floats_ = std::max(gemm_workspace_floats_, k::gemm_tc_workspace_floats(p, v));
+    return v;
+  }
+
+  // What a convolution step that stays on FFMA says in a reduced mode.
+  std::string ffma_note() const { return reduced() ? " (fp32 FFMA)" : std::string(); }
 
   // Tile and split for one GEMM; split-K for single GEMMs, which then share one workspace (the steps run
   // one after another on one stream), sized here for the largest.
@@ -400,7 +449,7 @@ class CudaPreparedNet final : public PreparedNet {
 
     MNV2_CHECK_CUDA(cudaSetDevice(device_));
     stream_ = cudnn_backend::make_stream();
-    input_ = Value{new_activation(input_shape_), input_shape_, false};
+    input_ = Value{new_activation(input_shape_, k::DType::f32), input_shape_, false};
     values_.assign(n, Value{});
     readers_.assign(n, 0);
     for (const Layer& l : model.layers)
@@ -422,9 +471,15 @@ class CudaPreparedNet final : public PreparedNet {
     logits_ = last;
     if (last.nhwc && last.shape.h * last.shape.w > 1 && last.shape.c > 1) {
       float* nchw = allocate(last.shape.numel(), &workspace_bytes_);
-      const k::TransposeParams t{last.shape.n, last.shape.h * last.shape.w, last.shape.c, last.data, nchw};
+      k::TransposeParams t{last.shape.n, last.shape.h * last.shape.w, last.shape.c, last.data, nchw};
+      t.in_type = last.dtype;
       tail_.push_back([t](cudaStream_t s) { k::launch_transpose(t, s); });
       logits_ = Value{nchw, last.shape, false};
+    } else if (last.dtype != k::DType::f32) {  // a half output that needs no transpose (fp16, 1x1 maps)
+      float* converted = allocate(last.shape.numel(), &workspace_bytes_);
+      const k::ConvertParams c{last.shape.numel(), last.data, converted, last.dtype, k::DType::f32};
+      tail_.push_back([c](cudaStream_t s) { k::launch_convert(c, s); });
+      logits_ = Value{converted, last.shape, last.nhwc};
     }
     pinned_input_ = PinnedBuffer(static_cast<size_t>(input_shape_.numel()) * sizeof(float));
     std::memset(pinned_input_.get(), kPoisonByte, pinned_input_.bytes());  // the warm-up pass below reads it
@@ -445,16 +500,20 @@ class CudaPreparedNet final : public PreparedNet {
   // Fast path: NHWC everywhere except the network input, fused epilogues.
   void build_fast(const Model& model) {
     const int n = static_cast<int>(model.layers.size());
-    // Clip and add layers read NHWC; if one reads the network input itself, the first step transposes it.
+    // Clip and add layers read NHWC; if one reads the network input itself, the first step transposes it
+    // (into the activation type). In fp16 the pool and the Linear layer read that half copy too: their GEMM
+    // and kernels take the activation type only.
     bool input_nhwc_needed = false;
-    for (const Layer& l : model.layers)
-      if ((is_clip(l) || l.kind == LayerKind::ResidualAdd) &&
-          std::find(l.inputs.begin(), l.inputs.end(), kNetworkInput) != l.inputs.end())
-        input_nhwc_needed = true;
+    for (const Layer& l : model.layers) {
+      const bool reads_input = std::find(l.inputs.begin(), l.inputs.end(), kNetworkInput) != l.inputs.end();
+      const bool typed_reader =
+          act_ != k::DType::f32 && (l.kind == LayerKind::GlobalAveragePool || l.kind == LayerKind::Linear);
+      if (reads_input && (is_clip(l) || l.kind == LayerKind::ResidualAdd || typed_reader)) input_nhwc_needed = true;
+    }
     std::string input_note;
     if (input_nhwc_needed) {
       input_nhwc_ = new_activation(input_shape_);
-      input_note = "input nchw->nhwc transpose; ";
+      input_note = act_ == k::DType::f16 ? "input nchw->nhwc half transpose; " : "input nchw->nhwc transpose; ";
     }
 
     for (int i = 0; i < n;) {
@@ -465,8 +524,12 @@ class CudaPreparedNet final : public PreparedNet {
       try {
         switch (layer.kind) {
           case LayerKind::Conv2d:
-            last = fuse_mode_ == FuseMode::expand_dw ? plan_expand_depthwise(model, i, step) : -1;
+            // The fused expansion + depthwise kernel is float32 FFMA only: the reduced modes keep two steps.
+            last = fuse_mode_ == FuseMode::expand_dw && !reduced() ? plan_expand_depthwise(model, i, step) : -1;
             if (last < 0) last = plan_fast_conv(model, i, step);
+            if (fuse_mode_ == FuseMode::expand_dw && reduced() && step.exec.variant.rfind("gemm", 0) == 0)
+              step.exec.variant += std::string(" (MNV2_CUDA_FUSE=expand_dw: fp32 only, not fused in ") +
+                                   to_string(config_.precision) + ")";
             break;
           case LayerKind::ReLU6:
           case LayerKind::ReLU:
@@ -495,16 +558,22 @@ class CudaPreparedNet final : public PreparedNet {
       i = last + 1;
     }
     if (input_nhwc_needed) {
-      const k::TransposeParams t{input_shape_.n, input_shape_.c, input_shape_.h * input_shape_.w, input_.data,
-                                 input_nhwc_};
+      const k::TransposeParams t{input_shape_.n,
+                                 input_shape_.c,
+                                 input_shape_.h * input_shape_.w,
+                                 input_.data,
+                                 input_nhwc_,
+                                 k::DType::f32,
+                                 act_};
       Step& first = steps_.front();
       first.launches.insert(first.launches.begin(), [t](cudaStream_t s) { k::launch_transpose(t, s); });
       first.exec.variant = "fast: " + input_note + first.exec.variant.substr(6);
     }
   }
 
-  // The value a fast-path kernel reads for input j in NHWC (the transposed copy for the network input).
-  const float* nhwc_input(int j) const {
+  // The value a fast-path kernel reads for input j in NHWC, of the activation type (the transposed copy for
+  // the network input).
+  const void* nhwc_input(int j) const {
     if (j == kNetworkInput) return input_nhwc_;
     return values_[static_cast<size_t>(j)].data;
   }
@@ -564,9 +633,9 @@ class CudaPreparedNet final : public PreparedNet {
     std::vector<float> wd(static_cast<size_t>(dc.in_channels) * 9);  // [3][3][expanded]
     for (int ch = 0; ch < dc.in_channels; ++ch)
       for (int t = 0; t < 9; ++t) wd[static_cast<size_t>(t) * dc.in_channels + ch] = dw.weight[ch * 9 + t];
-    float* y = new_activation(ys);
+    auto* y = static_cast<float*>(new_activation(ys));
     values_[static_cast<size_t>(last)] = Value{y, ys, true};
-    p.input = nhwc_input(in);
+    p.input = static_cast<const float*>(nhwc_input(in));
     p.expand_weight = upload(we);
     p.expand_bias = expand.bias.empty() ? nullptr : upload(expand.bias);
     p.expand_clip = clip_of(at(i + 1));
@@ -617,21 +686,23 @@ class CudaPreparedNet final : public PreparedNet {
       clip = clip_of(model.layers[static_cast<size_t>(i + 1)]);
       last = i + 1;
     }
-    const float* residual = nullptr;
+    const void* residual = nullptr;
     if (kind == Kind::pointwise && last + 1 < n && readers_[static_cast<size_t>(last)] == 1) {
       const Layer& add = model.layers[static_cast<size_t>(last + 1)];
       if (add.kind == LayerKind::ResidualAdd && add.inputs.size() == 2 &&
           (add.inputs[0] == last) != (add.inputs[1] == last)) {
         const int other = add.inputs[0] == last ? add.inputs[1] : add.inputs[0];
-        if (other >= 0 && values_[static_cast<size_t>(other)].data != nullptr && shape_of(other) == ys) {
+        const Value& r = other >= 0 ? values_[static_cast<size_t>(other)] : input_;
+        if (other >= 0 && r.data != nullptr && r.nhwc && r.dtype == act_ && r.stride() == ys.per_image() &&
+            shape_of(other) == ys) {
           residual = values_[static_cast<size_t>(other)].data;
           last = last + 1;
         }
       }
     }
 
-    float* y = new_activation(ys);
-    values_[static_cast<size_t>(last)] = Value{y, ys, true};
+    void* y = new_activation(ys);
+    values_[static_cast<size_t>(last)] = Value{y, ys, true, 0, act_};
     const float* bias = layer.bias.empty() ? nullptr : upload(layer.bias);
     const std::string extras = std::string(bias ? " +bias" : "") + describe_clip(clip) + (residual ? " +residual" : "");
 
@@ -651,6 +722,7 @@ class CudaPreparedNet final : public PreparedNet {
         p.stride_w = c.stride_w;
         p.pad_top = c.pad_top;
         p.pad_left = c.pad_left;
+        p.dtype = act_;
         p.input = nhwc_input(in);
         p.weight = upload(w);
         p.bias = bias;
@@ -658,10 +730,15 @@ class CudaPreparedNet final : public PreparedNet {
         p.output = y;
         const k::DepthwiseVariant v = k::choose_depthwise_variant(p, sms_);
         step.launches.push_back([p, v](cudaStream_t s) { k::launch_depthwise_conv3x3(p, v, s); });
-        step.exec.variant = k::to_string(v) + extras;
+        step.exec.variant = k::to_string(v) + extras + ffma_note();
         break;
       }
       case Kind::pointwise: {
+        if (reduced()) {
+          plan_pointwise_tc(layer, ys, nhwc_input(in), bias, clip, residual, y, step);
+          step.exec.variant += extras;
+          break;
+        }
         std::vector<float> w(layer.weight.size());
         for (int o = 0; o < c.out_channels; ++o)
           for (int ci = 0; ci < c.in_channels; ++ci)
@@ -670,12 +747,12 @@ class CudaPreparedNet final : public PreparedNet {
         p.pixels = ys.n * ys.h * ys.w;
         p.in_channels = c.in_channels;
         p.out_channels = c.out_channels;
-        p.input = nhwc_input(in);
+        p.input = static_cast<const float*>(nhwc_input(in));
         p.weight = upload(w);
         p.bias = bias;
         p.clip = clip;
-        p.residual = residual;
-        p.output = y;
+        p.residual = static_cast<const float*>(residual);
+        p.output = static_cast<float*>(y);
         const k::GemmVariant v = gemm_variant(k::pointwise_gemm_params(p));
         step.launches.push_back([this, p, v](cudaStream_t s) {
           k::PointwiseConvParams q = p;
@@ -713,6 +790,7 @@ class CudaPreparedNet final : public PreparedNet {
         p.dilation_w = c.dilation_w;
         p.groups = c.groups;
         p.input_layout = kind == Kind::direct_nchw ? k::Layout::nchw : k::Layout::nhwc;
+        p.dtype = act_;
         p.input = kind == Kind::direct_nchw ? input_.data : nhwc_input(in);
         p.weight = upload(w);
         p.bias = bias;
@@ -720,11 +798,44 @@ class CudaPreparedNet final : public PreparedNet {
         p.output = y;
         const k::DirectConvVariant v = k::choose_direct_conv_variant(p, sms_);
         step.launches.push_back([p, v](cudaStream_t s) { k::launch_direct_conv(p, v, s); });
-        step.exec.variant = k::to_string(v, p.input_layout) + extras;
+        step.exec.variant = k::to_string(v, p.input_layout, p.dtype) + extras + ffma_note();
         break;
       }
     }
     return last;
+  }
+
+  // A pointwise convolution of a reduced mode: the tensor-core GEMM of the batch's pixels [pixels, in] by the
+  // weights [in, out] (TF32 operands on float32 storage, or half), bias, clip and residual in its epilogue.
+  void plan_pointwise_tc(const Layer& layer, const Shape& ys, const void* x, const float* bias, const k::Clip& clip,
+                         const void* residual, void* y, Step& step) {
+    const ConvParams& c = layer.conv;
+    std::vector<float> w(layer.weight.size());
+    for (int o = 0; o < c.out_channels; ++o)
+      for (int ci = 0; ci < c.in_channels; ++ci)
+        w[static_cast<size_t>(ci) * c.out_channels + o] = layer.weight[static_cast<size_t>(o) * c.in_channels + ci];
+    k::TcGemmParams g;
+    g.m = checked_int(ys.n * ys.h * ys.w, "output pixels");
+    g.n = c.out_channels;
+    g.k = c.in_channels;
+    g.in_type = g.out_type = act_;
+    g.a = x;
+    g.lda = c.in_channels;
+    g.b = upload_gemm_weights(w);
+    g.ldb = c.out_channels;
+    g.c = y;
+    g.ldc = c.out_channels;
+    g.bias = bias;
+    g.clip = clip;
+    g.residual = residual;
+    g.ldr = c.out_channels;
+    const k::TcGemmVariant v = gemm_tc_variant(g);
+    step.launches.push_back([this, g, v](cudaStream_t s) {
+      k::TcGemmParams q = g;
+      q.workspace = gemm_workspace_;  // allocated after planning
+      k::launch_gemm_tc(q, v, s);
+    });
+    step.exec.variant = k::to_string(v, g.in_type);
   }
 
   // A separate clip pass (the baseline's, or the fast path's when it cannot be fused).
@@ -732,15 +843,17 @@ class CudaPreparedNet final : public PreparedNet {
     const int in = layer.inputs.at(0);
     const Shape& ys = stats_[static_cast<size_t>(i)].output;
     if (!(shape_of(in) == ys)) throw Error("output " + ys.str() + " differs from input " + shape_of(in).str());
-    float* y = new_activation(ys);
-    values_[static_cast<size_t>(i)] = Value{y, ys, fast};
+    void* y = new_activation(ys);
+    values_[static_cast<size_t>(i)] = Value{y, ys, fast, 0, act_};
     k::ClipParams p;
     p.count = ys.numel();
+    p.dtype = act_;
     p.input = fast ? nhwc_input(in) : (in == kNetworkInput ? input_.data : values_[static_cast<size_t>(in)].data);
     p.output = y;
     p.clip = clip_of(layer);
     step.launches.push_back([p](cudaStream_t s) { k::launch_clip(p, s); });
-    step.exec.variant = "clip[" + format_number(p.clip.lo) + "," + format_number(p.clip.hi) + "]";
+    step.exec.variant = std::string(act_ == k::DType::f16 ? "clip half[" : "clip[") + format_number(p.clip.lo) + "," +
+                        format_number(p.clip.hi) + "]";
   }
 
   void plan_add(const Layer& layer, int i, Step& step, bool fast) {
@@ -748,19 +861,20 @@ class CudaPreparedNet final : public PreparedNet {
     const int a = layer.inputs.at(0), b = layer.inputs.at(1);
     if (!(shape_of(a) == ys) || !(shape_of(b) == ys))
       throw Error("adds " + shape_of(a).str() + " and " + shape_of(b).str() + " into " + ys.str());
-    float* y = new_activation(ys);
-    values_[static_cast<size_t>(i)] = Value{y, ys, fast};
-    auto pointer = [&](int j) -> const float* {
+    void* y = new_activation(ys);
+    values_[static_cast<size_t>(i)] = Value{y, ys, fast, 0, act_};
+    auto pointer = [&](int j) -> const void* {
       if (fast) return nhwc_input(j);
       return j == kNetworkInput ? input_.data : values_[static_cast<size_t>(j)].data;
     };
     k::AddParams p;
     p.count = ys.numel();
+    p.dtype = act_;
     p.a = pointer(a);
     p.b = pointer(b);
     p.output = y;
     step.launches.push_back([p](cudaStream_t s) { k::launch_add(p, s); });
-    step.exec.variant = "add";
+    step.exec.variant = act_ == k::DType::f16 ? "add half" : "add";
   }
 
   void plan_pool(const Layer& layer, int i, Step& step, bool fast) {
@@ -768,18 +882,22 @@ class CudaPreparedNet final : public PreparedNet {
     const Shape& xs = shape_of(in);
     const Shape& ys = stats_[static_cast<size_t>(i)].output;
     if (!(ys == Shape{xs.n, xs.c, 1, 1})) throw Error("pools " + xs.str() + " into " + ys.str());
-    float* y = new_activation(ys);
-    values_[static_cast<size_t>(i)] = Value{y, ys, fast};
+    void* y = new_activation(ys);
+    values_[static_cast<size_t>(i)] = Value{y, ys, fast, 0, act_};
     k::GlobalAvgPoolParams p;
     p.batch = checked_int(xs.n, "batch");
     p.channels = checked_int(xs.c, "channels");
     p.plane = xs.h * xs.w;
-    // The fast path reads NHWC maps, except the network input, which stays NCHW.
-    p.layout = fast && in != kNetworkInput ? k::Layout::nhwc : k::Layout::nchw;
-    p.input = in == kNetworkInput ? input_.data : values_[static_cast<size_t>(in)].data;
+    p.dtype = act_;
+    // The fast path reads NHWC maps, except the network input, which stays NCHW float32 (in fp16 its half NHWC
+    // copy is read instead).
+    const bool half_input_copy = fast && in == kNetworkInput && act_ != k::DType::f32;
+    p.layout = fast && (in != kNetworkInput || half_input_copy) ? k::Layout::nhwc : k::Layout::nchw;
+    p.input = half_input_copy ? input_nhwc_ : in == kNetworkInput ? input_.data : values_[static_cast<size_t>(in)].data;
     p.output = y;
     step.launches.push_back([p](cudaStream_t s) { k::launch_global_avg_pool(p, s); });
-    step.exec.variant = std::string("avgpool ") + (p.layout == k::Layout::nhwc ? "nhwc" : "nchw");
+    step.exec.variant = std::string("avgpool ") + (p.layout == k::Layout::nhwc ? "nhwc" : "nchw") +
+                        (act_ == k::DType::f16 ? " half (fp32 sum)" : "");
   }
 
   // Linear: logits[batch, out] = x[batch, in] * W^T + b as the GEMM with B = W^T [in, out]. An NHWC input
@@ -792,11 +910,16 @@ class CudaPreparedNet final : public PreparedNet {
     if (xs.per_image() != K) throw Error("input " + xs.str() + " does not hold " + std::to_string(K) + " features");
     if (!(ys == Shape{config_.batch, O, 1, 1}))
       throw Error("output " + ys.str() + " is not " + std::to_string(O) + " features");
-    const bool permute = fast && in != kNetworkInput && xs.h * xs.w > 1;
+    // In fp16 a Linear over the network input reads its half NHWC copy (the GEMM takes one operand type).
+    const bool half_input_copy = fast && in == kNetworkInput && act_ != k::DType::f32;
+    const bool permute = fast && (in != kNetworkInput || half_input_copy) && xs.h * xs.w > 1;
     const int64_t plane = xs.h * xs.w;
     // The network's last layer (nothing reads it but the download) gets its features padded to a multiple of
-    // 4 with zero weights, so its GEMM takes 16-byte accesses (1001 classes: 1004); the download skips the pad.
-    const int padded = readers_[static_cast<size_t>(i)] == 0 && O % 4 != 0 && K % 4 == 0 ? (O + 3) / 4 * 4 : O;
+    // 16 bytes of operand (4 floats, 8 halves) with zero weights, so its GEMM takes 16-byte accesses (1001
+    // classes: 1004 or 1008); the download skips the pad.
+    const int align = fast ? 16 / k::dtype_bytes(act_) : 4;
+    const int padded =
+        readers_[static_cast<size_t>(i)] == 0 && O % align != 0 && K % align == 0 ? (O + align - 1) / align * align : O;
     std::vector<float> w(static_cast<size_t>(K) * padded, 0.0f);
     for (int o = 0; o < O; ++o)
       for (int kk = 0; kk < K; ++kk) {
@@ -804,24 +927,55 @@ class CudaPreparedNet final : public PreparedNet {
         const int64_t row = permute ? (kk % plane) * xs.c + kk / plane : kk;
         w[static_cast<size_t>(row) * padded + o] = layer.weight[static_cast<size_t>(o) * K + kk];
       }
-    Value out{nullptr, ys, fast, padded};
-    out.data = allocate(static_cast<int64_t>(config_.batch) * padded, &activation_bytes_);
-    MNV2_CHECK_CUDA(cudaMemsetAsync(out.data, kPoisonByte, static_cast<size_t>(config_.batch) * padded * sizeof(float),
-                                    stream_.get()));
+    // The logits (a Linear layer nothing else reads) are float32 in every mode; a Linear layer that other
+    // layers read stores the activation type.
+    const k::DType out_type = readers_[static_cast<size_t>(i)] == 0 || !fast ? k::DType::f32 : act_;
+    Value out{nullptr, ys, fast, padded, out_type};
+    out.data = new_activation(Shape{config_.batch, padded, 1, 1}, out_type);
     values_[static_cast<size_t>(i)] = out;
+    std::vector<float> bias;
+    if (!layer.bias.empty()) {
+      bias.assign(static_cast<size_t>(padded), 0.0f);
+      std::copy(layer.bias.begin(), layer.bias.end(), bias.begin());
+    }
+    const std::string notes =
+        std::string(bias.empty() ? "" : " +bias") + (permute ? " (weights permuted to nhwc)" : "") +
+        (padded != O ? " (" + std::to_string(O) + " features padded to " + std::to_string(padded) + ")"
+                     : std::string());
+    if (fast && reduced()) {
+      k::TcGemmParams g;
+      g.m = config_.batch;
+      g.n = padded;
+      g.k = K;
+      g.in_type = act_;
+      g.out_type = out_type;
+      g.a = half_input_copy ? input_nhwc_ : in == kNetworkInput ? input_.data : values_[static_cast<size_t>(in)].data;
+      g.lda = K;
+      g.b = upload_gemm_weights(w);
+      g.ldb = padded;
+      g.c = out.data;
+      g.ldc = padded;
+      g.bias = bias.empty() ? nullptr : upload(bias);
+      const k::TcGemmVariant v = gemm_tc_variant(g);
+      step.launches.push_back([this, g, v](cudaStream_t s) {
+        k::TcGemmParams q = g;
+        q.workspace = gemm_workspace_;
+        k::launch_gemm_tc(q, v, s);
+      });
+      step.exec.variant = k::to_string(v, g.in_type) + notes + (out_type == k::DType::f32 ? " -> fp32 logits" : "");
+      return;
+    }
     k::GemmParams p;
     p.m = config_.batch;
     p.n = padded;
     p.k = K;
-    p.a = in == kNetworkInput ? input_.data : values_[static_cast<size_t>(in)].data;
+    p.a = in == kNetworkInput ? input_.f32() : values_[static_cast<size_t>(in)].f32();
     p.lda = K;
     p.b = upload(w);
     p.ldb = padded;
-    p.c = out.data;
+    p.c = out.f32();
     p.ldc = padded;
-    if (!layer.bias.empty()) {
-      std::vector<float> bias(static_cast<size_t>(padded), 0.0f);
-      std::copy(layer.bias.begin(), layer.bias.end(), bias.begin());
+    if (!bias.empty()) {
       p.bias_mode = k::BiasMode::per_col;
       p.bias = upload(bias);
     }
@@ -831,9 +985,7 @@ class CudaPreparedNet final : public PreparedNet {
       q.workspace = gemm_workspace_;
       k::launch_gemm(q, v, s);
     });
-    step.exec.variant = k::to_string(v) + (p.bias ? " +bias" : "") + (permute ? " (weights permuted to nhwc)" : "") +
-                        (padded != O ? " (" + std::to_string(O) + " features padded to " + std::to_string(padded) + ")"
-                                     : std::string());
+    step.exec.variant = k::to_string(v) + notes;
   }
 
   // Baseline: NCHW, one step per layer, im2col + GEMM convolutions, separate elementwise passes.
@@ -879,8 +1031,8 @@ class CudaPreparedNet final : public PreparedNet {
     const Shape& ys = stats_[static_cast<size_t>(i)].output;
     if (xs.c != c.in_channels)
       throw Error("input has " + std::to_string(xs.c) + " channels, expected " + std::to_string(c.in_channels));
-    const float* x = in == kNetworkInput ? input_.data : values_[static_cast<size_t>(in)].data;
-    float* y = new_activation(ys);
+    const float* x = in == kNetworkInput ? input_.f32() : values_[static_cast<size_t>(in)].f32();
+    auto* y = static_cast<float*>(new_activation(ys));
     values_[static_cast<size_t>(i)] = Value{y, ys, false};
 
     const int groups = c.groups;
@@ -995,7 +1147,7 @@ class CudaPreparedNet final : public PreparedNet {
                                     static_cast<size_t>(input_shape_.numel()) * sizeof(float), cudaMemcpyHostToDevice,
                                     stream));
     enqueue_steps(stream, observer);
-    copy_to_host(static_cast<float*>(pinned_logits_.get()), logits_, logits_.data, stream);
+    copy_to_host(static_cast<float*>(pinned_logits_.get()), logits_, logits_.data, stream);  // float32 always
   }
 
   // Every step and the tail (logits to NCHW), no copies to or from the host.
@@ -1065,11 +1217,13 @@ class CudaPreparedNet final : public PreparedNet {
     observed_for_ = id;
   }
 
-  // Every materialised layer to the host in NCHW order (NHWC maps transposed on the device first).
+  // Every materialised layer to the host in NCHW float32 (NHWC maps transposed and half maps converted on the
+  // device first, into the scratch buffer).
   void download_layer_outputs(cudaStream_t stream) {
     int64_t scratch_floats = 0;
     for (const Value& v : values_)
-      if (v.data != nullptr && v.nhwc) scratch_floats = std::max(scratch_floats, v.shape.numel());
+      if (v.data != nullptr && (v.nhwc || v.dtype != k::DType::f32))
+        scratch_floats = std::max(scratch_floats, v.shape.numel());
     if (static_cast<int64_t>(download_scratch_.bytes()) < scratch_floats * static_cast<int64_t>(sizeof(float)))
       download_scratch_ = DeviceBuffer(static_cast<size_t>(scratch_floats) * sizeof(float));
     for (size_t i = 0; i < values_.size(); ++i) {
@@ -1080,23 +1234,32 @@ class CudaPreparedNet final : public PreparedNet {
         continue;
       }
       if (!(out.shape == v.shape) || out.empty()) out = Tensor(v.shape);
-      const float* source = v.data;
+      const void* source = v.data;
+      Value dense = v;  // what the copy reads: the value itself, or its float32 NCHW copy in the scratch
+      auto* scratch = static_cast<float*>(download_scratch_.get());
       if (v.nhwc && v.shape.h * v.shape.w > 1 && v.shape.c > 1) {
-        auto* scratch = static_cast<float*>(download_scratch_.get());
-        k::launch_transpose(k::TransposeParams{v.shape.n, v.shape.h * v.shape.w, v.shape.c, v.data, scratch}, stream);
+        k::TransposeParams t{v.shape.n, v.shape.h * v.shape.w, v.shape.c, v.data, scratch};
+        t.in_type = v.dtype;
+        k::launch_transpose(t, stream);
+        source = scratch;
+      } else if (v.dtype != k::DType::f32) {
+        k::launch_convert(k::ConvertParams{v.shape.numel(), v.data, scratch, v.dtype, k::DType::f32}, stream);
         source = scratch;
       }
+      if (source == scratch) dense.image_stride = 0;
       // Pageable destination: returns once the copy is done, so the scratch buffer is free for the next one.
-      copy_to_host(out.data.data(), v, source, stream);
+      copy_to_host(out.data.data(), dense, source, stream);
     }
   }
 
   PrepareConfig config_;
+  k::DType act_;  // element type of the activations: f16 in fp16, else f32 (the network input is always f32)
   Variant variant_;
   GraphMode graph_mode_;
   FuseMode fuse_mode_;
   int sms_ = 0;
   std::optional<k::GemmTile> forced_tile_;
+  std::optional<k::TcTile> forced_tc_tile_;
   int device_ = 0;  // the first visible CUDA device
   std::vector<LayerStats> stats_;
   Shape input_shape_, output_shape_;
@@ -1110,7 +1273,8 @@ class CudaPreparedNet final : public PreparedNet {
   float* workspace_ = nullptr;  // the baseline's im2col columns
   int64_t gemm_workspace_floats_ = 0;
   float* gemm_workspace_ = nullptr;  // split-K partial sums, shared by every split GEMM
-  float* input_nhwc_ = nullptr;      // the network input transposed, when a clip or add reads it directly
+  void* input_nhwc_ = nullptr;       // the network input transposed (in the activation type), when a layer
+                                     // other than a convolution reads it directly
   Value input_;                      // the network input, NCHW
   std::vector<Value> values_;        // per layer; data == nullptr where fused away
   std::vector<Step> steps_;
@@ -1124,7 +1288,7 @@ class CudaPreparedNet final : public PreparedNet {
   uint64_t observed_for_ = 0;    // the observer id observed_exec_ was made for
   CudaGraph compute_graph_;      // the steps alone (no upload, no download): device-resident runs
   CudaGraphExec compute_exec_;
-  DeviceBuffer download_scratch_;  // keep_layer_outputs: NHWC -> NCHW, allocated on first use
+  DeviceBuffer download_scratch_;  // keep_layer_outputs: NHWC -> NCHW and half -> float32, allocated on first use
   std::vector<ExecStep> exec_steps_;
   std::vector<Tensor> layer_outputs_;
 };
@@ -1138,7 +1302,10 @@ class CudaBackend final : public Backend {
     std::string text = "custom CUDA kernels (" + variant +
                        (variant == "baseline" ? ": NCHW, im2col + tiled GEMM, separate passes"
                                               : ": NHWC, fused bias/ReLU6/residual epilogues") +
-                       ", CUDA graph for whole runs), fp32 FFMA (no TF32)";
+                       ", CUDA graph for whole runs), fp32 FFMA (no TF32) by default" +
+                       (variant == "baseline" ? std::string(" and only")
+                                              : std::string("; tf32 and fp16 on request (tensor-core GEMMs, fp16 "
+                                                            "half NHWC storage)"));
     const CudaEnvironment& env = cuda_environment();
     if (!env.devices.empty()) text += " on " + env.devices.front().name;
     return text;
@@ -1159,10 +1326,15 @@ class CudaBackend final : public Backend {
     return std::nullopt;
   }
 
+  // Every mode in the fast variant; the baseline (the optimisation story's reference point) is fp32 only.
+  bool supports(Precision p) const override {
+    return p == Precision::fp32 || env_or("MNV2_CUDA_VARIANT", "fast") == "fast";
+  }
+
   std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
-    if (config.precision != Precision::fp32)
+    if (config.precision != Precision::fp32 && variant_from_env() == Variant::baseline)
       throw UsageError(std::string("cuda: precision ") + to_string(config.precision) +
-                       " is not supported (the cuda backend runs strict fp32: FFMA, no TF32)");
+                       " needs the fast variant; MNV2_CUDA_VARIANT=baseline runs strict fp32 only (FFMA, no TF32)");
     if (config.batch < 1 || config.height < 1 || config.width < 1)
       throw UsageError("cuda: batch, height and width must be positive (got batch " + std::to_string(config.batch) +
                        ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");
