@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_backend_test_support.h"
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
 #include "mnv2/device.h"
@@ -34,12 +35,7 @@ namespace mnv2::test {
 namespace {
 
 // Float32 (FFMA) like the cpu reference; only the order of summation differs.
-constexpr double kMaxRelL2 = 1e-5;
-
-uint64_t fresh_seed() {
-  if (const char* env = std::getenv("MNV2_TEST_SEED"); env && *env) return std::stoull(env);
-  return std::random_device{}();
-}
+const double kMaxRelL2 = precision_logits_bound(Precision::fp32);
 
 // Sets an environment variable for one scope (the backend reads MNV2_CUDA_* at prepare()).
 class ScopedEnv {
@@ -67,37 +63,6 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-const Model& main_model() {
-  static const Model model = load_onnx(main_model_path());
-  return model;
-}
-const Model& torchvision_model() {
-  static const Model model = load_onnx(torchvision_model_path());
-  return model;
-}
-
-double rel_l2_of(const Tensor& got, const Tensor& ref) {
-  if (got.data.size() != ref.data.size()) return INFINITY;
-  const ErrorStats e = compare(got.data.data(), ref.data.data(), static_cast<int64_t>(ref.data.size()));
-  return e.finite ? e.rel_l2 : INFINITY;
-}
-
-std::vector<int> top5_of(const float* values, int count) {
-  std::vector<int> order(static_cast<size_t>(count));
-  std::iota(order.begin(), order.end(), 0);
-  const int k = std::min(5, count);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                    [&](int a, int b) { return values[a] > values[b] || (values[a] == values[b] && a < b); });
-  order.resize(static_cast<size_t>(k));
-  return order;
-}
-
-std::string join(const std::vector<int>& v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
-
 const char* const kVariants[] = {"fast", "baseline"};
 
 class CudaBackendTest : public ::testing::Test {
@@ -110,11 +75,13 @@ class CudaBackendTest : public ::testing::Test {
     ASSERT_TRUE(a.available) << "a CUDA device is present but the cuda backend is unavailable: " << a.reason;
   }
 
-  std::unique_ptr<PreparedNet> prepare(const Model& model, int batch, int height, int width) const {
+  std::unique_ptr<PreparedNet> prepare(const Model& model, int batch, int height, int width,
+                                       Precision precision = Precision::fp32) const {
     PrepareConfig config;
     config.batch = batch;
     config.height = height;
     config.width = width;
+    config.precision = precision;
     return backend_->prepare(model, config);
   }
 
@@ -179,13 +146,18 @@ void expect_steps_cover_layers(const std::vector<ExecStep>& steps, size_t layers
   for (size_t l = 0; l < layers; ++l) EXPECT_EQ(seen[l], 1) << "layer " << l;
 }
 
-// Runs `model` through cpu and cuda on the same random input, keeping every layer output: the logits and
-// every layer the cuda backend materialises must match; fused-away layers must be empty, and only those.
+// Runs `model` through cpu (fp32) and cuda (in `precision`) on the same random input, keeping every layer
+// output: the logits must stay within the mode's stated bound and every layer the cuda backend materialises
+// within 1e-5 (fp32) or the diff's divergence threshold of the mode (precision_layer_threshold); fused-away
+// layers must be empty, and only those.
 void expect_layers_match_cpu(const Backend& cuda, const Model& model, int batch, int height, int width,
-                             const std::string& what) {
+                             const std::string& what, Precision precision = Precision::fp32) {
   const uint64_t seed = fresh_seed();
-  const std::string where = what + ", batch " + std::to_string(batch) + ", " + std::to_string(height) + "x" +
-                            std::to_string(width) + ", MNV2_TEST_SEED=" + std::to_string(seed);
+  const std::string where = what + ", " + to_string(precision) + ", batch " + std::to_string(batch) + ", " +
+                            std::to_string(height) + "x" + std::to_string(width) +
+                            ", MNV2_TEST_SEED=" + std::to_string(seed);
+  const double logits_bound = precision_logits_bound(precision);
+  const double layer_bound = precision == Precision::fp32 ? kMaxRelL2 : precision_layer_threshold(precision);
   SCOPED_TRACE(where);
   PrepareConfig config;
   config.batch = batch;
@@ -197,6 +169,7 @@ void expect_layers_match_cpu(const Backend& cuda, const Model& model, int batch,
 
   auto cpu_net = make_backend("cpu")->prepare(model, config);
   const Tensor cpu_logits = cpu_net->run(input, keep);
+  config.precision = precision;
   auto gpu_net = cuda.prepare(model, config);
   const Tensor gpu_logits = gpu_net->run(input, keep);
 
@@ -207,7 +180,7 @@ void expect_layers_match_cpu(const Backend& cuda, const Model& model, int batch,
     for (int l : steps[s].layers) step_of[static_cast<size_t>(l)] = static_cast<int>(s);
 
   ASSERT_EQ(gpu_logits.shape, cpu_logits.shape);
-  EXPECT_LT(rel_l2_of(gpu_logits, cpu_logits), kMaxRelL2) << "logits";
+  EXPECT_LT(rel_l2_of(gpu_logits, cpu_logits), logits_bound) << "logits";
 
   const std::vector<Tensor>& gpu_out = gpu_net->layer_outputs();
   const std::vector<Tensor>& cpu_out = cpu_net->layer_outputs();
@@ -230,9 +203,9 @@ void expect_layers_match_cpu(const Backend& cuda, const Model& model, int batch,
       worst = err;
       worst_layer = i;
     }
-    EXPECT_LT(err, kMaxRelL2) << "layer " << i << " '" << layer.name << "' " << describe(layer) << " output "
-                              << cpu_out[i].shape.str() << ", step '" << step.name << "' variant '" << step.variant
-                              << "'";
+    EXPECT_LT(err, layer_bound) << "layer " << i << " '" << layer.name << "' " << describe(layer) << " output "
+                                << cpu_out[i].shape.str() << ", step '" << step.name << "' variant '" << step.variant
+                                << "'";
   }
   std::printf("%s: %zu steps, %d layers compared, logits rel L2 %.3g, worst layer %zu '%s' rel L2 %.3g\n",
               where.c_str(), steps.size(), compared, rel_l2_of(gpu_logits, cpu_logits), worst_layer,
@@ -323,50 +296,6 @@ TEST_F(CudaBackendTest, UnknownVariantOrGraphModeIsUsageError) {
   }
 }
 
-std::vector<float> random_floats(std::mt19937_64& gen, size_t n, float lo, float hi) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
-
-struct ConvCase {
-  int in_channels, out_channels, kernel_h, kernel_w, stride_h, stride_w;
-  int pad_top, pad_left, pad_bottom, pad_right;
-  int groups, height, width;
-  bool bias;
-};
-
-Model single_conv_model(const ConvCase& c, std::mt19937_64& gen) {
-  Model m;
-  m.input_channels = c.in_channels;
-  m.input_height = c.height;
-  m.input_width = c.width;
-  m.num_classes = c.out_channels;
-  Layer l;
-  l.index = 0;
-  l.kind = LayerKind::Conv2d;
-  l.name = "conv";
-  l.inputs = {kNetworkInput};
-  ConvParams& p = l.conv;
-  p.in_channels = c.in_channels;
-  p.out_channels = c.out_channels;
-  p.kernel_h = c.kernel_h;
-  p.kernel_w = c.kernel_w;
-  p.stride_h = c.stride_h;
-  p.stride_w = c.stride_w;
-  p.pad_top = c.pad_top;
-  p.pad_left = c.pad_left;
-  p.pad_bottom = c.pad_bottom;
-  p.pad_right = c.pad_right;
-  p.groups = c.groups;
-  l.weight = random_floats(
-      gen, static_cast<size_t>(c.out_channels) * (c.in_channels / c.groups) * c.kernel_h * c.kernel_w, -1.0f, 1.0f);
-  if (c.bias) l.bias = random_floats(gen, static_cast<size_t>(c.out_channels), -1.0f, 1.0f);
-  m.layers.push_back(l);
-  return m;
-}
-
 Layer& add_layer(Model& m, LayerKind kind, std::vector<int> inputs) {
   Layer l;
   l.index = static_cast<int>(m.layers.size());
@@ -422,10 +351,7 @@ TEST_F(CudaBackendTest, ConvolutionTableMatchesCpu) {
 
 // Every op kind, fused the way MobileNetV2 is (ReLU without an upper bound, a clip other than 6, a residual
 // add whose other operand is an earlier step's output).
-TEST_F(CudaBackendTest, SmallNetworkOfEveryOpMatchesCpu) {
-  const uint64_t seed = fresh_seed();
-  std::mt19937_64 gen(seed);
-  SCOPED_TRACE("MNV2_TEST_SEED=" + std::to_string(seed));
+Model every_op_model(std::mt19937_64& gen) {
   Model m = single_conv_model({3, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 10, 12, true}, gen);
   Layer& relu = add_layer(m, LayerKind::ReLU, {0});
   relu.clip_min = 0.0f;
@@ -445,6 +371,14 @@ TEST_F(CudaBackendTest, SmallNetworkOfEveryOpMatchesCpu) {
   fc.weight = random_floats(gen, 40, -1.0f, 1.0f);
   fc.bias = random_floats(gen, 5, -1.0f, 1.0f);
   m.num_classes = 5;
+  return m;
+}
+
+TEST_F(CudaBackendTest, SmallNetworkOfEveryOpMatchesCpu) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 gen(seed);
+  SCOPED_TRACE("MNV2_TEST_SEED=" + std::to_string(seed));
+  const Model m = every_op_model(gen);
   for (const Layer& l : m.layers) ASSERT_FALSE(backend_->unsupported_reason(l)) << describe(l);
   for (const char* variant : kVariants) {
     ScopedEnv env("MNV2_CUDA_VARIANT", variant);
@@ -459,10 +393,7 @@ TEST_F(CudaBackendTest, SmallNetworkOfEveryOpMatchesCpu) {
 // Layers the fast path cannot fuse: a clip and an add reading the network input (NHWC copy), a clip whose
 // input has a second reader, an add of two non-convolution outputs, a stride-2 depthwise with asymmetric
 // pads feeding a Linear over a 3x4 map (weights permuted for the NHWC flattening order).
-TEST_F(CudaBackendTest, UnfusableLayersMatchCpu) {
-  const uint64_t seed = fresh_seed();
-  std::mt19937_64 gen(seed);
-  SCOPED_TRACE("MNV2_TEST_SEED=" + std::to_string(seed));
+Model unfusable_model(std::mt19937_64& gen) {
   Model m;
   m.input_channels = 4;
   m.input_height = 7;
@@ -491,6 +422,14 @@ TEST_F(CudaBackendTest, UnfusableLayersMatchCpu) {
   fc.weight = random_floats(gen, 6 * 48, -1.0f, 1.0f);
   fc.bias = random_floats(gen, 6, -1.0f, 1.0f);
   m.num_classes = 6;
+  return m;
+}
+
+TEST_F(CudaBackendTest, UnfusableLayersMatchCpu) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 gen(seed);
+  SCOPED_TRACE("MNV2_TEST_SEED=" + std::to_string(seed));
+  const Model m = unfusable_model(gen);
   const std::vector<LayerStats> stats = analyse(m, 2, 7, 8);
   ASSERT_EQ(stats[5].output, (Shape{2, 4, 3, 4}));
   for (const char* variant : kVariants) {
@@ -502,21 +441,6 @@ TEST_F(CudaBackendTest, UnfusableLayersMatchCpu) {
   EXPECT_NE(net->steps()[0].variant.find("nchw->nhwc"), std::string::npos) << net->steps()[0].variant;
   EXPECT_NE(net->steps()[6].variant.find("permuted"), std::string::npos) << net->steps()[6].variant;
 }
-
-// A StepObserver that writes down every call.
-class RecordingObserver final : public StepObserver {
- public:
-  struct Call {
-    char what;  // 'B' run_begin, 'E' run_end, 's' step_begin, 'e' step_end
-    int step;
-    void* stream;
-  };
-  void run_begin(void* stream) override { calls.push_back({'B', -1, stream}); }
-  void run_end(void* stream) override { calls.push_back({'E', -1, stream}); }
-  void step_begin(int step, void* stream) override { calls.push_back({'s', step, stream}); }
-  void step_end(int step, void* stream) override { calls.push_back({'e', step, stream}); }
-  std::vector<Call> calls;
-};
 
 TEST_F(CudaBackendTest, GraphReplayAndLayerByLayerRunsAreBitwiseIdentical) {
   for (const char* variant : kVariants) {
@@ -591,10 +515,12 @@ TEST_F(CudaBackendTest, GraphModeOnRefusesPerStepTimingButTimesWholeRuns) {
 // step gets GPU time and the same kernels, in the same order, as when it runs layer by layer; the upload and
 // download are in the run but in no step; the logits do not change.
 TEST_F(CudaBackendTest, CuptiAttributesGraphReplayWorkToSteps) {
-  for (const char* variant : kVariants) {
+  const std::pair<const char*, Precision> runs[] = {
+      {"fast", Precision::fp32}, {"baseline", Precision::fp32}, {"fast", Precision::fp16}, {"fast", Precision::tf32}};
+  for (const auto& [variant, precision] : runs) {
     ScopedEnv env("MNV2_CUDA_VARIANT", variant);
-    SCOPED_TRACE(variant);
-    auto net = prepare(main_model(), 2, 224, 224);
+    SCOPED_TRACE(std::string(variant) + " " + to_string(precision));
+    auto net = prepare(main_model(), 2, 224, 224, precision);
     ASSERT_TRUE(net->has_graph());
     const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
     const Tensor reference = net->run(input);
@@ -761,12 +687,7 @@ TEST_F(CudaBackendTest, WrongInputShapeIsUsageError) {
   EXPECT_EQ(logits.shape, (Shape{1, 1001, 1, 1}));
 }
 
-TEST_F(CudaBackendTest, RefusesOtherPrecisionsAndMalformedLayers) {
-  PrepareConfig config;
-  for (Precision p : {Precision::tf32, Precision::fp16}) {
-    config.precision = p;
-    EXPECT_THROW(backend_->prepare(main_model(), config), UsageError) << to_string(p);
-  }
+TEST_F(CudaBackendTest, RefusesMalformedLayers) {
   for (const Layer& l : main_model().layers) EXPECT_FALSE(backend_->unsupported_reason(l)) << describe(l);
   Layer bad = main_model().layers.front();
   bad.weight.pop_back();
@@ -805,6 +726,153 @@ TEST_F(CudaBackendTest, ProfilerAttributesFusedStepsWithBothTimers) {
     std::printf("%s: end to end (graph) %.3f ms GPU, sum of steps (layer by layer) %.3f ms\n", r.timer.c_str(),
                 r.end_to_end.gpu_ms->median, r.sum_of_steps_ms);
   }
+}
+
+// ---- reduced precisions (tf32, fp16) ----------------------------------------------------------------------
+
+const Precision kReduced[] = {Precision::tf32, Precision::fp16};
+
+TEST_F(CudaBackendTest, FastVariantSupportsEveryPrecisionAndBaselineRefusesReducedOnes) {
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16}) EXPECT_TRUE(backend_->supports(p));
+  ScopedEnv env("MNV2_CUDA_VARIANT", "baseline");
+  EXPECT_TRUE(backend_->supports(Precision::fp32));
+  for (Precision p : kReduced) {
+    EXPECT_FALSE(backend_->supports(p)) << to_string(p);
+    try {
+      prepare(main_model(), 1, 224, 224, p);
+      ADD_FAILURE() << "the baseline must refuse " << to_string(p);
+    } catch (const UsageError& e) {
+      const std::string text = e.what();
+      EXPECT_NE(text.find("baseline"), std::string::npos) << text;
+      EXPECT_NE(text.find(to_string(p)), std::string::npos) << text;
+    }
+  }
+}
+
+// The stated bound of each mode against the float64 golden logits of every photograph (and the torchvision
+// export's), the class check of the reduced modes, and variant strings that say what ran.
+TEST_F(CudaBackendTest, ReducedPrecisionsStayWithinTheirStatedBoundOfEveryGoldenFile) {
+  for (Precision p : kReduced) {
+    SCOPED_TRACE(to_string(p));
+    auto net = prepare(main_model(), 1, 224, 224, p);
+    int tensor_core_gemms = 0, half_depthwise = 0, ffma_noted = 0;
+    for (const ExecStep& s : net->steps()) {
+      tensor_core_gemms += s.variant.find(p == Precision::tf32 ? "gemm tc-tf32" : "gemm tc-fp16") != std::string::npos;
+      half_depthwise += s.variant.find("dw3x3") != std::string::npos && s.variant.find("half8") != std::string::npos;
+      ffma_noted += s.variant.find("(fp32 FFMA)") != std::string::npos;
+    }
+    EXPECT_EQ(tensor_core_gemms, 35) << "34 pointwise convolutions and the Linear layer";
+    EXPECT_EQ(half_depthwise, p == Precision::fp16 ? 17 : 0);
+    EXPECT_EQ(ffma_noted, 18) << "the stem and 17 depthwise convolutions stay FFMA";
+    if (p == Precision::fp16) {
+      EXPECT_NE(net->steps().front().variant.find("nchw->half"), std::string::npos) << net->steps().front().variant;
+      EXPECT_NE(net->steps().back().variant.find("padded to 1008"), std::string::npos) << net->steps().back().variant;
+    }
+    for (const std::string& name : golden_image_names()) {
+      SCOPED_TRACE("golden " + name);
+      const Golden g = read_golden(name);
+      Tensor input(Shape{1, 3, 224, 224});
+      input.data = g.input;
+      const Tensor logits = net->run(input);
+      ASSERT_EQ(logits.data.size(), g.logits.size());
+      const double err = rel_l2(logits.data, g.logits);
+      const std::vector<int> top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
+      std::printf("cuda %s golden %-13s rel L2 %.3g (bound %.0e)  top-5 %s (reference %s)\n", to_string(p),
+                  name.c_str(), err, precision_logits_bound(p), join(top5).c_str(), join(g.top5).c_str());
+      EXPECT_LT(err, precision_logits_bound(p));
+      expect_top_agrees(top5, g.top5);
+    }
+    auto tv = prepare(torchvision_model(), 1, 224, 224, p);
+    const Golden g = read_golden("torchvision_random");
+    Tensor input(Shape{1, 3, 224, 224});
+    input.data = g.input;
+    const Tensor logits = tv->run(input);
+    const double err = rel_l2(logits.data, g.logits);
+    std::printf("cuda %s golden %-13s rel L2 %.3g (bound %.0e)\n", to_string(p), "torchvision", err,
+                precision_logits_bound(p));
+    EXPECT_LT(err, precision_logits_bound(p));
+  }
+}
+
+// Batch 3 at an odd size against the cpu backend (fp32): the logits within the stated bound and every
+// materialised layer under the diff's divergence threshold of the mode. No class check: random pixels give
+// flat logits whose order rounding may legitimately change.
+TEST_F(CudaBackendTest, ReducedPrecisionsAtBatch3AndAnOddSizeMatchCpuLayerByLayer) {
+  for (Precision p : kReduced) expect_layers_match_cpu(*backend_, main_model(), 3, 193, 257, "main", p);
+}
+
+TEST_F(CudaBackendTest, ReducedPrecisionsOnSmallNetworksAndTheSecondModelMatchCpu) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 gen(seed);
+  SCOPED_TRACE("MNV2_TEST_SEED=" + std::to_string(seed));
+  const Model every_op = every_op_model(gen);
+  const Model unfusable = unfusable_model(gen);
+  for (Precision p : kReduced) {
+    expect_layers_match_cpu(*backend_, every_op, 3, 10, 12, "every op", p);
+    expect_layers_match_cpu(*backend_, unfusable, 2, 7, 8, "unfusable", p);
+    expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "torchvision", p);
+  }
+}
+
+// In every mode the graph replay, layer-by-layer runs (a per-step observer), runs that keep the layer outputs
+// and a network prepared without a graph give bitwise the same logits; device-resident runs work too.
+TEST_F(CudaBackendTest, ReducedPrecisionGraphReplayEqualsLayerByLayer) {
+  for (Precision p : kReduced) {
+    SCOPED_TRACE(to_string(p));
+    auto net = prepare(main_model(), 2, 224, 224, p);
+    ASSERT_TRUE(net->has_graph());
+    const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
+    const Tensor graph = net->run(input);
+    RecordingObserver observer;
+    RunOptions per_step;
+    per_step.observer = &observer;
+    const Tensor layers = net->run(input, per_step);
+    EXPECT_EQ(observer.calls.size(), 2 * net->steps().size() + 2);
+    ASSERT_EQ(graph.data.size(), layers.data.size());
+    EXPECT_EQ(std::memcmp(graph.data.data(), layers.data.data(), graph.data.size() * sizeof(float)), 0);
+    RunOptions keep;
+    keep.keep_layer_outputs = true;
+    const Tensor kept = net->run(input, keep);
+    EXPECT_EQ(std::memcmp(kept.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0);
+    RunOptions resident;
+    resident.device_resident = true;
+    EXPECT_TRUE(net->run(input, resident).empty());
+    {
+      ScopedEnv off("MNV2_CUDA_GRAPH", "off");
+      auto plain = prepare(main_model(), 2, 224, 224, p);
+      const Tensor no_graph = plain->run(input);
+      EXPECT_EQ(std::memcmp(no_graph.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0);
+    }
+  }
+}
+
+// fp16 halves the activation bytes and the GEMM weights; tf32 keeps float32 storage.
+TEST_F(CudaBackendTest, ReducedPrecisionMemoryReportsTheRealBytes) {
+  const MemoryReport fp32 = prepare(main_model(), 8, 224, 224)->memory();
+  const MemoryReport tf32 = prepare(main_model(), 8, 224, 224, Precision::tf32)->memory();
+  const MemoryReport fp16 = prepare(main_model(), 8, 224, 224, Precision::fp16)->memory();
+  std::printf("batch 8 activations: fp32 %lld B, tf32 %lld B, fp16 %lld B; weights %lld / %lld / %lld B\n",
+              static_cast<long long>(fp32.activation_bytes), static_cast<long long>(tf32.activation_bytes),
+              static_cast<long long>(fp16.activation_bytes), static_cast<long long>(fp32.weight_bytes),
+              static_cast<long long>(tf32.weight_bytes), static_cast<long long>(fp16.weight_bytes));
+  EXPECT_EQ(tf32.activation_bytes, fp32.activation_bytes);
+  // The float32 input (and the float32 logits) stay: a little over half.
+  EXPECT_LT(fp16.activation_bytes, fp32.activation_bytes * 0.56);
+  EXPECT_GT(fp16.activation_bytes, fp32.activation_bytes * 0.5);
+  EXPECT_LT(fp16.weight_bytes, fp32.weight_bytes * 0.6);  // 1x1 and Linear weights are nearly all of them
+}
+
+// MNV2_CUDA_FUSE=expand_dw is fp32 only: the reduced modes keep two steps and say so.
+TEST_F(CudaBackendTest, ReducedPrecisionDoesNotFuseExpandDepthwiseAndSaysSo) {
+  ScopedEnv fuse("MNV2_CUDA_FUSE", "expand_dw");
+  auto net = prepare(main_model(), 1, 224, 224, Precision::fp16);
+  EXPECT_EQ(net->steps().size(), 54u);
+  int noted = 0;
+  for (const ExecStep& s : net->steps()) {
+    EXPECT_EQ(s.variant.find("expand1x1+dw3x3"), std::string::npos) << s.variant;
+    noted += s.variant.find("not fused in fp16") != std::string::npos;
+  }
+  EXPECT_GT(noted, 0);
 }
 
 }  // namespace

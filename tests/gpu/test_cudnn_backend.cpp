@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_backend_test_support.h"
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
 #include "mnv2/device.h"
@@ -29,44 +30,7 @@ namespace mnv2::test {
 namespace {
 
 // Float32 throughout, like the cpu reference; only the summation order differs.
-constexpr double kMaxRelL2 = 1e-5;
-
-// MNV2_TEST_SEED reproduces a failing run; otherwise every run draws new data.
-uint64_t fresh_seed() {
-  if (const char* env = std::getenv("MNV2_TEST_SEED"); env && *env) return std::stoull(env);
-  return std::random_device{}();
-}
-
-const Model& main_model() {
-  static const Model model = load_onnx(main_model_path());
-  return model;
-}
-const Model& torchvision_model() {
-  static const Model model = load_onnx(torchvision_model_path());
-  return model;
-}
-
-double rel_l2_of(const Tensor& got, const Tensor& ref) {
-  if (got.data.size() != ref.data.size()) return INFINITY;
-  return compare(got.data.data(), ref.data.data(), static_cast<int64_t>(ref.data.size())).rel_l2;
-}
-
-// Indices of the five largest values, ties by lower index.
-std::vector<int> top5_of(const float* values, int count) {
-  std::vector<int> order(static_cast<size_t>(count));
-  std::iota(order.begin(), order.end(), 0);
-  const int k = std::min(5, count);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                    [&](int a, int b) { return values[a] > values[b] || (values[a] == values[b] && a < b); });
-  order.resize(static_cast<size_t>(k));
-  return order;
-}
-
-std::string join(const std::vector<int>& v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
+const double kMaxRelL2 = precision_logits_bound(Precision::fp32);
 
 class CudnnBackendTest : public ::testing::Test {
  protected:
@@ -194,59 +158,6 @@ TEST_F(CudnnBackendTest, EveryLayerMatchesCpuTorchvisionModel) {
   expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "torchvision");
 }
 
-std::vector<float> random_floats(std::mt19937_64& gen, size_t n, float lo, float hi) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
-
-struct ConvCase {
-  int in_channels, out_channels, kernel_h, kernel_w, stride_h, stride_w;
-  int pad_top, pad_left, pad_bottom, pad_right;
-  int groups, height, width;
-  bool bias;
-};
-
-std::string describe_case(const ConvCase& c) {
-  std::ostringstream s;
-  s << "in " << c.in_channels << " out " << c.out_channels << " kernel " << c.kernel_h << "x" << c.kernel_w
-    << " stride " << c.stride_h << "x" << c.stride_w << " pads [" << c.pad_top << "," << c.pad_left << ","
-    << c.pad_bottom << "," << c.pad_right << "] groups " << c.groups << " map " << c.height << "x" << c.width
-    << (c.bias ? " bias" : " no bias");
-  return s.str();
-}
-
-Model single_conv_model(const ConvCase& c, std::mt19937_64& gen) {
-  Model m;
-  m.input_channels = c.in_channels;
-  m.input_height = c.height;
-  m.input_width = c.width;
-  m.num_classes = c.out_channels;
-  Layer l;
-  l.index = 0;
-  l.kind = LayerKind::Conv2d;
-  l.name = "conv";
-  l.inputs = {kNetworkInput};
-  ConvParams& p = l.conv;
-  p.in_channels = c.in_channels;
-  p.out_channels = c.out_channels;
-  p.kernel_h = c.kernel_h;
-  p.kernel_w = c.kernel_w;
-  p.stride_h = c.stride_h;
-  p.stride_w = c.stride_w;
-  p.pad_top = c.pad_top;
-  p.pad_left = c.pad_left;
-  p.pad_bottom = c.pad_bottom;
-  p.pad_right = c.pad_right;
-  p.groups = c.groups;
-  l.weight = random_floats(
-      gen, static_cast<size_t>(c.out_channels) * (c.in_channels / c.groups) * c.kernel_h * c.kernel_w, -1.0f, 1.0f);
-  if (c.bias) l.bias = random_floats(gen, static_cast<size_t>(c.out_channels), -1.0f, 1.0f);
-  m.layers.push_back(l);
-  return m;
-}
-
 TEST_F(CudnnBackendTest, ConvolutionTableMatchesCpu) {
   const ConvCase cases[] = {
       {3, 8, 3, 3, 2, 2, 0, 0, 1, 1, 1, 16, 16, true},     // the main model's stem
@@ -355,20 +266,6 @@ TEST_F(CudnnBackendTest, WrongInputShapeIsUsageError) {
   EXPECT_EQ(logits.shape, (Shape{1, 1001, 1, 1}));
 }
 
-// The stated error bounds of the reduced-precision modes against float64 golden logits and the cpu
-// reference (README, "Precision modes"): logits relative L2, and the same top-1 with the reference's top-3
-// inside the mode's top-5 (classes 4 and 5 of a confident prediction differ by far less than fp16 rounding).
-double precision_bound(Precision p) { return p == Precision::tf32 ? 1e-2 : p == Precision::fp16 ? 2e-2 : kMaxRelL2; }
-
-void expect_top_agrees(const std::vector<int>& got, const std::vector<int>& ref) {
-  ASSERT_FALSE(got.empty());
-  ASSERT_GE(ref.size(), 3u);
-  EXPECT_EQ(got.front(), ref.front()) << "top-1; top-5 " << join(got) << " vs " << join(ref);
-  for (size_t k = 0; k < 3; ++k)
-    EXPECT_NE(std::find(got.begin(), got.end(), ref[k]), got.end())
-        << "reference class " << ref[k] << " (rank " << k + 1 << ") not in top-5 " << join(got);
-}
-
 TEST_F(CudnnBackendTest, ReducedPrecisionsStayWithinTheirStatedBoundOfEveryGoldenFile) {
   for (Precision p : {Precision::tf32, Precision::fp16}) {
     SCOPED_TRACE(to_string(p));
@@ -389,8 +286,8 @@ TEST_F(CudnnBackendTest, ReducedPrecisionsStayWithinTheirStatedBoundOfEveryGolde
       const double err = rel_l2(logits.data, g.logits);
       const std::vector<int> top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
       std::printf("%s golden %-13s rel L2 %.3g (bound %.0e)  top-5 %s (reference %s)\n", to_string(p), name.c_str(),
-                  err, precision_bound(p), join(top5).c_str(), join(g.top5).c_str());
-      EXPECT_LT(err, precision_bound(p));
+                  err, precision_logits_bound(p), join(top5).c_str(), join(g.top5).c_str());
+      EXPECT_LT(err, precision_logits_bound(p));
       expect_top_agrees(top5, g.top5);
     }
   }
@@ -412,7 +309,7 @@ TEST_F(CudnnBackendTest, Fp16AtBatch3AndAnOddSizeStaysWithinItsBoundOfCpu) {
   ASSERT_EQ(got.shape, ref.shape);
   const double err = rel_l2_of(got, ref);
   std::printf("fp16 batch 3 193x257: logits rel L2 %.3g against cpu fp32\n", err);
-  EXPECT_LT(err, precision_bound(Precision::fp16));
+  EXPECT_LT(err, precision_logits_bound(Precision::fp16));
   ASSERT_EQ(gpu->layer_outputs().size(), cpu->layer_outputs().size());
   for (size_t i = 0; i < cpu->layer_outputs().size(); ++i) {
     const double e = rel_l2_of(gpu->layer_outputs()[i], cpu->layer_outputs()[i]);
@@ -439,21 +336,6 @@ TEST_F(CudnnBackendTest, RefusesUnsupportedLayers) {
   bad.layers.front().conv.dilation_w = 2;
   EXPECT_THROW(backend_->prepare(bad, PrepareConfig{}), Error);
 }
-
-// A StepObserver that writes down every call.
-class RecordingObserver final : public StepObserver {
- public:
-  struct Call {
-    char what;  // 'B' run_begin, 'E' run_end, 's' step_begin, 'e' step_end
-    int step;
-    void* stream;
-  };
-  void run_begin(void* stream) override { calls.push_back({'B', -1, stream}); }
-  void run_end(void* stream) override { calls.push_back({'E', -1, stream}); }
-  void step_begin(int step, void* stream) override { calls.push_back({'s', step, stream}); }
-  void step_end(int step, void* stream) override { calls.push_back({'e', step, stream}); }
-  std::vector<Call> calls;
-};
 
 TEST_F(CudnnBackendTest, ObserverSeesEveryStepInOrder) {
   auto net = prepare(main_model(), 1, 224, 224);

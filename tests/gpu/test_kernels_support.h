@@ -17,6 +17,8 @@
 
 #include "backends/cudnn/cuda_check.h"
 #include "backends/cudnn/raii.h"
+#include "kernels/common.cuh"
+#include "kernels/layout.cuh"  // to_half_bits, half_bits_to_float
 #include "mnv2/device.h"
 
 namespace mnv2::test {
@@ -118,6 +120,95 @@ Agreement agreement(const std::vector<float>& got, const std::vector<Ref>& ref) 
   }
   a.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   return a;
+}
+
+// ---- reduced precision -------------------------------------------------------------------------------------
+// Unit roundoffs: float32 (2^-24), and half and TF32 (10 stored mantissa bits: 2^-11).
+inline constexpr double kU32 = 1.0 / (1 << 24);
+inline constexpr double kU16 = 1.0 / (1 << 11);
+
+// A device array of float32 or half values (uploaded from floats, rounded to nearest for half; downloaded as
+// floats). rounded() gives the values the device holds, for references.
+class TypedArray {
+ public:
+  TypedArray(kernels::DType type, size_t count)
+      : type_(type), count_(count), buffer_(std::max<size_t>(count, 1) * kernels::dtype_bytes(type)) {}
+  TypedArray(kernels::DType type, const std::vector<float>& host) : TypedArray(type, host.size()) { upload(host); }
+  void* get() const { return buffer_.get(); }
+  size_t size() const { return count_; }
+  kernels::DType type() const { return type_; }
+  void upload(const std::vector<float>& host) {
+    if (type_ == kernels::DType::f16) {
+      const std::vector<uint16_t> bits = kernels::to_half_bits(host);
+      MNV2_CHECK_CUDA(cudaMemcpy(get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
+    } else {
+      MNV2_CHECK_CUDA(cudaMemcpy(get(), host.data(), host.size() * 4, cudaMemcpyHostToDevice));
+    }
+  }
+  // Every element NaN in either type (0xFFFF is a half NaN).
+  void poison() { MNV2_CHECK_CUDA(cudaMemset(get(), 0xFF, std::max<size_t>(count_, 1) * kernels::dtype_bytes(type_))); }
+  std::vector<float> download() const {
+    MNV2_CHECK_CUDA(cudaDeviceSynchronize());
+    std::vector<float> host(count_);
+    if (type_ == kernels::DType::f16) {
+      std::vector<uint16_t> bits(count_);
+      MNV2_CHECK_CUDA(cudaMemcpy(bits.data(), get(), count_ * 2, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < count_; ++i) host[i] = kernels::half_bits_to_float(bits[i]);
+    } else {
+      MNV2_CHECK_CUDA(cudaMemcpy(host.data(), get(), count_ * 4, cudaMemcpyDeviceToHost));
+    }
+    return host;
+  }
+  // The values as the device stores them.
+  static std::vector<float> rounded(kernels::DType type, const std::vector<float>& host) {
+    if (type != kernels::DType::f16) return host;
+    std::vector<float> out(host.size());
+    const std::vector<uint16_t> bits = kernels::to_half_bits(host);
+    for (size_t i = 0; i < host.size(); ++i) out[i] = kernels::half_bits_to_float(bits[i]);
+    return out;
+  }
+
+ private:
+  kernels::DType type_;
+  size_t count_;
+  cudnn_backend::DeviceBuffer buffer_;
+};
+
+// Every element within its own bound: |got - ref| <= bound (NaN fails). Reports the count and the worst case.
+struct BoundCheck {
+  int64_t outside = 0;
+  int64_t worst = -1;      // index of the largest err / bound
+  double worst_ratio = 0;  // its err / bound
+  double worst_err = 0, worst_bound = 0, worst_ref = 0;
+  float worst_got = 0;
+  bool ok() const { return outside == 0; }
+  std::string str() const {
+    std::ostringstream s;
+    s << outside << " outside their bound; worst at " << worst << ": got " << worst_got << ", reference " << worst_ref
+      << ", error " << worst_err << " vs bound " << worst_bound << " (ratio " << worst_ratio << ")";
+    return s.str();
+  }
+};
+
+inline BoundCheck check_within(const std::vector<float>& got, const std::vector<double>& ref,
+                               const std::vector<double>& bound) {
+  BoundCheck b;
+  for (size_t i = 0; i < got.size() && i < ref.size(); ++i) {
+    const double err = std::fabs(static_cast<double>(got[i]) - ref[i]);
+    // An exact bound (0) passes only an exact result.
+    const double ratio = !std::isfinite(got[i]) ? INFINITY : err == 0 ? 0.0 : err / bound[i];
+    if (!(ratio <= 1.0)) ++b.outside;
+    if (!(ratio <= b.worst_ratio)) {
+      b.worst_ratio = ratio;
+      b.worst = static_cast<int64_t>(i);
+      b.worst_err = err;
+      b.worst_bound = bound[i];
+      b.worst_ref = ref[i];
+      b.worst_got = got[i];
+    }
+  }
+  if (got.size() != ref.size()) b.outside = -1;
+  return b;
 }
 
 }  // namespace mnv2::test
