@@ -4,10 +4,10 @@
 # In one call: every GPU test, profiles of the GPU backends with both timers, cross-backend comparisons on
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
-# MNV2_DEVICE_SECTIONS picks parts (comma list of base, cuda, ncu, app; default all), e.g. for a kernel iteration:
+# MNV2_DEVICE_SECTIONS picks parts (comma list of base, cuda, studies, ncu, app; default all), e.g. for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
-sections=",${MNV2_DEVICE_SECTIONS:-base,cuda,ncu,app},"
+sections=",${MNV2_DEVICE_SECTIONS:-base,cuda,studies,ncu,app},"
 want() { [[ $sections == *",$1,"* ]]; }
 out=${OUT:-/tmp/mnv2-device-out}
 mkdir -p "$out"
@@ -69,6 +69,37 @@ fi
 if want cuda; then
 # Correctness: the kernel and backend tests (the fused expand+dw path included), CUPTI graph attribution.
 TAIL=30 run cuda_tests ./bin/mnv2_gpu_tests --gtest_filter='*Cuda*:*Kernel*:ProfilerGpu*:TimingGpu*' --gtest_brief=1
+profile_lines() { grep -E "end to end|per layer|per kind|WARNING|two-timer" "$work/$1.log" >>"$summary"; }
+# Precision modes (issue 6): the cudnn tests that share the stated bounds; tf32 and fp16 of both GPU backends
+# at batch 1/64/256 (end to end and device-resident); each mode of cuda against the cpu reference (fp32) on a
+# photograph, every layer; fp16 per layer inside the CUDA graph at batch 256 and 1; memcheck of the new kernels
+# and of an fp16 network.
+TAIL=12 run cudnn_precision_tests ./bin/mnv2_gpu_tests \
+  --gtest_filter='CudnnBackendTest.Reduced*:CudnnBackendTest.Fp16*:CudnnBackendTest.RefusesUnsupported*' --gtest_brief=1
+for p in tf32 fp16; do
+  TAIL=12 run "bench_cuda_$p" ./bin/mnv2 bench --backends cuda,cudnn --precision $p --batch 1,64,256 --warmup 20 \
+    --iters 100 --json "$work/bench_cuda_$p.json"
+  TAIL=14 run "compare_cuda_${p}_cat" ./bin/mnv2 compare --backends cpu,cuda --precision $p \
+    --tensor shared/golden/cat.input.f32 --timing event --warmup 5 --iters 30 --json "$work/compare_cuda_${p}_cat.json"
+done
+for b in 256 1; do
+  TAIL=0 run "profile_cuda_fp16_graph_b$b" ./bin/mnv2 profile --backend cuda --precision fp16 --batch $b --timing cupti \
+    --exec graph --warmup 5 --iters 20 --csv "$work/profile_cuda_fp16_graph_b$b.csv" \
+    --json "$work/profile_cuda_fp16_graph_b$b.json"
+  profile_lines "profile_cuda_fp16_graph_b$b"
+done
+TAIL=0 run profile_cuda_tf32_graph_b256 ./bin/mnv2 profile --backend cuda --precision tf32 --batch 256 --timing cupti \
+  --exec graph --warmup 5 --iters 20 --csv "$work/profile_cuda_tf32_graph_b256.csv" \
+  --json "$work/profile_cuda_tf32_graph_b256.json"
+profile_lines profile_cuda_tf32_graph_b256
+# tf32 at batch 1 (the split-K tensor-core GEMMs of the 7x7 and 14x14 maps).
+TAIL=0 run profile_cuda_tf32_graph_b1 ./bin/mnv2 profile --backend cuda --precision tf32 --batch 1 --timing cupti \
+  --exec graph --warmup 5 --iters 20 --csv "$work/profile_cuda_tf32_graph_b1.csv"
+profile_lines profile_cuda_tf32_graph_b1
+TAIL=6 run cuda_memcheck_precision compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/mnv2_gpu_tests \
+  --gtest_filter='KernelGemmTc*:KernelHalf*'
+TAIL=6 run cuda_memcheck_fp16_net compute-sanitizer --tool memcheck --error-exitcode 9 \
+  ./bin/mnv2 classify --backend cuda --precision fp16 --tensor shared/golden/cat.input.f32 --top 3
 # Benchmarks: end to end (upload .. download) and device-resident (input on the GPU, graph replay), both
 # fast-path versions: v3 (MNV2_CUDA_FUSE=none, the default) and the fused expansion + depthwise.
 TAIL=14 run bench_cuda ./bin/mnv2 bench --backends cuda,cudnn --batch 1,8,64,256 --warmup 20 --iters 100 \
@@ -76,7 +107,6 @@ TAIL=14 run bench_cuda ./bin/mnv2 bench --backends cuda,cudnn --batch 1,8,64,256
 MNV2_CUDA_FUSE=expand_dw TAIL=8 run bench_cuda_fused ./bin/mnv2 bench --backends cuda --batch 1,8,64,256 --warmup 20 \
   --iters 100 --json "$work/bench_cuda_fused.json"
 # Per-layer CUPTI times inside the CUDA graph replay (graph node ids recorded at capture), both versions.
-profile_lines() { grep -E "end to end|per layer|per kind|WARNING|two-timer" "$work/$1.log" >>"$summary"; }
 TAIL=0 run profile_cuda_graph_b1 ./bin/mnv2 profile --backend cuda --tensor shared/golden/cat.input.f32 --timing cupti \
   --exec graph --warmup 20 --iters 200 --csv "$work/profile_cuda_graph_b1.csv" --json "$work/profile_cuda_graph_b1.json" \
   --trace "$work/trace_cuda_graph_b1.json"
@@ -108,6 +138,38 @@ for img in cat grace_hopper; do
 done
 MNV2_CUDA_VARIANT=baseline TAIL=8 run bench_cuda_baseline ./bin/mnv2 bench --backends cuda --batch 1,64 --warmup 5 \
   --iters 30 --json "$work/bench_cuda_baseline.json"
+fi
+
+# ---- studies: accuracy per backend and precision, latency against input size --------------------------
+if want studies; then
+# The labelled set: the golden inputs (preprocessed on the build machine: this one has no image codecs),
+# each labelled with its float64 golden top-1. Then the same five x 100 (links) for the pipeline's images/s.
+set_dir=$work/eval-set && mkdir -p "$set_dir/x100"
+for img in cat cat_720p grace_hopper hot_dog parrot; do
+  label=$(grep -m1 '"index"' "shared/golden/$img.json" | tr -dc 0-9)
+  echo "$PWD/shared/golden/$img.input.f32 $label" >>"$set_dir/golden.txt"
+  for k in $(seq -w 1 100); do
+    ln -sf "$PWD/shared/golden/$img.input.f32" "$set_dir/x100/$img-$k.f32"
+    echo "$img-$k.f32 $label" >>"$set_dir/x100.txt"
+  done
+done
+TAIL=6 run eval_cpu ./bin/mnv2 eval --images "$set_dir" --list "$set_dir/golden.txt" --backend cpu --batch 5 \
+  --json "$work/eval_cpu.json"
+for b in cudnn cuda; do
+  for p in fp32 tf32 fp16; do
+    TAIL=6 run "eval_${b}_$p" ./bin/mnv2 eval --images "$set_dir" --list "$set_dir/golden.txt" --backend $b \
+      --precision $p --batch 5 --json "$work/eval_${b}_$p.json"
+    TAIL=4 run "eval_x100_${b}_$p" ./bin/mnv2 eval --images "$set_dir/x100" --list "$set_dir/x100.txt" --backend $b \
+      --precision $p --batch 64 --json "$work/eval_x100_${b}_$p.json"
+  done
+done
+# Latency and throughput against input size (HxW) and batch, as other MobileNetV2 profiling studies sweep.
+for p in fp32 fp16; do
+  TAIL=22 run "sweep_sizes_$p" ./bin/mnv2 bench --backends cuda,cudnn --precision $p \
+    --input-size 224x224,500x334,1024x2048 --batch 1,8,32 --warmup 5 --iters 30 \
+    --csv "$work/sweep_sizes_$p.csv" --json "$work/sweep_sizes_$p.json"
+done
+TAIL=8 run memory_1024x2048 ./bin/mnv2 memory --backend cuda --batch 8 --input-size 1024x2048
 fi
 
 if want ncu; then
@@ -148,6 +210,19 @@ if want app && [[ -f "$repo/.device/app.tar.xz" ]]; then
     --tab roofline --roofline-run 0 --screenshot "$work/h200-app-roofline.png" --quit
   TAIL=6 run app_sweep app --sweep --sweep-backends cuda,cudnn --sweep-sizes 224x224 --sweep-batches 1,8,64,256 \
     --sweep-x batch --tab sweep --screenshot "$work/h200-app-sweep.png" --quit
+  # Accuracy page: the five photographs decoded by QImage there (JPEG plugin in the bundle), labelled with
+  # their golden top-1, on cuda in fp16 and cudnn in tf32; a size sweep of both GPU backends.
+  TAIL=6 run app_eval_cuda_fp16 app --backend cuda --precision fp16 --eval "$repo/tests/ui/shared_photos_eval.txt" \
+    --eval-images shared/images --eval-batch 5 --tab accuracy --screenshot "$work/h200-app-accuracy.png" \
+    --export-eval-csv "$work/h200-app-eval-cuda-fp16.csv" --quit
+  TAIL=6 run app_eval_cudnn_tf32 app --backend cudnn --precision tf32 --eval "$repo/tests/ui/shared_photos_eval.txt" \
+    --eval-images shared/images --eval-batch 5 --export-eval-csv "$work/h200-app-eval-cudnn-tf32.csv" --quit
+  TAIL=6 run app_sweep_sizes app --sweep --sweep-backends cuda,cudnn --sweep-sizes 224x224,500x334,1024x2048 \
+    --sweep-batches 1,8 --sweep-x size --tab sweep --screenshot "$work/h200-app-sweep-sizes.png" --quit
+  TAIL=8 run app_compare_fp16 app --image shared/images/cat.bmp --backend cuda --precision fp16 --compare \
+    --warmup 10 --iters 50 --tab diffs --diff cuda,cpu --screenshot "$work/h200-app-diffs-fp16.png" \
+    --export-json "$work/h200-app-compare-fp16.json" --quit
+  cp "$work"/h200-app-accuracy.png "$work"/h200-app-sweep-sizes.png "$out/" 2>/dev/null
   cp "$work"/h200-app-timings.png "$work"/h200-app-cuda-vs-cudnn.png "$work"/h200-app-roofline.png \
     "$work/h200-app-compare.json" "$out/" 2>/dev/null
 fi
