@@ -128,6 +128,8 @@ double precision_logits_bound(Precision p) {
   return 0.0;
 }
 
+int storage_bytes(Precision p) { return p == Precision::fp16 ? 2 : 4; }
+
 double precision_layer_threshold(Precision p) {
   return p == Precision::fp32 ? 1e-4 : precision_logits_bound(p);
 }

@@ -326,6 +326,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
       p.macs += r.layer_stats[static_cast<size_t>(l)].macs;
       p.bytes += r.layer_stats[static_cast<size_t>(l)].bytes;
     }
+    p.bytes = p.bytes * storage_bytes(cfg.precision) / 4;  // analyse() counts float32
     if (p.time_ns.median > 0) {
       p.gflops = 2.0 * static_cast<double>(p.macs) / p.time_ns.median;  // FLOP per ns = GFLOP/s
       p.gbytes_per_s = static_cast<double>(p.bytes) / p.time_ns.median;

@@ -217,6 +217,7 @@ std::vector<RooflinePoint> roofline_points(const RunReport& r, const Ceilings& c
           p.flops += static_cast<double>(st.macs);
       }
     }
+    p.bytes *= storage_bytes(r.config.precision) / 4.0;  // analyse() counts float32
     if (!(p.flops > 0) || !(p.bytes > 0)) continue;
     p.intensity = p.flops / p.bytes;
     p.time_ns = s.time_ns.median;

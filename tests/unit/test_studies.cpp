@@ -275,6 +275,31 @@ TEST(Roofline, PointsFollowTheModelAnalysisAndTheRidge) {
   EXPECT_TRUE(points[1].memory_bound);  // 2 FLOP per 8 bytes
 }
 
+// fp16 runs store half tensors: the same steps move half the bytes, so twice the intensity.
+TEST(Roofline, Fp16StepsCountTwoBytesPerElement) {
+  const Model m = builtin_mobilenet_v2();
+  ProfileConfig pc;
+  pc.backend = "cpu";
+  pc.height = pc.width = 64;
+  pc.warmup = 0;
+  pc.iters = 1;
+  RunReport r = profile(m, pc);
+  Ceilings c;
+  c.bandwidth_gb_s = 10;
+  c.gflop_s = 100;
+  const auto fp32 = roofline_points(r, c);
+  r.config.precision = Precision::fp16;
+  const auto fp16 = roofline_points(r, c);
+  ASSERT_EQ(fp16.size(), fp32.size());
+  for (size_t i = 0; i < fp32.size(); ++i) {
+    EXPECT_DOUBLE_EQ(fp16[i].bytes, fp32[i].bytes / 2) << fp32[i].name;
+    EXPECT_DOUBLE_EQ(fp16[i].intensity, fp32[i].intensity * 2) << fp32[i].name;
+  }
+  EXPECT_EQ(storage_bytes(Precision::fp16), 2);
+  EXPECT_EQ(storage_bytes(Precision::tf32), 4);
+  EXPECT_EQ(storage_bytes(Precision::fp32), 4);
+}
+
 TEST(Roofline, AFusedStepMovesOnlyWhatCrossesItsBoundary) {
   // The cpu report, re-cut as a backend that fuses each Conv2d with its ReLU6: the fused step reads the
   // conv's input and weights and writes the ReLU6's output, never the tensor between them.

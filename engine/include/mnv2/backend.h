@@ -154,4 +154,10 @@ double precision_logits_bound(Precision p);
 // its stated bound never has its logits flagged.
 double precision_layer_threshold(Precision p);
 
+// Bytes per stored activation or weight element in a mode: 2 in fp16 (both GPU backends keep half tensors),
+// else 4. The traffic models (the profiler's GB/s, the roofline's bytes) scale the float32 counts of
+// analyse() by it; what stays float32 in an fp16 run (the network input, the cuda backend's depthwise and
+// stem weights, the logits) is under 2% of the bytes and counted at 2 too.
+int storage_bytes(Precision p);
+
 }  // namespace mnv2
