@@ -351,6 +351,7 @@ void RunWorker::evaluate(JobId id, const EvalRequest& request) {
     m_progressClock.invalidate();
     sendProgress(RunProgress{id, backend, QStringLiteral("eval"), 0, static_cast<int>(items.size()), 0, 1, 0.0}, true);
     out.record.result = mnv2::evaluate(m, items, request.config, load, [&](int done, int total) {
+      if (done == 0) clock.restart();  // the backend is prepared: images/s counts from here, as the result's
       const double s = clock.elapsed() / 1000.0;
       sendProgress(RunProgress{id, backend, QStringLiteral("eval"), done, total, 0, 1,
                                total > 0 ? double(done) / total : 1.0, s > 0 ? done / s : 0.0},

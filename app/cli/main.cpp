@@ -648,10 +648,12 @@ int cmd_memory(int argc, char** argv) {
 // "[#########...........]  120/500 images  85.3 images/s" on a terminal; a line per tenth otherwise.
 EvalProgress eval_progress() {
   const bool tty = isatty(2);
-  const auto start = std::chrono::steady_clock::now();
+  // The rate counts from the first call (done = 0, the backend prepared), as the result's images/s does.
+  auto start = std::make_shared<std::chrono::steady_clock::time_point>();
   auto last_tenth = std::make_shared<int>(-1);
   return [tty, start, last_tenth](int done, int total) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (done == 0) *start = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
     const double rate = s > 0 ? done / s : 0;
     if (tty) {
       const int width = 30, filled = total ? done * width / total : width;

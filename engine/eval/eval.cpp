@@ -228,6 +228,7 @@ EvalResult evaluate(const Model& model, const std::vector<EvalItem>& items, cons
   r.backend_description = backend->description();
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
+  if (progress && !progress(0, static_cast<int>(items.size()))) throw Error("cancelled");
   Tensor input(Shape{config.batch, model.input_channels, crop, crop});  // a short last batch runs padded
   const int64_t per_image = input.shape.per_image();
   const std::vector<std::string> no_labels;

@@ -69,7 +69,8 @@ using ImageLoader = std::function<Tensor(const std::string& path)>;
 bool is_tensor_file(const std::string& path);  // a ".f32" name, any case
 ImageLoader default_image_loader(const Preprocess& preprocess);
 
-// (images done, images total); returning false cancels (throws Error "cancelled").
+// (images done, images total); returning false cancels (throws Error "cancelled"). Called with done = 0 once
+// the backend is prepared, when the clock of wall_s and images_per_s starts, then after every batch.
 using EvalProgress = std::function<bool(int done, int total)>;
 
 // An unreadable image is skipped and listed in `skipped` (a data set with one bad file still evaluates);
