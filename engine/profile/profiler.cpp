@@ -16,10 +16,6 @@
 #include "mnv2/memory.h"
 #include "profile/gpu_clock.h"
 
-#ifdef MNV2_HAVE_CUDA
-#include <cudnn.h>
-#endif
-
 namespace mnv2 {
 
 namespace {
@@ -105,12 +101,7 @@ void fill_environment(RunReport& r, bool gpu) {
   const CudaEnvironment& env = cuda_environment();
   r.driver = cuda_version_string(env.driver_version);
   r.cuda_runtime = cuda_version_string(env.runtime_version);
-#ifdef MNV2_HAVE_CUDA
-  const size_t v = cudnnGetVersion();
-  r.cudnn = std::to_string(v / 10000) + "." + std::to_string((v % 10000) / 100) + "." + std::to_string(v % 100);
-#else
-  r.cudnn = "none";
-#endif
+  r.cudnn = env.cudnn_version;
   if (gpu && !env.devices.empty()) {
     r.device = env.devices.front().name;
     r.sm_clock_mhz_start = current_sm_clock_mhz(0);

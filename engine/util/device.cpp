@@ -5,6 +5,7 @@
 
 #ifdef MNV2_HAVE_CUDA
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 #endif
 
 namespace mnv2 {
@@ -21,6 +22,9 @@ CudaEnvironment query() {
 #ifdef MNV2_HAVE_CUDA
   env.built_with_cuda = true;
   cudaRuntimeGetVersion(&env.runtime_version);
+  const size_t cudnn = cudnnGetVersion();  // 91400 for 9.14.0
+  env.cudnn_version =
+      std::to_string(cudnn / 10000) + "." + std::to_string((cudnn % 10000) / 100) + "." + std::to_string(cudnn % 100);
   if (cudaDriverGetVersion(&env.driver_version) != cudaSuccess || env.driver_version == 0) {
     env.why_none = "no NVIDIA driver found (libcuda.so is not loadable)";
     return env;
@@ -52,6 +56,7 @@ CudaEnvironment query() {
   if (env.devices.empty()) env.why_none = "CUDA devices could not be queried";
 #else
   env.why_none = "this build has no CUDA support (configured with MNV2_WITH_CUDA=OFF)";
+  env.cudnn_version = "none";
 #endif
   return env;
 }

@@ -389,6 +389,7 @@ void MainWindow::onEnvironment(const EnvironmentInfo& info) {
       : env.driver_release.empty()
           ? QStringLiteral("driver: CUDA %1").arg(driverCuda)
           : QStringLiteral("driver %1 (CUDA %2)").arg(QString::fromStdString(env.driver_release), driverCuda));
+  if (env.built_with_cuda) m_statusCudnn->setText(QStringLiteral("cuDNN %1").arg(QString::fromStdString(env.cudnn_version)));
   m_statusCuda->setText(env.built_with_cuda
                             ? QStringLiteral("CUDA runtime %1")
                                   .arg(QString::fromStdString(mnv2::cuda_version_string(env.runtime_version)))

@@ -21,6 +21,7 @@ struct CudaEnvironment {
   int driver_version = 0;   // CUDA version the driver supports, e.g. 13000 for 13.0; 0 when no driver
   std::string driver_release;  // the NVIDIA driver itself, e.g. "580.159.04" (NVML); empty when unknown
   int runtime_version = 0;  // CUDA runtime this build uses
+  std::string cudnn_version;  // the cuDNN library loaded, e.g. "9.14.0" (no GPU needed); "none" without CUDA
   std::vector<GpuDevice> devices;
   std::string why_none;  // set when devices is empty: "no CUDA driver", "no CUDA device", ...
 };
