@@ -189,8 +189,9 @@ void SweepPage::rebuild() {
     plot->rescaleAxes();
     const QCPRange x = plot->xAxis->range();
     plot->xAxis->setRange(x.lower / 1.5, x.upper * 1.5);
+    // Head-room above the highest point for the legend (top left), a row per line: it must not hide data.
     const QCPRange y = plot->yAxis->range();
-    plot->yAxis->setRange(0, y.upper * 1.15);
+    plot->yAxis->setRange(0, y.upper * (1.15 + 0.07 * plot->legend->itemCount()));
     plot->replot();
   }
 }
