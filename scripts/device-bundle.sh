@@ -16,7 +16,7 @@ mkdir -p "$stage/bundle/shared/weights" "$stage/bundle/shared/golden"
 cp "$shared"/weights/*.onnx "$shared"/weights/*.txt "$stage/bundle/shared/weights/"
 cp "$shared"/golden/* "$stage/bundle/shared/golden/"
 mkdir -p "$stage/bundle/shared/images"
-cp "$shared"/images/*.bmp "$stage/bundle/shared/images/"  # the app decodes BMP with QImage there (no plugin)
+cp "$shared"/images/* "$stage/bundle/shared/images/"  # the app decodes them with QImage there (JPEG: the plugin in app.tar.xz)
 mkdir -p "$root/.device"
 tar -C "$stage" -cJf "$root/.device/bundle.tar.xz" bundle
 echo "bundle: $(du -h "$root/.device/bundle.tar.xz" | cut -f1) in .device/bundle.tar.xz"
