@@ -1,6 +1,6 @@
 // Helpers shared by the GPU backend tests (test_cudnn_backend.cpp, test_cuda_backend.cpp): fresh seeds, the
-// two models, error figures, top-5 and the reduced-precision class check, single-convolution models, and an
-// observer that writes down every call.
+// two models, error figures, top-5 and the reduced-precision class check, a golden file's run,
+// single-convolution models, and an observer that writes down every call.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -72,6 +72,27 @@ inline void expect_top_agrees(const std::vector<int>& got, const std::vector<int
   for (size_t k = 0; k < 3; ++k)
     EXPECT_NE(std::find(got.begin(), got.end(), ref[k]), got.end())
         << "reference class " << ref[k] << " (rank " << k + 1 << ") not in top-5 " << join(got);
+}
+
+// One golden file through a network prepared at batch 1, 224x224: the logits' rel L2 against the float64
+// reference and their top-5, printed under `tag` (the variant or mode) beside `bound`; the checks stay with
+// the caller. A logits size other than the reference's fails the test and gives an infinite error.
+struct GoldenRun {
+  Golden golden;
+  double rel_l2 = 0;
+  std::vector<int> top5;
+};
+inline GoldenRun run_golden(PreparedNet& net, const std::string& name, const std::string& tag, double bound) {
+  GoldenRun r{read_golden(name)};
+  Tensor input(Shape{1, 3, 224, 224});
+  input.data = r.golden.input;
+  const Tensor logits = net.run(input);
+  EXPECT_EQ(logits.data.size(), r.golden.logits.size()) << name;
+  r.rel_l2 = logits.data.size() == r.golden.logits.size() ? rel_l2(logits.data, r.golden.logits) : INFINITY;
+  r.top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
+  std::printf("%-8s golden %-18s rel L2 %.3g (bound %.0e)  top-5 %s (reference %s)\n", tag.c_str(), name.c_str(),
+              r.rel_l2, bound, join(r.top5).c_str(), join(r.golden.top5).c_str());
+  return r;
 }
 
 inline std::vector<float> random_floats(std::mt19937_64& gen, size_t n, float lo, float hi) {

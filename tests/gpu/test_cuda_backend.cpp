@@ -102,30 +102,14 @@ TEST_F(CudaBackendTest, LogitsMatchEveryGoldenFileInBothVariants) {
     auto net = prepare(main_model(), 1, 224, 224);
     for (const std::string& name : golden_image_names()) {
       SCOPED_TRACE("golden " + name);
-      const Golden g = read_golden(name);
-      Tensor input(Shape{1, 3, 224, 224});
-      input.data = g.input;
-      const Tensor logits = net->run(input);
-      ASSERT_EQ(logits.data.size(), g.logits.size());
-      const double err = rel_l2(logits.data, g.logits);
-      const std::vector<int> top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
-      std::printf("%-8s golden %-13s rel L2 %.3g  top-5 %s (reference %s)\n", variant, name.c_str(), err,
-                  join(top5).c_str(), join(g.top5).c_str());
-      EXPECT_LT(err, kMaxRelL2);
-      EXPECT_EQ(top5, g.top5);
+      const GoldenRun r = run_golden(*net, name, variant, kMaxRelL2);
+      EXPECT_LT(r.rel_l2, kMaxRelL2);
+      EXPECT_EQ(r.top5, r.golden.top5);
     }
     auto tv = prepare(torchvision_model(), 1, 224, 224);
-    const Golden g = read_golden("torchvision_random");
-    Tensor input(Shape{1, 3, 224, 224});
-    input.data = g.input;
-    const Tensor logits = tv->run(input);
-    ASSERT_EQ(logits.data.size(), g.logits.size());
-    const double err = rel_l2(logits.data, g.logits);
-    const std::vector<int> top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
-    std::printf("%-8s golden %-13s rel L2 %.3g  top-5 %s (reference %s)\n", variant, "torchvision", err,
-                join(top5).c_str(), join(g.top5).c_str());
-    EXPECT_LT(err, kMaxRelL2);
-    EXPECT_EQ(top5, g.top5);
+    const GoldenRun r = run_golden(*tv, "torchvision_random", variant, kMaxRelL2);
+    EXPECT_LT(r.rel_l2, kMaxRelL2);
+    EXPECT_EQ(r.top5, r.golden.top5);
   }
 }
 
@@ -614,15 +598,9 @@ TEST_F(CudaBackendTest, FusedExpandDepthwiseMatchesCpuAndIsAttributedAsFused) {
   auto net = prepare(main_model(), 1, 224, 224);
   for (const std::string& name : golden_image_names()) {
     SCOPED_TRACE("golden " + name);
-    const Golden g = read_golden(name);
-    Tensor input(Shape{1, 3, 224, 224});
-    input.data = g.input;
-    const Tensor logits = net->run(input);
-    ASSERT_EQ(logits.data.size(), g.logits.size());
-    const double err = rel_l2(logits.data, g.logits);
-    std::printf("fused    golden %-13s rel L2 %.3g\n", name.c_str(), err);
-    EXPECT_LT(err, kMaxRelL2);
-    EXPECT_EQ(top5_of(logits.data.data(), static_cast<int>(logits.data.size())), g.top5);
+    const GoldenRun r = run_golden(*net, name, "fused", kMaxRelL2);
+    EXPECT_LT(r.rel_l2, kMaxRelL2);
+    EXPECT_EQ(r.top5, r.golden.top5);
   }
   int fused = 0;
   for (const ExecStep& step : net->steps()) {
@@ -768,29 +746,15 @@ TEST_F(CudaBackendTest, ReducedPrecisionsStayWithinTheirStatedBoundOfEveryGolden
       EXPECT_NE(net->steps().front().variant.find("nchw->half"), std::string::npos) << net->steps().front().variant;
       EXPECT_NE(net->steps().back().variant.find("padded to 1008"), std::string::npos) << net->steps().back().variant;
     }
+    const std::string tag = std::string("cuda ") + to_string(p);
     for (const std::string& name : golden_image_names()) {
       SCOPED_TRACE("golden " + name);
-      const Golden g = read_golden(name);
-      Tensor input(Shape{1, 3, 224, 224});
-      input.data = g.input;
-      const Tensor logits = net->run(input);
-      ASSERT_EQ(logits.data.size(), g.logits.size());
-      const double err = rel_l2(logits.data, g.logits);
-      const std::vector<int> top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
-      std::printf("cuda %s golden %-13s rel L2 %.3g (bound %.0e)  top-5 %s (reference %s)\n", to_string(p),
-                  name.c_str(), err, precision_logits_bound(p), join(top5).c_str(), join(g.top5).c_str());
-      EXPECT_LT(err, precision_logits_bound(p));
-      expect_top_agrees(top5, g.top5);
+      const GoldenRun r = run_golden(*net, name, tag, precision_logits_bound(p));
+      EXPECT_LT(r.rel_l2, precision_logits_bound(p));
+      expect_top_agrees(r.top5, r.golden.top5);
     }
     auto tv = prepare(torchvision_model(), 1, 224, 224, p);
-    const Golden g = read_golden("torchvision_random");
-    Tensor input(Shape{1, 3, 224, 224});
-    input.data = g.input;
-    const Tensor logits = tv->run(input);
-    const double err = rel_l2(logits.data, g.logits);
-    std::printf("cuda %s golden %-13s rel L2 %.3g (bound %.0e)\n", to_string(p), "torchvision", err,
-                precision_logits_bound(p));
-    EXPECT_LT(err, precision_logits_bound(p));
+    EXPECT_LT(run_golden(*tv, "torchvision_random", tag, precision_logits_bound(p)).rel_l2, precision_logits_bound(p));
   }
 }
 

@@ -64,31 +64,14 @@ TEST_F(CudnnBackendTest, LogitsMatchEveryGoldenFile) {
   auto net = prepare(main_model(), 1, 224, 224);
   for (const std::string& name : golden_image_names()) {
     SCOPED_TRACE("golden " + name);
-    const Golden g = read_golden(name);
-    Tensor input(Shape{1, 3, 224, 224});
-    input.data = g.input;
-    const Tensor logits = net->run(input);
-    ASSERT_EQ(logits.data.size(), g.logits.size());
-    const double err = rel_l2(logits.data, g.logits);
-    const std::vector<int> top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
-    std::printf("golden %-13s rel L2 %.3g  top-5 %s (reference %s)\n", name.c_str(), err, join(top5).c_str(),
-                join(g.top5).c_str());
-    EXPECT_LT(err, kMaxRelL2);
-    EXPECT_EQ(top5, g.top5);
+    const GoldenRun r = run_golden(*net, name, "cudnn", kMaxRelL2);
+    EXPECT_LT(r.rel_l2, kMaxRelL2);
+    EXPECT_EQ(r.top5, r.golden.top5);
   }
-
   auto tv = prepare(torchvision_model(), 1, 224, 224);
-  const Golden g = read_golden("torchvision_random");
-  Tensor input(Shape{1, 3, 224, 224});
-  input.data = g.input;
-  const Tensor logits = tv->run(input);
-  ASSERT_EQ(logits.data.size(), g.logits.size());
-  const double err = rel_l2(logits.data, g.logits);
-  const std::vector<int> top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
-  std::printf("golden %-13s rel L2 %.3g  top-5 %s (reference %s)\n", "torchvision", err, join(top5).c_str(),
-              join(g.top5).c_str());
-  EXPECT_LT(err, kMaxRelL2);
-  EXPECT_EQ(top5, g.top5);
+  const GoldenRun r = run_golden(*tv, "torchvision_random", "cudnn", kMaxRelL2);
+  EXPECT_LT(r.rel_l2, kMaxRelL2);
+  EXPECT_EQ(r.top5, r.golden.top5);
 }
 
 // Runs `model` through cpu and cudnn on the same random input, keeping every layer output, and checks
@@ -278,17 +261,9 @@ TEST_F(CudnnBackendTest, ReducedPrecisionsStayWithinTheirStatedBoundOfEveryGolde
     EXPECT_TRUE(mode_named) << "the variants name the precision";
     for (const std::string& name : golden_image_names()) {
       SCOPED_TRACE("golden " + name);
-      const Golden g = read_golden(name);
-      Tensor input(Shape{1, 3, 224, 224});
-      input.data = g.input;
-      const Tensor logits = net->run(input);
-      ASSERT_EQ(logits.data.size(), g.logits.size());
-      const double err = rel_l2(logits.data, g.logits);
-      const std::vector<int> top5 = top5_of(logits.data.data(), static_cast<int>(logits.data.size()));
-      std::printf("%s golden %-13s rel L2 %.3g (bound %.0e)  top-5 %s (reference %s)\n", to_string(p), name.c_str(),
-                  err, precision_logits_bound(p), join(top5).c_str(), join(g.top5).c_str());
-      EXPECT_LT(err, precision_logits_bound(p));
-      expect_top_agrees(top5, g.top5);
+      const GoldenRun r = run_golden(*net, name, std::string("cudnn ") + to_string(p), precision_logits_bound(p));
+      EXPECT_LT(r.rel_l2, precision_logits_bound(p));
+      expect_top_agrees(r.top5, r.golden.top5);
     }
   }
 }
