@@ -244,14 +244,18 @@ TEST(Sweep, PointsInOrderSizesParsedAndCsvRows) {
 namespace mnv2::test {
 namespace {
 
-TEST(Roofline, PointsFollowTheModelAnalysisAndTheRidge) {
-  const Model m = builtin_mobilenet_v2();
+// A cpu profile of the built-in network at 64x64, one timed run: what the roofline tests place.
+RunReport small_cpu_report() {
   ProfileConfig pc;
   pc.backend = "cpu";
   pc.height = pc.width = 64;
   pc.warmup = 0;
   pc.iters = 1;
-  const RunReport r = profile(m, pc);
+  return profile(builtin_mobilenet_v2(), pc);
+}
+
+TEST(Roofline, PointsFollowTheModelAnalysisAndTheRidge) {
+  const RunReport r = small_cpu_report();
   Ceilings c;
   c.bandwidth_gb_s = 10;
   c.gflop_s = 100;  // ridge at 10 FLOP/byte
@@ -277,13 +281,7 @@ TEST(Roofline, PointsFollowTheModelAnalysisAndTheRidge) {
 
 // fp16 runs store half tensors: the same steps move half the bytes, so twice the intensity.
 TEST(Roofline, Fp16StepsCountTwoBytesPerElement) {
-  const Model m = builtin_mobilenet_v2();
-  ProfileConfig pc;
-  pc.backend = "cpu";
-  pc.height = pc.width = 64;
-  pc.warmup = 0;
-  pc.iters = 1;
-  RunReport r = profile(m, pc);
+  RunReport r = small_cpu_report();
   Ceilings c;
   c.bandwidth_gb_s = 10;
   c.gflop_s = 100;
@@ -303,13 +301,7 @@ TEST(Roofline, Fp16StepsCountTwoBytesPerElement) {
 TEST(Roofline, AFusedStepMovesOnlyWhatCrossesItsBoundary) {
   // The cpu report, re-cut as a backend that fuses each Conv2d with its ReLU6: the fused step reads the
   // conv's input and weights and writes the ReLU6's output, never the tensor between them.
-  const Model m = builtin_mobilenet_v2();
-  ProfileConfig pc;
-  pc.backend = "cpu";
-  pc.height = pc.width = 64;
-  pc.warmup = 0;
-  pc.iters = 1;
-  RunReport r = profile(m, pc);
+  RunReport r = small_cpu_report();
   ASSERT_EQ(r.topology[0].kind, LayerKind::Conv2d);
   ASSERT_EQ(r.topology[1].kind, LayerKind::ReLU6);
   r.steps[0].layers = {0, 1};
