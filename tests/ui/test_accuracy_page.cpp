@@ -70,29 +70,6 @@ QStringList csvLines(const QString& path) {
   return lines;
 }
 
-// CSV fields, double quotes honoured ("" inside quotes is a quote).
-QStringList csvFields(const QString& line) {
-  QStringList out;
-  QString field;
-  bool quoted = false;
-  for (int i = 0; i < line.size(); ++i) {
-    const QChar c = line[i];
-    if (quoted && c == QLatin1Char('"') && i + 1 < line.size() && line[i + 1] == QLatin1Char('"')) {
-      field += c;
-      ++i;
-    } else if (c == QLatin1Char('"')) {
-      quoted = !quoted;
-    } else if (!quoted && c == QLatin1Char(',')) {
-      out << field;
-      field.clear();
-    } else {
-      field += c;
-    }
-  }
-  out << field;
-  return out;
-}
-
 bool itemEnabled(QComboBox* combo, Precision p) {
   auto* model = qobject_cast<QStandardItemModel*>(combo->model());
   const int i = combo->findData(static_cast<int>(p));
@@ -245,9 +222,9 @@ class AccuracyPageTest : public QObject {
     QVERIFY(m_window->exportTo(MainWindow::ExportFormat::Csv, csv));
     const QStringList lines = csvLines(csv);
     QVERIFY(lines.size() > 1);
-    const int column = csvFields(lines.front()).indexOf(QStringLiteral("precision"));
+    const int column = test::csvFields(lines.front()).indexOf(QStringLiteral("precision"));
     QVERIFY(column >= 0);
-    QCOMPARE(csvFields(lines[1])[column], QStringLiteral("fp32"));
+    QCOMPARE(test::csvFields(lines[1])[column], QStringLiteral("fp32"));
   }
 
   void anOpenedFp16ReportShowsItsModeAndThreshold() {
@@ -303,12 +280,12 @@ class AccuracyPageTest : public QObject {
     const QString csv = m_dir.filePath(QStringLiteral("fp16-compare.csv"));
     QVERIFY(m_window->exportTo(MainWindow::ExportFormat::Csv, csv));
     const QStringList lines = csvLines(csv);
-    const QStringList header = csvFields(lines.front());
+    const QStringList header = test::csvFields(lines.front());
     const int backend = header.indexOf(QStringLiteral("backend"));
     const int precision = header.indexOf(QStringLiteral("precision"));
     std::map<QString, QString> modes;
     for (int i = 1; i < lines.size(); ++i) {
-      const QStringList row = csvFields(lines[i]);
+      const QStringList row = test::csvFields(lines[i]);
       modes[row[backend]] = row[precision];
     }
     QCOMPARE(modes[QStringLiteral("cpu")], QStringLiteral("fp32"));
@@ -347,8 +324,8 @@ class AccuracyPageTest : public QObject {
     QVERIFY(m_window->exportEvalCsv(csv));
     const QStringList lines = csvLines(csv);
     QCOMPARE(lines.size(), 2);  // header + summary
-    const QStringList header = csvFields(lines[0]);
-    const QStringList row = csvFields(lines[1]);
+    const QStringList header = test::csvFields(lines[0]);
+    const QStringList row = test::csvFields(lines[1]);
     QCOMPARE(row.size(), header.size());
     QCOMPARE(row[header.indexOf(QStringLiteral("record"))], QStringLiteral("summary"));
     QCOMPARE(row[header.indexOf(QStringLiteral("precision"))], QStringLiteral("fp32"));
@@ -386,7 +363,7 @@ class AccuracyPageTest : public QObject {
     const QStringList rows = csvLines(csv);
     QCOMPARE(rows.size(), 3);  // header, summary, the parrot
     QVERIFY(rows[2].startsWith(QStringLiteral("misclassified,")));
-    QCOMPARE(csvFields(rows[2]).size(), csvFields(rows[0]).size());
+    QCOMPARE(test::csvFields(rows[2]).size(), test::csvFields(rows[0]).size());
   }
 
   void anUnreadableFileIsSkippedWithItsReason() {

@@ -43,35 +43,6 @@ namespace {
 
 constexpr int kTimeoutMs = 120000;
 
-// Splits one CSV line, honouring double-quoted fields ("" inside quotes is a quote).
-QStringList csvFields(const QString& line) {
-  QStringList out;
-  QString field;
-  bool quoted = false;
-  for (int i = 0; i < line.size(); ++i) {
-    const QChar c = line[i];
-    if (quoted) {
-      if (c == QLatin1Char('"') && i + 1 < line.size() && line[i + 1] == QLatin1Char('"')) {
-        field += c;
-        ++i;
-      } else if (c == QLatin1Char('"')) {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == QLatin1Char('"')) {
-      quoted = true;
-    } else if (c == QLatin1Char(',')) {
-      out << field;
-      field.clear();
-    } else {
-      field += c;
-    }
-  }
-  out << field;
-  return out;
-}
-
 }  // namespace
 
 class MainWindowTest : public QObject {
@@ -231,11 +202,11 @@ class MainWindowTest : public QObject {
     for (const QString& l : QString::fromUtf8(f.readAll()).split(QLatin1Char('\n')))
       if (!l.isEmpty() && !l.startsWith(QLatin1Char('#'))) lines << l;
     QCOMPARE(lines.size(), 1 + 99);  // header + one row per layer
-    const QStringList header = csvFields(lines.front());
+    const QStringList header = test::csvFields(lines.front());
     const int backend = header.indexOf(QStringLiteral("backend"));
     QVERIFY(backend >= 0);
     for (int i = 1; i < lines.size(); ++i) {
-      const QStringList row = csvFields(lines[i]);
+      const QStringList row = test::csvFields(lines[i]);
       QCOMPARE(row.size(), header.size());
       QCOMPARE(row[backend], QStringLiteral("cpu"));
     }

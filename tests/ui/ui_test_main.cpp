@@ -26,6 +26,34 @@ QString sharedPath(const QString& relative) {
 QString mainModelPath() { return sharedPath(QStringLiteral("weights/mobilenet_v2_1.0_224.onnx")); }
 QString imagePath(const QString& name) { return sharedPath(QStringLiteral("images/") + name); }
 
+QStringList csvFields(const QString& line) {
+  QStringList out;
+  QString field;
+  bool quoted = false;
+  for (int i = 0; i < line.size(); ++i) {
+    const QChar c = line[i];
+    if (quoted) {
+      if (c == QLatin1Char('"') && i + 1 < line.size() && line[i + 1] == QLatin1Char('"')) {
+        field += c;
+        ++i;
+      } else if (c == QLatin1Char('"')) {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == QLatin1Char('"')) {
+      quoted = true;
+    } else if (c == QLatin1Char(',')) {
+      out << field;
+      field.clear();
+    } else {
+      field += c;
+    }
+  }
+  out << field;
+  return out;
+}
+
 const mnv2::Model& mainModel() {
   static const mnv2::Model model = mnv2::load_onnx(mainModelPath().toStdString());
   return model;

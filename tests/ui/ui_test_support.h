@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QString>
+#include <QStringList>
 #include <functional>
 #include <vector>
 
@@ -31,6 +32,9 @@ std::vector<Suite>& suites();
 QString sharedPath(const QString& relative);
 QString mainModelPath();
 QString imagePath(const QString& name);  // shared/images/<name>
+
+// One CSV line's fields, double-quoted fields honoured ("" inside quotes is a quote).
+QStringList csvFields(const QString& line);
 
 // The main model, loaded once per test program.
 const mnv2::Model& mainModel();
