@@ -124,14 +124,14 @@ TEST(Eval, LoadersStayBoundedAndUnreadableImagesAreSkipped) {
   cfg.queue_batches = 2;
   int calls = 0;
   const EvalResult r = evaluate(m, items, cfg, loader, [&](int done, int total) {
-    ++calls;
+    if (calls++ == 0) EXPECT_EQ(done, 0) << "the first call marks the start (the backend prepared)";
     EXPECT_EQ(total, 23);
     // Batches consumed so far plus at most queue_batches decoded ahead.
     const int consumed = (done + cfg.batch - 1) / cfg.batch;
     EXPECT_LE(loaded.load(), (consumed + cfg.queue_batches) * cfg.batch) << "done " << done;
     return true;
   });
-  EXPECT_EQ(calls, 6);
+  EXPECT_EQ(calls, 7);  // the start, then one per batch of 4 (23 items: 6 batches)
   EXPECT_EQ(r.images, 22);
   ASSERT_EQ(r.skipped.size(), 1u);
   EXPECT_EQ(r.skipped[0].path, "img5");
