@@ -138,6 +138,13 @@ for img in cat grace_hopper; do
 done
 MNV2_CUDA_VARIANT=baseline TAIL=8 run bench_cuda_baseline ./bin/mnv2 bench --backends cuda --batch 1,64 --warmup 5 \
   --iters 30 --json "$work/bench_cuda_baseline.json"
+# compare --exec graph over a list that mixes backends: cuda per layer inside its graph, cpu and cudnn (no
+# graph) layer by layer with a warning in their reports.
+TAIL=10 run compare_graph_mixed ./bin/mnv2 compare --backends cpu,cudnn,cuda --exec graph --timing cupti \
+  --tensor shared/golden/cat.input.f32 --warmup 5 --iters 30 --json "$work/compare_graph_mixed.json"
+# The roofline of cuda in fp16 at batch 256 (2 bytes per element), per layer inside the graph.
+TAIL=8 run roofline_cuda_fp16_b256 ./bin/mnv2 roofline --backend cuda --precision fp16 --batch 256 --timing cupti \
+  --exec graph --warmup 5 --iters 20 --csv "$work/roofline_cuda_fp16_b256.csv"
 fi
 
 # ---- studies: accuracy per backend and precision, latency against input size --------------------------
@@ -222,6 +229,8 @@ if want app && [[ -f "$repo/.device/app.tar.xz" ]]; then
   TAIL=8 run app_compare_fp16 app --image shared/images/cat.bmp --backend cuda --precision fp16 --compare \
     --warmup 10 --iters 50 --tab diffs --diff cuda,cpu --screenshot "$work/h200-app-diffs-fp16.png" \
     --export-json "$work/h200-app-compare-fp16.json" --quit
+  TAIL=6 run app_roofline_fp16 app --backend cuda --precision fp16 --batch 256 --warmup 5 --iters 20 --timing cupti \
+    --run --ceilings --tab roofline --roofline-run 0 --screenshot "$work/h200-app-roofline-fp16.png" --quit
   cp "$work"/h200-app-accuracy.png "$work"/h200-app-sweep-sizes.png "$out/" 2>/dev/null
   cp "$work"/h200-app-timings.png "$work"/h200-app-cuda-vs-cudnn.png "$work"/h200-app-roofline.png \
     "$work/h200-app-compare.json" "$out/" 2>/dev/null

@@ -249,7 +249,10 @@ void RunWorker::profile(JobId id, const ProfileRequest& request) {
       sendProgress(RunProgress{id, request.backends[0], QStringLiteral("ceilings"), 0, 1, n - 1, n, 1.0}, true);
       try {
         std::string warning;
-        result.ceilings = mnv2::device_ceilings(request.backends[0].toStdString(), false, &warning);
+        // The first run's mode: a GPU's compute roof depends on it (fp16 and tf32 tensor cores).
+        result.ceilings = mnv2::device_ceilings(request.backends[0].toStdString(), false, &warning,
+                                                result.reports.empty() ? mnv2::Precision::fp32
+                                                                       : result.reports.front().config.precision);
         result.ceilingsNote = QString::fromStdString(warning);
       } catch (const mnv2::Error& e) {  // the run itself stands; the roofline says why it has no roof
         result.ceilingsNote = QString::fromStdString(e.what());

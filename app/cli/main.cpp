@@ -991,7 +991,7 @@ int cmd_roofline(int argc, char** argv) {
   std::string warning;
   const bool tty = isatty(2);
   if (tty) std::cerr << "calibrating (or reading the cache) ..." << std::flush;
-  const Ceilings c = device_ceilings(cfg.backend, args.flag("--recalibrate"), &warning);
+  const Ceilings c = device_ceilings(cfg.backend, args.flag("--recalibrate"), &warning, cfg.precision);
   if (tty) std::cerr << "\r\033[K";
   if (!warning.empty()) std::cerr << "WARNING: " << warning << "\n";
   const RunReport r = profile(req.m.model, cfg, stderr_progress(cfg.backend));

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 double Ceilings::attainable_gflop_s(double intensity) const { return std::min(gflop_s, bandwidth_gb_s * intensity); }
 
 #if !defined(MNV2_HAVE_CUDA)
-Ceilings calibrate_gpu(int) { throw Error("this build has no CUDA: no GPU to calibrate"); }
+Ceilings calibrate_gpu(int, Precision) { throw Error("this build has no CUDA: no GPU to calibrate"); }
 std::string gpu_calibration_key(int) { throw Error("this build has no CUDA: no GPU to calibrate"); }
 #endif
 
@@ -97,14 +97,14 @@ Ceilings calibrate_cpu() {
   return c;
 }
 
-std::string ceilings_key(const std::string& backend) {
+std::string ceilings_key(const std::string& backend, Precision precision) {
   if (backend == "cpu") {
     const char* threads = std::getenv("MNV2_CPU_THREADS");
     return "cpu|" + cpu_model_name() + "|threads " + (threads ? threads : "default");
   }
   const CudaEnvironment& env = cuda_environment();
   if (env.devices.empty()) throw Error("backend '" + backend + "' needs a GPU: " + env.why_none);
-  return gpu_calibration_key(0);
+  return gpu_calibration_key(0) + (precision == Precision::fp32 ? "" : "|" + std::string(to_string(precision)));
 }
 
 std::string roofline_cache_file() {
@@ -142,8 +142,9 @@ Ceilings ceilings_from_json(const json::Value& j) {
   return c;
 }
 
-Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning) {
-  const std::string key = ceilings_key(backend);
+Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning, Precision precision) {
+  if (backend == "cpu") precision = Precision::fp32;  // the cpu backend has no other mode
+  const std::string key = ceilings_key(backend, precision);
   const std::string file = roofline_cache_file();
   json::Value cache;  // {"schema": "mnv2.roofline-cache/1", "devices": {key: ceilings}}
   std::error_code ec;
@@ -162,7 +163,7 @@ Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::stri
       cache = json::Value();
     }
   }
-  Ceilings c = backend == "cpu" ? calibrate_cpu() : calibrate_gpu(0);
+  Ceilings c = backend == "cpu" ? calibrate_cpu() : calibrate_gpu(0, precision);
   c.key = key;
   try {
     const json::Value* old = cache.is_object() ? cache.find("devices") : nullptr;

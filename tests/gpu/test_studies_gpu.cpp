@@ -5,6 +5,7 @@
 #include "mnv2/memory.h"
 #include "mnv2/roofline.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include "test_support.h"
 
@@ -58,6 +59,18 @@ TEST_F(StudiesGpu, CalibrationGivesPlausibleCeilingsAndIsCached) {
   EXPECT_FALSE(first.from_cache);
   EXPECT_TRUE(cached.from_cache);
   EXPECT_EQ(cached.key, gpu_calibration_key(0));
+  // The reduced modes have their own compute roof (tensor cores), cached under their own key; the copy
+  // bandwidth is the same device's.
+  const Ceilings tf32 = device_ceilings("cuda", false, nullptr, Precision::tf32);
+  const Ceilings fp16 = device_ceilings("cuda", false, nullptr, Precision::fp16);
+  EXPECT_EQ(tf32.key, gpu_calibration_key(0) + "|tf32");
+  EXPECT_EQ(fp16.key, gpu_calibration_key(0) + "|fp16");
+  EXPECT_NE(fp16.method.find("GemmEx"), std::string::npos) << fp16.method;
+  std::printf("ceilings: fp32 %.0f, tf32 %.0f, fp16 %.0f GFLOP/s; copy %.0f GB/s\n", c.gflop_s, tf32.gflop_s,
+              fp16.gflop_s, fp16.bandwidth_gb_s);
+  EXPECT_GT(tf32.gflop_s, 1.5 * c.gflop_s);  // tensor cores: several times the FFMA rate on every GPU since Ampere
+  EXPECT_GT(fp16.gflop_s, 2.0 * c.gflop_s);
+  EXPECT_TRUE(device_ceilings("cuda", false, nullptr, Precision::fp16).from_cache);
   unsetenv("MNV2_CACHE_DIR");
 }
 

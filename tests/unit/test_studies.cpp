@@ -340,6 +340,10 @@ TEST(Roofline, CpuCeilingsAreCachedPerDevice) {
   EXPECT_FALSE(fresh.from_cache);
   EXPECT_NE(warning.find("roofline.json"), std::string::npos) << warning;
   EXPECT_TRUE(device_ceilings("cpu", false).from_cache);  // rewritten whole
+  // The cpu backend has only fp32: another mode finds the same record.
+  const Ceilings any_mode = device_ceilings("cpu", false, nullptr, Precision::fp16);
+  EXPECT_TRUE(any_mode.from_cache);
+  EXPECT_EQ(any_mode.key, ceilings_key("cpu"));
   unsetenv("MNV2_CACHE_DIR");
 }
 

@@ -14,7 +14,7 @@ struct Ceilings {
   std::string device;         // "NVIDIA H200" or the CPU's model name
   std::string key;            // what the cache is keyed by: name, UUID, clocks (GPU); model name, threads (CPU)
   double bandwidth_gb_s = 0;  // best of the timed copies: bytes read + bytes written, / time
-  double gflop_s = 0;         // best of the timed SGEMMs: 2*n^3 / time (strict fp32, no TF32)
+  double gflop_s = 0;         // best of the timed GEMMs: 2*n^3 / time, in the precision calibrated for
   std::string method;         // what was measured, with sizes
   bool from_cache = false;
   // Intensity (FLOP/byte) where the two ceilings meet: below it a step is memory-bound.
@@ -23,22 +23,27 @@ struct Ceilings {
 };
 
 // GPU `device`: a device-to-device copy of 1 GiB (or an eighth of the free memory if less) and a
-// cuBLAS SGEMM of 8192 (4096 if memory is short) with CUBLAS_DEFAULT_MATH (TF32 off); 3 warm-up and 10
-// timed runs each, cudaEvent timing. Throws Error without CUDA or a device.
-Ceilings calibrate_gpu(int device = 0);
+// cuBLAS GEMM of 8192 (4096 if memory is short) in `precision`'s arithmetic: fp32 an SGEMM with
+// CUBLAS_DEFAULT_MATH (no TF32), tf32 an SGEMM with CUBLAS_TF32_TENSOR_OP_MATH, fp16 a GemmEx of half
+// operands with float32 accumulation (tensor cores) — the compute roof a run in that mode can reach. 3
+// warm-up and 10 timed runs each, cudaEvent timing. Throws Error without CUDA or a device.
+Ceilings calibrate_gpu(int device = 0, Precision precision = Precision::fp32);
 // "gpu|NAME|UUID|sm MHZ|mem MHZ" of GPU `device` (the clocks are the maximum the device reports).
 std::string gpu_calibration_key(int device);
 // The host: memcpy of 256 MiB and OpenBLAS SGEMM of 2048 on the cpu backend's thread count.
 Ceilings calibrate_cpu();
 
-// Ceilings for the device a backend runs on ("cpu" or a GPU backend), from the cache file when it holds
-// this device's key (unless `recalibrate`), otherwise calibrated and stored. The cache is
+// Ceilings for the device a backend runs on ("cpu" or a GPU backend) in `precision` (a GPU's compute roof
+// depends on it; the cpu is fp32 only), from the cache file when it holds this device's and mode's key
+// (unless `recalibrate`), otherwise calibrated and stored. The cache is
 // $XDG_CACHE_HOME/mnv2-profiler/roofline.json (else ~/.cache/...); MNV2_CACHE_DIR overrides the folder.
 // A cache that cannot be read or written is ignored with a warning in `warning`.
-Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning = nullptr);
+Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning = nullptr,
+                         Precision precision = Precision::fp32);
 std::string roofline_cache_file();
-// A calibration key for the device `backend` runs on here (what device_ceilings looks up).
-std::string ceilings_key(const std::string& backend);
+// A calibration key for the device `backend` runs on here in `precision` (what device_ceilings looks up):
+// the device's key, with "|tf32" or "|fp16" appended for a GPU's reduced modes.
+std::string ceilings_key(const std::string& backend, Precision precision = Precision::fp32);
 
 // One profiled step on the roofline. FLOPs: 2 per MAC for Conv2d and Linear, 1 per add for ResidualAdd
 // and pooling, 2 per element for ReLU6/ReLU (a min and a max); bytes: the fewest moved (inputs +

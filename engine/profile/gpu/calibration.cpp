@@ -1,5 +1,5 @@
 // The GPU's roofline ceilings (see mnv2/roofline.h): a large device-to-device copy for memory bandwidth
-// and a large cuBLAS SGEMM in strict fp32 for FLOP/s, each timed with a cudaEvent pair per run.
+// and a large cuBLAS GEMM in the run's precision for FLOP/s, each timed with a cudaEvent pair per run.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -72,7 +72,7 @@ std::string gpu_calibration_key(int device) {
          std::to_string(mem_khz / 1000) + " MHz";
 }
 
-Ceilings calibrate_gpu(int device) {
+Ceilings calibrate_gpu(int device, Precision precision) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || device >= count) {
     cudaGetLastError();
@@ -103,12 +103,14 @@ Ceilings calibrate_gpu(int device) {
     });
   }
 
-  // FLOP/s: C = A * B, square, fp32 operands and accumulation. CUBLAS_DEFAULT_MATH never uses TF32
-  // tensor cores for SGEMM (that needs CUBLAS_TF32_TENSOR_OP_MATH), so this is the strict fp32 ceiling the
-  // fp32 backends run against.
+  // FLOP/s: C = A * B, square, float32 accumulation. fp32: CUBLAS_DEFAULT_MATH never uses TF32 tensor
+  // cores for SGEMM, so this is the strict fp32 ceiling; tf32: the same SGEMM allowed TF32 tensor cores;
+  // fp16: half A, B and C on tensor cores with float32 compute (what the fp16 GEMMs of both backends do).
+  const size_t element = precision == Precision::fp16 ? 2 : 4;
   int n = 8192;
-  if (free_bytes / 4 < 3 * sizeof(float) * size_t{8192} * 8192) n = 4096;
-  const size_t matrix_bytes = sizeof(float) * static_cast<size_t>(n) * static_cast<size_t>(n);
+  if (free_bytes / 4 < 3 * element * size_t{8192} * 8192) n = 4096;
+  const size_t matrix_bytes = element * static_cast<size_t>(n) * static_cast<size_t>(n);
+  std::string gemm;
   {
     DeviceBuffer a(matrix_bytes), b(matrix_bytes), out(matrix_bytes);
     MNV2_CHECK_CUDA(cudaMemsetAsync(a.get(), 0, matrix_bytes, stream.get()));
@@ -117,19 +119,30 @@ Ceilings calibrate_gpu(int device) {
     MNV2_CHECK_CUBLAS(cublasCreate(&h));
     CublasHandle handle(h);
     MNV2_CHECK_CUBLAS(cublasSetStream(handle.get(), stream.get()));
-    MNV2_CHECK_CUBLAS(cublasSetMathMode(handle.get(), CUBLAS_DEFAULT_MATH));
+    MNV2_CHECK_CUBLAS(cublasSetMathMode(
+        handle.get(), precision == Precision::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     const float one = 1.0f, zero = 0.0f;
     const double flop = 2.0 * n * static_cast<double>(n) * n;
-    c.gflop_s = best_rate(flop / 1e9, stream.get(), [&] {
-      MNV2_CHECK_CUBLAS(cublasSgemm(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
-                                    static_cast<const float*>(a.get()), n, static_cast<const float*>(b.get()), n, &zero,
-                                    static_cast<float*>(out.get()), n));
-    });
+    if (precision == Precision::fp16) {
+      gemm = "cuBLAS GemmEx n=" + std::to_string(n) + " (half A, B, C; CUBLAS_COMPUTE_32F, tensor cores)";
+      c.gflop_s = best_rate(flop / 1e9, stream.get(), [&] {
+        MNV2_CHECK_CUBLAS(cublasGemmEx(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.get(), CUDA_R_16F, n,
+                                       b.get(), CUDA_R_16F, n, &zero, out.get(), CUDA_R_16F, n, CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT));
+      });
+    } else {
+      gemm = "cuBLAS SGEMM n=" + std::to_string(n) +
+             (precision == Precision::tf32 ? " (CUBLAS_TF32_TENSOR_OP_MATH)" : " (CUBLAS_DEFAULT_MATH, no TF32)");
+      c.gflop_s = best_rate(flop / 1e9, stream.get(), [&] {
+        MNV2_CHECK_CUBLAS(cublasSgemm(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
+                                      static_cast<const float*>(a.get()), n, static_cast<const float*>(b.get()), n,
+                                      &zero, static_cast<float*>(out.get()), n));
+      });
+    }
   }
   MNV2_CHECK_CUDA(cudaStreamSynchronize(stream.get()));
-  c.method = "device-to-device copy of " + std::to_string(copy_bytes >> 20) +
-             " MiB (read + write), cuBLAS SGEMM n=" + std::to_string(n) + " (CUBLAS_DEFAULT_MATH, no TF32); best of " +
-             std::to_string(kRuns) + " after " + std::to_string(kWarmup) + " warm-up, cudaEvent timing";
+  c.method = "device-to-device copy of " + std::to_string(copy_bytes >> 20) + " MiB (read + write), " + gemm +
+             "; best of " + std::to_string(kRuns) + " after " + std::to_string(kWarmup) + " warm-up, cudaEvent timing";
   return c;
 }
 
