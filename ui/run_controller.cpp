@@ -340,7 +340,7 @@ void RunWorker::evaluate(JobId id, const EvalRequest& request) {
     const mnv2::ImageLoader tensors = mnv2::default_image_loader(pp);
     const mnv2::ImageLoader load = [pp, decoder, tensors](const std::string& path) {
       const QString file = QString::fromStdString(path);
-      if (file.endsWith(QLatin1String(".f32"), Qt::CaseInsensitive)) return tensors(path);
+      if (mnv2::is_tensor_file(path)) return tensors(path);
       return mnv2::preprocess(decodeImageFile(file, decoder), pp);
     };
     EvalOutcome out;
