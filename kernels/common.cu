@@ -36,10 +36,35 @@ void check_call(cudaError_t status, const char* op, const char* call, const char
               std::to_string(line) + ": " + describe(status));
 }
 
-cudaError_t probe_kernel_image() {
+DeviceCaps device_caps(int device) {
+  auto attribute = [device](cudaDeviceAttr a) {
+    int v = 0;
+    MNV2_KERNEL_CALL("device_caps", cudaDeviceGetAttribute(&v, a, device));
+    return v;
+  };
+  DeviceCaps c;
+  c.num_sms = attribute(cudaDevAttrMultiProcessorCount);
+  c.smem_per_block_optin = attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+  c.smem_per_sm = attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
+  c.max_threads_per_sm = attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
+  const double mem_khz = attribute(cudaDevAttrMemoryClockRate), bus_bits = attribute(cudaDevAttrGlobalMemoryBusWidth);
+  const double sm_khz = attribute(cudaDevAttrClockRate);
+  if (mem_khz > 0 && bus_bits > 0 && sm_khz > 0 && c.num_sms > 0)
+    c.dram_bytes_per_sm_cycle = 0.85 * (2.0 * mem_khz * bus_bits / 8.0) / (sm_khz * c.num_sms);
+  return c;
+}
+
+cudaError_t probe_kernel_image(KernelImage* image) {
   cudaFuncAttributes attributes{};
   const cudaError_t status = cudaFuncGetAttributes(&attributes, probe_kernel);
-  if (status != cudaSuccess) cudaGetLastError();
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return status;
+  }
+  if (image != nullptr) {
+    image->ptx_version = attributes.ptxVersion;
+    image->binary_version = attributes.binaryVersion;
+  }
   return status;
 }
 

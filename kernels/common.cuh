@@ -47,9 +47,34 @@ void check_launch(const char* op, const char* file, int line);
 // wrapper (cudaFuncSetAttribute and the like).
 void check_call(cudaError_t status, const char* op, const char* call, const char* file, int line);
 
+// What the tile choosers need to know of a GPU beyond its multiprocessor count. The defaults describe the
+// H200 the cost models were fitted on (run 6 of docs/PERFORMANCE.md); device_caps() reads the real device, so
+// a tile that does not fit a smaller GPU's shared memory is never chosen there and the occupancy and
+// bandwidth terms follow the device.
+struct DeviceCaps {
+  int num_sms = 132;
+  int smem_per_block_optin = 227 * 1024;  // bytes of dynamic shared memory a block may opt in to
+  int smem_per_sm = 228 * 1024;           // bytes per multiprocessor, shared by its resident blocks
+  int max_threads_per_sm = 2048;
+  double dram_bytes_per_sm_cycle = 16.0;  // achievable DRAM bytes per multiprocessor per SM clock cycle
+};
+// The current properties of `device` (throws Error when they cannot be read). dram_bytes_per_sm_cycle is 85%
+// of the peak from the memory clock and bus width: what a large copy reached on the H200 (4.2 of 4.9 TB/s).
+DeviceCaps device_caps(int device);
+
+// The device code the driver loaded for the current device: the architecture it was compiled for
+// (ptx_version, e.g. 75 when compute_75 PTX was JIT-compiled on an H200: the features the code may use) and
+// the machine code's architecture (binary_version, 90 there). Every kernel of this library comes from one
+// build with one architecture list, so a trivial kernel speaks for all of them.
+struct KernelImage {
+  int ptx_version = 0;
+  int binary_version = 0;
+};
+
 // Whether this binary holds machine code (or PTX) the current device can run: asks the runtime for the
-// attributes of a trivial kernel. cudaSuccess, or the error (cudaErrorNoKernelImageForDevice, ...).
-cudaError_t probe_kernel_image();
+// attributes of a trivial kernel. cudaSuccess (and `image` filled), or the error
+// (cudaErrorNoKernelImageForDevice, ...).
+cudaError_t probe_kernel_image(KernelImage* image = nullptr);
 
 }  // namespace mnv2::kernels
 

@@ -130,18 +130,20 @@ int64_t expand_depthwise_smem_bytes(const ExpandDepthwiseParams& p, const Expand
   return static_cast<int64_t>(layout(p, v.tile_h, v.tile_w).total) * static_cast<int64_t>(sizeof(float));
 }
 
-ExpandDepthwiseVariant choose_expand_depthwise_variant(const ExpandDepthwiseParams& p, std::string* why_not) {
+ExpandDepthwiseVariant choose_expand_depthwise_variant(const ExpandDepthwiseParams& p, std::string* why_not,
+                                                       int64_t max_smem) {
+  max_smem = std::min(max_smem, kExpandDwMaxSmem);
   ExpandDepthwiseVariant v;
   v.tile_h = std::max(1, std::min(8, p.out_h));
   v.tile_w = std::max(1, std::min(8, p.out_w));
-  while (expand_depthwise_smem_bytes(p, v) > kExpandDwMaxSmem && (v.tile_h > 1 || v.tile_w > 1)) {
+  while (expand_depthwise_smem_bytes(p, v) > max_smem && (v.tile_h > 1 || v.tile_w > 1)) {
     v.tile_h = std::max(1, v.tile_h / 2);
     v.tile_w = std::max(1, v.tile_w / 2);
   }
   if (why_not != nullptr) {
     why_not->clear();
     if (p.expanded % 4 != 0) *why_not = "expanded channels not a multiple of 4";
-    if (expand_depthwise_smem_bytes(p, v) > kExpandDwMaxSmem)
+    if (expand_depthwise_smem_bytes(p, v) > max_smem)
       *why_not = "a 1x1 tile needs " + std::to_string(expand_depthwise_smem_bytes(p, v)) + " bytes of shared memory";
   }
   return v;
@@ -181,11 +183,23 @@ void launch_expand_depthwise(const ExpandDepthwiseParams& p, const ExpandDepthwi
   if (smem > kExpandDwMaxSmem)
     throw Error("expand_depthwise: tile " + to_string(v) + " needs " + std::to_string(smem) +
                 " bytes of shared memory");
-  // Raised once to the most any tile may use, on the first (uncaptured) launch: not a call to make while a
-  // graph is being captured.
+  // Raised once to the most any tile may use (or the device allows: 64 KB on Turing), on the first (uncaptured)
+  // launch: not a call to make while a graph is being captured.
+  static const int64_t limit = [] {
+    int device = 0, optin = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+      cudaGetLastError();
+      return int64_t{48 * 1024};  // every CUDA GPU gives a block this much without opting in
+    }
+    return std::min<int64_t>(kExpandDwMaxSmem, optin);
+  }();
   static const cudaError_t raised = cudaFuncSetAttribute(
-      expand_depthwise_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kExpandDwMaxSmem));
+      expand_depthwise_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(limit));
   MNV2_KERNEL_CALL(kOp, raised);
+  if (smem > limit)
+    throw Error("expand_depthwise: tile " + to_string(v) + " needs " + std::to_string(smem) +
+                " bytes of shared memory; this GPU allows " + std::to_string(limit));
   const int tiles_w = static_cast<int>(ceil_div(p.out_w, v.tile_w));
   const int64_t tiles = ceil_div(p.out_h, v.tile_h) * tiles_w;
   if (tiles > 0x7fffffff) throw Error("expand_depthwise: too many tiles for one launch");

@@ -45,7 +45,9 @@ int64_t expand_depthwise_smem_bytes(const ExpandDepthwiseParams& p, const Expand
 // The largest tile (8x8 and smaller, never larger than the output map) whose block fits kExpandDwMaxSmem;
 // "" in *why_not when one fits, else the reason (then the variant must not be launched).
 inline constexpr int64_t kExpandDwMaxSmem = 96 * 1024;
-ExpandDepthwiseVariant choose_expand_depthwise_variant(const ExpandDepthwiseParams& p, std::string* why_not);
+// max_smem: the device's opt-in limit per block (DeviceCaps::smem_per_block_optin), at most kExpandDwMaxSmem.
+ExpandDepthwiseVariant choose_expand_depthwise_variant(const ExpandDepthwiseParams& p, std::string* why_not,
+                                                       int64_t max_smem = kExpandDwMaxSmem);
 
 // Multiply-adds of the expansion actually computed (halo recomputation included) over the exact count:
 // >= 1; what fusing costs in arithmetic.

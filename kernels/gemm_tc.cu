@@ -7,6 +7,7 @@
 #include <mma.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 
@@ -25,6 +26,13 @@ constexpr int kStageLd = 20;     // floats per row of a warp's 16x16 staging are
 // What the operand type means for the tensor cores.
 template <class TIn>
 struct TcOps;
+// TF32 fragments exist only in code compiled for compute_80 and newer; a compute_75 build has the half
+// path alone (the host refuses tf32 there: cuda backend probe, tf32_why_not).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define MNV2_GEMM_TC_HAS_TF32 1
+#endif
+
+#ifdef MNV2_GEMM_TC_HAS_TF32
 template <>
 struct TcOps<float> {
   static constexpr int kFragK = 8;
@@ -38,6 +46,7 @@ struct TcOps<float> {
     for (int i = 0; i < f.num_elements; ++i) f.x[i] = wmma::__float_to_tf32(f.x[i]);
   }
 };
+#endif
 template <>
 struct TcOps<__half> {
   static constexpr int kFragK = 16;
@@ -78,21 +87,34 @@ struct Smem {
                 "WMMA fragments need 32-byte aligned shared-memory addresses");
 };
 
+// cp.async (compute_80 and newer) copies global memory to shared memory without passing through registers,
+// several slices in flight. Before it (Turing) the same 16 bytes go through a register synchronously: the
+// stages then only double-buffer, and the barriers of the main loop order them as before.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool inside) {
+#if __CUDA_ARCH__ >= 800
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const int bytes = inside ? 16 : 0;  // 0: the 16 bytes are zero-filled, nothing is read
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(bytes));
+#else
+  *static_cast<uint4*>(smem) = inside ? __ldg(static_cast<const uint4*>(gmem)) : make_uint4(0, 0, 0, 0);
+#endif
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+#endif
 }
 
 // k_chunk > 0: split-K, blockIdx.z is the split; the block covers k in [z * k_chunk, z * k_chunk + k_chunk) and
 // stores raw float32 partial sums to p.workspace (one m x n matrix per split, row stride n), no epilogue.
 template <class TIn, class TOut, class S, bool kVec>
-__global__ void __launch_bounds__(S::kThreads) gemm_tc_kernel(const TcGemmParams p, const int k_chunk) {
+__device__ __forceinline__ void gemm_tc_body(const TcGemmParams& p, const int k_chunk) {
   using Ops = TcOps<TIn>;
   using L = Smem<TIn, S>;
   constexpr int BM = S::kBM, BN = S::kBN, BK = L::kBK;
@@ -242,6 +264,19 @@ __global__ void __launch_bounds__(S::kThreads) gemm_tc_kernel(const TcGemmParams
   }
 }
 
+template <class TIn, class TOut, class S, bool kVec>
+__global__ void __launch_bounds__(S::kThreads) gemm_tc_kernel(const TcGemmParams p, const int k_chunk) {
+#ifdef MNV2_GEMM_TC_HAS_TF32
+  gemm_tc_body<TIn, TOut, S, kVec>(p, k_chunk);
+#else
+  if constexpr (std::is_same_v<TIn, float>) {
+    __trap();  // never launched: the host refuses tf32 where the code is older than compute_80
+  } else {
+    gemm_tc_body<TIn, TOut, S, kVec>(p, k_chunk);
+  }
+#endif
+}
+
 // Sums the split-K partials in split order (the same order every run: deterministic), then the epilogue of the
 // single pass: bias, clip, residual, conversion. kW consecutive columns per thread.
 template <class TOut, int kW>
@@ -327,13 +362,17 @@ void launch_vec(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t stre
 struct TileInfo {
   TcTile tile;
   int bm, bn;
-  int blocks_per_sm;       // resident blocks by shared memory (3 stages) and threads
+  int blocks_per_sm;       // resident blocks on the H200 (shared memory of 3 stages, threads, registers)
   double efficiency;       // fraction of the tensor-core rate the tile's fragment loads leave
   int fragments_per_warp;  // 16x16 accumulators each warp finishes one after another in the epilogue
+  int threads;             // per block (Shape::kThreads)
 };
 constexpr TileInfo kTiles[] = {
-    {TcTile::t128x128, 128, 128, 3, 0.8, 8}, {TcTile::t128x64, 128, 64, 4, 0.7, 8}, {TcTile::t64x64, 64, 64, 6, 0.6, 4},
-    {TcTile::t128x32, 128, 32, 5, 0.5, 4},   {TcTile::t32x32, 32, 32, 8, 0.35, 1},
+    {TcTile::t128x128, 128, 128, 3, 0.8, 8, Shape128x128::kThreads},
+    {TcTile::t128x64, 128, 64, 4, 0.7, 8, Shape128x64::kThreads},
+    {TcTile::t64x64, 64, 64, 6, 0.6, 4, Shape64x64::kThreads},
+    {TcTile::t128x32, 128, 32, 5, 0.5, 4, Shape128x32::kThreads},
+    {TcTile::t32x32, 32, 32, 8, 0.35, 1, Shape32x32::kThreads},
 };
 constexpr double kSliceCycles = 500;           // a k slice's copy latency not hidden by the other stages
 constexpr double kMacPerSmCycleF16 = 512;      // mma.sync half, float32 accumulate, dense
@@ -346,6 +385,24 @@ constexpr int kMinSplitSlices = 2;     // each split gets at least this many k s
 
 }  // namespace
 
+// The architecture the current device's code was compiled for (probe_kernel_image), cached per device: asked
+// on every TF32 launch, which may be once per layer per run.
+static int tf32_code_arch() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cached[kDevices];  // 0: not asked yet
+  int device = 0;
+  MNV2_KERNEL_CALL("gemm_tc", cudaGetDevice(&device));
+  if (device < 0 || device >= kDevices) device = kDevices - 1;
+  int arch = cached[device].load(std::memory_order_relaxed);
+  if (arch == 0) {
+    KernelImage image;
+    MNV2_KERNEL_CALL("gemm_tc", probe_kernel_image(&image));
+    arch = image.ptx_version;
+    cached[device].store(arch, std::memory_order_relaxed);
+  }
+  return arch;
+}
+
 bool gemm_tc_vec_ok(const TcGemmParams& p) {
   const int in_per = 16 / dtype_bytes(p.in_type), out_per = 16 / dtype_bytes(p.out_type);
   const bool dims = p.k % in_per == 0 && p.n % in_per == 0 && p.lda % in_per == 0 && p.ldb % in_per == 0 &&
@@ -355,19 +412,61 @@ bool gemm_tc_vec_ok(const TcGemmParams& p) {
   return dims && pointers;
 }
 
+int64_t gemm_tc_smem_bytes(TcTile tile, DType in_type) {
+  auto bytes = [in_type](auto shape) -> int64_t {
+    using S = decltype(shape);
+    return in_type == DType::f16 ? static_cast<int64_t>(Smem<__half, S>::kBytes)
+                                 : static_cast<int64_t>(Smem<float, S>::kBytes);
+  };
+  switch (tile) {
+    case TcTile::t128x128:
+      return bytes(Shape128x128{});
+    case TcTile::t128x64:
+      return bytes(Shape128x64{});
+    case TcTile::t64x64:
+      return bytes(Shape64x64{});
+    case TcTile::t128x32:
+      return bytes(Shape128x32{});
+    case TcTile::t32x32:
+      return bytes(Shape32x32{});
+  }
+  throw Error("gemm_tc: unknown tile " + std::to_string(static_cast<int>(tile)));
+}
+
 TcGemmVariant choose_gemm_tc_variant(const TcGemmParams& p, int num_sms, const TcTile* only_tile, bool allow_split) {
+  DeviceCaps caps;
+  caps.num_sms = num_sms;
+  return choose_gemm_tc_variant(p, caps, only_tile, allow_split);
+}
+
+TcGemmVariant choose_gemm_tc_variant(const TcGemmParams& p, const DeviceCaps& caps, const TcTile* only_tile,
+                                     bool allow_split) {
   // The best single-pass and the best split variant; a split must win clearly (its extra pass is certain).
   TcGemmVariant best, best_split;
   best.vec = best_split.vec = gemm_tc_vec_ok(p);
   double best_cost = INFINITY, split_cost = INFINITY;
   const bool can_split = allow_split || p.workspace != nullptr;
-  const double sms = std::max(1, num_sms);
+  const double sms = std::max(1, caps.num_sms);
+  const double bytes_per_cycle = caps.dram_bytes_per_sm_cycle > 0 ? caps.dram_bytes_per_sm_cycle : kBytesPerSmCycle;
   const int in_bytes = dtype_bytes(p.in_type), out_bytes = dtype_bytes(p.out_type);
   const int bk = kSliceBytes / in_bytes;
   // TF32 runs at half the half-precision tensor-core rate.
   const double mac_rate = p.in_type == DType::f16 ? kMacPerSmCycleF16 : kMacPerSmCycleF16 / 2;
-  for (const TileInfo& t : kTiles) {
-    if (only_tile != nullptr && t.tile != *only_tile) continue;
+  for (const TileInfo& tile_info : kTiles) {
+    if (only_tile != nullptr && tile_info.tile != *only_tile) continue;
+    TileInfo t = tile_info;
+    // Shared memory decides what fits this GPU at all and how many blocks share a multiprocessor (the table's
+    // figure is the H200's, where registers may bind first; 1 KB per block is the runtime's reservation).
+    const int64_t smem = gemm_tc_smem_bytes(t.tile, p.in_type);
+    if (smem > caps.smem_per_block_optin) {
+      if (only_tile != nullptr)
+        throw Error(std::string("gemm_tc: tile ") + to_string(t.tile) + " needs " + std::to_string(smem) +
+                    " bytes of shared memory per block; this GPU allows " + std::to_string(caps.smem_per_block_optin));
+      continue;
+    }
+    const int64_t by_smem = caps.smem_per_sm / (smem + 1024);
+    const int64_t by_threads = caps.max_threads_per_sm / t.threads;
+    t.blocks_per_sm = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({t.blocks_per_sm, by_smem, by_threads})));
     const int64_t tiles = ceil_div(p.m, t.bm) * ceil_div(p.n, t.bn);
     for (int splits = 1; splits <= (can_split ? kMaxSplits : 1); ++splits) {
       const int k_chunk = split_k_chunk(p.k, splits, bk);
@@ -378,13 +477,13 @@ TcGemmVariant choose_gemm_tc_variant(const TcGemmParams& p, int num_sms, const T
       // One slice of one wave: copy latency, then the larger of the blocks' tensor-core work and their operand
       // bytes; then the epilogue's output (and residual) bytes, or the partial sums of a split.
       const double mma = per_sm * t.bm * t.bn * bk / (mac_rate * t.efficiency);
-      const double bytes = per_sm * (t.bm + t.bn) * bk * in_bytes / kBytesPerSmCycle;
+      const double bytes = per_sm * (t.bm + t.bn) * bk * in_bytes / bytes_per_cycle;
       // The epilogue runs through each warp's staging area one fragment at a time: a tile whose warps own 8
       // fragments stores at about half the rate of one with 1 (fitted to every 1x1 convolution of
       // MobileNetV2 at batch 256 in fp16 with each tile forced, H200, run 6: the shallow expansions
       // (k = 16..32), which are all epilogue, ran 25-40% faster in the 4-fragment tiles than in the 8).
       const double epilogue = per_sm * t.bm * t.bn *
-                              (splits > 1 ? 4.0 : out_bytes * (p.residual != nullptr ? 2.0 : 1.0)) / kBytesPerSmCycle *
+                              (splits > 1 ? 4.0 : out_bytes * (p.residual != nullptr ? 2.0 : 1.0)) / bytes_per_cycle *
                               (1.0 + t.fragments_per_warp / 8.0);
       const double reduce = splits > 1 ? kReduceLaunchCycles + 4.0 * splits * p.m * p.n / kReduceBytesPerCycle : 0.0;
       const double cost = waves * (ceil_div(k_chunk, bk) * (kSliceCycles + std::max(mma, bytes)) + epilogue) + reduce;
@@ -456,6 +555,9 @@ void launch_gemm_tc(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t 
     if (p.out_type == DType::f16) return launch_vec<__half, __half>(p, v, stream);
     return launch_vec<__half, float>(p, v, stream);
   }
+  if (const int arch = tf32_code_arch(); arch < 80)
+    throw Error("gemm_tc: TF32 operands need kernels compiled for compute_80 or newer; this device runs compute_" +
+                std::to_string(arch) + " code");
   if (p.out_type == DType::f32) return launch_vec<float, float>(p, v, stream);
   throw Error("gemm_tc: TF32 operands with a half output are not built (tf32 keeps float32 storage)");
 }

@@ -62,9 +62,15 @@ bool gemm_tc_vec_ok(const TcGemmParams& p);
 
 // The tile and split by a cost model (waves of blocks x k slices against the tile's efficiency, plus the
 // reduction pass of a split); vec whenever allowed. Split variants only where p.workspace is set or
-// allow_split (the caller provides one later). only_tile restricts the choice to one tile.
+// allow_split (the caller provides one later). only_tile restricts the choice to one tile. Tiles whose shared
+// memory exceeds caps.smem_per_block_optin are never chosen (an only_tile that does not fit throws Error); the
+// resident blocks per multiprocessor and the bandwidth follow `caps`. The num_sms form assumes the H200's caps.
+TcGemmVariant choose_gemm_tc_variant(const TcGemmParams& p, const DeviceCaps& caps, const TcTile* only_tile = nullptr,
+                                     bool allow_split = false);
 TcGemmVariant choose_gemm_tc_variant(const TcGemmParams& p, int num_sms, const TcTile* only_tile = nullptr,
                                      bool allow_split = false);
+// Dynamic shared memory of one block of `tile` with operands of `in_type`, bytes.
+int64_t gemm_tc_smem_bytes(TcTile tile, DType in_type);
 
 // Floats of workspace the variant needs (0 without split-K).
 int64_t gemm_tc_workspace_floats(const TcGemmParams& p, const TcGemmVariant& v);

@@ -12,6 +12,20 @@ cmake --build "$build" -j "$(nproc)" --target mnv2 mnv2_gpu_tests
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 bash "$shared/tools/device-bundle.sh" "$stage/bundle" "$build/app/mnv2" "$build/tests/mnv2_gpu_tests" >/dev/null
+# The engine finds the GPU plugin beside itself (ldd resolved both into lib/ above).
+[[ -f $stage/bundle/lib/libmnv2_gpu.so && -f $stage/bundle/lib/libmnv2_engine.so ]] || { echo "no plugin in the bundle"; exit 1; }
+
+# A second GPU plugin with PTX for compute_75 only (issue 12: the portable code path, JIT-compiled by the
+# driver there): bundle/lib75/libmnv2_gpu.so, selected with LD_LIBRARY_PATH=lib75:lib MNV2_GPU_PLUGIN=...
+# Same sources and commit, so the engine accepts it.
+if [[ ${MNV2_DEVICE_PTX75:-1} != 0 ]]; then
+  build75=$root/build-device75
+  cmake -S "$root" -B "$build75" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMNV2_WITH_CUDA=ON \
+    -DMNV2_WITH_OPENCV_CODECS=OFF -DMNV2_BUILD_GUI=OFF -DMNV2_BUILD_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=75-virtual >/dev/null
+  cmake --build "$build75" -j "$(nproc)" --target mnv2_gpu
+  mkdir -p "$stage/bundle/lib75"
+  cp -L "$build75/lib/libmnv2_gpu.so" "$stage/bundle/lib75/"
+fi
 mkdir -p "$stage/bundle/shared/weights" "$stage/bundle/shared/golden"
 cp "$shared"/weights/*.onnx "$shared"/weights/*.txt "$stage/bundle/shared/weights/"
 cp "$shared"/golden/* "$stage/bundle/shared/golden/"

@@ -4,10 +4,11 @@
 # In one call: every GPU test, profiles of the GPU backends with both timers, cross-backend comparisons on
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
-# MNV2_DEVICE_SECTIONS picks parts (comma list of base, cuda, studies, ncu, app; default all), e.g. for a kernel iteration:
+# MNV2_DEVICE_SECTIONS picks parts (comma list of base, cuda, studies, ncu, app, portable, exports; default all), e.g.
+# for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
-sections=",${MNV2_DEVICE_SECTIONS:-base,cuda,studies,ncu,app},"
+sections=",${MNV2_DEVICE_SECTIONS:-base,cuda,studies,ncu,app,portable,exports},"
 want() { [[ $sections == *",$1,"* ]]; }
 out=${OUT:-/tmp/mnv2-device-out}
 mkdir -p "$out"
@@ -177,6 +178,36 @@ for p in fp32 fp16; do
     --csv "$work/sweep_sizes_$p.csv" --json "$work/sweep_sizes_$p.json"
 done
 TAIL=8 run memory_1024x2048 ./bin/mnv2 memory --backend cuda --batch 8 --input-size 1024x2048
+fi
+
+# ---- portable code: the compute_75 PTX plugin, JIT-compiled by the driver (issue 12) -----------------------
+# The same programs with bundle/lib75/libmnv2_gpu.so (PTX for compute_75 only: no cp.async, no TF32 tensor
+# cores): info says what runs, the whole GPU suite (tf32 refused by name where the code lacks it), and the
+# bench against the default plugin (sm_90 machine code) in the same call.
+if want portable && [[ -f lib75/libmnv2_gpu.so ]]; then
+ptx75() { MNV2_GPU_PLUGIN=$PWD/lib75/libmnv2_gpu.so LD_LIBRARY_PATH=$PWD/lib75:$LD_LIBRARY_PATH CUDA_CACHE_PATH=/tmp/jit75 "$@"; }
+TAIL=14 run info_ptx75 ptx75 ./bin/mnv2 info
+TAIL=40 run gpu_tests_ptx75 ptx75 ./bin/mnv2_gpu_tests --gtest_brief=1
+TAIL=6 run classify_ptx75_tf32_refused ptx75 ./bin/mnv2 classify --backend cuda --precision tf32 --tensor shared/golden/cat.input.f32
+for p in fp32 fp16; do
+  TAIL=8 run "bench_ptx75_$p" ptx75 ./bin/mnv2 bench --backends cuda --precision $p --batch 1,64,256 --warmup 20 \
+    --iters 100 --json "$work/bench_ptx75_$p.json"
+  TAIL=8 run "bench_sm90_$p" ./bin/mnv2 bench --backends cuda --precision $p --batch 1,64,256 --warmup 20 --iters 100 \
+    --json "$work/bench_sm90_$p.json"
+done
+TAIL=8 run bench_ptx75_cudnn ptx75 ./bin/mnv2 bench --backends cudnn --batch 1,64 --warmup 10 --iters 50
+fi
+
+# ---- models from PyTorch's current exporter (issue 12) --------------------------------------------------------
+# Exports torchvision MobileNetV2 at several widths and sizes with PyTorch's defaults (external data, opset 20)
+# and other settings, then classifies each on cpu, cudnn and cuda against PyTorch's float64 logits.
+if want exports; then
+TAIL=4 run export_models python3 "$repo/scripts/export-pytorch-models.py" "$work/exports"
+TAIL=40 run check_exports python3 "$repo/scripts/check-pytorch-exports.py" "$work/exports" ./bin/mnv2
+TAIL=12 run info_export ./bin/mnv2 info --model "$work/exports/tv_w050_160_default.onnx"
+TAIL=6 run classify_export_fp16 ./bin/mnv2 classify --backend cuda --precision fp16 \
+  --model "$work/exports/tv_w140_256_default.onnx" --tensor "$work/exports/tv_w140_256_default.input.f32" --input-size 256x256
+rm -f "$work"/exports/*.onnx.data "$work"/exports/*.onnx "$work"/exports/*.f32  # not worth the way back
 fi
 
 if want ncu; then

@@ -7,6 +7,7 @@ packages=(
   libopencv-dev libopenblas-dev libgtest-dev
   qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev
   xvfb xauth
+  dpkg-dev desktop-file-utils
 )
 missing=()
 for p in "${packages[@]}"; do

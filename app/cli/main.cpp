@@ -209,6 +209,18 @@ int cmd_info(int argc, char** argv) {
   json::Value build;
   build.set("cuda", env.built_with_cuda);
   build.set("cuda_runtime", cuda_version_string(env.runtime_version));
+  json::Array archs;
+  for (const CudaArch& a : built_cuda_architectures()) archs.emplace_back(a.to_string());
+  build.set("cuda_architectures", json::Value(archs));
+  const GpuPluginInfo plugin = gpu_plugin_info();
+  json::Value pj;
+  pj.set("path", plugin.path);
+  pj.set("loaded", plugin.loaded);
+  if (!plugin.loaded) pj.set("problem", plugin.problem);
+  json::Array missing;
+  for (const auto& lib : plugin.missing_libraries) missing.emplace_back(lib);
+  pj.set("missing_libraries", json::Value(missing));
+  build.set("gpu_plugin", pj);
   build.set("image_decoding", image_decoding_available());
   j.set("build", build);
   json::Value cuda;
@@ -222,6 +234,16 @@ int cmd_info(int argc, char** argv) {
     dj.set("compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor));
     dj.set("memory_bytes", d.memory_bytes);
     dj.set("multiprocessors", d.multiprocessors);
+    if (d.cannot_run.empty()) {
+      dj.set("code", d.code);
+      if (d.index == 0 && plugin.loaded) {
+        std::string why;
+        const int arch = kernel_code_arch(0, &why);
+        dj.set("kernel_code_arch", arch > 0 ? json::Value("compute_" + std::to_string(arch)) : json::Value(why));
+      }
+    } else {
+      dj.set("cannot_run", d.cannot_run);
+    }
     devices.push_back(dj);
   }
   cuda.set("devices", json::Value(devices));
@@ -257,17 +279,37 @@ int cmd_info(int argc, char** argv) {
     return 0;
   }
   std::cout << "mnv2 " << MNV2_VERSION << " (commit " << MNV2_GIT_COMMIT << ")\n";
-  std::cout << "build:   CUDA " << (env.built_with_cuda ? "yes (runtime " + cuda_version_string(env.runtime_version) + ")" : "no")
+  std::cout << "build:   CUDA " << (env.built_with_cuda ? "yes" : "no")
             << ", image decoding " << (image_decoding_available() ? "OpenCV" : "none (--tensor only)") << "\n";
+  if (env.built_with_cuda) {
+    std::cout << "gpu:     code for " << env.architectures << "\n";
+    if (plugin.loaded)
+      std::cout << "         plugin " << plugin.path << " (CUDA runtime " << cuda_version_string(env.runtime_version)
+                << ", cuDNN " << env.cudnn_version << ")\n";
+    else
+      std::cout << "         plugin not loaded: " << plugin.problem << "\n";
+  }
   if (env.driver_version == 0)
     std::cout << "driver:  none\n";
   else
     std::cout << "driver:  " << (env.driver_release.empty() ? "" : env.driver_release + ", ") << "supports CUDA "
               << cuda_version_string(env.driver_version) << "\n";
-  if (env.devices.empty()) std::cout << "devices: none (" << env.why_none << ")\n";
-  for (const auto& d : env.devices)
+  if (env.devices.empty())
+    std::cout << "devices: " << (plugin.built && !plugin.loaded ? "not probed (the GPU plugin is not loaded)"
+                                                                 : "none (" + env.why_none + ")")
+              << "\n";
+  for (size_t i = 0; i < env.devices.size(); ++i) {
+    const GpuDevice& d = env.devices[i];
     std::cout << "device " << d.index << ": " << d.name << ", sm_" << d.cc_major << d.cc_minor << ", "
-              << d.multiprocessors << " SMs, " << (d.memory_bytes >> 20) << " MiB\n";
+              << d.multiprocessors << " SMs, " << (d.memory_bytes >> 20) << " MiB; ";
+    if (!d.cannot_run.empty()) {
+      std::cout << "cannot run this build's kernels: " << d.cannot_run << "\n";
+      continue;
+    }
+    std::cout << "runs " << d.code;
+    if (const json::Value* arch = devices[i].find("kernel_code_arch")) std::cout << " (kernels: " << arch->as_string() << ")";
+    std::cout << "\n";
+  }
   std::cout << "backends:\n";
   for (const auto& b : backends) {
     std::cout << "  " << b.string_at("name") << ": " << (b.bool_at("available") ? "available" : "unavailable")

@@ -153,6 +153,9 @@ int main(int argc, char** argv) {
                      sweepSizes, sweepBatches, sweepX,      exportCsv, exportJson,  exportTrace, screenshot,
                      size,       decoder,      quit});
   parser.addOptions({precision, eval, evalImages, evalBatch, evalThreads, exportEvalCsv});
+  // The desktop entry's "Exec=mnv2-profiler %f": a file manager opens an image with the app.
+  parser.addPositionalArgument(QStringLiteral("image"), QStringLiteral("An image to open (the same as --image IMG)."),
+                               QStringLiteral("[IMAGE]"));
   parser.process(app);
 
   auto usage = [](const QString& text) {
@@ -167,6 +170,12 @@ int main(int argc, char** argv) {
     *out = v;
     return true;
   };
+  const QStringList positional = parser.positionalArguments();
+  if (positional.size() > 1) return usage(QStringLiteral("at most one image may be given"));
+  if (!positional.isEmpty() && parser.isSet(image))
+    return usage(QStringLiteral("give the image either as --image IMG or as the argument, not both"));
+  const QString imageValue = positional.isEmpty() ? parser.value(image) : positional.front();
+  const bool imageSet = !imageValue.isEmpty();
   int batchValue = -1, warmupValue = -1, itersValue = -1, layerValue = -1, evalBatchValue = -1, evalThreadsValue = -1;
   if (!toInt(evalBatch, 1, 4096, &evalBatchValue))
     return usage(QStringLiteral("--eval-batch must be an integer in 1..4096"));
@@ -267,7 +276,7 @@ int main(int argc, char** argv) {
   if (!scripted) {
     if (parser.isSet(backend)) settings->selectBackend(parser.value(backend));
     if (parser.isSet(precision)) settings->setPrecision(precisionValue);
-    if (parser.isSet(image)) window.openImage(parser.value(image));
+    if (imageSet) window.openImage(imageValue);
     for (const QString& r : parser.values(report)) window.openReport(r);
     return QApplication::exec();
   }
@@ -297,9 +306,9 @@ int main(int argc, char** argv) {
     }
     settings->setPrecision(precisionValue);  // shown, where the backend runs it, even without a run
   }
-  if (parser.isSet(image) && events.modelOk) {
+  if (imageSet && events.modelOk) {
     const int before = events.image;
-    window.openImage(parser.value(image));
+    window.openImage(imageValue);
     waitUntil([&] { return events.image > before; });
     if (!events.imageOk) failed = true;
   }

@@ -1,5 +1,5 @@
-// The backend registry: every backend this build knows by name, and the Precision names. A build without
-// CUDA still lists cudnn and cuda, as stand-ins that say why they cannot run.
+// The backend registry: every backend this build knows by name, and the Precision names. The GPU backends
+// come from the GPU plugin; where it is not loaded they are stand-ins that say why they cannot run.
 #include <array>
 #include <cctype>
 #include <memory>
@@ -7,31 +7,22 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "gpu/plugin_api.h"
 #include "mnv2/backend.h"
 #include "mnv2/error.h"
 
 namespace mnv2 {
 
-#ifdef MNV2_HAVE_CUDA_BACKENDS
-// Defined by the GPU backends when they are built: engine/backends/cudnn always in a CUDA build, and
-// engine/backends/cuda once it exists (its build then defines MNV2_HAVE_CUDA_KERNELS_BACKEND).
-std::unique_ptr<Backend> make_cudnn_backend();
-#ifdef MNV2_HAVE_CUDA_KERNELS_BACKEND
-std::unique_ptr<Backend> make_cuda_backend();
-#endif
-#endif
-
 namespace {
 
-#if !defined(MNV2_HAVE_CUDA_BACKENDS) || !defined(MNV2_HAVE_CUDA_KERNELS_BACKEND)
-// Stands in for a GPU backend this build left out, so listings and error messages stay the same in
-// every build.
-class UnbuiltBackend final : public Backend {
+// Stands in for a GPU backend when the GPU plugin is not loaded (not built, not installed, or an NVIDIA
+// library missing), so listings and error messages stay the same everywhere and say why.
+class UnloadedBackend final : public Backend {
  public:
-  UnbuiltBackend(std::string name, std::string description, std::string reason)
+  UnloadedBackend(std::string name, std::string description, std::string reason)
       : name_(std::move(name)), description_(std::move(description)), reason_(std::move(reason)) {}
   std::string name() const override { return name_; }
-  std::string description() const override { return description_ + " (not built)"; }
+  std::string description() const override { return description_; }
   Availability availability() const override { return {false, reason_}; }
   std::optional<std::string> unsupported_reason(const Layer&) const override { return reason_; }
   std::unique_ptr<PreparedNet> prepare(const Model&, const PrepareConfig&) const override {
@@ -43,22 +34,15 @@ class UnbuiltBackend final : public Backend {
   std::string description_;
   std::string reason_;
 };
-#endif
 
-#ifndef MNV2_HAVE_CUDA_BACKENDS
-constexpr const char* kNoCudaReason = "this build has no CUDA backends (configured with MNV2_WITH_CUDA=OFF)";
-
-std::unique_ptr<Backend> make_cudnn_backend() {
-  return std::make_unique<UnbuiltBackend>("cudnn", "NVIDIA cuDNN/cuBLAS", kNoCudaReason);
+std::unique_ptr<Backend> plugin_cudnn_backend() {
+  if (const gpu_plugin::Api* gpu = gpu_plugin::api()) return gpu->make_cudnn_backend();
+  return std::make_unique<UnloadedBackend>("cudnn", "NVIDIA cuDNN/cuBLAS", gpu_plugin::status().problem);
 }
-std::unique_ptr<Backend> make_cuda_backend() {
-  return std::make_unique<UnbuiltBackend>("cuda", "custom CUDA kernels", kNoCudaReason);
+std::unique_ptr<Backend> plugin_cuda_backend() {
+  if (const gpu_plugin::Api* gpu = gpu_plugin::api()) return gpu->make_cuda_backend();
+  return std::make_unique<UnloadedBackend>("cuda", "custom CUDA kernels", gpu_plugin::status().problem);
 }
-#elif !defined(MNV2_HAVE_CUDA_KERNELS_BACKEND)
-std::unique_ptr<Backend> make_cuda_backend() {
-  return std::make_unique<UnbuiltBackend>("cuda", "custom CUDA kernels", "custom CUDA kernels backend not built yet");
-}
-#endif
 
 struct RegistryEntry {
   const char* name;
@@ -68,8 +52,8 @@ struct RegistryEntry {
 // The order is the order of backend_names() and of the "choose ..." hint.
 const std::array<RegistryEntry, 3> kRegistry{{
     {"cpu", &make_cpu_backend},
-    {"cudnn", &make_cudnn_backend},
-    {"cuda", &make_cuda_backend},
+    {"cudnn", &plugin_cudnn_backend},
+    {"cuda", &plugin_cuda_backend},
 }};
 
 std::string lower(std::string text) {

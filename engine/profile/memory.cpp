@@ -9,9 +9,7 @@
 #include "mnv2/json.h"
 #include "mnv2/report.h"
 
-#if defined(MNV2_HAVE_CUDA)
-#include <cuda_runtime.h>
-#endif
+#include "gpu/plugin_api.h"
 
 namespace mnv2 {
 
@@ -31,33 +29,20 @@ std::vector<LayerMemory> layer_memory(const Model& model, const std::vector<Laye
 
 DeviceMemoryUse device_memory_use(int device) {
   DeviceMemoryUse use;
-#if defined(MNV2_HAVE_CUDA)
-  int current = 0;
-  if (cudaGetDevice(&current) != cudaSuccess || current != device) {
-    cudaGetLastError();  // clear a sticky "no device" from the probe
-    return use;
+  const gpu_plugin::Api* gpu = gpu_plugin::api();
+  int64_t used = 0, total = 0;
+  if (gpu != nullptr && gpu->memory_use(device, &used, &total)) {
+    use.used_bytes = used;
+    use.total_bytes = total;
   }
-  size_t free_bytes = 0, total_bytes = 0;
-  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
-    use.used_bytes = static_cast<int64_t>(total_bytes - free_bytes);
-    use.total_bytes = static_cast<int64_t>(total_bytes);
-  } else {
-    cudaGetLastError();
-  }
-#else
-  (void)device;
-#endif
   return use;
 }
 
 DeviceMemoryProbe::DeviceMemoryProbe(bool gpu_backend) {
   if (!gpu_backend) return;
-#if defined(MNV2_HAVE_CUDA)
-  if (cudaFree(nullptr) != cudaSuccess) {  // creates the context, so that it is not counted as the network's
-    cudaGetLastError();
-    return;
-  }
-#endif
+  const gpu_plugin::Api* gpu = gpu_plugin::api();
+  // Creates the context first, so that it is not counted as the network's.
+  if (gpu == nullptr || !gpu->create_context()) return;
   before_ = device_memory_use();
   active_ = before_.used_bytes >= 0;
   peak_ = before_.used_bytes;

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <vector>
 
+#include "gpu/plugin_api.h"
 #include "mnv2/atomic_file.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
@@ -23,10 +24,14 @@ namespace fs = std::filesystem;
 
 double Ceilings::attainable_gflop_s(double intensity) const { return std::min(gflop_s, bandwidth_gb_s * intensity); }
 
-#if !defined(MNV2_HAVE_CUDA)
-Ceilings calibrate_gpu(int, Precision) { throw Error("this build has no CUDA: no GPU to calibrate"); }
-std::string gpu_calibration_key(int) { throw Error("this build has no CUDA: no GPU to calibrate"); }
-#endif
+Ceilings calibrate_gpu(int device, Precision precision) {
+  if (const std::string why = why_no_gpu(); !why.empty()) throw Error("no GPU to calibrate: " + why);
+  return gpu_plugin::api()->calibrate(device, precision);
+}
+std::string gpu_calibration_key(int device) {
+  if (const std::string why = why_no_gpu(); !why.empty()) throw Error("no GPU to calibrate: " + why);
+  return gpu_plugin::api()->calibration_key(device);
+}
 
 namespace {
 
@@ -104,7 +109,9 @@ std::string ceilings_key(const std::string& backend, Precision precision) {
   }
   const CudaEnvironment& env = cuda_environment();
   if (env.devices.empty()) throw Error("backend '" + backend + "' needs a GPU: " + env.why_none);
-  return gpu_calibration_key(0) + (precision == Precision::fp32 ? "" : "|" + std::string(to_string(precision)));
+  std::string key = gpu_calibration_key(0);
+  if (precision != Precision::fp32) key.append("|").append(to_string(precision));
+  return key;
 }
 
 std::string roofline_cache_file() {

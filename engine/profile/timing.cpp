@@ -10,9 +10,7 @@
 #include "mnv2/device.h"
 #include "mnv2/error.h"
 
-#ifdef MNV2_HAVE_CUDA
-#include "profile/gpu/gpu_timing.h"
-#endif
+#include "gpu/plugin_api.h"
 
 namespace mnv2 {
 
@@ -121,14 +119,6 @@ std::string lower(std::string text) {
   return text;
 }
 
-// Why GPU timing cannot work here, or "" when it can.
-std::string why_no_gpu() {
-  const CudaEnvironment& env = cuda_environment();
-  if (!env.built_with_cuda) return env.why_none.empty() ? "this build has no CUDA support" : env.why_none;
-  if (env.devices.empty()) return env.why_none.empty() ? "no CUDA device" : env.why_none;
-  return "";
-}
-
 }  // namespace
 
 const char* to_string(TimerKind kind) {
@@ -157,25 +147,18 @@ std::unique_ptr<TimingSource> make_timing_source(TimerKind kind) {
   if (kind == TimerKind::host_clock) return make_host_timing_source();
   if (const std::string why = why_no_gpu(); !why.empty())
     throw Error(std::string(to_string(kind)) + " timing needs a CUDA device (" + why + ")");
-#ifdef MNV2_HAVE_CUDA
-  if (kind == TimerKind::cuda_event) return make_event_timing_source();
-  if (auto cupti = make_cupti_timing_source()) return cupti;
-  return gpu::make_event_timing_source_with_warnings(
-      {"CUPTI unavailable (" + cupti_unavailable_reason() + "): falling back to cudaEvent timing"});
-#else
-  throw Error("unreachable: GPU timing in a build without CUDA");  // why_no_gpu() said no above
-#endif
+  const gpu_plugin::Api* gpu = gpu_plugin::api();  // loaded: why_no_gpu() said yes above
+  if (kind == TimerKind::cuda_event) return gpu->make_event_timing_source({});
+  std::string why_not;
+  if (auto cupti = gpu->make_cupti_timing_source(&why_not)) return cupti;
+  return gpu->make_event_timing_source({"CUPTI unavailable (" + why_not + "): falling back to cudaEvent timing"});
 }
 
 std::unique_ptr<RunTimer> make_run_timer(bool gpu) {
   if (!gpu) return std::make_unique<HostRunTimer>();
   if (const std::string why = why_no_gpu(); !why.empty())
     throw Error("GPU run timing needs a CUDA device (" + why + ")");
-#ifdef MNV2_HAVE_CUDA
-  return gpu::make_event_run_timer();
-#else
-  throw Error("unreachable: GPU run timing in a build without CUDA");
-#endif
+  return gpu_plugin::api()->make_event_run_timer();
 }
 
 }  // namespace mnv2

@@ -17,11 +17,21 @@
 
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
+#include "mnv2/device.h"
 #include "mnv2/model.h"
 #include "mnv2/tensor.h"
 #include "test_support.h"
 
 namespace mnv2::test {
+
+// "" where the TF32 tensor-core kernels run on device 0, else why not: they exist only in code compiled for
+// compute_80 or newer (a compute_75 PTX build JIT-compiled on a Hopper GPU runs the half kernels alone).
+inline std::string tf32_kernels_missing() {
+  std::string why;
+  const int arch = kernel_code_arch(0, &why);
+  if (arch < 0) return why;
+  return arch >= 80 ? std::string() : "the kernels run as compute_" + std::to_string(arch) + " code (TF32 needs compute_80)";
+}
 
 // MNV2_TEST_SEED reproduces a failing run; otherwise every run draws new data.
 inline uint64_t fresh_seed() {

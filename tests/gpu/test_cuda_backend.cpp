@@ -502,6 +502,10 @@ TEST_F(CudaBackendTest, CuptiAttributesGraphReplayWorkToSteps) {
   const std::pair<const char*, Precision> runs[] = {
       {"fast", Precision::fp32}, {"baseline", Precision::fp32}, {"fast", Precision::fp16}, {"fast", Precision::tf32}};
   for (const auto& [variant, precision] : runs) {
+    if (!backend_->supports(precision)) {
+      std::printf("%s not run here: %s\n", to_string(precision), tf32_kernels_missing().c_str());
+      continue;
+    }
     ScopedEnv env("MNV2_CUDA_VARIANT", variant);
     SCOPED_TRACE(std::string(variant) + " " + to_string(precision));
     auto net = prepare(main_model(), 2, 224, 224, precision);
@@ -710,8 +714,33 @@ TEST_F(CudaBackendTest, ProfilerAttributesFusedStepsWithBothTimers) {
 
 const Precision kReduced[] = {Precision::tf32, Precision::fp16};
 
+// The reduced modes this GPU and this build's code run: tf32 needs TF32 tensor cores in the code that runs
+// (compute_80 or newer; a compute_75 PTX build runs fp16 only, and says so).
+std::vector<Precision> reduced_here(const Backend& backend) {
+  std::vector<Precision> out;
+  for (Precision p : kReduced) {
+    if (backend.supports(p))
+      out.push_back(p);
+    else
+      std::printf("%s not run here: %s\n", to_string(p), tf32_kernels_missing().c_str());
+  }
+  return out;
+}
+
 TEST_F(CudaBackendTest, FastVariantSupportsEveryPrecisionAndBaselineRefusesReducedOnes) {
-  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16}) EXPECT_TRUE(backend_->supports(p));
+  EXPECT_TRUE(backend_->supports(Precision::fp32));
+  EXPECT_TRUE(backend_->supports(Precision::fp16));
+  // tf32 exactly where the code that runs has TF32 tensor cores; elsewhere prepare() says why.
+  const std::string no_tf32 = tf32_kernels_missing();
+  EXPECT_EQ(backend_->supports(Precision::tf32), no_tf32.empty()) << no_tf32;
+  if (!no_tf32.empty()) {
+    try {
+      prepare(main_model(), 1, 224, 224, Precision::tf32);
+      ADD_FAILURE() << "tf32 must be refused where the kernels have no TF32";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("compute_80"), std::string::npos) << e.what();
+    }
+  }
   ScopedEnv env("MNV2_CUDA_VARIANT", "baseline");
   EXPECT_TRUE(backend_->supports(Precision::fp32));
   for (Precision p : kReduced) {
@@ -730,7 +759,7 @@ TEST_F(CudaBackendTest, FastVariantSupportsEveryPrecisionAndBaselineRefusesReduc
 // The stated bound of each mode against the float64 golden logits of every photograph (and the torchvision
 // export's), the class check of the reduced modes, and variant strings that say what ran.
 TEST_F(CudaBackendTest, ReducedPrecisionsStayWithinTheirStatedBoundOfEveryGoldenFile) {
-  for (Precision p : kReduced) {
+  for (Precision p : reduced_here(*backend_)) {
     SCOPED_TRACE(to_string(p));
     auto net = prepare(main_model(), 1, 224, 224, p);
     int tensor_core_gemms = 0, half_depthwise = 0, ffma_noted = 0;
@@ -762,7 +791,7 @@ TEST_F(CudaBackendTest, ReducedPrecisionsStayWithinTheirStatedBoundOfEveryGolden
 // materialised layer under the diff's divergence threshold of the mode. No class check: random pixels give
 // flat logits whose order rounding may legitimately change.
 TEST_F(CudaBackendTest, ReducedPrecisionsAtBatch3AndAnOddSizeMatchCpuLayerByLayer) {
-  for (Precision p : kReduced) expect_layers_match_cpu(*backend_, main_model(), 3, 193, 257, "main", p);
+  for (Precision p : reduced_here(*backend_)) expect_layers_match_cpu(*backend_, main_model(), 3, 193, 257, "main", p);
 }
 
 TEST_F(CudaBackendTest, ReducedPrecisionsOnSmallNetworksAndTheSecondModelMatchCpu) {
@@ -771,7 +800,7 @@ TEST_F(CudaBackendTest, ReducedPrecisionsOnSmallNetworksAndTheSecondModelMatchCp
   SCOPED_TRACE("MNV2_TEST_SEED=" + std::to_string(seed));
   const Model every_op = every_op_model(gen);
   const Model unfusable = unfusable_model(gen);
-  for (Precision p : kReduced) {
+  for (Precision p : reduced_here(*backend_)) {
     expect_layers_match_cpu(*backend_, every_op, 3, 10, 12, "every op", p);
     expect_layers_match_cpu(*backend_, unfusable, 2, 7, 8, "unfusable", p);
     expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "torchvision", p);
@@ -781,7 +810,7 @@ TEST_F(CudaBackendTest, ReducedPrecisionsOnSmallNetworksAndTheSecondModelMatchCp
 // In every mode the graph replay, layer-by-layer runs (a per-step observer), runs that keep the layer outputs
 // and a network prepared without a graph give bitwise the same logits; device-resident runs work too.
 TEST_F(CudaBackendTest, ReducedPrecisionGraphReplayEqualsLayerByLayer) {
-  for (Precision p : kReduced) {
+  for (Precision p : reduced_here(*backend_)) {
     SCOPED_TRACE(to_string(p));
     auto net = prepare(main_model(), 2, 224, 224, p);
     ASSERT_TRUE(net->has_graph());
@@ -813,7 +842,10 @@ TEST_F(CudaBackendTest, ReducedPrecisionGraphReplayEqualsLayerByLayer) {
 // fp16 halves the activation bytes and the GEMM weights; tf32 keeps float32 storage.
 TEST_F(CudaBackendTest, ReducedPrecisionMemoryReportsTheRealBytes) {
   const MemoryReport fp32 = prepare(main_model(), 8, 224, 224)->memory();
-  const MemoryReport tf32 = prepare(main_model(), 8, 224, 224, Precision::tf32)->memory();
+  // tf32 where this code has it (compute_80 and newer), else its storage is fp32's by definition.
+  const MemoryReport tf32 = backend_->supports(Precision::tf32)
+                                ? prepare(main_model(), 8, 224, 224, Precision::tf32)->memory()
+                                : fp32;
   const MemoryReport fp16 = prepare(main_model(), 8, 224, 224, Precision::fp16)->memory();
   std::printf("batch 8 activations: fp32 %lld B, tf32 %lld B, fp16 %lld B; weights %lld / %lld / %lld B\n",
               static_cast<long long>(fp32.activation_bytes), static_cast<long long>(tf32.activation_bytes),

@@ -10,6 +10,7 @@
 #ifdef MNV2_HAVE_KERNELS
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include "kernels/gemm_tc.cuh"
 #include "test_kernels_support.h"
@@ -144,11 +145,92 @@ TEST(KernelGemmTc, MatchesFloat64WithinThePrecisionsBound) {
       {49, 160, 960, 0, true, false, true},    // a 7x7 projection at batch 1
       {517, 136, 131, 0, false, true, false},  // odd k, n a multiple of 8
   };
+  const std::string no_tf32 = tf32_kernels_missing();
+  if (!no_tf32.empty()) std::printf("TF32 cases not run: %s\n", no_tf32.c_str());
   for (const TcCase& c : cases) {
-    run_tc_case(c, k::DType::f32, k::DType::f32);  // TF32
+    if (no_tf32.empty()) run_tc_case(c, k::DType::f32, k::DType::f32);  // TF32
     run_tc_case(c, k::DType::f16, k::DType::f16);
     run_tc_case(c, k::DType::f16, k::DType::f32);  // the fp16 classifier's float32 logits
   }
+}
+
+// Code compiled for an architecture without TF32 tensor cores (compute_75) refuses a TF32 launch by name instead
+// of reaching its trap; elsewhere the same launch runs.
+TEST(KernelGemmTc, Tf32LaunchIsRefusedWhereTheCodeHasNoTf32) {
+  MNV2_SKIP_WITHOUT_GPU();
+  DeviceArray a(64), b(64), c(64);
+  k::TcGemmParams p;
+  p.m = p.n = p.k = 8;
+  p.a = a.get();
+  p.b = b.get();
+  p.c = c.get();
+  p.lda = p.ldb = p.ldc = 8;
+  const k::TcGemmVariant v{k::TcTile::t32x32, true, 1};
+  if (tf32_kernels_missing().empty()) {
+    k::launch_gemm_tc(p, v, nullptr);
+  } else {
+    try {
+      k::launch_gemm_tc(p, v, nullptr);
+      ADD_FAILURE() << "a TF32 launch ran in code without TF32";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("compute_80"), std::string::npos) << e.what();
+    }
+  }
+  MNV2_CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+// The tile choice follows the GPU's shared memory: on a Turing card (64 KB per block, 64 KB per
+// multiprocessor, 1024 threads) the 128x128 tile (66-67 KB) is never taken and forcing it is refused. No GPU
+// needed.
+TEST(KernelGemmTc, TileChoiceFitsTheDevicesSharedMemory) {
+  k::DeviceCaps turing;
+  turing.num_sms = 40;
+  turing.smem_per_block_optin = 64 * 1024;
+  turing.smem_per_sm = 64 * 1024;
+  turing.max_threads_per_sm = 1024;
+  turing.dram_bytes_per_sm_cycle = 5.0;
+  const k::DeviceCaps hopper;  // the H200 the model was fitted on
+  for (k::DType in : {k::DType::f16, k::DType::f32}) {
+    SCOPED_TRACE(k::to_string(in));
+    EXPECT_GT(k::gemm_tc_smem_bytes(k::TcTile::t128x128, in), 64 * 1024);
+    EXPECT_LE(k::gemm_tc_smem_bytes(k::TcTile::t128x64, in), 64 * 1024);
+    k::TcGemmParams p;
+    p.in_type = in;
+    p.out_type = in;
+    for (const auto& [m, n, kk] : {std::tuple{256 * 56 * 56, 144, 24}, {256 * 7 * 7, 1280, 320}, {49, 160, 960},
+                                   {256 * 14 * 14, 576, 96}, {8192, 4096, 4096}}) {
+      p.m = m;
+      p.n = n;
+      p.k = kk;
+      for (bool split : {false, true}) {
+        const k::TcGemmVariant t = k::choose_gemm_tc_variant(p, turing, nullptr, split);
+        EXPECT_LE(k::gemm_tc_smem_bytes(t.tile, in), turing.smem_per_block_optin) << k::to_string(t, in);
+      }
+    }
+    const k::TcTile big = k::TcTile::t128x128;
+    EXPECT_THROW(k::choose_gemm_tc_variant(p, turing, &big), Error);
+  }
+  // A large problem on the H200 takes the 128x128 tile, which Turing cannot hold.
+  k::TcGemmParams big_problem;
+  big_problem.in_type = big_problem.out_type = k::DType::f16;
+  big_problem.m = big_problem.n = big_problem.k = 8192;
+  EXPECT_EQ(k::choose_gemm_tc_variant(big_problem, hopper).tile, k::TcTile::t128x128);
+  EXPECT_NE(k::choose_gemm_tc_variant(big_problem, turing).tile, k::TcTile::t128x128);
+}
+
+// The caps read off the device are coherent, and printed for the record (they scale the cost model).
+TEST(KernelGemmTc, DeviceCapsAreReadFromTheDevice) {
+  MNV2_SKIP_WITHOUT_GPU();
+  const k::DeviceCaps c = k::device_caps(0);
+  std::printf("device caps: %d SMs, %d B opt-in smem per block, %d B smem per SM, %d threads per SM, %.2f DRAM B per "
+              "SM cycle\n",
+              c.num_sms, c.smem_per_block_optin, c.smem_per_sm, c.max_threads_per_sm, c.dram_bytes_per_sm_cycle);
+  EXPECT_EQ(c.num_sms, cuda_environment().devices.front().multiprocessors);
+  EXPECT_GE(c.smem_per_block_optin, 48 * 1024);
+  EXPECT_LE(c.smem_per_block_optin, c.smem_per_sm);
+  EXPECT_GE(c.max_threads_per_sm, 1024);
+  EXPECT_GT(c.dram_bytes_per_sm_cycle, 1.0);
+  EXPECT_LT(c.dram_bytes_per_sm_cycle, 100.0);
 }
 
 TEST(KernelGemmTc, ChoosesSmallTilesForSmallProblemsAndLargeOnesForLargeProblems) {

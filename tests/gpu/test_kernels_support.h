@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/cudnn/cuda_check.h"
+#include "gpu_backend_test_support.h"
 #include "backends/cudnn/raii.h"
 #include "kernels/common.cuh"
 #include "kernels/layout.cuh"  // to_half_bits, half_bits_to_float

@@ -376,11 +376,15 @@ void MainWindow::onEnvironment(const EnvironmentInfo& info) {
     m_statusGpu->setText(QStringLiteral("GPU: none (%1)").arg(QString::fromStdString(env.why_none)));
   } else {
     const mnv2::GpuDevice& d = env.devices.front();
-    m_statusGpu->setText(QStringLiteral("GPU: %1 (sm_%2%3, %4 GiB)")
+    m_statusGpu->setText(QStringLiteral("GPU: %1 (sm_%2%3, %4 GiB)%5")
                              .arg(QString::fromStdString(d.name))
                              .arg(d.cc_major)
                              .arg(d.cc_minor)
-                             .arg(d.memory_bytes / double(1 << 30), 0, 'f', 0));
+                             .arg(d.memory_bytes / double(1 << 30), 0, 'f', 0)
+                             .arg(d.cannot_run.empty()
+                                      ? QString()
+                                      : QStringLiteral(": cannot run this build's kernels (%1)")
+                                            .arg(QString::fromStdString(d.cannot_run))));
   }
   m_statusGpu->setToolTip(m_statusGpu->text());
   const QString driverCuda = QString::fromStdString(mnv2::cuda_version_string(env.driver_version));
@@ -390,10 +394,20 @@ void MainWindow::onEnvironment(const EnvironmentInfo& info) {
           ? QStringLiteral("driver: CUDA %1").arg(driverCuda)
           : QStringLiteral("driver %1 (CUDA %2)").arg(QString::fromStdString(env.driver_release), driverCuda));
   if (env.built_with_cuda) m_statusCudnn->setText(QStringLiteral("cuDNN %1").arg(QString::fromStdString(env.cudnn_version)));
-  m_statusCuda->setText(env.built_with_cuda
-                            ? QStringLiteral("CUDA runtime %1")
-                                  .arg(QString::fromStdString(mnv2::cuda_version_string(env.runtime_version)))
-                            : QStringLiteral("CUDA: not built"));
+  // The architectures this build's GPU code carries; the plugin's path (or why it did not load) in the tip.
+  const mnv2::GpuPluginInfo plugin = mnv2::gpu_plugin_info();
+  if (!env.built_with_cuda) {
+    m_statusCuda->setText(QStringLiteral("CUDA: not built"));
+    m_statusCuda->setToolTip(QString::fromStdString(plugin.problem));
+  } else {
+    const QString runtime = plugin.loaded
+                                ? QStringLiteral("CUDA %1").arg(QString::fromStdString(
+                                      mnv2::cuda_version_string(env.runtime_version)))
+                                : QStringLiteral("GPU plugin not loaded");
+    m_statusCuda->setText(QStringLiteral("%1 · code %2").arg(runtime, QString::fromStdString(env.architectures)));
+    m_statusCuda->setToolTip(plugin.loaded ? QStringLiteral("GPU plugin %1").arg(QString::fromStdString(plugin.path))
+                                           : QString::fromStdString(plugin.problem));
+  }
   Q_EMIT environmentReady();
 }
 

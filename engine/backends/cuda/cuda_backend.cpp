@@ -163,11 +163,15 @@ std::string describe_clip(const k::Clip& c) {
   return c.enabled ? " +clip[" + format_number(c.lo) + "," + format_number(c.hi) + "]" : std::string();
 }
 
-// Whether this machine can run the backend: a CUDA device, and machine code in this binary for it.
+// Whether this machine can run the backend: a CUDA device, code in this binary it runs (machine code, or PTX
+// the driver compiles), and which architecture's features that code was compiled with.
 struct Probe {
   bool ok = false;
   std::string reason;
   int sms = 0;
+  k::DeviceCaps caps;      // shared memory, occupancy and bandwidth figures the tile choosers use
+  int code_arch = 0;       // e.g. 75 for compute_75 PTX JIT-compiled on an H200 (cudaFuncAttributes::ptxVersion)
+  std::string tf32_why_not;  // "" when the TF32 tensor-core GEMM can run
 };
 
 const Probe& probe() {
@@ -179,14 +183,30 @@ const Probe& probe() {
       return p;
     }
     const GpuDevice& d = env.devices.front();
-    if (const cudaError_t e = k::probe_kernel_image(); e != cudaSuccess) {
-      p.reason = "the kernels were not built for " + d.name + " (compute capability " + std::to_string(d.cc_major) +
-                 "." + std::to_string(d.cc_minor) + "): " + cudaGetErrorString(e) +
-                 "; rebuild with CMAKE_CUDA_ARCHITECTURES including it";
+    const std::string gpu = d.name + " (compute capability " + std::to_string(d.cc_major) + "." +
+                            std::to_string(d.cc_minor) + ")";
+    k::KernelImage image;
+    if (const cudaError_t e = k::probe_kernel_image(&image); e != cudaSuccess) {
+      p.reason = "the kernels cannot run on " + gpu + ": " +
+                 (d.cannot_run.empty() ? std::string(cudaGetErrorString(e)) : d.cannot_run);
+      return p;
+    }
+    try {
+      p.caps = k::device_caps(d.index);
+    } catch (const Error& e) {
+      p.reason = e.what();
       return p;
     }
     p.ok = true;
     p.sms = d.multiprocessors;
+    p.code_arch = image.ptx_version;
+    // TF32 tensor cores (wmma precision::tf32) exist from Ampere on, and only in code compiled for compute_80
+    // or newer: a compute_75 build running on a Hopper GPU has the instructions in hardware but not in its code.
+    if (d.cc_major < 8)
+      p.tf32_why_not = "tf32 needs TF32 tensor cores (compute capability 8.0, Ampere, or newer); " + gpu + " has none";
+    else if (p.code_arch < 80)
+      p.tf32_why_not = "tf32 needs kernels compiled for compute_80 or newer; on " + gpu + " this build runs compute_" +
+                       std::to_string(p.code_arch) + " code (" + d.code + ")";
     return p;
   }();
   return result;
@@ -416,7 +436,7 @@ class CudaPreparedNet final : public PreparedNet {
   // MNV2_CUDA_GEMM_TILE names one of its tiles); split GEMMs share the split-K workspace, sized for the largest.
   k::TcGemmVariant gemm_tc_variant(const k::TcGemmParams& p) {
     const k::TcGemmVariant v =
-        k::choose_gemm_tc_variant(p, sms_, forced_tc_tile_ ? &*forced_tc_tile_ : nullptr, /*allow_split=*/true);
+        k::choose_gemm_tc_variant(p, probe().caps, forced_tc_tile_ ? &*forced_tc_tile_ : nullptr, /*allow_split=*/true);
     gemm_workspace_floats_ = std::max(gemm_workspace_floats_, k::gemm_tc_workspace_floats(p, v));
     return v;
   }
@@ -623,7 +643,7 @@ class CudaPreparedNet final : public PreparedNet {
     p.pad_top = dc.pad_top;
     p.pad_left = dc.pad_left;
     std::string why_not;
-    const k::ExpandDepthwiseVariant v = k::choose_expand_depthwise_variant(p, &why_not);
+    const k::ExpandDepthwiseVariant v = k::choose_expand_depthwise_variant(p, &why_not, probe().caps.smem_per_block_optin);
     if (!why_not.empty() || !worth_fusing_expand_dw(p.in_channels, xs.n * xs.h * xs.w)) return -1;
 
     std::vector<float> we(expand.weight.size());  // [k][expanded]
@@ -1326,9 +1346,12 @@ class CudaBackend final : public Backend {
     return std::nullopt;
   }
 
-  // Every mode in the fast variant; the baseline (the optimisation story's reference point) is fp32 only.
+  // Every mode in the fast variant; the baseline (the optimisation story's reference point) is fp32 only; tf32
+  // only where the GPU and the code that runs on it have TF32 tensor cores (probe()).
   bool supports(Precision p) const override {
-    return p == Precision::fp32 || env_or("MNV2_CUDA_VARIANT", "fast") == "fast";
+    if (p == Precision::fp32) return true;
+    if (env_or("MNV2_CUDA_VARIANT", "fast") != "fast") return false;
+    return p != Precision::tf32 || !probe().ok || probe().tf32_why_not.empty();
   }
 
   std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
@@ -1341,6 +1364,8 @@ class CudaBackend final : public Backend {
     const Variant variant = variant_from_env();
     const GraphMode graph_mode = graph_mode_from_env();
     if (Availability a = availability(); !a.available) throw Error("cuda: not available: " + a.reason);
+    if (config.precision == Precision::tf32 && !probe().tf32_why_not.empty())
+      throw Error("cuda: " + probe().tf32_why_not + " (fp32 and fp16 run here)");
     for (const Layer& layer : model.layers)
       if (auto reason = unsupported_reason(layer)) throw Error("cuda: " + layer_label(layer) + ": " + *reason);
     fuse_mode_from_env();  // a bad value fails here, as a usage error, before anything is allocated

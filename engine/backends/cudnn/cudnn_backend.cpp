@@ -774,6 +774,14 @@ class CudnnPreparedNet final : public PreparedNet {
 };
 
 class CudnnBackend final : public Backend {
+  static std::string tf32_why_not() {
+    const CudaEnvironment& env = cuda_environment();
+    if (env.devices.empty() || env.devices.front().cc_major >= 8) return {};
+    const GpuDevice& d = env.devices.front();
+    return "tf32 needs TF32 tensor cores (compute capability 8.0, Ampere, or newer); " + d.name +
+           " is compute capability " + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor);
+  }
+
  public:
   std::string name() const override { return kBackendName; }
 
@@ -797,13 +805,17 @@ class CudnnBackend final : public Backend {
     return std::nullopt;
   }
 
-  bool supports(Precision) const override { return true; }
+  // tf32 needs TF32 tensor cores (Ampere, compute capability 8.0, and newer): before that cuDNN would silently
+  // compute in fp32 and the run would be mislabelled.
+  bool supports(Precision p) const override { return p != Precision::tf32 || tf32_why_not().empty(); }
 
   std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
     if (config.batch < 1 || config.height < 1 || config.width < 1)
       throw UsageError("cudnn: batch, height and width must be positive (got batch " + std::to_string(config.batch) +
                        ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");
     if (Availability a = availability(); !a.available) throw Error("cudnn: not available: " + a.reason);
+    if (config.precision == Precision::tf32 && !tf32_why_not().empty())
+      throw Error("cudnn: " + tf32_why_not() + " (fp32 and fp16 run here)");
     for (const Layer& layer : model.layers)
       if (auto reason = unsupported_reason(layer)) throw Error("cudnn: " + layer_label(layer) + ": " + *reason);
     return std::make_unique<CudnnPreparedNet>(model, config);

@@ -7,6 +7,40 @@
 
 namespace mnv2 {
 
+// One CUDA architecture a build carries code for, as CMAKE_CUDA_ARCHITECTURES names it: machine code
+// ("sm_86", from "86-real"), PTX ("compute_120", from "120-virtual"; "120" alone gives both), and the
+// architecture-specific forms ("sm_90a") that run on exactly that chip.
+struct CudaArch {
+  int major = 0, minor = 0;
+  bool ptx = false;             // PTX (the driver compiles it for the GPU at first use); else machine code
+  bool arch_specific = false;   // "a" suffix: sm_90a runs on compute capability 9.0 only
+  std::string to_string() const;  // "sm_90", "sm_90a", "compute_120"
+};
+
+// Parses a CMake CUDA architecture list ("75-real;80-real;90a-real;120"); entries it cannot read (e.g.
+// "all") are skipped.
+std::vector<CudaArch> parse_cuda_architectures(const std::string& cmake_list);
+// What this build carries (CMAKE_CUDA_ARCHITECTURES at configure time); empty without CUDA.
+const std::vector<CudaArch>& built_cuda_architectures();
+// "sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_120, PTX compute_120".
+std::string describe_architectures(const std::vector<CudaArch>& archs);
+
+// Which of `carried` a GPU of compute capability major.minor runs, as the CUDA driver chooses: the newest
+// machine code of the same major version and an equal or lower minor (exactly equal for "a" forms), else
+// the newest PTX at or below the GPU (JIT-compiled), else nothing, with `why_not` in one line.
+struct DeviceCode {
+  bool runs = false;
+  CudaArch arch;        // what runs
+  std::string code;     // "sm_90 machine code" / "compute_120 PTX, JIT-compiled by the driver"
+  std::string why_not;  // when !runs
+};
+DeviceCode code_for_device(const std::vector<CudaArch>& carried, int cc_major, int cc_minor);
+
+// "" when a driver that supports CUDA `driver_version` (e.g. 12040) can run this build's CUDA runtime
+// `runtime_version` (13000), else one line: the driver must support the runtime's major version
+// (CUDA 13: NVIDIA driver 580 or newer).
+std::string driver_problem(int driver_version, int runtime_version);
+
 struct GpuDevice {
   int index = 0;
   std::string name;
@@ -14,16 +48,20 @@ struct GpuDevice {
   int64_t memory_bytes = 0;
   int multiprocessors = 0;
   int l2_bytes = 0;
+  std::string code;        // what of this build runs here (DeviceCode::code)
+  std::string cannot_run;  // why this build's kernels cannot run here ("" when they can)
 };
 
 struct CudaEnvironment {
-  bool built_with_cuda = false;
+  bool built_with_cuda = false;  // this build made the GPU plugin (MNV2_WITH_CUDA=ON)
+  std::string architectures;     // describe_architectures(built_cuda_architectures()); "" without CUDA
+  std::string gpu_plugin;        // the loaded plugin's path; "" when it is not loaded (why_none says why)
   int driver_version = 0;   // CUDA version the driver supports, e.g. 13000 for 13.0; 0 when no driver
   std::string driver_release;  // the NVIDIA driver itself, e.g. "580.159.04" (NVML); empty when unknown
   int runtime_version = 0;  // CUDA runtime this build uses
   std::string cudnn_version;  // the cuDNN library loaded, e.g. "9.14.0" (no GPU needed); "none" without CUDA
   std::vector<GpuDevice> devices;
-  std::string why_none;  // set when devices is empty: "no CUDA driver", "no CUDA device", ...
+  std::string why_none;  // set when devices is empty: the plugin, its libraries, the driver, no device
 };
 
 // Queried once per process and cached; never throws.
@@ -31,5 +69,24 @@ const CudaEnvironment& cuda_environment();
 
 // "13.0" from 13000.
 std::string cuda_version_string(int version);
+
+// The GPU plugin (libmnv2_gpu.so, loaded at run time): where it is, whether it loaded, and if not why (not
+// installed, NVIDIA libraries missing: named in missing_libraries, built from another version).
+struct GpuPluginInfo {
+  bool built = false;  // this build has one (MNV2_WITH_CUDA=ON)
+  std::string path;
+  bool loaded = false;
+  std::string problem;
+  std::vector<std::string> missing_libraries;
+};
+GpuPluginInfo gpu_plugin_info();
+
+// The architecture the kernels' device code was compiled for, as the driver loaded it on `device` (e.g. 75
+// for compute_75 PTX JIT-compiled on an H200); -1 with `why` set when unknown. Creates the CUDA context.
+int kernel_code_arch(int device, std::string* why);
+
+// Why GPU work (a GPU backend, event or CUPTI timing) cannot run here, or "" when it can: no GPU plugin or
+// a library it needs, a driver too old, no device.
+std::string why_no_gpu();
 
 }  // namespace mnv2

@@ -59,12 +59,6 @@ std::unique_ptr<TimingSource> make_timing_source(TimerKind kind);
 // Host clock source (always available); defined in engine/profile.
 std::unique_ptr<TimingSource> make_host_timing_source();
 
-#ifdef MNV2_HAVE_CUDA
-// GPU sources; defined in engine/profile/gpu (CUDA builds only).
-std::unique_ptr<TimingSource> make_event_timing_source();
-std::unique_ptr<TimingSource> make_cupti_timing_source();  // nullptr + reason if CUPTI cannot start
-std::string cupti_unavailable_reason();
-#endif
 
 // Time of a whole run (run_begin to run_end), used by the un-instrumented end-to-end run: an event pair
 // on the GPU stream when `gpu`, else the host clock. last_run_ns() is -1 until a run has been seen.

@@ -9,6 +9,7 @@
 #include "backends/cudnn/raii.h"
 #include "mnv2/error.h"
 #include "mnv2/roofline.h"
+#include "profile/gpu/gpu_timing.h"
 
 namespace mnv2 {
 namespace {
@@ -54,7 +55,9 @@ double best_rate(double units, cudaStream_t stream, F&& work) {
 
 }  // namespace
 
-std::string gpu_calibration_key(int device) {
+namespace gpu {
+
+std::string calibration_key(int device) {
   cudaDeviceProp prop{};
   MNV2_CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
   int sm_khz = 0, mem_khz = 0;
@@ -72,7 +75,7 @@ std::string gpu_calibration_key(int device) {
          std::to_string(mem_khz / 1000) + " MHz";
 }
 
-Ceilings calibrate_gpu(int device, Precision precision) {
+Ceilings calibrate_device(int device, Precision precision) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || device >= count) {
     cudaGetLastError();
@@ -83,7 +86,7 @@ Ceilings calibrate_gpu(int device, Precision precision) {
   MNV2_CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
   Ceilings c;
   c.device = prop.name;
-  c.key = gpu_calibration_key(device);
+  c.key = calibration_key(device);
   size_t free_bytes = 0, total_bytes = 0;
   MNV2_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
 
@@ -146,4 +149,5 @@ Ceilings calibrate_gpu(int device, Precision precision) {
   return c;
 }
 
+}  // namespace gpu
 }  // namespace mnv2

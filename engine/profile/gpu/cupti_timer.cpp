@@ -577,8 +577,6 @@ bool cupti_disabled_by_env(std::string& why) {
 
 }  // namespace
 
-}  // namespace gpu
-
 std::unique_ptr<TimingSource> make_cupti_timing_source() {
   gpu::Shared& s = gpu::shared();
   std::string why;
@@ -612,4 +610,5 @@ std::string cupti_unavailable_reason() {
   return s.unavailable_reason;
 }
 
+}  // namespace gpu
 }  // namespace mnv2

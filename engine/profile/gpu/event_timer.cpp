@@ -154,6 +154,5 @@ std::unique_ptr<RunTimer> make_event_run_timer() { return std::make_unique<Event
 
 }  // namespace gpu
 
-std::unique_ptr<TimingSource> make_event_timing_source() { return gpu::make_event_timing_source_with_warnings({}); }
 
 }  // namespace mnv2

@@ -1,0 +1,78 @@
+// The boundary between the engine core (libmnv2_engine.so: no CUDA, runs anywhere) and the GPU plugin
+// (libmnv2_gpu.so: the cudnn and cuda backends, our kernels, cudaEvent and CUPTI timing, the GPU
+// roofline calibration; it needs the CUDA runtime, cuDNN, cuBLAS and CUPTI). The core loads the plugin
+// with dlopen at run time (engine/gpu/plugin_loader.cpp), so the program starts, and its CPU backend
+// runs, on a machine without NVIDIA's libraries; a missing library is named, never a start-up failure.
+// Core and plugin come from one tree and one compiler, so C++ types cross the boundary; the plugin is
+// used only when its API version and build identity equal the core's.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mnv2/backend.h"
+#include "mnv2/device.h"
+#include "mnv2/roofline.h"
+#include "mnv2/timing.h"
+
+namespace mnv2::gpu_plugin {
+
+inline constexpr int kApiVersion = 1;
+
+struct Api {
+  int api_version = kApiVersion;
+  const char* build_id = "";  // version + commit, compared with the core's (mnv2::gpu_plugin::build_id())
+
+  // Runtime, driver and cuDNN versions, the devices, and for each device the code of this build that runs
+  // there (or why none does). Fills the CUDA fields of `env`; never throws.
+  void (*query_environment)(CudaEnvironment& env) = nullptr;
+  // The architecture the kernels' device code was compiled for on `device` as the driver loaded it (a
+  // kernel's cudaFuncAttributes::ptxVersion, e.g. 75 for compute_75 PTX JIT-compiled on an H200), or -1
+  // with `why` set. Creates the CUDA context.
+  int (*kernel_code_arch)(int device, std::string* why) = nullptr;
+
+  std::unique_ptr<Backend> (*make_cudnn_backend)() = nullptr;
+  std::unique_ptr<Backend> (*make_cuda_backend)() = nullptr;
+
+  // A cudaEvent source reporting `warnings` beside its own.
+  std::unique_ptr<TimingSource> (*make_event_timing_source)(std::vector<std::string> warnings) = nullptr;
+  // A CUPTI source, or nullptr with `why_not` set when CUPTI cannot start.
+  std::unique_ptr<TimingSource> (*make_cupti_timing_source)(std::string* why_not) = nullptr;
+  std::unique_ptr<RunTimer> (*make_event_run_timer)() = nullptr;
+
+  Ceilings (*calibrate)(int device, Precision precision) = nullptr;
+  std::string (*calibration_key)(int device) = nullptr;
+
+  // cudaMemGetInfo on `device` (false when it is not the current device or the call fails).
+  bool (*memory_use)(int device, int64_t* used_bytes, int64_t* total_bytes) = nullptr;
+  // Creates the CUDA context (cudaFree(nullptr)); false when that fails.
+  bool (*create_context)() = nullptr;
+};
+
+// The plugin's one exported symbol, looked up by name with dlsym.
+using EntryPoint = const Api* (*)();
+inline constexpr const char* kEntryPointName = "mnv2_gpu_plugin_api_v1";
+inline constexpr const char* kPluginFileName = "libmnv2_gpu.so";
+
+// MNV2_VERSION and MNV2_GIT_COMMIT of this build (defined in the core; the plugin compiles its own copy).
+std::string build_id();
+
+// The loaded plugin, or nullptr with the reason in `plugin_status().problem`. Loaded once per process.
+const Api* api();
+
+struct Status {
+  bool built = false;       // this build made a GPU plugin (MNV2_WITH_CUDA=ON)
+  std::string path;         // where it was looked for (or loaded from)
+  bool loaded = false;
+  std::string problem;      // why it is not loaded: not installed, a library missing (named), a mismatch
+  std::vector<std::string> missing_libraries;  // sonames the dynamic loader could not find
+};
+const Status& status();
+
+// DT_NEEDED entries of a 64-bit little-endian ELF shared object (what the dynamic loader must find for it);
+// empty when the file is not one. Used to name every missing library when the plugin does not load.
+std::vector<std::string> elf_needed_libraries(const std::string& path);
+
+}  // namespace mnv2::gpu_plugin
