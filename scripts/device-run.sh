@@ -4,11 +4,12 @@
 # In one call: every GPU test, profiles of the GPU backends with both timers, cross-backend comparisons on
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
-# MNV2_DEVICE_SECTIONS picks parts (comma list of base, cuda, studies, ncu, app, portable, exports; default all), e.g.
+# MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports; default
+# all), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
-sections=",${MNV2_DEVICE_SECTIONS:-base,cuda,studies,ncu,app,portable,exports},"
+sections=",${MNV2_DEVICE_SECTIONS:-tests,base,cuda,studies,ncu,app,portable,exports},"
 want() { [[ $sections == *",$1,"* ]]; }
 out=${OUT:-/tmp/mnv2-device-out}
 mkdir -p "$out"
@@ -35,8 +36,10 @@ run() {  # run NAME CMD...: output to NAME.log, tail to the summary, status reco
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$work/nvidia-smi.csv" 2>&1
 cat "$work/nvidia-smi.csv" >>"$summary"
 TAIL=30 run info ./bin/mnv2 info
-if want base; then
+if want tests; then
 TAIL=40 run gpu_tests ./bin/mnv2_gpu_tests --gtest_brief=1
+fi
+if want base; then
 TAIL=12 run profile_cudnn_event ./bin/mnv2 profile --backend cudnn --tensor shared/golden/cat.input.f32 --timing event \
   --warmup 20 --iters 200 --csv "$work/profile_cudnn_event_b1.csv" --json "$work/profile_cudnn_event_b1.json"
 TAIL=12 run profile_cudnn_cupti ./bin/mnv2 profile --backend cudnn --tensor shared/golden/cat.input.f32 --timing cupti \

@@ -24,6 +24,10 @@ inline constexpr int kApiVersion = 1;
 struct Api {
   int api_version = kApiVersion;
   const char* build_id = "";  // version + commit, compared with the core's (mnv2::gpu_plugin::build_id())
+  // The CUDA architectures this plugin's device code was compiled for, as CMake listed them
+  // ("75-real;80-real;...;120"): what `mnv2 info` reports once the plugin is loaded (a plugin built for other
+  // architectures may be installed than the core was configured with).
+  const char* cuda_architectures = "";
 
   // Runtime, driver and cuDNN versions, the devices, and for each device the code of this build that runs
   // there (or why none does). Fills the CUDA fields of `env`; never throws.

@@ -112,6 +112,7 @@ const Api kApi = [] {
   Api a;
   a.api_version = kApiVersion;
   a.build_id = MNV2_GPU_PLUGIN_BUILD_ID;
+  a.cuda_architectures = MNV2_CUDA_ARCHITECTURES;
   a.query_environment = &query_environment;
   a.kernel_code_arch = &kernel_code_arch;
   a.make_cudnn_backend = &make_cudnn_backend;

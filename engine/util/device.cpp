@@ -55,11 +55,15 @@ std::vector<CudaArch> parse_cuda_architectures(const std::string& cmake_list) {
 }
 
 const std::vector<CudaArch>& built_cuda_architectures() {
+  // The loaded plugin's own list (it holds the device code); without one, what this build configured.
+  static const std::vector<CudaArch> archs = [] {
+    if (const gpu_plugin::Api* api = gpu_plugin::api()) return parse_cuda_architectures(api->cuda_architectures);
 #ifdef MNV2_CUDA_ARCHITECTURES
-  static const std::vector<CudaArch> archs = parse_cuda_architectures(MNV2_CUDA_ARCHITECTURES);
+    return parse_cuda_architectures(MNV2_CUDA_ARCHITECTURES);
 #else
-  static const std::vector<CudaArch> archs;
+    return std::vector<CudaArch>{};
 #endif
+  }();
   return archs;
 }
 

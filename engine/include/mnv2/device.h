@@ -20,7 +20,7 @@ struct CudaArch {
 // Parses a CMake CUDA architecture list ("75-real;80-real;90a-real;120"); entries it cannot read (e.g.
 // "all") are skipped.
 std::vector<CudaArch> parse_cuda_architectures(const std::string& cmake_list);
-// What this build carries (CMAKE_CUDA_ARCHITECTURES at configure time); empty without CUDA.
+// What the GPU code carries: the loaded plugin's CMAKE_CUDA_ARCHITECTURES, else this build's; empty without CUDA.
 const std::vector<CudaArch>& built_cuda_architectures();
 // "sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_120, PTX compute_120".
 std::string describe_architectures(const std::vector<CudaArch>& archs);
