@@ -276,16 +276,21 @@ int count_layers(const Model& model, LayerKind kind) {
   return n;
 }
 
-std::string fnv1a64_hex(const void* data, size_t size) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64-bit offset basis
+uint64_t fnv1a64_update(uint64_t state, const void* data, size_t size) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < size; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;  // FNV-1a 64-bit prime
+    state ^= p[i];
+    state *= 0x100000001b3ull;  // FNV-1a 64-bit prime
   }
+  return state;
+}
+
+std::string hex64(uint64_t value) {
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(value));
   return buf;
 }
+
+std::string fnv1a64_hex(const void* data, size_t size) { return hex64(fnv1a64_update(kFnv1a64Basis, data, size)); }
 
 }  // namespace mnv2

@@ -1,7 +1,8 @@
-// ONNX file -> engine graph. Parses with the official ONNX protobuf classes, runs the ONNX library's
-// checker where the file is not newer than the library, then walks the nodes in order, turning compute ops into Layers
-// and folding everything else (BatchNorm, bias Adds, Gemm alpha/beta, Casts, shape helper sub-graphs) away. Every
-// refusal names the file and, for a node, the node and its op, because users feed this arbitrary exports.
+// ONNX file -> engine graph. Parses with the official ONNX protobuf classes, reads external data (from
+// inside the model's folder only), runs the ONNX library's checker where the file is not newer than the
+// library, then walks the nodes in order, turning compute ops into Layers and folding everything else
+// (BatchNorm, bias Adds, Gemm alpha/beta, Casts, shape helper sub-graphs) away. Every refusal names the
+// file and, for a node, the node and its op, because users feed this arbitrary exports.
 #include <onnx/checker.h>
 #include <onnx/common/version.h>
 #include <onnx/defs/schema.h>
@@ -28,6 +29,7 @@
 
 #include "mnv2/error.h"
 #include "mnv2/model.h"
+#include "model/onnx_external_data.h"
 
 namespace mnv2 {
 
@@ -190,6 +192,23 @@ float round_to_bfloat16(float f) {
   uint32_t bits = std::bit_cast<uint32_t>(f);
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return std::bit_cast<float>(bits & 0xffff0000u);
+}
+
+// Bytes per element of the types decode_tensor reads; 0 for the others.
+size_t element_size(int32_t type) {
+  switch (type) {
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::INT32:
+      return 4;
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::INT64:
+      return 8;
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+      return 2;
+    default:
+      return 0;
+  }
 }
 
 Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
@@ -1544,7 +1563,97 @@ std::string checker_skip_reason(const onnx::ModelProto& proto) {
   return why;
 }
 
-Model load_onnx_file(const std::string& path) {
+bool has_inline_data(const onnx::TensorProto& t) {
+  return t.has_raw_data() || t.float_data_size() > 0 || t.int32_data_size() > 0 || t.string_data_size() > 0 ||
+         t.int64_data_size() > 0 || t.double_data_size() > 0 || t.uint64_data_size() > 0;
+}
+
+// Tensors the importer never reads as data: in subgraphs (If/Loop/Scan bodies), sparse tensors, local
+// functions, training information. External data there is refused (the library's checker would look such
+// files up itself, outside our rules); shapes are checked like any other, since the checker multiplies
+// dimensions without an overflow check.
+void check_unread_tensor(const std::string& path, const onnx::TensorProto& t, const std::string& where) {
+  if (has_external_data(t))
+    throw Error(path + ": " + where +
+                " keeps its data in an external file; external data is only read for the main graph's "
+                "initializers and node attributes");
+  if (const std::string why = shape_problem(t); !why.empty()) throw Error(path + ": " + where + " " + why);
+}
+void check_unread_graph(const std::string& path, const onnx::GraphProto& g, const std::string& where);
+void check_unread_sparse(const std::string& path, const onnx::SparseTensorProto& t, const std::string& where) {
+  check_unread_tensor(path, t.values(), where + " (values)");
+  check_unread_tensor(path, t.indices(), where + " (indices)");
+}
+void check_unread_attributes(const std::string& path, const onnx::NodeProto& n, const std::string& where,
+                             bool tensors_too) {
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    const std::string in = where + ": attribute '" + a.name() + "'";
+    if (tensors_too && a.has_t()) check_unread_tensor(path, a.t(), in);
+    if (tensors_too)
+      for (const onnx::TensorProto& t : a.tensors()) check_unread_tensor(path, t, in);
+    if (a.has_sparse_tensor()) check_unread_sparse(path, a.sparse_tensor(), in);
+    for (const onnx::SparseTensorProto& t : a.sparse_tensors()) check_unread_sparse(path, t, in);
+    if (a.has_g()) check_unread_graph(path, a.g(), in);
+    for (const onnx::GraphProto& sub : a.graphs()) check_unread_graph(path, sub, in);
+  }
+}
+void check_unread_graph(const std::string& path, const onnx::GraphProto& g, const std::string& where) {
+  for (const onnx::TensorProto& t : g.initializer())
+    check_unread_tensor(path, t, where + ": initializer '" + t.name() + "'");
+  for (const onnx::SparseTensorProto& t : g.sparse_initializer())
+    check_unread_sparse(path, t, where + ": sparse initializer '" + t.values().name() + "'");
+  for (int i = 0; i < g.node_size(); ++i)
+    check_unread_attributes(path, g.node(i), where + ": node '" + node_label(g.node(i), i) + "'", true);
+}
+
+// Reads every external tensor of the main graph (initializers, node attribute tensors such as Constant
+// values) into the model itself, so that the checker and the importer see an ordinary in-file model, and
+// feeds the bytes read into the checksum in file order.
+class ExternalData {
+ public:
+  ExternalData(const std::string& path, const OnnxLoadOptions& options, uint64_t& hash)
+      : path_(path), options_(options), hash_(hash) {}
+
+  void load(onnx::TensorProto& t, const std::string& what) {
+    try {
+      if (has_inline_data(t)) throw detail::ExternalDataRefusal("is stored externally but also holds data in the file");
+      const size_t elem = element_size(t.data_type());
+      if (elem == 0)
+        throw detail::ExternalDataRefusal("has data type " + data_type_name(t.data_type()) +
+                                          ", which is not read from external data (FLOAT, FLOAT16, BFLOAT16, "
+                                          "DOUBLE, INT64 and INT32 are)");
+      uint64_t numel = 1;
+      for (int64_t d : t.dims()) numel *= static_cast<uint64_t>(d);  // shape_problem() bounded them already
+      const detail::ExternalRef ref = detail::parse_external_ref(t);
+      if (!reader_) {
+        std::string folder = options_.external_data_dir;
+        if (folder.empty()) folder = std::filesystem::path(path_).parent_path().string();
+        reader_.emplace(folder, static_cast<uint64_t>(std::max<int64_t>(0, options_.max_external_bytes)));
+      }
+      std::string bytes = reader_->read(ref, numel * elem);
+      hash_ = fnv1a64_update(hash_, bytes.data(), bytes.size());
+      t.clear_external_data();
+      t.set_data_location(onnx::TensorProto::DEFAULT);
+      t.set_raw_data(std::move(bytes));
+    } catch (const detail::ExternalDataRefusal& e) {
+      throw Error(path_ + ": " + what + ": " + e.what());
+    }
+  }
+
+  void record(ModelFileInfo& info) const {
+    if (!reader_) return;
+    info.external_files = reader_->locations();
+    info.external_bytes = static_cast<int64_t>(reader_->total_bytes());
+  }
+
+ private:
+  const std::string& path_;
+  const OnnxLoadOptions& options_;
+  uint64_t& hash_;
+  std::optional<detail::ExternalDataReader> reader_;  // made on the first external tensor
+};
+
+Model load_onnx_file(const std::string& path, const OnnxLoadOptions& options) {
   const std::string bytes = read_whole_file(path);
   if (bytes.empty()) throw Error(path + ": empty file");
 
@@ -1554,32 +1663,35 @@ Model load_onnx_file(const std::string& path) {
   if (!proto.has_graph()) throw Error(path + ": not a valid ONNX model (no graph)");
   check_versions(path, proto);
 
-  // Before the checker: it would look for external files next to the model, and its messages for absurd
-  // shapes and dangling inputs are less direct than ours.
-  const onnx::GraphProto& g = proto.graph();
+  // Before the checker: external data is read here under our rules (the checker would look the files up
+  // itself), and our messages for absurd shapes and dangling inputs are more direct than its.
+  uint64_t hash = fnv1a64_update(kFnv1a64Basis, bytes.data(), bytes.size());
+  ExternalData external(path, options, hash);
+  onnx::GraphProto& g = *proto.mutable_graph();
   if (g.sparse_initializer_size() > 0) throw Error(path + ": sparse initializers are not supported");
-  for (const onnx::TensorProto& t : g.initializer()) {
-    if (has_external_data(t))
-      throw Error(path + ": initializer '" + t.name() +
-                  "' keeps its data in an external file; external data is not supported (save the model with its "
-                  "weights inside the .onnx file)");
+  for (onnx::TensorProto& t : *g.mutable_initializer()) {
+    const std::string what = "initializer '" + t.name() + "'";
     // The checker multiplies the dimensions without an overflow check; absurd shapes stop here.
-    if (const std::string why = shape_problem(t); !why.empty())
-      throw Error(path + ": initializer '" + t.name() + "' " + why);
+    if (const std::string why = shape_problem(t); !why.empty()) throw Error(path + ": " + what + " " + why);
+    if (has_external_data(t)) external.load(t, what);
   }
   std::set<std::string> known;
   for (const onnx::ValueInfoProto& in : g.input()) known.insert(in.name());
   for (const onnx::TensorProto& t : g.initializer()) known.insert(t.name());
   for (int i = 0; i < g.node_size(); ++i) {
-    const onnx::NodeProto& n = g.node(i);
+    onnx::NodeProto& n = *g.mutable_node(i);
     const std::string label = "node '" + node_label(n, i) + "' (" + n.op_type() + ")";
-    for (const onnx::AttributeProto& a : n.attribute()) {
-      if (a.has_t() && !shape_problem(a.t()).empty())
-        throw Error(path + ": " + label + ": its tensor " + shape_problem(a.t()));
-      if (a.has_t() && has_external_data(a.t()))
-        throw Error(path + ": " + label +
-                    ": its tensor keeps its data in an external file; external data is not supported");
+    for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+      std::vector<onnx::TensorProto*> tensors;
+      if (a.has_t()) tensors.push_back(a.mutable_t());
+      for (onnx::TensorProto& t : *a.mutable_tensors()) tensors.push_back(&t);
+      for (onnx::TensorProto* t : tensors) {
+        if (const std::string why = shape_problem(*t); !why.empty())
+          throw Error(path + ": " + label + ": its tensor " + why);
+        if (has_external_data(*t)) external.load(*t, label + ": attribute '" + a.name() + "'");
+      }
     }
+    check_unread_attributes(path, n, label, false);
     for (const std::string& in : n.input())
       if (!in.empty() && !known.count(in))
         throw Error(path + ": " + label + ": input '" + in +
@@ -1591,6 +1703,14 @@ Model load_onnx_file(const std::string& path) {
   }
   for (const onnx::ValueInfoProto& out : g.output())
     if (!known.count(out.name())) throw Error(path + ": graph output '" + out.name() + "' is not produced by any node");
+  for (const onnx::FunctionProto& f : proto.functions())
+    for (int i = 0; i < f.node_size(); ++i)
+      check_unread_attributes(path, f.node(i), "function '" + f.name() + "': node '" + node_label(f.node(i), i) + "'",
+                              true);
+  for (const onnx::TrainingInfoProto& t : proto.training_info()) {
+    check_unread_graph(path, t.initialization(), "training initialization graph");
+    check_unread_graph(path, t.algorithm(), "training algorithm graph");
+  }
 
   const std::string skip = checker_skip_reason(proto);
   if (skip.empty()) {
@@ -1613,7 +1733,8 @@ Model load_onnx_file(const std::string& path) {
     throw Error(path + ": cannot import the model: " + e.what());
   }
   model.source = path;
-  model.checksum = "fnv1a64:" + fnv1a64_hex(bytes.data(), bytes.size());
+  model.checksum = "fnv1a64:" + hex64(hash);
+  external.record(model.file);
   model.file.checker_ran = skip.empty();
   const std::string library = "ONNX " + std::string(onnx::LAST_RELEASE_VERSION);
   if (skip.empty()) {
@@ -1631,9 +1752,9 @@ Model load_onnx_file(const std::string& path) {
 
 }  // namespace
 
-Model load_onnx(const std::string& path) {
+Model load_onnx(const std::string& path, const OnnxLoadOptions& options) {
   try {
-    return load_onnx_file(path);
+    return load_onnx_file(path, options);
   } catch (const Error& e) {
     throw Error(one_line(e.what()));
   }

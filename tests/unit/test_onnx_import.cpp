@@ -902,7 +902,8 @@ TEST(OnnxImportErrors, WrongWeightShapes) {
   }
 }
 
-TEST(OnnxImportErrors, ExternalDataIsRefused) {
+// External data is read (tests/unit/test_robustness_external_data.cpp); a missing file is refused.
+TEST(OnnxImportErrors, MissingExternalDataFileIsRefused) {
   TempDir dir;
   GraphBuilder b;
   b.input("x", {-1, 2, 4, 4});
@@ -914,7 +915,7 @@ TEST(OnnxImportErrors, ExternalDataIsRefused) {
   b.node("Conv", {"x", "w"}, {"y"}, "conv");
   b.output("y");
   const std::string path = b.save(dir);
-  expect_refusal(path, {path, "'w'", "external"});
+  expect_refusal(path, {path, "initializer 'w'", "'weights.bin': no such file in the model's folder"});
 }
 
 TEST(OnnxImportErrors, CheckerFailureIsReported) {

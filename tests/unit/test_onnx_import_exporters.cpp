@@ -1,6 +1,6 @@
 // Models in the forms current exporters write them (PyTorch 2.11's torch.export-based exporter: IR 10,
 // opset 18..23, ReduceMean with axes as an input, Clip bounds as initializers, Reshape with allowzero,
-// Gemm without C; the TorchScript exporter: Constant -> Clip, GlobalAveragePool, Flatten;
+// Gemm without C, external data; the TorchScript exporter: Constant -> Clip, GlobalAveragePool, Flatten;
 // older opsets; auto_pad; Cast/Identity; 16-bit and double weights). Each form of one small network is
 // run on the cpu backend against the same network written in plain explicit form (IR 7, opset 13,
 // GlobalAveragePool + Flatten + Gemm, explicit pads, float32 weights in the file). Plus: the library
@@ -362,13 +362,20 @@ TEST_P(ExporterForms, LoadAndMatchTheExplicitForm) {
   EXPECT_EQ(m.file.opset, f.opset);
   EXPECT_EQ(m.file.producer_name, "pytorch");
   EXPECT_EQ(m.file.input_dims, (std::vector<std::string>{f.dynamic_batch ? "batch" : "2", "3", "16", "16"}));
+  if (f.external != External::Inline) {
+    EXPECT_FALSE(m.file.external_files.empty());
+    EXPECT_GT(m.file.external_bytes, 0);
+  } else {
+    EXPECT_TRUE(m.file.external_files.empty());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Forms, ExporterForms,
     ::testing::Values(
-        Form{.name = "torch_export_default"}, Form{.name = "torch_export_opset18", .ir = 8, .opset = 18},
-        Form{.name = "torch_export_opset23", .opset = 23},
+        Form{.name = "torch_export_default", .external = External::OneFile},
+        Form{.name = "torch_export_opset18", .ir = 8, .opset = 18},
+        Form{.name = "torch_export_opset23", .opset = 23, .external = External::ManyFiles},
         Form{.name = "torch_export_dynamic_batch", .flat = Flat::ReshapeMinusOne, .dynamic_batch = true},
         Form{.name = "reduce_mean_attribute_keepdims0",
              .ir = 7,
@@ -401,7 +408,7 @@ INSTANTIATE_TEST_SUITE_P(
         Form{.name = "auto_pad_same_lower", .pads = Pads::SameLower},
         Form{.name = "auto_pad_valid", .pads = Pads::Valid},
         Form{.name = "float16_weights_cast", .weights = Weights::Float16Cast},
-        Form{.name = "float16_weights_direct", .weights = Weights::Float16},
+        Form{.name = "float16_weights_direct", .weights = Weights::Float16, .external = External::OneFile},
         Form{.name = "bfloat16_weights_cast", .weights = Weights::BFloat16Cast},
         Form{.name = "double_weights_cast_opset13",
              .ir = 7,
@@ -409,7 +416,11 @@ INSTANTIATE_TEST_SUITE_P(
              .pool = Pool::GlobalAveragePool,
              .flat = Flat::Flatten,
              .weights = Weights::DoubleCast},
-        Form{.name = "cast_and_identity_pass_through", .pass_through = true}),
+        Form{.name = "cast_and_identity_pass_through", .pass_through = true},
+        Form{.name = "external_many_files_float16",
+             .fc = Fc::GemmWithC,
+             .weights = Weights::Float16Cast,
+             .external = External::ManyFiles}),
     [](const ::testing::TestParamInfo<Form>& info) { return std::string(info.param.name); });
 
 // ---- versions ------------------------------------------------------------------------------------------
@@ -698,6 +709,29 @@ TEST(ExporterOps, SameLowerAtAnotherSizeIsRefusedByAnalyse) {
   EXPECT_THROW((void)analyse(m, 1, 9, 8), Error);
   // The cpu backend prepares through the same check.
   EXPECT_THROW((void)make_backend("cpu")->prepare(m, PrepareConfig{1, 8, 9, Precision::fp32}), Error);
+}
+
+// Two exports with the same graph file and different weights in the external file differ in checksum; the
+// checksum is FNV-1a of the model bytes followed by the external bytes read.
+TEST(ExporterOps, ChecksumCoversExternalData) {
+  TempDir a, b;
+  for (const TempDir* d : {&a, &b}) {
+    OnnxBuilder m(20, 10);
+    m.input("x", {-1, 2, 4, 4});
+    m.init("w", {3, 2, 1, 1}, d == &a ? ramp(6) : ramp(6, 0.2f));
+    m.node("Conv", {"x", "w"}, {"y"}, "conv");
+    m.output("y");
+    m.externalize("w", "weights.bin");
+    m.save(d->file("m.onnx"));
+  }
+  ASSERT_EQ(read_file(a.file("m.onnx")), read_file(b.file("m.onnx")));
+  const Model ma = load_onnx(a.file("m.onnx")), mb = load_onnx(b.file("m.onnx"));
+  EXPECT_NE(ma.checksum, mb.checksum);
+  const std::string bytes = read_file(a.file("m.onnx")), data = read_file(a.file("weights.bin"));
+  EXPECT_EQ(ma.checksum, "fnv1a64:" + hex64(fnv1a64_update(fnv1a64_update(kFnv1a64Basis, bytes.data(), bytes.size()),
+                                                           data.data(), data.size())));
+  EXPECT_EQ(ma.file.external_files, std::vector<std::string>{"weights.bin"});
+  EXPECT_EQ(ma.file.external_bytes, 24);
 }
 
 }  // namespace

@@ -90,8 +90,10 @@ struct ModelFileInfo {
   // Its declared shape: a number, a symbolic dimension's name (e.g. "batch"), or "?" when the file leaves
   // the dimension unnamed and open.
   std::vector<std::string> input_dims;
-  bool checker_ran = false;  // the ONNX library's checker validated the file
-  std::string checker_note;  // in words: "passed (ONNX 1.12.0 library)", or why it was skipped
+  bool checker_ran = false;                 // the ONNX library's checker validated the file
+  std::string checker_note;                 // in words: "passed (ONNX 1.12.0 library)", or why it was skipped
+  std::vector<std::string> external_files;  // external data files read (locations as the file gives them)
+  int64_t external_bytes = 0;               // bytes read from them
 };
 
 struct Model {
@@ -105,8 +107,10 @@ struct Model {
   bool has_softmax = false;  // the file ended in Softmax; the engine returns the logits before it
   Preprocess preprocess;
   std::string source;    // file path, or "builtin:mobilenet_v2_1.0 (synthetic weights)"
-  std::string checksum;  // "fnv1a64:<16 hex>" of the file bytes (or of the synthetic weights)
-  ModelFileInfo file;    // what the ONNX file declared (empty for the built-in model)
+  // "fnv1a64:<16 hex>" of the file bytes followed by the external data read, in file order (or of the
+  // synthetic weights)
+  std::string checksum;
+  ModelFileInfo file;                           // what the ONNX file declared (empty for the built-in model)
   std::map<std::string, std::string> metadata;  // ONNX metadata_props
   std::vector<std::string> warnings;            // shown on every output (e.g. synthetic weights)
 };
@@ -141,12 +145,21 @@ int count_layers(const Model& model, LayerKind kind);
 // is the head. Also names layers structurally (stem.conv, blockN.expand/dw/project/add, head.conv, ...).
 void assign_blocks_and_names(Model& model);
 
+struct OnnxLoadOptions {
+  // The folder external data locations are resolved in (and may not leave); empty: the model file's own
+  // folder. The fuzzers point it at a scratch folder, since their model "file" is a memfd.
+  std::string external_data_dir;
+  // Upper bound on the bytes read from external data files, all tensors together.
+  int64_t max_external_bytes = int64_t{1} << 30;
+};
+
 // Loads an ONNX file (IR 3..11, ai.onnx opset 7..23) with the ONNX library into the engine's graph.
 // The library's checker runs unless the file is newer than the library knows (then Model::warnings says
 // so and the importer's own per-node checks stand alone). BatchNormalization is folded into the preceding
-// Conv; Flatten/Reshape/Squeeze/Softmax/Dropout/Identity/Cast are not layers. Throws Error
-// "FILE: node 'NAME' (OP): reason" for anything it cannot take.
-Model load_onnx(const std::string& path);
+// Conv; Flatten/Reshape/Squeeze/Softmax/Dropout/Identity/Cast are not layers; weights in external files
+// are read from inside the model's folder only. Throws Error "FILE: node 'NAME' (OP): reason" (or
+// "FILE: initializer 'NAME': reason") for anything it cannot take.
+Model load_onnx(const std::string& path, const OnnxLoadOptions& options = {});
 
 // The MobileNetV2 1.0 topology (99 layers, 1001 classes) with deterministic synthetic weights, for timing
 // without a model file. Predictions from it are meaningless, and its warnings say so.
@@ -154,5 +167,9 @@ Model builtin_mobilenet_v2(uint64_t seed = 2024);
 
 // 64-bit FNV-1a of a byte range, as 16 lower-case hex digits.
 std::string fnv1a64_hex(const void* data, size_t size);
+// The same hash fed in pieces: start from kFnv1a64Basis, pass each range with the previous result.
+inline constexpr uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;
+uint64_t fnv1a64_update(uint64_t state, const void* data, size_t size);
+std::string hex64(uint64_t value);
 
 }  // namespace mnv2
