@@ -72,8 +72,9 @@ commands:
                                                 profiles each backend, prints them side by side with
                                                 each layer's output error against the first backend
 
-The model is --model F, else $MNV2_MODEL, else a weights/ folder next to the program; with none, a
-built-in MobileNetV2 with synthetic weights runs (timing only: its predictions are meaningless).
+The model is --model F, else $MNV2_MODEL, else a weights/ folder next to the program, else
+mnv2-profiler/ in $XDG_DATA_HOME (~/.local/share) or in $XDG_DATA_DIRS (/usr/local/share:/usr/share); with
+none, a built-in MobileNetV2 with synthetic weights runs (timing only: its predictions are meaningless).
 --tensor F: raw little-endian float32 NCHW, a whole number of 3xHxW images (default 224x224).
 --precision fp32|tf32|fp16 (classify, bench, profile, roofline, memory, eval, compare): the arithmetic of
 the GPU backends (default fp32; 'mnv2 info' lists what each backend supports). A reduced mode is judged
