@@ -26,6 +26,7 @@
 #include "mnv2/memory.h"
 #include "mnv2/model.h"
 #include "mnv2/model_lookup.h"
+#include "mnv2/model_summary.h"
 #include "mnv2/ncu.h"
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
@@ -40,7 +41,8 @@ namespace {
 constexpr const char* kUsage = R"(usage: mnv2 <command> [options]
 
 commands:
-  info      [--json]                            build, devices, backends and why unavailable, model lookup
+  info      [--model F] [--labels F] [--json]   build, devices, backends and why unavailable, model lookup;
+                                                the model's format, producer, input, classes, labels, checker
   topology  [--model F] [--format table|csv|json] [--batch N] [--input-size HxW]
                                                 the layers with output shapes, params and MACs
   classify  [--model F] [--labels F] [--backend cpu|cudnn|cuda] [--top K] [--json]
@@ -201,7 +203,7 @@ void write_output(const std::string& path, const std::string& text) {
 // ---- info -------------------------------------------------------------------------------------------
 
 int cmd_info(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--model"}, {"--json"});
+  Args args(argc, argv, 2, {"--model", "--labels"}, {"--json"});
   if (!args.positionals().empty()) throw UsageError("info takes no positional arguments");
   const CudaEnvironment& env = cuda_environment();
   json::Value j;
@@ -251,11 +253,29 @@ int cmd_info(int argc, char** argv) {
   json::Array searched;
   for (const auto& s : loc.searched) searched.emplace_back(s);
   mj.set("searched", json::Value(searched));
+  // The located model itself; one that cannot be read is reported after everything else, exit code 1.
+  std::optional<Model> model;
+  std::string model_error, labels;
+  if (!loc.path.empty()) {
+    try {
+      model = load_located_model(loc);
+      const std::string labels_file = args.get_or("--labels", "");
+      if (!labels_file.empty() && static_cast<int>(read_labels_file(labels_file).size()) != model->num_classes)
+        throw Error(labels_file + ": the number of labels differs from the model's " +
+                    std::to_string(model->num_classes) + " classes");
+      labels = labels_source(model->num_classes, labels_file);
+      mj.set("file", model_summary_json(*model, labels));
+      mj.set("warnings", warnings_json(*model));
+    } catch (const Error& e) {
+      model_error = e.what();
+      mj.set("error", model_error);
+    }
+  }
   j.set("model", mj);
 
   if (args.flag("--json")) {
     std::cout << json::dump(j, 2) << "\n";
-    return 0;
+    return model_error.empty() ? 0 : 1;
   }
   std::cout << "mnv2 " << MNV2_VERSION << " (commit " << MNV2_GIT_COMMIT << ")\n";
   std::cout << "build:   CUDA " << (env.built_with_cuda ? "yes (runtime " + cuda_version_string(env.runtime_version) + ")" : "no")
@@ -285,7 +305,13 @@ int cmd_info(int argc, char** argv) {
   } else {
     std::cout << "model:   " << loc.path << " (" << loc.how << ")\n";
   }
-  return 0;
+  if (model) {
+    for (const auto& [key, value] : model_summary_rows(*model, labels))
+      std::cout << "  " << key << ": " << value << "\n";
+    print_warnings(std::cout, *model, "  WARNING: ");
+  }
+  if (!model_error.empty()) std::cerr << "error: " << model_error << "\n";
+  return model_error.empty() ? 0 : 1;
 }
 
 // ---- topology ---------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include "mnv2/backend.h"
 #include "mnv2/labels.h"
 #include "mnv2/model.h"
+#include "mnv2/model_summary.h"
 #include "mnv2/tensor.h"
 #include "test_support.h"
 
@@ -91,6 +92,40 @@ TEST(PytorchExport, CpuLogitsMatchPytorchFloat64) {
   const Tensor alone = single->run(second);
   const std::vector<double> pair_row(logits.data.begin() + kClasses, logits.data.end());
   EXPECT_LE(rel_l2(alone.data, pair_row), 1e-6);
+}
+
+// What `mnv2 info` and the app's Topology header show for it.
+TEST(PytorchExport, SummaryRowsAndJson) {
+  const Model m = load_onnx(export_path(".onnx"));
+  const std::string labels = labels_source(m.num_classes);
+  const auto rows = model_summary_rows(m, labels);
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"format", "ONNX IR 10, opset 20"},
+      {"producer", "pytorch 2.11.0+cu130"},
+      {"input", "x [2, 3, 96, 96]"},
+      {"classes", "10"},
+      {"labels", "generated names 'class 0'..'class 9' (no built-in list has 10 classes)"},
+      {"checker", m.file.checker_note},
+      {"external data", "tv_w035_96_c10_default.onnx.data (1604544 bytes read)"}};
+  EXPECT_EQ(rows, want);
+  EXPECT_EQ(m.file.checker_note.rfind("skipped: ", 0), 0u) << m.file.checker_note;
+
+  const json::Value j = model_summary_json(m, labels);
+  EXPECT_EQ(j.int_at("ir_version"), 10);
+  EXPECT_EQ(j.int_at("opset"), 20);
+  EXPECT_EQ(j.string_at("producer_name"), "pytorch");
+  EXPECT_EQ(j.at("input").string_at("name"), "x");
+  EXPECT_EQ(j.at("input").array_at("shape").at(2).as_int(), 96);
+  EXPECT_FALSE(j.at("checker").bool_at("ran"));
+  EXPECT_EQ(j.at("external_data").int_at("bytes"), 1604544);
+
+  // Symbolic dimensions are shown by name; the built-in model says it has no file.
+  EXPECT_EQ(format_input_shape({"batch", "3", "224", "?"}), "[batch, 3, 224, ?]");
+  const Model builtin = builtin_mobilenet_v2();
+  const auto b = model_summary_rows(builtin, labels_source(builtin.num_classes));
+  ASSERT_FALSE(b.empty());
+  EXPECT_EQ(b[0], (std::pair<std::string, std::string>{"format", "built-in topology (no file)"}));
+  EXPECT_TRUE(model_summary_json(builtin, "").at("ir_version").is_null());
 }
 
 }  // namespace
