@@ -214,7 +214,9 @@ size_t element_size(int32_t type) {
 Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
   const std::string what = "tensor '" + name + "'";
   if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    throw Refusal(what + " keeps its data in an external file; external data is not supported");
+    throw Refusal(what +
+                  " keeps its data in an external file that was not read (external data is read for the "
+                  "main graph's initializers and node attributes only)");
   if (t.has_segment()) throw Refusal(what + " is segmented; segmented tensors are not supported");
   Const k;
   int64_t numel = 1;

@@ -579,6 +579,13 @@ TEST(ExporterVersions, NodeChecksStandInForTheChecker) {
          b.node("Reshape", {"p", "shape"}, {"y"}, "view3");
        },
        {"node 'view3' (Reshape)", "reshape to [3, 3]"}},
+      {"a Reshape with allowzero=1 to a zero batch",
+       [](OnnxBuilder& b) {
+         b.node("GlobalAveragePool", {"c"}, {"p"});
+         b.init_i64("shape", {2}, {0, -1});
+         OnnxBuilder::attr_int(b.node("Reshape", {"p", "shape"}, {"y"}, "view0"), "allowzero", 1);
+       },
+       {"node 'view0' (Reshape)", "reshape to [0, -1] is not supported"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
