@@ -13,6 +13,7 @@
 #include "mnv2/eval.h"
 #include "mnv2/image.h"
 #include "mnv2/model_lookup.h"
+#include "mnv2/model_summary.h"
 
 namespace mnv2::ui {
 
@@ -142,6 +143,9 @@ void RunWorker::loadModel(JobId id, const QString& path) {
     info.inputWidth = model->input_width;
     info.numBlocks = model->num_blocks;
     info.preprocess = model->preprocess;
+    // The app has no --labels: builtin_labels() (below) names the classes.
+    for (const auto& [key, value] : mnv2::model_summary_rows(*model, mnv2::labels_source(model->num_classes)))
+      info.fileFacts.append({QString::fromStdString(key), QString::fromStdString(value)});
     info.stats = mnv2::analyse(*model, 1, model->input_height, model->input_width);
     info.topology = model->layers;
     for (mnv2::Layer& l : info.topology) {

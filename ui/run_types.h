@@ -3,7 +3,9 @@
 #pragma once
 
 #include <QImage>
+#include <QList>
 #include <QMetaType>
+#include <QPair>
 #include <QSize>
 #include <QString>
 #include <QStringList>
@@ -63,6 +65,9 @@ struct ModelInfo {
   int inputWidth = 224;
   int numBlocks = 0;
   mnv2::Preprocess preprocess;
+  // What the file declares, as label/value rows from mnv2::model_summary_rows() (format, producer, input,
+  // classes, labels, checker, external data): the same rows `mnv2 info` prints.
+  QList<QPair<QString, QString>> fileFacts;
   std::vector<mnv2::Layer> topology;    // the model's layers without their weights
   std::vector<mnv2::LayerStats> stats;  // batch 1 at the declared input size
 };

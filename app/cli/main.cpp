@@ -26,6 +26,7 @@
 #include "mnv2/memory.h"
 #include "mnv2/model.h"
 #include "mnv2/model_lookup.h"
+#include "mnv2/model_summary.h"
 #include "mnv2/ncu.h"
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
@@ -40,7 +41,8 @@ namespace {
 constexpr const char* kUsage = R"(usage: mnv2 <command> [options]
 
 commands:
-  info      [--json]                            build, devices, backends and why unavailable, model lookup
+  info      [--model F] [--labels F] [--json]   build, devices, backends and why unavailable, model lookup;
+                                                the model's format, producer, input, classes, labels, checker
   topology  [--model F] [--format table|csv|json] [--batch N] [--input-size HxW]
                                                 the layers with output shapes, params and MACs
   classify  [--model F] [--labels F] [--backend cpu|cudnn|cuda] [--top K] [--json]
@@ -72,8 +74,9 @@ commands:
                                                 profiles each backend, prints them side by side with
                                                 each layer's output error against the first backend
 
-The model is --model F, else $MNV2_MODEL, else a weights/ folder next to the program; with none, a
-built-in MobileNetV2 with synthetic weights runs (timing only: its predictions are meaningless).
+The model is --model F, else $MNV2_MODEL, else a weights/ folder next to the program, else
+mnv2-profiler/ in $XDG_DATA_HOME (~/.local/share) or in $XDG_DATA_DIRS (/usr/local/share:/usr/share); with
+none, a built-in MobileNetV2 with synthetic weights runs (timing only: its predictions are meaningless).
 --tensor F: raw little-endian float32 NCHW, a whole number of 3xHxW images (default 224x224).
 --precision fp32|tf32|fp16 (classify, bench, profile, roofline, memory, eval, compare): the arithmetic of
 the GPU backends (default fp32; 'mnv2 info' lists what each backend supports). A reduced mode is judged
@@ -200,7 +203,7 @@ void write_output(const std::string& path, const std::string& text) {
 // ---- info -------------------------------------------------------------------------------------------
 
 int cmd_info(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--model"}, {"--json"});
+  Args args(argc, argv, 2, {"--model", "--labels"}, {"--json"});
   if (!args.positionals().empty()) throw UsageError("info takes no positional arguments");
   const CudaEnvironment& env = cuda_environment();
   json::Value j;
@@ -272,11 +275,29 @@ int cmd_info(int argc, char** argv) {
   json::Array searched;
   for (const auto& s : loc.searched) searched.emplace_back(s);
   mj.set("searched", json::Value(searched));
+  // The located model itself; one that cannot be read is reported after everything else, exit code 1.
+  std::optional<Model> model;
+  std::string model_error, labels;
+  if (!loc.path.empty()) {
+    try {
+      model = load_located_model(loc);
+      const std::string labels_file = args.get_or("--labels", "");
+      if (!labels_file.empty() && static_cast<int>(read_labels_file(labels_file).size()) != model->num_classes)
+        throw Error(labels_file + ": the number of labels differs from the model's " +
+                    std::to_string(model->num_classes) + " classes");
+      labels = labels_source(model->num_classes, labels_file);
+      mj.set("file", model_summary_json(*model, labels));
+      mj.set("warnings", warnings_json(*model));
+    } catch (const Error& e) {
+      model_error = e.what();
+      mj.set("error", model_error);
+    }
+  }
   j.set("model", mj);
 
   if (args.flag("--json")) {
     std::cout << json::dump(j, 2) << "\n";
-    return 0;
+    return model_error.empty() ? 0 : 1;
   }
   std::cout << "mnv2 " << MNV2_VERSION << " (commit " << MNV2_GIT_COMMIT << ")\n";
   std::cout << "build:   CUDA " << (env.built_with_cuda ? "yes" : "no")
@@ -326,7 +347,13 @@ int cmd_info(int argc, char** argv) {
   } else {
     std::cout << "model:   " << loc.path << " (" << loc.how << ")\n";
   }
-  return 0;
+  if (model) {
+    for (const auto& [key, value] : model_summary_rows(*model, labels))
+      std::cout << "  " << key << ": " << value << "\n";
+    print_warnings(std::cout, *model, "  WARNING: ");
+  }
+  if (!model_error.empty()) std::cerr << "error: " << model_error << "\n";
+  return model_error.empty() ? 0 : 1;
 }
 
 // ---- topology ---------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 // The engine graph's arithmetic: shape inference, parameter/MAC/byte counts per layer, the one-line
 // layer descriptions shown in tables, and the FNV-1a checksum used to identify model files.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -27,6 +29,37 @@ const char* to_string(LayerKind kind) {
       return "Linear";
   }
   return "Unknown";
+}
+
+const char* to_string(AutoPad mode) {
+  switch (mode) {
+    case AutoPad::NotSet:
+      return "NOTSET";
+    case AutoPad::Valid:
+      return "VALID";
+    case AutoPad::SameUpper:
+      return "SAME_UPPER";
+    case AutoPad::SameLower:
+      return "SAME_LOWER";
+  }
+  return "?";
+}
+
+std::array<int64_t, 4> resolve_same_pads(const ConvParams& p, int64_t h, int64_t w) {
+  std::array<int64_t, 4> pads{};
+  const int64_t in[2] = {h, w};
+  const int64_t kernel[2] = {p.kernel_h, p.kernel_w};
+  const int64_t stride[2] = {p.stride_h, p.stride_w};
+  const int64_t dilation[2] = {p.dilation_h, p.dilation_w};
+  for (int a = 0; a < 2; ++a) {
+    // ONNX: output = ceil(in / stride); total padding is what that output needs beyond the input.
+    const int64_t out = (in[a] + stride[a] - 1) / stride[a];
+    const int64_t total = std::max<int64_t>(0, (out - 1) * stride[a] + (kernel[a] - 1) * dilation[a] + 1 - in[a]);
+    const int64_t small = total / 2, large = total - small;
+    pads[static_cast<size_t>(a)] = p.auto_pad == AutoPad::SameLower ? large : small;
+    pads[static_cast<size_t>(a) + 2] = p.auto_pad == AutoPad::SameLower ? small : large;
+  }
+  return pads;
 }
 
 namespace {
@@ -72,6 +105,15 @@ std::string fmt_float(float v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
   return buf;
+}
+
+std::string pads_str(const std::array<int64_t, 4>& p) {
+  std::string s = "[";
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(p[i]);
+  }
+  return s + "]";
 }
 
 std::string fmt_pair(int a, int b) { return a == b ? std::to_string(a) : std::to_string(a) + "x" + std::to_string(b); }
@@ -122,6 +164,15 @@ std::vector<LayerStats> analyse(const Model& model, int batch, int height, int w
           throw Error(where + ": invalid convolution parameters " + describe(L));
         if (x.c != p.in_channels)
           throw Error(where + ": expects " + std::to_string(p.in_channels) + " input channels, gets " + x.str());
+        if (p.auto_pad == AutoPad::SameUpper || p.auto_pad == AutoPad::SameLower) {
+          const std::array<int64_t, 4> have{p.pad_top, p.pad_left, p.pad_bottom, p.pad_right};
+          const std::array<int64_t, 4> want = resolve_same_pads(p, x.h, x.w);
+          if (have != want)
+            throw Error(where + ": auto_pad " + to_string(p.auto_pad) + " was resolved to pads " + pads_str(have) +
+                        " at the model's declared input size, but ONNX pads this " + std::to_string(x.h) + "x" +
+                        std::to_string(x.w) + " map " + pads_str(want) +
+                        "; run the model at its declared input size (or export it with explicit pads)");
+        }
         const int64_t oh = conv_extent(x.h, p.pad_top, p.pad_bottom, p.kernel_h, p.stride_h, p.dilation_h);
         const int64_t ow = conv_extent(x.w, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, p.dilation_w);
         if (oh <= 0 || ow <= 0)
@@ -225,16 +276,21 @@ int count_layers(const Model& model, LayerKind kind) {
   return n;
 }
 
-std::string fnv1a64_hex(const void* data, size_t size) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64-bit offset basis
+uint64_t fnv1a64_update(uint64_t state, const void* data, size_t size) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < size; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;  // FNV-1a 64-bit prime
+    state ^= p[i];
+    state *= 0x100000001b3ull;  // FNV-1a 64-bit prime
   }
+  return state;
+}
+
+std::string hex64(uint64_t value) {
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(value));
   return buf;
 }
+
+std::string fnv1a64_hex(const void* data, size_t size) { return hex64(fnv1a64_update(kFnv1a64Basis, data, size)); }
 
 }  // namespace mnv2

@@ -1,8 +1,11 @@
-// ONNX file -> engine graph. Parses with the official ONNX protobuf classes, runs the ONNX checker, then
-// walks the nodes in order, turning compute ops into Layers and folding everything else (BatchNorm, bias
-// Adds, Gemm alpha/beta, shape helper sub-graphs) away. Every refusal names the file and, for a node,
-// the node and its op, because users feed this arbitrary exports.
+// ONNX file -> engine graph. Parses with the official ONNX protobuf classes, reads external data (from
+// inside the model's folder only), runs the ONNX library's checker where the file is not newer than the
+// library, then walks the nodes in order, turning compute ops into Layers and folding everything else
+// (BatchNorm, bias Adds, Gemm alpha/beta, Casts, shape helper sub-graphs) away. Every refusal names the
+// file and, for a node, the node and its op, because users feed this arbitrary exports.
 #include <onnx/checker.h>
+#include <onnx/common/version.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -17,6 +20,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -25,6 +29,7 @@
 
 #include "mnv2/error.h"
 #include "mnv2/model.h"
+#include "model/onnx_external_data.h"
 
 namespace mnv2 {
 
@@ -38,6 +43,12 @@ constexpr int kDefaultSide = 224;                   // input size assumed when t
 // Layers in one graph. MobileNetV2 has 99 and ResNet-152 about 500 in these terms; the bound keeps every
 // per-layer pass (block naming is quadratic in the worst case) fast on a hostile graph of 100k tiny nodes.
 constexpr size_t kMaxLayers = 4096;
+// The versions this importer reads: IR 3 (ONNX 1.0) to 11 (ONNX 1.18), and the operator sets of the ops it
+// converts as far as they have been checked (opset 23, ONNX 1.18; PyTorch 2.11 exports opset 18..23).
+constexpr int64_t kMinIrVersion = 3;
+constexpr int64_t kMaxIrVersion = 11;
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 23;
 // Values in a shape tensor computed at load time (Shape/Gather/Concat/...): a chain of Concats could
 // otherwise double a list per node.
 constexpr size_t kMaxShapeValues = 1024;
@@ -139,10 +150,73 @@ uint64_t load_le(const unsigned char* p, int bytes) {
   return v;
 }
 
+// IEEE half (binary16) bits to float: exact, subnormals, infinities and NaN included.
+float half_to_float(uint16_t h) {
+  const bool negative = (h & 0x8000u) != 0;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t mantissa = h & 0x3ffu;
+  float f = 0.0f;
+  if (exponent == 0) {
+    f = std::ldexp(static_cast<float>(mantissa), -24);  // zero or subnormal: mantissa x 2^-24
+  } else if (exponent == 31) {
+    f = mantissa == 0 ? kInf : std::numeric_limits<float>::quiet_NaN();
+  } else {
+    f = std::bit_cast<float>(((exponent + 112) << 23) | (mantissa << 13));  // rebias 15 -> 127
+  }
+  return negative ? -f : f;
+}
+
+// bfloat16 bits are a float's upper half.
+float bfloat16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+// The float16 value nearest to f (ties to even; beyond the largest half, infinity), as a float.
+float round_to_half(float f) {
+  if (!std::isfinite(f) || f == 0.0f) return f;
+  const float a = std::fabs(f);
+  float r = 0.0f;
+  if (a >= 65520.0f) {
+    r = kInf;  // 65504 is the largest half; from 65520 on, round-to-nearest goes to infinity
+  } else {
+    int e = 0;
+    (void)std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+    // Spacing of halves around a: 2^(e-11) for normal halves (exponent >= -14), 2^-24 below.
+    const int quantum = std::max(e - 11, -24);
+    r = std::ldexp(std::nearbyint(std::ldexp(a, -quantum)), quantum);
+  }
+  return f < 0 ? -r : r;
+}
+
+// The bfloat16 value nearest to f (ties to even), as a float.
+float round_to_bfloat16(float f) {
+  if (std::isnan(f)) return f;
+  uint32_t bits = std::bit_cast<uint32_t>(f);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return std::bit_cast<float>(bits & 0xffff0000u);
+}
+
+// Bytes per element of the types decode_tensor reads; 0 for the others.
+size_t element_size(int32_t type) {
+  switch (type) {
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::INT32:
+      return 4;
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::INT64:
+      return 8;
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
 Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
   const std::string what = "tensor '" + name + "'";
   if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    throw Refusal(what + " keeps its data in an external file; external data is not supported");
+    throw Refusal(what +
+                  " keeps its data in an external file that was not read (external data is read for the "
+                  "main graph's initializers and node attributes only)");
   if (t.has_segment()) throw Refusal(what + " is segmented; segmented tensors are not supported");
   Const k;
   int64_t numel = 1;
@@ -186,6 +260,26 @@ Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
         for (double d : t.double_data()) k.f.push_back(to_float(d));
       }
       break;
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16: {
+      // Weights stored in 16 bits become float32 here; int32_data holds one 16-bit pattern per value.
+      const bool half = t.data_type() == onnx::TensorProto::FLOAT16;
+      auto convert = [half](uint32_t bits) {
+        return half ? half_to_float(static_cast<uint16_t>(bits)) : bfloat16_to_float(static_cast<uint16_t>(bits));
+      };
+      if (t.has_raw_data()) {
+        check_raw(2);
+        k.f.resize(n);
+        for (size_t i = 0; i < n; ++i) k.f[i] = convert(static_cast<uint32_t>(load_le(bytes + 2 * i, 2)));
+      } else {
+        check_count(t.int32_data_size());
+        for (int32_t v : t.int32_data()) {
+          if (v < 0 || v > 0xffff) throw Refusal(what + " holds " + std::to_string(v) + ", not a 16-bit pattern");
+          k.f.push_back(convert(static_cast<uint32_t>(v)));
+        }
+      }
+      break;
+    }
     case onnx::TensorProto::INT64:
       k.is_float = false;
       if (t.has_raw_data()) {
@@ -211,7 +305,7 @@ Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
       break;
     default:
       throw Refusal(what + " has data type " + data_type_name(t.data_type()) +
-                    "; only FLOAT, DOUBLE, INT64 and INT32 tensors are supported");
+                    "; only FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT64 and INT32 tensors are supported");
   }
   return k;
 }
@@ -220,6 +314,14 @@ std::string node_label(const onnx::NodeProto& n, int index) {
   if (!n.name().empty()) return n.name();
   if (n.output_size() > 0 && !n.output(0).empty()) return n.output(0);
   return "#" + std::to_string(index);
+}
+
+// The default-domain operator set the model imports (the last entry if it repeats); 0 if none.
+int64_t default_opset(const onnx::ModelProto& proto) {
+  int64_t opset = 0;
+  for (const onnx::OperatorSetIdProto& o : proto.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  return opset;
 }
 
 bool has_external_data(const onnx::TensorProto& t) { return t.data_location() == onnx::TensorProto::EXTERNAL; }
@@ -373,6 +475,8 @@ class Importer {
   void add(const onnx::NodeProto& n);
   void fold_bias(const onnx::NodeProto& n, int tensor_index, const Const& k);
   void average_pool(const onnx::NodeProto& n, bool global);
+  void reduce_mean(const onnx::NodeProto& n);
+  void cast(const onnx::NodeProto& n);
   void flatten(const onnx::NodeProto& n);
   void reshape(const onnx::NodeProto& n);
   void squeeze(const onnx::NodeProto& n);
@@ -389,7 +493,8 @@ class Importer {
   const onnx::ModelProto& proto_;
   const onnx::GraphProto& g_;
   int64_t opset_ = 0;
-  bool fixed_size_ = false;  // the file fixes H and W
+  bool fixed_size_ = false;     // the file fixes H and W
+  int64_t declared_batch_ = 0;  // the batch size the file fixes for its input; 0: symbolic or open
   Model model_;
   std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
   std::unordered_map<std::string, Value> values_;
@@ -412,9 +517,18 @@ std::string Importer::resolve(const std::string& name) const {
   return s;
 }
 
+// A Cast to FLOAT passes float32 tensors through unchanged (the engine computes in float32).
+bool is_cast_to_float(const onnx::NodeProto& n) {
+  if (n.op_type() != "Cast" || !n.domain().empty()) return false;
+  for (const onnx::AttributeProto& a : n.attribute())
+    if (a.name() == "to") return a.type() == onnx::AttributeProto::INT && a.i() == onnx::TensorProto::FLOAT;
+  return false;
+}
+
 void Importer::count_uses() {
   for (const onnx::NodeProto& n : g_.node()) {
-    const bool alias = (n.op_type() == "Identity" || n.op_type() == "Dropout") && n.domain().empty();
+    const bool alias =
+        ((n.op_type() == "Identity" || n.op_type() == "Dropout") && n.domain().empty()) || is_cast_to_float(n);
     if (alias && n.input_size() >= 1 && n.output_size() >= 1 && !n.input(0).empty()) {
       alias_[n.output(0)] = resolve(n.input(0));
       continue;
@@ -447,6 +561,13 @@ void Importer::read_input() {
         what + " must be a 4-D N x C x H x W tensor" +
         (tt.has_shape() ? ", got rank " + std::to_string(tt.shape().dim_size()) : std::string(" (no shape given)")));
   const auto& d = tt.shape().dim();
+  model_.file.input_name = in.name();
+  for (const onnx::TensorShapeProto_Dimension& dim : d)
+    model_.file.input_dims.push_back(dim.has_dim_value()                               ? std::to_string(dim.dim_value())
+                                     : dim.has_dim_param() && !dim.dim_param().empty() ? dim.dim_param()
+                                                                                       : std::string("?"));
+  if (d[0].has_dim_value() && d[0].dim_value() > 0 && d[0].dim_value() <= kMaxChannels)
+    declared_batch_ = d[0].dim_value();
   if (!d[1].has_dim_value() || d[1].dim_value() <= 0 || d[1].dim_value() > kMaxChannels)
     fail_file(what + " must have a fixed, positive channel count (dimension 1)");
   model_.input_channels = static_cast<int>(d[1].dim_value());
@@ -585,10 +706,83 @@ int Importer::add_layer(const onnx::NodeProto& n, Layer layer) {
   return model_.layers.back().index;
 }
 
+// The form (input and output counts, attribute names) of every operator the importer converts, per
+// opset, as the ONNX specification gives it. The ONNX library's checker enforces this for the opsets it
+// knows; for newer files it is skipped, and this check is what stands in for it. It runs for every file:
+// an attribute the importer would not read (one of a later opset, or a misspelt one) is refused rather
+// than silently ignored.
+struct NodeForm {
+  int min_inputs = 1, max_inputs = 1, max_outputs = 1;
+  std::vector<std::string> attributes;
+};
+
+std::optional<NodeForm> node_form(const std::string& op, int64_t opset) {
+  using V = std::vector<std::string>;
+  constexpr int kMany = std::numeric_limits<int>::max();
+  if (op == "Conv") return NodeForm{2, 3, 1, V{"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}};
+  if (op == "BatchNormalization") {
+    V a{"epsilon", "momentum"};
+    if (opset < 9) a.push_back("spatial");
+    if (opset >= 14) a.push_back("training_mode");
+    return NodeForm{5, 5, 5, a};
+  }
+  if (op == "Clip") return opset < 11 ? NodeForm{1, 1, 1, V{"min", "max"}} : NodeForm{1, 3, 1, V{}};
+  if (op == "Relu" || op == "GlobalAveragePool" || op == "Identity") return NodeForm{1, 1, 1, V{}};
+  if (op == "Add" || op == "MatMul") return NodeForm{2, 2, 1, V{}};
+  if (op == "AveragePool") {
+    V a{"auto_pad", "count_include_pad", "kernel_shape", "pads", "strides"};
+    if (opset >= 10) a.push_back("ceil_mode");
+    if (opset >= 19) a.push_back("dilations");
+    return NodeForm{1, 1, 1, a};
+  }
+  if (op == "ReduceMean")
+    return opset < 18 ? NodeForm{1, 1, 1, V{"axes", "keepdims"}}
+                      : NodeForm{1, 2, 1, V{"keepdims", "noop_with_empty_axes"}};
+  if (op == "Flatten" || op == "Softmax" || op == "Gather")
+    return NodeForm{op == "Gather" ? 2 : 1, op == "Gather" ? 2 : 1, 1, V{"axis"}};
+  if (op == "Reshape") return NodeForm{2, 2, 1, opset >= 14 ? V{"allowzero"} : V{}};
+  if (op == "Squeeze") return opset < 13 ? NodeForm{1, 1, 1, V{"axes"}} : NodeForm{1, 2, 1, V{}};
+  if (op == "Unsqueeze") return opset < 13 ? NodeForm{1, 1, 1, V{"axes"}} : NodeForm{2, 2, 1, V{}};
+  if (op == "Gemm") return NodeForm{opset < 11 ? 3 : 2, 3, 1, V{"alpha", "beta", "transA", "transB"}};
+  if (op == "Dropout") return opset < 12 ? NodeForm{1, 1, 2, V{"ratio"}} : NodeForm{1, 3, 2, V{"seed"}};
+  if (op == "Constant") {
+    V a{"value"};
+    if (opset >= 11) a.push_back("sparse_value");
+    if (opset >= 12)
+      a.insert(a.end(), {"value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings"});
+    return NodeForm{0, 0, 1, a};
+  }
+  if (op == "Shape") return NodeForm{1, 1, 1, opset >= 15 ? V{"start", "end"} : V{}};
+  if (op == "Concat") return NodeForm{1, kMany, 1, V{"axis"}};
+  if (op == "Cast") return NodeForm{1, 1, 1, opset >= 19 ? V{"to", "saturate"} : V{"to"}};
+  return std::nullopt;
+}
+
+void check_node_form(const onnx::NodeProto& n, int64_t opset) {
+  const std::optional<NodeForm> form = node_form(n.op_type(), opset);
+  if (!form) return;  // not an operator the importer converts: refused by name
+  const std::string in_opset = " in opset " + std::to_string(opset);
+  if (n.input_size() < form->min_inputs || n.input_size() > form->max_inputs)
+    throw Refusal("has " + std::to_string(n.input_size()) + " inputs; " + n.op_type() + in_opset + " takes " +
+                  (form->min_inputs == form->max_inputs
+                       ? std::to_string(form->min_inputs)
+                       : std::to_string(form->min_inputs) + " to " + std::to_string(form->max_inputs)));
+  if (n.output_size() > form->max_outputs)
+    throw Refusal("has " + std::to_string(n.output_size()) + " outputs; " + n.op_type() + in_opset + " has at most " +
+                  std::to_string(form->max_outputs));
+  std::set<std::string> seen;
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    if (!seen.insert(a.name()).second) throw Refusal("attribute '" + a.name() + "' is given twice");
+    if (std::find(form->attributes.begin(), form->attributes.end(), a.name()) == form->attributes.end())
+      throw Refusal("attribute '" + a.name() + "' is not an attribute of " + n.op_type() + in_opset);
+  }
+}
+
 void Importer::convert(const onnx::NodeProto& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     throw Refusal("operators from domain '" + n.domain() + "' are not supported");
   const std::string& op = n.op_type();
+  check_node_form(n, opset_);
   if (op == "Conv") return conv(n);
   if (op == "BatchNormalization") return batch_norm(n);
   if (op == "Clip") return clip(n, false);
@@ -596,6 +790,8 @@ void Importer::convert(const onnx::NodeProto& n) {
   if (op == "Add") return add(n);
   if (op == "GlobalAveragePool") return average_pool(n, true);
   if (op == "AveragePool") return average_pool(n, false);
+  if (op == "ReduceMean") return reduce_mean(n);
+  if (op == "Cast") return cast(n);
   if (op == "Flatten") return flatten(n);
   if (op == "Reshape") return reshape(n);
   if (op == "Squeeze") return squeeze(n);
@@ -611,7 +807,8 @@ void Importer::convert(const onnx::NodeProto& n) {
   if (op == "Concat") return concat(n);
   throw Refusal(
       "unsupported operator; this importer takes MobileNetV2-style networks (Conv, BatchNormalization, "
-      "Clip, Relu, Add, GlobalAveragePool, AveragePool, Flatten, Reshape, Gemm, MatMul, Softmax)");
+      "Clip, Relu, Add, GlobalAveragePool, AveragePool, ReduceMean, Flatten, Reshape, Squeeze, Gemm, MatMul, "
+      "Softmax, and Identity, Cast, Dropout as pass-throughs)");
 }
 
 void Importer::conv(const onnx::NodeProto& n) {
@@ -650,33 +847,6 @@ void Importer::conv(const onnx::NodeProto& n) {
   for (int64_t p : pads)
     if (p < 0 || p > kMaxSide) throw Refusal("pads " + dims_str(pads) + " must be non-negative");
 
-  const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET") {
-    if (attr(n, "pads", onnx::AttributeProto::INTS) && pads != std::vector<int64_t>{0, 0, 0, 0})
-      throw Refusal("has both auto_pad=" + auto_pad + " and explicit pads");
-    if (auto_pad == "VALID") {
-      pads = {0, 0, 0, 0};
-    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      // SAME depends on the input size through (size mod stride); it is resolved at the declared size.
-      const int64_t in[2] = {x.h, x.w};
-      const int64_t k[2] = {kh, kw};
-      for (int a = 0; a < 2; ++a) {
-        const int64_t out = (in[a] + strides[a] - 1) / strides[a];
-        const int64_t total = std::max<int64_t>(0, (out - 1) * strides[a] + (k[a] - 1) * dil[a] + 1 - in[a]);
-        const int64_t small = total / 2, large = total - small;
-        pads[a] = auto_pad == "SAME_UPPER" ? small : large;
-        pads[a + 2] = auto_pad == "SAME_UPPER" ? large : small;
-      }
-      if (!fixed_size_ && (strides[0] > 1 || strides[1] > 1))
-        model_.warnings.push_back("node '" + label_ + "': auto_pad " + auto_pad + " resolved to pads " +
-                                  dims_str(pads) + " for a " + std::to_string(model_.input_height) + "x" +
-                                  std::to_string(model_.input_width) +
-                                  " input; other input sizes may pad differently from ONNX");
-    } else {
-      throw Refusal("auto_pad '" + auto_pad + "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
-    }
-  }
-
   Layer L;
   L.kind = LayerKind::Conv2d;
   L.inputs = {x.layer};
@@ -687,13 +857,33 @@ void Importer::conv(const onnx::NodeProto& n) {
   p.kernel_w = static_cast<int>(kw);
   p.stride_h = static_cast<int>(strides[0]);
   p.stride_w = static_cast<int>(strides[1]);
+  p.dilation_h = static_cast<int>(dil[0]);
+  p.dilation_w = static_cast<int>(dil[1]);
+  p.groups = static_cast<int>(group);
+
+  const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET") {
+    if (attr(n, "pads", onnx::AttributeProto::INTS) && pads != std::vector<int64_t>{0, 0, 0, 0})
+      throw Refusal("has both auto_pad=" + auto_pad + " and explicit pads");
+    if (auto_pad == "VALID") {
+      p.auto_pad = AutoPad::Valid;
+      pads = {0, 0, 0, 0};
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      // SAME depends on the map size through (size mod stride): resolved here at the declared input size
+      // (224 where the file leaves it open); analyse() refuses a run size at which ONNX would pad otherwise.
+      p.auto_pad = auto_pad == "SAME_UPPER" ? AutoPad::SameUpper : AutoPad::SameLower;
+      const std::array<int64_t, 4> same = resolve_same_pads(p, x.h, x.w);
+      for (int64_t v : same)
+        if (v > kMaxSide) throw Refusal("auto_pad " + auto_pad + " needs pads beyond " + std::to_string(kMaxSide));
+      pads.assign(same.begin(), same.end());
+    } else {
+      throw Refusal("auto_pad '" + auto_pad + "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    }
+  }
   p.pad_top = static_cast<int>(pads[0]);
   p.pad_left = static_cast<int>(pads[1]);
   p.pad_bottom = static_cast<int>(pads[2]);
   p.pad_right = static_cast<int>(pads[3]);
-  p.dilation_h = static_cast<int>(dil[0]);
-  p.dilation_w = static_cast<int>(dil[1]);
-  p.groups = static_cast<int>(group);
 
   TensorInfo y = x;
   y.c = m;
@@ -878,6 +1068,112 @@ void Importer::average_pool(const onnx::NodeProto& n, bool global) {
   set_tensor(n, y);
 }
 
+// ReduceMean over exactly the spatial axes is a global average pool: axes as an attribute before opset 18,
+// as an input from 18 on (in any order, negative counted from the end). keepdims=0 gives N x C directly.
+void Importer::reduce_mean(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  const TensorInfo x = tensor_input(n, 0);
+  std::vector<int64_t> axes;
+  if (opset_ < 18) {
+    axes = attr_ints(n, "axes", {});
+  } else if (has_input(n, 1)) {
+    axes = int_list_input(n, 1, "axes");
+  }
+  const int64_t keepdims = attr_int(n, "keepdims", 1);
+  if (keepdims != 0 && keepdims != 1) throw Refusal("keepdims " + std::to_string(keepdims) + " must be 0 or 1");
+  if (axes.empty()) {
+    if (opset_ >= 18 && attr_int(n, "noop_with_empty_axes", 0) != 0) {
+      set_tensor(n, x);  // no axes and noop_with_empty_axes=1: the identity
+      return;
+    }
+    throw Refusal("reduces over every axis (no axes given); only the mean over the spatial axes [2, 3] is supported");
+  }
+  if (x.rank != 4)
+    throw Refusal("input '" + n.input(0) + "' is 2-D; only the mean over the spatial axes of a map is supported");
+  for (int64_t& a : axes) {
+    if (a < -4 || a > 3) throw Refusal("axis " + std::to_string(a) + " is out of range for a 4-D tensor");
+    if (a < 0) a += 4;
+  }
+  std::sort(axes.begin(), axes.end());
+  if (axes != std::vector<int64_t>{2, 3})
+    throw Refusal("reduces over axes " + dims_str(axes) +
+                  "; only the mean over the spatial axes [2, 3] (a global average pool) is supported");
+  Layer L;
+  L.kind = LayerKind::GlobalAveragePool;
+  L.inputs = {x.layer};
+  TensorInfo y = x;
+  y.h = y.w = 1;
+  if (keepdims == 0) y.rank = 2;
+  y.layer = add_layer(n, std::move(L));
+  set_tensor(n, y);
+}
+
+// Cast: of a computed tensor only to FLOAT (the engine computes in float32, so it is a no-op); of a
+// constant (an initializer stored in another type, a shape value), folded here.
+void Importer::cast(const onnx::NodeProto& n) {
+  require_outputs(n, 1);
+  const onnx::AttributeProto* to_attr = attr(n, "to", onnx::AttributeProto::INT);
+  if (!to_attr) throw Refusal("has no 'to' attribute");
+  const int64_t to = to_attr->i();
+  const std::string to_name = to >= std::numeric_limits<int32_t>::min() && to <= std::numeric_limits<int32_t>::max()
+                                  ? data_type_name(static_cast<int32_t>(to))
+                                  : "type " + std::to_string(to);
+  const Value& v = value(n, 0);
+  if (!v.is_const) {
+    if (to != onnx::TensorProto::FLOAT)
+      throw Refusal("casts the computed tensor '" + n.input(0) + "' to " + to_name +
+                    "; the engine computes in float32, so only a Cast to FLOAT (a no-op) is supported");
+    (void)tensor_input(n, 0);  // the same checks as any consumer (not after Softmax)
+    set_output(n, 0, v);
+    return;
+  }
+  Const k = v.k;
+  switch (to) {
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16: {
+      if (!k.is_float) {
+        for (const SymInt& i : k.i) {
+          if (i.sym != Sym::Known) throw Refusal("casts a shape value that is not known at load time");
+          k.f.push_back(static_cast<float>(i.v));
+        }
+        k.i.clear();
+        k.is_float = true;
+      }
+      // Values are kept as float32; a cast to a narrower type rounds them to what that type holds.
+      if (to == onnx::TensorProto::FLOAT16)
+        for (float& f : k.f) f = round_to_half(f);
+      if (to == onnx::TensorProto::BFLOAT16)
+        for (float& f : k.f) f = round_to_bfloat16(f);
+      break;
+    }
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::INT32: {
+      if (k.is_float) {
+        const double limit = to == onnx::TensorProto::INT32 ? 2147483648.0 : 9223372036854775808.0;
+        for (float f : k.f) {
+          const double t = std::trunc(static_cast<double>(f));  // ONNX casts float to int by truncation
+          if (!std::isfinite(t) || t >= limit || t < -limit)
+            throw Refusal("casts " + std::to_string(f) + " to " + to_name + ", which cannot hold it");
+          k.i.push_back({static_cast<int64_t>(t), Sym::Known});
+        }
+        k.f.clear();
+        k.is_float = false;
+      } else if (to == onnx::TensorProto::INT32) {
+        for (const SymInt& i : k.i)
+          if (i.sym == Sym::Known &&
+              (i.v < std::numeric_limits<int32_t>::min() || i.v > std::numeric_limits<int32_t>::max()))
+            throw Refusal("casts " + std::to_string(i.v) + " to INT32, which cannot hold it");
+      }
+      break;
+    }
+    default:
+      throw Refusal("casts to " + to_name + "; only FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT64 and INT32 are supported");
+  }
+  set_const(n, std::move(k));
+}
+
 // Flatten / Reshape / Squeeze all turn an N x C x H x W map into N x (C*H*W) here; the engine's Linear reads
 // its input flattened, so none of them is a layer.
 void Importer::flatten(const onnx::NodeProto& n) {
@@ -903,7 +1199,11 @@ void Importer::reshape(const onnx::NodeProto& n) {
   const SymInt& d0 = k.i[0];
   const SymInt& d1 = k.i[1];
   const int64_t features = x.c * x.h * x.w;
-  const bool keeps_batch = d0.sym == Sym::Batch || (d0.sym == Sym::Known && ((d0.v == 0 && !allow_zero) || d0.v == 1));
+  // The batch kept as such, copied (0), or written out as the batch size the file fixes for its input
+  // (PyTorch's exporter writes [2, 1280] for a model exported at batch 2); the engine runs any batch.
+  const bool keeps_batch =
+      d0.sym == Sym::Batch || (d0.sym == Sym::Known && ((d0.v == 0 && !allow_zero) || d0.v == 1 ||
+                                                        (declared_batch_ > 0 && d0.v == declared_batch_)));
   const bool rest = d1.sym == Sym::Known && (d1.v == -1 || d1.v == features);
   const bool infer_batch = d0.sym == Sym::Known && d0.v == -1 && d1.sym == Sym::Known && d1.v == features;
   if (!((keeps_batch && rest) || infer_batch))
@@ -1146,10 +1446,11 @@ void Importer::concat(const onnx::NodeProto& n) {
 }
 
 Model Importer::run() {
-  for (const onnx::OperatorSetIdProto& o : proto_.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
-  if (opset_ <= 0) fail_file("the model imports no default ONNX operator set");
-  if (g_.sparse_initializer_size() > 0) fail_file("sparse initializers are not supported");
+  opset_ = default_opset(proto_);
+  model_.file.ir_version = proto_.ir_version();
+  model_.file.opset = opset_;
+  model_.file.producer_name = one_line(proto_.producer_name());
+  model_.file.producer_version = one_line(proto_.producer_version());
 
   for (const onnx::TensorProto& t : g_.initializer()) initializers_[t.name()] = &t;
   count_uses();
@@ -1219,18 +1520,142 @@ std::string read_whole_file(const std::string& path) {
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
   if (size < 0) throw Error(path + ": cannot read file");
-  // protobuf parses at most 2 GiB; larger models keep their weights in external data, which is refused anyway.
+  // protobuf parses at most 2 GiB; larger models keep their weights in external data files.
   if (size >= std::numeric_limits<int>::max())
     throw Error(path +
-                ": cannot read file (larger than 2 GiB; ONNX files that large need external data, which is "
-                "not supported)");
+                ": cannot read file (larger than 2 GiB; ONNX files that large must keep their weights in external "
+                "data files)");
   bytes.resize(static_cast<size_t>(size));
   in.seekg(0, std::ios::beg);
   if (size > 0 && !in.read(bytes.data(), size)) throw Error(path + ": cannot read file (read failed)");
   return bytes;
 }
 
-Model load_onnx_file(const std::string& path) {
+void check_versions(const std::string& path, const onnx::ModelProto& proto) {
+  if (!proto.has_ir_version()) throw Error(path + ": not a valid ONNX model (no IR version)");
+  const int64_t ir = proto.ir_version();
+  if (ir < kMinIrVersion || ir > kMaxIrVersion)
+    throw Error(path + ": ONNX IR version " + std::to_string(ir) +
+                " is not supported; this importer reads IR versions " + std::to_string(kMinIrVersion) + " to " +
+                std::to_string(kMaxIrVersion));
+  const int64_t opset = default_opset(proto);
+  if (opset == 0) throw Error(path + ": the model imports no default ONNX operator set (ai.onnx)");
+  if (opset < kMinOpset || opset > kMaxOpset)
+    throw Error(path + ": ai.onnx opset " + std::to_string(opset) + " is not supported; this importer reads opsets " +
+                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+}
+
+// Why the ONNX library's checker cannot judge this model: an IR version or an imported operator set newer
+// than the library knows (its checker would refuse the file, or judge new ops by old schemas). "" if it can.
+std::string checker_skip_reason(const onnx::ModelProto& proto) {
+  std::string why;
+  auto add = [&](const std::string& s) { why += (why.empty() ? "" : ", ") + s; };
+  const int64_t library_ir = onnx::Version::IR_VERSION;
+  if (proto.ir_version() > library_ir)
+    add("IR version " + std::to_string(proto.ir_version()) + " > " + std::to_string(library_ir));
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  for (const onnx::OperatorSetIdProto& o : proto.opset_import()) {
+    const std::string domain = o.domain() == "ai.onnx" ? std::string() : o.domain();
+    auto it = known.find(domain);
+    if (it == known.end()) continue;  // a domain the library has no schemas for: its nodes are refused anyway
+    if (o.version() > it->second.second)
+      add((domain.empty() ? std::string("ai.onnx") : domain) + " opset " + std::to_string(o.version()) + " > " +
+          std::to_string(it->second.second));
+  }
+  return why;
+}
+
+bool has_inline_data(const onnx::TensorProto& t) {
+  return t.has_raw_data() || t.float_data_size() > 0 || t.int32_data_size() > 0 || t.string_data_size() > 0 ||
+         t.int64_data_size() > 0 || t.double_data_size() > 0 || t.uint64_data_size() > 0;
+}
+
+// Tensors the importer never reads as data: in subgraphs (If/Loop/Scan bodies), sparse tensors, local
+// functions, training information. External data there is refused (the library's checker would look such
+// files up itself, outside our rules); shapes are checked like any other, since the checker multiplies
+// dimensions without an overflow check.
+void check_unread_tensor(const std::string& path, const onnx::TensorProto& t, const std::string& where) {
+  if (has_external_data(t))
+    throw Error(path + ": " + where +
+                " keeps its data in an external file; external data is only read for the main graph's "
+                "initializers and node attributes");
+  if (const std::string why = shape_problem(t); !why.empty()) throw Error(path + ": " + where + " " + why);
+}
+void check_unread_graph(const std::string& path, const onnx::GraphProto& g, const std::string& where);
+void check_unread_sparse(const std::string& path, const onnx::SparseTensorProto& t, const std::string& where) {
+  check_unread_tensor(path, t.values(), where + " (values)");
+  check_unread_tensor(path, t.indices(), where + " (indices)");
+}
+void check_unread_attributes(const std::string& path, const onnx::NodeProto& n, const std::string& where,
+                             bool tensors_too) {
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    const std::string in = where + ": attribute '" + a.name() + "'";
+    if (tensors_too && a.has_t()) check_unread_tensor(path, a.t(), in);
+    if (tensors_too)
+      for (const onnx::TensorProto& t : a.tensors()) check_unread_tensor(path, t, in);
+    if (a.has_sparse_tensor()) check_unread_sparse(path, a.sparse_tensor(), in);
+    for (const onnx::SparseTensorProto& t : a.sparse_tensors()) check_unread_sparse(path, t, in);
+    if (a.has_g()) check_unread_graph(path, a.g(), in);
+    for (const onnx::GraphProto& sub : a.graphs()) check_unread_graph(path, sub, in);
+  }
+}
+void check_unread_graph(const std::string& path, const onnx::GraphProto& g, const std::string& where) {
+  for (const onnx::TensorProto& t : g.initializer())
+    check_unread_tensor(path, t, where + ": initializer '" + t.name() + "'");
+  for (const onnx::SparseTensorProto& t : g.sparse_initializer())
+    check_unread_sparse(path, t, where + ": sparse initializer '" + t.values().name() + "'");
+  for (int i = 0; i < g.node_size(); ++i)
+    check_unread_attributes(path, g.node(i), where + ": node '" + node_label(g.node(i), i) + "'", true);
+}
+
+// Reads every external tensor of the main graph (initializers, node attribute tensors such as Constant
+// values) into the model itself, so that the checker and the importer see an ordinary in-file model, and
+// feeds the bytes read into the checksum in file order.
+class ExternalData {
+ public:
+  ExternalData(const std::string& path, const OnnxLoadOptions& options, uint64_t& hash)
+      : path_(path), options_(options), hash_(hash) {}
+
+  void load(onnx::TensorProto& t, const std::string& what) {
+    try {
+      if (has_inline_data(t)) throw detail::ExternalDataRefusal("is stored externally but also holds data in the file");
+      const size_t elem = element_size(t.data_type());
+      if (elem == 0)
+        throw detail::ExternalDataRefusal("has data type " + data_type_name(t.data_type()) +
+                                          ", which is not read from external data (FLOAT, FLOAT16, BFLOAT16, "
+                                          "DOUBLE, INT64 and INT32 are)");
+      uint64_t numel = 1;
+      for (int64_t d : t.dims()) numel *= static_cast<uint64_t>(d);  // shape_problem() bounded them already
+      const detail::ExternalRef ref = detail::parse_external_ref(t);
+      if (!reader_) {
+        std::string folder = options_.external_data_dir;
+        if (folder.empty()) folder = std::filesystem::path(path_).parent_path().string();
+        reader_.emplace(folder, static_cast<uint64_t>(std::max<int64_t>(0, options_.max_external_bytes)));
+      }
+      std::string bytes = reader_->read(ref, numel * elem);
+      hash_ = fnv1a64_update(hash_, bytes.data(), bytes.size());
+      t.clear_external_data();
+      t.set_data_location(onnx::TensorProto::DEFAULT);
+      t.set_raw_data(std::move(bytes));
+    } catch (const detail::ExternalDataRefusal& e) {
+      throw Error(path_ + ": " + what + ": " + e.what());
+    }
+  }
+
+  void record(ModelFileInfo& info) const {
+    if (!reader_) return;
+    info.external_files = reader_->locations();
+    info.external_bytes = static_cast<int64_t>(reader_->total_bytes());
+  }
+
+ private:
+  const std::string& path_;
+  const OnnxLoadOptions& options_;
+  uint64_t& hash_;
+  std::optional<detail::ExternalDataReader> reader_;  // made on the first external tensor
+};
+
+Model load_onnx_file(const std::string& path, const OnnxLoadOptions& options) {
   const std::string bytes = read_whole_file(path);
   if (bytes.empty()) throw Error(path + ": empty file");
 
@@ -1238,48 +1663,66 @@ Model load_onnx_file(const std::string& path) {
   if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     throw Error(path + ": not a valid ONNX model (truncated or corrupt protobuf)");
   if (!proto.has_graph()) throw Error(path + ": not a valid ONNX model (no graph)");
+  check_versions(path, proto);
 
-  // Before the checker: it would look for external files next to the model, and its message for a dangling
-  // input is less direct than ours.
-  const onnx::GraphProto& g = proto.graph();
-  for (const onnx::TensorProto& t : g.initializer()) {
-    if (has_external_data(t))
-      throw Error(path + ": initializer '" + t.name() +
-                  "' keeps its data in an external file; external data is not supported (save the model with its "
-                  "weights inside the .onnx file)");
+  // Before the checker: external data is read here under our rules (the checker would look the files up
+  // itself), and our messages for absurd shapes and dangling inputs are more direct than its.
+  uint64_t hash = fnv1a64_update(kFnv1a64Basis, bytes.data(), bytes.size());
+  ExternalData external(path, options, hash);
+  onnx::GraphProto& g = *proto.mutable_graph();
+  if (g.sparse_initializer_size() > 0) throw Error(path + ": sparse initializers are not supported");
+  for (onnx::TensorProto& t : *g.mutable_initializer()) {
+    const std::string what = "initializer '" + t.name() + "'";
     // The checker multiplies the dimensions without an overflow check; absurd shapes stop here.
-    if (const std::string why = shape_problem(t); !why.empty())
-      throw Error(path + ": initializer '" + t.name() + "' " + why);
+    if (const std::string why = shape_problem(t); !why.empty()) throw Error(path + ": " + what + " " + why);
+    if (has_external_data(t)) external.load(t, what);
   }
   std::set<std::string> known;
   for (const onnx::ValueInfoProto& in : g.input()) known.insert(in.name());
   for (const onnx::TensorProto& t : g.initializer()) known.insert(t.name());
-  for (const onnx::SparseTensorProto& t : g.sparse_initializer()) known.insert(t.values().name());
   for (int i = 0; i < g.node_size(); ++i) {
-    const onnx::NodeProto& n = g.node(i);
-    const std::string label = node_label(n, i);
-    for (const onnx::AttributeProto& a : n.attribute()) {
-      if (a.has_t() && !shape_problem(a.t()).empty())
-        throw Error(path + ": node '" + label + "' (" + n.op_type() + "): its tensor " + shape_problem(a.t()));
-      if (a.has_t() && has_external_data(a.t()))
-        throw Error(path + ": node '" + label + "' (" + n.op_type() +
-                    "): its tensor keeps its data in an external file; external data is not supported");
+    onnx::NodeProto& n = *g.mutable_node(i);
+    const std::string label = "node '" + node_label(n, i) + "' (" + n.op_type() + ")";
+    for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+      std::vector<onnx::TensorProto*> tensors;
+      if (a.has_t()) tensors.push_back(a.mutable_t());
+      for (onnx::TensorProto& t : *a.mutable_tensors()) tensors.push_back(&t);
+      for (onnx::TensorProto* t : tensors) {
+        if (const std::string why = shape_problem(*t); !why.empty())
+          throw Error(path + ": " + label + ": its tensor " + why);
+        if (has_external_data(*t)) external.load(*t, label + ": attribute '" + a.name() + "'");
+      }
     }
+    check_unread_attributes(path, n, label, false);
     for (const std::string& in : n.input())
       if (!in.empty() && !known.count(in))
-        throw Error(path + ": node '" + label + "' (" + n.op_type() + "): input '" + in +
+        throw Error(path + ": " + label + ": input '" + in +
                     "' is not produced by any earlier node, initializer or graph input");
-    for (const std::string& out : n.output()) known.insert(out);
+    for (const std::string& out : n.output())
+      if (!out.empty() && !known.insert(out).second)
+        throw Error(path + ": " + label + ": output '" + out +
+                    "' is already defined earlier in the graph; every name must be assigned once");
   }
   for (const onnx::ValueInfoProto& out : g.output())
     if (!known.count(out.name())) throw Error(path + ": graph output '" + out.name() + "' is not produced by any node");
+  for (const onnx::FunctionProto& f : proto.functions())
+    for (int i = 0; i < f.node_size(); ++i)
+      check_unread_attributes(path, f.node(i), "function '" + f.name() + "': node '" + node_label(f.node(i), i) + "'",
+                              true);
+  for (const onnx::TrainingInfoProto& t : proto.training_info()) {
+    check_unread_graph(path, t.initialization(), "training initialization graph");
+    check_unread_graph(path, t.algorithm(), "training algorithm graph");
+  }
 
-  try {
-    onnx::checker::check_model(proto);
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    throw Error(path + ": ONNX checker: " + msg);
+  const std::string skip = checker_skip_reason(proto);
+  if (skip.empty()) {
+    try {
+      onnx::checker::check_model(proto);
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+      throw Error(path + ": ONNX checker: " + msg);
+    }
   }
 
   Model model;
@@ -1292,15 +1735,28 @@ Model load_onnx_file(const std::string& path) {
     throw Error(path + ": cannot import the model: " + e.what());
   }
   model.source = path;
-  model.checksum = "fnv1a64:" + fnv1a64_hex(bytes.data(), bytes.size());
+  model.checksum = "fnv1a64:" + hex64(hash);
+  external.record(model.file);
+  model.file.checker_ran = skip.empty();
+  const std::string library = "ONNX " + std::string(onnx::LAST_RELEASE_VERSION);
+  if (skip.empty()) {
+    model.file.checker_note = "passed (" + library + " library)";
+  } else {
+    model.file.checker_note = "skipped: the model is newer than the " + library + " library knows (" + skip + ")";
+    model.warnings.insert(model.warnings.begin(), "the " + library +
+                                                      " library's checker was skipped: the model is newer than it "
+                                                      "knows (" +
+                                                      skip +
+                                                      "); every node was checked by the importer's own rules instead");
+  }
   return model;
 }
 
 }  // namespace
 
-Model load_onnx(const std::string& path) {
+Model load_onnx(const std::string& path, const OnnxLoadOptions& options) {
   try {
-    return load_onnx_file(path);
+    return load_onnx_file(path, options);
   } catch (const Error& e) {
     throw Error(one_line(e.what()));
   }

@@ -55,6 +55,15 @@ std::vector<std::string> builtin_labels(int num_classes) {
   return names;
 }
 
+std::string labels_source(int num_classes, const std::string& labels_file) {
+  if (!labels_file.empty()) return "file " + labels_file;
+  const size_t builtin = imagenet_1001().size();
+  if (num_classes == 1001 && builtin == 1001) return "built-in ImageNet, 1001 classes (background first)";
+  if (num_classes == 1000 && builtin == 1001) return "built-in ImageNet, 1000 classes";
+  return "generated names 'class 0'..'class " + std::to_string(std::max(num_classes - 1, 0)) +
+         "' (no built-in list has " + std::to_string(num_classes) + " classes)";
+}
+
 std::vector<std::string> read_labels_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not a labels file");

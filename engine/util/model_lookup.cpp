@@ -1,4 +1,5 @@
-// Finding the model file: --model, then MNV2_MODEL, then a weights/ folder near the program.
+// Finding the model file: --model, then MNV2_MODEL, then a weights/ folder near the program, then the
+// user's and the system's XDG data folders (mnv2-profiler/ in each).
 #include "mnv2/model_lookup.h"
 
 #include <unistd.h>
@@ -6,6 +7,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "mnv2/error.h"
 #include "mnv2/model.h"
@@ -28,6 +32,30 @@ std::string find_in_folder(const fs::path& dir) {
     if (entry.path().extension() == ".onnx" && entry.is_regular_file(ec)) found.push_back(entry.path().string());
   std::sort(found.begin(), found.end());
   return found.empty() ? std::string() : found.front();
+}
+
+// The XDG base directory specification's data folders, most important first: $XDG_DATA_HOME (default
+// ~/.local/share), then each of $XDG_DATA_DIRS (default /usr/local/share:/usr/share). Relative entries are
+// ignored, as the specification says.
+std::vector<fs::path> xdg_data_dirs() {
+  std::vector<fs::path> dirs;
+  const char* data_home = std::getenv("XDG_DATA_HOME");
+  if (data_home && fs::path(data_home).is_absolute()) {
+    dirs.emplace_back(data_home);
+  } else if (const char* home = std::getenv("HOME"); home && fs::path(home).is_absolute()) {
+    dirs.push_back(fs::path(home) / ".local" / "share");
+  }
+  const char* data_dirs = std::getenv("XDG_DATA_DIRS");
+  const std::string list = data_dirs && *data_dirs ? data_dirs : "/usr/local/share:/usr/share";
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(':', start);
+    if (end == std::string::npos) end = list.size();
+    const fs::path dir(list.substr(start, end - start));
+    if (dir.is_absolute()) dirs.push_back(dir);
+    start = end + 1;
+  }
+  return dirs;
 }
 
 }  // namespace
@@ -55,13 +83,18 @@ ModelLocation locate_model(const std::string& explicit_path, const std::string& 
   }
   // Built tree: build/app/mnv2 -> build/weights, <source>/weights; installed: bin/ -> share/mnv2-profiler/weights.
   const fs::path base(exe_dir);
+  std::vector<std::pair<fs::path, std::string>> folders;  // folder, how it is described when found there
   for (const fs::path& dir : {base / "weights", base / ".." / "weights", base / ".." / ".." / "weights",
-                              base / ".." / "share" / "mnv2-profiler" / "weights"}) {
+                              base / ".." / "share" / "mnv2-profiler" / "weights"})
+    folders.emplace_back(dir, "weights folder ");
+  // An installed package ships no weights: a user places a model in ~/.local/share/mnv2-profiler/.
+  for (const fs::path& dir : xdg_data_dirs()) folders.emplace_back(dir / "mnv2-profiler", "data folder ");
+  for (const auto& [dir, how] : folders) {
     const fs::path clean = dir.lexically_normal();
     loc.searched.push_back(clean.string());
     if (std::string found = find_in_folder(clean); !found.empty()) {
       loc.path = found;
-      loc.how = "weights folder " + clean.string();
+      loc.how = how + clean.string();
       return loc;
     }
   }

@@ -25,12 +25,14 @@ inline std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-// `env` is a list of VAR=value settings (MNV2_MODEL is cleared unless given, so the user's environment
-// cannot change the outcome). timeout_s > 0 kills the program after that many seconds (exit code 124).
+// `env` is a list of VAR=value settings (MNV2_MODEL is cleared and the XDG data folders point into an empty
+// temporary folder unless given, so the user's environment and installed models cannot change the
+// outcome). timeout_s > 0 kills the program after that many seconds (exit code 124).
 inline CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
                          const std::string& exe = MNV2_CLI_PATH, int timeout_s = 0) {
   TempDir tmp;
-  std::string cmd = "env -u MNV2_MODEL";
+  std::string cmd = "env -u MNV2_MODEL " + shell_quote("XDG_DATA_HOME=" + tmp.file("xdg-data-home")) + " " +
+                    shell_quote("XDG_DATA_DIRS=" + tmp.file("xdg-data-dirs"));
   for (const auto& e : env) cmd += " " + shell_quote(e);
   if (timeout_s > 0) cmd += " timeout -k 5 " + std::to_string(timeout_s);
   cmd += " " + shell_quote(exe);

@@ -5,9 +5,12 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mnv2::test {
@@ -21,8 +24,8 @@ inline std::vector<float> ramp(size_t n, float scale = 0.1f, float offset = -0.3
 
 class OnnxBuilder {
  public:
-  explicit OnnxBuilder(int64_t opset = 13) {
-    m_.set_ir_version(7);
+  explicit OnnxBuilder(int64_t opset = 13, int64_t ir_version = 7) {
+    m_.set_ir_version(ir_version);
     m_.set_producer_name("mnv2-test");
     auto* op = m_.add_opset_import();
     op->set_domain("");
@@ -83,6 +86,58 @@ class OnnxBuilder {
     for (int64_t x : v) t->add_int64_data(x);
     return *t;
   }
+  // An initializer of any type from its little-endian bytes (FLOAT16 and BFLOAT16: two per value).
+  onnx::TensorProto& init_raw(const std::string& name, const std::vector<int64_t>& dims, int32_t type,
+                              const std::string& bytes) {
+    auto* t = m_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_raw_data(bytes);
+    return *t;
+  }
+  onnx::TensorProto* find_init(const std::string& name) {
+    for (auto& t : *m_.mutable_graph()->mutable_initializer())
+      if (t.name() == name) return &t;
+    return nullptr;
+  }
+  // Sets a tensor's external_data entries as given (no checks: the hostile-file tests use this directly).
+  static void external_entries(onnx::TensorProto& t, const std::vector<std::pair<std::string, std::string>>& entries) {
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::EXTERNAL);
+    for (const auto& [key, value] : entries) {
+      auto* e = t.add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    }
+  }
+  // Moves a tensor's data into the external file `location` (relative to the model's folder), appended at
+  // its end, with offset and (unless !with_length) length entries, as exporters with external data do;
+  // save() writes the files beside the model.
+  void externalize(onnx::TensorProto& t, const std::string& location, bool with_length = true) {
+    std::string bytes = t.raw_data();
+    if (!t.has_raw_data()) {
+      if (t.data_type() != onnx::TensorProto::FLOAT) throw std::runtime_error("externalize: raw data or FLOAT");
+      bytes.resize(static_cast<size_t>(t.float_data_size()) * sizeof(float));
+      if (!bytes.empty()) std::memcpy(bytes.data(), t.float_data().data(), bytes.size());
+    }
+    std::string& file = external_[location];
+    std::vector<std::pair<std::string, std::string>> entries = {{"location", location},
+                                                                {"offset", std::to_string(file.size())}};
+    if (with_length) entries.emplace_back("length", std::to_string(bytes.size()));
+    file += bytes;
+    t.clear_float_data();
+    t.clear_raw_data();
+    external_entries(t, entries);
+  }
+  OnnxBuilder& externalize(const std::string& name, const std::string& location, bool with_length = true) {
+    onnx::TensorProto* t = find_init(name);
+    if (!t) throw std::runtime_error("externalize: no initializer '" + name + "'");
+    externalize(*t, location, with_length);
+    return *this;
+  }
+  const std::map<std::string, std::string>& external_files() const { return external_; }
+
   onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
                         const std::string& name = "") {
     auto* n = m_.mutable_graph()->add_node();
@@ -136,6 +191,24 @@ class OnnxBuilder {
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(v);
   }
+  static void attr_string(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
+  // A Constant's "value" tensor; returned so that a test can move it to external data.
+  static onnx::TensorProto& attr_tensor(onnx::NodeProto& n, const std::vector<int64_t>& dims,
+                                        const std::vector<float>& v) {
+    auto* a = n.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    auto* t = a->mutable_t();
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float x : v) t->add_float_data(x);
+    return *t;
+  }
 
   onnx::ModelProto& proto() { return m_; }
   std::string bytes() const {
@@ -143,11 +216,15 @@ class OnnxBuilder {
     if (!m_.SerializeToString(&s)) throw std::runtime_error("cannot serialise the ONNX model");
     return s;
   }
+  // Writes the model, and its external data files (see externalize()) into the model's folder.
   void save(const std::string& path) const {
-    const std::string b = bytes();
-    std::ofstream out(path, std::ios::binary);
-    out.write(b.data(), static_cast<std::streamsize>(b.size()));
-    if (!out) throw std::runtime_error("cannot write " + path);
+    write(path, bytes());
+    const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+    for (const auto& [location, data] : external_) {
+      const std::filesystem::path file = folder / location;
+      std::filesystem::create_directories(file.parent_path());
+      write(file.string(), data);
+    }
   }
 
  private:
@@ -157,7 +234,14 @@ class OnnxBuilder {
     tt->set_elem_type(type);
     return tt;
   }
+  static void write(const std::string& path, const std::string& b) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(b.data(), static_cast<std::streamsize>(b.size()));
+    if (!out) throw std::runtime_error("cannot write " + path);
+  }
+
   onnx::ModelProto m_;
+  std::map<std::string, std::string> external_;  // external data file contents by location
 };
 
 }  // namespace mnv2::test

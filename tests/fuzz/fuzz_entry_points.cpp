@@ -6,9 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mnv2/backend.h"
@@ -58,15 +62,44 @@ void check_refusal(const Error& e, const char* stage) {
   if (msg.find('\n') != std::string::npos) finding(std::string(stage) + " refused with a multi-line message: " + msg);
 }
 
+// Removes the scratch folder when the process ends.
+struct ScratchFolder {
+  explicit ScratchFolder(std::string p) : path(std::move(p)) {}
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  std::string path;
+  ~ScratchFolder() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+
 }  // namespace
+
+const std::string& scratch_dir() {
+  static const ScratchFolder folder = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "mnv2-fuzz-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+    std::vector<float> values(kScratchDataBytes / sizeof(float));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) / 1024.0f;
+    std::ofstream out(tmpl + "/" + kScratchDataFile, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(kScratchDataBytes));
+    if (!out) throw std::runtime_error("cannot write the fuzz scratch data file in " + tmpl);
+    return ScratchFolder(tmpl);  // no copy: the folder is removed exactly once
+  }();
+  return folder.path;
+}
 
 std::string input_path() { return "/proc/self/fd/" + std::to_string(memfd()); }
 
 Outcome onnx_import(const uint8_t* data, size_t size) {
   write_input(data, size);
+  OnnxLoadOptions load;
+  load.external_data_dir = scratch_dir();
+  load.max_external_bytes = kScratchDataBytes;
   Model model;
   try {
-    model = load_onnx(input_path());
+    model = load_onnx(input_path(), load);
   } catch (const Error& e) {
     check_refusal(e, "load_onnx");
     return Outcome::refused;

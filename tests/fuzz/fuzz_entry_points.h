@@ -14,8 +14,16 @@ enum class Outcome {
 };
 
 // Any other exception escapes, and an inconsistent result throws std::logic_error: both are findings.
-// load_onnx(), then analyse() at the declared size and, for small models, a cpu prepare + run.
+// load_onnx(), then analyse() at the declared size and, for small models, a cpu prepare + run. External
+// data is resolved in a scratch folder of this process only (scratch_dir()), never next to the memfd.
 Outcome onnx_import(const uint8_t* data, size_t size);
+
+// The scratch folder a fuzzed model's external data locations resolve in: a fresh temporary folder,
+// removed at exit, holding one file kScratchDataFile of kScratchDataBytes (float32 values 0, 1/1024,
+// 2/1024, ...), so that the fuzzer reaches the external-data code and can read nothing else.
+inline constexpr const char* kScratchDataFile = "weights.bin";
+inline constexpr size_t kScratchDataBytes = 4096;
+const std::string& scratch_dir();
 // decode_image_file(), then preprocess() with the ImageNet defaults.
 Outcome image_decode(const uint8_t* data, size_t size);
 // read_reports_file(), then every writer (JSON, CSV, trace) over what was read.

@@ -103,6 +103,47 @@ std::string opset11_pool() {
   return g.bytes();
 }
 
+// PyTorch 2.11's default export style: IR 10, opset 20, Clip bounds as initializers, ReduceMean with axes as
+// an input, Reshape with allowzero to the declared batch, Gemm without C, a float16 weight behind a Cast.
+std::string torch_export_style() {
+  OnnxBuilder g(20, 10);
+  g.input("x", {2, 3, 8, 8});
+  OnnxBuilder::attr_string(g.conv("x", "stem", 3, 4, 3, 2, 1, 1), "auto_pad", "NOTSET");
+  g.init("lo", {}, {0.0f});
+  g.init("hi", {}, {6.0f});
+  g.node("Clip", {"stem", "lo", "hi"}, {"act"});
+  const uint16_t half[8] = {0x3c00, 0xb800, 0x3400, 0x3a00, 0xbc00, 0x3800, 0x2e66, 0xb266};  // 4 x 2 weights
+  g.init_raw("proj_w16", {2, 4, 1, 1}, onnx::TensorProto::FLOAT16,
+             std::string(reinterpret_cast<const char*>(half), 16));
+  OnnxBuilder::attr_int(g.node("Cast", {"proj_w16"}, {"proj_w"}), "to", onnx::TensorProto::FLOAT);
+  g.node("Conv", {"act", "proj_w"}, {"proj"});
+  g.init_i64("axes", {2}, {-1, -2});
+  auto& mean = g.node("ReduceMean", {"proj", "axes"}, {"mean"});
+  OnnxBuilder::attr_int(mean, "keepdims", 1);
+  OnnxBuilder::attr_int(mean, "noop_with_empty_axes", 0);
+  g.init_i64("shape", {2}, {2, 2});
+  OnnxBuilder::attr_int(g.node("Reshape", {"mean", "shape"}, {"flat"}), "allowzero", 1);
+  g.init("fc_w", {3, 2}, ramp(6));
+  OnnxBuilder::attr_int(g.node("Gemm", {"flat", "fc_w"}, {"logits"}), "transB", 1);
+  g.output("logits");
+  return g.bytes();
+}
+
+// Weights in external data: the fuzz entry point resolves locations in its scratch folder, which holds
+// kScratchDataFile (float32 0, 1/1024, 2/1024, ...); this model reads two ranges of it.
+std::string external_data() {
+  OnnxBuilder g(20, 10);
+  g.input("x", {-1, 2, 4, 4});
+  g.init("w", {3, 2, 1, 1}, {});
+  OnnxBuilder::external_entries(*g.find_init("w"), {{"location", "weights.bin"}, {"offset", "0"}, {"length", "24"}});
+  g.init("b", {3}, {});
+  OnnxBuilder::external_entries(*g.find_init("b"), {{"location", "./weights.bin"}, {"offset", "64"}, {"length", "12"}});
+  g.node("Conv", {"x", "w", "b"}, {"c"});
+  g.node("GlobalAveragePool", {"c"}, {"p"});
+  g.output("p");
+  return g.bytes();
+}
+
 void write_image(const fs::path& path, const cv::Mat& mat) {
   if (!cv::imwrite(path.string(), mat)) throw std::runtime_error("cv::imwrite failed for " + path.string());
 }
@@ -183,6 +224,8 @@ int main(int argc, char** argv) {
     write_bytes(onnx / "mobilenet_like.onnx", model);
     write_bytes(onnx / "reshape_style.onnx", reshape_style());
     write_bytes(onnx / "opset11_pool.onnx", opset11_pool());
+    write_bytes(onnx / "torch_export_style.onnx", torch_export_style());
+    write_bytes(onnx / "external_data.onnx", external_data());
     write_bytes(onnx / "mobilenet_like_truncated.onnx", model.substr(0, model.size() / 2));
 
     cv::setRNGSeed(7);

@@ -4,6 +4,7 @@
 #include <QAbstractItemModelTester>
 #include <QComboBox>
 #include <QFile>
+#include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
@@ -92,6 +93,14 @@ class MainWindowTest : public QObject {
     QVERIFY(m_window->statusText().contains(QStringLiteral("driver")));
     QCOMPARE(m_window->graphPage()->view()->nodeCount(), 99);
     QCOMPARE(m_window->graphPage()->view()->residualEdgeCount(), 10);
+    // The header says what the file declares, as `mnv2 info` does.
+    QLabel* header = m_window->topologyPage()->modelHeader();
+    QVERIFY(header->isVisibleTo(m_window->topologyPage()));
+    for (const char* part :
+         {"<b>mobilenet_v2_1.0_224.onnx</b>", "format: ONNX IR ", "classes: 1001",
+          "labels: built-in ImageNet, 1001 classes (background first)", "checker: passed (ONNX 1.12.0 library)"})
+      QVERIFY2(header->text().contains(QLatin1String(part)), qPrintable(header->text() + "\nmissing: " + part));
+    QVERIFY(!header->text().contains(QStringLiteral("warning")));
     // Filtering by block through the page's own combo.
     QComboBox* blocks = m_window->topologyPage()->blockCombo();
     blocks->setCurrentIndex(blocks->findText(QStringLiteral("block3")));
@@ -458,6 +467,50 @@ class MainWindowTest : public QObject {
     QVERIFY(!finished.first().at(0).toBool());
     m_window->runSettings()->setCounts(1, 1, 3);
     QVERIFY(waitRun(true));  // compare: every available backend (only cpu without a GPU)
+  }
+
+  void topologyHeaderShowsAPytorchExport() {
+    // PyTorch 2.11's default export (IR 10, opset 20, external data): its facts, the checker skipped, and
+    // the warning that says so.
+    MainWindow::Options options;
+    options.useSettings = false;
+    MainWindow window(options);
+    QSignalSpy model(&window, &MainWindow::modelReady);
+    window.start(QString::fromUtf8(MNV2_TEST_DATA_DIR) + QStringLiteral("/pytorch_export/tv_w035_96_c10_default.onnx"));
+    QTRY_VERIFY_WITH_TIMEOUT(model.count() == 1, kTimeoutMs);
+    QVERIFY(model.first().at(0).toBool());
+    QCOMPARE(window.layerModel()->rowCount(), 99);
+    const QString text = window.topologyPage()->modelHeader()->text();
+    for (const char* part : {"<b>tv_w035_96_c10_default.onnx</b>", "format: ONNX IR 10, opset 20",
+                             "producer: pytorch 2.11.0+cu130", "input: x [2, 3, 96, 96]", "classes: 10",
+                             "labels: generated names", "checker: skipped: the model is newer than the ONNX 1.12.0",
+                             "external data: tv_w035_96_c10_default.onnx.data (1604544 bytes read)",
+                             "warning: the ONNX 1.12.0 library's checker was skipped"})
+      QVERIFY2(text.contains(QLatin1String(part)), qPrintable(text + "\nmissing: " + part));
+  }
+
+  void topologyHeaderEscapesWhatTheFileSays() {
+    // Producer strings and input names come from the file: shown as text, never as markup.
+    MainWindow::Options options;
+    options.useSettings = false;
+    MainWindow window(options);
+    const mnv2::Model builtin = mnv2::builtin_mobilenet_v2();
+    ModelInfo info;
+    info.source = QStringLiteral("/models/evil.onnx");
+    info.topology = builtin.layers;
+    info.stats = mnv2::analyse(builtin, 1, 224, 224);
+    info.fileFacts = {{QStringLiteral("producer"), QStringLiteral("<img src=x>")},
+                      {QStringLiteral("input"), QStringLiteral("a&b [N, 3, 224, 224]")}};
+    info.warnings = {QStringLiteral("<b>bold</b>")};
+    Q_EMIT window.controller()->modelLoaded(info);
+    const QString text = window.topologyPage()->modelHeader()->text();
+    QVERIFY2(text.contains(QStringLiteral("producer: &lt;img src=x&gt;")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("input: a&amp;b [N, 3, 224, 224]")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("warning: &lt;b&gt;bold&lt;/b&gt;")), qPrintable(text));
+    QVERIFY(!text.contains(QStringLiteral("<img")));
+    // No facts and no warnings: no header.
+    window.topologyPage()->setModelHeader(QStringLiteral("x"), {}, {});
+    QVERIFY(window.topologyPage()->modelHeader()->isHidden());
   }
 
   void syntheticWeightsShowABanner() {

@@ -47,6 +47,17 @@ TEST(Labels, OtherCountsGetNumberedNames) {
   EXPECT_THROW(builtin_labels(-1), UsageError);
 }
 
+// labels_source() says in words what builtin_labels() (or a --labels file) gives.
+TEST(Labels, SourceSaysWhereTheNamesComeFrom) {
+  EXPECT_EQ(labels_source(1001), "built-in ImageNet, 1001 classes (background first)");
+  EXPECT_EQ(builtin_labels(1001)[0], "background");
+  EXPECT_EQ(labels_source(1000), "built-in ImageNet, 1000 classes");
+  EXPECT_NE(builtin_labels(1000)[0], "background");
+  EXPECT_EQ(labels_source(10), "generated names 'class 0'..'class 9' (no built-in list has 10 classes)");
+  EXPECT_EQ(builtin_labels(10)[9], "class 9");
+  EXPECT_EQ(labels_source(1000, "my/labels.txt"), "file my/labels.txt");
+}
+
 TEST(Labels, ReadsFilesWithAnyLineEnding) {
   TempDir dir;
   write_file(dir.file("unix.txt"), "cat\ndog\nbird\n");

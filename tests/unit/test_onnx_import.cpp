@@ -285,7 +285,7 @@ TEST_P(OnnxImportClipOpset, ClipAttributesBecomeActivations) {
   EXPECT_EQ(m.layers[3].source_name, "clip_min_only");
 }
 
-INSTANTIATE_TEST_SUITE_P(OldOpsets, OnnxImportClipOpset, ::testing::Values(6, 10));
+INSTANTIATE_TEST_SUITE_P(OldOpsets, OnnxImportClipOpset, ::testing::Values(7, 10));
 
 TEST(OnnxImport, ClipFedByConstantNodesAndInitializers) {
   TempDir dir;
@@ -649,7 +649,8 @@ TEST(OnnxImport, AutoPadResolvesToExplicitPads) {
     EXPECT_EQ((std::vector<int>{p.pad_top, p.pad_left, p.pad_bottom, p.pad_right}), c.pads);
     EXPECT_TRUE(m.warnings.empty());  // fixed input size: nothing to warn about
   }
-  // An open input size: resolved at 224 with a warning, since other sizes may pad differently.
+  // An open input size: resolved at 224; the mode is kept, and a size at which ONNX would pad otherwise
+  // (odd sides, for stride 2) is refused by analyse() instead of running with the wrong pads.
   TempDir dir;
   GraphBuilder b;
   b.input("x", {-1, 2, -2, -2});
@@ -660,8 +661,18 @@ TEST(OnnxImport, AutoPadResolvesToExplicitPads) {
   b.output("y");
   const Model m = load_onnx(b.save(dir));
   EXPECT_EQ(m.layers.at(0).conv.pad_bottom, 1);
-  ASSERT_EQ(m.warnings.size(), 1u);
-  EXPECT_NE(m.warnings[0].find("same_conv"), std::string::npos);
+  EXPECT_EQ(m.layers.at(0).conv.auto_pad, AutoPad::SameUpper);
+  EXPECT_TRUE(m.warnings.empty());
+  EXPECT_EQ(analyse(m, 1, 224, 224)[0].output, (Shape{1, 3, 112, 112}));
+  EXPECT_EQ(analyse(m, 1, 100, 64)[0].output, (Shape{1, 3, 50, 32}));  // even sides: the same pads
+  try {
+    (void)analyse(m, 1, 225, 224);
+    ADD_FAILURE() << "225x224 analysed; ONNX pads it [1, 0, 1, 1]";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const char* part : {"SAME_UPPER", "[0, 0, 1, 1]", "[1, 0, 1, 1]", "declared input size"})
+      EXPECT_NE(msg.find(part), std::string::npos) << msg << "\nmissing: " << part;
+  }
 }
 
 TEST(OnnxImport, DepthwiseDilatedConv) {
@@ -891,7 +902,8 @@ TEST(OnnxImportErrors, WrongWeightShapes) {
   }
 }
 
-TEST(OnnxImportErrors, ExternalDataIsRefused) {
+// External data is read (tests/unit/test_robustness_external_data.cpp); a missing file is refused.
+TEST(OnnxImportErrors, MissingExternalDataFileIsRefused) {
   TempDir dir;
   GraphBuilder b;
   b.input("x", {-1, 2, 4, 4});
@@ -903,7 +915,7 @@ TEST(OnnxImportErrors, ExternalDataIsRefused) {
   b.node("Conv", {"x", "w"}, {"y"}, "conv");
   b.output("y");
   const std::string path = b.save(dir);
-  expect_refusal(path, {path, "'w'", "external"});
+  expect_refusal(path, {path, "initializer 'w'", "'weights.bin': no such file in the model's folder"});
 }
 
 TEST(OnnxImportErrors, CheckerFailureIsReported) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fuzz_entry_points.h"
+#include "onnx_builder.h"
 #include "test_support.h"
 
 namespace mnv2::test {
@@ -51,8 +52,34 @@ Tally replay(const std::string& target, const std::function<fuzz::Outcome(const 
 
 TEST(FuzzRegressions, OnnxImport) {
   const Tally seeds = replay("onnx_import", fuzz::onnx_import, "corpus");
-  EXPECT_GE(seeds.accepted, 3) << "the seed models should load";
+  EXPECT_GE(seeds.accepted, 5) << "the seed models should load";
   replay("onnx_import", fuzz::onnx_import, "regressions");
+}
+
+// The fuzzed model is a memfd (/proc/self/fd/N): its external data resolves in the entry point's scratch
+// folder, never beside the memfd (among this process's open files) and never outside the scratch folder.
+TEST(FuzzRegressions, OnnxImportReadsExternalDataOnlyInItsScratchFolder) {
+  auto outcome = [](const std::string& location) {
+    OnnxBuilder b(20, 10);
+    b.input("x", {1, 2, 4, 4});
+    b.init("w", {3, 2, 1, 1}, {});
+    OnnxBuilder::external_entries(*b.find_init("w"), {{"location", location}, {"offset", "0"}, {"length", "24"}});
+    b.node("Conv", {"x", "w"}, {"y"}, "conv");
+    b.output("y");
+    const std::string bytes = b.bytes();
+    return fuzz::onnx_import(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  };
+  EXPECT_EQ(outcome(fuzz::kScratchDataFile), fuzz::Outcome::accepted);
+  EXPECT_NE(fuzz::scratch_dir().rfind("/proc", 0), 0u) << fuzz::scratch_dir();
+
+  TempDir outside;
+  write_file(outside.file("w.bin"), std::string(24, '\0'));
+  const std::string memfd_number = fuzz::input_path().substr(fuzz::input_path().rfind('/') + 1);
+  for (const std::string& location :
+       {outside.file("w.bin"), "../" + outside.file("w.bin"), memfd_number, std::string("0"), fuzz::input_path()}) {
+    SCOPED_TRACE(location);
+    EXPECT_EQ(outcome(location), fuzz::Outcome::refused);
+  }
 }
 
 TEST(FuzzRegressions, ImageDecode) {

@@ -1,9 +1,14 @@
 // Tests of the small engine utilities: JSON, statistics, tensor files, atomic writes, model lookup.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "mnv2/atomic_file.h"
 #include "mnv2/error.h"
@@ -123,8 +128,36 @@ TEST(AtomicFile, ReplacesWholeOrNothing) {
   EXPECT_EQ(files, 1);  // no temporaries left behind
 }
 
+// Sets (or, for std::nullopt, unsets) environment variables for one scope and restores them after.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::vector<std::pair<std::string, std::optional<std::string>>>& vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = std::getenv(name.c_str());
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      set(name, value);
+    }
+  }
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) set(it->first, it->second);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  static void set(const std::string& name, const std::optional<std::string>& value) {
+    if (value)
+      setenv(name.c_str(), value->c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
 TEST(ModelLookup, OrderOfPrecedence) {
   TempDir tmp;
+  // The user's own data folders must not take part.
+  ScopedEnv env({{"XDG_DATA_HOME", tmp.file("no-data-home")}, {"XDG_DATA_DIRS", tmp.file("no-data-dirs")}});
   std::filesystem::create_directories(tmp.file("bin/weights"));
   write_file(tmp.file("bin/weights/other.onnx"), "x");
   unsetenv("MNV2_MODEL");
@@ -147,6 +180,65 @@ TEST(ModelLookup, OrderOfPrecedence) {
   EXPECT_TRUE(none.path.empty());
   EXPECT_EQ(none.how, "none");
   EXPECT_FALSE(none.searched.empty());
+}
+
+// After the weights folders: mnv2-profiler/ in $XDG_DATA_HOME (default ~/.local/share), then in each of
+// $XDG_DATA_DIRS (default /usr/local/share:/usr/share), as an installed package finds a user's model.
+TEST(ModelLookup, XdgDataFoldersComeAfterTheWeightsFolders) {
+  TempDir tmp;
+  const std::string home = tmp.file("home"), sys1 = tmp.file("sys1"), sys2 = tmp.file("sys2");
+  ScopedEnv env({{"MNV2_MODEL", std::nullopt},
+                 {"HOME", home},
+                 {"XDG_DATA_HOME", std::nullopt},
+                 {"XDG_DATA_DIRS", sys1 + ":relative/is/ignored::" + sys2}});
+  std::filesystem::create_directories(tmp.file("bin"));
+  const std::string user_dir = home + "/.local/share/mnv2-profiler";
+
+  ModelLocation none = locate_model("", tmp.file("bin"));
+  EXPECT_EQ(none.how, "none");
+  ASSERT_EQ(none.searched.size(), 7u);  // four weights folders, then the three data folders
+  EXPECT_EQ(none.searched[3], tmp.file("share/mnv2-profiler/weights"));
+  EXPECT_EQ(none.searched[4], user_dir);
+  EXPECT_EQ(none.searched[5], sys1 + "/mnv2-profiler");
+  EXPECT_EQ(none.searched[6], sys2 + "/mnv2-profiler");
+
+  // Each folder, once it holds a model, wins over the ones after it.
+  std::filesystem::create_directories(sys2 + "/mnv2-profiler");
+  write_file(sys2 + "/mnv2-profiler/b.onnx", "x");
+  write_file(sys2 + "/mnv2-profiler/a.onnx", "x");
+  ModelLocation found = locate_model("", tmp.file("bin"));
+  EXPECT_EQ(found.path, sys2 + "/mnv2-profiler/a.onnx");  // the first by name
+  EXPECT_EQ(found.how, "data folder " + sys2 + "/mnv2-profiler");
+  std::filesystem::create_directories(sys1 + "/mnv2-profiler");
+  write_file(sys1 + "/mnv2-profiler/m.onnx", "x");
+  EXPECT_EQ(locate_model("", tmp.file("bin")).path, sys1 + "/mnv2-profiler/m.onnx");
+  std::filesystem::create_directories(user_dir);
+  write_file(user_dir + "/mine.onnx", "x");
+  EXPECT_EQ(locate_model("", tmp.file("bin")).path, user_dir + "/mine.onnx");
+  write_file(user_dir + "/mobilenet_v2_1.0_224.onnx", "x");  // the preferred name first
+  EXPECT_EQ(locate_model("", tmp.file("bin")).path, user_dir + "/mobilenet_v2_1.0_224.onnx");
+  std::filesystem::create_directories(tmp.file("bin/weights"));
+  write_file(tmp.file("bin/weights/w.onnx"), "x");
+  EXPECT_EQ(locate_model("", tmp.file("bin")).how, "weights folder " + tmp.file("bin/weights"));
+  std::filesystem::remove_all(tmp.file("bin/weights"));
+
+  // $XDG_DATA_HOME replaces ~/.local/share; a relative one is ignored (the specification says so).
+  ScopedEnv::set("XDG_DATA_HOME", tmp.file("xdg"));
+  std::filesystem::create_directories(tmp.file("xdg/mnv2-profiler"));
+  write_file(tmp.file("xdg/mnv2-profiler/x.onnx"), "x");
+  ModelLocation xdg = locate_model("", tmp.file("bin"));
+  EXPECT_EQ(xdg.path, tmp.file("xdg/mnv2-profiler/x.onnx"));
+  EXPECT_EQ(std::count(xdg.searched.begin(), xdg.searched.end(), user_dir), 0);
+  ScopedEnv::set("XDG_DATA_HOME", "relative");
+  EXPECT_EQ(locate_model("", tmp.file("bin")).path, user_dir + "/mobilenet_v2_1.0_224.onnx");
+
+  // The defaults of $XDG_DATA_DIRS.
+  ScopedEnv::set("XDG_DATA_DIRS", std::nullopt);
+  std::filesystem::remove_all(home);
+  ModelLocation defaults = locate_model("", tmp.file("bin"));
+  ASSERT_GE(defaults.searched.size(), 2u);
+  EXPECT_EQ(defaults.searched[defaults.searched.size() - 2], "/usr/local/share/mnv2-profiler");
+  EXPECT_EQ(defaults.searched.back(), "/usr/share/mnv2-profiler");
 }
 
 }  // namespace

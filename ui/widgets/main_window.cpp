@@ -420,6 +420,7 @@ void MainWindow::onModel(const ModelInfo& info) {
       info.synthetic ? QStringLiteral("built-in (synthetic weights)") : QFileInfo(info.source).fileName();
   m_statusModel->setText(QStringLiteral("model: %1").arg(file));
   m_statusModel->setToolTip(QStringLiteral("%1\nfound by: %2\n%3").arg(info.source, info.how, info.checksum));
+  m_topology->setModelHeader(file, info.fileFacts, info.synthetic ? QStringList() : info.warnings);
   if (info.synthetic) {
     m_banner->setText(QStringLiteral("Synthetic weights: no model file was found, so the built-in MobileNetV2 "
                                      "topology runs with deterministic random weights. Timings are real; predictions "

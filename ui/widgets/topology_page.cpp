@@ -40,6 +40,12 @@ TopologyPage::TopologyPage(LayerTableModel* model, LayerSelection* selection, QW
   m_name->setPlaceholderText(QStringLiteral("name contains…"));
   m_name->setClearButtonEnabled(true);
   auto* clear = new QPushButton(QStringLiteral("Show all"), this);
+  m_header = new QLabel(this);
+  m_header->setObjectName(QStringLiteral("topologyModelHeader"));
+  m_header->setWordWrap(true);
+  m_header->setTextFormat(Qt::RichText);
+  m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_header->hide();
   m_summary = new QLabel(this);
   m_summary->setObjectName(QStringLiteral("topologySummary"));
   m_summary->setWordWrap(true);
@@ -53,6 +59,7 @@ TopologyPage::TopologyPage(LayerTableModel* model, LayerSelection* selection, QW
   filters->addWidget(m_name, 1);
   filters->addWidget(clear);
   auto* layout = new QVBoxLayout(this);
+  layout->addWidget(m_header);
   layout->addWidget(m_summary);
   layout->addLayout(filters);
   layout->addWidget(m_view, 1);
@@ -80,6 +87,24 @@ TopologyPage::TopologyPage(LayerTableModel* model, LayerSelection* selection, QW
 }
 
 void TopologyPage::setSummary(const QString& html) { m_summary->setText(html); }
+
+void TopologyPage::setModelHeader(const QString& name, const QList<QPair<QString, QString>>& facts,
+                                  const QStringList& warnings) {
+  if (facts.isEmpty() && warnings.isEmpty()) {
+    m_header->clear();
+    m_header->hide();
+    return;
+  }
+  // Everything shown comes from the file (names, producer strings): escaped, never markup.
+  QStringList parts;
+  for (const auto& [label, value] : facts)
+    parts << QStringLiteral("%1: %2").arg(label.toHtmlEscaped(), value.toHtmlEscaped());
+  QString html = QStringLiteral("<b>%1</b> · %2").arg(name.toHtmlEscaped(), parts.join(QStringLiteral(" · ")));
+  for (const QString& w : warnings)
+    html += QStringLiteral("<br><span style=\"color:#b35c00\">warning: %1</span>").arg(w.toHtmlEscaped());
+  m_header->setText(html);
+  m_header->show();
+}
 
 void TopologyPage::refillFilters() {
   const QVariant block = m_block->currentData();

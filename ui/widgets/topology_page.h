@@ -1,6 +1,10 @@
-// The topology tab: the layer table, filterable by block, kind and name, with a summary line.
+// The topology tab: a header with what the model's file declares, the layer table (filterable by block,
+// kind and name) and a summary line.
 #pragma once
 
+#include <QList>
+#include <QPair>
+#include <QStringList>
 #include <QWidget>
 
 #include "models/report_access.h"
@@ -26,6 +30,10 @@ class TopologyPage : public QWidget {
   QComboBox* blockCombo() const { return m_block; }
   QComboBox* kindCombo() const { return m_kind; }
   void setSummary(const QString& html);
+  // The model's name and file facts (label/value rows, as `mnv2 info` prints them) with its warnings; no
+  // rows and no warnings hide the header.
+  void setModelHeader(const QString& name, const QList<QPair<QString, QString>>& facts, const QStringList& warnings);
+  QLabel* modelHeader() const { return m_header; }
 
  private:
   void refillFilters();
@@ -39,6 +47,7 @@ class TopologyPage : public QWidget {
   QComboBox* m_kind;
   QLineEdit* m_name;
   QLabel* m_summary;
+  QLabel* m_header;
 };
 
 }  // namespace mnv2::ui

@@ -10,6 +10,11 @@ namespace mnv2 {
 // Other counts get "class N" names.
 std::vector<std::string> builtin_labels(int num_classes);
 
+// Where the class names for a model with `num_classes` come from, in words: the labels file the user gave
+// (`labels_file`, as --labels does), else the built-in list builtin_labels() picks. The rule is
+// builtin_labels()'s; this only says it.
+std::string labels_source(int num_classes, const std::string& labels_file = "");
+
 // One label per line; throws Error naming the file if it cannot be read or is empty.
 std::vector<std::string> read_labels_file(const std::string& path);
 

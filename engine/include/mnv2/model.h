@@ -25,6 +25,12 @@ const char* to_string(LayerKind kind);
 // Index used in Layer::inputs for the network's input tensor.
 inline constexpr int kNetworkInput = -1;
 
+// ONNX Conv auto_pad. SAME_* pads depend on the input map's size (through size mod stride); the importer
+// resolves them at the model's declared input size into the explicit pads below, and analyse() refuses an
+// input size at which ONNX would pad differently.
+enum class AutoPad : uint8_t { NotSet, Valid, SameUpper, SameLower };
+const char* to_string(AutoPad mode);
+
 struct ConvParams {
   int in_channels = 0;
   int out_channels = 0;
@@ -33,6 +39,7 @@ struct ConvParams {
   int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;  // ONNX pads [t, l, b, r]
   int dilation_h = 1, dilation_w = 1;
   int groups = 1;  // groups == in_channels == out_channels: depthwise
+  AutoPad auto_pad = AutoPad::NotSet;  // how the file gave the pads (the pads above are what runs)
 
   bool depthwise() const { return groups > 1 && groups == in_channels && groups == out_channels; }
   bool pointwise() const { return kernel_h == 1 && kernel_w == 1 && groups == 1; }
@@ -73,6 +80,22 @@ struct Preprocess {
   std::array<float, 3> std{0.229f, 0.224f, 0.225f};   // [0,1] units, RGB order
 };
 
+// Facts about the file a model came from, for `mnv2 info` and the app's Topology header.
+struct ModelFileInfo {
+  int64_t ir_version = 0;        // ONNX IR version; 0 for the built-in model
+  int64_t opset = 0;             // the default (ai.onnx) operator set
+  std::string producer_name;     // e.g. "pytorch"
+  std::string producer_version;  // e.g. "2.11.0+cu130"
+  std::string input_name;        // the graph's image input
+  // Its declared shape: a number, a symbolic dimension's name (e.g. "batch"), or "?" when the file leaves
+  // the dimension unnamed and open.
+  std::vector<std::string> input_dims;
+  bool checker_ran = false;                 // the ONNX library's checker validated the file
+  std::string checker_note;                 // in words: "passed (ONNX 1.12.0 library)", or why it was skipped
+  std::vector<std::string> external_files;  // external data files read (locations as the file gives them)
+  int64_t external_bytes = 0;               // bytes read from them
+};
+
 struct Model {
   std::vector<Layer> layers;  // topological order; the last layer's output is the logits
   int input_channels = 3;
@@ -84,10 +107,17 @@ struct Model {
   bool has_softmax = false;  // the file ended in Softmax; the engine returns the logits before it
   Preprocess preprocess;
   std::string source;    // file path, or "builtin:mobilenet_v2_1.0 (synthetic weights)"
-  std::string checksum;  // "fnv1a64:<16 hex>" of the file bytes (or of the synthetic weights)
+  // "fnv1a64:<16 hex>" of the file bytes followed by the external data read, in file order (or of the
+  // synthetic weights)
+  std::string checksum;
+  ModelFileInfo file;                           // what the ONNX file declared (empty for the built-in model)
   std::map<std::string, std::string> metadata;  // ONNX metadata_props
   std::vector<std::string> warnings;            // shown on every output (e.g. synthetic weights)
 };
+
+// The pads [top, left, bottom, right] ONNX gives a convolution with auto_pad SAME_UPPER or SAME_LOWER over
+// an h x w input map (kernel, stride and dilation from `p`); SAME_UPPER puts the odd pixel at the end.
+std::array<int64_t, 4> resolve_same_pads(const ConvParams& p, int64_t h, int64_t w);
 
 // Per-layer figures for one batch size and input size.
 struct LayerStats {
@@ -99,7 +129,8 @@ struct LayerStats {
 };
 
 // Shapes and figures of every layer; throws Error if the network cannot take this input (a map shrinks
-// to nothing, an AveragePool that is not global, a Linear whose features do not match, ...).
+// to nothing, an AveragePool that is not global, a Linear whose features do not match, a SAME-padded
+// convolution whose pads at this size differ from the ones resolved at the declared size, ...).
 std::vector<LayerStats> analyse(const Model& model, int batch, int height, int width);
 
 // "Conv2d(3, 32, 3, 2, 1, 1)" (in, out, kernel, stride, padding, groups), asymmetric pads as
@@ -114,10 +145,21 @@ int count_layers(const Model& model, LayerKind kind);
 // is the head. Also names layers structurally (stem.conv, blockN.expand/dw/project/add, head.conv, ...).
 void assign_blocks_and_names(Model& model);
 
-// Loads an ONNX file with the ONNX library (checker included) into the engine's graph. BatchNormalization
-// is folded into the preceding Conv; Flatten/Reshape/Softmax/Dropout/Identity are not layers. Throws
-// Error "FILE: node 'NAME' (OP): reason" for anything it cannot take.
-Model load_onnx(const std::string& path);
+struct OnnxLoadOptions {
+  // The folder external data locations are resolved in (and may not leave); empty: the model file's own
+  // folder. The fuzzers point it at a scratch folder, since their model "file" is a memfd.
+  std::string external_data_dir;
+  // Upper bound on the bytes read from external data files, all tensors together.
+  int64_t max_external_bytes = int64_t{1} << 30;
+};
+
+// Loads an ONNX file (IR 3..11, ai.onnx opset 7..23) with the ONNX library into the engine's graph.
+// The library's checker runs unless the file is newer than the library knows (then Model::warnings says
+// so and the importer's own per-node checks stand alone). BatchNormalization is folded into the preceding
+// Conv; Flatten/Reshape/Squeeze/Softmax/Dropout/Identity/Cast are not layers; weights in external files
+// are read from inside the model's folder only. Throws Error "FILE: node 'NAME' (OP): reason" (or
+// "FILE: initializer 'NAME': reason") for anything it cannot take.
+Model load_onnx(const std::string& path, const OnnxLoadOptions& options = {});
 
 // The MobileNetV2 1.0 topology (99 layers, 1001 classes) with deterministic synthetic weights, for timing
 // without a model file. Predictions from it are meaningless, and its warnings say so.
@@ -125,5 +167,9 @@ Model builtin_mobilenet_v2(uint64_t seed = 2024);
 
 // 64-bit FNV-1a of a byte range, as 16 lower-case hex digits.
 std::string fnv1a64_hex(const void* data, size_t size);
+// The same hash fed in pieces: start from kFnv1a64Basis, pass each range with the previous result.
+inline constexpr uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;
+uint64_t fnv1a64_update(uint64_t state, const void* data, size_t size);
+std::string hex64(uint64_t value);
 
 }  // namespace mnv2

@@ -1,5 +1,7 @@
 // Where the model comes from: --model FILE, else env MNV2_MODEL, else a weights/ folder next to the
-// program, else the built-in topology with synthetic weights.
+// program, else mnv2-profiler/ in $XDG_DATA_HOME (default ~/.local/share) and then in each of
+// $XDG_DATA_DIRS (default /usr/local/share:/usr/share), else the built-in topology with synthetic weights.
+// In a folder, mobilenet_v2_1.0_224.onnx is taken first, else the first .onnx file by name.
 #pragma once
 
 #include <string>
@@ -9,7 +11,7 @@ namespace mnv2 {
 
 struct ModelLocation {
   std::string path;           // empty: none found, use the built-in synthetic model
-  std::string how;            // "--model", "MNV2_MODEL", "weights folder <dir>", "none"
+  std::string how;            // "--model", "MNV2_MODEL", "weights folder <dir>", "data folder <dir>", "none"
   std::vector<std::string> searched;  // folders looked in, for the message when nothing is found
 };
 

@@ -1,0 +1,72 @@
+// External data of ONNX tensors (TensorProto.external_data: location, offset, length, checksum): each
+// location is resolved strictly inside one folder, and every way a hostile file can point elsewhere is
+// refused before anything outside that folder is looked at. Internal to engine/model.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace onnx {
+class TensorProto;
+}
+
+namespace mnv2::detail {
+
+// Why a tensor's external data cannot be read; the importer adds the file and the tensor's name.
+class ExternalDataRefusal : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The external_data entries of one tensor.
+struct ExternalRef {
+  std::string location;            // relative to the folder, '/'-separated
+  uint64_t offset = 0;             // bytes into the file
+  std::optional<uint64_t> length;  // bytes; absent: to the end of the file
+};
+
+// Parses `t`'s external_data (location required; offset and length decimal; checksum accepted and not
+// verified; other keys ignored, as the ONNX library does). Throws ExternalDataRefusal.
+ExternalRef parse_external_ref(const onnx::TensorProto& t);
+
+// Reads external data below one folder. Each file is opened once (kept open for the reader's life, so a
+// file replaced midway cannot mix two versions), and the bytes read over all tensors are bounded.
+class ExternalDataReader {
+ public:
+  // `folder` must exist; it is made canonical once, and no location may lead out of it.
+  ExternalDataReader(const std::string& folder, uint64_t max_total_bytes);
+  ~ExternalDataReader();
+  ExternalDataReader(const ExternalDataReader&) = delete;
+  ExternalDataReader& operator=(const ExternalDataReader&) = delete;
+
+  // The `expected_bytes` the tensor's shape and type need, from ref's file; throws ExternalDataRefusal
+  // when the location, the file or the byte range is unusable.
+  std::string read(const ExternalRef& ref, uint64_t expected_bytes);
+
+  uint64_t total_bytes() const { return total_; }
+  // Locations read from, in the order first used.
+  const std::vector<std::string>& locations() const { return locations_; }
+
+ private:
+  struct OpenFile {
+    int fd = -1;
+    uint64_t size = 0;
+  };
+  const OpenFile& open(const std::string& location);
+  std::string resolve(const std::string& location) const;
+
+  std::string root_;  // canonical folder, no trailing '/'
+  uint64_t max_total_;
+  uint64_t total_ = 0;
+  std::map<std::string, OpenFile> files_;        // by resolved path
+  std::map<std::string, std::string> resolved_;  // location -> resolved path
+  std::vector<std::string> locations_;
+};
+
+}  // namespace mnv2::detail

@@ -1,0 +1,91 @@
+// Model facts for `mnv2 info` and the app (see model_summary.h).
+#include "mnv2/model_summary.h"
+
+#include <charconv>
+
+#include "mnv2/model.h"
+
+namespace mnv2 {
+
+namespace {
+
+bool is_number(const std::string& s, int64_t& out) {
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, out);
+  return !s.empty() && ec == std::errc() && p == end;
+}
+
+std::string producer(const ModelFileInfo& f) {
+  if (f.producer_name.empty() && f.producer_version.empty()) return "not given";
+  if (f.producer_version.empty()) return f.producer_name;
+  return f.producer_name.empty() ? f.producer_version : f.producer_name + " " + f.producer_version;
+}
+
+std::string external_data(const ModelFileInfo& f) {
+  std::string files;
+  for (const std::string& name : f.external_files) files += (files.empty() ? "" : ", ") + name;
+  return files + " (" + std::to_string(f.external_bytes) + " bytes read)";
+}
+
+}  // namespace
+
+std::string format_input_shape(const std::vector<std::string>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i];
+  return s + "]";
+}
+
+std::vector<std::pair<std::string, std::string>> model_summary_rows(const Model& model, const std::string& labels) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  const ModelFileInfo& f = model.file;
+  if (model.synthetic || f.ir_version == 0) {
+    rows.emplace_back("format", "built-in topology (no file)");
+  } else {
+    rows.emplace_back("format", "ONNX IR " + std::to_string(f.ir_version) + ", opset " + std::to_string(f.opset));
+    rows.emplace_back("producer", producer(f));
+  }
+  const std::string name = f.input_name.empty() ? std::string("input") : f.input_name;
+  const std::string shape =
+      f.input_dims.empty() ? format_input_shape({"N", std::to_string(model.input_channels),
+                                                 std::to_string(model.input_height), std::to_string(model.input_width)})
+                           : format_input_shape(f.input_dims);
+  rows.emplace_back("input", name + " " + shape);
+  rows.emplace_back("classes", std::to_string(model.num_classes));
+  rows.emplace_back("labels", labels);
+  if (!f.checker_note.empty()) rows.emplace_back("checker", f.checker_note);
+  if (!f.external_files.empty()) rows.emplace_back("external data", external_data(f));
+  return rows;
+}
+
+json::Value model_summary_json(const Model& model, const std::string& labels) {
+  const ModelFileInfo& f = model.file;
+  json::Value j;
+  j.set("ir_version", f.ir_version == 0 ? json::Value() : json::Value(f.ir_version));
+  j.set("opset", f.opset == 0 ? json::Value() : json::Value(f.opset));
+  j.set("producer_name", f.producer_name);
+  j.set("producer_version", f.producer_version);
+  json::Value input;
+  input.set("name", f.input_name);
+  json::Array shape;
+  for (const std::string& d : f.input_dims) {
+    int64_t v = 0;
+    shape.push_back(is_number(d, v) ? json::Value(v) : json::Value(d));  // symbolic dimensions by name
+  }
+  input.set("shape", json::Value(std::move(shape)));
+  j.set("input", input);
+  j.set("classes", model.num_classes);
+  j.set("labels", labels);
+  json::Value checker;
+  checker.set("ran", f.checker_ran);
+  checker.set("note", f.checker_note);
+  j.set("checker", checker);
+  json::Array files;
+  for (const std::string& name : f.external_files) files.emplace_back(name);
+  json::Value external;
+  external.set("files", json::Value(std::move(files)));
+  external.set("bytes", f.external_bytes);
+  j.set("external_data", external);
+  return j;
+}
+
+}  // namespace mnv2

@@ -1,0 +1,149 @@
+// `mnv2 info` on a model file (format, producer, input, classes, labels, checker, external data), models
+// found in the XDG data folders, and refusals of hostile external data, end to end.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "mnv2/json.h"
+#include "onnx_builder.h"
+#include "test_support.h"
+
+namespace mnv2::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kExport = "tv_w035_96_c10_default";
+
+std::string export_file(const std::string& suffix) {
+  return std::string(MNV2_TEST_DATA_DIR) + "/pytorch_export/" + kExport + suffix;
+}
+
+void expect_has(const std::string& text, const std::vector<std::string>& parts, const CliResult& r) {
+  for (const std::string& p : parts)
+    EXPECT_NE(text.find(p), std::string::npos) << "missing: " << p << "\n" << describe(r);
+}
+
+TEST(CliModelInfo, TextShowsWhatTheFileDeclares) {
+  auto r = run_cli({"info", "--model", export_file(".onnx")});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  expect_has(r.out,
+             {"model:   " + export_file(".onnx") + " (--model)", "  format: ONNX IR 10, opset 20\n",
+              "  producer: pytorch 2.11.0+cu130\n", "  input: x [2, 3, 96, 96]\n", "  classes: 10\n",
+              "  labels: generated names 'class 0'..'class 9' (no built-in list has 10 classes)\n",
+              "  checker: skipped: the model is newer than the ONNX 1.12.0 library knows (IR version 10 > 8, ai.onnx "
+              "opset 20 > 17)\n",
+              "  external data: " + kExport + ".onnx.data (1604544 bytes read)\n", "WARNING: the ONNX 1.12.0"},
+             r);
+
+  // The shared model: the checker ran, and the built-in ImageNet names apply.
+  auto shared = run_cli({"info", "--model", main_model_path()});
+  ASSERT_EQ(shared.code, 0) << describe(shared);
+  expect_has(shared.out,
+             {"  checker: passed (ONNX 1.12.0 library)\n", "  classes: 1001\n",
+              "  labels: built-in ImageNet, 1001 classes (background first)\n"},
+             shared);
+  EXPECT_EQ(shared.out.find("WARNING"), std::string::npos) << describe(shared);
+}
+
+TEST(CliModelInfo, JsonAndLabelsFile) {
+  TempDir tmp;
+  std::string ten;
+  for (int i = 0; i < 10; ++i) ten += "digit " + std::to_string(i) + "\n";
+  write_file(tmp.file("ten.txt"), ten);
+  auto r = run_cli({"info", "--model", export_file(".onnx"), "--labels", tmp.file("ten.txt"), "--json"});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const json::Value j = json::parse(r.out);
+  const json::Value& f = j.at("model").at("file");
+  EXPECT_EQ(f.int_at("ir_version"), 10);
+  EXPECT_EQ(f.int_at("opset"), 20);
+  EXPECT_EQ(f.string_at("producer_name"), "pytorch");
+  EXPECT_EQ(f.string_at("producer_version"), "2.11.0+cu130");
+  EXPECT_EQ(f.at("input").string_at("name"), "x");
+  ASSERT_EQ(f.at("input").array_at("shape").size(), 4u);
+  EXPECT_EQ(f.at("input").array_at("shape")[3].as_int(), 96);
+  EXPECT_EQ(f.int_at("classes"), 10);
+  EXPECT_EQ(f.string_at("labels"), "file " + tmp.file("ten.txt"));
+  EXPECT_FALSE(f.at("checker").bool_at("ran"));
+  EXPECT_EQ(f.at("external_data").array_at("files")[0].as_string(), kExport + ".onnx.data");
+  ASSERT_EQ(j.at("model").array_at("warnings").size(), 1u);
+
+  // A labels file of the wrong length is an error naming it.
+  write_file(tmp.file("three.txt"), "a\nb\nc\n");
+  auto wrong = run_cli({"info", "--model", export_file(".onnx"), "--labels", tmp.file("three.txt")});
+  EXPECT_EQ(wrong.code, 1) << describe(wrong);
+  expect_has(wrong.err, {"error: " + tmp.file("three.txt"), "10 classes"}, wrong);
+}
+
+TEST(CliModelInfo, UnreadableModelIsReportedAfterEverythingElse) {
+  TempDir tmp;
+  write_file(tmp.file("broken.onnx"), "not a model");
+  for (bool as_json : {false, true}) {
+    std::vector<std::string> args = {"info", "--model", tmp.file("broken.onnx")};
+    if (as_json) args.push_back("--json");
+    auto r = run_cli(args);
+    EXPECT_EQ(r.code, 1) << describe(r);
+    EXPECT_FALSE(r.signaled) << describe(r);
+    if (as_json) {
+      const json::Value j = json::parse(r.out);
+      EXPECT_NE(j.at("model").string_at("error").find("not a valid ONNX model"), std::string::npos) << describe(r);
+    } else {
+      expect_has(r.out, {"backends:", "model:   " + tmp.file("broken.onnx")}, r);
+      expect_has(r.err, {"error: " + tmp.file("broken.onnx") + ": not a valid ONNX model"}, r);
+    }
+  }
+}
+
+// An installed program (no weights folder near it) finds a model the user placed in
+// ~/.local/share/mnv2-profiler/ ($XDG_DATA_HOME/mnv2-profiler/), external data beside it.
+TEST(CliModelInfo, ModelPlacedInTheUserDataFolderIsFound) {
+  TempDir tmp;
+  const std::string exe = tmp.file("bin/mnv2");
+  fs::create_directories(tmp.file("bin"));
+  fs::copy_file(MNV2_CLI_PATH, exe);
+  fs::permissions(exe, fs::perms::owner_all);
+  const std::string data = tmp.file("home/.local/share/mnv2-profiler");
+  fs::create_directories(data);
+  for (const char* suffix : {".onnx", ".onnx.data"}) fs::copy_file(export_file(suffix), data + "/" + kExport + suffix);
+
+  const std::vector<std::string> env = {"HOME=" + tmp.file("home"), "XDG_DATA_HOME="};
+  auto info = run_cli({"info"}, env, exe);
+  ASSERT_EQ(info.code, 0) << describe(info);
+  expect_has(info.out, {"model:   " + data + "/" + kExport + ".onnx (data folder " + data + ")", "  classes: 10\n"},
+             info);
+
+  auto r = run_cli({"classify", "--json", "--tensor", export_file(".input.f32"), "--input-size", "96x96"}, env, exe);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const json::Value j = json::parse(r.out);
+  ASSERT_EQ(j.as_array().size(), 2u);
+  EXPECT_EQ(j.as_array()[0].at("top5").as_array()[0].int_at("index"), 0);  // PyTorch's top class for image 0
+}
+
+TEST(CliModelInfo, HostileExternalDataIsAOneLineError) {
+  TempDir tmp;
+  write_file(tmp.file("secret.bin"), std::string(24, '\0'));
+  fs::create_directories(tmp.file("m"));
+  OnnxBuilder b(20, 10);
+  b.input("x", {1, 2, 4, 4});
+  b.init("w", {3, 2, 1, 1}, {});
+  OnnxBuilder::external_entries(*b.find_init("w"), {{"location", "../secret.bin"}});
+  b.node("Conv", {"x", "w"}, {"y"}, "conv");
+  b.output("y");
+  b.save(tmp.file("m/m.onnx"));
+  for (const char* command : {"info", "topology"}) {
+    auto r = run_cli({command, "--model", tmp.file("m/m.onnx")});
+    EXPECT_EQ(r.code, 1) << describe(r);
+    EXPECT_FALSE(r.signaled) << describe(r);
+    expect_has(r.err,
+               {"error: " + tmp.file("m/m.onnx") +
+                ": initializer 'w': external data location '../secret.bin' contains '..'; external data must lie "
+                "inside the model's folder\n"},
+               r);
+  }
+}
+
+}  // namespace
+}  // namespace mnv2::test
