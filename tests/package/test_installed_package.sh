@@ -54,6 +54,13 @@ out=$(run "$root1/usr/bin/mnv2" classify --model "$shared/weights/mobilenet_v2_1
       "$shared/images/cat.bmp")
 echo "$out"
 grep -q "Egyptian cat" <<<"$out" || fail "the installed mnv2 does not classify the cat"
+# No weights in the package: a model placed in the user's data folder is found without --model.
+mkdir -p "$scratch/xdg/mnv2-profiler"
+cp "$shared/weights/mobilenet_v2_1.0_224.onnx" "$scratch/xdg/mnv2-profiler/"
+found=$(XDG_DATA_HOME=$scratch/xdg run "$root1/usr/bin/mnv2" classify --top 1 "$shared/images/cat.bmp")
+grep -q "Egyptian cat" <<<"$found" || fail "a model in \$XDG_DATA_HOME/mnv2-profiler/ is not found: $found"
+XDG_DATA_HOME=$scratch/xdg run "$root1/usr/bin/mnv2" info | grep -q "model: .*xdg/mnv2-profiler/mobilenet_v2_1.0_224.onnx" ||
+  fail "info does not show the model found in \$XDG_DATA_HOME"
 if run "$root1/usr/bin/mnv2" classify --backend cudnn --model "$shared/weights/mobilenet_v2_1.0_224.onnx" \
      "$shared/images/cat.bmp" >"$scratch/gpu.txt" 2>&1; then
   fail "the cudnn backend ran without the GPU package"
