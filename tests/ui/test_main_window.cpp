@@ -91,6 +91,16 @@ class MainWindowTest : public QObject {
     QVERIFY(m_window->statusText().contains(QStringLiteral("mobilenet_v2_1.0_224.onnx")));
     QVERIFY(m_window->statusText().contains(QStringLiteral("GPU:")));
     QVERIFY(m_window->statusText().contains(QStringLiteral("driver")));
+    // The architectures the GPU code carries (or that the build has none), as `mnv2 info` names them.
+    const mnv2::CudaEnvironment& env = mnv2::cuda_environment();
+    if (env.built_with_cuda) {
+      QVERIFY2(m_window->statusText().contains(QStringLiteral("code ") + MainWindow::compactArchitectures()),
+               qPrintable(m_window->statusText()));
+      if (mnv2::built_cuda_architectures().size() > 1)
+        QVERIFY(MainWindow::compactArchitectures().contains(QLatin1Char('/')));
+    } else {
+      QVERIFY2(m_window->statusText().contains(QStringLiteral("CUDA: not built")), qPrintable(m_window->statusText()));
+    }
     QCOMPARE(m_window->graphPage()->view()->nodeCount(), 99);
     QCOMPARE(m_window->graphPage()->view()->residualEdgeCount(), 10);
     // The header says what the file declares, as `mnv2 info` does.

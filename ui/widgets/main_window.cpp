@@ -365,6 +365,18 @@ void MainWindow::start(const QString& modelPath) {
   m_controller->loadModel(modelPath);
 }
 
+// "sm_75/80/86/89/90/100/120 + PTX 120": the architectures the GPU code carries, short enough for the status
+// bar (the tool-tip has the long form that `mnv2 info` prints).
+QString MainWindow::compactArchitectures() {
+  QStringList sass, ptx;
+  for (const mnv2::CudaArch& a : mnv2::built_cuda_architectures())
+    (a.ptx ? ptx : sass) << QStringLiteral("%1%2%3").arg(a.major).arg(a.minor).arg(a.arch_specific ? "a" : "");
+  QString text = sass.isEmpty() ? QString() : QStringLiteral("sm_") + sass.join(QLatin1Char('/'));
+  if (!ptx.isEmpty())
+    text += (text.isEmpty() ? QString() : QStringLiteral(" + ")) + QStringLiteral("PTX ") + ptx.join(QLatin1Char('/'));
+  return text.isEmpty() ? QStringLiteral("none") : text;
+}
+
 void MainWindow::onEnvironment(const EnvironmentInfo& info) {
   m_backends = info.backends;
   m_settings->setBackends(info.backends);
@@ -404,9 +416,12 @@ void MainWindow::onEnvironment(const EnvironmentInfo& info) {
                                 ? QStringLiteral("CUDA %1").arg(QString::fromStdString(
                                       mnv2::cuda_version_string(env.runtime_version)))
                                 : QStringLiteral("GPU plugin not loaded");
-    m_statusCuda->setText(QStringLiteral("%1 · code %2").arg(runtime, QString::fromStdString(env.architectures)));
-    m_statusCuda->setToolTip(plugin.loaded ? QStringLiteral("GPU plugin %1").arg(QString::fromStdString(plugin.path))
-                                           : QString::fromStdString(plugin.problem));
+    m_statusCuda->setText(QStringLiteral("%1 · code %2").arg(runtime, compactArchitectures()));
+    m_statusCuda->setToolTip(
+        QStringLiteral("GPU code for %1\n%2")
+            .arg(QString::fromStdString(env.architectures),
+                 plugin.loaded ? QStringLiteral("GPU plugin %1").arg(QString::fromStdString(plugin.path))
+                               : QString::fromStdString(plugin.problem)));
   }
   Q_EMIT environmentReady();
 }

@@ -82,6 +82,8 @@ class MainWindow : public QMainWindow {
   AccuracyPage* accuracyPage() const { return m_accuracy; }
   QLabel* banner() const { return m_banner; }
   QString statusText() const;  // the permanent status bar fields, joined
+  // The CUDA architectures the GPU code carries, as the status bar shows them ("sm_75/80/.../120 + PTX 120").
+  static QString compactArchitectures();
 
  Q_SIGNALS:
   void environmentReady();
