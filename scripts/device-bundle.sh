@@ -26,6 +26,16 @@ if [[ ${MNV2_DEVICE_PTX75:-1} != 0 ]]; then
   mkdir -p "$stage/bundle/lib75"
   cp -L "$build75/lib/libmnv2_gpu.so" "$stage/bundle/lib75/"
 fi
+# A third, with machine code for sm_80 only and no PTX: no code of it runs on a Hopper GPU, so there `mnv2 info`
+# must say so in one line and the cuda backend must be unavailable with that reason (cudnn still runs).
+if [[ ${MNV2_DEVICE_SM80:-1} != 0 ]]; then
+  build80=$root/build-device80
+  cmake -S "$root" -B "$build80" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMNV2_WITH_CUDA=ON \
+    -DMNV2_WITH_OPENCV_CODECS=OFF -DMNV2_BUILD_GUI=OFF -DMNV2_BUILD_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=80-real >/dev/null
+  cmake --build "$build80" -j "$(nproc)" --target mnv2_gpu
+  mkdir -p "$stage/bundle/lib80"
+  cp -L "$build80/lib/libmnv2_gpu.so" "$stage/bundle/lib80/"
+fi
 mkdir -p "$stage/bundle/shared/weights" "$stage/bundle/shared/golden"
 cp "$shared"/weights/*.onnx "$shared"/weights/*.txt "$stage/bundle/shared/weights/"
 cp "$shared"/golden/* "$stage/bundle/shared/golden/"

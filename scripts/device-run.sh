@@ -200,6 +200,13 @@ for p in fp32 fp16; do
 done
 TAIL=8 run bench_ptx75_cudnn ptx75 ./bin/mnv2 bench --backends cudnn --batch 1,64 --warmup 10 --iters 50
 fi
+# A plugin with sm_80 machine code only: nothing of it runs on sm_90; info and the cuda backend say so.
+if want portable && [[ -f lib80/libmnv2_gpu.so ]]; then
+sm80() { MNV2_GPU_PLUGIN=$PWD/lib80/libmnv2_gpu.so LD_LIBRARY_PATH=$PWD/lib80:$LD_LIBRARY_PATH "$@"; }
+TAIL=14 run info_sm80_only sm80 ./bin/mnv2 info
+TAIL=4 run classify_sm80_only_cuda sm80 ./bin/mnv2 classify --backend cuda --tensor shared/golden/cat.input.f32 --top 1
+TAIL=4 run classify_sm80_only_cudnn sm80 ./bin/mnv2 classify --backend cudnn --tensor shared/golden/cat.input.f32 --top 1
+fi
 
 # ---- models from PyTorch's current exporter (issue 12) --------------------------------------------------------
 # Exports torchvision MobileNetV2 at several widths and sizes with PyTorch's defaults (external data, opset 20)
