@@ -2,7 +2,6 @@
 // in profile/gpu/calibration.cpp.
 #include "mnv2/roofline.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <fstream>
 #include <vector>
 
+#include "backends/cpu/cpu_ops.h"
 #include "mnv2/atomic_file.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
@@ -63,13 +63,11 @@ Ceilings calibrate_cpu() {
   c.key = ceilings_key("cpu");
   constexpr size_t kCopyBytes = size_t{256} << 20;
   std::vector<char> src(kCopyBytes, 1), dst(kCopyBytes, 0);
-  // The way the cpu backend computes: OpenBLAS single-threaded inside, the rows split over the backend's
-  // OpenMP threads (MNV2_CPU_THREADS, which the cache key names too). A multi-threaded OpenBLAS call, or a
-  // single-threaded one, would measure a different machine than the one the backend's layers run on.
+  // On the cpu backends' threads (MNV2_CPU_THREADS, which the cache key names too), each GEMM call on the
+  // thread that owns its rows, as the reference path calls it; oneDNN's sgemm picks its kernel from CPUID,
+  // like the oneDNN path's convolutions.
   int threads = std::max(1, omp_get_max_threads());
   if (const char* t = std::getenv("MNV2_CPU_THREADS"); t && std::atoi(t) > 0) threads = std::atoi(t);
-  const int saved_blas_threads = openblas_get_num_threads();
-  openblas_set_num_threads(1);
   c.bandwidth_gb_s = best_rate(2.0 * kCopyBytes / 1e9, 1, 5, [&] {
 #pragma omp parallel num_threads(threads)
     {
@@ -86,14 +84,12 @@ Ceilings calibrate_cpu() {
       const int t = omp_get_thread_num(), team = omp_get_num_threads();
       const int first = n * t / team, rows = n * (t + 1) / team - first;
       if (rows > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n, n, 1.0f,
-                    a.data() + static_cast<size_t>(first) * n, n, b.data(), n, 0.0f,
-                    out.data() + static_cast<size_t>(first) * n, n);
+        cpu::sgemm('N', 'N', rows, n, n, 1.0f, a.data() + static_cast<size_t>(first) * n, n, b.data(), n, 0.0f,
+                   out.data() + static_cast<size_t>(first) * n, n);
     }
   });
-  openblas_set_num_threads(saved_blas_threads);
-  c.method = "memcpy of 256 MiB (read + write) and OpenBLAS SGEMM n=2048, each split over " + std::to_string(threads) +
-             " OpenMP threads like the cpu backend; best of 5 and of 3";
+  c.method = "memcpy of 256 MiB (read + write) and oneDNN SGEMM n=2048, each split over " + std::to_string(threads) +
+             " OpenMP threads like the cpu backends; best of 5 and of 3";
   return c;
 }
 

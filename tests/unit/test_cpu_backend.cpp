@@ -151,7 +151,7 @@ TEST(CpuBackend, IsAvailableAndDescribesItself) {
   auto cpu = make_backend("cpu");
   EXPECT_EQ(cpu->name(), "cpu");
   EXPECT_TRUE(cpu->availability().available);
-  EXPECT_NE(cpu->description().find("OpenBLAS"), std::string::npos) << cpu->description();
+  EXPECT_NE(cpu->description().find("oneDNN sgemm"), std::string::npos) << cpu->description();
   EXPECT_NE(cpu->description().find("2 threads"), std::string::npos) << cpu->description();
   for (const Layer& layer : tiny_model().layers) EXPECT_EQ(cpu->unsupported_reason(layer), std::nullopt);
 }

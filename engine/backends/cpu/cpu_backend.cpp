@@ -117,7 +117,6 @@ class CpuPreparedNet final : public PreparedNet {
     if (!(input.shape == input_shape_) || static_cast<int64_t>(input.data.size()) != input_shape_.numel())
       throw UsageError(std::string("cpu: input shape ") + input.shape.str() + " (" + std::to_string(input.data.size()) +
                        " values) does not match the prepared " + input_shape_.str());
-    cpu::use_single_threaded_blas();
     if (options.keep_layer_outputs) allocate_kept_outputs();
 
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -403,7 +402,7 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return kBackendName; }
   std::string description() const override {
-    return "CPU reference, fp32 (OpenBLAS + OpenMP, " + std::to_string(threads_) +
+    return "CPU reference, fp32 (oneDNN sgemm + OpenMP, " + std::to_string(threads_) +
            (threads_ == 1 ? " thread)" : " threads)");
   }
   Availability availability() const override { return {true, ""}; }
