@@ -94,9 +94,11 @@ Ceilings calibrate_cpu() {
 }
 
 std::string ceilings_key(const std::string& backend, Precision precision) {
-  if (backend == "cpu") {
+  if (is_host_backend(backend)) {
+    // The GEMM named too: ceilings cached when OpenBLAS measured them (on some CPUs with its oldest kernels)
+    // are not read back as this build's.
     const char* threads = std::getenv("MNV2_CPU_THREADS");
-    return "cpu|" + cpu_model_name() + "|threads " + (threads ? threads : "default");
+    return "cpu|" + cpu_model_name() + "|threads " + (threads ? threads : "default") + "|oneDNN sgemm";
   }
   const CudaEnvironment& env = cuda_environment();
   if (env.devices.empty()) throw Error("backend '" + backend + "' needs a GPU: " + env.why_none);
@@ -139,7 +141,7 @@ Ceilings ceilings_from_json(const json::Value& j) {
 }
 
 Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning, Precision precision) {
-  if (backend == "cpu") precision = Precision::fp32;  // the cpu backend has no other mode
+  if (is_host_backend(backend)) precision = Precision::fp32;  // the cpu backends have no other mode
   const std::string key = ceilings_key(backend, precision);
   const std::string file = roofline_cache_file();
   json::Value cache;  // {"schema": "mnv2.roofline-cache/1", "devices": {key: ceilings}}
@@ -159,7 +161,7 @@ Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::stri
       cache = json::Value();
     }
   }
-  Ceilings c = backend == "cpu" ? calibrate_cpu() : calibrate_gpu(0, precision);
+  Ceilings c = is_host_backend(backend) ? calibrate_cpu() : calibrate_gpu(0, precision);
   c.key = key;
   try {
     const json::Value* old = cache.is_object() ? cache.find("devices") : nullptr;
