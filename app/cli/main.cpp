@@ -17,6 +17,7 @@
 
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
+#include "mnv2/cpu_info.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
 #include "mnv2/eval.h"
@@ -227,6 +228,8 @@ int cmd_info(int argc, char** argv) {
   cuda.set("devices", json::Value(devices));
   if (env.devices.empty()) cuda.set("why_none", env.why_none);
   j.set("cuda", cuda);
+  const CpuKernelInfo cpu = cpu_kernel_info();  // which CPU kernels the cpu backends run here, and why
+  j.set("cpu", to_json(cpu));
   json::Array backends;
   for (const auto& name : backend_names()) {
     auto b = make_backend(name);
@@ -268,6 +271,11 @@ int cmd_info(int argc, char** argv) {
   for (const auto& d : env.devices)
     std::cout << "device " << d.index << ": " << d.name << ", sm_" << d.cc_major << d.cc_minor << ", "
               << d.multiprocessors << " SMs, " << (d.memory_bytes >> 20) << " MiB\n";
+  std::cout << "cpu:     " << cpu.model_name << ", " << cpu.threads << (cpu.threads == 1 ? " thread" : " threads")
+            << "; CPUID:";
+  for (const std::string& f : cpu.features) std::cout << " " << f;
+  std::cout << "\n         kernels: cpu " << cpu.cpu_kernels << "; cpu-ref " << cpu.reference_kernels
+            << "\n         why: " << cpu.why << "\n";
   std::cout << "backends:\n";
   for (const auto& b : backends) {
     std::cout << "  " << b.string_at("name") << ": " << (b.bool_at("available") ? "available" : "unavailable")

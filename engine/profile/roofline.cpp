@@ -12,6 +12,7 @@
 #include <fstream>
 #include <vector>
 
+#include "backends/cpu/cpu_common.h"
 #include "backends/cpu/cpu_ops.h"
 #include "mnv2/atomic_file.h"
 #include "mnv2/device.h"
@@ -68,6 +69,7 @@ Ceilings calibrate_cpu() {
   // like the oneDNN path's convolutions.
   int threads = std::max(1, omp_get_max_threads());
   if (const char* t = std::getenv("MNV2_CPU_THREADS"); t && std::atoi(t) > 0) threads = std::atoi(t);
+  const cpu::ScopedOmpThreads team(threads);  // one thread: no nested sgemm team either
   c.bandwidth_gb_s = best_rate(2.0 * kCopyBytes / 1e9, 1, 5, [&] {
 #pragma omp parallel num_threads(threads)
     {

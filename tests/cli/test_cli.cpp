@@ -63,7 +63,20 @@ TEST(Cli, InfoJson) {
     }
   }
   EXPECT_TRUE(cpu_available);
-  EXPECT_EQ(run_cli({"info"}).code, 0);
+  // The CPU kernels chosen here and why: CPUID's features, oneDNN's version and ISA, threads.
+  const json::Value& cpu = j.at("cpu");
+  EXPECT_FALSE(cpu.at("model_name").as_string().empty());
+  EXPECT_EQ(cpu.at("onednn_version").as_string().rfind("2.", 0), 0u);
+  EXPECT_FALSE(cpu.at("onednn_isa").as_string().empty());
+  EXPECT_GE(cpu.at("threads").as_int(), 1);
+  EXPECT_TRUE(cpu.at("cpuid_features").is_array());
+  EXPECT_NE(cpu.at("cpu_kernels").as_string().find(cpu.at("onednn_isa").as_string()), std::string::npos);
+  auto text = run_cli({"info"}, {"MNV2_CPU_THREADS=1"});
+  EXPECT_EQ(text.code, 0) << describe(text);
+  EXPECT_NE(text.out.find("cpu:     "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(", 1 thread; CPUID:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("kernels: cpu oneDNN " + cpu.at("onednn_version").as_string()), std::string::npos)
+      << text.out;
 }
 
 TEST(Cli, TopologyTableCsvJson) {

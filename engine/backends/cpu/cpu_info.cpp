@@ -162,4 +162,10 @@ std::string cpu_kernel_summary(int threads) {
          std::to_string(threads) + (threads == 1 ? " thread" : " threads");
 }
 
+std::string reference_kernel_summary(int threads) {
+  return "plain loops (" + reference_clone() + " build) + oneDNN sgemm (jit " +
+         isa_name(dnnl::get_effective_cpu_isa()) + "), " + std::to_string(threads) +
+         (threads == 1 ? " thread" : " threads");
+}
+
 }  // namespace mnv2

@@ -11,6 +11,7 @@
 #include "backends/cpu/cpu_common.h"
 #include "backends/cpu/cpu_ops.h"
 #include "backends/layer_checks.h"
+#include "mnv2/cpu_info.h"
 #include "mnv2/error.h"
 
 namespace mnv2 {
@@ -62,6 +63,9 @@ class ReferencePreparedNet final : public PreparedNet {
       throw UsageError(std::string(kBackendName) + ": input shape " + input.shape.str() + " (" +
                        std::to_string(input.data.size()) + " values) does not match the prepared " +
                        input_shape_.str());
+    // The kernels split their work over threads_ OpenMP threads themselves; with threads_ == 1 that team is
+    // an inactive parallel region, inside which oneDNN's sgemm would start a team of OpenMP's default size.
+    cpu::ScopedOmpThreads team(threads_);
     if (options.keep_layer_outputs) allocate_kept_outputs();
 
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -344,10 +348,7 @@ class ReferenceBackend final : public Backend {
   ReferenceBackend() : threads_(cpu::thread_count()) {}
 
   std::string name() const override { return kBackendName; }
-  std::string description() const override {
-    return "CPU reference, fp32 (oneDNN sgemm + OpenMP, " + std::to_string(threads_) +
-           (threads_ == 1 ? " thread)" : " threads)");
-  }
+  std::string description() const override { return "CPU reference, fp32: " + reference_kernel_summary(threads_); }
   Availability availability() const override { return {true, ""}; }
 
   // The reference runs every well-formed layer: any kernel, stride, pads, dilation, groups and clip bounds.

@@ -30,5 +30,7 @@ json::Value to_json(const CpuKernelInfo& info);
 // One line for backend descriptions and run metadata: "oneDNN 2.6.3, jit avx512_core_bf16 (CPUID: AVX-512F/
 // BW/VL/VNNI/BF16, AVX2, FMA), 2 threads".
 std::string cpu_kernel_summary(int threads);
+// The same for cpu-ref: "plain loops (x86-64-v4 build) + oneDNN sgemm (jit avx512_core_bf16), 2 threads".
+std::string reference_kernel_summary(int threads);
 
 }  // namespace mnv2
