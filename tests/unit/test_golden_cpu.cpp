@@ -191,6 +191,16 @@ TEST(GoldenCpu, OnednnStepsNameTheirFusedLayers) {
   EXPECT_EQ(covered, all);  // every layer once, in order
   EXPECT_EQ(steps[0].name, "Conv2d 0 + ReLU6 1");
   EXPECT_EQ(steps[8].name, "Conv2d 14 + ResidualAdd 15");
+  // Under a cap on oneDNN's ISA (the CpuIsa* runs of CTest), the kernels are the capped ISA's.
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const std::string isa = cap ? cap : "";
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (isa == "AVX2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    EXPECT_NE(steps[0].variant.find(":avx2"), std::string::npos) << steps[0].variant;
+  if (isa == "SSE41") EXPECT_NE(steps[0].variant.find(":sse41"), std::string::npos) << steps[0].variant;
+#endif
+  std::printf("[  kernels ] %s%s: %s\n", make_backend("cpu")->description().c_str(),
+              isa.empty() ? "" : (" (ONEDNN_MAX_CPU_ISA=" + isa + ")").c_str(), steps[0].variant.c_str());
 
   RunOptions keep;
   keep.keep_layer_outputs = true;

@@ -93,6 +93,31 @@ std::string layout_name(const Desc& md) {
   return "blocked";
 }
 
+// The convolutions' activation layout: channels in blocks of the ISA's vector width, 16 floats on AVX-512 and
+// 8 on AVX/AVX2 (SSE4.1 kernels block by 8 too), from the ISA oneDNN dispatched to by CPUID. format_tag::any
+// lets oneDNN 2.6 choose instead, and on AVX-512 CPUs with BF16 it chose its brgemm kernels in NHWC, which
+// measured slower here (docs/PERFORMANCE.md, "CPU backend: oneDNN": batch 8 34 ms against 45 ms); `any`
+// remains the choice where a convolution has no kernel for the blocked layout but the reference one.
+Tag blocked_activation_tag() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx512_mic:
+    case dnnl::cpu_isa::avx512_mic_4ops:
+    case dnnl::cpu_isa::avx512_core:
+    case dnnl::cpu_isa::avx512_core_vnni:
+    case dnnl::cpu_isa::avx512_core_bf16:
+    case dnnl::cpu_isa::avx512_core_amx:
+      return Tag::nChw16c;
+    case dnnl::cpu_isa::sse41:
+    case dnnl::cpu_isa::avx:
+    case dnnl::cpu_isa::avx2:
+    case dnnl::cpu_isa::avx2_vnni:
+      return Tag::nChw8c;
+    case dnnl::cpu_isa::all:
+      break;
+  }
+  return Tag::any;
+}
+
 std::string clip_text(const Layer& l) {
   auto number = [](float v) {
     if (v == std::numeric_limits<float>::infinity()) return std::string("inf");
@@ -149,7 +174,11 @@ struct Step {
 class OnednnPreparedNet final : public PreparedNet {
  public:
   OnednnPreparedNet(const Model& model, const PrepareConfig& config, int threads)
-      : config_(config), threads_(threads), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+      : config_(config),
+        threads_(threads),
+        engine_(dnnl::engine::kind::cpu, 0),
+        stream_(engine_),
+        activation_tag_(blocked_activation_tag()) {
     cpu::ScopedOmpThreads team(threads_);  // kernels are generated and split for this many threads
     build(model);
   }
@@ -342,16 +371,27 @@ class OnednnPreparedNet final : public PreparedNet {
           post += " +" + clip_text(clip);
         }
         attr.set_post_ops(ops);
-        auto make = [&](const Desc& dst) {
-          const Desc any_src(src_md.dims(), DType::f32, Tag::any);
+        auto make = [&](const Desc& src, const Desc& dst) {
           const Desc any_wei(wei_dims, DType::f32, Tag::any);
           dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                            any_src, any_wei, bias_md, dst, {c.stride_h, c.stride_w},
+                                            src, any_wei, bias_md, dst, {c.stride_h, c.stride_w},
                                             {c.dilation_h - 1, c.dilation_w - 1}, {c.pad_top, c.pad_left},
                                             {c.pad_bottom, c.pad_right});
           return dnnl::convolution_forward::primitive_desc(d, attr, engine_);
         };
-        auto pd = make(Desc(dst_dims, DType::f32, Tag::any));
+        // The blocked layout where the ISA has one (the network input stays NCHW: the stem reads it as it is),
+        // unless only oneDNN's reference implementation would take it; else the layout oneDNN prefers.
+        const Desc any_src(src_md.dims(), DType::f32, Tag::any);
+        const Desc any_dst(dst_dims, DType::f32, Tag::any);
+        std::optional<dnnl::convolution_forward::primitive_desc> blocked;
+        if (activation_tag_ != Tag::any) {
+          try {
+            blocked = make(in.buffer == kInputBuffer ? any_src : src_md, Desc(dst_dims, DType::f32, activation_tag_));
+            if (std::string(blocked->impl_info_str()).rfind("ref", 0) == 0) blocked.reset();
+          } catch (const dnnl::error&) {
+          }
+        }
+        auto pd = blocked ? *blocked : make(any_src, any_dst);
         // The sum post-op adds to what the destination holds: the residual, in its own buffer where this is
         // its last reader (so the convolution writes in place over it), else copied there first.
         std::optional<Value> residual;
@@ -359,7 +399,7 @@ class OnednnPreparedNet final : public PreparedNet {
           residual = value_of(g.residual);
           if (residual->buffer != kInputBuffer && !(as_4d(residual->md) == pd.dst_desc())) {
             try {
-              pd = make(as_4d(residual->md));  // write in the residual's layout, if a kernel takes it
+              pd = make(any_src, as_4d(residual->md));  // write in the residual's layout, if a kernel takes it
             } catch (const dnnl::error&) {
             }
           }
@@ -567,6 +607,7 @@ class OnednnPreparedNet final : public PreparedNet {
   int threads_ = 1;
   dnnl::engine engine_;
   dnnl::stream stream_;
+  Tag activation_tag_ = Tag::any;  // the convolutions' activation layout (blocked_activation_tag())
   Shape input_shape_;
   Shape output_shape_;  // of the last layer
   std::vector<LayerStats> stats_;
