@@ -240,7 +240,8 @@ TEST(Cli, ProfileCpuWritesAllReports) {
   EXPECT_EQ(j.at("runs").as_array()[0].at("metadata").at("timer").as_string(), "host_clock");
   EXPECT_EQ(j.at("runs").as_array()[0].at("metadata").at("input").as_string(), shared_path("golden/cat.input.f32"));
   json::Value t = json::parse_file(tmp.file("p.trace.json"));
-  EXPECT_GE(t.at("traceEvents").as_array().size(), 54u);  // a span per step: 99 layers in 54 oneDNN steps
+  // A span per step: the oneDNN backend fuses layers, 99 of them run in at most 54 steps.
+  EXPECT_GE(t.at("traceEvents").as_array().size(), j.at("runs").as_array()[0].at("steps").as_array().size());
 }
 
 TEST(Cli, CompareCpuWithItself) {

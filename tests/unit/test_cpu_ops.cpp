@@ -649,5 +649,64 @@ TEST(CpuOps, FusedEpiloguesMatchReference) {
   }
 }
 
+// An expansion (pointwise) with its depthwise 3x3 after it, as in every inverted-residual block: the oneDNN
+// backend runs the pair as one primitive where oneDNN has a fused kernel for the shape (it chooses by shape,
+// batch and threads), else as two steps. Either way every materialised layer matches the reference; a fused
+// step covers the expansion, its clip, the depthwise convolution and its clip.
+TEST(CpuOps, ExpansionAndDepthwiseMatchReference) {
+  const uint32_t seed = fresh_seed();
+  std::printf("[   seed   ] %u (set MNV2_TEST_SEED to repeat)\n", seed);
+  std::mt19937 gen(seed);
+  struct Case {
+    int batch, in_c, h, w, mid_c, stride, pt, pl, pb, pr;
+    bool dw_bias, dw_clip;
+  };
+  const Case cases[] = {
+      {1, 16, 112, 112, 96, 2, 0, 0, 1, 1, true, true},  // block2 of the network
+      {2, 24, 20, 22, 144, 1, 1, 1, 1, 1, true, true},
+      {1, 32, 15, 17, 64, 2, 1, 1, 1, 1, false, true},  // odd map, symmetric pads
+      {3, 16, 9, 8, 48, 1, 1, 1, 1, 1, true, false},    // no clip after the depthwise convolution
+  };
+  for (const Case& c : cases) {
+    const int oh = extent(c.h, c.pt, c.pb, 3, c.stride, 1), ow = extent(c.w, c.pl, c.pr, 3, c.stride, 1);
+    std::vector<Layer> layers;
+    layers.push_back(conv_layer(gen, kNetworkInput,
+                                {c.batch, c.in_c, c.h, c.w, c.mid_c, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, ""}));
+    Layer clip;
+    clip.kind = LayerKind::ReLU6;
+    clip.inputs = {0};
+    layers.push_back(clip);
+    layers.push_back(conv_layer(gen, 1,
+                                {c.batch, c.mid_c, c.h, c.w, c.mid_c, 3, 3, c.stride, c.stride, c.pt, c.pl, c.pb, c.pr,
+                                 1, 1, c.mid_c, c.dw_bias, ""}));
+    if (c.dw_clip) {
+      clip.inputs = {2};
+      layers.push_back(clip);
+    }
+    Layer gap;  // a reader after the pair, so the pair's output is not the network's
+    gap.kind = LayerKind::GlobalAveragePool;
+    gap.inputs = {static_cast<int>(layers.size()) - 1};
+    layers.push_back(gap);
+    const Model model = model_of(std::move(layers), c.in_c);
+    std::ostringstream what;
+    what << "seed " << seed << ": batch " << c.batch << ", " << c.in_c << "->" << c.mid_c << " at " << c.h << "x" << c.w
+         << ", depthwise stride " << c.stride << " pads [" << c.pt << ", " << c.pl << ", " << c.pb << ", " << c.pr
+         << "] -> " << oh << "x" << ow << (c.dw_bias ? "" : ", no depthwise bias")
+         << (c.dw_clip ? "" : ", no clip after it");
+    check_model(model, random_input(gen, Shape{c.batch, c.in_c, c.h, c.w}), what.str());
+    auto net = make_backend("cpu")->prepare(model, PrepareConfig{c.batch, c.h, c.w, Precision::fp32});
+    const ExecStep& first = net->steps().front();
+    const bool fused = first.layers.size() > 2;
+    std::printf("[  fusion  ] %s: %s (%s)\n", what.str().c_str(), fused ? "one step" : "two steps",
+                first.variant.c_str());
+    if (fused) {
+      EXPECT_EQ(first.layers, c.dw_clip ? std::vector<int>({0, 1, 2, 3}) : std::vector<int>({0, 1, 2})) << what.str();
+      EXPECT_NE(first.variant.find("+dw3x3/s" + std::to_string(c.stride)), std::string::npos) << first.variant;
+    } else {
+      EXPECT_EQ(first.layers, (std::vector<int>{0, 1})) << what.str();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mnv2::test
