@@ -77,7 +77,8 @@ cpu_model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 ort_version=$(node -e 'try{console.log(require(process.argv[1]+"/node_modules/onnxruntime-node/package.json").version)}catch(e){console.log("-")}' "$ORT_CACHE")
 echo "# bench-cpu-vs-onnxruntime, $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
 echo "# machine: $cpu_model, $(nproc) CPUs online; runs pinned to CPUs $CPUS (taskset); load average at start $load_start, at end $load_end"
-echo "# mnv2: $("$MNV2" info --json | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const j=JSON.parse(s);const c=j.backends.find(b=>b.name==="cpu");console.log(j.commit+"; cpu = "+c.description)})')"
+head=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
+echo "# mnv2: $(MNV2_CPU_THREADS=$THREADS "$MNV2" info --json | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const j=JSON.parse(s);const c=j.backends.find(b=>b.name==="cpu");console.log("build stamped "+j.commit+" (the commit at configure time), worktree at '"$head"'; cpu = "+c.description)})')"
 echo "# onnxruntime-node $ort_version: CPU execution provider, intra-op threads $THREADS, inter-op 1, sequential, graph optimisation all"
 echo "# model $(basename "$MODEL"); $ROUNDS rounds, order reversed every other round; each run: $WARMUP warm-up + $ITERS timed runs, its median"
 node - "$results" <<'EOF'
