@@ -1,8 +1,8 @@
-// The cpu backend: the topology on oneDNN primitives. Convolutions carry their clip and residual add as
-// post-ops (the grouping is onednn_plan.h's), activations stay in the layout oneDNN's kernels prefer
-// (format_tag::any: blocked nChw16c on AVX-512, nChw8c on AVX2), reorders happen only at the network's edges
-// (and where a kept layer output is asked for), and the primitives, the weights in their preferred layout and
-// every buffer are made once, at prepare time. oneDNN picks its kernels from CPUID.
+// The cpu backend: the topology on oneDNN primitives. Convolutions carry their clip and residual add, or an
+// expansion its depthwise convolution, as post-ops (the grouping is onednn_plan.h's); activations stay in the
+// ISA's blocked layout (nChw16c on AVX-512, nChw8c on AVX/AVX2, see blocked_activation_tag()); reorders happen
+// only at the network's edges (and where a kept layer output is asked for); the primitives, the weights in the
+// layouts oneDNN wants and every buffer are made once, at prepare time. oneDNN picks its kernels from CPUID.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -36,7 +36,7 @@ constexpr const char* kBackendName = "cpu";
 constexpr int kInputBuffer = -1;  // Value::buffer of the caller's input tensor
 constexpr int kNoBuffer = -2;     // Value::buffer of a layer fused away (never materialised)
 
-// 64-byte aligned, zero-filled host dnnl::memory that oneDNN may use for any layout.
+// 64-byte aligned, zero-filled host memory that oneDNN may use for any layout.
 class HostBuffer {
  public:
   HostBuffer() = default;
@@ -153,7 +153,7 @@ struct BufferPlan {
   bool free = false;
 };
 
-// A dnnl::memory argument of a step, before the buffers exist.
+// A memory argument of a step, before the buffers exist.
 struct PlannedArg {
   int arg = 0;  // DNNL_ARG_*
   Desc md;
@@ -174,7 +174,7 @@ struct Step {
   std::string label;  // the first layer, for error messages
   int output_layer = 0;
   dnnl::primitive primitive;
-  std::vector<PlannedArg> planned;             // activation arguments (become dnnl::memory objects over buffers)
+  std::vector<PlannedArg> planned;             // activation arguments (become memory objects over buffers)
   std::unordered_map<int, dnnl::memory> args;  // every argument, once the buffers exist
   Desc scratchpad;                             // what the primitive needs of the shared scratchpad
   std::vector<PreReorder> pre;
