@@ -48,10 +48,10 @@ TAIL=12 run profile_cudnn_cupti ./bin/mnv2 profile --backend cudnn --tensor shar
 TAIL=12 run profile_cudnn_cupti_b64 ./bin/mnv2 profile --backend cudnn --tensor shared/golden/cat.input.f32 --timing cupti \
   --batch 64 --warmup 10 --iters 50 --csv "$work/profile_cudnn_cupti_b64.csv" --json "$work/profile_cudnn_cupti_b64.json"
 for img in cat cat_720p grace_hopper hot_dog parrot; do
-  TAIL=8 run "compare_$img" ./bin/mnv2 compare --backends cpu,cudnn --tensor "shared/golden/$img.input.f32" --timing cupti \
+  TAIL=8 run "compare_$img" ./bin/mnv2 compare --backends cpu-ref,cudnn --tensor "shared/golden/$img.input.f32" --timing cupti \
     --warmup 5 --iters 30 --csv "$work/compare_${img}.csv" --json "$work/compare_${img}.json"
 done
-TAIL=10 run compare_event_b64 ./bin/mnv2 compare --backends cpu,cudnn --tensor shared/golden/cat.input.f32 --timing event \
+TAIL=10 run compare_event_b64 ./bin/mnv2 compare --backends cpu-ref,cudnn --tensor shared/golden/cat.input.f32 --timing event \
   --batch 64 --warmup 3 --iters 20 --json "$work/compare_event_b64.json"
 for img in cat cat_720p grace_hopper hot_dog parrot; do
   TAIL=8 run "classify_$img" ./bin/mnv2 classify --backend cudnn --tensor "shared/golden/$img.input.f32" --top 3
@@ -62,7 +62,7 @@ TAIL=8 run bench_cudnn ./bin/mnv2 bench --backend cudnn --batch 1,8,64,256 --war
 for p in tf32 fp16; do
   TAIL=8 run "bench_cudnn_$p" ./bin/mnv2 bench --backend cudnn --precision $p --batch 1,64,256 --warmup 20 --iters 100 \
     --json "$work/bench_cudnn_$p.json"
-  TAIL=8 run "compare_cudnn_${p}_cat" ./bin/mnv2 compare --backends cpu,cudnn --precision $p \
+  TAIL=8 run "compare_cudnn_${p}_cat" ./bin/mnv2 compare --backends cpu-ref,cudnn --precision $p \
     --tensor shared/golden/cat.input.f32 --timing event --warmup 5 --iters 30 --json "$work/compare_cudnn_${p}_cat.json"
 done
 TAIL=6 run bench_cpu ./bin/mnv2 bench --backend cpu --batch 1,8 --warmup 5 --iters 30 --json "$work/bench_cpu.json"
@@ -83,7 +83,7 @@ TAIL=12 run cudnn_precision_tests ./bin/mnv2_gpu_tests \
 for p in tf32 fp16; do
   TAIL=12 run "bench_cuda_$p" ./bin/mnv2 bench --backends cuda,cudnn --precision $p --batch 1,64,256 --warmup 20 \
     --iters 100 --json "$work/bench_cuda_$p.json"
-  TAIL=14 run "compare_cuda_${p}_cat" ./bin/mnv2 compare --backends cpu,cuda --precision $p \
+  TAIL=14 run "compare_cuda_${p}_cat" ./bin/mnv2 compare --backends cpu-ref,cuda --precision $p \
     --tensor shared/golden/cat.input.f32 --timing event --warmup 5 --iters 30 --json "$work/compare_cuda_${p}_cat.json"
 done
 for b in 256 1; do
@@ -137,14 +137,14 @@ TAIL=6 run cuda_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 ./
 MNV2_CUDA_FUSE=expand_dw TAIL=6 run cuda_memcheck_fused_net compute-sanitizer --tool memcheck --error-exitcode 9 \
   ./bin/mnv2 classify --backend cuda --tensor shared/golden/cat.input.f32 --top 3
 for img in cat grace_hopper; do
-  TAIL=8 run "compare_cuda_$img" ./bin/mnv2 compare --backends cpu,cudnn,cuda --tensor "shared/golden/$img.input.f32" \
+  TAIL=8 run "compare_cuda_$img" ./bin/mnv2 compare --backends cpu-ref,cudnn,cuda --tensor "shared/golden/$img.input.f32" \
     --timing cupti --warmup 5 --iters 30 --json "$work/compare_cuda_${img}.json"
 done
 MNV2_CUDA_VARIANT=baseline TAIL=8 run bench_cuda_baseline ./bin/mnv2 bench --backends cuda --batch 1,64 --warmup 5 \
   --iters 30 --json "$work/bench_cuda_baseline.json"
 # compare --exec graph over a list that mixes backends: cuda per layer inside its graph, cpu and cudnn (no
 # graph) layer by layer with a warning in their reports.
-TAIL=10 run compare_graph_mixed ./bin/mnv2 compare --backends cpu,cudnn,cuda --exec graph --timing cupti \
+TAIL=10 run compare_graph_mixed ./bin/mnv2 compare --backends cpu-ref,cudnn,cuda --exec graph --timing cupti \
   --tensor shared/golden/cat.input.f32 --warmup 5 --iters 30 --json "$work/compare_graph_mixed.json"
 # The roofline of cuda in fp16 at batch 256 (2 bytes per element), per layer inside the graph.
 TAIL=8 run roofline_cuda_fp16_b256 ./bin/mnv2 roofline --backend cuda --precision fp16 --batch 256 --timing cupti \

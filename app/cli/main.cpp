@@ -17,6 +17,7 @@
 
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
+#include "mnv2/cpu_info.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
 #include "mnv2/eval.h"
@@ -252,6 +253,8 @@ int cmd_info(int argc, char** argv) {
   cuda.set("devices", json::Value(devices));
   if (env.devices.empty()) cuda.set("why_none", env.why_none);
   j.set("cuda", cuda);
+  const CpuKernelInfo cpu = cpu_kernel_info();  // which CPU kernels the cpu backends run here, and why
+  j.set("cpu", to_json(cpu));
   json::Array backends;
   for (const auto& name : backend_names()) {
     auto b = make_backend(name);
@@ -331,6 +334,11 @@ int cmd_info(int argc, char** argv) {
     if (const json::Value* arch = devices[i].find("kernel_code_arch")) std::cout << " (kernels: " << arch->as_string() << ")";
     std::cout << "\n";
   }
+  std::cout << "cpu:     " << cpu.model_name << ", " << cpu.threads << (cpu.threads == 1 ? " thread" : " threads")
+            << "; CPUID:";
+  for (const std::string& f : cpu.features) std::cout << " " << f;
+  std::cout << "\n         kernels: cpu " << cpu.cpu_kernels << "; cpu-ref " << cpu.reference_kernels
+            << "\n         why: " << cpu.why << "\n";
   std::cout << "backends:\n";
   for (const auto& b : backends) {
     std::cout << "  " << b.string_at("name") << ": " << (b.bool_at("available") ? "available" : "unavailable")

@@ -50,8 +50,9 @@ struct RegistryEntry {
 };
 
 // The order is the order of backend_names() and of the "choose ..." hint.
-const std::array<RegistryEntry, 3> kRegistry{{
+const std::array<RegistryEntry, 4> kRegistry{{
     {"cpu", &make_cpu_backend},
+    {"cpu-ref", &make_cpu_reference_backend},
     {"cudnn", &plugin_cudnn_backend},
     {"cuda", &plugin_cuda_backend},
 }};
@@ -81,6 +82,8 @@ Precision parse_precision(const std::string& text) {
     if (key == to_string(p)) return p;
   throw UsageError("unknown precision '" + text + "' (choose fp32, tf32, fp16)");
 }
+
+bool is_host_backend(const std::string& name) { return name == "cpu" || name == "cpu-ref"; }
 
 std::vector<std::string> backend_names() {
   std::vector<std::string> names;

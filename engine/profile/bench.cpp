@@ -27,7 +27,7 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
     throw Error("backend '" + config.backend + "' is not available: " + a.reason);
 
   PrepareConfig pc{config.batch, config.height, config.width, config.precision};
-  DeviceMemoryProbe memory_probe(backend->name() != "cpu");  // the driver's view of what the network takes
+  DeviceMemoryProbe memory_probe(!is_host_backend(backend->name()));  // the driver's view of what the network takes
   auto net = backend->prepare(model, pc);
   memory_probe.sample();
   const Tensor input = random_input(Shape{config.batch, model.input_channels, config.height, config.width}, config.seed);
@@ -37,7 +37,7 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
   result.backend_description = backend->description();
   const int total = config.warmup + config.iters;
   // Only the run's boundaries are observed: one event pair on the stream for GPU backends.
-  const bool gpu = backend->name() != "cpu";
+  const bool gpu = !is_host_backend(backend->name());
   auto run_timer = make_run_timer(gpu);
   RunOptions opts;
   opts.observer = run_timer.get();

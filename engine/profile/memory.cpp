@@ -84,7 +84,7 @@ MemoryStudy memory_study(const Model& model, const std::string& backend_name, co
   if (Availability a = backend->availability(); !a.available)
     throw Error("backend '" + backend_name + "' is not available: " + a.reason);
   s.backend_description = backend->description();
-  DeviceMemoryProbe probe(backend_name != "cpu");
+  DeviceMemoryProbe probe(!is_host_backend(backend_name));
   auto net = backend->prepare(model, config);
   probe.sample();
   net->run(random_input(Shape{config.batch, model.input_channels, config.height, config.width}, 1));

@@ -165,7 +165,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   auto backend = make_backend(cfg.backend);
   if (Availability a = backend->availability(); !a.available)
     throw Error("backend '" + cfg.backend + "' is not available: " + a.reason);
-  const bool gpu = backend->name() != "cpu";
+  const bool gpu = !is_host_backend(backend->name());
   if (!gpu) cfg.timer = TimerKind::host_clock;
   if (gpu && cfg.timer == TimerKind::host_clock)
     throw UsageError("GPU backends are timed with cudaEvents or CUPTI (--timing event|cupti), not the host clock");

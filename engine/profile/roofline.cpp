@@ -2,7 +2,6 @@
 // in profile/gpu/calibration.cpp.
 #include "mnv2/roofline.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -14,6 +13,8 @@
 #include <vector>
 
 #include "gpu/plugin_api.h"
+#include "backends/cpu/cpu_common.h"
+#include "backends/cpu/cpu_ops.h"
 #include "mnv2/atomic_file.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
@@ -68,13 +69,12 @@ Ceilings calibrate_cpu() {
   c.key = ceilings_key("cpu");
   constexpr size_t kCopyBytes = size_t{256} << 20;
   std::vector<char> src(kCopyBytes, 1), dst(kCopyBytes, 0);
-  // The way the cpu backend computes: OpenBLAS single-threaded inside, the rows split over the backend's
-  // OpenMP threads (MNV2_CPU_THREADS, which the cache key names too). A multi-threaded OpenBLAS call, or a
-  // single-threaded one, would measure a different machine than the one the backend's layers run on.
+  // On the cpu backends' threads (MNV2_CPU_THREADS, which the cache key names too), each GEMM call on the
+  // thread that owns its rows, as the reference path calls it; oneDNN's sgemm picks its kernel from CPUID,
+  // like the oneDNN path's convolutions.
   int threads = std::max(1, omp_get_max_threads());
   if (const char* t = std::getenv("MNV2_CPU_THREADS"); t && std::atoi(t) > 0) threads = std::atoi(t);
-  const int saved_blas_threads = openblas_get_num_threads();
-  openblas_set_num_threads(1);
+  const cpu::ScopedOmpThreads team(threads);  // one thread: no nested sgemm team either
   c.bandwidth_gb_s = best_rate(2.0 * kCopyBytes / 1e9, 1, 5, [&] {
 #pragma omp parallel num_threads(threads)
     {
@@ -91,21 +91,21 @@ Ceilings calibrate_cpu() {
       const int t = omp_get_thread_num(), team = omp_get_num_threads();
       const int first = n * t / team, rows = n * (t + 1) / team - first;
       if (rows > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n, n, 1.0f,
-                    a.data() + static_cast<size_t>(first) * n, n, b.data(), n, 0.0f,
-                    out.data() + static_cast<size_t>(first) * n, n);
+        cpu::sgemm('N', 'N', rows, n, n, 1.0f, a.data() + static_cast<size_t>(first) * n, n, b.data(), n, 0.0f,
+                   out.data() + static_cast<size_t>(first) * n, n);
     }
   });
-  openblas_set_num_threads(saved_blas_threads);
-  c.method = "memcpy of 256 MiB (read + write) and OpenBLAS SGEMM n=2048, each split over " + std::to_string(threads) +
-             " OpenMP threads like the cpu backend; best of 5 and of 3";
+  c.method = "memcpy of 256 MiB (read + write) and oneDNN SGEMM n=2048, each split over " + std::to_string(threads) +
+             " OpenMP threads like the cpu backends; best of 5 and of 3";
   return c;
 }
 
 std::string ceilings_key(const std::string& backend, Precision precision) {
-  if (backend == "cpu") {
+  if (is_host_backend(backend)) {
+    // The GEMM named too: ceilings cached when OpenBLAS measured them (on some CPUs with its oldest kernels)
+    // are not read back as this build's.
     const char* threads = std::getenv("MNV2_CPU_THREADS");
-    return "cpu|" + cpu_model_name() + "|threads " + (threads ? threads : "default");
+    return "cpu|" + cpu_model_name() + "|threads " + (threads ? threads : "default") + "|oneDNN sgemm";
   }
   const CudaEnvironment& env = cuda_environment();
   if (env.devices.empty()) throw Error("backend '" + backend + "' needs a GPU: " + env.why_none);
@@ -150,7 +150,7 @@ Ceilings ceilings_from_json(const json::Value& j) {
 }
 
 Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning, Precision precision) {
-  if (backend == "cpu") precision = Precision::fp32;  // the cpu backend has no other mode
+  if (is_host_backend(backend)) precision = Precision::fp32;  // the cpu backends have no other mode
   const std::string key = ceilings_key(backend, precision);
   const std::string file = roofline_cache_file();
   json::Value cache;  // {"schema": "mnv2.roofline-cache/1", "devices": {key: ceilings}}
@@ -170,7 +170,7 @@ Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::stri
       cache = json::Value();
     }
   }
-  Ceilings c = backend == "cpu" ? calibrate_cpu() : calibrate_gpu(0, precision);
+  Ceilings c = is_host_backend(backend) ? calibrate_cpu() : calibrate_gpu(0, precision);
   c.key = key;
   try {
     const json::Value* old = cache.is_object() ? cache.find("devices") : nullptr;

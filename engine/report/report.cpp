@@ -230,7 +230,7 @@ std::string report_csv(const std::vector<RunReport>& reports) {
             << ',' << fixed(p.kernels_per_iter, 2) << ',' << csv_field(join(p.kernel_names, ";")) << ','
             << csv_field(p.grid) << ',' << csv_field(p.block) << ',';
       } else {
-        out << ",,,,,,,,,,,,,,,,,,";
+        out << ",,,,,,,,,,,,,,,,,";  // the 17 fields above, empty
       }
       if (r.diff) {
         const LayerDiff& d = r.diff->layers.at(static_cast<size_t>(lp.layer));

@@ -181,12 +181,17 @@ TEST(CliRoofline, CpuCeilingsCachedAndEveryLayerPlaced) {
   auto first = run_cli(args, env);
   ASSERT_EQ(first.code, 0) << describe(first);
   EXPECT_NE(first.out.find("calibrated now, cached in " + d.file("roofline.json")), std::string::npos) << first.out;
-  EXPECT_NE(first.out.find("99 steps: "), std::string::npos) << first.out;
+  // A point per step: the cpu backend runs the 99 layers in at most 54 (fused convolutions).
+  const size_t at = first.out.find(" steps: ");
+  ASSERT_NE(at, std::string::npos) << first.out;
+  const int steps = std::stoi(first.out.substr(first.out.rfind('\n', at) + 1, at));
+  EXPECT_GE(steps, 30);
+  EXPECT_LE(steps, 54);
   auto second = run_cli(args, env);
   ASSERT_EQ(second.code, 0) << describe(second);
   EXPECT_NE(second.out.find("; cached in "), std::string::npos) << second.out;
   const std::string csv = read_file(d.file("r.csv"));
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 100);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), steps + 1);
   EXPECT_EQ(json::parse_file(d.file("r.json")).at("schema").as_string(), "mnv2.roofline/1");
 }
 

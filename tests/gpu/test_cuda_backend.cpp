@@ -151,7 +151,7 @@ void expect_layers_match_cpu(const Backend& cuda, const Model& model, int batch,
   RunOptions keep;
   keep.keep_layer_outputs = true;
 
-  auto cpu_net = make_backend("cpu")->prepare(model, config);
+  auto cpu_net = make_backend("cpu-ref")->prepare(model, config);
   const Tensor cpu_logits = cpu_net->run(input, keep);
   config.precision = precision;
   auto gpu_net = cuda.prepare(model, config);

@@ -90,7 +90,7 @@ void expect_layers_match_cpu(const Backend& cudnn, const Model& model, int batch
   RunOptions keep;
   keep.keep_layer_outputs = true;
 
-  auto cpu_net = make_backend("cpu")->prepare(model, config);
+  auto cpu_net = make_backend("cpu-ref")->prepare(model, config);
   const Tensor cpu_logits = cpu_net->run(input, keep);
   auto gpu_net = cudnn.prepare(model, config);
   const Tensor gpu_logits = gpu_net->run(input, keep);
@@ -162,7 +162,7 @@ TEST_F(CudnnBackendTest, ConvolutionTableMatchesCpu) {
     config.height = c.height;
     config.width = c.width;
     const Tensor input = random_input(Shape{2, c.in_channels, c.height, c.width}, seed + 1);
-    const Tensor ref = make_backend("cpu")->prepare(model, config)->run(input);
+    const Tensor ref = make_backend("cpu-ref")->prepare(model, config)->run(input);
     auto net = backend_->prepare(model, config);
     const Tensor got = net->run(input);
     ASSERT_EQ(got.shape.numel(), ref.shape.numel());
@@ -279,7 +279,7 @@ TEST_F(CudnnBackendTest, Fp16AtBatch3AndAnOddSizeStaysWithinItsBoundOfCpu) {
   auto gpu = backend_->prepare(main_model(), config);
   const Tensor got = gpu->run(input, keep);
   config.precision = Precision::fp32;
-  auto cpu = make_backend("cpu")->prepare(main_model(), config);
+  auto cpu = make_backend("cpu-ref")->prepare(main_model(), config);
   const Tensor ref = cpu->run(input, keep);
   ASSERT_EQ(got.shape, ref.shape);
   const double err = rel_l2_of(got, ref);

@@ -117,7 +117,7 @@ TEST_F(ProfilerGpu, CudnnAgreesWithCpuLayerByLayer) {
   Golden g = read_golden("grace_hopper");
   Tensor input(Shape{1, 3, 224, 224});
   input.data = g.input;
-  DiffReport d = diff_backends(model(), "cudnn", "cpu", PrepareConfig{1, 224, 224}, input);
+  DiffReport d = diff_backends(model(), "cudnn", "cpu-ref", PrepareConfig{1, 224, 224}, input);
   EXPECT_TRUE(d.top5_agree);
   EXPECT_LT(d.logits.rel_l2, 1e-5);
   EXPECT_EQ(d.first_divergent_layer, -1);

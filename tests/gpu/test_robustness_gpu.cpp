@@ -101,7 +101,7 @@ TEST_F(RobustnessGpu, OutOfDeviceMemoryIsClearFreesEverythingAndASmallerRunFollo
   // The same process, the same backend object: a batch-1 run works and still agrees with the reference.
   auto net = cudnn->prepare(main_model(), PrepareConfig{1, 224, 224});
   const Tensor got = net->run(input);
-  const Tensor ref = make_backend("cpu")->prepare(main_model(), PrepareConfig{1, 224, 224})->run(input);
+  const Tensor ref = make_backend("cpu-ref")->prepare(main_model(), PrepareConfig{1, 224, 224})->run(input);
   EXPECT_LT(rel_l2_of(got, ref), kMaxRelL2);
   // And so does a larger one that fits.
   const Tensor batch8 = random_input(Shape{8, 3, 224, 224}, 12);
@@ -272,7 +272,7 @@ class FaultAtStep final : public StepObserver {
   const Model& model = main_model();
   auto net = make_backend("cudnn")->prepare(model, PrepareConfig{1, 224, 224});
   const Tensor input = random_input(Shape{1, 3, 224, 224}, 6);
-  const Tensor ref = make_backend("cpu")->prepare(model, PrepareConfig{1, 224, 224})->run(input);
+  const Tensor ref = make_backend("cpu-ref")->prepare(model, PrepareConfig{1, 224, 224})->run(input);
   FaultAtStep observer(7);
   if (!observer.ok()) {
     std::fprintf(stderr, "the PTX kernel could not be loaded\n");
@@ -305,7 +305,7 @@ class FaultAtStep final : public StepObserver {
     std::fprintf(stderr, "next prepare: %s\n", e.what());
   }
   // Host work carries on: the cpu backend still gives the reference logits.
-  const Tensor again = make_backend("cpu")->prepare(model, PrepareConfig{1, 224, 224})->run(input);
+  const Tensor again = make_backend("cpu-ref")->prepare(model, PrepareConfig{1, 224, 224})->run(input);
   expect(rel_l2_of(again, ref) == 0.0, "the cpu backend still works");
   std::exit(failures == 0 ? 0 : 1);
 }

@@ -18,6 +18,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "mnv2/backend.h"
 #include "mnv2/device.h"
 #include "mnv2/json.h"
 #include "mnv2/report.h"
@@ -129,7 +130,7 @@ class MainWindowTest : public QObject {
     for (int i = 0; i < model->rowCount(); ++i) {
       QStandardItem* item = model->item(i);
       const QString name = item->data(Qt::UserRole).toString();
-      if (name == QLatin1String("cpu")) {
+      if (mnv2::is_host_backend(name.toStdString())) {
         QVERIFY(item->isEnabled());
         continue;
       }
@@ -139,7 +140,9 @@ class MainWindowTest : public QObject {
     }
     QVERIFY(gpu >= 1);
     QCOMPARE(m_window->runSettings()->backend(), QStringLiteral("cpu"));
-    QCOMPARE(m_window->runSettings()->availableBackends(), QStringList{QStringLiteral("cpu")});
+    // The reference first: it is what a Compare's diffs are judged against.
+    QCOMPARE(m_window->runSettings()->availableBackends(),
+             (QStringList{QStringLiteral("cpu-ref"), QStringLiteral("cpu")}));
   }
 
   void opensTheCatAndPredictsEgyptianCat() {
@@ -156,6 +159,19 @@ class MainWindowTest : public QObject {
     QVERIFY(m_window->runSettings()->useImage());
   }
 
+  // The default backend, oneDNN: a bar per step, each convolution with its ReLU6 / residual add.
+  void runsTheOnednnCpuBackendFused() {
+    QCOMPARE(m_window->runSettings()->backend(), QStringLiteral("cpu"));
+    QVERIFY(waitRun(false));
+    const mnv2::RunReport& r = *m_window->shownReports().front();
+    QCOMPARE(r.backend, std::string("cpu"));
+    QVERIFY(r.steps.size() <= 54);  // fused: at most 54 steps for the 99 layers
+    QCOMPARE(m_window->timingsPage()->barCount(), static_cast<int>(r.steps.size()));
+    QVERIFY(!m_window->layerModel()->index(0, LayerTableModel::Median).data().toString().isEmpty());
+    // The rest of this suite counts one bar and one step per layer: the reference.
+    QVERIFY(m_window->runSettings()->selectBackend(QStringLiteral("cpu-ref")));
+  }
+
   void runsTheCpuBackend() {
     QVERIFY(waitRun(false));
     TimingsPage* timings = m_window->timingsPage();
@@ -163,7 +179,7 @@ class MainWindowTest : public QObject {
     QCOMPARE(timings->barCount(), 99);
     QCOMPARE(m_window->shownReports().size(), size_t(1));
     const mnv2::RunReport& r = *m_window->shownReports().front();
-    QCOMPARE(r.backend, std::string("cpu"));
+    QCOMPARE(r.backend, std::string("cpu-ref"));
     QVERIFY(QString::fromStdString(r.config.input_name).endsWith(QStringLiteral("cat.bmp")));
     // The table now carries the timings, the graph its colours.
     QVERIFY(!m_window->layerModel()->index(0, LayerTableModel::Median).data().toString().isEmpty());
@@ -227,7 +243,7 @@ class MainWindowTest : public QObject {
     for (int i = 1; i < lines.size(); ++i) {
       const QStringList row = test::csvFields(lines[i]);
       QCOMPARE(row.size(), header.size());
-      QCOMPARE(row[backend], QStringLiteral("cpu"));
+      QCOMPARE(row[backend], QStringLiteral("cpu-ref"));
     }
 
     const QString json = m_dir.filePath(QStringLiteral("profile.json"));

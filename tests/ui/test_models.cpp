@@ -28,11 +28,11 @@ class ModelsTest : public QObject {
   }
   std::vector<mnv2::LayerStats> stats() const { return mnv2::analyse(test::mainModel(), 1, 224, 224); }
 
-  // A real cpu run, short: the models must take what the engine produces.
+  // A real cpu-ref run (one step per layer), short: the models must take what the engine produces.
   const mnv2::RunReport& cpuReport() {
     if (!m_cpu) {
       mnv2::ProfileConfig c;
-      c.backend = "cpu";
+      c.backend = "cpu-ref";
       c.warmup = 0;
       c.iters = 2;
       m_cpu = std::make_shared<mnv2::RunReport>(mnv2::profile(test::mainModel(), c));

@@ -1,5 +1,5 @@
-// The backend registry and the cpu backend's contract: names, availability, refusals, input checks,
-// steps and observer calls, kept layer outputs, memory and thread settings.
+// The backend registry and the contract of both cpu backends (cpu: oneDNN, cpu-ref: the reference): names,
+// availability, refusals, input checks, steps and observer calls, kept layer outputs, memory and threads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -109,14 +109,19 @@ class RecordingObserver : public StepObserver {
 };
 
 TEST(CpuBackendRegistry, NamesAndUnknownBackend) {
-  EXPECT_EQ(backend_names(), (std::vector<std::string>{"cpu", "cudnn", "cuda"}));
+  EXPECT_EQ(backend_names(), (std::vector<std::string>{"cpu", "cpu-ref", "cudnn", "cuda"}));
   for (const std::string& name : backend_names()) {
     auto backend = make_backend(name);
     ASSERT_TRUE(backend);
     EXPECT_EQ(backend->name(), name);
     EXPECT_FALSE(backend->description().empty());
   }
-  expect_throw_with<UsageError>([] { make_backend("tpu"); }, "unknown backend 'tpu' (choose cpu, cudnn, cuda)");
+  expect_throw_with<UsageError>([] { make_backend("tpu"); },
+                                "unknown backend 'tpu' (choose cpu, cpu-ref, cudnn, cuda)");
+  EXPECT_TRUE(is_host_backend("cpu"));
+  EXPECT_TRUE(is_host_backend("cpu-ref"));
+  EXPECT_FALSE(is_host_backend("cudnn"));
+  EXPECT_FALSE(is_host_backend("cuda"));
 }
 
 // Without CUDA the GPU names are stand-ins that say why; with CUDA this only checks they are honest.
@@ -138,51 +143,68 @@ TEST(CpuBackendRegistry, PrecisionNames) {
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16}) EXPECT_EQ(parse_precision(to_string(p)), p);
   EXPECT_EQ(parse_precision("FP16"), Precision::fp16);
   expect_throw_with<UsageError>([] { parse_precision("int8"); }, "unknown precision 'int8'");
-  // The cpu reference runs fp32 only, and stays fp32 when it is the reference of a tf32/fp16 comparison.
-  auto cpu = make_backend("cpu");
-  EXPECT_TRUE(cpu->supports(Precision::fp32));
-  EXPECT_FALSE(cpu->supports(Precision::fp16));
-  EXPECT_EQ(reference_precision("cpu", Precision::fp16), Precision::fp32);
-  EXPECT_EQ(reference_precision("cpu", Precision::fp32), Precision::fp32);
+  // The cpu backends run fp32 only, and stay fp32 when they are the reference of a tf32/fp16 comparison.
+  for (const char* name : {"cpu", "cpu-ref"}) {
+    auto cpu = make_backend(name);
+    EXPECT_TRUE(cpu->supports(Precision::fp32)) << name;
+    EXPECT_FALSE(cpu->supports(Precision::fp16)) << name;
+    EXPECT_EQ(reference_precision(name, Precision::fp16), Precision::fp32) << name;
+    EXPECT_EQ(reference_precision(name, Precision::fp32), Precision::fp32) << name;
+  }
 }
 
-TEST(CpuBackend, IsAvailableAndDescribesItself) {
+// Each contract test runs on both cpu backends.
+class CpuBackend : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<Backend> backend() const { return make_backend(GetParam()); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Both, CpuBackend, ::testing::Values("cpu", "cpu-ref"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param == "cpu" ? std::string("onednn") : std::string("reference");
+                         });
+
+TEST_P(CpuBackend, IsAvailableAndDescribesItself) {
   ScopedEnv env("MNV2_CPU_THREADS", "2");
-  auto cpu = make_backend("cpu");
-  EXPECT_EQ(cpu->name(), "cpu");
+  auto cpu = backend();
+  EXPECT_EQ(cpu->name(), GetParam());
   EXPECT_TRUE(cpu->availability().available);
-  EXPECT_NE(cpu->description().find("OpenBLAS"), std::string::npos) << cpu->description();
+  // What runs is named: oneDNN's version and the ISA it dispatched to, or the reference's GEMM.
+  const std::string expected = GetParam() == "cpu" ? "oneDNN 2." : "oneDNN sgemm";
+  EXPECT_NE(cpu->description().find(expected), std::string::npos) << cpu->description();
+  if (GetParam() == "cpu") EXPECT_NE(cpu->description().find(", jit "), std::string::npos) << cpu->description();
   EXPECT_NE(cpu->description().find("2 threads"), std::string::npos) << cpu->description();
   for (const Layer& layer : tiny_model().layers) EXPECT_EQ(cpu->unsupported_reason(layer), std::nullopt);
 }
 
-TEST(CpuBackend, ThreadSettingFromEnvironment) {
+TEST_P(CpuBackend, ThreadSettingFromEnvironment) {
   {
     ScopedEnv env("MNV2_CPU_THREADS", "1");
-    EXPECT_NE(make_backend("cpu")->description().find("1 thread)"), std::string::npos);
+    EXPECT_NE(backend()->description().find("1 thread"), std::string::npos);
+    EXPECT_EQ(backend()->description().find("1 threads"), std::string::npos);
   }
   for (const char* bad : {"0", "-2", "two", "3x", ""}) {
     ScopedEnv env("MNV2_CPU_THREADS", bad);
     if (*bad == '\0') {  // empty means unset
-      EXPECT_NO_THROW(make_backend("cpu"));
+      EXPECT_NO_THROW(backend());
       continue;
     }
-    expect_throw_with<UsageError>([] { make_backend("cpu"); }, "MNV2_CPU_THREADS");
+    expect_throw_with<UsageError>([&] { backend(); }, "MNV2_CPU_THREADS");
   }
 }
 
-TEST(CpuBackend, RunsFp32Only) {
-  auto cpu = make_backend("cpu");
+TEST_P(CpuBackend, RunsFp32Only) {
+  auto cpu = backend();
   for (Precision p : {Precision::tf32, Precision::fp16})
     expect_throw_with<UsageError>(
         [&] {
           cpu->prepare(tiny_model(), PrepareConfig{1, 3, 3, p});
         },
-        "cpu backend runs fp32 only");
+        GetParam() + " backend runs fp32 only");
 }
 
-TEST(CpuBackend, RefusesMalformedLayersNamingThem) {
-  auto cpu = make_backend("cpu");
+TEST_P(CpuBackend, RefusesMalformedLayersNamingThem) {
+  auto cpu = backend();
   Model m = tiny_model();
   m.layers[0].weight.pop_back();
   ASSERT_TRUE(cpu->unsupported_reason(m.layers[0]).has_value());
@@ -200,8 +222,8 @@ TEST(CpuBackend, RefusesMalformedLayersNamingThem) {
   EXPECT_TRUE(cpu->unsupported_reason(m.layers[2]).has_value());
 }
 
-TEST(CpuBackend, RefusesInputsTheNetworkCannotTake) {
-  auto cpu = make_backend("cpu");
+TEST_P(CpuBackend, RefusesInputsTheNetworkCannotTake) {
+  auto cpu = backend();
   Model m = tiny_model();
   m.layers[4].in_features = 5;
   m.layers[4].weight.assign(20, 0.0f);
@@ -209,8 +231,8 @@ TEST(CpuBackend, RefusesInputsTheNetworkCannotTake) {
   EXPECT_THROW(cpu->prepare(tiny_model(), PrepareConfig{0, 3, 3, Precision::fp32}), UsageError);
 }
 
-TEST(CpuBackend, WrongInputShapeIsAUsageError) {
-  auto net = make_backend("cpu")->prepare(tiny_model(), PrepareConfig{2, 4, 5, Precision::fp32});
+TEST_P(CpuBackend, WrongInputShapeIsAUsageError) {
+  auto net = backend()->prepare(tiny_model(), PrepareConfig{2, 4, 5, Precision::fp32});
   expect_throw_with<UsageError>([&] { net->run(ramp_input(1, 4, 5)); }, "1x2x4x5");
   expect_throw_with<UsageError>([&] { net->run(ramp_input(2, 5, 4)); }, "2x2x4x5");
   Tensor truncated = ramp_input(2, 4, 5);
@@ -218,8 +240,8 @@ TEST(CpuBackend, WrongInputShapeIsAUsageError) {
   EXPECT_THROW(net->run(truncated), UsageError);
 }
 
-TEST(CpuBackend, ComputesTheTinyModelExactly) {
-  auto net = make_backend("cpu")->prepare(tiny_model(), PrepareConfig{1, 1, 2, Precision::fp32});
+TEST_P(CpuBackend, ComputesTheTinyModelExactly) {
+  auto net = backend()->prepare(tiny_model(), PrepareConfig{1, 1, 2, Precision::fp32});
   Tensor input(Shape{1, 2, 1, 2});
   input.data = {1, 8, -2, 3};  // channel 0: [1, 8], channel 1: [-2, 3]
   const Tensor logits = net->run(input);
@@ -229,9 +251,9 @@ TEST(CpuBackend, ComputesTheTinyModelExactly) {
   EXPECT_EQ(logits.data, (std::vector<float>{8.0f, 3.5f, 11.5f, 23.5f}));
 }
 
-TEST(CpuBackend, OneStepPerLayerWithObserverCalls) {
+TEST_P(CpuBackend, OneStepPerLayerWithObserverCalls) {
   const Model m = tiny_model();
-  auto net = make_backend("cpu")->prepare(m, PrepareConfig{1, 3, 3, Precision::fp32});
+  auto net = backend()->prepare(m, PrepareConfig{1, 3, 3, Precision::fp32});
   const std::vector<ExecStep>& steps = net->steps();
   ASSERT_EQ(steps.size(), m.layers.size());
   const char* names[] = {"Conv2d 0", "ReLU6 1", "ResidualAdd 2", "GlobalAveragePool 3", "Linear 4"};
@@ -240,7 +262,11 @@ TEST(CpuBackend, OneStepPerLayerWithObserverCalls) {
     EXPECT_EQ(steps[i].layers, std::vector<int>{static_cast<int>(i)});
     EXPECT_FALSE(steps[i].variant.empty());
   }
-  EXPECT_EQ(steps[0].variant, "pointwise-gemm");
+  // The conv has two readers (the clip and the add), so the oneDNN backend fuses nothing here either.
+  if (GetParam() == "cpu-ref")
+    EXPECT_EQ(steps[0].variant, "pointwise-gemm");
+  else
+    EXPECT_EQ(steps[0].variant.rfind("onednn ", 0), 0u) << steps[0].variant;
 
   RecordingObserver observer;
   RunOptions options;
@@ -255,9 +281,9 @@ TEST(CpuBackend, OneStepPerLayerWithObserverCalls) {
   EXPECT_TRUE(observer.null_streams);
 }
 
-TEST(CpuBackend, LayerOutputsOnlyWhenKept) {
+TEST_P(CpuBackend, LayerOutputsOnlyWhenKept) {
   const Model m = tiny_model();
-  auto net = make_backend("cpu")->prepare(m, PrepareConfig{2, 3, 4, Precision::fp32});
+  auto net = backend()->prepare(m, PrepareConfig{2, 3, 4, Precision::fp32});
   ASSERT_EQ(net->layer_outputs().size(), m.layers.size());
   for (const Tensor& t : net->layer_outputs()) EXPECT_TRUE(t.empty());
   net->run(ramp_input(2, 3, 4));
@@ -284,13 +310,16 @@ TEST(CpuBackend, LayerOutputsOnlyWhenKept) {
   EXPECT_TRUE(any_clipped);
 }
 
-TEST(CpuBackend, MemoryReportCountsHostBuffers) {
+TEST_P(CpuBackend, MemoryReportCountsHostBuffers) {
   const Model m = tiny_model();
-  auto net = make_backend("cpu")->prepare(m, PrepareConfig{2, 8, 8, Precision::fp32});
+  auto net = backend()->prepare(m, PrepareConfig{2, 8, 8, Precision::fp32});
   const MemoryReport before = net->memory();
   int64_t params = 0;
   for (const Layer& l : m.layers) params += l.param_count();
-  EXPECT_EQ(before.weight_bytes, params * 4);
+  if (GetParam() == "cpu-ref")
+    EXPECT_EQ(before.weight_bytes, params * 4);
+  else  // oneDNN's weight layouts may pad channels to their block
+    EXPECT_GE(before.weight_bytes, params * 4);
   EXPECT_GT(before.activation_bytes, 0);
   EXPECT_EQ(before.total(), before.weight_bytes + before.activation_bytes + before.workspace_bytes);
   RunOptions keep;
@@ -299,11 +328,11 @@ TEST(CpuBackend, MemoryReportCountsHostBuffers) {
   EXPECT_GT(net->memory().activation_bytes, before.activation_bytes);  // the kept copies count too
 }
 
-TEST(CpuBackend, PreparedNetOutlivesTheModel) {
+TEST_P(CpuBackend, PreparedNetOutlivesTheModel) {
   std::unique_ptr<PreparedNet> net;
   {
     const Model m = tiny_model();
-    net = make_backend("cpu")->prepare(m, PrepareConfig{1, 1, 2, Precision::fp32});
+    net = backend()->prepare(m, PrepareConfig{1, 1, 2, Precision::fp32});
   }
   Tensor input(Shape{1, 2, 1, 2});
   input.data = {1, 8, -2, 3};

@@ -1,5 +1,7 @@
-// The cpu backend's ops against a plain float64 reference written here, over tables of shapes, on fresh
-// random data. Each case runs as a one- or few-layer Model through the backend with 1, 2 and 3 threads.
+// Both cpu backends' ops (cpu: oneDNN, cpu-ref: the reference) against a plain float64 reference written
+// here, over tables of shapes, on fresh random data. Each case runs as a one- or few-layer Model through
+// each backend with 1, 2 and 3 threads; every layer output a backend materialises is checked, and a layer it
+// does not must be fused into a step that names it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,12 +54,13 @@ class ScopedThreadsEnv {
   std::optional<std::string> old_;
 };
 
-std::unique_ptr<Backend> cpu_with_threads(int threads) {
+std::unique_ptr<Backend> cpu_with_threads(const std::string& name, int threads) {
   ScopedThreadsEnv env(threads);
-  return make_backend("cpu");
+  return make_backend(name);
 }
 
 constexpr int kThreadCounts[] = {1, 2, 3};
+const char* const kCpuBackends[] = {"cpu-ref", "cpu"};
 
 std::vector<float> random_floats(std::mt19937& gen, size_t n, float lo, float hi) {
   std::uniform_real_distribution<float> dist(lo, hi);
@@ -242,30 +245,43 @@ Tensor random_input(std::mt19937& gen, Shape shape) {
   return t;
 }
 
-// Runs `model` on every thread count and checks the logits and every layer output against the reference.
+// Runs `model` on both cpu backends and every thread count and checks the logits and every materialised
+// layer output against the reference.
 void check_model(const Model& model, const Tensor& input, const std::string& what) {
   const std::vector<RefTensor> ref = ref_run(model, input);
-  for (int threads : kThreadCounts) {
-    auto backend = cpu_with_threads(threads);
-    PrepareConfig config;
-    config.batch = static_cast<int>(input.shape.n);
-    config.height = static_cast<int>(input.shape.h);
-    config.width = static_cast<int>(input.shape.w);
-    std::unique_ptr<PreparedNet> net;
-    ASSERT_NO_THROW(net = backend->prepare(model, config)) << what;
-    RunOptions options;
-    options.keep_layer_outputs = true;
-    const Tensor logits = net->run(input, options);
-    const std::string where = what + ", " + std::to_string(threads) + " thread(s)";
-    const RefTensor& last = ref.back();
-    RefTensor flat = last;
-    flat.shape = Shape{last.shape.n, last.shape.per_image(), 1, 1};
-    EXPECT_TRUE(matches_reference(logits, flat, where + ", logits"));
-    ASSERT_EQ(net->layer_outputs().size(), model.layers.size()) << where;
-    for (size_t i = 0; i < model.layers.size(); ++i)
-      EXPECT_TRUE(matches_reference(net->layer_outputs()[i], ref[i],
-                                    where + ", layer " + std::to_string(i) + " " + describe(model.layers[i])));
-  }
+  for (const char* name : kCpuBackends)
+    for (int threads : kThreadCounts) {
+      auto backend = cpu_with_threads(name, threads);
+      PrepareConfig config;
+      config.batch = static_cast<int>(input.shape.n);
+      config.height = static_cast<int>(input.shape.h);
+      config.width = static_cast<int>(input.shape.w);
+      std::unique_ptr<PreparedNet> net;
+      ASSERT_NO_THROW(net = backend->prepare(model, config)) << what;
+      RunOptions options;
+      options.keep_layer_outputs = true;
+      const Tensor logits = net->run(input, options);
+      const std::string where = what + ", " + name + ", " + std::to_string(threads) + " thread(s)";
+      const RefTensor& last = ref.back();
+      RefTensor flat = last;
+      flat.shape = Shape{last.shape.n, last.shape.per_image(), 1, 1};
+      EXPECT_TRUE(matches_reference(logits, flat, where + ", logits"));
+      ASSERT_EQ(net->layer_outputs().size(), model.layers.size()) << where;
+      for (size_t i = 0; i < model.layers.size(); ++i) {
+        const std::string layer = where + ", layer " + std::to_string(i) + " " + describe(model.layers[i]);
+        if (net->layer_outputs()[i].empty()) {
+          // Not materialised: allowed only inside a fused step that covers it and ends after it.
+          bool fused = false;
+          for (const ExecStep& step : net->steps())
+            fused =
+                fused || (step.layers.size() > 1 && step.layers.back() > static_cast<int>(i) &&
+                          std::find(step.layers.begin(), step.layers.end(), static_cast<int>(i)) != step.layers.end());
+          EXPECT_TRUE(fused) << layer << ": no output, and no fused step covers it";
+          continue;
+        }
+        EXPECT_TRUE(matches_reference(net->layer_outputs()[i], ref[i], layer));
+      }
+    }
 }
 
 // ---- Conv2d ------------------------------------------------------------------------------------------
@@ -349,8 +365,10 @@ TEST(CpuOps, Conv2dMatchesReference) {
     const Model model = model_of({conv_layer(gen, kNetworkInput, c)}, c.in_c);
     const Tensor input = random_input(gen, Shape{c.batch, c.in_c, c.h, c.w});
     check_model(model, input, what);
-    auto net = make_backend("cpu")->prepare(model, PrepareConfig{c.batch, c.h, c.w, Precision::fp32});
+    auto net = make_backend("cpu-ref")->prepare(model, PrepareConfig{c.batch, c.h, c.w, Precision::fp32});
     EXPECT_EQ(net->steps().at(0).variant, c.expect_variant) << what;
+    net = make_backend("cpu")->prepare(model, PrepareConfig{c.batch, c.h, c.w, Precision::fp32});
+    EXPECT_EQ(net->steps().at(0).variant.rfind("onednn ", 0), 0u) << what << ": " << net->steps().at(0).variant;
   }
 }
 
@@ -397,8 +415,13 @@ TEST(CpuOps, ClipAfterConvInPlace) {
   Tensor input(Shape{2, 4, 9, 9});
   input.data = random_floats(gen, static_cast<size_t>(input.shape.numel()), -20.0f, 20.0f);
   check_model(model, input, "seed " + std::to_string(seed) + ": conv then ReLU6");
-  auto net = make_backend("cpu")->prepare(model, PrepareConfig{2, 9, 9, Precision::fp32});
+  auto net = make_backend("cpu-ref")->prepare(model, PrepareConfig{2, 9, 9, Precision::fp32});
   EXPECT_EQ(net->steps()[1].variant, "clip-in-place");
+  // The oneDNN backend runs the clip as the convolution's post-op: one step covering both.
+  net = make_backend("cpu")->prepare(model, PrepareConfig{2, 9, 9, Precision::fp32});
+  ASSERT_EQ(net->steps().size(), 1u);
+  EXPECT_EQ(net->steps()[0].name, "Conv2d 0 + ReLU6 1");
+  EXPECT_EQ(net->steps()[0].layers, (std::vector<int>{0, 1}));
 }
 
 // ---- ResidualAdd -------------------------------------------------------------------------------------
@@ -552,14 +575,137 @@ TEST(CpuOps, SmallNetworkMatchesReference) {
   check_model(model, input, "seed " + std::to_string(seed) + ": small network");
 
   // Running again on the same prepared buffers gives the same logits, with or without kept outputs.
-  auto net = make_backend("cpu")->prepare(model, PrepareConfig{b, 33, 35, Precision::fp32});
-  const Tensor first = net->run(input);
-  RunOptions keep;
-  keep.keep_layer_outputs = true;
-  const Tensor second = net->run(input, keep);
-  const Tensor third = net->run(input);
-  EXPECT_EQ(first.data, second.data);
-  EXPECT_EQ(first.data, third.data);
+  for (const char* name : kCpuBackends) {
+    auto net = make_backend(name)->prepare(model, PrepareConfig{b, 33, 35, Precision::fp32});
+    const Tensor first = net->run(input);
+    RunOptions keep;
+    keep.keep_layer_outputs = true;
+    const Tensor second = net->run(input, keep);
+    const Tensor third = net->run(input);
+    EXPECT_EQ(first.data, second.data) << name;
+    EXPECT_EQ(first.data, third.data) << name;
+  }
+}
+
+// ---- Fusion in the oneDNN backend --------------------------------------------------------------------
+
+// The shapes of graph around a convolution that decide what the oneDNN backend fuses and whether it may
+// write over a residual: each must compute what the reference computes, and fuse what it should.
+TEST(CpuOps, FusedEpiloguesMatchReference) {
+  const uint32_t seed = fresh_seed();
+  std::printf("[   seed   ] %u (set MNV2_TEST_SEED to repeat)\n", seed);
+  std::mt19937 gen(seed);
+  const int b = 2, ch = 24, h = 11, w = 13;  // 24 channels: padded in 16-channel blocks
+  const ConvCase pw{b, ch, h, w, ch, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, ""};
+  const ConvCase dw{b, ch, h, w, ch, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, ch, true, ""};
+  auto clip = [](int input, float lo, float hi) {
+    Layer l;
+    l.kind = lo == 0.0f && hi == 6.0f ? LayerKind::ReLU6 : LayerKind::ReLU;
+    l.inputs = {input};
+    l.clip_min = lo;
+    l.clip_max = hi;
+    return l;
+  };
+  auto add = [](int x, int y) {
+    Layer l;
+    l.kind = LayerKind::ResidualAdd;
+    l.inputs = {x, y};
+    return l;
+  };
+  struct Case {
+    std::string what;
+    std::vector<Layer> layers;
+    std::vector<std::string> fused_steps;  // step names the oneDNN backend must produce
+  };
+  const std::vector<Case> cases = {
+      // conv + clip, conv + add + clip: the residual (layer 1) is read last by the add, so written over.
+      {"conv+clip, conv+add(residual)+clip",
+       {conv_layer(gen, kNetworkInput, pw), clip(0, 0, 6), conv_layer(gen, 1, dw), add(1, 2), clip(3, -1, 2)},
+       {"Conv2d 0 + ReLU6 1", "Conv2d 2 + ResidualAdd 3 + ReLU 4"}},
+      // the residual is the convolution's own input: x + conv(x) cannot be computed over x.
+      {"x + conv(x)",
+       {conv_layer(gen, kNetworkInput, pw), clip(0, 0, 6), conv_layer(gen, 1, pw), add(2, 1)},
+       {"Conv2d 0 + ReLU6 1", "Conv2d 2 + ResidualAdd 3"}},
+      // the residual is read again after the add: copied, not written over.
+      {"residual read later",
+       {conv_layer(gen, kNetworkInput, pw), clip(0, 0, 6), conv_layer(gen, 1, dw), add(1, 2), add(3, 1)},
+       {"Conv2d 0 + ReLU6 1", "Conv2d 2 + ResidualAdd 3"}},
+      // the residual is the network input (never written), the add comes first in the operand order.
+      {"input + conv(input)",
+       {conv_layer(gen, kNetworkInput, pw), add(kNetworkInput, 0), clip(1, 0, 6)},
+       {"Conv2d 0 + ResidualAdd 1 + ReLU6 2"}},
+      // two readers of the convolution (clip and add): nothing fused; an add of a value with itself.
+      {"no fusion", {conv_layer(gen, kNetworkInput, pw), clip(0, 0, 6), add(0, 1), add(2, 2)}, {}},
+  };
+  for (const Case& c : cases) {
+    const Model model = model_of(c.layers, ch);
+    const Tensor input = random_input(gen, Shape{b, ch, h, w});
+    check_model(model, input, "seed " + std::to_string(seed) + ": " + c.what);
+    auto net = make_backend("cpu")->prepare(model, PrepareConfig{b, h, w, Precision::fp32});
+    std::vector<std::string> fused;
+    for (const ExecStep& step : net->steps())
+      if (step.layers.size() > 1) fused.push_back(step.name);
+    EXPECT_EQ(fused, c.fused_steps) << c.what;
+  }
+}
+
+// An expansion (pointwise) with its depthwise 3x3 after it, as in every inverted-residual block: the oneDNN
+// backend runs the pair as one primitive where oneDNN has a fused kernel for the shape (it chooses by shape,
+// batch and threads), else as two steps. Either way every materialised layer matches the reference; a fused
+// step covers the expansion, its clip, the depthwise convolution and its clip.
+TEST(CpuOps, ExpansionAndDepthwiseMatchReference) {
+  const uint32_t seed = fresh_seed();
+  std::printf("[   seed   ] %u (set MNV2_TEST_SEED to repeat)\n", seed);
+  std::mt19937 gen(seed);
+  struct Case {
+    int batch, in_c, h, w, mid_c, stride, pt, pl, pb, pr;
+    bool dw_bias, dw_clip;
+  };
+  const Case cases[] = {
+      {1, 16, 112, 112, 96, 2, 0, 0, 1, 1, true, true},  // block2 of the network
+      {2, 24, 20, 22, 144, 1, 1, 1, 1, 1, true, true},
+      {1, 32, 15, 17, 64, 2, 1, 1, 1, 1, false, true},  // odd map, symmetric pads
+      {3, 16, 9, 8, 48, 1, 1, 1, 1, 1, true, false},    // no clip after the depthwise convolution
+  };
+  for (const Case& c : cases) {
+    const int oh = extent(c.h, c.pt, c.pb, 3, c.stride, 1), ow = extent(c.w, c.pl, c.pr, 3, c.stride, 1);
+    std::vector<Layer> layers;
+    layers.push_back(conv_layer(gen, kNetworkInput,
+                                {c.batch, c.in_c, c.h, c.w, c.mid_c, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true, ""}));
+    Layer clip;
+    clip.kind = LayerKind::ReLU6;
+    clip.inputs = {0};
+    layers.push_back(clip);
+    layers.push_back(conv_layer(gen, 1,
+                                {c.batch, c.mid_c, c.h, c.w, c.mid_c, 3, 3, c.stride, c.stride, c.pt, c.pl, c.pb, c.pr,
+                                 1, 1, c.mid_c, c.dw_bias, ""}));
+    if (c.dw_clip) {
+      clip.inputs = {2};
+      layers.push_back(clip);
+    }
+    Layer gap;  // a reader after the pair, so the pair's output is not the network's
+    gap.kind = LayerKind::GlobalAveragePool;
+    gap.inputs = {static_cast<int>(layers.size()) - 1};
+    layers.push_back(gap);
+    const Model model = model_of(std::move(layers), c.in_c);
+    std::ostringstream what;
+    what << "seed " << seed << ": batch " << c.batch << ", " << c.in_c << "->" << c.mid_c << " at " << c.h << "x" << c.w
+         << ", depthwise stride " << c.stride << " pads [" << c.pt << ", " << c.pl << ", " << c.pb << ", " << c.pr
+         << "] -> " << oh << "x" << ow << (c.dw_bias ? "" : ", no depthwise bias")
+         << (c.dw_clip ? "" : ", no clip after it");
+    check_model(model, random_input(gen, Shape{c.batch, c.in_c, c.h, c.w}), what.str());
+    auto net = make_backend("cpu")->prepare(model, PrepareConfig{c.batch, c.h, c.w, Precision::fp32});
+    const ExecStep& first = net->steps().front();
+    const bool fused = first.layers.size() > 2;
+    std::printf("[  fusion  ] %s: %s (%s)\n", what.str().c_str(), fused ? "one step" : "two steps",
+                first.variant.c_str());
+    if (fused) {
+      EXPECT_EQ(first.layers, c.dw_clip ? std::vector<int>({0, 1, 2, 3}) : std::vector<int>({0, 1, 2})) << what.str();
+      EXPECT_NE(first.variant.find("+dw3x3/s" + std::to_string(c.stride)), std::string::npos) << first.variant;
+    } else {
+      EXPECT_EQ(first.layers, (std::vector<int>{0, 1})) << what.str();
+    }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Profiler and report tests on the cpu backend (no GPU needed): coverage of every layer, statistics,
-// CSV/JSON/trace writing, reading reports back, and refusing malformed or newer reports.
+// Profiler and report tests on the cpu backends (no GPU needed): coverage of every layer, statistics,
+// CSV/JSON/trace writing, reading reports back, and refusing malformed or newer reports. Most use cpu-ref (one
+// step per layer); the oneDNN cpu backend's fused steps are checked on their own.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,8 +15,27 @@
 namespace mnv2::test {
 namespace {
 
-// A small, quick profile of the real model at a reduced input size.
+// A small, quick profile of the real model at a reduced input size, on the reference.
 const RunReport& cpu_report() {
+  static const RunReport report = [] {
+    Model model = load_onnx(main_model_path());
+    ProfileConfig cfg;
+    cfg.backend = "cpu-ref";
+    cfg.batch = 2;
+    cfg.height = 96;
+    cfg.width = 128;
+    cfg.warmup = 1;
+    cfg.iters = 4;
+    RunReport r = profile(model, cfg);
+    r.diff =
+        diff_backends(model, "cpu-ref", "cpu-ref", PrepareConfig{1, 96, 128}, random_input(Shape{1, 3, 96, 128}, 7));
+    return r;
+  }();
+  return report;
+}
+
+// The same on the oneDNN backend (fused steps), diffed against the reference.
+const RunReport& fused_cpu_report() {
   static const RunReport report = [] {
     Model model = load_onnx(main_model_path());
     ProfileConfig cfg;
@@ -26,7 +46,7 @@ const RunReport& cpu_report() {
     cfg.warmup = 1;
     cfg.iters = 4;
     RunReport r = profile(model, cfg);
-    r.diff = diff_backends(model, "cpu", "cpu", PrepareConfig{1, 96, 128}, random_input(Shape{1, 3, 96, 128}, 7));
+    r.diff = diff_backends(model, "cpu", "cpu-ref", PrepareConfig{1, 96, 128}, random_input(Shape{1, 3, 96, 128}, 7));
     return r;
   }();
   return report;
@@ -98,6 +118,47 @@ TEST(Profiler, CpuCoversEveryLayerOnceWithHostClock) {
   EXPECT_GT(r.steps[0].gbytes_per_s, 0);
 }
 
+// The oneDNN backend runs each ReLU6 and residual add inside its convolution's step: every layer is still
+// covered once, the kinds say which run fused, the diff compares the materialised layers only, and the CSV
+// keeps one row per layer with the header's fields (a fused layer's row carries no time of its own).
+TEST(Profiler, OnednnFusedStepsCoverEveryLayerOnce) {
+  const RunReport& r = fused_cpu_report();
+  EXPECT_EQ(r.timer, "host_clock");
+  ASSERT_EQ(r.layers.size(), 99u);
+  EXPECT_LE(r.steps.size(), 54u);
+  std::vector<int> covered(99, 0);
+  for (const auto& s : r.steps) {
+    EXPECT_GT(s.time_ns.median, 0) << s.name;
+    for (int l : s.layers) covered[static_cast<size_t>(l)]++;
+  }
+  for (int c : covered) EXPECT_EQ(c, 1);
+  for (const auto& g : r.per_kind) {
+    if (g.name == "ReLU6") EXPECT_EQ(g.fused_layers, 35);
+    if (g.name == "ResidualAdd") EXPECT_EQ(g.fused_layers, 10);
+    if (g.name == "Conv2d") EXPECT_EQ(g.layers, 52);  // a depthwise one may run inside an expansion's step
+  }
+  const DiffReport& d = *r.diff;
+  EXPECT_TRUE(d.top5_agree);
+  EXPECT_EQ(d.first_divergent_layer, -1);
+  EXPECT_LT(d.logits.rel_l2, 1e-5);
+  int compared = 0;
+  for (const auto& l : d.layers) compared += l.compared ? 1 : 0;
+  // One materialised layer per step of the diff's own run (batch 1: its depthwise fusions may differ).
+  EXPECT_GE(compared, 38);
+  EXPECT_LE(compared, 54);
+
+  std::istringstream csv(report_csv({r}));
+  std::string line;
+  std::getline(csv, line);
+  const size_t header = split_csv_line(line).size();
+  int rows = 0;
+  while (std::getline(csv, line)) {
+    ++rows;
+    EXPECT_EQ(split_csv_line(line).size(), header) << line;
+  }
+  EXPECT_EQ(rows, 99);
+}
+
 TEST(Profiler, DiffOfABackendWithItselfIsExact) {
   const DiffReport& d = *cpu_report().diff;
   EXPECT_TRUE(d.top5_agree);
@@ -149,6 +210,7 @@ TEST(Profiler, WithoutAGraphLayersRunOneByOneWhenAllowed) {
   cfg.iters = 1;
   cfg.graph_replay = true;
   cfg.layers_without_graph = true;
+  cfg.backend = "cpu-ref";  // one step per layer
   const RunReport r = profile(model, cfg);
   EXPECT_FALSE(r.config.graph_replay);
   EXPECT_EQ(r.steps.size(), model.layers.size());
@@ -196,7 +258,7 @@ TEST(Report, JsonRoundTrips) {
   ASSERT_EQ(back.size(), 1u);
   const RunReport& b = back[0];
   EXPECT_EQ(b.run_id, r.run_id);
-  EXPECT_EQ(b.backend, "cpu");
+  EXPECT_EQ(b.backend, "cpu-ref");
   EXPECT_EQ(b.config.batch, 2);
   EXPECT_EQ(b.config.height, 96);
   EXPECT_EQ(b.model_checksum, r.model_checksum);
@@ -281,7 +343,7 @@ TEST(Report, TraceHasCompleteEvents) {
     if (e.at("ph").as_string() != "X") continue;
     ++complete;
     EXPECT_GE(e.at("dur").as_number(), 0);
-    EXPECT_EQ(e.at("args").at("backend").as_string(), "cpu");
+    EXPECT_EQ(e.at("args").at("backend").as_string(), "cpu-ref");
   }
   EXPECT_EQ(complete, 99);
 }

@@ -14,7 +14,8 @@ constexpr int kNameRole = Qt::UserRole;
 constexpr int kAvailableRole = Qt::UserRole + 1;
 
 QString backendTitle(const QString& name) {
-  if (name == QLatin1String("cpu")) return QStringLiteral("CPU reference (cpu)");
+  if (name == QLatin1String("cpu")) return QStringLiteral("CPU, oneDNN (cpu)");
+  if (name == QLatin1String("cpu-ref")) return QStringLiteral("CPU reference (cpu-ref)");
   if (name == QLatin1String("cuda")) return QStringLiteral("custom CUDA kernels (cuda)");
   if (name == QLatin1String("cudnn")) return QStringLiteral("cuDNN (cudnn)");
   return name;
@@ -93,7 +94,9 @@ QStringList BackendCombo::availableBackends() const {
   QStringList out;
   for (int i = 0; i < count(); ++i)
     if (itemData(i, kAvailableRole).toBool()) out << itemData(i, kNameRole).toString();
+  // The reference first (it is what diffs are judged against), then the oneDNN cpu backend.
   if (out.removeOne(QStringLiteral("cpu"))) out.prepend(QStringLiteral("cpu"));
+  if (out.removeOne(QStringLiteral("cpu-ref"))) out.prepend(QStringLiteral("cpu-ref"));
   return out;
 }
 

@@ -23,7 +23,7 @@ class BackendCombo : public QComboBox {
   QString backend() const;           // the selected (available) backend, "" when none
   bool select(const QString& name);  // false when unknown or unavailable
   bool isAvailable(const QString& name) const;
-  QStringList availableBackends() const;                   // cpu first: it is the reference of diffs
+  QStringList availableBackends() const;                   // cpu-ref, cpu first: the reference of diffs
   const BackendStatus* status(const QString& name) const;  // nullptr when unknown
 
  private:

@@ -26,6 +26,7 @@ QColor layerKindColor(const mnv2::Layer& l) {
 
 QColor seriesColor(const QString& backend, int index) {
   if (backend == QLatin1String("cpu")) return QColor(60, 120, 200);
+  if (backend == QLatin1String("cpu-ref")) return QColor(110, 110, 170);
   if (backend == QLatin1String("cudnn")) return QColor(90, 160, 50);
   if (backend == QLatin1String("cuda")) return QColor(230, 140, 30);
   static const QColor others[] = {QColor(150, 90, 180), QColor(200, 70, 90), QColor(60, 170, 170),

@@ -137,10 +137,12 @@ void DiffsPage::setBackends(const std::vector<BackendStatus>& backends) {
     m_backend->addItem(b.name);
     m_reference->addItem(b.name);
   }
-  // Usually a GPU backend against the cpu reference.
-  m_reference->setCurrentIndex(std::max(0, m_reference->findText(QStringLiteral("cpu"))));
+  // Usually a GPU backend (or the oneDNN cpu backend) against the reference, cpu-ref.
+  int reference = m_reference->findText(QStringLiteral("cpu-ref"));
+  if (reference < 0) reference = m_reference->findText(QStringLiteral("cpu"));
+  m_reference->setCurrentIndex(std::max(0, reference));
   for (int i = 0; i < m_backend->count(); ++i)
-    if (m_backend->itemText(i) != QLatin1String("cpu")) {
+    if (m_backend->itemText(i) != m_reference->currentText()) {
       m_backend->setCurrentIndex(i);
       break;
     }

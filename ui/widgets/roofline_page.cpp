@@ -23,6 +23,7 @@
 #include <cmath>
 #include <map>
 
+#include "mnv2/backend.h"
 #include "mnv2/memory.h"
 #include "mnv2/ncu.h"
 #include "models/layer_selection.h"
@@ -37,7 +38,7 @@ RooflinePage::RooflinePage(LayerSelection* selection, QWidget* parent) : QWidget
   m_summary->setWordWrap(true);
   m_measure = new QCheckBox(QStringLiteral("Measure ceilings with the next run (cached per device)"), this);
   m_measure->setToolTip(QStringLiteral(
-      "GPU: a 1 GiB device copy and a cuBLAS SGEMM without TF32; CPU: memcpy and OpenBLAS SGEMM. Measured once "
+      "GPU: a 1 GiB device copy and a cuBLAS SGEMM without TF32; CPU: memcpy and oneDNN SGEMM. Measured once "
       "per device and kept in the cache folder (mnv2 roofline --recalibrate measures again)."));
   m_runs = new QComboBox(this);
   m_runs->setToolTip(QStringLiteral("The run placed on the roofline"));
@@ -151,7 +152,7 @@ void RooflinePage::rebuild() {
   const mnv2::RunReport& r = *m_report;
   // Without measured ceilings the points are placed under an unbounded roof (intensity and GFLOP/s only).
   // Ceilings apply to runs on their kind of device only (a compare may hold cpu and GPU runs).
-  m_roofShown = m_ceilings && m_ceilings->key.rfind(r.backend == "cpu" ? "cpu|" : "gpu|", 0) == 0;
+  m_roofShown = m_ceilings && m_ceilings->key.rfind(mnv2::is_host_backend(r.backend) ? "cpu|" : "gpu|", 0) == 0;
   mnv2::Ceilings c = m_roofShown ? *m_ceilings : mnv2::Ceilings{};
   if (!m_roofShown) c.gflop_s = c.bandwidth_gb_s = 1e30;
   m_points = mnv2::roofline_points(r, c);
@@ -256,8 +257,8 @@ void RooflinePage::showLayer(int layer) {
   if (!m_report || layer < 0 || layer >= static_cast<int>(m_report->layers.size())) return;
   const mnv2::RunReport& r = *m_report;
   if (m_memory->currentRow() != layer) m_memory->selectRow(layer);
-  if (r.backend == "cpu") {
-    m_ncu->setPlaceholderText(QStringLiteral("the cpu backend launches no GPU kernels: run cudnn or cuda for ncu"));
+  if (mnv2::is_host_backend(r.backend)) {
+    m_ncu->setPlaceholderText(QStringLiteral("the cpu backends launch no GPU kernels: run cudnn or cuda for ncu"));
     return;
   }
   // The run's own step names are exact (a fused layer's range is its step's name).

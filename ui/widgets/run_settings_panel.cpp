@@ -12,6 +12,7 @@
 #include <QStandardItemModel>
 #include <QVBoxLayout>
 
+#include "mnv2/backend.h"
 #include "models/report_access.h"
 #include "widgets/backend_picker.h"
 
@@ -199,11 +200,11 @@ void RunSettingsPanel::setProgress(const RunProgress& p) {
 void RunSettingsPanel::setStatus(const QString& text) { m_status->setText(text); }
 
 void RunSettingsPanel::updateEnabled() {
-  const bool gpu = !backend().isEmpty() && backend() != QLatin1String("cpu");
+  const bool gpu = !backend().isEmpty() && !mnv2::is_host_backend(backend().toStdString());
   m_timer->setEnabled(gpu && !m_running);
   m_timer->setToolTip(gpu ? QStringLiteral("cudaEvent: events around each layer; CUPTI: GPU kernel time from activity "
                                            "records, with kernel names")
-                          : QStringLiteral("The cpu backend is always timed with the host clock"));
+                          : QStringLiteral("The cpu backends are always timed with the host clock"));
   const bool random = !useImage();
   m_height->setEnabled(random && !m_running);
   m_width->setEnabled(random && !m_running);

@@ -33,7 +33,7 @@ class RunSettingsPanel : public QWidget {
   void setBackends(const std::vector<BackendStatus>& backends);
   QString backend() const;                  // the selected (available) backend
   bool selectBackend(const QString& name);  // false when unknown or unavailable
-  QStringList availableBackends() const;    // cpu first: it is the reference of diffs
+  QStringList availableBackends() const;    // cpu-ref, cpu first: the reference of diffs
   bool isBackendAvailable(const QString& name) const;
   const BackendStatus* backendStatus(const QString& name) const;  // as probed; nullptr when unknown
   mnv2::Precision precision() const;

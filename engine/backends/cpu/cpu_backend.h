@@ -1,5 +1,9 @@
-// The cpu backend's factory, for the backend registry. The float32 reference every other backend is
-// judged against, and the fallback on machines without a GPU.
+// The factories of the two cpu backends, for the backend registry:
+// - `cpu`: the network on oneDNN primitives (fused convolutions in the layout oneDNN prefers), the fast
+//   host backend and the fallback on machines without a GPU;
+// - `cpu-ref`: the plain float32 reference, layer by layer in NCHW, that every other backend (`cpu` too)
+//   is judged against.
+// Both take their thread count from env MNV2_CPU_THREADS, else from OpenMP (see cpu_common.h).
 #pragma once
 
 #include <memory>
@@ -8,8 +12,7 @@
 
 namespace mnv2 {
 
-// Threads: env MNV2_CPU_THREADS when set (a positive whole number, else UsageError), otherwise what
-// OpenMP would use (OMP_NUM_THREADS, or the processors this process may run on).
 std::unique_ptr<Backend> make_cpu_backend();
+std::unique_ptr<Backend> make_cpu_reference_backend();
 
 }  // namespace mnv2

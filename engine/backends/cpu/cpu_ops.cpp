@@ -1,11 +1,14 @@
-// Float32 NCHW kernels of the cpu backend. GEMM-shaped work goes to single-threaded OpenBLAS calls on
-// slices that OpenMP threads own; loops that OpenBLAS cannot do are written to auto-vectorise.
+// Float32 NCHW kernels of the reference path. GEMM-shaped work goes to oneDNN's sgemm on slices that
+// OpenMP threads own (called inside a parallel region, it runs on the calling thread); the other loops are
+// written to auto-vectorise.
 #include "backends/cpu/cpu_ops.h"
 
-#include <cblas.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 // Hot loops are compiled for AVX-512 and AVX2+FMA besides the baseline; the loader picks one per
@@ -48,15 +51,14 @@ void fill_rows(float* c, int64_t ldc, int64_t rows, int64_t cols, const float* r
   }
 }
 
-// c[m x n] = a[m x k] * b[k x n] (+ bias per row of c); row-major, single-threaded OpenBLAS.
+// c[m x n] = a[m x k] * b[k x n] (+ bias per row of c); row-major, on the calling thread.
 void gemm_bias_rows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
                     const float* bias, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   // Seeding c with the bias and accumulating (beta = 1) costs one pass; beta = 0 would cost the same
   // pass to zero c plus another to add the bias.
   if (bias) fill_rows(c, ldc, m, n, bias);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-              1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), bias ? 1.0f : 0.0f, c, static_cast<int>(ldc));
+  sgemm('N', 'N', m, n, k, 1.0f, a, lda, b, ldb, bias ? 1.0f : 0.0f, c, ldc);
 }
 
 void conv_pointwise(const ConvShape& s, const float* input, const float* weight, const float* bias, float* output,
@@ -349,14 +351,23 @@ void linear(const float* in, const float* weight, const float* bias, float* out,
         for (int b = 0; b < batch; ++b)
           std::copy(bias + n0, bias + n1, out + static_cast<int64_t>(b) * out_features + n0);
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, n, in_features, 1.0f, in, in_features,
-                  weight + n0 * in_features, in_features, bias ? 1.0f : 0.0f, out + n0, out_features);
+      sgemm('N', 'T', batch, n, in_features, 1.0f, in, in_features, weight + n0 * in_features, in_features,
+            bias ? 1.0f : 0.0f, out + n0, out_features);
     }
   }
 }
 
-void use_single_threaded_blas() {
-  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+// oneDNN rather than OpenBLAS: OpenBLAS 0.3.21 (Debian 12) picks its kernels from a table of CPU models and
+// falls back to its oldest ones on CPUs newer than the table, unless OPENBLAS_CORETYPE is set before the
+// library loads. A failure here is a bug (see cpu_ops.h), and it happens on an OpenMP worker: fatal.
+void sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (dnnl_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) != dnnl_success) {
+    std::fprintf(stderr, "cpu: dnnl_sgemm refused m=%lld n=%lld k=%lld lda=%lld ldb=%lld ldc=%lld\n",
+                 static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                 static_cast<long long>(lda), static_cast<long long>(ldb), static_cast<long long>(ldc));
+    std::abort();
+  }
 }
 
 }  // namespace mnv2::cpu

@@ -1,5 +1,6 @@
-// Float32 NCHW kernels of the cpu backend: direct loops, OpenBLAS GEMM and OpenMP. They know no network:
-// each takes raw buffers, a parameter struct and the number of threads to split its work over.
+// Float32 NCHW kernels of the reference path (backend cpu-ref): direct loops, oneDNN's sgemm and OpenMP.
+// They know no network: each takes raw buffers, a parameter struct and the number of threads to split its
+// work over.
 #pragma once
 
 #include <cstdint>
@@ -55,8 +56,10 @@ void global_average_pool(const float* in, float* out, int64_t planes, int64_t pl
 void linear(const float* in, const float* weight, const float* bias, float* out, int batch, int in_features,
             int out_features, int threads);
 
-// Makes OpenBLAS run every call on the calling thread: the kernels above split work over OpenMP
-// threads themselves, and two thread pools on the same cores would fight over them.
-void use_single_threaded_blas();
+// Row-major C = alpha * op(A) * op(B) + beta * C (trans 'N' or 'T') on the calling thread when called inside
+// an OpenMP parallel region (oneDNN never nests), on the OpenMP threads otherwise. oneDNN's sgemm picks
+// its kernel from CPUID. Aborts on arguments no caller may pass (negative sizes, short leading dimensions).
+void sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 }  // namespace mnv2::cpu

@@ -1,6 +1,6 @@
-// The backend interface: cpu (reference), cudnn (NVIDIA libraries), cuda (our kernels). A backend says
-// whether it can run here and what it cannot run before it runs; prepare() builds a PreparedNet that owns
-// every buffer for one (model, batch, input size, precision).
+// The backend interface: cpu (oneDNN), cpu-ref (the float32 reference), cudnn (NVIDIA libraries), cuda (our
+// kernels). A backend says whether it can run here and what it cannot run before it runs; prepare() builds a
+// PreparedNet that owns every buffer for one (model, batch, input size, precision).
 #pragma once
 
 #include <cstdint>
@@ -127,8 +127,8 @@ class PreparedNet {
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual std::string name() const = 0;         // "cpu", "cudnn", "cuda"
-  virtual std::string description() const = 0;  // "CPU reference (OpenBLAS, 2 threads)"
+  virtual std::string name() const = 0;         // "cpu", "cpu-ref", "cudnn", "cuda"
+  virtual std::string description() const = 0;  // "CPU, fp32: oneDNN 2.6.3, jit avx512_core_bf16 (...), 2 threads"
   virtual Availability availability() const = 0;
   // nullopt if the backend can run this layer, otherwise the reason it cannot.
   virtual std::optional<std::string> unsupported_reason(const Layer& layer) const = 0;
@@ -139,6 +139,8 @@ class Backend {
 };
 
 std::vector<std::string> backend_names();  // every backend this build knows, available or not
+// True for the backends that run on the host (cpu, cpu-ref): host clock, host memory, no GPU ceilings.
+bool is_host_backend(const std::string& name);
 std::unique_ptr<Backend> make_backend(const std::string& name);  // throws UsageError for unknown names
 
 // What a reference backend runs when `wanted` is asked for: `wanted` if it supports it, else fp32 (the cpu

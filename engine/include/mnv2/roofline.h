@@ -30,7 +30,7 @@ struct Ceilings {
 Ceilings calibrate_gpu(int device = 0, Precision precision = Precision::fp32);
 // "gpu|NAME|UUID|sm MHZ|mem MHZ" of GPU `device` (the clocks are the maximum the device reports).
 std::string gpu_calibration_key(int device);
-// The host: memcpy of 256 MiB and OpenBLAS SGEMM of 2048 on the cpu backend's thread count.
+// The host: memcpy of 256 MiB and oneDNN SGEMM of 2048 on the cpu backend's thread count.
 Ceilings calibrate_cpu();
 
 // Ceilings for the device a backend runs on ("cpu" or a GPU backend) in `precision` (a GPU's compute roof

@@ -1,79 +1,23 @@
-// The cpu backend: runs the topology layer by layer in float32 with the kernels of cpu_ops.h. One step
-// per topology layer, so its layer outputs are the reference the other backends are compared with.
-#include "backends/cpu/cpu_backend.h"
-#include "backends/layer_checks.h"
-
-#include <omp.h>
-
+// The cpu-ref backend, the float32 reference: runs the topology layer by layer with the plain kernels of
+// cpu_ops.h. One step per topology layer, so its layer outputs are what every other backend (the oneDNN cpu
+// backend included) is judged against.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <new>
 #include <string>
 #include <utility>
 
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_common.h"
 #include "backends/cpu/cpu_ops.h"
+#include "backends/layer_checks.h"
+#include "mnv2/cpu_info.h"
 #include "mnv2/error.h"
 
 namespace mnv2 {
 namespace {
 
-constexpr const char* kBackendName = "cpu";
-
-int thread_count() {
-  const char* env = std::getenv("MNV2_CPU_THREADS");
-  if (env && *env) {
-    const std::string text = env;
-    size_t used = 0;
-    int n = 0;
-    try {
-      n = std::stoi(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != text.size() || n < 1 || n > 4096)
-      throw UsageError("MNV2_CPU_THREADS must be a whole number from 1 to 4096, got '" + text + "'");
-    return n;
-  }
-  return std::max(1, omp_get_max_threads());
-}
-
-// Bytes this process can still allocate without swapping or being killed: MemAvailable from /proc/meminfo,
-// or less where a cgroup (container) limit leaves less. -1 when neither can be read.
-int64_t host_memory_available() {
-  int64_t best = -1;
-  auto consider = [&](int64_t bytes) {
-    if (bytes >= 0 && (best < 0 || bytes < best)) best = bytes;
-  };
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") {
-      consider(kib * 1024);
-      break;
-    }
-  }
-  // cgroup v2, then v1: the limit minus what is in use. "max" (no limit) reads as a failed number.
-  for (const auto& [limit_file, usage_file] :
-       {std::pair{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"},
-        std::pair{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"}}) {
-    std::ifstream limit_in(limit_file), usage_in(usage_file);
-    int64_t limit = 0, usage = 0;
-    if (limit_in >> limit && usage_in >> usage && limit > 0 && limit < (int64_t{1} << 60))
-      consider(std::max<int64_t>(0, limit - usage));
-  }
-  return best;
-}
-
-std::string gib(int64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
-  return text;
-}
+constexpr const char* kBackendName = "cpu-ref";
 
 // One executable step: a topology layer with its own copy of the parameters and its buffer plan.
 struct Step {
@@ -90,9 +34,10 @@ struct Step {
   int in_features = 0, out_features = 0;  // Linear
 };
 
-class CpuPreparedNet final : public PreparedNet {
+class ReferencePreparedNet final : public PreparedNet {
  public:
-  CpuPreparedNet(const Model& model, const PrepareConfig& config, int threads) : config_(config), threads_(threads) {
+  ReferencePreparedNet(const Model& model, const PrepareConfig& config, int threads)
+      : config_(config), threads_(threads) {
     build(model);
   }
 
@@ -115,9 +60,12 @@ class CpuPreparedNet final : public PreparedNet {
 
   Tensor run(const Tensor& input, const RunOptions& options) override {
     if (!(input.shape == input_shape_) || static_cast<int64_t>(input.data.size()) != input_shape_.numel())
-      throw UsageError(std::string("cpu: input shape ") + input.shape.str() + " (" + std::to_string(input.data.size()) +
-                       " values) does not match the prepared " + input_shape_.str());
-    cpu::use_single_threaded_blas();
+      throw UsageError(std::string(kBackendName) + ": input shape " + input.shape.str() + " (" +
+                       std::to_string(input.data.size()) + " values) does not match the prepared " +
+                       input_shape_.str());
+    // The kernels split their work over threads_ OpenMP threads themselves; with threads_ == 1 that team is
+    // an inactive parallel region, inside which oneDNN's sgemm would start a team of OpenMP's default size.
+    cpu::ScopedOmpThreads team(threads_);
     if (options.keep_layer_outputs) allocate_kept_outputs();
 
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -140,11 +88,11 @@ class CpuPreparedNet final : public PreparedNet {
  private:
   void build(const Model& model) {
     const size_t n = model.layers.size();
-    if (n == 0) throw Error("cpu: the model has no layers");
+    if (n == 0) throw Error(std::string(kBackendName) + ": the model has no layers");
     const std::vector<LayerStats> stats = analyse(model, config_.batch, config_.height, config_.width);
     if (stats.size() != n)
-      throw Error("cpu: analyse() returned a shape for " + std::to_string(stats.size()) + " of " + std::to_string(n) +
-                  " layers");
+      throw Error(std::string(kBackendName) + ": analyse() returned a shape for " + std::to_string(stats.size()) +
+                  " of " + std::to_string(n) + " layers");
     input_shape_ = Shape{config_.batch, model.input_channels, config_.height, config_.width};
     output_shape_ = stats.back().output;
 
@@ -161,7 +109,7 @@ class CpuPreparedNet final : public PreparedNet {
       std::vector<Shape> in_shapes;
       for (int j : layer.inputs) {
         if (j != kNetworkInput && (j < 0 || j >= static_cast<int>(i)))
-          throw Error("cpu: " + layer_label(layer) + " reads layer " + std::to_string(j) +
+          throw Error(std::string(kBackendName) + ": " + layer_label(layer) + " reads layer " + std::to_string(j) +
                       ", which does not come before it");
         in_shapes.push_back(j == kNetworkInput ? input_shape_ : stats[j].output);
       }
@@ -178,7 +126,9 @@ class CpuPreparedNet final : public PreparedNet {
   // analyse() should already have refused anything else, but a kernel trusting a wrong shape writes out
   // of bounds.
   void configure(Step& step, const Layer& layer, const std::vector<Shape>& in, const Shape& out) {
-    auto fail = [&](const std::string& why) { throw Error("cpu: " + layer_label(layer) + ": " + why); };
+    auto fail = [&](const std::string& why) {
+      throw Error(std::string(kBackendName) + ": " + layer_label(layer) + ": " + why);
+    };
     switch (layer.kind) {
       case LayerKind::Conv2d: {
         const ConvParams& c = layer.conv;
@@ -204,11 +154,11 @@ class CpuPreparedNet final : public PreparedNet {
         if (!(out == Shape{config_.batch, c.out_channels, s.out_h, s.out_w}))
           fail("output shape " + out.str() + " does not follow from input " + in[0].str());
         step.variant = cpu::choose_conv_variant(s);
-        // cblas takes int sizes: the GEMM's columns (output pixels) and depth must fit.
+        // The kernels take int sizes: a map's pixels and the depth of its GEMM must fit.
         if (static_cast<int64_t>(s.out_h) * s.out_w > std::numeric_limits<int>::max() ||
             cpu::conv_workspace_floats(s, step.variant) / std::max<int64_t>(1, int64_t{s.out_h} * s.out_w) >
                 std::numeric_limits<int>::max())
-          fail("the " + out.str() + " output is too large for 32-bit BLAS sizes");
+          fail("the " + out.str() + " output is too large for 32-bit sizes");
         step.weight = layer.weight;
         step.bias = layer.bias;
         break;
@@ -315,19 +265,15 @@ class CpuPreparedNet final : public PreparedNet {
     int64_t floats = workspace + input_shape_.numel() + output_shape_.numel();
     for (int64_t c : capacity) floats += c;
     const int64_t need = floats * static_cast<int64_t>(sizeof(float));
-    auto out_of_memory = [&](const std::string& have) {
-      return Error("cpu: out of host memory for batch " + std::to_string(config_.batch) + " at " +
-                   std::to_string(config_.height) + "x" + std::to_string(config_.width) + " (needs " + gib(need) +
-                   " for the input, activations and workspace; " + have + ")");
-    };
-    if (const int64_t available = host_memory_available(); available >= 0 && need > available)
-      throw out_of_memory(gib(available) + " available");
+    const char* what = "the input, activations and workspace";
+    cpu::check_host_memory(kBackendName, config_.batch, config_.height, config_.width, need, what);
     try {
       slots_.resize(capacity.size());
       for (size_t s = 0; s < capacity.size(); ++s) slots_[s].assign(static_cast<size_t>(capacity[s]), 0.0f);
       workspace_.assign(static_cast<size_t>(workspace), 0.0f);
     } catch (const std::bad_alloc&) {
-      throw out_of_memory("the allocation failed");
+      throw Error(cpu::out_of_host_memory(kBackendName, config_.batch, config_.height, config_.width, need, what,
+                                          "the allocation failed"));
     }
   }
 
@@ -397,15 +343,12 @@ class CpuPreparedNet final : public PreparedNet {
   std::vector<Tensor> layer_outputs_;      // empty until a run keeps them
 };
 
-class CpuBackend final : public Backend {
+class ReferenceBackend final : public Backend {
  public:
-  CpuBackend() : threads_(thread_count()) {}
+  ReferenceBackend() : threads_(cpu::thread_count()) {}
 
   std::string name() const override { return kBackendName; }
-  std::string description() const override {
-    return "CPU reference, fp32 (OpenBLAS + OpenMP, " + std::to_string(threads_) +
-           (threads_ == 1 ? " thread)" : " threads)");
-  }
+  std::string description() const override { return "CPU reference, fp32: " + reference_kernel_summary(threads_); }
   Availability availability() const override { return {true, ""}; }
 
   // The reference runs every well-formed layer: any kernel, stride, pads, dilation, groups and clip bounds.
@@ -413,13 +356,16 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
     if (config.precision != Precision::fp32)
-      throw UsageError(std::string("cpu backend runs fp32 only (asked for ") + to_string(config.precision) + ")");
+      throw UsageError(std::string(kBackendName) + " backend runs fp32 only (asked for " + to_string(config.precision) +
+                       ")");
     if (config.batch < 1 || config.height < 1 || config.width < 1)
-      throw UsageError("cpu: batch, height and width must be positive (got batch " + std::to_string(config.batch) +
-                       ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");
+      throw UsageError(std::string(kBackendName) + ": batch, height and width must be positive (got batch " +
+                       std::to_string(config.batch) + ", " + std::to_string(config.height) + "x" +
+                       std::to_string(config.width) + ")");
     for (const Layer& layer : model.layers)
-      if (auto reason = unsupported_reason(layer)) throw Error("cpu: " + layer_label(layer) + ": " + *reason);
-    return std::make_unique<CpuPreparedNet>(model, config, threads_);
+      if (auto reason = unsupported_reason(layer))
+        throw Error(std::string(kBackendName) + ": " + layer_label(layer) + ": " + *reason);
+    return std::make_unique<ReferencePreparedNet>(model, config, threads_);
   }
 
  private:
@@ -428,6 +374,6 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_reference_backend() { return std::make_unique<ReferenceBackend>(); }
 
 }  // namespace mnv2

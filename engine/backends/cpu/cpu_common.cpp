@@ -1,0 +1,82 @@
+// Shared parts of the cpu backends (see cpu_common.h).
+#include "backends/cpu/cpu_common.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <utility>
+
+#include "mnv2/error.h"
+
+namespace mnv2::cpu {
+
+int thread_count() {
+  const char* env = std::getenv("MNV2_CPU_THREADS");
+  if (env && *env) {
+    const std::string text = env;
+    size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size() || n < 1 || n > 4096)
+      throw UsageError("MNV2_CPU_THREADS must be a whole number from 1 to 4096, got '" + text + "'");
+    return n;
+  }
+  return std::max(1, omp_get_max_threads());
+}
+
+int64_t host_memory_available() {
+  int64_t best = -1;
+  auto consider = [&](int64_t bytes) {
+    if (bytes >= 0 && (best < 0 || bytes < best)) best = bytes;
+  };
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") {
+      consider(kib * 1024);
+      break;
+    }
+  }
+  // cgroup v2, then v1: the limit minus what is in use. "max" (no limit) reads as a failed number.
+  for (const auto& [limit_file, usage_file] :
+       {std::pair{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"},
+        std::pair{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"}}) {
+    std::ifstream limit_in(limit_file), usage_in(usage_file);
+    int64_t limit = 0, usage = 0;
+    if (limit_in >> limit && usage_in >> usage && limit > 0 && limit < (int64_t{1} << 60))
+      consider(std::max<int64_t>(0, limit - usage));
+  }
+  return best;
+}
+
+std::string gib(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  return text;
+}
+
+std::string out_of_host_memory(const std::string& backend, int batch, int height, int width, int64_t need_bytes,
+                               const std::string& what, const std::string& have) {
+  return backend + ": out of host memory for batch " + std::to_string(batch) + " at " + std::to_string(height) + "x" +
+         std::to_string(width) + " (needs " + gib(need_bytes) + " for " + what + "; " + have + ")";
+}
+
+void check_host_memory(const std::string& backend, int batch, int height, int width, int64_t need_bytes,
+                       const std::string& what) {
+  if (const int64_t available = host_memory_available(); available >= 0 && need_bytes > available)
+    throw Error(out_of_host_memory(backend, batch, height, width, need_bytes, what, gib(available) + " available"));
+}
+
+ScopedOmpThreads::ScopedOmpThreads(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+ScopedOmpThreads::~ScopedOmpThreads() { omp_set_num_threads(saved_); }
+
+}  // namespace mnv2::cpu

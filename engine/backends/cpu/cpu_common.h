@@ -1,0 +1,42 @@
+// What the two cpu backends (oneDNN `cpu`, reference `cpu-ref`) share: their thread count, the host memory
+// check before they allocate, and the OpenMP thread setting they run under.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace mnv2::cpu {
+
+// Env MNV2_CPU_THREADS when set (a whole number from 1 to 4096, else UsageError), otherwise what OpenMP
+// would use (OMP_NUM_THREADS, or the processors this process may run on).
+int thread_count();
+
+// Bytes this process can still allocate without swapping or being killed: MemAvailable from /proc/meminfo,
+// or less where a cgroup (container) limit leaves less. -1 when neither can be read.
+int64_t host_memory_available();
+
+// The error a backend throws when a batch does not fit: "cpu: out of host memory for batch 8 at 224x224
+// (needs 1.2 GiB for ...; <have>)". `have` says what is available or what failed.
+std::string out_of_host_memory(const std::string& backend, int batch, int height, int width, int64_t need_bytes,
+                               const std::string& what, const std::string& have);
+
+// Throws out_of_host_memory() when `need_bytes` exceed host_memory_available().
+void check_host_memory(const std::string& backend, int batch, int height, int width, int64_t need_bytes,
+                       const std::string& what);
+
+std::string gib(int64_t bytes);  // "1.2 GiB"
+
+// Sets the calling thread's OpenMP team size (omp_set_num_threads) for as long as it lives. oneDNN reads it
+// when it creates a primitive (its kernels split their work for that many threads) and when one runs.
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int threads);
+  ~ScopedOmpThreads();
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace mnv2::cpu
