@@ -46,7 +46,7 @@ commands:
                                                 the model's format, producer, input, classes, labels, checker
   topology  [--model F] [--format table|csv|json] [--batch N] [--input-size HxW]
                                                 the layers with output shapes, params and MACs
-  classify  [--model F] [--labels F] [--backend cpu|cudnn|cuda] [--top K] [--json]
+  classify  [--model F] [--labels F] [--backend cpu|cpu-ref|cudnn|cuda] [--top K] [--json]
             (IMAGE... | --tensor F [--input-size HxW])
                                                 top-K classes for each image (or each image of a tensor)
   bench     [--model F] [--backends B[,B...]] [--batch N[,N...]] [--input-size HxW[,HxW...]]
@@ -71,7 +71,7 @@ commands:
                                                 'FILENAME LABEL-INDEX' lines, else DIR has one sub-folder
                                                 per class (named by index or class name); a .f32 file is
                                                 one image already preprocessed (the --tensor format)
-  compare   --backends cpu,cudnn[,cuda] [same options as profile]
+  compare   --backends cpu-ref,cudnn[,cuda] [same options as profile]
                                                 profiles each backend, prints them side by side with
                                                 each layer's output error against the first backend
 
@@ -82,6 +82,8 @@ none, a built-in MobileNetV2 with synthetic weights runs (timing only: its predi
 --precision fp32|tf32|fp16 (classify, bench, profile, roofline, memory, eval, compare): the arithmetic of
 the GPU backends (default fp32; 'mnv2 info' lists what each backend supports). A reduced mode is judged
 against the cpu reference, which stays fp32.
+Backends: cpu (oneDNN, CPUID-dispatched kernels), cpu-ref (the plain float32 reference every other backend
+is judged against), cudnn and cuda (the GPU plugin: NVIDIA GPU, driver 580+, CUDA 13, cuDNN 9).
 )";
 
 // Command-line arguments after the command word: --flag value pairs, boolean flags and positionals.
@@ -1006,8 +1008,9 @@ void write_reports(const Args& args, const std::vector<RunReport>& reports) {
 // range after the fused step.
 int print_ncu_command(const Args& args, const ProfileRequest& req) {
   const std::string& backend = req.backends.front();
-  if (backend == "cpu")
-    throw UsageError("--ncu-command needs a GPU backend (--backend cudnn or cuda): the cpu backend launches no kernels");
+  if (is_host_backend(backend))
+    throw UsageError("--ncu-command needs a GPU backend (--backend cudnn or cuda): the " + backend +
+                     " backend launches no kernels");
   const Model& model = req.m.model;
   const int layer = resolve_layer(model, *args.get("--ncu-command"));
   NcuTarget t;

@@ -113,6 +113,7 @@ TEST(CliNcu, PrintsTheCommandForOneLayer) {
   EXPECT_NE(by_name.out.find("'Conv2d 0/'"), std::string::npos) << by_name.out;
   EXPECT_NE(by_name.out.find("--image " + shared_path("images/cat.bmp")), std::string::npos) << by_name.out;
   EXPECT_EQ(run_cli({"profile", "--backend", "cpu", "--model", main_model_path(), "--ncu-command", "7"}).code, 2);
+  EXPECT_EQ(run_cli({"profile", "--backend", "cpu-ref", "--model", main_model_path(), "--ncu-command", "7"}).code, 2);
   EXPECT_EQ(run_cli({"profile", "--backend", "cudnn", "--model", main_model_path(), "--ncu-command", "999"}).code, 2);
 }
 
