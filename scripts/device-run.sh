@@ -4,12 +4,12 @@
 # In one call: every GPU test, profiles of the GPU backends with both timers, cross-backend comparisons on
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
-# MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports; default
-# all), e.g.
+# MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu;
+# default all), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
-sections=",${MNV2_DEVICE_SECTIONS:-tests,base,cuda,studies,ncu,app,portable,exports},"
+sections=",${MNV2_DEVICE_SECTIONS:-tests,base,cuda,studies,ncu,app,portable,exports,cpu},"
 want() { [[ $sections == *",$1,"* ]]; }
 out=${OUT:-/tmp/mnv2-device-out}
 mkdir -p "$out"
@@ -218,6 +218,28 @@ TAIL=12 run info_export ./bin/mnv2 info --model "$work/exports/tv_w050_160_defau
 TAIL=6 run classify_export_fp16 ./bin/mnv2 classify --backend cuda --precision fp16 \
   --model "$work/exports/tv_w140_256_default.onnx" --tensor "$work/exports/tv_w140_256_default.input.f32" --input-size 256x256
 rm -f "$work"/exports/*.onnx.data "$work"/exports/*.onnx "$work"/exports/*.f32  # not worth the way back
+fi
+
+# ---- the cpu backends on this machine's Xeon against ONNX Runtime (issue 12, "every CPU") ------------------
+# Same model, 2 threads pinned to CPUs 0-1 for all three, 3 interleaved rounds (order reversed every other round),
+# medians of 50 timed runs each; onnxruntime is the machine's Python wheel.
+if want cpu; then
+TAIL=6 run info_cpu ./bin/mnv2 info
+cpu_round() {  # cpu_round ROUND: one run of each implementation at batch 1 and 8
+  local order="ort cpu cpu-ref"; (( $1 % 2 )) && order="cpu-ref cpu ort"
+  for b in 1 8; do for impl in $order; do
+    if [[ $impl == ort ]]; then
+      ms=$(taskset -c 0,1 python3 "$repo/scripts/bench-onnxruntime.py" "$MNV2_MODEL" $b 10 50 2)
+    else
+      MNV2_CPU_THREADS=2 taskset -c 0,1 ./bin/mnv2 bench --backends $impl --batch $b --warmup 10 --iters 50 \
+        --json "$work/cpu_bench.json" >/dev/null 2>&1
+      ms=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["results"][0]["median_ms"])' "$work/cpu_bench.json")
+    fi
+    echo "round $1 batch $b $impl $ms"
+  done; done
+}
+cpu_rounds() { for r in 1 2 3; do cpu_round $r; done; }
+TAIL=20 run cpu_vs_onnxruntime cpu_rounds
 fi
 
 if want ncu; then
