@@ -3,7 +3,7 @@
 compares the logits with PyTorch's float64 CPU output of the same input (relative L2 per image, top-5).
 Needs only numpy (and the mnv2 binary). Usage:
 
-    python3 scripts/check-pytorch-exports.py EXPORT_DIR MNV2 [--backends cpu,cudnn,cuda] [--bound 1e-5]
+    python3 scripts/check-pytorch-exports.py EXPORT_DIR MNV2 [--backends cpu,cpu-ref,cudnn,cuda] [--bound 1e-5]
 
 Prints one line per (model, backend) and a table; exits 1 when a fp32 run misses the bound or the top-5.
 """
@@ -20,7 +20,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("export_dir")
     ap.add_argument("mnv2")
-    ap.add_argument("--backends", default="cpu,cudnn,cuda")
+    ap.add_argument("--backends", default="cpu,cpu-ref,cudnn,cuda")
     ap.add_argument("--bound", type=float, default=1e-5)
     args = ap.parse_args()
     with open(os.path.join(args.export_dir, "manifest.json")) as f:
