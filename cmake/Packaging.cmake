@@ -49,7 +49,7 @@ set(CPACK_DEBIAN_CUDA_PACKAGE_NAME mnv2-profiler-cuda)
 set(CPACK_DEBIAN_CUDA_DESCRIPTION
     "GPU backends for mnv2-profiler (cuDNN, custom CUDA kernels, CUPTI)
  The plugin the mnv2-profiler programs load at run time for the cudnn and cuda backends and GPU timing.
- It carries code for ${MNV2_CUDA_ARCHITECTURES_RESOLVED}. NVIDIA's CUDA runtime, cuDNN, cuBLAS and
+ It carries code for the CUDA architectures ${MNV2_CUDA_ARCHITECTURES_DEFINE}. NVIDIA's CUDA runtime, cuDNN, cuBLAS and
  CUPTI come from NVIDIA's packages; the NVIDIA driver 580 or newer must be installed.")
 # NVIDIA's package names in their CUDA repository for Debian and Ubuntu (CUDA 13.0, cuDNN 9 for CUDA 13).
 set(MNV2_CUDA_PACKAGE_MAJOR_MINOR "${CUDAToolkit_VERSION_MAJOR}-${CUDAToolkit_VERSION_MINOR}")

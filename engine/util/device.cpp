@@ -23,7 +23,9 @@ std::string CudaArch::to_string() const {
 
 std::vector<CudaArch> parse_cuda_architectures(const std::string& cmake_list) {
   std::vector<CudaArch> out;
-  std::stringstream in(cmake_list);
+  std::string list = cmake_list;  // ';' as CMake writes it, or ',' (how the build passes it to the compiler)
+  std::replace(list.begin(), list.end(), ',', ';');
+  std::stringstream in(list);
   std::string item;
   auto add = [&out](CudaArch a) {
     for (const CudaArch& b : out)

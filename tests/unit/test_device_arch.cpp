@@ -22,6 +22,8 @@ TEST(DeviceArch, ParsesCMakeArchitectureLists) {
   EXPECT_EQ(names(parse_cuda_architectures("75-real;80-real;86-real;89-real;90-real;100-real;120")),
             (std::vector<std::string>{"sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120", "compute_120"}));
   EXPECT_EQ(names(parse_cuda_architectures("75-virtual")), (std::vector<std::string>{"compute_75"}));
+  EXPECT_EQ(names(parse_cuda_architectures("75-real,90-real,120-virtual")),
+            (std::vector<std::string>{"sm_75", "sm_90", "compute_120"}));
   EXPECT_EQ(names(parse_cuda_architectures("90a-real;90")), (std::vector<std::string>{"sm_90a", "sm_90", "compute_90"}));
   // Unreadable entries are skipped, duplicates kept once.
   EXPECT_EQ(names(parse_cuda_architectures("all;native;x;86-real;86-real")), (std::vector<std::string>{"sm_86"}));

@@ -17,7 +17,7 @@ struct CudaArch {
   std::string to_string() const;  // "sm_90", "sm_90a", "compute_120"
 };
 
-// Parses a CMake CUDA architecture list ("75-real;80-real;90a-real;120"); entries it cannot read (e.g.
+// Parses a CMake CUDA architecture list ("75-real;80-real;90a-real;120", or with commas); entries it cannot read (e.g.
 // "all") are skipped.
 std::vector<CudaArch> parse_cuda_architectures(const std::string& cmake_list);
 // What the GPU code carries: the loaded plugin's CMAKE_CUDA_ARCHITECTURES, else this build's; empty without CUDA.
