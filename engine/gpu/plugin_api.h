@@ -67,10 +67,10 @@ std::string build_id();
 const Api* api();
 
 struct Status {
-  bool built = false;       // this build made a GPU plugin (MNV2_WITH_CUDA=ON)
-  std::string path;         // where it was looked for (or loaded from)
+  bool built = false;  // this build made a GPU plugin (MNV2_WITH_CUDA=ON)
+  std::string path;    // where it was looked for (or loaded from)
   bool loaded = false;
-  std::string problem;      // why it is not loaded: not installed, a library missing (named), a mismatch
+  std::string problem;  // why it is not loaded: not installed, a library missing (named), a mismatch
   std::vector<std::string> missing_libraries;  // sonames the dynamic loader could not find
 };
 const Status& status();

@@ -53,8 +53,8 @@ std::vector<std::string> elf_needed_libraries(const std::string& path) {
   };
   Elf64_Ehdr eh{};
   if (!read_at(0, &eh, sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_phentsize != sizeof(Elf64_Phdr) ||
-      eh.e_phnum > 256)
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+      eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 256)
     return {};
   std::vector<Elf64_Phdr> ph(eh.e_phnum);
   if (!read_at(eh.e_phoff, ph.data(), ph.size() * sizeof(Elf64_Phdr))) return {};

@@ -24,10 +24,12 @@ TEST(DeviceArch, ParsesCMakeArchitectureLists) {
   EXPECT_EQ(names(parse_cuda_architectures("75-virtual")), (std::vector<std::string>{"compute_75"}));
   EXPECT_EQ(names(parse_cuda_architectures("75-real,90-real,120-virtual")),
             (std::vector<std::string>{"sm_75", "sm_90", "compute_120"}));
-  EXPECT_EQ(names(parse_cuda_architectures("90a-real;90")), (std::vector<std::string>{"sm_90a", "sm_90", "compute_90"}));
+  EXPECT_EQ(names(parse_cuda_architectures("90a-real;90")),
+            (std::vector<std::string>{"sm_90a", "sm_90", "compute_90"}));
   // Unreadable entries are skipped, duplicates kept once.
   EXPECT_EQ(names(parse_cuda_architectures("all;native;x;86-real;86-real")), (std::vector<std::string>{"sm_86"}));
-  EXPECT_EQ(describe_architectures(parse_cuda_architectures("75-real;90-real;120")), "sm_75 sm_90 sm_120, PTX compute_120");
+  EXPECT_EQ(describe_architectures(parse_cuda_architectures("75-real;90-real;120")),
+            "sm_75 sm_90 sm_120, PTX compute_120");
   EXPECT_EQ(describe_architectures(parse_cuda_architectures("75-virtual")), "PTX compute_75");
 }
 
@@ -37,11 +39,16 @@ TEST(DeviceArch, TheDriverPicksMachineCodeOfTheSameMajorElsePtx) {
     int major, minor;
     const char* code;
   } cases[] = {
-      {7, 5, "sm_75 machine code"},  {8, 0, "sm_80 machine code"},  {8, 6, "sm_86 machine code"},
+      {7, 5, "sm_75 machine code"},
+      {8, 0, "sm_80 machine code"},
+      {8, 6, "sm_86 machine code"},
       {8, 7, "sm_86 machine code"},  // Orin: same major, lower minor
-      {8, 9, "sm_89 machine code"},  {9, 0, "sm_90 machine code"},  {10, 0, "sm_100 machine code"},
+      {8, 9, "sm_89 machine code"},
+      {9, 0, "sm_90 machine code"},
+      {10, 0, "sm_100 machine code"},
       {10, 3, "sm_100 machine code"},  // B300
-      {12, 0, "sm_120 machine code"}, {12, 1, "sm_120 machine code"},
+      {12, 0, "sm_120 machine code"},
+      {12, 1, "sm_120 machine code"},
       {11, 0, "compute_120 PTX, JIT-compiled by the driver"} /* no: 11.0 < 12.0 */,
   };
   for (const Case& c : cases) {
@@ -121,7 +128,9 @@ TEST(GpuPluginLoader, ReadsTheLibrariesAnElfObjectNeeds) {
   // Not an ELF object, a missing file, a truncated header: nothing, no crash.
   TempDir dir;
   write_file(dir.file("text.so"), "not an ELF file");
-  write_file(dir.file("short.so"), std::string("\x7f" "ELF\x02\x01", 6));
+  write_file(dir.file("short.so"), std::string("\x7f"
+                                               "ELF\x02\x01",
+                                               6));
   EXPECT_TRUE(gpu_plugin::elf_needed_libraries(dir.file("text.so")).empty());
   EXPECT_TRUE(gpu_plugin::elf_needed_libraries(dir.file("short.so")).empty());
   EXPECT_TRUE(gpu_plugin::elf_needed_libraries(dir.file("missing.so")).empty());

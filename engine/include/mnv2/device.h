@@ -12,8 +12,8 @@ namespace mnv2 {
 // architecture-specific forms ("sm_90a") that run on exactly that chip.
 struct CudaArch {
   int major = 0, minor = 0;
-  bool ptx = false;             // PTX (the driver compiles it for the GPU at first use); else machine code
-  bool arch_specific = false;   // "a" suffix: sm_90a runs on compute capability 9.0 only
+  bool ptx = false;               // PTX (the driver compiles it for the GPU at first use); else machine code
+  bool arch_specific = false;     // "a" suffix: sm_90a runs on compute capability 9.0 only
   std::string to_string() const;  // "sm_90", "sm_90a", "compute_120"
 };
 
@@ -56,10 +56,10 @@ struct CudaEnvironment {
   bool built_with_cuda = false;  // this build made the GPU plugin (MNV2_WITH_CUDA=ON)
   std::string architectures;     // describe_architectures(built_cuda_architectures()); "" without CUDA
   std::string gpu_plugin;        // the loaded plugin's path; "" when it is not loaded (why_none says why)
-  int driver_version = 0;   // CUDA version the driver supports, e.g. 13000 for 13.0; 0 when no driver
-  std::string driver_release;  // the NVIDIA driver itself, e.g. "580.159.04" (NVML); empty when unknown
-  int runtime_version = 0;  // CUDA runtime this build uses
-  std::string cudnn_version;  // the cuDNN library loaded, e.g. "9.14.0" (no GPU needed); "none" without CUDA
+  int driver_version = 0;        // CUDA version the driver supports, e.g. 13000 for 13.0; 0 when no driver
+  std::string driver_release;    // the NVIDIA driver itself, e.g. "580.159.04" (NVML); empty when unknown
+  int runtime_version = 0;       // CUDA runtime this build uses
+  std::string cudnn_version;     // the cuDNN library loaded, e.g. "9.14.0" (no GPU needed); "none" without CUDA
   std::vector<GpuDevice> devices;
   std::string why_none;  // set when devices is empty: the plugin, its libraries, the driver, no device
 };
