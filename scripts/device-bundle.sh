@@ -15,27 +15,22 @@ bash "$shared/tools/device-bundle.sh" "$stage/bundle" "$build/app/mnv2" "$build/
 # The engine finds the GPU plugin beside itself (ldd resolved both into lib/ above).
 [[ -f $stage/bundle/lib/libmnv2_gpu.so && -f $stage/bundle/lib/libmnv2_engine.so ]] || { echo "no plugin in the bundle"; exit 1; }
 
-# A second GPU plugin with PTX for compute_75 only (issue 12: the portable code path, JIT-compiled by the
-# driver there): bundle/lib75/libmnv2_gpu.so, selected with LD_LIBRARY_PATH=lib75:lib MNV2_GPU_PLUGIN=...
-# Same sources and commit, so the engine accepts it.
-if [[ ${MNV2_DEVICE_PTX75:-1} != 0 ]]; then
-  build75=$root/build-device75
-  cmake -S "$root" -B "$build75" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMNV2_WITH_CUDA=ON \
-    -DMNV2_WITH_OPENCV_CODECS=OFF -DMNV2_BUILD_GUI=OFF -DMNV2_BUILD_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=75-virtual >/dev/null
-  cmake --build "$build75" -j "$(nproc)" --target mnv2_gpu
-  mkdir -p "$stage/bundle/lib75"
-  cp -L "$build75/lib/libmnv2_gpu.so" "$stage/bundle/lib75/"
-fi
-# A third, with machine code for sm_80 only and no PTX: no code of it runs on a Hopper GPU, so there `mnv2 info`
-# must say so in one line and the cuda backend must be unavailable with that reason (cudnn still runs).
-if [[ ${MNV2_DEVICE_SM80:-1} != 0 ]]; then
-  build80=$root/build-device80
-  cmake -S "$root" -B "$build80" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMNV2_WITH_CUDA=ON \
-    -DMNV2_WITH_OPENCV_CODECS=OFF -DMNV2_BUILD_GUI=OFF -DMNV2_BUILD_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=80-real >/dev/null
-  cmake --build "$build80" -j "$(nproc)" --target mnv2_gpu
-  mkdir -p "$stage/bundle/lib80"
-  cp -L "$build80/lib/libmnv2_gpu.so" "$stage/bundle/lib80/"
-fi
+# Extra GPU plugins of the same sources and commit (so the engine accepts them), each built for one CUDA
+# architecture list in build-deviceNAME/ and packed as bundle/libNAME/libmnv2_gpu.so; device-run.sh selects one
+# with LD_LIBRARY_PATH=libNAME:lib MNV2_GPU_PLUGIN=libNAME/libmnv2_gpu.so.
+extra_plugin() {  # extra_plugin NAME CMAKE_CUDA_ARCHITECTURES
+  local dir=$root/build-device$1
+  cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMNV2_WITH_CUDA=ON -DMNV2_WITH_OPENCV_CODECS=OFF \
+    -DMNV2_BUILD_GUI=OFF -DMNV2_BUILD_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES="$2" >/dev/null
+  cmake --build "$dir" -j "$(nproc)" --target mnv2_gpu
+  mkdir -p "$stage/bundle/lib$1"
+  cp -L "$dir/lib/libmnv2_gpu.so" "$stage/bundle/lib$1/"
+}
+# PTX for compute_75 only (issue 12: the portable code path, JIT-compiled by the driver there).
+[[ ${MNV2_DEVICE_PTX75:-1} == 0 ]] || extra_plugin 75 75-virtual
+# Machine code for sm_80 only and no PTX: nothing of it runs on a Hopper GPU, so there `mnv2 info` must say so in
+# one line and the cuda backend must be unavailable with that reason (cudnn still runs).
+[[ ${MNV2_DEVICE_SM80:-1} == 0 ]] || extra_plugin 80 80-real
 mkdir -p "$stage/bundle/shared/weights" "$stage/bundle/shared/golden"
 cp "$shared"/weights/*.onnx "$shared"/weights/*.txt "$stage/bundle/shared/weights/"
 cp "$shared"/golden/* "$stage/bundle/shared/golden/"

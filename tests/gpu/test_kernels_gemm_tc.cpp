@@ -29,6 +29,17 @@ struct TcCase {
 const k::TcTile kAllTcTiles[] = {k::TcTile::t128x128, k::TcTile::t128x64, k::TcTile::t64x64, k::TcTile::t128x32,
                                  k::TcTile::t32x32};
 
+// A valid 8x8x8 float32 (TF32) product over three 64-element device arrays, the start of the launch tests.
+k::TcGemmParams small_params(DeviceArray& a, DeviceArray& b, DeviceArray& c) {
+  k::TcGemmParams p;
+  p.m = p.n = p.k = 8;
+  p.a = a.get();
+  p.b = b.get();
+  p.c = c.get();
+  p.lda = p.ldb = p.ldc = 8;
+  return p;
+}
+
 void run_tc_case(const TcCase& c, k::DType in_type, k::DType out_type) {
   const uint64_t seed = kernel_test_seed();
   std::mt19937_64 gen(seed);
@@ -159,12 +170,7 @@ TEST(KernelGemmTc, MatchesFloat64WithinThePrecisionsBound) {
 TEST(KernelGemmTc, Tf32LaunchIsRefusedWhereTheCodeHasNoTf32) {
   MNV2_SKIP_WITHOUT_GPU();
   DeviceArray a(64), b(64), c(64);
-  k::TcGemmParams p;
-  p.m = p.n = p.k = 8;
-  p.a = a.get();
-  p.b = b.get();
-  p.c = c.get();
-  p.lda = p.ldb = p.ldc = 8;
+  k::TcGemmParams p = small_params(a, b, c);
   const k::TcGemmVariant v{k::TcTile::t32x32, true, 1};
   if (tf32_kernels_missing().empty()) {
     k::launch_gemm_tc(p, v, nullptr);
@@ -259,12 +265,7 @@ TEST(KernelGemmTc, ChoosesSmallTilesForSmallProblemsAndLargeOnesForLargeProblems
 TEST(KernelGemmTc, RefusesBadParameters) {
   MNV2_SKIP_WITHOUT_GPU();
   DeviceArray a(64), b(64), c(64);
-  k::TcGemmParams p;
-  p.m = p.n = p.k = 8;
-  p.a = a.get();
-  p.b = b.get();
-  p.c = c.get();
-  p.lda = p.ldb = p.ldc = 8;
+  k::TcGemmParams p = small_params(a, b, c);
   const k::TcGemmVariant v{k::TcTile::t32x32, true, 1};
   k::TcGemmParams bad = p;
   bad.lda = 4;

@@ -9,9 +9,21 @@
 #include <fstream>
 #include <utility>
 
+#include "backends/layer_checks.h"
 #include "mnv2/error.h"
 
 namespace mnv2::cpu {
+
+void check_prepare(const Backend& backend, const Model& model, const PrepareConfig& config) {
+  const std::string name = backend.name();
+  if (config.precision != Precision::fp32)
+    throw UsageError(name + " backend runs fp32 only (asked for " + to_string(config.precision) + ")");
+  if (config.batch < 1 || config.height < 1 || config.width < 1)
+    throw UsageError(name + ": batch, height and width must be positive (got batch " + std::to_string(config.batch) +
+                     ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");
+  for (const Layer& layer : model.layers)
+    if (auto reason = backend.unsupported_reason(layer)) throw Error(name + ": " + layer_label(layer) + ": " + *reason);
+}
 
 int thread_count() {
   const char* env = std::getenv("MNV2_CPU_THREADS");

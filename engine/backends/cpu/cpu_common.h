@@ -1,11 +1,18 @@
-// What the two cpu backends (oneDNN `cpu`, reference `cpu-ref`) share: their thread count, the host memory
-// check before they allocate, and the OpenMP thread setting they run under.
+// What the two cpu backends (oneDNN `cpu`, reference `cpu-ref`) share: the checks of prepare(), their thread
+// count, the host memory check before they allocate, and the OpenMP thread setting they run under.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "mnv2/backend.h"
+#include "mnv2/model.h"
+
 namespace mnv2::cpu {
+
+// What both prepare() check before they build anything: fp32 only, a positive batch and size, every layer
+// supported by `backend` (UsageError / Error naming the backend and the layer).
+void check_prepare(const Backend& backend, const Model& model, const PrepareConfig& config);
 
 // Env MNV2_CPU_THREADS when set (a whole number from 1 to 4096, else UsageError), otherwise what OpenMP
 // would use (OMP_NUM_THREADS, or the processors this process may run on).

@@ -355,16 +355,7 @@ class ReferenceBackend final : public Backend {
   std::optional<std::string> unsupported_reason(const Layer& layer) const override { return malformed_reason(layer); }
 
   std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
-    if (config.precision != Precision::fp32)
-      throw UsageError(std::string(kBackendName) + " backend runs fp32 only (asked for " + to_string(config.precision) +
-                       ")");
-    if (config.batch < 1 || config.height < 1 || config.width < 1)
-      throw UsageError(std::string(kBackendName) + ": batch, height and width must be positive (got batch " +
-                       std::to_string(config.batch) + ", " + std::to_string(config.height) + "x" +
-                       std::to_string(config.width) + ")");
-    for (const Layer& layer : model.layers)
-      if (auto reason = unsupported_reason(layer))
-        throw Error(std::string(kBackendName) + ": " + layer_label(layer) + ": " + *reason);
+    cpu::check_prepare(*this, model, config);
     return std::make_unique<ReferencePreparedNet>(model, config, threads_);
   }
 
