@@ -15,40 +15,30 @@
 namespace mnv2::test {
 namespace {
 
-// A small, quick profile of the real model at a reduced input size, on the reference.
+// A small, quick profile of the real model at a reduced input size on `backend`, diffed against the reference.
+RunReport small_profile(const std::string& backend) {
+  Model model = load_onnx(main_model_path());
+  ProfileConfig cfg;
+  cfg.backend = backend;
+  cfg.batch = 2;
+  cfg.height = 96;
+  cfg.width = 128;
+  cfg.warmup = 1;
+  cfg.iters = 4;
+  RunReport r = profile(model, cfg);
+  r.diff = diff_backends(model, backend, "cpu-ref", PrepareConfig{1, 96, 128}, random_input(Shape{1, 3, 96, 128}, 7));
+  return r;
+}
+
+// On the reference (one step per layer).
 const RunReport& cpu_report() {
-  static const RunReport report = [] {
-    Model model = load_onnx(main_model_path());
-    ProfileConfig cfg;
-    cfg.backend = "cpu-ref";
-    cfg.batch = 2;
-    cfg.height = 96;
-    cfg.width = 128;
-    cfg.warmup = 1;
-    cfg.iters = 4;
-    RunReport r = profile(model, cfg);
-    r.diff =
-        diff_backends(model, "cpu-ref", "cpu-ref", PrepareConfig{1, 96, 128}, random_input(Shape{1, 3, 96, 128}, 7));
-    return r;
-  }();
+  static const RunReport report = small_profile("cpu-ref");
   return report;
 }
 
-// The same on the oneDNN backend (fused steps), diffed against the reference.
+// On the oneDNN backend (fused steps).
 const RunReport& fused_cpu_report() {
-  static const RunReport report = [] {
-    Model model = load_onnx(main_model_path());
-    ProfileConfig cfg;
-    cfg.backend = "cpu";
-    cfg.batch = 2;
-    cfg.height = 96;
-    cfg.width = 128;
-    cfg.warmup = 1;
-    cfg.iters = 4;
-    RunReport r = profile(model, cfg);
-    r.diff = diff_backends(model, "cpu", "cpu-ref", PrepareConfig{1, 96, 128}, random_input(Shape{1, 3, 96, 128}, 7));
-    return r;
-  }();
+  static const RunReport report = small_profile("cpu");
   return report;
 }
 
