@@ -2,6 +2,7 @@
 // come from the GPU plugin; where it is not loaded they are stand-ins that say why they cannot run.
 #include <array>
 #include <cctype>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,6 +84,51 @@ Precision parse_precision(const std::string& text) {
   throw UsageError("unknown precision '" + text + "' (choose fp32, tf32, fp16)");
 }
 
+const char* to_string(CudaOptions::Variant v) { return v == CudaOptions::Variant::fast ? "fast" : "baseline"; }
+
+const char* to_string(CudaOptions::Fusion f) { return f == CudaOptions::Fusion::none ? "none" : "expand_dw"; }
+
+const char* to_string(CudaOptions::Graph g) {
+  switch (g) {
+    case CudaOptions::Graph::automatic:
+      return "auto";
+    case CudaOptions::Graph::on:
+      return "on";
+    case CudaOptions::Graph::off:
+      return "off";
+  }
+  return "?";
+}
+
+namespace {
+
+// The value of `values` whose name is `text` (case-insensitive), else a UsageError listing the names.
+template <typename E>
+E parse_named(const std::string& text, const char* what, std::initializer_list<E> values) {
+  const std::string key = lower(text);
+  std::string names;
+  for (E v : values) {
+    if (key == to_string(v)) return v;
+    names += (names.empty() ? "" : ", ") + std::string(to_string(v));
+  }
+  throw UsageError(std::string("unknown ") + what + " '" + text + "' (choose " + names + ")");
+}
+
+}  // namespace
+
+CudaOptions::Variant parse_cuda_variant(const std::string& text) {
+  return parse_named(text, "cuda variant", {CudaOptions::Variant::fast, CudaOptions::Variant::baseline});
+}
+
+CudaOptions::Fusion parse_cuda_fusion(const std::string& text) {
+  return parse_named(text, "cuda fusion", {CudaOptions::Fusion::none, CudaOptions::Fusion::expand_dw});
+}
+
+CudaOptions::Graph parse_cuda_graph(const std::string& text) {
+  return parse_named(text, "cuda graph mode",
+                     {CudaOptions::Graph::automatic, CudaOptions::Graph::on, CudaOptions::Graph::off});
+}
+
 bool is_host_backend(const std::string& name) { return name == "cpu" || name == "cpu-ref"; }
 
 std::vector<std::string> backend_names() {
@@ -117,8 +163,6 @@ double precision_logits_bound(Precision p) {
 
 int storage_bytes(Precision p) { return p == Precision::fp16 ? 2 : 4; }
 
-double precision_layer_threshold(Precision p) {
-  return p == Precision::fp32 ? 1e-4 : precision_logits_bound(p);
-}
+double precision_layer_threshold(Precision p) { return p == Precision::fp32 ? 1e-4 : precision_logits_bound(p); }
 
 }  // namespace mnv2

@@ -19,11 +19,32 @@ enum class Precision { fp32, tf32, fp16 };
 const char* to_string(Precision p);
 Precision parse_precision(const std::string& text);  // throws UsageError
 
+// How the cuda backend runs a network: fields of the prepare configuration, chosen by the front ends (mnv2
+// flags, the app's run settings); the engine reads no environment for them. Other backends ignore them.
+struct CudaOptions {
+  enum class Variant { fast, baseline };    // fast: tensor-core GEMMs, fused steps; baseline: the v1 kernels
+  enum class Fusion { none, expand_dw };    // expand_dw: expansion 1x1 + depthwise 3x3 in one kernel (fp32)
+  enum class Graph { automatic, on, off };  // replay one CUDA graph: auto (unless steps are timed), always, never
+  Variant variant = Variant::fast;
+  Fusion fusion = Fusion::none;
+  Graph graph = Graph::automatic;
+  std::string gemm_tile;  // "" = the planner's choice; "128x64" etc. forces one GEMM tile (tuning experiments)
+  bool operator==(const CudaOptions&) const = default;
+};
+const char* to_string(CudaOptions::Variant v);  // "fast", "baseline"
+const char* to_string(CudaOptions::Fusion f);   // "none", "expand_dw"
+const char* to_string(CudaOptions::Graph g);    // "auto", "on", "off"
+// Parsers for flags and overrides; throw UsageError naming the accepted values.
+CudaOptions::Variant parse_cuda_variant(const std::string& text);
+CudaOptions::Fusion parse_cuda_fusion(const std::string& text);
+CudaOptions::Graph parse_cuda_graph(const std::string& text);
+
 struct PrepareConfig {
   int batch = 1;
   int height = 224;
   int width = 224;
   Precision precision = Precision::fp32;
+  CudaOptions cuda;
 };
 
 struct Availability {
@@ -100,8 +121,9 @@ struct MemoryReport {
   // What the driver saw the network take (buffers, library handles and workspaces, allocator rounding);
   // -1 where not measured.
   int64_t driver_held_bytes() const {
-    return device_used_before_bytes < 0 || device_used_peak_bytes < 0 ? -1
-                                                                       : device_used_peak_bytes - device_used_before_bytes;
+    return device_used_before_bytes < 0 || device_used_peak_bytes < 0
+               ? -1
+               : device_used_peak_bytes - device_used_before_bytes;
   }
 };
 
