@@ -8,6 +8,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev  # oneDNN; its CMake config asks for OpenCL (Debian's build has the OpenCL GPU runtime)
   qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev
   xvfb xauth
+  python3  # tests/cli/golden/run_golden.py
   dpkg-dev desktop-file-utils
 )
 missing=()

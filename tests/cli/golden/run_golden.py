@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""Golden outputs of the mnv2 CLI: every command on the CPU backends, its stdout, JSON and CSV files.
+
+Recorded before the engine API refactor of issue 13 (commit 18d74cd's outputs) so that moving the
+orchestration, the report writers and the argument parser is provably behaviour-preserving. What depends on
+the machine or the moment is masked before the comparison: timings (every key or column that names a time, a
+rate or a share), dates, run ids, the commit, the CPU's description (ISA, thread count), the measured
+roofline ceilings and what follows from them. Everything else is compared: text exactly, numbers within
+1e-4 absolute + 1e-4 relative (oneDNN picks other kernels on other CPUs; logits and diffs move in the last
+bits). JSON is compared as parsed values with key order, so whitespace may change but no key, order or value.
+
+  run_golden.py --mnv2 BIN --shared DIR [--update] [--only CASE]
+
+--update re-records the files under tests/cli/golden/cases/; that is a reviewed change of behaviour.
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CASES_DIR = os.path.join(HERE, "cases")
+
+# Keys (JSON) and columns (CSV) whose values are timings, rates, environment facts or per-run identities.
+MASK_KEY = re.compile(
+    r"(_ms|_ns|_us|_per_s|_gb_s|_s|_cv)$|^(cv|share|dur|ts|gflop_s|gbytes_s|ridge_flop_per_byte|date|run_id|commit|"
+    r"backend_description|device|key|method|cudnn|cuda_runtime|driver|sm_clock_mhz_start|sm_clock_mhz_end|"
+    r"bound|of_roof|attainable_gflop_s|roof_gflop_s|percent_of_roof|fraction_of_roof|timing|host|hostname|"
+    r"cpu|cpu_description|threads|created|generated)$")
+# The CPU backends describe the CPU they run on ("CPU, fp32: oneDNN 2.6.3, jit avx512_core_bf16 (...), 2 threads").
+CPU_DESCRIPTION = re.compile(r"CPU(?: reference)?, fp32: .*?\d+ threads?")
+COMMIT = re.compile(r"\b(commit[ \"=:]+)[0-9a-f]{7,40}\b")
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+DECIMAL = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?")
+MASKED = "<masked>"
+
+
+def case_list(tmp, shared):
+    img = os.path.join(shared, "images")
+    gold = os.path.join(shared, "golden")
+    t = lambda name: os.path.join(tmp, name)  # noqa: E731
+    quick = ["--warmup", "1", "--iters", "2"]
+    # Each: name, argv, stdout mode ('exact': numbers within tolerance, 'shape': decimals masked, 'model':
+    # only from the 'model:' line on, 'none'), files written, expected exit code, stderr must contain.
+    return [
+        dict(name="info_model", argv=["info"], stdout="model"),
+        dict(name="info_json", argv=["info", "--json"], stdout="json:model"),
+        dict(name="topology_table", argv=["topology"], stdout="exact"),
+        dict(name="topology_csv", argv=["topology", "--format", "csv", "--batch", "2", "--input-size", "160x192"],
+             stdout="csv"),
+        dict(name="topology_json", argv=["topology", "--format", "json"], stdout="json"),
+        dict(name="classify_images", argv=["classify", "--backend", "cpu", os.path.join(img, "cat.bmp"),
+                                           os.path.join(img, "parrot.jpg"), os.path.join(img, "hot_dog.jpg")],
+             stdout="exact"),
+        dict(name="classify_tensor_json", argv=["classify", "--backend", "cpu-ref", "--json", "--top", "3",
+                                                "--tensor", os.path.join(gold, "grace_hopper.input.f32")],
+             stdout="json"),
+        dict(name="bench", argv=["bench", "--backends", "cpu-ref,cpu", "--batch", "1,2", "--csv", t("bench.csv"),
+                                 "--json", t("bench.json")] + quick, stdout="shape",
+             files=["bench.csv", "bench.json"]),
+        dict(name="profile", argv=["profile", "--backend", "cpu-ref", "--image", os.path.join(img, "cat.bmp"),
+                                   "--csv", t("profile.csv"), "--json", t("profile.json"),
+                                   "--trace", t("profile.trace.json")] + quick, stdout="shape",
+             files=["profile.csv", "profile.json", "profile.trace.json"]),
+        dict(name="profile_cpu_batch2", argv=["profile", "--backend", "cpu", "--batch", "2", "--input-size",
+                                              "192x160", "--json", t("profile2.json")] + quick, stdout="shape",
+             files=["profile2.json"]),
+        dict(name="roofline", argv=["roofline", "--backend", "cpu-ref", "--json", t("roofline.json"), "--csv",
+                                    t("roofline.csv")] + quick, stdout="shape", files=["roofline.json",
+                                                                                       "roofline.csv"],
+             drop=[r"GB/s, compute .* GFLOP/s"], sub=[(r"\b(memory|compute)\s*$", MASKED), (r"\d+ below the ridge \(memory-bound\), \d+ above",
+                                                                       "<ridge split>")]),
+        dict(name="memory", argv=["memory", "--backend", "cpu-ref", "--batch", "4", "--csv", t("memory.csv"),
+                                  "--json", t("memory.json")], stdout="exact", files=["memory.csv", "memory.json"]),
+        dict(name="eval", argv=["eval", "--images", t("eval"), "--list", t("eval/list.txt"), "--backend", "cpu",
+                                "--batch", "2", "--json", t("eval.json")], stdout="shape", files=["eval.json"]),
+        dict(name="compare", argv=["compare", "--backends", "cpu-ref,cpu", "--csv", t("compare.csv"), "--json",
+                                   t("compare.json")] + quick, stdout="shape", files=["compare.csv",
+                                                                                      "compare.json"]),
+        dict(name="usage_unknown_command", argv=["nosuch"], stdout="none", rc=2, stderr="nosuch"),
+        dict(name="usage_bad_batch", argv=["bench", "--backends", "cpu", "--batch", "0"], stdout="none", rc=2,
+             stderr="batch"),
+        dict(name="usage_unknown_backend", argv=["classify", "--backend", "nosuch", os.path.join(img, "cat.bmp")],
+             stdout="none", rc=2, stderr="nosuch"),
+        dict(name="missing_model", argv=["topology", "--model", t("absent.onnx")], stdout="none", rc=1,
+             stderr="absent.onnx"),
+    ]
+
+
+def prepare_eval_dir(tmp, shared):
+    d = os.path.join(tmp, "eval")
+    os.makedirs(d)
+    labels = {"cat.bmp": 286, "parrot.jpg": 89, "hot_dog.jpg": 935, "grace_hopper.bmp": 653}
+    for name in labels:
+        shutil.copy(os.path.join(shared, "images", name), d)
+    with open(os.path.join(d, "list.txt"), "w") as f:
+        for name, label in labels.items():
+            f.write(f"{name} {label}\n")
+
+
+def normalise_text(text, tmp, shared):
+    text = text.replace(tmp, "<tmp>").replace(os.path.realpath(tmp), "<tmp>")
+    text = text.replace(os.path.realpath(shared), "<shared>").replace(shared, "<shared>")
+    text = CPU_DESCRIPTION.sub("<cpu>", text)
+    return COMMIT.sub(lambda m: m.group(1) + "<commit>", text)
+
+
+def mask_json(value, key=None):
+    if isinstance(value, dict):
+        return {k: (MASKED if MASK_KEY.search(k) and not isinstance(v, (dict, list)) else mask_json(v, k))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_json(v, key) for v in value]
+    return value
+
+
+def mask_csv(text):
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        return rows
+    masked = [i for i, h in enumerate(rows[0]) if MASK_KEY.search(h)]
+    return [rows[0]] + [[MASKED if i in masked else c for i, c in enumerate(r)] for r in rows[1:]]
+
+
+def mask_lines(text, mode, drop=(), sub=()):
+    lines = []
+    for line in text.splitlines():
+        if any(re.search(p, line) for p in drop):
+            continue
+        for pattern, repl in sub:
+            line = re.sub(pattern, repl, line)
+        if mode == "shape":  # a masked number's width moves the columns: spacing is not compared either
+            line = re.sub(r"\s+", " ", DECIMAL.sub("#", line))
+        lines.append(line.rstrip())
+    return lines
+
+
+def normalised(kind, text, tmp, shared, case):
+    """The comparable form of one output: a JSON value, CSV rows or text lines."""
+    text = normalise_text(text, tmp, shared)
+    if kind.startswith("json"):
+        value = mask_json(json.loads(text))
+        if ":" in kind:
+            value = value[kind.split(":", 1)[1]]
+        return value
+    if kind == "csv":
+        return mask_csv(text)
+    if kind == "model":
+        lines = text.splitlines()
+        start = next((i for i, l in enumerate(lines) if l.startswith("model:")), len(lines))
+        return mask_lines("\n".join(lines[start:]), "exact")
+    return mask_lines(text, kind, case.get("drop", ()), case.get("sub", ()))
+
+
+def same_number(a, b):
+    return abs(a - b) <= 1e-4 + 1e-4 * abs(b)
+
+
+def compare_text(a, b):
+    """Text with numbers: the text between numbers exactly, the numbers within tolerance."""
+    if NUMBER.sub("#", a) != NUMBER.sub("#", b):
+        return False
+    return all(same_number(float(x), float(y)) for x, y in zip(NUMBER.findall(a), NUMBER.findall(b)))
+
+
+def compare(a, b, path="$"):
+    """None where a (new) matches b (golden), else a line saying where they differ."""
+    if isinstance(b, dict):
+        if not isinstance(a, dict):
+            return f"{path}: expected an object"
+        if list(a.keys()) != list(b.keys()):
+            return f"{path}: keys {list(a.keys())} != golden {list(b.keys())}"
+        for k in b:
+            d = compare(a[k], b[k], f"{path}.{k}")
+            if d:
+                return d
+        return None
+    if isinstance(b, list):
+        if not isinstance(a, list) or len(a) != len(b):
+            return f"{path}: expected a list of {len(b)}, got {len(a) if isinstance(a, list) else type(a).__name__}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = compare(x, y, f"{path}[{i}]")
+            if d:
+                return d
+        return None
+    if isinstance(b, bool) or b is None:
+        return None if a == b and type(a) is type(b) else f"{path}: {a!r} != golden {b!r}"
+    if isinstance(b, (int, float)):
+        ok = isinstance(a, (int, float)) and not isinstance(a, bool) and same_number(a, b)
+        return None if ok else f"{path}: {a!r} != golden {b!r}"
+    if isinstance(b, str):
+        return None if isinstance(a, str) and compare_text(a, b) else f"{path}: {a!r} != golden {b!r}"
+    return None if a == b else f"{path}: {a!r} != golden {b!r}"
+
+
+def run_case(mnv2, shared, tmp, case, env):
+    r = subprocess.run([mnv2] + case["argv"], capture_output=True, text=True, env=env, timeout=300)
+    out = {"rc": r.returncode}
+    if r.returncode != case.get("rc", 0):
+        raise AssertionError(f"exit {r.returncode}, expected {case.get('rc', 0)}; stderr: {r.stderr[-2000:]}")
+    if case.get("stderr") and case["stderr"] not in r.stderr:
+        raise AssertionError(f"stderr lacks {case['stderr']!r}: {r.stderr[-2000:]}")
+    if r.returncode != 0 and not r.stderr.strip():
+        raise AssertionError("a failing command must say why on stderr")
+    if case["stdout"] != "none":
+        out["stdout"] = normalised(case["stdout"], r.stdout, tmp, shared, case)
+    for name in case.get("files", []):
+        path = os.path.join(tmp, name)
+        with open(path) as f:
+            text = f.read()
+        kind = "csv" if name.endswith(".csv") else "json"
+        out[name] = normalised(kind, text, tmp, shared, case)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mnv2", required=True)
+    ap.add_argument("--shared", required=True)
+    ap.add_argument("--update", action="store_true")
+    ap.add_argument("--only")
+    args = ap.parse_args()
+    shared = os.path.abspath(args.shared)
+    model = os.path.join(shared, "weights", "mobilenet_v2_1.0_224.onnx")
+    if not os.path.isfile(model):
+        print(f"SKIP: no model at {model}")
+        return 0
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="mnv2-golden-") as tmp:
+        tmp = os.path.realpath(tmp)
+        prepare_eval_dir(tmp, shared)
+        env = dict(os.environ, MNV2_MODEL=model, MNV2_CPU_THREADS="2", MNV2_CACHE_DIR=os.path.join(tmp, "cache"),
+                   MNV2_GPU_PLUGIN=os.path.join(tmp, "no-gpu-plugin.so"), LC_ALL="C")
+        for case in case_list(tmp, shared):
+            if args.only and case["name"] != args.only:
+                continue
+            golden_path = os.path.join(CASES_DIR, case["name"] + ".json")
+            try:
+                got = run_case(args.mnv2, shared, tmp, case, env)
+                if args.update:
+                    os.makedirs(CASES_DIR, exist_ok=True)
+                    with open(golden_path, "w") as f:
+                        json.dump(got, f, indent=1)
+                        f.write("\n")
+                    print(f"recorded {case['name']}")
+                    continue
+                with open(golden_path) as f:
+                    want = json.load(f)
+                diff = compare(got, want)
+                if diff:
+                    raise AssertionError(diff)
+                print(f"ok   {case['name']}")
+            except (AssertionError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+                failures += 1
+                print(f"FAIL {case['name']}: {e}")
+    if failures:
+        print(f"{failures} golden case(s) differ; if the change is intended, re-record with --update and review "
+              "the diff of tests/cli/golden/cases/")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
