@@ -6,9 +6,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 shared=${MNV2_SHARED_DIR:-$root/../shared}
 build=$root/build-device
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMNV2_WITH_CUDA=ON \
-  -DMNV2_WITH_OPENCV_CODECS=OFF -DMNV2_BUILD_GUI=OFF -DMNV2_BUILD_TESTS=ON "$@" >/dev/null
-cmake --build "$build" -j "$(nproc)" --target mnv2 mnv2_gpu_tests
+cd "$root"
+cmake --preset device "$@" >/dev/null  # CMakePresets.json: build-device/
+cmake --build --preset device -j "$(nproc)"
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 bash "$shared/tools/device-bundle.sh" "$stage/bundle" "$build/app/mnv2" "$build/tests/mnv2_gpu_tests" >/dev/null
@@ -16,21 +16,21 @@ bash "$shared/tools/device-bundle.sh" "$stage/bundle" "$build/app/mnv2" "$build/
 [[ -f $stage/bundle/lib/libmnv2_gpu.so && -f $stage/bundle/lib/libmnv2_engine.so ]] || { echo "no plugin in the bundle"; exit 1; }
 
 # Extra GPU plugins of the same sources and commit (so the engine accepts them), each built for one CUDA
-# architecture list in build-deviceNAME/ and packed as bundle/libNAME/libmnv2_gpu.so; device-run.sh selects one
-# with LD_LIBRARY_PATH=libNAME:lib MNV2_GPU_PLUGIN=libNAME/libmnv2_gpu.so.
-extra_plugin() {  # extra_plugin NAME CMAKE_CUDA_ARCHITECTURES
+# architecture list in build-deviceNAME/ (presets device-ptx75, device-sm80) and packed as
+# bundle/libNAME/libmnv2_gpu.so; device-run.sh selects one with LD_LIBRARY_PATH=libNAME:lib
+# MNV2_GPU_PLUGIN=libNAME/libmnv2_gpu.so.
+extra_plugin() {  # extra_plugin NAME PRESET
   local dir=$root/build-device$1
-  cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMNV2_WITH_CUDA=ON -DMNV2_WITH_OPENCV_CODECS=OFF \
-    -DMNV2_BUILD_GUI=OFF -DMNV2_BUILD_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES="$2" >/dev/null
-  cmake --build "$dir" -j "$(nproc)" --target mnv2_gpu
+  cmake --preset "$2" >/dev/null
+  cmake --build --preset "$2" -j "$(nproc)"
   mkdir -p "$stage/bundle/lib$1"
   cp -L "$dir/lib/libmnv2_gpu.so" "$stage/bundle/lib$1/"
 }
 # PTX for compute_75 only (issue 12: the portable code path, JIT-compiled by the driver there).
-[[ ${MNV2_DEVICE_PTX75:-1} == 0 ]] || extra_plugin 75 75-virtual
+[[ ${MNV2_DEVICE_PTX75:-1} == 0 ]] || extra_plugin 75 device-ptx75
 # Machine code for sm_80 only and no PTX: nothing of it runs on a Hopper GPU, so there `mnv2 info` must say so in
 # one line and the cuda backend must be unavailable with that reason (cudnn still runs).
-[[ ${MNV2_DEVICE_SM80:-1} == 0 ]] || extra_plugin 80 80-real
+[[ ${MNV2_DEVICE_SM80:-1} == 0 ]] || extra_plugin 80 device-sm80
 mkdir -p "$stage/bundle/shared/weights" "$stage/bundle/shared/golden"
 cp "$shared"/weights/*.onnx "$shared"/weights/*.txt "$stage/bundle/shared/weights/"
 cp "$shared"/golden/* "$stage/bundle/shared/golden/"
@@ -44,9 +44,8 @@ echo "bundle: $(du -h "$root/.device/bundle.tar.xz" | cut -f1) in .device/bundle
 # build-ui-device/ (QImage decodes), packed with Qt's offscreen platform by the shared device-qt-bundle.sh.
 if [[ ${MNV2_DEVICE_APP:-0} != 0 ]]; then
   app_build=$root/build-ui-device
-  cmake -S "$root" -B "$app_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMNV2_WITH_CUDA=ON \
-    -DMNV2_WITH_OPENCV_CODECS=OFF -DMNV2_BUILD_GUI=ON -DMNV2_BUILD_TESTS=OFF "$@" >/dev/null
-  cmake --build "$app_build" -j "$(nproc)" --target mnv2-profiler
+  cmake --preset device-app "$@" >/dev/null
+  cmake --build --preset device-app -j "$(nproc)"
   bash "$shared/tools/device-qt-bundle.sh" "$stage/app.tar.xz" "$app_build/app/mnv2-profiler" >/dev/null
   # The device tool carries 64 MiB: libraries the CLI bundle already has (OpenBLAS, OpenCV core, ONNX, ...)
   # are dropped from the app's; device-run.sh unpacks both and the app's run.sh keeps bundle/lib on the path.

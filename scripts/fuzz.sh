@@ -26,10 +26,8 @@ done
 
 # The engine is instrumented for coverage (fuzzer-no-link) and checked by both sanitizers; UB aborts at once
 # instead of printing and carrying on, so libFuzzer sees it.
-sanitize="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_FLAGS="$sanitize" -DCMAKE_CXX_FLAGS="$sanitize" \
-  -DMNV2_WITH_CUDA=OFF -DMNV2_BUILD_GUI=OFF -DMNV2_BUILD_TESTS=ON -DMNV2_BUILD_FUZZERS=ON >/dev/null
+# (preset fuzz in CMakePresets.json)
+(cd "$root" && cmake --preset fuzz -B "$build" >/dev/null)
 ninja -C "$build" -j "$jobs" $(printf 'fuzz_%s ' "${targets[@]}")
 
 # One thread everywhere: the fuzzer runs inputs one at a time, and thread start-up would dominate.

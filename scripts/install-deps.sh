@@ -10,6 +10,7 @@ packages=(
   xvfb xauth
   python3  # tests/cli/golden/run_golden.py
   dpkg-dev desktop-file-utils
+  clang-format  # scripts/check-format.sh, run by scripts/test.sh
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -13,12 +13,10 @@ build=${MNV2_SANITIZE_BUILD_DIR:-$root/build-asan}
 cuda=${MNV2_SANITIZE_CUDA:-ON}
 if [ "$cuda" = ON ] && [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then cuda=OFF; fi
 
-# -O1 keeps the run time bearable; UB aborts at once (no recovery) so CTest sees the failure.
-flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None \
-  -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DMNV2_BUILD_GUI=OFF -DMNV2_BUILD_TESTS=ON -DMNV2_WITH_CUDA="$cuda" "$@"
+# Preset asan (CMakePresets.json): -O1 keeps the run time bearable; UB aborts at once (no recovery) so CTest
+# sees the failure.
+cd "$root"
+cmake --preset asan -B "$build" -DMNV2_WITH_CUDA="$cuda" "$@"
 cmake --build "$build" -j "${MNV2_SANITIZE_BUILD_JOBS:-$(nproc)}"
 
 # Leak reports to ignore, one "leak:<library or function>" per line, each with its reason. None is needed

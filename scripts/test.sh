@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs what the build needs, builds, and runs the whole test suite with CTest. GPU tests skip
-# with a message where there is no CUDA device. Tests read ../shared (or $MNV2_SHARED_DIR).
+# Installs what the build needs, checks the code is clang-formatted, builds, and runs the whole test suite
+# with CTest. GPU tests skip with a message where there is no CUDA device. Tests read ../shared (or $MNV2_SHARED_DIR).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
+"$root/scripts/check-format.sh"
 "$root/scripts/build.sh"
 cd "$root/build"
 export QT_QPA_PLATFORM=offscreen
