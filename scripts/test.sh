@@ -5,6 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
 "$root/scripts/check-format.sh"
+"$root/scripts/check-includes.sh"  # the include rule of docs/ARCHITECTURE.md
 "$root/scripts/build.sh"
 cd "$root/build"
 export QT_QPA_PLATFORM=offscreen
