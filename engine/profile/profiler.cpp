@@ -14,7 +14,7 @@
 #include "mnv2/error.h"
 #include "mnv2/labels.h"
 #include "mnv2/memory.h"
-#include "profile/gpu_clock.h"
+#include "util/nvml.h"
 
 namespace mnv2 {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "gpu/plugin_api.h"
-#include "profile/gpu_clock.h"
+#include "util/nvml.h"
 
 namespace mnv2 {
 

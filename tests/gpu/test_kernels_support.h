@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/cudnn/cuda_check.h"
+#include "gpu/check.h"
+#include "gpu/runtime.h"
 #include "gpu_backend_test_support.h"
-#include "backends/cudnn/raii.h"
 #include "kernels/common.cuh"
 #include "kernels/layout.cuh"  // to_half_bits, half_bits_to_float
 #include "mnv2/device.h"
@@ -69,7 +69,7 @@ class DeviceArray {
 
  private:
   size_t count_;
-  cudnn_backend::DeviceBuffer buffer_;
+  gpu::DeviceBuffer buffer_;
 };
 
 // [n][c][hw] <-> [n][hw][c]
@@ -172,7 +172,7 @@ class TypedArray {
  private:
   kernels::DType type_;
   size_t count_;
-  cudnn_backend::DeviceBuffer buffer_;
+  gpu::DeviceBuffer buffer_;
 };
 
 // Every element within its own bound: |got - ref| <= bound (NaN fails). Reports the count and the worst case.

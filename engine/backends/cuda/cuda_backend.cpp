@@ -27,10 +27,10 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cudnn/cuda_check.h"  // MNV2_CHECK_CUDA / MNV2_CHECK_LOG, shared with the cudnn backend
-#include "backends/cudnn/raii.h"        // stream, device and pinned buffers, Owned<> handles
 #include "backends/layer_checks.h"      // malformed_reason, layer_label: the checks every backend shares
 #include "backends/nvtx_range.h"
+#include "gpu/check.h"    // MNV2_CHECK_CUDA / MNV2_CHECK_LOG
+#include "gpu/runtime.h"  // stream, device and pinned buffers, graphs
 #include "kernels/common.cuh"
 #include "kernels/depthwise_conv.cuh"
 #include "kernels/direct_conv.cuh"
@@ -46,16 +46,16 @@
 #include "mnv2/device.h"
 #include "mnv2/error.h"
 #include "mnv2/model.h"
-#include "mnv2/timing.h"
 
 namespace mnv2 {
 namespace cuda_backend {
 namespace {
 
-using cudnn_backend::CudaStream;
-using cudnn_backend::DeviceBuffer;
-using cudnn_backend::Owned;
-using cudnn_backend::PinnedBuffer;
+using gpu::DeviceBuffer;
+using gpu::PinnedBuffer;
+using CudaStream = gpu::Stream;
+using CudaGraph = gpu::Graph;
+using CudaGraphExec = gpu::GraphExec;
 namespace k = kernels;
 
 constexpr const char* kBackendName = "cuda";
@@ -68,18 +68,6 @@ constexpr int kPoisonByte = 0xFF;
 // The GEMM's grid.z limit: the baseline's image chunks times groups stay within it.
 constexpr int kMaxGemmBatch = 65535;
 
-struct GraphTraits {
-  using Handle = cudaGraph_t;
-  static constexpr const char* kRelease = "cudaGraphDestroy";
-  static auto release(Handle h) { return cudaGraphDestroy(h); }
-};
-struct GraphExecTraits {
-  using Handle = cudaGraphExec_t;
-  static constexpr const char* kRelease = "cudaGraphExecDestroy";
-  static auto release(Handle h) { return cudaGraphExecDestroy(h); }
-};
-using CudaGraph = Owned<GraphTraits>;
-using CudaGraphExec = Owned<GraphExecTraits>;
 
 enum class Variant { fast, baseline };
 enum class GraphMode { automatic, on, off };
@@ -349,9 +337,9 @@ class CudaPreparedNet final : public PreparedNet {
                        std::to_string(input.data.size()) + " values) does not match the prepared " +
                        input_shape_.str());
     StepObserver* observer = options.observer;
-    // A RunTimer only brackets the whole run; any other observer times steps, which in a graph replay only an
+    // A run timer only brackets the whole run; any other observer times steps, which in a graph replay only an
     // observer that sees inside it (CUPTI, by graph node) can do: events around steps are not replayed per step.
-    const bool times_steps = observer != nullptr && dynamic_cast<RunTimer*>(observer) == nullptr;
+    const bool times_steps = observer != nullptr && observer->times_steps();
     const bool replay_for_steps = times_steps && (options.graph_replay || graph_mode_ == GraphMode::on);
     if (replay_for_steps && !graph_exec_)
       throw UsageError("cuda: a graph replay was asked for, but MNV2_CUDA_GRAPH=off prepared no CUDA graph");
@@ -468,7 +456,7 @@ class CudaPreparedNet final : public PreparedNet {
                       ", which does not come before it");
 
     MNV2_CHECK_CUDA(cudaSetDevice(device_));
-    stream_ = cudnn_backend::make_stream();
+    stream_ = gpu::make_stream();
     input_ = Value{new_activation(input_shape_, k::DType::f32), input_shape_, false};
     values_.assign(n, Value{});
     readers_.assign(n, 0);

@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "backends/cudnn/cuda_check.h"
+#include "gpu/check.h"
 #include "mnv2/error.h"
 
 namespace mnv2::cudnn_backend {

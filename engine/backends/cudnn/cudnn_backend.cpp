@@ -20,10 +20,11 @@
 #include <vector>
 
 #include "backends/cudnn/conv_algorithm.h"
-#include "backends/cudnn/cuda_check.h"
-#include "backends/cudnn/raii.h"
+#include "backends/cudnn/descriptors.h"
 #include "backends/layer_checks.h"
 #include "backends/nvtx_range.h"
+#include "gpu/check.h"
+#include "gpu/runtime.h"
 #include "mnv2/backend.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
@@ -32,6 +33,13 @@
 namespace mnv2 {
 namespace cudnn_backend {
 namespace {
+
+using gpu::CublasHandle;
+using gpu::DeviceBuffer;
+using gpu::make_cublas_handle;
+using gpu::make_stream;
+using gpu::PinnedBuffer;
+using CudaStream = gpu::Stream;
 
 constexpr const char* kBackendName = "cudnn";
 // Every sub-buffer starts on this many bytes, cudaMalloc's own alignment, so cuDNN's vectorised kernels
@@ -95,13 +103,13 @@ const LibraryProbe& library_probe() {
     }
     cudnnHandle_t cudnn = nullptr;
     if (cudnnStatus_t s = cudnnCreate(&cudnn); s != CUDNN_STATUS_SUCCESS) {
-      p.reason = "cuDNN could not be initialised: " + gpu_check::describe(s);
+      p.reason = "cuDNN could not be initialised: " + gpu::StatusTraits<decltype(s)>::describe(s);
       return p;
     }
     MNV2_CHECK_LOG(cudnnDestroy(cudnn));
     cublasHandle_t cublas = nullptr;
     if (cublasStatus_t s = cublasCreate(&cublas); s != CUBLAS_STATUS_SUCCESS) {
-      p.reason = "cuBLAS could not be initialised: " + gpu_check::describe(s);
+      p.reason = "cuBLAS could not be initialised: " + gpu::StatusTraits<decltype(s)>::describe(s);
       return p;
     }
     MNV2_CHECK_LOG(cublasDestroy(cublas));
@@ -260,7 +268,8 @@ class CudnnPreparedNet final : public PreparedNet {
 
     if (observer) observer->run_begin(stream);
     if (half()) {
-      MNV2_CHECK_CUDA(cudaMemcpyAsync(input_staging_, pinned_input_.get(), input_bytes, cudaMemcpyHostToDevice, stream));
+      MNV2_CHECK_CUDA(
+          cudaMemcpyAsync(input_staging_, pinned_input_.get(), input_bytes, cudaMemcpyHostToDevice, stream));
       MNV2_CHECK_CUDNN(cudnnTransformTensor(cudnn_.get(), &kOne, input_float_desc_.get(), input_staging_, &kZero,
                                             input_desc_.get(), input_device_));
     } else {
@@ -281,7 +290,8 @@ class CudnnPreparedNet final : public PreparedNet {
     }
     const Step& last = steps_.back();
     const size_t logits_bytes = static_cast<size_t>(last.out_shape.numel()) * sizeof(float);
-    MNV2_CHECK_CUDA(cudaMemcpyAsync(pinned_logits_.get(), as_float(last), logits_bytes, cudaMemcpyDeviceToHost, stream));
+    MNV2_CHECK_CUDA(
+        cudaMemcpyAsync(pinned_logits_.get(), as_float(last), logits_bytes, cudaMemcpyDeviceToHost, stream));
     if (observer) observer->run_end(stream);
 
     if (options.keep_layer_outputs) {
@@ -410,7 +420,8 @@ class CudnnPreparedNet final : public PreparedNet {
     // Pageable sources: each call returns once the bytes are staged; fp16 converts each on the device
     // through one float32 buffer (same stream, so each conversion finishes before the next upload).
     DeviceBuffer weight_staging =
-        half() ? allocate(static_cast<size_t>(largest_weight) * sizeof(float), "the weight conversion") : DeviceBuffer();
+        half() ? allocate(static_cast<size_t>(largest_weight) * sizeof(float), "the weight conversion")
+               : DeviceBuffer();
     auto upload = [&](void* to, const std::vector<float>& from) {
       const size_t bytes = from.size() * sizeof(float);
       if (!half()) {
@@ -485,8 +496,8 @@ class CudnnPreparedNet final : public PreparedNet {
                                  (step.extra_top * step.padded_shape.w + step.extra_left) * arith_.element_bytes;
         }
         step.w_desc = make_filter_descriptor();
-        MNV2_CHECK_CUDNN(cudnnSetFilter4dDescriptor(step.w_desc.get(), arith_.data, CUDNN_TENSOR_NCHW,
-                                                    c.out_channels, c.in_channels / c.groups, c.kernel_h, c.kernel_w));
+        MNV2_CHECK_CUDNN(cudnnSetFilter4dDescriptor(step.w_desc.get(), arith_.data, CUDNN_TENSOR_NCHW, c.out_channels,
+                                                    c.in_channels / c.groups, c.kernel_h, c.kernel_w));
         step.conv_desc = make_convolution_descriptor();
         // ONNX Conv is cross-correlation (the kernel is not flipped). Accumulation is float32 in every mode
         // (for fp16 storage that is cuDNN's "pseudo half" configuration).
@@ -699,12 +710,12 @@ class CudnnPreparedNet final : public PreparedNet {
           cudaMemcpy3DParms copy{};
           // cudaPitchedPtr{ptr, pitch bytes, row width, rows per slice}: the slice stride is pitch * rows.
           const size_t e = arith_.element_bytes;
-          copy.srcPtr = cudaPitchedPtr{const_cast<void*>(s.x), static_cast<size_t>(in.w) * e,
-                                       static_cast<size_t>(in.w), static_cast<size_t>(in.h)};
-          copy.dstPtr = cudaPitchedPtr{s.padded_interior, static_cast<size_t>(pad.w) * e,
-                                       static_cast<size_t>(in.w), static_cast<size_t>(pad.h)};
-          copy.extent = cudaExtent{static_cast<size_t>(in.w) * e, static_cast<size_t>(in.h),
-                                   static_cast<size_t>(in.n * in.c)};
+          copy.srcPtr = cudaPitchedPtr{const_cast<void*>(s.x), static_cast<size_t>(in.w) * e, static_cast<size_t>(in.w),
+                                       static_cast<size_t>(in.h)};
+          copy.dstPtr = cudaPitchedPtr{s.padded_interior, static_cast<size_t>(pad.w) * e, static_cast<size_t>(in.w),
+                                       static_cast<size_t>(pad.h)};
+          copy.extent =
+              cudaExtent{static_cast<size_t>(in.w) * e, static_cast<size_t>(in.h), static_cast<size_t>(in.n * in.c)};
           copy.kind = cudaMemcpyDeviceToDevice;
           MNV2_CHECK_CUDA(cudaMemcpy3DAsync(&copy, stream_.get()));
           x = s.padded;

@@ -79,6 +79,9 @@ class StepObserver {
   virtual void run_end(void* /*stream*/) {}
   virtual void step_begin(int step, void* stream) = 0;
   virtual void step_end(int step, void* stream) = 0;
+  // False for an observer that only brackets the whole run (a run timer): a backend may then replay its CUDA
+  // graph, since nothing is asked of it per step. True for every observer that times steps.
+  virtual bool times_steps() const { return true; }
 
   // Per-step timing of a graph replay, where step_begin/step_end are never called: only an observer that
   // can see inside a replay (CUPTI, by graph node id) returns a non-zero id, unique in the process. cudaEvents

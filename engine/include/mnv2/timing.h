@@ -14,14 +14,14 @@
 namespace mnv2 {
 
 enum class TimerKind { host_clock, cuda_event, cupti_kernel };
-const char* to_string(TimerKind kind);        // "host_clock", "cuda_event", "cupti_kernel"
+const char* to_string(TimerKind kind);           // "host_clock", "cuda_event", "cupti_kernel"
 TimerKind parse_timer(const std::string& text);  // "host", "event", "cupti" (or the full names); UsageError
 
 // One GPU activity record (CUPTI): a kernel, memcpy or memset.
 struct KernelRecord {
-  std::string name;   // demangled kernel name, or "memcpy HtoD" / "memset"
-  std::string kind;   // "kernel", "memcpy", "memset"
-  int step = -1;      // ExecStep that launched it; -1 = outside any step (e.g. input upload)
+  std::string name;      // demangled kernel name, or "memcpy HtoD" / "memset"
+  std::string kind;      // "kernel", "memcpy", "memset"
+  int step = -1;         // ExecStep that launched it; -1 = outside any step (e.g. input upload)
   int64_t start_ns = 0;  // GPU timestamps, CUPTI clock, nanoseconds
   int64_t end_ns = 0;
   std::array<int, 3> grid{0, 0, 0};
@@ -59,13 +59,13 @@ std::unique_ptr<TimingSource> make_timing_source(TimerKind kind);
 // Host clock source (always available); defined in engine/profile.
 std::unique_ptr<TimingSource> make_host_timing_source();
 
-
 // Time of a whole run (run_begin to run_end), used by the un-instrumented end-to-end run: an event pair
 // on the GPU stream when `gpu`, else the host clock. last_run_ns() is -1 until a run has been seen.
 class RunTimer : public StepObserver {
  public:
   virtual ~RunTimer() = default;
   virtual int64_t last_run_ns() = 0;  // after run() returned
+  bool times_steps() const final { return false; }
 };
 std::unique_ptr<RunTimer> make_run_timer(bool gpu);
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "backends/cudnn/raii.h"
+#include "gpu/runtime.h"
 #include "mnv2/error.h"
 #include "mnv2/roofline.h"
 #include "profile/gpu/gpu_timing.h"
@@ -14,22 +14,9 @@
 namespace mnv2 {
 namespace {
 
-using cudnn_backend::CublasHandle;
-using cudnn_backend::CudaStream;
-using cudnn_backend::DeviceBuffer;
-
-struct EventTraits {
-  using Handle = cudaEvent_t;
-  static constexpr const char* kRelease = "cudaEventDestroy";
-  static auto release(Handle h) { return cudaEventDestroy(h); }
-};
-using CudaEvent = cudnn_backend::Owned<EventTraits>;
-
-CudaEvent make_event() {
-  cudaEvent_t e = nullptr;
-  MNV2_CHECK_CUDA(cudaEventCreate(&e));
-  return CudaEvent(e);
-}
+using gpu::CublasHandle;
+using gpu::DeviceBuffer;
+using gpu::Event;
 
 constexpr int kWarmup = 3;
 constexpr int kRuns = 10;
@@ -37,7 +24,7 @@ constexpr int kRuns = 10;
 // Best rate (units / second) of kRuns timed enqueues of `work` on `stream`, after kWarmup untimed ones.
 template <typename F>
 double best_rate(double units, cudaStream_t stream, F&& work) {
-  CudaEvent start = make_event(), stop = make_event();
+  Event start = gpu::make_event(), stop = gpu::make_event();
   for (int i = 0; i < kWarmup; ++i) work();
   MNV2_CHECK_CUDA(cudaStreamSynchronize(stream));
   double best = 0;
@@ -92,7 +79,7 @@ Ceilings calibrate_device(int device, Precision precision) {
 
   cudaStream_t raw = nullptr;
   MNV2_CHECK_CUDA(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
-  CudaStream stream(raw);
+  gpu::Stream stream(raw);
 
   // Bandwidth: a copy reads and writes every byte once.
   size_t copy_bytes = std::min(size_t{1} << 30, free_bytes / 8);

@@ -14,7 +14,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "profile/gpu/gpu_check.h"
+#include "gpu/check.h"
 #include "profile/gpu/gpu_timing.h"
 
 namespace mnv2 {
@@ -158,7 +158,7 @@ void parse_buffer(uint8_t* buffer, size_t valid_bytes, Delivery& out) {
   for (;;) {
     const CUptiResult result = cuptiActivityGetNextRecord(buffer, valid_bytes, &record);
     if (result == CUPTI_ERROR_MAX_LIMIT_REACHED) return;
-    if (!MNV2_TIMING_CUPTI_LOG(result)) return;
+    if (!MNV2_CHECK_LOG(result)) return;
     switch (record->kind) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -221,7 +221,7 @@ void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, 
     Delivery batch;
     parse_buffer(buffer, valid_bytes, batch);
     size_t dropped = 0;
-    MNV2_TIMING_CUPTI_LOG(cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped));
+    MNV2_CHECK_LOG(cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped));
     batch.dropped = dropped;
     std::lock_guard lock(s.mutex);
     if (s.live) s.pending.append(std::move(batch));
@@ -256,13 +256,14 @@ std::string start_activities(Shared& s) {
   if (!s.callbacks_registered) {
     if (const CUptiResult r = cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
         r != CUPTI_SUCCESS)
-      return "cuptiActivityRegisterCallbacks: " + cupti_error_text(r);
+      return "cuptiActivityRegisterCallbacks: " + StatusTraits<CUptiResult>::describe(r);
     s.callbacks_registered = true;
   }
   for (size_t i = 0; i < kActivityKinds.size(); ++i) {
     if (const CUptiResult r = cuptiActivityEnable(kActivityKinds[i]); r != CUPTI_SUCCESS) {
-      for (size_t j = 0; j < i; ++j) MNV2_TIMING_CUPTI_LOG(cuptiActivityDisable(kActivityKinds[j]));
-      return std::string("cuptiActivityEnable(") + activity_kind_name(kActivityKinds[i]) + "): " + cupti_error_text(r);
+      for (size_t j = 0; j < i; ++j) MNV2_CHECK_LOG(cuptiActivityDisable(kActivityKinds[j]));
+      return std::string("cuptiActivityEnable(") + activity_kind_name(kActivityKinds[i]) +
+             "): " + StatusTraits<CUptiResult>::describe(r);
     }
   }
   return "";
@@ -295,10 +296,10 @@ class CallbackSubscription {
  public:
   CallbackSubscription(CUpti_CallbackFunc callback, void* user) {
     if (const CUptiResult r = cuptiSubscribe(&subscriber_, callback, user); r != CUPTI_SUCCESS)
-      throw Error("CUPTI graph attribution: cuptiSubscribe: " + cupti_error_text(r) +
+      throw Error("CUPTI graph attribution: cuptiSubscribe: " + StatusTraits<CUptiResult>::describe(r) +
                   " (another CUPTI client, e.g. a profiler, may be attached)");
   }
-  ~CallbackSubscription() { MNV2_TIMING_CUPTI_LOG(cuptiUnsubscribe(subscriber_)); }
+  ~CallbackSubscription() { MNV2_CHECK_LOG(cuptiUnsubscribe(subscriber_)); }
   CallbackSubscription(const CallbackSubscription&) = delete;
   CallbackSubscription& operator=(const CallbackSubscription&) = delete;
   CUpti_SubscriberHandle get() const { return subscriber_; }
@@ -320,7 +321,7 @@ class CuptiTimingSource final : public TimingSource {
   ~CuptiTimingSource() override {
     pop_pushed_ids(false);
     for (auto it = kActivityKinds.rbegin(); it != kActivityKinds.rend(); ++it)
-      MNV2_TIMING_CUPTI_LOG(cuptiActivityDisable(*it));
+      MNV2_CHECK_LOG(cuptiActivityDisable(*it));
     Shared& s = shared();
     {
       std::lock_guard lock(s.mutex);
@@ -328,7 +329,7 @@ class CuptiTimingSource final : public TimingSource {
       s.pending = Delivery{};
     }
     // Hands back the buffers CUPTI still holds (their records are discarded), then frees the spares.
-    MNV2_TIMING_CUPTI_LOG(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    MNV2_CHECK_LOG(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
     std::lock_guard lock(s.mutex);
     for (uint8_t* buffer : s.spare_buffers) std::free(buffer);
     s.spare_buffers.clear();
@@ -345,13 +346,13 @@ class CuptiTimingSource final : public TimingSource {
   void instantiate_graph(const GraphStepMap& map, const std::function<void()>& instantiate) override {
     for (const auto& [node, step] : map.nodes) {
       uint64_t id = 0;
-      MNV2_TIMING_CUPTI_CHECK(cuptiGetGraphNodeId(static_cast<CUgraphNode>(node), &id));
+      MNV2_CHECK_CUPTI(cuptiGetGraphNodeId(static_cast<CUgraphNode>(node), &id));
       node_step_[id] = step;
     }
     CloneLog log;
     {
       CallbackSubscription subscription(on_graph_node_cloned, &log);
-      MNV2_TIMING_CUPTI_CHECK(
+      MNV2_CHECK_CUPTI(
           cuptiEnableCallback(1, subscription.get(), CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED));
       instantiate();
     }
@@ -395,7 +396,7 @@ class CuptiTimingSource final : public TimingSource {
 
   void run_begin(void*) override {
     if (run_pushed_) pop(kRunKind, run_pushed_);
-    MNV2_TIMING_CUPTI_CHECK(cuptiActivityPushExternalCorrelationId(kRunKind, iteration_));
+    MNV2_CHECK_CUPTI(cuptiActivityPushExternalCorrelationId(kRunKind, iteration_));
     run_pushed_ = true;
     run_seen_ = true;
   }
@@ -407,7 +408,7 @@ class CuptiTimingSource final : public TimingSource {
       throw Error("CUPTI timing: step " + std::to_string(step) + " is outside 0.." + std::to_string(observed_.size()) +
                   " (was begin_iteration() called with the prepared network's step count?)");
     if (step_pushed_) pop(kStepKind, step_pushed_);
-    MNV2_TIMING_CUPTI_CHECK(
+    MNV2_CHECK_CUPTI(
         cuptiActivityPushExternalCorrelationId(kStepKind, (iteration_ << kStepBits) | static_cast<uint64_t>(step)));
     step_pushed_ = true;
     observed_[static_cast<size_t>(step)] = 1;
@@ -422,11 +423,11 @@ class CuptiTimingSource final : public TimingSource {
   // iteration's records surface in the next one.
   IterationTiming end_iteration() override {
     pop_pushed_ids(true);
-    MNV2_TIMING_CUPTI_CHECK(cuptiActivityFlushAll(0));
+    MNV2_CHECK_CUPTI(cuptiActivityFlushAll(0));
     Delivery got = take_pending();
     const bool any_step = run_seen_ || std::find(observed_.begin(), observed_.end(), 1) != observed_.end();
     if (got.records.empty() && any_step) {
-      MNV2_TIMING_CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+      MNV2_CHECK_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
       Delivery late = take_pending();
       if (!late.records.empty()) ++forced_flushes_;
       got.append(std::move(late));
@@ -535,7 +536,7 @@ class CuptiTimingSource final : public TimingSource {
 
   static void pop(CUpti_ExternalCorrelationKind kind, bool& pushed) {
     pushed = false;
-    MNV2_TIMING_CUPTI_CHECK(cuptiActivityPopExternalCorrelationId(kind, nullptr));
+    MNV2_CHECK_CUPTI(cuptiActivityPopExternalCorrelationId(kind, nullptr));
   }
 
   // A run() that threw leaves ids pushed; they must not label later work.
@@ -545,8 +546,8 @@ class CuptiTimingSource final : public TimingSource {
       if (run_pushed_) pop(kRunKind, run_pushed_);
       return;
     }
-    if (step_pushed_) MNV2_TIMING_CUPTI_LOG(cuptiActivityPopExternalCorrelationId(kStepKind, nullptr));
-    if (run_pushed_) MNV2_TIMING_CUPTI_LOG(cuptiActivityPopExternalCorrelationId(kRunKind, nullptr));
+    if (step_pushed_) MNV2_CHECK_LOG(cuptiActivityPopExternalCorrelationId(kStepKind, nullptr));
+    if (run_pushed_) MNV2_CHECK_LOG(cuptiActivityPopExternalCorrelationId(kRunKind, nullptr));
     step_pushed_ = run_pushed_ = false;
   }
 

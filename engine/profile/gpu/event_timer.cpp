@@ -5,7 +5,7 @@
 #include <cmath>
 #include <utility>
 
-#include "profile/gpu/gpu_check.h"
+#include "gpu/runtime.h"
 #include "profile/gpu/gpu_timing.h"
 
 namespace mnv2 {
@@ -17,39 +17,18 @@ namespace {
 // The CUDA programming guide gives cudaEventElapsedTime a resolution of about 0.5 microseconds.
 constexpr double kEventResolutionNs = 500.0;
 
-// One event with timing enabled (default flags). Owned, movable for the pool, never copied.
-class CudaEvent {
- public:
-  CudaEvent() { MNV2_TIMING_CUDA_CHECK(cudaEventCreate(&event_)); }
-  ~CudaEvent() {
-    // At process exit the runtime may already be gone; that is not worth a message.
-    if (event_ != nullptr) {
-      const cudaError_t err = cudaEventDestroy(event_);
-      if (err != cudaErrorCudartUnloading) MNV2_TIMING_CUDA_LOG(err);
-    }
-  }
-  CudaEvent(CudaEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
-  CudaEvent& operator=(CudaEvent&&) = delete;
-  CudaEvent(const CudaEvent&) = delete;
-  CudaEvent& operator=(const CudaEvent&) = delete;
-  cudaEvent_t get() const { return event_; }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
-
 struct EventPair {
-  CudaEvent begin;
-  CudaEvent end;
+  Event begin = make_event();
+  Event end = make_event();
 };
 
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 // Waits for `end` (everything recorded before it on its stream is then done) and reads the pair.
 int64_t elapsed_ns(const EventPair& pair) {
-  MNV2_TIMING_CUDA_CHECK(cudaEventSynchronize(pair.end.get()));
+  MNV2_CHECK_CUDA(cudaEventSynchronize(pair.end.get()));
   float ms = 0.0f;
-  MNV2_TIMING_CUDA_CHECK(cudaEventElapsedTime(&ms, pair.begin.get(), pair.end.get()));
+  MNV2_CHECK_CUDA(cudaEventElapsedTime(&ms, pair.begin.get(), pair.end.get()));
   return std::llround(static_cast<double>(ms) * 1e6);
 }
 
@@ -79,23 +58,23 @@ class EventTimingSource final : public TimingSource {
   }
 
   void run_begin(void* stream) override {
-    MNV2_TIMING_CUDA_CHECK(cudaEventRecord(run_.begin.get(), as_stream(stream)));
+    MNV2_CHECK_CUDA(cudaEventRecord(run_.begin.get(), as_stream(stream)));
     run_begun_ = true;
   }
   void run_end(void* stream) override {
     if (!run_begun_) return;
-    MNV2_TIMING_CUDA_CHECK(cudaEventRecord(run_.end.get(), as_stream(stream)));
+    MNV2_CHECK_CUDA(cudaEventRecord(run_.end.get(), as_stream(stream)));
     run_ended_ = true;
   }
   void step_begin(int step, void* stream) override {
     const size_t s = checked(step);
-    MNV2_TIMING_CUDA_CHECK(cudaEventRecord(pool_[s].begin.get(), as_stream(stream)));
+    MNV2_CHECK_CUDA(cudaEventRecord(pool_[s].begin.get(), as_stream(stream)));
     begun_[s] = 1;
   }
   void step_end(int step, void* stream) override {
     const size_t s = checked(step);
     if (!begun_[s]) return;
-    MNV2_TIMING_CUDA_CHECK(cudaEventRecord(pool_[s].end.get(), as_stream(stream)));
+    MNV2_CHECK_CUDA(cudaEventRecord(pool_[s].end.get(), as_stream(stream)));
     ended_[s] = 1;
   }
 
@@ -126,13 +105,13 @@ class EventTimingSource final : public TimingSource {
 class EventRunTimer final : public RunTimer {
  public:
   void run_begin(void* stream) override {
-    MNV2_TIMING_CUDA_CHECK(cudaEventRecord(pair_.begin.get(), as_stream(stream)));
+    MNV2_CHECK_CUDA(cudaEventRecord(pair_.begin.get(), as_stream(stream)));
     begun_ = true;
     ended_ = false;
   }
   void run_end(void* stream) override {
     if (!begun_) return;
-    MNV2_TIMING_CUDA_CHECK(cudaEventRecord(pair_.end.get(), as_stream(stream)));
+    MNV2_CHECK_CUDA(cudaEventRecord(pair_.end.get(), as_stream(stream)));
     ended_ = true;
   }
   void step_begin(int, void*) override {}
@@ -153,6 +132,5 @@ std::unique_ptr<TimingSource> make_event_timing_source_with_warnings(std::vector
 std::unique_ptr<RunTimer> make_event_run_timer() { return std::make_unique<EventRunTimer>(); }
 
 }  // namespace gpu
-
 
 }  // namespace mnv2

@@ -1,5 +1,5 @@
-// NVML through dlopen (see gpu_clock.h). Only the three entry points needed are looked up.
-#include "profile/gpu_clock.h"
+// NVML through dlopen (see nvml.h). Only the three entry points needed are looked up.
+#include "util/nvml.h"
 
 #include <dlfcn.h>
 
@@ -30,7 +30,8 @@ const Nvml& nvml() {
     void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return;
     n.init = reinterpret_cast<NvmlReturn (*)()>(dlsym(lib, "nvmlInit_v2"));
-    n.device_by_index = reinterpret_cast<NvmlReturn (*)(unsigned, NvmlDevice*)>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+    n.device_by_index =
+        reinterpret_cast<NvmlReturn (*)(unsigned, NvmlDevice*)>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
     n.clock_info = reinterpret_cast<NvmlReturn (*)(NvmlDevice, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
     n.driver_version = reinterpret_cast<NvmlReturn (*)(char*, unsigned)>(dlsym(lib, "nvmlSystemGetDriverVersion"));
     n.ok = n.init && n.device_by_index && n.clock_info && n.init() == kNvmlSuccess;
