@@ -279,9 +279,9 @@ class MainWindowTest : public QObject {
   }
 
   void diffShownForTwoRuns() {
-    // On the CPU, two cpu "backends" exercise the diff page end to end (all errors 0).
+    // On the CPU, oneDNN against the float32 reference exercises the diff page end to end.
     QSignalSpy finished(m_window, &MainWindow::runFinished);
-    m_window->computeDiff(QStringLiteral("cpu"), QStringLiteral("cpu"));
+    m_window->computeDiff(QStringLiteral("cpu"), QStringLiteral("cpu-ref"));
     QVERIFY(finished.wait(kTimeoutMs));
     QVERIFY(finished.first().at(0).toBool());
     DiffsPage* diffs = m_window->diffsPage();
@@ -293,7 +293,7 @@ class MainWindowTest : public QObject {
     m_window->graphPage()->setColorBy(NetworkGraphView::ColorBy::Time);
     // A second diff joins the first in the list (this crashed once: the page read a moved-from source).
     const int before = diffs->sourceCount();
-    m_window->computeDiff(QStringLiteral("cpu"), QStringLiteral("cpu"));
+    m_window->computeDiff(QStringLiteral("cpu-ref"), QStringLiteral("cpu"));
     QVERIFY(finished.wait(kTimeoutMs));
     QCOMPARE(diffs->sourceCount(), before + 1);
     QVERIFY(diffs->currentDiff());
@@ -367,8 +367,7 @@ class MainWindowTest : public QObject {
         {mutated(QStringLiteral("newer.json"), [](auto& doc) { doc.set("schema_version", 2); }), "newer"},
         {mutated(QStringLiteral("newer_run.json"), [&](auto& doc) { metadata(doc).set("schema_version", 7); }),
          "newer"},
-        {mutated(QStringLiteral("huge_batch.json"),
-                 [&](auto& doc) { metadata(doc).set("batch", int64_t(1) << 40); }),
+        {mutated(QStringLiteral("huge_batch.json"), [&](auto& doc) { metadata(doc).set("batch", int64_t(1) << 40); }),
          "out of range"},
         {mutated(QStringLiteral("typed.json"), [&](auto& doc) { metadata(doc).set("iterations", "many"); }),
          "expected a number"},
