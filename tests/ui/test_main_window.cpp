@@ -462,6 +462,26 @@ class MainWindowTest : public QObject {
       QCOMPARE(panel.inputSize(), QSize(32, 4096));
       s.clear();
     }
+    // The cuda options survive a restart; a hand-edited nonsense value keeps the panel's values.
+    {
+      QSettings s;
+      RunSettingsPanel panel;
+      mnv2::CudaOptions o;
+      o.variant = mnv2::CudaOptions::Variant::baseline;
+      o.fusion = mnv2::CudaOptions::Fusion::expand_dw;
+      o.graph = mnv2::CudaOptions::Graph::off;
+      o.gemm_tile = "128x64";
+      panel.setCudaOptions(o);
+      panel.saveSettings(s);
+      RunSettingsPanel restored;
+      restored.loadSettings(s);
+      QVERIFY(restored.cudaOptions() == o);
+      s.setValue(QStringLiteral("run/cudaGraph"), QStringLiteral("sometimes"));
+      RunSettingsPanel defaults;
+      defaults.loadSettings(s);
+      QVERIFY(defaults.cudaOptions() == mnv2::CudaOptions{});
+      s.clear();
+    }
     // The largest run the panel allows (batch 4096 at 4096x4096) is refused before anything is allocated,
     // with a message; a normal run follows in the same process.
     auto* input = m_window->findChild<QComboBox*>(QStringLiteral("inputCombo"));
