@@ -5,6 +5,7 @@ packages=(
   build-essential cmake ninja-build git pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
   libopencv-dev libgtest-dev
+  libcli11-dev  # the mnv2 command line
   libdnnl-dev ocl-icd-opencl-dev  # oneDNN; its CMake config asks for OpenCL (Debian's build has the OpenCL GPU runtime)
   qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev
   xvfb xauth
