@@ -984,6 +984,7 @@ int print_ncu_command(const Args& args, const ProfileRequest& req) {
   t.height = req.base.height;
   t.width = req.base.width;
   t.precision = req.base.precision;
+  t.cuda = req.base.cuda;
   if (auto image = args.get("--image")) t.image = std::filesystem::absolute(*image).string();
   if (auto tensor = args.get("--tensor")) t.tensor = std::filesystem::absolute(*tensor).string();
   t.layer = layer;
