@@ -17,6 +17,7 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,30 +38,31 @@ namespace {
 // Float32 (FFMA) like the cpu reference; only the order of summation differs.
 const double kMaxRelL2 = precision_logits_bound(Precision::fp32);
 
-// Sets an environment variable for one scope (the backend reads MNV2_CUDA_* at prepare()).
-class ScopedEnv {
+// The cuda options every prepare() of this file passes (PrepareConfig::cuda); ScopedOption sets one of them for a
+// scope, from the text a flag or an MNV2_CUDA_* override would carry (parse_cuda_*: bad text is a UsageError).
+CudaOptions g_cuda;
+
+class ScopedOption {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
+  ScopedOption(const std::string& name, const std::string& value) : saved_(g_cuda) {
+    if (name == "variant") {
+      g_cuda.variant = parse_cuda_variant(value);
+    } else if (name == "graph") {
+      g_cuda.graph = parse_cuda_graph(value);
+    } else if (name == "fusion") {
+      g_cuda.fusion = parse_cuda_fusion(value);
+    } else if (name == "gemm_tile") {
+      g_cuda.gemm_tile = value;
     } else {
-      unsetenv(name);
+      throw std::logic_error("no cuda option '" + name + "'");
     }
   }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedOption() { g_cuda = saved_; }
+  ScopedOption(const ScopedOption&) = delete;
+  ScopedOption& operator=(const ScopedOption&) = delete;
 
  private:
-  std::string name_;
-  std::optional<std::string> old_;
+  CudaOptions saved_;
 };
 
 const char* const kVariants[] = {"fast", "baseline"};
@@ -82,6 +84,7 @@ class CudaBackendTest : public ::testing::Test {
     config.height = height;
     config.width = width;
     config.precision = precision;
+    config.cuda = g_cuda;
     return backend_->prepare(model, config);
   }
 
@@ -97,7 +100,7 @@ TEST_F(CudaBackendTest, DescribesItself) {
 
 TEST_F(CudaBackendTest, LogitsMatchEveryGoldenFileInBothVariants) {
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     SCOPED_TRACE(std::string("variant ") + variant);
     auto net = prepare(main_model(), 1, 224, 224);
     for (const std::string& name : golden_image_names()) {
@@ -147,6 +150,7 @@ void expect_layers_match_cpu(const Backend& cuda, const Model& model, int batch,
   config.batch = batch;
   config.height = height;
   config.width = width;
+  config.cuda = g_cuda;
   const Tensor input = random_input(Shape{batch, model.input_channels, height, width}, seed);
   RunOptions keep;
   keep.keep_layer_outputs = true;
@@ -198,13 +202,13 @@ void expect_layers_match_cpu(const Backend& cuda, const Model& model, int batch,
 
 TEST_F(CudaBackendTest, EveryLayerMatchesCpuBatch1) {
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     expect_layers_match_cpu(*backend_, main_model(), 1, 224, 224, std::string("main ") + variant);
   }
 }
 TEST_F(CudaBackendTest, EveryLayerMatchesCpuBatch3) {
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, std::string("main ") + variant);
   }
 }
@@ -212,14 +216,14 @@ TEST_F(CudaBackendTest, EveryLayerMatchesCpuOddInputSize) {
   // Odd sizes: every stride-2 convolution with pads [0,0,1,1] meets odd and even maps, and 7x7 maps become
   // maps with pixel counts that are not multiples of 4.
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     expect_layers_match_cpu(*backend_, main_model(), 1, 193, 257, std::string("main ") + variant);
     expect_layers_match_cpu(*backend_, main_model(), 2, 97, 131, std::string("main ") + variant);
   }
 }
 TEST_F(CudaBackendTest, EveryLayerMatchesCpuTorchvisionModel) {
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, std::string("torchvision ") + variant);
   }
 }
@@ -253,7 +257,7 @@ TEST_F(CudaBackendTest, FastPathFusesEpiloguesAndNamesEveryCoveredLayer) {
 }
 
 TEST_F(CudaBackendTest, BaselineRunsOneStepPerLayer) {
-  ScopedEnv env("MNV2_CUDA_VARIANT", "baseline");
+  ScopedOption env("variant", "baseline");
   auto net = prepare(main_model(), 2, 224, 224);
   const std::vector<ExecStep>& steps = net->steps();
   ASSERT_EQ(steps.size(), main_model().layers.size());
@@ -266,16 +270,10 @@ TEST_F(CudaBackendTest, BaselineRunsOneStepPerLayer) {
 }
 
 TEST_F(CudaBackendTest, UnknownVariantOrGraphModeIsUsageError) {
+  EXPECT_THROW(ScopedOption("variant", "turbo"), UsageError);
+  EXPECT_THROW(ScopedOption("graph", "sometimes"), UsageError);
   {
-    ScopedEnv env("MNV2_CUDA_VARIANT", "turbo");
-    EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
-  }
-  {
-    ScopedEnv env("MNV2_CUDA_GRAPH", "sometimes");
-    EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
-  }
-  {
-    ScopedEnv env("MNV2_CUDA_GEMM_TILE", "7x7");
+    ScopedOption env("gemm_tile", "7x7");
     EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
   }
 }
@@ -304,7 +302,7 @@ TEST_F(CudaBackendTest, ConvolutionTableMatchesCpu) {
       {4, 4, 3, 3, 1, 1, 2, 0, 0, 3, 1, 6, 7, true},       // pads larger than one side needs
   };
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     for (const ConvCase& c : cases) {
       const uint64_t seed = fresh_seed();
       std::mt19937_64 gen(seed);
@@ -365,7 +363,7 @@ TEST_F(CudaBackendTest, SmallNetworkOfEveryOpMatchesCpu) {
   const Model m = every_op_model(gen);
   for (const Layer& l : m.layers) ASSERT_FALSE(backend_->unsupported_reason(l)) << describe(l);
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     expect_layers_match_cpu(*backend_, m, 3, 10, 12, std::string("every op, ") + variant);
   }
   auto net = prepare(m, 1, 10, 12);
@@ -417,7 +415,7 @@ TEST_F(CudaBackendTest, UnfusableLayersMatchCpu) {
   const std::vector<LayerStats> stats = analyse(m, 2, 7, 8);
   ASSERT_EQ(stats[5].output, (Shape{2, 4, 3, 4}));
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     expect_layers_match_cpu(*backend_, m, 2, 7, 8, std::string("unfusable, ") + variant);
   }
   auto net = prepare(m, 2, 7, 8);
@@ -428,7 +426,7 @@ TEST_F(CudaBackendTest, UnfusableLayersMatchCpu) {
 
 TEST_F(CudaBackendTest, GraphReplayAndLayerByLayerRunsAreBitwiseIdentical) {
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     SCOPED_TRACE(variant);
     auto net = prepare(main_model(), 2, 224, 224);
     const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
@@ -446,7 +444,7 @@ TEST_F(CudaBackendTest, GraphReplayAndLayerByLayerRunsAreBitwiseIdentical) {
       const Tensor again = net->run(input, options);
       EXPECT_EQ(std::memcmp(again.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0) << i;
     }
-    ScopedEnv off("MNV2_CUDA_GRAPH", "off");
+    ScopedOption off("graph", "off");
     auto plain = prepare(main_model(), 2, 224, 224);
     const Tensor no_graph = plain->run(input);
     EXPECT_EQ(std::memcmp(no_graph.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0);
@@ -475,7 +473,7 @@ TEST_F(CudaBackendTest, ObserverSeesEveryStepInOrder) {
 }
 
 TEST_F(CudaBackendTest, GraphModeOnRefusesPerStepTimingButTimesWholeRuns) {
-  ScopedEnv env("MNV2_CUDA_GRAPH", "on");
+  ScopedOption env("graph", "on");
   auto net = prepare(main_model(), 1, 224, 224);
   const Tensor input = random_input(Shape{1, 3, 224, 224}, 5);
   RecordingObserver observer;
@@ -506,7 +504,7 @@ TEST_F(CudaBackendTest, CuptiAttributesGraphReplayWorkToSteps) {
       std::printf("%s not run here: %s\n", to_string(precision), tf32_kernels_missing().c_str());
       continue;
     }
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     SCOPED_TRACE(std::string(variant) + " " + to_string(precision));
     auto net = prepare(main_model(), 2, 224, 224, precision);
     ASSERT_TRUE(net->has_graph());
@@ -580,7 +578,7 @@ TEST_F(CudaBackendTest, GraphReplayIsRefusedToEventsAndWithoutAGraph) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("cupti"), std::string::npos) << e.what();
   }
-  ScopedEnv off("MNV2_CUDA_GRAPH", "off");
+  ScopedOption off("graph", "off");
   auto plain = prepare(main_model(), 1, 224, 224);
   EXPECT_FALSE(plain->has_graph());
   GraphClaimingObserver claiming;
@@ -597,8 +595,8 @@ TEST_F(CudaBackendTest, GraphReplayIsRefusedToEventsAndWithoutAGraph) {
 // golden logits, every materialised layer against cpu (batch 1 and 3, an odd input size, the second model),
 // the graph bitwise equal to layer-by-layer runs, and fused steps named after all four layers they cover.
 TEST_F(CudaBackendTest, FusedExpandDepthwiseMatchesCpuAndIsAttributedAsFused) {
-  ScopedEnv variant("MNV2_CUDA_VARIANT", "fast");
-  ScopedEnv fuse("MNV2_CUDA_FUSE", "expand_dw");
+  ScopedOption variant("variant", "fast");
+  ScopedOption fuse("fusion", "expand_dw");
   auto net = prepare(main_model(), 1, 224, 224);
   for (const std::string& name : golden_image_names()) {
     SCOPED_TRACE("golden " + name);
@@ -644,7 +642,7 @@ TEST_F(CudaBackendTest, RepeatedRunsAreBitwiseIdentical) {
 
 TEST_F(CudaBackendTest, ReportsMemory) {
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     auto net = prepare(main_model(), 1, 224, 224);
     const MemoryReport m = net->memory();
     int64_t params = 0;
@@ -741,10 +739,10 @@ TEST_F(CudaBackendTest, FastVariantSupportsEveryPrecisionAndBaselineRefusesReduc
       EXPECT_NE(std::string(e.what()).find("compute_80"), std::string::npos) << e.what();
     }
   }
-  ScopedEnv env("MNV2_CUDA_VARIANT", "baseline");
+  // The options come with each prepare(), so supports() cannot know the variant: the baseline refuses there.
+  ScopedOption env("variant", "baseline");
   EXPECT_TRUE(backend_->supports(Precision::fp32));
   for (Precision p : kReduced) {
-    EXPECT_FALSE(backend_->supports(p)) << to_string(p);
     try {
       prepare(main_model(), 1, 224, 224, p);
       ADD_FAILURE() << "the baseline must refuse " << to_string(p);
@@ -831,7 +829,7 @@ TEST_F(CudaBackendTest, ReducedPrecisionGraphReplayEqualsLayerByLayer) {
     resident.device_resident = true;
     EXPECT_TRUE(net->run(input, resident).empty());
     {
-      ScopedEnv off("MNV2_CUDA_GRAPH", "off");
+      ScopedOption off("graph", "off");
       auto plain = prepare(main_model(), 2, 224, 224, p);
       const Tensor no_graph = plain->run(input);
       EXPECT_EQ(std::memcmp(no_graph.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0);
@@ -843,9 +841,8 @@ TEST_F(CudaBackendTest, ReducedPrecisionGraphReplayEqualsLayerByLayer) {
 TEST_F(CudaBackendTest, ReducedPrecisionMemoryReportsTheRealBytes) {
   const MemoryReport fp32 = prepare(main_model(), 8, 224, 224)->memory();
   // tf32 where this code has it (compute_80 and newer), else its storage is fp32's by definition.
-  const MemoryReport tf32 = backend_->supports(Precision::tf32)
-                                ? prepare(main_model(), 8, 224, 224, Precision::tf32)->memory()
-                                : fp32;
+  const MemoryReport tf32 =
+      backend_->supports(Precision::tf32) ? prepare(main_model(), 8, 224, 224, Precision::tf32)->memory() : fp32;
   const MemoryReport fp16 = prepare(main_model(), 8, 224, 224, Precision::fp16)->memory();
   std::printf("batch 8 activations: fp32 %lld B, tf32 %lld B, fp16 %lld B; weights %lld / %lld / %lld B\n",
               static_cast<long long>(fp32.activation_bytes), static_cast<long long>(tf32.activation_bytes),
@@ -860,7 +857,7 @@ TEST_F(CudaBackendTest, ReducedPrecisionMemoryReportsTheRealBytes) {
 
 // MNV2_CUDA_FUSE=expand_dw is fp32 only: the reduced modes keep two steps and say so.
 TEST_F(CudaBackendTest, ReducedPrecisionDoesNotFuseExpandDepthwiseAndSaysSo) {
-  ScopedEnv fuse("MNV2_CUDA_FUSE", "expand_dw");
+  ScopedOption fuse("fusion", "expand_dw");
   auto net = prepare(main_model(), 1, 224, 224, Precision::fp16);
   EXPECT_EQ(net->steps().size(), 54u);
   int noted = 0;
