@@ -7,6 +7,15 @@
 #include <cstdint>
 #include <string>
 
+// The few functions kernels evaluate on the device too (shared-memory layouts): host and device code under nvcc,
+// plain C++ elsewhere. Without it nvcc compiles a call from device code to a constexpr host function into
+// nothing usable (warning 20013: the fused kernel then read garbage offsets).
+#if defined(__CUDACC__)
+#define MNV2_HOST_DEVICE __host__ __device__
+#else
+#define MNV2_HOST_DEVICE
+#endif
+
 namespace mnv2::kernels {
 
 // Element type of an activation buffer in device memory. Weights of the direct and depthwise convolutions and
@@ -234,8 +243,8 @@ struct ExpandDepthwiseSmem {
   int window_h, window_w, window, in_ld;
   int in, we, eb, dw, db, ex, total;
 };
-inline constexpr ExpandDepthwiseSmem expand_depthwise_smem(int in_channels, int stride_h, int stride_w, int tile_h,
-                                                           int tile_w) {
+MNV2_HOST_DEVICE inline constexpr ExpandDepthwiseSmem expand_depthwise_smem(int in_channels, int stride_h, int stride_w,
+                                                                            int tile_h, int tile_w) {
   ExpandDepthwiseSmem l{};
   l.window_h = (tile_h - 1) * stride_h + 3;
   l.window_w = (tile_w - 1) * stride_w + 3;
