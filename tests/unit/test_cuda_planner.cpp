@@ -242,6 +242,44 @@ TEST(CudaPlanner, PlansDifferWhereTheHardwareDiffers) {
   EXPECT_EQ(describe(a), describe(b));
 }
 
+// The GEMM tiles (and split-K counts) the backend chose on the real H200 (device run of 2026-11-23, from the
+// device's own attributes), in step order: the H200 preset must plan the same, so a plan printed here for an H200
+// is the one that runs there.
+TEST(CudaPlanner, H200PresetPlansWhatTheRealH200Ran) {
+  const struct {
+    int batch;
+    Precision precision;
+    const char* tiles;
+  } cases[] = {
+      {1, Precision::fp32,
+       "32x32k32 128x32 32x32k32 32x32k32 32x32k32/5 32x32k32 32x32k32/5 32x32k32 32x32k32/6 32x32k32 32x32k32/6 "
+       "32x32k32 32x32k32/6 32x32k32 32x32k32/12 32x32k32 32x32k32/12 32x32k32 32x32k32/12 32x32k32 32x32k32/12 "
+       "32x32k32 32x32k32/18 32x32k32 32x32k32/18 32x32k32 32x32k32/18 32x32k32/5 32x32k32/30 32x32k32/5 32x32k32/30 "
+       "32x32k32/5 32x32k32/30 32x32k32/10 32x32k32/20"},
+      {1, Precision::fp16,
+       "32x32 64x64 32x32 128x32 32x32 128x32 32x32 32x32 32x32/3 32x32 32x32/3 32x32 32x32/3 32x32 32x32/6 32x32 "
+       "32x32/6 32x32 32x32/6 32x32 32x32/6 32x32 32x32/6 32x32 32x32/6 32x32 32x32/9 32x32 32x32/10 32x32 32x32/10 "
+       "32x32 32x32/10 64x64/5 32x32/8"},
+      {256, Precision::fp16,
+       "128x32 128x32 128x32 128x32 128x32 128x32 128x32 64x64 128x32 64x64 128x32 64x64 128x64 128x128 128x64 "
+       "128x128 128x64 128x128 128x64 128x128 128x128 128x128 128x128 128x128 128x128 128x128 128x64 128x128 128x64 "
+       "128x128 128x64 128x128 128x64 128x128 128x64/4"},
+      {256, Precision::tf32,
+       "128x32 128x32 128x32 128x32 128x32 128x32 128x32 64x64 128x32 64x64 128x32 64x64 128x64 128x128 128x64 "
+       "128x128 128x64 128x128 128x64 128x128 128x128 128x128 128x128 128x128 128x128 128x128 128x64 128x128 128x64 "
+       "128x128 128x64 128x128 128x64 128x128 128x128/8"},
+  };
+  for (const auto& c : cases) {
+    std::string tiles;
+    for (const CudaStep& s : plan_cuda_network(model(), config(c.batch, c.precision), GpuProperties::h200()).steps) {
+      if (!is_gemm(s.kernel) && !is_tc(s.kernel)) continue;
+      tiles += (tiles.empty() ? "" : " ") + s.launch.tile +
+               (s.launch.splits > 1 ? "/" + std::to_string(s.launch.splits) : "");
+    }
+    EXPECT_EQ(tiles, c.tiles) << "batch " << c.batch << " " << to_string(c.precision);
+  }
+}
+
 TEST(CudaPlanner, ForcedGemmTileIsHonouredAndBadOnesRefused) {
   PrepareConfig c = config(8, Precision::fp32);
   c.cuda.gemm_tile = "128x64";
