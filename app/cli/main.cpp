@@ -32,8 +32,10 @@
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
 #include "mnv2/roofline.h"
+#include "mnv2/studies.h"
 #include "mnv2/sweep.h"
 #include "mnv2/timing.h"
+#include "common/cuda_options.h"
 #include "mnv2/atomic_file.h"
 
 namespace mnv2::cli {
@@ -81,7 +83,11 @@ none, a built-in MobileNetV2 with synthetic weights runs (timing only: its predi
 --tensor F: raw little-endian float32 NCHW, a whole number of 3xHxW images (default 224x224).
 --precision fp32|tf32|fp16 (classify, bench, profile, roofline, memory, eval, compare): the arithmetic of
 the GPU backends (default fp32; 'mnv2 info' lists what each backend supports). A reduced mode is judged
-against the cpu reference, which stays fp32.
+against the cpu reference, which stays fp32. compare: the first backend is the reference and alone may run
+fp32 in place of a mode it lacks; every other backend must have the mode; diffs are judged in the mode asked for.
+--cuda-variant fast|baseline, --cuda-fusion none|expand_dw, --cuda-graph auto|on|off, --cuda-gemm-tile TILE
+(classify, bench, profile, roofline, memory, eval, compare): the cuda backend's options; unset, the environment's
+MNV2_CUDA_VARIANT, MNV2_CUDA_FUSE, MNV2_CUDA_GRAPH, MNV2_CUDA_GEMM_TILE, else fast, none, auto and the cost model.
 Backends: cpu (oneDNN, CPUID-dispatched kernels), cpu-ref (the plain float32 reference every other backend
 is judged against), cudnn and cuda (the GPU plugin: NVIDIA GPU, driver 580+, CUDA 13, cuDNN 9).
 )";
@@ -174,6 +180,12 @@ LoadedModel load_model(const Args& args) {
   m.model = load_located_model(m.location);
   for (const auto& w : m.model.warnings) std::cerr << "WARNING: " << w << "\n";
   return m;
+}
+
+// --cuda-variant/--cuda-fusion/--cuda-graph/--cuda-gemm-tile over the MNV2_CUDA_* overrides over the defaults.
+CudaOptions cuda_options(const Args& args) {
+  return frontend::resolve_cuda_options(args.get_or("--cuda-variant", ""), args.get_or("--cuda-fusion", ""),
+                                        args.get_or("--cuda-graph", ""), args.get_or("--cuda-gemm-tile", ""));
 }
 
 json::Value warnings_json(const Model& model) {
@@ -456,7 +468,7 @@ int cmd_topology(int argc, char** argv) {
 // ---- classify ---------------------------------------------------------------------------------------
 
 int cmd_classify(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--model", "--labels", "--backend", "--top", "--tensor", "--input-size", "--precision"},
+  Args args(argc, argv, 2, {"--model", "--labels", "--backend", "--top", "--tensor", "--input-size", "--precision", "--cuda-variant", "--cuda-fusion", "--cuda-graph", "--cuda-gemm-tile"},
             {"--json"});
   const std::string backend_name = args.get_or("--backend", "cpu");
   const int top = parse_int(args.get_or("--top", "5"), "--top", 1, 100000);
@@ -467,8 +479,8 @@ int cmd_classify(int argc, char** argv) {
   if (!tensor_path && images.empty()) throw UsageError("classify needs image files or --tensor F");
   if (!tensor_path && args.get("--input-size"))
     throw UsageError("--input-size applies to --tensor inputs; images are cropped as the model's preprocessing says");
-  auto backend = make_backend(backend_name);  // unknown names are usage errors, before any file work
-  if (Availability a = backend->availability(); !a.available)
+  make_backend(backend_name);  // unknown names are usage errors, before any file work
+  if (Availability a = make_backend(backend_name)->availability(); !a.available)
     throw Error("backend '" + backend_name + "' is not available: " + a.reason);
 
   LoadedModel m = load_model(args);
@@ -494,25 +506,16 @@ int cmd_classify(int argc, char** argv) {
     }
     input = stack_batch(batch);
   }
-  const Shape out = analyse(m.model, static_cast<int>(input.shape.n), static_cast<int>(input.shape.h),
-                            static_cast<int>(input.shape.w))
-                        .back()
-                        .output;
-  // A network without a classifier head (a feature extractor, a segmentation net) has no classes to rank.
-  if (out.h != 1 || out.w != 1)
-    throw Error(m.model.source + ": the network's output is a " + std::to_string(out.c) + "x" + std::to_string(out.h) +
-                "x" + std::to_string(out.w) +
-                " map per image, not one score per class; classify needs a classifier head (a global pool, then a "
-                "Linear or 1x1 convolution)");
-  auto net = backend->prepare(m.model, PrepareConfig{static_cast<int>(input.shape.n), static_cast<int>(input.shape.h),
-                                                     static_cast<int>(input.shape.w), precision});
-  const Tensor logits = net->run(input);
-  const int classes = static_cast<int>(logits.shape.per_image());
+  Classifier classifier;
+  const ClassifyResult classified =
+      classifier.classify(m.model, labels, ClassifyConfig{backend_name, precision, cuda_options(args), std::max(top, 5)},
+                          input);
+  const int classes = static_cast<int>(classified.images.front().logits.size());
 
   json::Array results;
-  for (int64_t i = 0; i < logits.shape.n; ++i) {
-    const float* row = logits.data.data() + i * classes;
-    const auto preds = top_k(row, classes, std::max(top, 5), labels);
+  for (size_t i = 0; i < classified.images.size(); ++i) {
+    const std::vector<float>& row = classified.images[i].logits;
+    const std::vector<Prediction>& preds = classified.images[i].top;
     if (args.flag("--json")) {
       json::Value r;
       r.set("input", names[static_cast<size_t>(i)]);
@@ -566,7 +569,7 @@ double speedup_vs_cudnn(const std::vector<BenchResult>& results, const BenchResu
 int cmd_bench(int argc, char** argv) {
   Args args(argc, argv, 2,
             {"--model", "--backends", "--backend", "--batch", "--input-size", "--warmup", "--iters", "--json", "--csv",
-             "--precision"},
+             "--precision", "--cuda-variant", "--cuda-fusion", "--cuda-graph", "--cuda-gemm-tile"},
             {});
   if (!args.positionals().empty()) throw UsageError("bench takes no positional arguments");
   if (args.get("--backends") && args.get("--backend")) throw UsageError("give --backends or --backend, not both");
@@ -586,6 +589,7 @@ int cmd_bench(int argc, char** argv) {
   sweep.warmup = warmup;
   sweep.iters = iters;
   sweep.precision = precision;
+  sweep.cuda = cuda_options(args);
   const std::vector<BenchConfig> points = sweep_points(sweep);
   const bool tty = isatty(2);
   const std::vector<BenchResult> results = run_sweep(m.model, sweep, [&](int i, int count, int done, int total) {
@@ -690,13 +694,14 @@ std::string mib(int64_t bytes) { return format_mib(bytes); }
 std::string memory_line(const MemoryReport& m) { return describe_memory(m); }
 
 int cmd_memory(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--model", "--backend", "--batch", "--input-size", "--precision", "--csv", "--json"}, {});
+  Args args(argc, argv, 2, {"--model", "--backend", "--batch", "--input-size", "--precision", "--csv", "--json", "--cuda-variant", "--cuda-fusion", "--cuda-graph", "--cuda-gemm-tile"}, {});
   if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
   const std::string backend = args.get_or("--backend", "cpu");
   make_backend(backend);  // unknown names are usage errors
   PrepareConfig pc;
   pc.batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 65536);
   pc.precision = parse_precision(args.get_or("--precision", "fp32"));
+  pc.cuda = cuda_options(args);
   LoadedModel m = load_model(args);
   std::tie(pc.height, pc.width) = args.get("--input-size") ? parse_size(*args.get("--input-size"))
                                                           : std::pair<int, int>{m.model.input_height, m.model.input_width};
@@ -749,7 +754,7 @@ EvalProgress eval_progress() {
 
 int cmd_eval(int argc, char** argv) {
   Args args(argc, argv, 2,
-            {"--model", "--labels", "--images", "--list", "--backend", "--batch", "--threads", "--json", "--precision"}, {});
+            {"--model", "--labels", "--images", "--list", "--backend", "--batch", "--threads", "--json", "--precision", "--cuda-variant", "--cuda-fusion", "--cuda-graph", "--cuda-gemm-tile"}, {});
   if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
   const auto images_dir = args.get("--images");
   if (!images_dir) throw UsageError("eval needs --images DIR");
@@ -758,6 +763,7 @@ int cmd_eval(int argc, char** argv) {
   cfg.batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 4096);
   cfg.loader_threads = parse_int(args.get_or("--threads", "0"), "--threads", 0, 256);
   cfg.precision = parse_precision(args.get_or("--precision", "fp32"));
+  cfg.cuda = cuda_options(args);
   make_backend(cfg.backend);  // unknown names are usage errors, before any file work
   if (!std::filesystem::is_directory(*images_dir)) throw Error(*images_dir + ": no such folder");
   LoadedModel m = load_model(args);
@@ -842,7 +848,7 @@ int cmd_eval(int argc, char** argv) {
 
 const std::vector<std::string> kProfileOptions = {"--model", "--backend", "--backends", "--batch", "--input-size",
                                                   "--warmup", "--iters", "--timing", "--csv", "--json", "--trace",
-                                                  "--image", "--tensor", "--precision", "--exec"};
+                                                  "--image", "--tensor", "--precision", "--exec", "--cuda-variant", "--cuda-fusion", "--cuda-graph", "--cuda-gemm-tile"};
 
 struct ProfileRequest {
   LoadedModel m;
@@ -871,6 +877,7 @@ ProfileRequest parse_profile_request(const Args& args, bool compare) {
   c.warmup = parse_int(args.get_or("--warmup", "10"), "--warmup", 0, 1000000);
   c.iters = parse_int(args.get_or("--iters", "100"), "--iters", 1, 1000000);
   c.precision = parse_precision(args.get_or("--precision", "fp32"));
+  c.cuda = cuda_options(args);
   const std::string timing = args.get_or("--timing", "event");
   c.timer = parse_timer(timing);
   if (c.timer == TimerKind::host_clock) throw UsageError("--timing must be event or cupti (the cpu backend always uses the host clock)");
@@ -1026,7 +1033,7 @@ int print_ncu_command(const Args& args, const ProfileRequest& req) {
   t.layer = layer;
   auto b = make_backend(backend);
   if (Availability a = b->availability(); a.available) {
-    auto net = b->prepare(model, PrepareConfig{t.batch, t.height, t.width, t.precision});
+    auto net = b->prepare(model, PrepareConfig{t.batch, t.height, t.width, t.precision, req.base.cuda});
     t.nvtx_range = net->steps().at(static_cast<size_t>(step_of_layer(net->steps(), layer))).name;
   } else {
     t.nvtx_range = default_step_name(model, layer);
@@ -1115,28 +1122,19 @@ int cmd_roofline(int argc, char** argv) {
 int cmd_compare(int argc, char** argv) {
   Args args(argc, argv, 2, kProfileOptions, {});
   ProfileRequest req = parse_profile_request(args, true);
-  std::vector<RunReport> reports;
-  for (const auto& b : req.backends) {
-    ProfileConfig cfg = req.base;
-    cfg.backend = b;
-    // The reference (first) backend stays fp32 when it has no reduced-precision mode (the cpu backend);
-    // every other backend must run the precision asked for.
-    if (b == req.backends.front()) cfg.precision = reference_precision(b, req.base.precision);
-    if (cfg.precision != req.base.precision)
-      std::cerr << b << " runs fp32 as the reference (it has no " << to_string(req.base.precision) << " mode)\n";
-    reports.push_back(profile(req.m.model, cfg, stderr_progress(b)));
-  }
-  // Output diffs on the first image of the batch: every layer's output of each backend against the first.
-  const std::string reference = req.backends.front();
-  const Tensor input = req.base.input ? *req.base.input
-                                      : random_input(Shape{1, req.m.model.input_channels, req.base.height, req.base.width}, 1);
-  Tensor first(Shape{1, input.shape.c, input.shape.h, input.shape.w});
-  std::copy(input.data.begin(), input.data.begin() + first.shape.numel(), first.data.begin());
-  const PrepareConfig pc{1, req.base.height, req.base.width, req.base.precision};
-  for (size_t i = 1; i < reports.size(); ++i) {
-    std::cerr << "diff " << req.backends[i] << " vs " << reference << "\n";
-    reports[i].diff = diff_backends(req.m.model, req.backends[i], reference, pc, first);
-  }
+  CompareConfig config;
+  config.backends = req.backends;
+  config.base = req.base;
+  for (const std::string& note : resolve_compare(req.backends, req.base.precision).notes) std::cerr << note << "\n";
+  auto phases = std::make_shared<std::vector<ProfileProgress>>();
+  for (const auto& b : req.backends) phases->push_back(stderr_progress(b));
+  CompareResult result = run_compare(req.m.model, config, [&](int i, const std::string& b, const std::string& phase,
+                                                                    int done, int total) {
+    if (phase != "diff") return (*phases)[static_cast<size_t>(i)](phase, done, total);
+    if (done == 0) std::cerr << "diff " << b << " vs " << req.backends.front() << "\n";
+    return true;
+  });
+  std::vector<RunReport>& reports = result.reports;
 
   print_warnings(std::cout, req.m.model);
   std::printf("model %s; input %s; batch %d; %dx%d; %s; warm-up %d, %d timed runs per phase\n", req.m.model.source.c_str(),

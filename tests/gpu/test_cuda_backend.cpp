@@ -17,7 +17,6 @@
 #include <optional>
 #include <random>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,31 +37,51 @@ namespace {
 // Float32 (FFMA) like the cpu reference; only the order of summation differs.
 const double kMaxRelL2 = precision_logits_bound(Precision::fp32);
 
-// The cuda options every prepare() of this file passes (PrepareConfig::cuda); ScopedOption sets one of them for a
-// scope, from the text a flag or an MNV2_CUDA_* override would carry (parse_cuda_*: bad text is a UsageError).
-CudaOptions g_cuda;
+// The options every cuda network of the current scope is prepared with, as a front end passes them
+// (PrepareConfig::cuda); ScopedOption sets one of them for one scope.
+CudaOptions g_options;
 
 class ScopedOption {
  public:
-  ScopedOption(const std::string& name, const std::string& value) : saved_(g_cuda) {
+  // name: "variant", "fusion", "graph" or "gemm_tile"; the value as the flags take it.
+  ScopedOption(const std::string& name, const std::string& value) : saved_(g_options) {
     if (name == "variant") {
-      g_cuda.variant = parse_cuda_variant(value);
-    } else if (name == "graph") {
-      g_cuda.graph = parse_cuda_graph(value);
+      g_options.variant = parse_cuda_variant(value);
     } else if (name == "fusion") {
-      g_cuda.fusion = parse_cuda_fusion(value);
+      g_options.fusion = parse_cuda_fusion(value);
+    } else if (name == "graph") {
+      g_options.graph = parse_cuda_graph(value);
     } else if (name == "gemm_tile") {
-      g_cuda.gemm_tile = value;
+      g_options.gemm_tile = value;
     } else {
-      throw std::logic_error("no cuda option '" + name + "'");
+      throw std::logic_error("no cuda option " + name);
     }
   }
-  ~ScopedOption() { g_cuda = saved_; }
+  ~ScopedOption() { g_options = saved_; }
   ScopedOption(const ScopedOption&) = delete;
   ScopedOption& operator=(const ScopedOption&) = delete;
 
  private:
   CudaOptions saved_;
+};
+
+// The cuda backend, handed g_options in every prepare() (expect_layers_match_cpu prepares through it too).
+class OptionedBackend final : public Backend {
+ public:
+  explicit OptionedBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  std::string description() const override { return inner_->description(); }
+  Availability availability() const override { return inner_->availability(); }
+  std::optional<std::string> unsupported_reason(const Layer& l) const override { return inner_->unsupported_reason(l); }
+  bool supports(Precision p) const override { return inner_->supports(p); }
+  std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
+    PrepareConfig c = config;
+    c.cuda = g_options;
+    return inner_->prepare(model, c);
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
 };
 
 const char* const kVariants[] = {"fast", "baseline"};
@@ -72,7 +91,7 @@ class CudaBackendTest : public ::testing::Test {
   void SetUp() override {
     const CudaEnvironment& env = cuda_environment();
     if (env.devices.empty()) GTEST_SKIP() << "no CUDA device (" << env.why_none << "): cuda backend tests skipped";
-    backend_ = make_backend("cuda");
+    backend_ = std::make_unique<OptionedBackend>(make_backend("cuda"));
     const Availability a = backend_->availability();
     ASSERT_TRUE(a.available) << "a CUDA device is present but the cuda backend is unavailable: " << a.reason;
   }
@@ -84,7 +103,6 @@ class CudaBackendTest : public ::testing::Test {
     config.height = height;
     config.width = width;
     config.precision = precision;
-    config.cuda = g_cuda;
     return backend_->prepare(model, config);
   }
 
@@ -150,7 +168,6 @@ void expect_layers_match_cpu(const Backend& cuda, const Model& model, int batch,
   config.batch = batch;
   config.height = height;
   config.width = width;
-  config.cuda = g_cuda;
   const Tensor input = random_input(Shape{batch, model.input_channels, height, width}, seed);
   RunOptions keep;
   keep.keep_layer_outputs = true;
@@ -270,12 +287,10 @@ TEST_F(CudaBackendTest, BaselineRunsOneStepPerLayer) {
 }
 
 TEST_F(CudaBackendTest, UnknownVariantOrGraphModeIsUsageError) {
-  EXPECT_THROW(ScopedOption("variant", "turbo"), UsageError);
-  EXPECT_THROW(ScopedOption("graph", "sometimes"), UsageError);
-  {
-    ScopedOption env("gemm_tile", "7x7");
-    EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
-  }
+  EXPECT_THROW(parse_cuda_variant("turbo"), UsageError);
+  EXPECT_THROW(parse_cuda_graph("sometimes"), UsageError);
+  ScopedOption tile("gemm_tile", "7x7");
+  EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
 }
 
 Layer& add_layer(Model& m, LayerKind kind, std::vector<int> inputs) {
@@ -481,7 +496,7 @@ TEST_F(CudaBackendTest, GraphModeOnRefusesPerStepTimingButTimesWholeRuns) {
   per_step.observer = &observer;
   try {
     net->run(input, per_step);
-    ADD_FAILURE() << "a per-step observer with MNV2_CUDA_GRAPH=on must be refused";
+    ADD_FAILURE() << "a per-step observer with the graph option on must be refused";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("graph"), std::string::npos) << e.what();
   }
@@ -587,11 +602,11 @@ TEST_F(CudaBackendTest, GraphReplayIsRefusedToEventsAndWithoutAGraph) {
     plain->run(input, options);
     ADD_FAILURE() << "a graph replay without a graph must be refused";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("MNV2_CUDA_GRAPH=off"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("graph option \"off\""), std::string::npos) << e.what();
   }
 }
 
-// MNV2_CUDA_FUSE=expand_dw: expansion + depthwise in one kernel. Same checks as the unfused fast path:
+// Fusion expand_dw: expansion + depthwise in one kernel. Same checks as the unfused fast path:
 // golden logits, every materialised layer against cpu (batch 1 and 3, an odd input size, the second model),
 // the graph bitwise equal to layer-by-layer runs, and fused steps named after all four layers they cover.
 TEST_F(CudaBackendTest, FusedExpandDepthwiseMatchesCpuAndIsAttributedAsFused) {
@@ -739,7 +754,6 @@ TEST_F(CudaBackendTest, FastVariantSupportsEveryPrecisionAndBaselineRefusesReduc
       EXPECT_NE(std::string(e.what()).find("compute_80"), std::string::npos) << e.what();
     }
   }
-  // The options come with each prepare(), so supports() cannot know the variant: the baseline refuses there.
   ScopedOption env("variant", "baseline");
   EXPECT_TRUE(backend_->supports(Precision::fp32));
   for (Precision p : kReduced) {
@@ -855,7 +869,7 @@ TEST_F(CudaBackendTest, ReducedPrecisionMemoryReportsTheRealBytes) {
   EXPECT_LT(fp16.weight_bytes, fp32.weight_bytes * 0.6);  // 1x1 and Linear weights are nearly all of them
 }
 
-// MNV2_CUDA_FUSE=expand_dw is fp32 only: the reduced modes keep two steps and say so.
+// Fusion expand_dw is fp32 only: the reduced modes keep two steps and say so.
 TEST_F(CudaBackendTest, ReducedPrecisionDoesNotFuseExpandDepthwiseAndSaysSo) {
   ScopedOption fuse("fusion", "expand_dw");
   auto net = prepare(main_model(), 1, 224, 224, Precision::fp16);

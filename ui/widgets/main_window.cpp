@@ -393,10 +393,9 @@ void MainWindow::onEnvironment(const EnvironmentInfo& info) {
                              .arg(d.cc_major)
                              .arg(d.cc_minor)
                              .arg(d.memory_bytes / double(1 << 30), 0, 'f', 0)
-                             .arg(d.cannot_run.empty()
-                                      ? QString()
-                                      : QStringLiteral(": cannot run this build's kernels (%1)")
-                                            .arg(QString::fromStdString(d.cannot_run))));
+                             .arg(d.cannot_run.empty() ? QString()
+                                                       : QStringLiteral(": cannot run this build's kernels (%1)")
+                                                             .arg(QString::fromStdString(d.cannot_run))));
   }
   m_statusGpu->setToolTip(m_statusGpu->text());
   const QString driverCuda = QString::fromStdString(mnv2::cuda_version_string(env.driver_version));
@@ -405,23 +404,24 @@ void MainWindow::onEnvironment(const EnvironmentInfo& info) {
       : env.driver_release.empty()
           ? QStringLiteral("driver: CUDA %1").arg(driverCuda)
           : QStringLiteral("driver %1 (CUDA %2)").arg(QString::fromStdString(env.driver_release), driverCuda));
-  if (env.built_with_cuda) m_statusCudnn->setText(QStringLiteral("cuDNN %1").arg(QString::fromStdString(env.cudnn_version)));
+  if (env.built_with_cuda)
+    m_statusCudnn->setText(QStringLiteral("cuDNN %1").arg(QString::fromStdString(env.cudnn_version)));
   // The architectures this build's GPU code carries; the plugin's path (or why it did not load) in the tip.
   const mnv2::GpuPluginInfo plugin = mnv2::gpu_plugin_info();
   if (!env.built_with_cuda) {
     m_statusCuda->setText(QStringLiteral("CUDA: not built"));
     m_statusCuda->setToolTip(QString::fromStdString(plugin.problem));
   } else {
-    const QString runtime = plugin.loaded
-                                ? QStringLiteral("CUDA %1").arg(QString::fromStdString(
-                                      mnv2::cuda_version_string(env.runtime_version)))
-                                : QStringLiteral("GPU plugin not loaded");
+    const QString runtime =
+        plugin.loaded
+            ? QStringLiteral("CUDA %1").arg(QString::fromStdString(mnv2::cuda_version_string(env.runtime_version)))
+            : QStringLiteral("GPU plugin not loaded");
     m_statusCuda->setText(QStringLiteral("%1 · code %2").arg(runtime, compactArchitectures()));
-    m_statusCuda->setToolTip(
-        QStringLiteral("GPU code for %1\n%2")
-            .arg(QString::fromStdString(env.architectures),
-                 plugin.loaded ? QStringLiteral("GPU plugin %1").arg(QString::fromStdString(plugin.path))
-                               : QString::fromStdString(plugin.problem)));
+    m_statusCuda->setToolTip(QStringLiteral("GPU code for %1\n%2")
+                                 .arg(QString::fromStdString(env.architectures),
+                                      plugin.loaded
+                                          ? QStringLiteral("GPU plugin %1").arg(QString::fromStdString(plugin.path))
+                                          : QString::fromStdString(plugin.problem)));
   }
   Q_EMIT environmentReady();
 }
@@ -497,6 +497,7 @@ void MainWindow::classifyCurrent(const QString& path) {
   request.imagePath = path;
   request.backend = m_settings->backend().isEmpty() ? QStringLiteral("cpu") : m_settings->backend();
   request.decoder = m_options.decoder;
+  request.cuda = m_settings->cudaOptions();
   m_controller->classify(request);
 }
 
@@ -524,7 +525,9 @@ bool MainWindow::startSweep() {
     return false;
   }
   m_settings->setStatus(QStringLiteral("sweep of %1 points…").arg(mnv2::sweep_points(*config).size()));
-  m_controller->sweep(SweepRequest{*config});
+  SweepRequest sweep{*config};
+  sweep.config.cuda = m_settings->cudaOptions();
+  m_controller->sweep(sweep);
   return true;
 }
 
@@ -538,6 +541,7 @@ bool MainWindow::startEval() {
     return false;
   }
   request->decoder = m_options.decoder;
+  request->config.cuda = m_settings->cudaOptions();
   m_accuracy->evalStarted(
       QStringLiteral("evaluating %1 on %2…")
           .arg(request->set, runLabel(QString::fromStdString(request->config.backend), request->config.precision)));
@@ -594,6 +598,7 @@ void MainWindow::startRun(bool compare) {
   c.iters = m_settings->iterations();
   c.timer = m_settings->timer();
   c.precision = m_settings->precision();
+  c.cuda = m_settings->cudaOptions();
   if (m_settings->useImage() && m_image) {
     c.input = m_image->input;
     c.input_name = m_image->imagePath.toStdString();
@@ -630,6 +635,7 @@ void MainWindow::computeDiff(const QString& backend, const QString& reference) {
   request.backend = backend;
   request.reference = reference;
   request.precision = m_settings->precision();
+  request.cuda = m_settings->cudaOptions();
   if (m_image) {
     request.input = m_image->input;
     request.inputName = QFileInfo(m_image->imagePath).fileName();

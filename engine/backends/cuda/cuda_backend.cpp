@@ -248,12 +248,12 @@ class CudaPreparedNet final : public PreparedNet {
     const bool times_steps = observer != nullptr && observer->times_steps();
     const bool replay_for_steps = times_steps && (options.graph_replay || graph_mode_ == CudaOptions::Graph::on);
     if (replay_for_steps && !graph_exec_)
-      throw UsageError("cuda: a graph replay was asked for, but MNV2_CUDA_GRAPH=off prepared no CUDA graph");
+      throw UsageError("cuda: a graph replay was asked for, but the cuda graph option \"off\" prepared no CUDA graph");
     if (replay_for_steps && observer->graph_observer_id() == 0)
       throw UsageError(
           "cuda: per-step cudaEvent timing cannot work inside a CUDA graph replay (events recorded at capture time "
           "do not time each step of each replay); profile the graph with CUPTI (--timing cupti), or layer by "
-          "layer (--exec layers, and MNV2_CUDA_GRAPH unset or auto)");
+          "layer (--exec layers, and cuda graph mode auto)");
     if (options.device_resident) return run_device_resident(observer, times_steps);
     if (replay_for_steps) prepare_observed_graph(*observer);
     cudaGraphExec_t exec = !times_steps ? graph_exec_.get() : replay_for_steps ? observed_exec_.get() : nullptr;
@@ -507,12 +507,12 @@ class CudaBackend final : public Backend {
  public:
   std::string name() const override { return kBackendName; }
 
-  // Describes the default options (the fast variant): the backend object has no options of its own, they come
-  // with each prepare().
+  // Both variants: the backend object has no options of its own, they come with each prepare().
   std::string description() const override {
     std::string text =
-        "custom CUDA kernels (fast: NHWC, fused bias/ReLU6/residual epilogues, CUDA graph for whole runs), fp32 FFMA "
-        "(no TF32) by default; tf32 and fp16 on request (tensor-core GEMMs, fp16 half NHWC storage)";
+        "custom CUDA kernels (fast: NHWC, fused bias/ReLU6/residual epilogues; baseline on request: NCHW, im2col + "
+        "tiled GEMM, separate passes; CUDA graph for whole runs), fp32 FFMA (no TF32) by default; tf32 and fp16 on "
+        "request in the fast variant (tensor-core GEMMs, fp16 half NHWC storage)";
     const CudaEnvironment& env = cuda_environment();
     if (!env.devices.empty()) text += " on " + env.devices.front().name;
     return text;
@@ -543,7 +543,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
     if (config.precision != Precision::fp32 && config.cuda.variant == CudaOptions::Variant::baseline)
       throw UsageError(std::string("cuda: precision ") + to_string(config.precision) +
-                       " needs the fast variant; MNV2_CUDA_VARIANT=baseline runs strict fp32 only (FFMA, no TF32)");
+                       " needs the fast variant; the baseline variant runs strict fp32 only (FFMA, no TF32)");
     if (config.batch < 1 || config.height < 1 || config.width < 1)
       throw UsageError("cuda: batch, height and width must be positive (got batch " + std::to_string(config.batch) +
                        ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");

@@ -192,7 +192,7 @@ class Planner {
     if (!config.cuda.gemm_tile.empty()) {
       k::GemmTile tile{};
       if (!k::parse_gemm_tile(config.cuda.gemm_tile, &tile))
-        throw UsageError("MNV2_CUDA_GEMM_TILE must be one of 128x128, 128x64, 64x64, 128x32, 32x32, got '" +
+        throw UsageError("cuda: GEMM tile must be one of 128x128, 128x64, 64x64, 128x32, 32x32, got '" +
                          config.cuda.gemm_tile + "'");
       forced_tile_ = tile;
       has_forced_tile_ = true;
@@ -205,7 +205,7 @@ class Planner {
     const PrepareConfig& config = plan_.config;
     if (config.precision != Precision::fp32 && !fast_)
       throw UsageError(std::string("cuda: precision ") + to_string(config.precision) +
-                       " needs the fast variant; MNV2_CUDA_VARIANT=baseline runs strict fp32 only (FFMA, no TF32)");
+                       " needs the fast variant; the baseline variant runs strict fp32 only (FFMA, no TF32)");
     if (config.batch < 1 || config.height < 1 || config.width < 1)
       throw UsageError("cuda: batch, height and width must be positive (got batch " + std::to_string(config.batch) +
                        ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");
@@ -308,8 +308,8 @@ class Planner {
             last = fuse && !reduced_ ? plan_expand_depthwise(i, step) : -1;
             if (last < 0) last = plan_fast_conv(i, step);
             if (fuse && reduced_ && step.variant.rfind("gemm", 0) == 0)
-              step.variant += std::string(" (MNV2_CUDA_FUSE=expand_dw: fp32 only, not fused in ") +
-                              to_string(plan_.config.precision) + ")";
+              step.variant +=
+                  std::string(" (fusion expand_dw: fp32 only, not fused in ") + to_string(plan_.config.precision) + ")";
             break;
           case LayerKind::ReLU6:
           case LayerKind::ReLU:
