@@ -3,6 +3,7 @@
 // lowering (coverage, fusion, tiles that fit the device) and that the hardware changes the choices.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -73,10 +74,18 @@ void check_plan(const CudaPlan& plan, const std::string& what) {
       EXPECT_EQ(s.variant.find("no cp.async") != std::string::npos, plan.gpu.effective_code_arch() < 80);
     }
     if (s.kernel == CudaKernel::expand_depthwise) {
-      kernels::ExpandDepthwiseShape shape;  // the largest the network has: the 112x112 stride-2 block1
+      // The block's shared memory fits what the device lets a block opt in to (and the kernel's own cap).
+      const CudaStep& fused = s;
+      const Layer& expand = model().layers[static_cast<size_t>(fused.layers.front())];
+      const Layer& dw = model().layers[static_cast<size_t>(fused.layers.front() + 2)];
+      const int64_t smem = int64_t{kernels::expand_depthwise_smem(expand.conv.in_channels, dw.conv.stride_h,
+                                                                  dw.conv.stride_w, s.launch.tile_h, s.launch.tile_w)
+                                       .total} *
+                           4;
+      EXPECT_LE(smem, std::min<int64_t>(plan.gpu.smem_per_block_optin, kernels::kExpandDwMaxSmem));
       EXPECT_GE(s.launch.tile_h, 1);
       EXPECT_NE(s.variant.find("tile " + s.launch.tile), std::string::npos);
-      EXPECT_EQ(s.layers.size() >= 3, true);
+      EXPECT_GE(s.layers.size(), 3u);
     }
     if (s.launch.splits > 1) EXPECT_NE(s.variant.find("splitk" + std::to_string(s.launch.splits)), std::string::npos);
   }
