@@ -47,10 +47,11 @@ DeviceCaps device_caps(int device) {
   c.smem_per_block_optin = attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
   c.smem_per_sm = attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
   c.max_threads_per_sm = attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
-  const double mem_khz = attribute(cudaDevAttrMemoryClockRate), bus_bits = attribute(cudaDevAttrGlobalMemoryBusWidth);
-  const double sm_khz = attribute(cudaDevAttrClockRate);
-  if (mem_khz > 0 && bus_bits > 0 && sm_khz > 0 && c.num_sms > 0)
-    c.dram_bytes_per_sm_cycle = 0.85 * (2.0 * mem_khz * bus_bits / 8.0) / (sm_khz * c.num_sms);
+  c.max_blocks_per_sm = attribute(cudaDevAttrMaxBlocksPerMultiprocessor);
+  c.regs_per_sm = attribute(cudaDevAttrMaxRegistersPerMultiprocessor);
+  c.dram_bytes_per_sm_cycle =
+      dram_bytes_per_sm_cycle(attribute(cudaDevAttrMemoryClockRate), attribute(cudaDevAttrGlobalMemoryBusWidth),
+                              attribute(cudaDevAttrClockRate), c.num_sms);
   return c;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/tiles.h"  // DType, DeviceCaps and the tile choosers
 #include "mnv2/error.h"
 
 namespace mnv2::kernels {
@@ -25,18 +26,6 @@ struct Clip {
   float hi = 6.0f;       // upper bound (may be +inf)
 };
 
-// Element type of an activation buffer in device memory. Weights of the direct and depthwise convolutions and
-// every bias stay float32; arithmetic is float32 (FFMA, or tensor cores with float32 accumulation) throughout.
-enum class DType {
-  f32,  // float
-  f16,  // IEEE half (__half): half the bytes; converted to float32 on load, rounded to nearest on store
-};
-
-inline constexpr int dtype_bytes(DType t) { return t == DType::f16 ? 2 : 4; }
-inline const char* to_string(DType t) { return t == DType::f16 ? "f16" : "f32"; }
-
-inline constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // Throws mnv2::Error "OP: kernel launch failed at FILE:LINE: NAME (text)" when the last launch failed;
@@ -47,19 +36,8 @@ void check_launch(const char* op, const char* file, int line);
 // wrapper (cudaFuncSetAttribute and the like).
 void check_call(cudaError_t status, const char* op, const char* call, const char* file, int line);
 
-// What the tile choosers need to know of a GPU beyond its multiprocessor count. The defaults describe the
-// H200 the cost models were fitted on (run 6 of docs/PERFORMANCE.md); device_caps() reads the real device, so
-// a tile that does not fit a smaller GPU's shared memory is never chosen there and the occupancy and
-// bandwidth terms follow the device.
-struct DeviceCaps {
-  int num_sms = 132;
-  int smem_per_block_optin = 227 * 1024;  // bytes of dynamic shared memory a block may opt in to
-  int smem_per_sm = 228 * 1024;           // bytes per multiprocessor, shared by its resident blocks
-  int max_threads_per_sm = 2048;
-  double dram_bytes_per_sm_cycle = 16.0;  // achievable DRAM bytes per multiprocessor per SM clock cycle
-};
-// The current properties of `device` (throws Error when they cannot be read). dram_bytes_per_sm_cycle is 85%
-// of the peak from the memory clock and bus width: what a large copy reached on the H200 (4.2 of 4.9 TB/s).
+// The current properties of `device` (throws Error when they cannot be read); dram_bytes_per_sm_cycle as
+// tiles.h computes it from the memory clock and bus width.
 DeviceCaps device_caps(int device);
 
 // The device code the driver loaded for the current device: the architecture it was compiled for

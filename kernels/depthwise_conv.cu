@@ -8,9 +8,6 @@
 namespace mnv2::kernels {
 namespace {
 
-// Below this many threads per multiprocessor with several columns per thread, one column per thread gives
-// the scheduler more warps to hide latency with (small maps at small batches).
-constexpr int64_t kMinThreadsPerSm = 2 * kBlockThreads;
 // grid.y holds the image index; larger batches take several launches.
 constexpr int kMaxGridY = 65535;
 
@@ -131,26 +128,10 @@ bool wide_ok(const DepthwiseConvParams& p) {
 }  // namespace
 
 DepthwiseVariant choose_depthwise_variant(const DepthwiseConvParams& p, int num_sms) {
-  DepthwiseVariant v;
-  v.dtype = p.dtype;
-  v.vec = wide_ok(p) ? wide_vec(p.dtype) : 1;
-  if (p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2)) {
-    v.stride = p.stride_h;
-    v.cols = p.stride_h == 1 ? 4 : 2;
-  } else {
-    v.stride = 0;
-    v.cols = 1;
-  }
-  // Fewer threads than a couple of blocks per multiprocessor: one column each.
-  const int64_t sms = std::max(1, num_sms);
-  const int64_t threads = static_cast<int64_t>(p.batch) * p.out_h * ceil_div(p.out_w, v.cols) * (p.channels / v.vec);
-  if (v.cols > 1 && threads < kMinThreadsPerSm * sms) v.cols = 1;
-  return v;
-}
-
-std::string to_string(const DepthwiseVariant& v) {
-  return "dw3x3 " + (v.stride > 0 ? "s" + std::to_string(v.stride) : std::string("s-any")) +
-         (v.dtype == DType::f16 ? " half" : " vec") + std::to_string(v.vec) + " cols" + std::to_string(v.cols);
+  const bool aligned =
+      aligned16(p.input) && aligned16(p.weight) && aligned16(p.output) && (p.bias == nullptr || aligned16(p.bias));
+  return choose_depthwise_variant(
+      DepthwiseShape{p.batch, p.channels, p.out_h, p.out_w, p.stride_h, p.stride_w, p.dtype, aligned}, num_sms);
 }
 
 void launch_depthwise_conv3x3(const DepthwiseConvParams& p, const DepthwiseVariant& v, cudaStream_t stream) {

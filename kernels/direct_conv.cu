@@ -11,8 +11,6 @@ namespace {
 
 // grid.y holds the image index; larger batches take several launches.
 constexpr int kMaxGridY = 65535;
-// Threads per multiprocessor below which the variant choice gives up channels per thread for more threads.
-constexpr int64_t kMinThreadsPerSm = 4 * kBlockThreads;
 
 // TOut: float or __half; the input is float32 when NCHW (the network input), else TOut.
 template <bool kNchw, int kCo, class TOut>
@@ -163,6 +161,13 @@ bool is_3x3x3(const DirectConvParams& p) {
   return p.kernel_h == 3 && p.kernel_w == 3 && p.groups > 0 && p.in_channels / p.groups == 3;
 }
 
+// Whether co output channels per thread are allowed: 4 channels of the output per store, 16 bytes (float) or
+// 8 (half) at 16-byte aligned pixels.
+bool vector_ok(const DirectConvParams& p, int co) {
+  const int cout_g = p.groups > 0 ? p.out_channels / p.groups : 0;
+  return p.out_channels % 4 == 0 && cout_g % co == 0 && aligned16(p.weight) && aligned16(p.output);
+}
+
 template <bool kNchw, int kCo, class TOut>
 void launch(const DirectConvParams& p, bool fixed, cudaStream_t stream) {
   const int64_t threads = static_cast<int64_t>(p.out_h) * p.out_w * (p.out_channels / kCo);
@@ -197,36 +202,13 @@ void launch_layout(const DirectConvParams& p, const DirectConvVariant& v, cudaSt
   }
 }
 
-bool vector_ok(const DirectConvParams& p, int co) {
-  const int cout_g = p.groups > 0 ? p.out_channels / p.groups : 0;
-  // 4 channels of the output per store: 16 bytes (float) or 8 (half) at 16-byte aligned pixels.
-  return p.out_channels % 4 == 0 && cout_g % co == 0 && aligned16(p.weight) && aligned16(p.output);
-}
-
 }  // namespace
 
 DirectConvVariant choose_direct_conv_variant(const DirectConvParams& p, int num_sms) {
-  // The most channels per thread that divide a group: with all of a group's channels in one thread (the
-  // stem: 32), every thread of a warp reads the same weights at the same time, one broadcast load for the
-  // warp instead of one per thread (the L1 traffic of those loads bounded the 8-channel stem, run 1).
-  // Small maps (batch 1) instead keep at least kMinThreadsPerSm threads per multiprocessor where a smaller
-  // count allows, trading the broadcast for parallelism.
-  DirectConvVariant v;
-  v.co = 1;  // odd channel counts: scalar loads and stores
-  v.taps27 = is_3x3x3(p);
-  const int64_t pixels = static_cast<int64_t>(p.batch) * p.out_h * p.out_w;
-  for (int co : {32, 16, 8, 4}) {
-    if (!vector_ok(p, co)) continue;
-    v.co = co;
-    if (pixels * (p.out_channels / co) >= kMinThreadsPerSm * std::max(1, num_sms)) break;
-  }
-  return v;
-}
-
-std::string to_string(const DirectConvVariant& v, Layout input_layout, DType dtype) {
-  return std::string("direct ") + (input_layout == Layout::nchw ? "nchw" : "nhwc") +
-         (dtype == DType::f16 ? (input_layout == Layout::nchw ? "->half" : " half") : "") + " co" +
-         std::to_string(v.co) + (v.taps27 ? " 3x3x3" : "");
+  const DirectConvShape s{p.batch,    p.in_channels, p.out_channels,
+                          p.out_h,    p.out_w,       p.groups,
+                          p.kernel_h, p.kernel_w,    aligned16(p.weight) && aligned16(p.output)};
+  return choose_direct_conv_variant(s, num_sms);
 }
 
 void launch_direct_conv(const DirectConvParams& p, const DirectConvVariant& v, cudaStream_t stream) {

@@ -11,11 +11,6 @@
 
 namespace mnv2::kernels {
 
-enum class Layout {
-  nchw,  // [batch, channels, height, width]
-  nhwc,  // [batch, height, width, channels]
-};
-
 struct DirectConvParams {
   int batch = 0;
   int in_channels = 0;
@@ -36,18 +31,8 @@ struct DirectConvParams {
   void* output = nullptr;         // NHWC [batch, out_h, out_w, out_channels] of dtype; must not alias input
 };
 
-// Output channels per thread: 32, 16, 8 or 4 (float4 weight loads and output stores, one input value reused
-// for all of them) where out_channels / groups is a multiple and the operands are 16-byte aligned; else 1.
-struct DirectConvVariant {
-  int co = 1;
-  bool taps27 = false;  // 3x3 kernel over 3 input channels per group (the stem): loops unrolled, the 27
-                        // input values loaded at once
-};
-
-// num_sms: multiprocessors of the device (small maps get fewer channels per thread, for more threads).
+// The variant for this problem (tiles.h's chooser; operands not 16-byte aligned take scalar stores).
 DirectConvVariant choose_direct_conv_variant(const DirectConvParams& p, int num_sms);
-// "direct nchw co32 3x3x3", "direct nchw->half co32 3x3x3" (half output)
-std::string to_string(const DirectConvVariant& v, Layout input_layout, DType dtype = DType::f32);
 
 void launch_direct_conv(const DirectConvParams& p, const DirectConvVariant& v, cudaStream_t stream);
 

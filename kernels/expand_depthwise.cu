@@ -17,27 +17,10 @@ constexpr int kGroups4 = kSlice / 4;  // float4 groups per pixel in the depthwis
 static_assert(kSlice % 8 == 0, "the expansion phase computes 8 channels per thread");
 constexpr int kMaxGridZ = 65535;
 
-struct Layout {  // offsets in floats into the block's shared memory, each a multiple of 4
-  int window_h, window_w, window, in_ld;
-  int in, we, eb, dw, db, ex, total;
-};
-
-__host__ __device__ inline int round4(int x) { return (x + 3) & ~3; }
+using Layout = ExpandDepthwiseSmem;
 
 __host__ __device__ inline Layout layout(const ExpandDepthwiseParams& p, int tile_h, int tile_w) {
-  Layout l;
-  l.window_h = (tile_h - 1) * p.stride_h + 3;
-  l.window_w = (tile_w - 1) * p.stride_w + 3;
-  l.window = l.window_h * l.window_w;
-  l.in_ld = p.in_channels | 1;
-  l.in = 0;
-  l.we = round4(l.window * l.in_ld);
-  l.eb = l.we + p.in_channels * kSlice;
-  l.dw = l.eb + kSlice;
-  l.db = l.dw + 9 * kSlice;
-  l.ex = l.db + kSlice;
-  l.total = l.ex + l.window * kSlice;
-  return l;
+  return expand_depthwise_smem(p.in_channels, p.stride_h, p.stride_w, tile_h, tile_w);
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -126,47 +109,22 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
+ExpandDepthwiseShape expand_depthwise_shape(const ExpandDepthwiseParams& p) {
+  return ExpandDepthwiseShape{p.in_channels, p.expanded, p.in_h,     p.in_w,    p.out_h,
+                              p.out_w,       p.stride_h, p.stride_w, p.pad_top, p.pad_left};
+}
+
 int64_t expand_depthwise_smem_bytes(const ExpandDepthwiseParams& p, const ExpandDepthwiseVariant& v) {
-  return static_cast<int64_t>(layout(p, v.tile_h, v.tile_w).total) * static_cast<int64_t>(sizeof(float));
+  return expand_depthwise_smem_bytes(expand_depthwise_shape(p), v);
 }
 
 ExpandDepthwiseVariant choose_expand_depthwise_variant(const ExpandDepthwiseParams& p, std::string* why_not,
                                                        int64_t max_smem) {
-  max_smem = std::min(max_smem, kExpandDwMaxSmem);
-  ExpandDepthwiseVariant v;
-  v.tile_h = std::max(1, std::min(8, p.out_h));
-  v.tile_w = std::max(1, std::min(8, p.out_w));
-  while (expand_depthwise_smem_bytes(p, v) > max_smem && (v.tile_h > 1 || v.tile_w > 1)) {
-    v.tile_h = std::max(1, v.tile_h / 2);
-    v.tile_w = std::max(1, v.tile_w / 2);
-  }
-  if (why_not != nullptr) {
-    why_not->clear();
-    if (p.expanded % 4 != 0) *why_not = "expanded channels not a multiple of 4";
-    if (expand_depthwise_smem_bytes(p, v) > max_smem)
-      *why_not = "a 1x1 tile needs " + std::to_string(expand_depthwise_smem_bytes(p, v)) + " bytes of shared memory";
-  }
-  return v;
+  return choose_expand_depthwise_variant(expand_depthwise_shape(p), why_not, max_smem);
 }
 
 double expand_depthwise_recompute_factor(const ExpandDepthwiseParams& p, const ExpandDepthwiseVariant& v) {
-  // Window pixels inside the map, summed over the tiles, over the map's pixels.
-  double computed = 0;
-  for (int oh0 = 0; oh0 < p.out_h; oh0 += v.tile_h)
-    for (int ow0 = 0; ow0 < p.out_w; ow0 += v.tile_w) {
-      const int h0 = oh0 * p.stride_h - p.pad_top, w0 = ow0 * p.stride_w - p.pad_left;
-      const int h1 = h0 + (v.tile_h - 1) * p.stride_h + 3, w1 = w0 + (v.tile_w - 1) * p.stride_w + 3;
-      const int rows = std::max(0, std::min(h1, p.in_h) - std::max(h0, 0));
-      const int cols = std::max(0, std::min(w1, p.in_w) - std::max(w0, 0));
-      computed += static_cast<double>(rows) * cols;
-    }
-  const double exact = static_cast<double>(p.in_h) * p.in_w;
-  return exact > 0 ? computed / exact : 1.0;
-}
-
-std::string to_string(const ExpandDepthwiseVariant& v) {
-  return "expand1x1+dw3x3 tile " + std::to_string(v.tile_h) + "x" + std::to_string(v.tile_w) + " slice " +
-         std::to_string(kSlice);
+  return expand_depthwise_recompute_factor(expand_depthwise_shape(p), v);
 }
 
 void launch_expand_depthwise(const ExpandDepthwiseParams& p, const ExpandDepthwiseVariant& v, cudaStream_t stream) {

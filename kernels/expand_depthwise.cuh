@@ -30,30 +30,12 @@ struct ExpandDepthwiseParams {
   float* output = nullptr;               // NHWC [batch, out_h, out_w, expanded], 16-byte aligned; not the input
 };
 
-// A block computes a tile of tile_h x tile_w output pixels of one image for kExpandDwSlice expanded
-// channels: it expands the tile's input window ((tile - 1) * stride + 3 pixels a side, the halo recomputed
-// by neighbouring tiles) into shared memory, then runs the depthwise taps from there.
-inline constexpr int kExpandDwSlice = 16;
-
-struct ExpandDepthwiseVariant {
-  int tile_h = 8, tile_w = 8;
-};
-
-// Shared memory one block needs (bytes).
+// The tile choice, shared memory and recomputation of tiles.h for this problem.
+ExpandDepthwiseShape expand_depthwise_shape(const ExpandDepthwiseParams& p);
 int64_t expand_depthwise_smem_bytes(const ExpandDepthwiseParams& p, const ExpandDepthwiseVariant& v);
-
-// The largest tile (8x8 and smaller, never larger than the output map) whose block fits kExpandDwMaxSmem;
-// "" in *why_not when one fits, else the reason (then the variant must not be launched).
-inline constexpr int64_t kExpandDwMaxSmem = 96 * 1024;
-// max_smem: the device's opt-in limit per block (DeviceCaps::smem_per_block_optin), at most kExpandDwMaxSmem.
 ExpandDepthwiseVariant choose_expand_depthwise_variant(const ExpandDepthwiseParams& p, std::string* why_not,
                                                        int64_t max_smem = kExpandDwMaxSmem);
-
-// Multiply-adds of the expansion actually computed (halo recomputation included) over the exact count:
-// >= 1; what fusing costs in arithmetic.
 double expand_depthwise_recompute_factor(const ExpandDepthwiseParams& p, const ExpandDepthwiseVariant& v);
-
-std::string to_string(const ExpandDepthwiseVariant& v);  // "expand1x1+dw3x3 tile 8x8 slice 16"
 
 void launch_expand_depthwise(const ExpandDepthwiseParams& p, const ExpandDepthwiseVariant& v, cudaStream_t stream);
 

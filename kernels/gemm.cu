@@ -295,35 +295,6 @@ void launch_tile(const GemmParams& p, const GemmVariant& v, cudaStream_t stream)
   }
 }
 
-struct TileInfo {
-  GemmTile tile;
-  int bm, bn, bk;
-  // Arithmetic efficiency relative to peak FFMA: FFMA per shared-memory load of the thread's register block
-  // (8x8: 64 FFMA per 4 float4 loads; 4x4: 16 per 2), lowered where few warps share a multiprocessor.
-  double efficiency;
-  int blocks_per_sm;  // resident blocks per multiprocessor, from ptxas' register counts (sm_90, vec4)
-};
-
-constexpr TileInfo kTiles[] = {
-    {GemmTile::t128x128, 128, 128, 8, 0.90, 1},  // 149 registers x 256 threads: one block
-    {GemmTile::t128x64, 128, 64, 8, 0.85, 3},    // 79 registers
-    {GemmTile::t64x64, 64, 64, 8, 0.60, 4},      // 64 registers
-    {GemmTile::t128x32, 128, 32, 8, 0.80, 5},    // 95 registers x 128 threads
-    {GemmTile::t32x32, 32, 32, 8, 0.45, 16},     // 62 registers x 64 threads
-    {GemmTile::t32x32k32, 32, 32, 32, 0.45, 7},  // 141 registers x 64 threads, 17 KB shared
-};
-
-// Cost model units are SM clock cycles (rough: they only rank the candidates).
-constexpr double kFfmaPerSmCycle = 128;  // FP32 lanes per multiprocessor
-// One k slice of a block when latency-bound (global load, barrier): about 0.75 us on the H200, read off the
-// batch-1 split GEMMs of run 2 (15 slices of block17.project took 14.7 us with the reduction).
-constexpr double kSliceCycles = 1500;
-constexpr double kReduceLaunchCycles = 2000;   // a second kernel in the graph, about 1 us
-constexpr double kReduceBytesPerCycle = 1500;  // the split partials pass through L2
-constexpr int kMaxSplits = 32;
-constexpr double kSplitMargin = 0.85;  // a split variant is taken only when predicted 15% faster
-constexpr int kMinSplitDepth = 32;     // each split gets at least this much of k
-
 }  // namespace
 
 bool gemm_vec4_ok(const GemmParams& p) {
@@ -339,79 +310,12 @@ bool gemm_vec4_ok(const GemmParams& p) {
 }
 
 GemmVariant choose_gemm_variant(const GemmParams& p, int num_sms, bool allow_split, const GemmTile* only_tile) {
-  // The best single-pass and the best split variant; a split must win clearly, since the model is rough and
-  // its extra pass and workspace traffic are certain.
-  GemmVariant best_single, best_split;
-  best_single.vec4 = best_split.vec4 = gemm_vec4_ok(p);
-  double single_cost = INFINITY, split_cost = INFINITY;
-  const double sms = std::max(1, num_sms);
-  const int batch = std::max(1, p.batch);
-  for (const TileInfo& t : kTiles) {
-    if (only_tile != nullptr && t.tile != *only_tile) continue;
-    const int64_t tiles = ceil_div(p.m, t.bm) * ceil_div(p.n, t.bn) * batch;
-    // Work the tiles do, padding included, over the whole chip.
-    const double compute = static_cast<double>(tiles) * t.bm * t.bn * p.k / (sms * kFfmaPerSmCycle * t.efficiency);
-    for (int splits = 1; splits <= kMaxSplits; ++splits) {
-      if (splits > 1 && (!allow_split || batch != 1)) break;
-      const int k_chunk = split_k_chunk(p.k, splits, t.bk);
-      // Only counts whose whole-slice chunks leave no split empty (the launch recomputes the same chunk).
-      if (splits > 1 && (k_chunk < kMinSplitDepth || ceil_div(p.k, k_chunk) != splits)) continue;
-      const int64_t blocks = tiles * splits;
-      const double waves = std::ceil(static_cast<double>(blocks) / (sms * t.blocks_per_sm));
-      // One slice of one wave: the load latency plus the FFMA of the blocks sharing a multiprocessor.
-      const double per_sm = std::min<double>(t.blocks_per_sm, std::ceil(static_cast<double>(blocks) / sms));
-      const double slice = kSliceCycles + per_sm * t.bm * t.bn * t.bk / (kFfmaPerSmCycle * t.efficiency);
-      const double latency = waves * ceil_div(k_chunk, t.bk) * slice;
-      const double reduce = splits > 1 ? kReduceLaunchCycles + 4.0 * splits * p.m * p.n / kReduceBytesPerCycle : 0.0;
-      const double cost = std::max(compute, latency) + reduce;
-      double& best_cost = splits > 1 ? split_cost : single_cost;
-      GemmVariant& best = splits > 1 ? best_split : best_single;
-      if (cost < best_cost) {
-        best_cost = cost;
-        best.tile = t.tile;
-        best.splits = splits;
-      }
-    }
-  }
-  return split_cost < kSplitMargin * single_cost ? best_split : best_single;
+  DeviceCaps caps;
+  caps.num_sms = num_sms;
+  return choose_gemm_variant(GemmShape{p.m, p.n, p.k, p.batch, gemm_vec4_ok(p)}, caps, allow_split, only_tile);
 }
 
-int64_t gemm_workspace_floats(const GemmParams& p, const GemmVariant& v) {
-  return v.splits > 1 ? static_cast<int64_t>(v.splits) * p.m * p.n : 0;
-}
-
-const char* to_string(GemmTile tile) {
-  switch (tile) {
-    case GemmTile::t128x128:
-      return "128x128";
-    case GemmTile::t128x64:
-      return "128x64";
-    case GemmTile::t64x64:
-      return "64x64";
-    case GemmTile::t128x32:
-      return "128x32";
-    case GemmTile::t32x32:
-      return "32x32";
-    case GemmTile::t32x32k32:
-      return "32x32k32";
-  }
-  return "?";
-}
-
-bool parse_gemm_tile(const std::string& text, GemmTile* tile) {
-  for (const TileInfo& t : kTiles) {
-    if (text == to_string(t.tile)) {
-      *tile = t.tile;
-      return true;
-    }
-  }
-  return false;
-}
-
-std::string to_string(const GemmVariant& v) {
-  return std::string("gemm ") + to_string(v.tile) + (v.vec4 ? " vec4" : " scalar") +
-         (v.splits > 1 ? " splitk" + std::to_string(v.splits) : std::string());
-}
+int64_t gemm_workspace_floats(const GemmParams& p, const GemmVariant& v) { return gemm_workspace_floats(p.m, p.n, v); }
 
 void launch_gemm(const GemmParams& p, const GemmVariant& v, cudaStream_t stream) {
   if (p.m < 1 || p.n < 1 || p.k < 1) {

@@ -47,48 +47,16 @@ struct GemmParams {
   int64_t c_outer_stride = 0, c_inner_stride = 0;
 };
 
-// Block tile (rows x columns of C per block). Larger tiles reuse each loaded value more (more FFMA per
-// shared-memory read) but give fewer blocks: the choice trades arithmetic efficiency against filling the
-// multiprocessors.
-enum class GemmTile {
-  t128x128,   // 256 threads, 8x8 outputs each: the most reuse, for large M and N
-  t128x64,    // 256 threads, 8x4 each
-  t64x64,     // 256 threads, 4x4 each
-  t128x32,    // 128 threads, 8x4 each: few output channels (16..32) over many pixels
-  t32x32,     // 64 threads, 4x4 each: small problems (7x7 maps at batch 1), many blocks
-  t32x32k32,  // as t32x32 with 32-deep k slices: a quarter of the (latency-bound) slices
-};
-
-struct GemmVariant {
-  GemmTile tile = GemmTile::t64x64;
-  bool vec4 = false;  // 16-byte loads and stores: needs k, n, every leading dimension and batch stride a
-                      // multiple of 4 and 16-byte aligned pointers (gemm_vec4_ok); else scalar accesses
-  // Split-K: the k range is cut into `splits` pieces computed by separate blocks (grid.z), each writing its
-  // partial sums to the workspace; a second kernel adds them in a fixed order (deterministic) and applies
-  // the epilogue. Gives small-M problems (7x7 maps at batch 1, the classifier) enough blocks, and each
-  // block a short k loop. Single GEMMs only (batch 1).
-  int splits = 1;
-};
-
 // Whether the operands allow 16-byte accesses (see GemmVariant::vec4).
 bool gemm_vec4_ok(const GemmParams& p);
 
-// Picks the tile and the split by a cost model: the larger of arithmetic time (FFMA over the multiprocessors,
-// scaled by each tile's efficiency) and latency time (waves of blocks x k slices per block x (the latency of
-// one slice + the FFMA of the blocks sharing a multiprocessor)), plus the reduction pass of a split; vec4 whenever
-// gemm_vec4_ok. allow_split: whether the caller can provide a workspace (batch-1 GEMMs only). only_tile: restricts the
-// choice to one tile.
+// tiles.h's chooser for these operands (vec4 whenever gemm_vec4_ok), on a device of num_sms multiprocessors
+// with the H200's other figures.
 GemmVariant choose_gemm_variant(const GemmParams& p, int num_sms, bool allow_split = false,
                                 const GemmTile* only_tile = nullptr);
 
 // Floats of workspace the variant needs (0 without split-K).
 int64_t gemm_workspace_floats(const GemmParams& p, const GemmVariant& v);
-
-// "gemm 128x64 vec4", "gemm 64x64 vec4 splitk16"
-std::string to_string(const GemmVariant& v);
-const char* to_string(GemmTile tile);
-// Parses the names to_string(GemmTile) gives ("128x64"); returns false for anything else.
-bool parse_gemm_tile(const std::string& text, GemmTile* tile);
 
 // Throws mnv2::Error for bad parameters (sizes, strides, a vec4 variant the operands do not allow) and
 // when the launch fails.

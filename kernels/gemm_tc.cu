@@ -358,31 +358,6 @@ void launch_vec(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t stre
   return launch_types<TIn, TOut, false>(p, v, stream);
 }
 
-// The cost model's figures (cycles of one multiprocessor at the H200's 1.98 GHz; leads, not measurements):
-struct TileInfo {
-  TcTile tile;
-  int bm, bn;
-  int blocks_per_sm;       // resident blocks on the H200 (shared memory of 3 stages, threads, registers)
-  double efficiency;       // fraction of the tensor-core rate the tile's fragment loads leave
-  int fragments_per_warp;  // 16x16 accumulators each warp finishes one after another in the epilogue
-  int threads;             // per block (Shape::kThreads)
-};
-constexpr TileInfo kTiles[] = {
-    {TcTile::t128x128, 128, 128, 3, 0.8, 8, Shape128x128::kThreads},
-    {TcTile::t128x64, 128, 64, 4, 0.7, 8, Shape128x64::kThreads},
-    {TcTile::t64x64, 64, 64, 6, 0.6, 4, Shape64x64::kThreads},
-    {TcTile::t128x32, 128, 32, 5, 0.5, 4, Shape128x32::kThreads},
-    {TcTile::t32x32, 32, 32, 8, 0.35, 1, Shape32x32::kThreads},
-};
-constexpr double kSliceCycles = 500;           // a k slice's copy latency not hidden by the other stages
-constexpr double kMacPerSmCycleF16 = 512;      // mma.sync half, float32 accumulate, dense
-constexpr double kBytesPerSmCycle = 16;        // 4.2 TB/s of DRAM over 132 multiprocessors at 1.98 GHz
-constexpr double kReduceLaunchCycles = 2000;   // a second kernel in the graph, about 1 us
-constexpr double kReduceBytesPerCycle = 1500;  // the split partials pass through L2
-constexpr int kMaxSplits = 16;
-constexpr double kSplitMargin = 0.85;  // a split variant is taken only when predicted 15% faster
-constexpr int kMinSplitSlices = 2;     // each split gets at least this many k slices
-
 }  // namespace
 
 // The architecture the current device's code was compiled for (probe_kernel_image), cached per device: asked
@@ -412,26 +387,13 @@ bool gemm_tc_vec_ok(const TcGemmParams& p) {
   return dims && pointers;
 }
 
-int64_t gemm_tc_smem_bytes(TcTile tile, DType in_type) {
-  auto bytes = [in_type](auto shape) -> int64_t {
-    using S = decltype(shape);
-    return in_type == DType::f16 ? static_cast<int64_t>(Smem<__half, S>::kBytes)
-                                 : static_cast<int64_t>(Smem<float, S>::kBytes);
-  };
-  switch (tile) {
-    case TcTile::t128x128:
-      return bytes(Shape128x128{});
-    case TcTile::t128x64:
-      return bytes(Shape128x64{});
-    case TcTile::t64x64:
-      return bytes(Shape64x64{});
-    case TcTile::t128x32:
-      return bytes(Shape128x32{});
-    case TcTile::t32x32:
-      return bytes(Shape32x32{});
-  }
-  throw Error("gemm_tc: unknown tile " + std::to_string(static_cast<int>(tile)));
-}
+// tiles.h's layout arithmetic is the kernel's own.
+static_assert(gemm_tc_smem_bytes(TcTile::t128x128, DType::f16) == Smem<__half, Shape128x128>::kBytes);
+static_assert(gemm_tc_smem_bytes(TcTile::t128x64, DType::f32) == Smem<float, Shape128x64>::kBytes);
+static_assert(gemm_tc_smem_bytes(TcTile::t64x64, DType::f16) == Smem<__half, Shape64x64>::kBytes);
+static_assert(gemm_tc_smem_bytes(TcTile::t128x32, DType::f32) == Smem<float, Shape128x32>::kBytes);
+static_assert(gemm_tc_smem_bytes(TcTile::t32x32, DType::f16) == Smem<__half, Shape32x32>::kBytes);
+static_assert(kStages == kTcStages && kSliceBytes == kTcSliceBytes && kStageLd == kTcStageLd);
 
 TcGemmVariant choose_gemm_tc_variant(const TcGemmParams& p, int num_sms, const TcTile* only_tile, bool allow_split) {
   DeviceCaps caps;
@@ -441,97 +403,12 @@ TcGemmVariant choose_gemm_tc_variant(const TcGemmParams& p, int num_sms, const T
 
 TcGemmVariant choose_gemm_tc_variant(const TcGemmParams& p, const DeviceCaps& caps, const TcTile* only_tile,
                                      bool allow_split) {
-  // The best single-pass and the best split variant; a split must win clearly (its extra pass is certain).
-  TcGemmVariant best, best_split;
-  best.vec = best_split.vec = gemm_tc_vec_ok(p);
-  double best_cost = INFINITY, split_cost = INFINITY;
-  const bool can_split = allow_split || p.workspace != nullptr;
-  const double sms = std::max(1, caps.num_sms);
-  const double bytes_per_cycle = caps.dram_bytes_per_sm_cycle > 0 ? caps.dram_bytes_per_sm_cycle : kBytesPerSmCycle;
-  const int in_bytes = dtype_bytes(p.in_type), out_bytes = dtype_bytes(p.out_type);
-  const int bk = kSliceBytes / in_bytes;
-  // TF32 runs at half the half-precision tensor-core rate.
-  const double mac_rate = p.in_type == DType::f16 ? kMacPerSmCycleF16 : kMacPerSmCycleF16 / 2;
-  for (const TileInfo& tile_info : kTiles) {
-    if (only_tile != nullptr && tile_info.tile != *only_tile) continue;
-    TileInfo t = tile_info;
-    // Shared memory decides what fits this GPU at all and how many blocks share a multiprocessor (the table's
-    // figure is the H200's, where registers may bind first; 1 KB per block is the runtime's reservation).
-    const int64_t smem = gemm_tc_smem_bytes(t.tile, p.in_type);
-    if (smem > caps.smem_per_block_optin) {
-      if (only_tile != nullptr)
-        throw Error(std::string("gemm_tc: tile ") + to_string(t.tile) + " needs " + std::to_string(smem) +
-                    " bytes of shared memory per block; this GPU allows " + std::to_string(caps.smem_per_block_optin));
-      continue;
-    }
-    const int64_t by_smem = caps.smem_per_sm / (smem + 1024);
-    const int64_t by_threads = caps.max_threads_per_sm / t.threads;
-    t.blocks_per_sm = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({t.blocks_per_sm, by_smem, by_threads})));
-    const int64_t tiles = ceil_div(p.m, t.bm) * ceil_div(p.n, t.bn);
-    for (int splits = 1; splits <= (can_split ? kMaxSplits : 1); ++splits) {
-      const int k_chunk = split_k_chunk(p.k, splits, bk);
-      if (splits > 1 && (k_chunk < kMinSplitSlices * bk || ceil_div(p.k, k_chunk) != splits)) continue;
-      const int64_t blocks = tiles * splits;
-      const double waves = std::ceil(static_cast<double>(blocks) / (sms * t.blocks_per_sm));
-      const double per_sm = std::min<double>(t.blocks_per_sm, std::ceil(static_cast<double>(blocks) / sms));
-      // One slice of one wave: copy latency, then the larger of the blocks' tensor-core work and their operand
-      // bytes; then the epilogue's output (and residual) bytes, or the partial sums of a split.
-      const double mma = per_sm * t.bm * t.bn * bk / (mac_rate * t.efficiency);
-      const double bytes = per_sm * (t.bm + t.bn) * bk * in_bytes / bytes_per_cycle;
-      // The epilogue runs through each warp's staging area one fragment at a time: a tile whose warps own 8
-      // fragments stores at about half the rate of one with 1 (fitted to every 1x1 convolution of
-      // MobileNetV2 at batch 256 in fp16 with each tile forced, H200, run 6: the shallow expansions
-      // (k = 16..32), which are all epilogue, ran 25-40% faster in the 4-fragment tiles than in the 8).
-      const double epilogue = per_sm * t.bm * t.bn *
-                              (splits > 1 ? 4.0 : out_bytes * (p.residual != nullptr ? 2.0 : 1.0)) / bytes_per_cycle *
-                              (1.0 + t.fragments_per_warp / 8.0);
-      const double reduce = splits > 1 ? kReduceLaunchCycles + 4.0 * splits * p.m * p.n / kReduceBytesPerCycle : 0.0;
-      const double cost = waves * (ceil_div(k_chunk, bk) * (kSliceCycles + std::max(mma, bytes)) + epilogue) + reduce;
-      TcGemmVariant& b = splits > 1 ? best_split : best;
-      double& b_cost = splits > 1 ? split_cost : best_cost;
-      if (cost < b_cost) {
-        b_cost = cost;
-        b.tile = t.tile;
-        b.splits = splits;
-      }
-    }
-  }
-  return split_cost < kSplitMargin * best_cost ? best_split : best;
+  const TcGemmShape s{p.m, p.n, p.k, p.in_type, p.out_type, p.residual != nullptr, gemm_tc_vec_ok(p)};
+  return choose_gemm_tc_variant(s, caps, only_tile, allow_split || p.workspace != nullptr);
 }
 
 int64_t gemm_tc_workspace_floats(const TcGemmParams& p, const TcGemmVariant& v) {
-  return v.splits > 1 ? static_cast<int64_t>(v.splits) * p.m * p.n : 0;
-}
-
-const char* to_string(TcTile tile) {
-  switch (tile) {
-    case TcTile::t128x128:
-      return "128x128";
-    case TcTile::t128x64:
-      return "128x64";
-    case TcTile::t64x64:
-      return "64x64";
-    case TcTile::t128x32:
-      return "128x32";
-    case TcTile::t32x32:
-      return "32x32";
-  }
-  return "?";
-}
-
-bool parse_tc_tile(const std::string& text, TcTile* tile) {
-  for (const TileInfo& t : kTiles) {
-    if (text == to_string(t.tile)) {
-      *tile = t.tile;
-      return true;
-    }
-  }
-  return false;
-}
-
-std::string to_string(const TcGemmVariant& v, DType in_type) {
-  return std::string("gemm ") + (in_type == DType::f16 ? "tc-fp16 " : "tc-tf32 ") + to_string(v.tile) +
-         (v.vec ? " vec" : " scalar") + (v.splits > 1 ? " splitk" + std::to_string(v.splits) : std::string());
+  return gemm_tc_workspace_floats(p.m, p.n, v);
 }
 
 void launch_gemm_tc(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t stream) {

@@ -34,51 +34,17 @@ struct TcGemmParams {
   float* workspace = nullptr;      // split-K partial sums, gemm_tc_workspace_floats(); null: no split variants
 };
 
-// Block tile (rows x columns of C per block); every tile has 4 warps but 128x128 (8), each warp owning a
-// 16x16-fragment grid of the tile. The k slice is 64 bytes of operand per row (32 halves, 16 floats),
-// three slices in flight (cp.async).
-enum class TcTile {
-  t128x128,  // large M and N (expansions to 576..1280 channels at large batches)
-  t128x64,
-  t64x64,
-  t128x32,  // few output channels (16..32) over many pixels
-  t32x32,   // small problems (7x7 maps at batch 1): the most blocks
-};
-
-struct TcGemmVariant {
-  TcTile tile = TcTile::t64x64;
-  // 16-byte cp.async copies of the operands and 16-byte epilogue accesses: needs k, n and every leading
-  // dimension a multiple of 16 bytes' worth of elements and 16-byte aligned pointers (gemm_tc_vec_ok); else
-  // element-wise loads and stores (any shape).
-  bool vec = false;
-  // Split-K: the k range cut into `splits` whole-slice pieces computed by separate blocks (grid.z), each
-  // writing float32 partial sums to the workspace; a second kernel adds them in split order (deterministic)
-  // and applies the epilogue. For small M (7x7 maps at batch 1, the classifier), where a single pass has too
-  // few blocks and too long a k loop.
-  int splits = 1;
-};
-
 bool gemm_tc_vec_ok(const TcGemmParams& p);
 
-// The tile and split by a cost model (waves of blocks x k slices against the tile's efficiency, plus the
-// reduction pass of a split); vec whenever allowed. Split variants only where p.workspace is set or
-// allow_split (the caller provides one later). only_tile restricts the choice to one tile. Tiles whose shared
-// memory exceeds caps.smem_per_block_optin are never chosen (an only_tile that does not fit throws Error); the
-// resident blocks per multiprocessor and the bandwidth follow `caps`. The num_sms form assumes the H200's caps.
+// tiles.h's chooser for these operands (vec whenever gemm_tc_vec_ok; split variants only where p.workspace is
+// set or allow_split). The num_sms form assumes the H200's other figures.
 TcGemmVariant choose_gemm_tc_variant(const TcGemmParams& p, const DeviceCaps& caps, const TcTile* only_tile = nullptr,
                                      bool allow_split = false);
 TcGemmVariant choose_gemm_tc_variant(const TcGemmParams& p, int num_sms, const TcTile* only_tile = nullptr,
                                      bool allow_split = false);
-// Dynamic shared memory of one block of `tile` with operands of `in_type`, bytes.
-int64_t gemm_tc_smem_bytes(TcTile tile, DType in_type);
 
 // Floats of workspace the variant needs (0 without split-K).
 int64_t gemm_tc_workspace_floats(const TcGemmParams& p, const TcGemmVariant& v);
-
-// "gemm tc-fp16 128x64 vec" / "gemm tc-tf32 32x32 scalar" / "gemm tc-fp16 32x32 vec splitk6"
-std::string to_string(const TcGemmVariant& v, DType in_type);
-const char* to_string(TcTile tile);
-bool parse_tc_tile(const std::string& text, TcTile* tile);  // "128x64" -> TcTile::t128x64
 
 // Throws mnv2::Error for bad parameters and when the launch fails.
 void launch_gemm_tc(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t stream);

@@ -1,0 +1,98 @@
+// What the cuda backend's per-op lowering files share: a step of the plan (mnv2/cuda_plan.h) becomes weights
+// re-laid out and uploaded, its output buffer, and the kernel launches (closures over device pointers) that
+// run it. The planner decided everything else; lowering only turns its choices into the kernels' parameters.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gpu/runtime.h"
+#include "kernels/common.cuh"
+#include "mnv2/cuda_plan.h"
+#include "mnv2/model.h"
+
+namespace mnv2::cuda_backend {
+
+namespace k = kernels;
+
+using Launch = std::function<void(cudaStream_t)>;
+
+// A layer's output on the device (or the network input). Fused-away layers have none (data == nullptr).
+struct Value {
+  void* data = nullptr;
+  Shape shape;                     // logical NCHW shape
+  bool nhwc = false;               // storage order: [n, h, w, c] instead of [n, c, h, w]
+  int64_t image_stride = 0;        // elements between images; 0: shape.per_image() (dense). Only a padded Linear
+                                   // output (its features rounded up for 16-byte accesses) differs.
+  k::DType dtype = k::DType::f32;  // element type: f16 for fp16 activations
+  int64_t stride() const { return image_stride > 0 ? image_stride : shape.per_image(); }
+  float* f32() const { return static_cast<float*>(data); }
+};
+
+// The device memory of a prepared network as lowering fills it: every allocation, the values, the workspaces
+// (allocated before any step is lowered, from the plan's sizes, so launches capture their pointers).
+class Lowering {
+ public:
+  Lowering(const Model& model, const CudaPlan& plan, std::vector<LayerStats> stats, cudaStream_t stream);
+
+  const Model& model;
+  const CudaPlan& plan;
+  const std::vector<LayerStats> stats;
+  const k::DType act;  // element type of the activations: f16 in fp16, else f32 (the network input is always f32)
+
+  Value input;                        // the network input, NCHW float32
+  void* input_nhwc = nullptr;         // its NHWC copy in the activation type, when the plan wants one
+  std::vector<Value> values;          // per layer; data == nullptr where fused away
+  float* gemm_workspace = nullptr;    // split-K partial sums, shared by every split GEMM
+  float* im2col_workspace = nullptr;  // the baseline's columns
+  int64_t weight_bytes = 0, activation_bytes = 0, workspace_bytes = 0;
+  std::vector<gpu::DeviceBuffer> buffers;  // every weight, activation and workspace allocation
+
+  const Layer& layer(int i) const { return model.layers[static_cast<size_t>(i)]; }
+  const Shape& out_shape(int i) const { return stats[static_cast<size_t>(i)].output; }
+  const Shape& shape_of(int j) const { return j == kNetworkInput ? input.shape : out_shape(j); }
+  // What a fast-path kernel reads for input j: NHWC of the activation type (the input's copy for the network
+  // input).
+  const void* nhwc_input(int j) const { return j == kNetworkInput ? input_nhwc : values[static_cast<size_t>(j)].data; }
+  // What a step reads for input j in its own layout: the fast path's NHWC values, or the baseline's NCHW ones.
+  const void* step_input(const CudaStep& step, int j) const {
+    if (step.reads_input_copy && j == kNetworkInput) return input_nhwc;
+    return j == kNetworkInput ? input.data : values[static_cast<size_t>(j)].data;
+  }
+
+  void* allocate_bytes(int64_t bytes, int64_t* counter);
+  float* allocate(int64_t floats, int64_t* counter);
+  // An activation of `dtype`, poisoned (every element reads NaN, in both types): an element no kernel wrote
+  // shows up at once in a diff instead of passing as a stale or zero value.
+  void* new_activation(const Shape& shape, k::DType dtype);
+  const float* upload(const std::vector<float>& host);
+  // GEMM weights in the mode's operand type: half in fp16 (rounded to nearest on the host), else float32.
+  const void* upload_gemm_weights(const std::vector<float>& host);
+  const float* upload_bias(const Layer& l) { return l.bias.empty() ? nullptr : upload(l.bias); }
+
+ private:
+  cudaStream_t stream_;
+};
+
+k::Clip clip_of(const Layer& l);
+int checked_int(int64_t v, const std::string& what);
+
+// The per-op lowerings; each appends its launches to `launches` (the step's output is already allocated).
+void lower_direct_conv(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);       // lower_conv.cpp
+void lower_depthwise_conv(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);    // lower_depthwise.cpp
+void lower_expand_depthwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);  // lower_depthwise.cpp
+void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);         // lower_gemm.cpp
+void lower_linear(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);            // lower_gemm.cpp
+void lower_im2col_gemm(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);       // lower_gemm.cpp
+void lower_clip(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);  // lower_elementwise.cpp
+void lower_add(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);   // lower_elementwise.cpp
+void lower_pool(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);  // lower_pool.cpp
+
+// Allocates the step's output and dispatches to its op's lowering.
+void lower_step(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);
+
+}  // namespace mnv2::cuda_backend

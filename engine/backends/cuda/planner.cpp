@@ -1,0 +1,730 @@
+// The cuda backend's fusion planner (mnv2/cuda_plan.h): topology + options + GPU properties -> execution steps
+// as plain data. No CUDA here: it is part of the core engine library, so it runs (and is tested) without a
+// GPU; the tile choosers it calls are the kernels' own host-only cost models (kernels/tiles.h).
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "backends/layer_checks.h"  // layer_label
+#include "kernels/tiles.h"
+#include "mnv2/cuda_plan.h"
+#include "mnv2/error.h"
+
+namespace mnv2 {
+
+GpuProperties GpuProperties::t4() {
+  GpuProperties g;
+  g.name = "Tesla T4";
+  g.cc_major = 7;
+  g.cc_minor = 5;
+  g.sm_count = 40;
+  g.smem_per_block_optin = 64 * 1024;
+  g.smem_per_sm = 64 * 1024;
+  g.regs_per_sm = 64 * 1024;
+  g.max_threads_per_sm = 1024;
+  g.max_blocks_per_sm = 16;
+  g.memory_clock_khz = 5001000;  // GDDR6, 256-bit: 320 GB/s
+  g.memory_bus_bits = 256;
+  g.sm_clock_khz = 1590000;
+  return g;
+}
+
+GpuProperties GpuProperties::a100() {
+  GpuProperties g;
+  g.name = "NVIDIA A100-SXM4-40GB";
+  g.cc_major = 8;
+  g.cc_minor = 0;
+  g.sm_count = 108;
+  g.smem_per_block_optin = 163 * 1024;
+  g.smem_per_sm = 164 * 1024;
+  g.regs_per_sm = 64 * 1024;
+  g.max_threads_per_sm = 2048;
+  g.max_blocks_per_sm = 32;
+  g.memory_clock_khz = 1215000;  // HBM2, 5120-bit: 1.56 TB/s
+  g.memory_bus_bits = 5120;
+  g.sm_clock_khz = 1410000;
+  return g;
+}
+
+GpuProperties GpuProperties::rtx4090() {
+  GpuProperties g;
+  g.name = "NVIDIA GeForce RTX 4090";
+  g.cc_major = 8;
+  g.cc_minor = 9;
+  g.sm_count = 128;
+  g.smem_per_block_optin = 99 * 1024;
+  g.smem_per_sm = 100 * 1024;
+  g.regs_per_sm = 64 * 1024;
+  g.max_threads_per_sm = 1536;
+  g.max_blocks_per_sm = 24;
+  g.memory_clock_khz = 10501000;  // GDDR6X, 384-bit: 1.01 TB/s
+  g.memory_bus_bits = 384;
+  g.sm_clock_khz = 2520000;
+  return g;
+}
+
+GpuProperties GpuProperties::h200() {
+  GpuProperties g;
+  g.name = "NVIDIA H200";
+  g.cc_major = 9;
+  g.cc_minor = 0;
+  g.sm_count = 132;
+  g.smem_per_block_optin = 227 * 1024;
+  g.smem_per_sm = 228 * 1024;
+  g.regs_per_sm = 64 * 1024;
+  g.max_threads_per_sm = 2048;
+  g.max_blocks_per_sm = 32;
+  // HBM3e, 6144-bit, 3125 MHz: the 4.8 TB/s of the datasheet. With it this preset's plan equals the one the backend
+  // made from the real H200's attributes for batch 1/64/256 in fp32, tf32 and fp16 (device run of 2026-11-23);
+  // the TC cost model's bandwidth term is sensitive here: 3201 MHz or 2619 MHz each change a tile or a split.
+  g.memory_clock_khz = 3125000;
+  g.memory_bus_bits = 6144;
+  g.sm_clock_khz = 1980000;
+  return g;
+}
+
+const char* to_string(CudaKernel k) {
+  switch (k) {
+    case CudaKernel::direct_conv:
+      return "direct_conv";
+    case CudaKernel::depthwise_conv:
+      return "depthwise_conv";
+    case CudaKernel::pointwise_gemm:
+      return "pointwise_gemm";
+    case CudaKernel::pointwise_tc:
+      return "pointwise_tc";
+    case CudaKernel::expand_depthwise:
+      return "expand_depthwise";
+    case CudaKernel::im2col_gemm:
+      return "im2col_gemm";
+    case CudaKernel::clip:
+      return "clip";
+    case CudaKernel::add:
+      return "add";
+    case CudaKernel::avg_pool:
+      return "avg_pool";
+    case CudaKernel::linear_gemm:
+      return "linear_gemm";
+    case CudaKernel::linear_tc:
+      return "linear_tc";
+  }
+  return "?";
+}
+
+std::string tf32_refusal(const GpuProperties& gpu) {
+  const std::string what =
+      gpu.name + " (compute capability " + std::to_string(gpu.cc_major) + "." + std::to_string(gpu.cc_minor) + ")";
+  if (gpu.cc_major < 8)
+    return "tf32 needs TF32 tensor cores (compute capability 8.0, Ampere, or newer); " + what + " has none";
+  if (gpu.effective_code_arch() < 80)
+    return "tf32 needs kernels compiled for compute_80 or newer; on " + what + " this build runs compute_" +
+           std::to_string(gpu.effective_code_arch()) + " code";
+  return "";
+}
+
+namespace {
+
+namespace k = kernels;
+
+// The baseline's im2col columns for one launch stay under this many floats (1 GiB); larger batches are
+// unfolded a chunk of images at a time.
+constexpr int64_t kMaxColumnFloats = int64_t{1} << 28;
+// The GEMM's grid.z limit: the baseline's image chunks times groups stay within it.
+constexpr int kMaxGemmBatch = 65535;
+// Below this many input channels the expansion does too little arithmetic per byte to hide its expanded
+// map's round trip through device memory (block1..6 of MobileNetV2: 16..32 channels); below this many
+// pixels (batch x map) the two steps are launch- and latency-bound (14x14 and 7x7 maps at small batches).
+constexpr int kFuseMaxMemoryBoundChannels = 32;
+constexpr int64_t kFuseMaxLatencyBoundPixels = 1024;
+
+bool worth_fusing_expand_dw(int in_channels, int64_t pixels) {
+  return in_channels <= kFuseMaxMemoryBoundChannels || pixels <= kFuseMaxLatencyBoundPixels;
+}
+
+std::string format_number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
+bool is_clip(const Layer& l) { return l.kind == LayerKind::ReLU6 || l.kind == LayerKind::ReLU; }
+
+std::string describe_clip(const Layer* clip) {
+  return clip != nullptr ? " +clip[" + format_number(clip->clip_min) + "," + format_number(clip->clip_max) + "]"
+                         : std::string();
+}
+
+int checked_int(int64_t v, const std::string& what) {
+  if (v < 0 || v > 0x7fffffff) throw Error(what + " (" + std::to_string(v) + ") exceeds the kernels' 32-bit range");
+  return static_cast<int>(v);
+}
+
+k::DeviceCaps caps_of(const GpuProperties& g) {
+  k::DeviceCaps c;
+  c.num_sms = g.sm_count;
+  c.smem_per_block_optin = g.smem_per_block_optin;
+  c.smem_per_sm = g.smem_per_sm;
+  c.max_threads_per_sm = g.max_threads_per_sm;
+  c.max_blocks_per_sm = g.max_blocks_per_sm;
+  c.regs_per_sm = g.regs_per_sm;
+  c.dram_bytes_per_sm_cycle =
+      k::dram_bytes_per_sm_cycle(g.memory_clock_khz, g.memory_bus_bits, g.sm_clock_khz, g.sm_count);
+  return c;
+}
+
+// What a planned layer's output looks like on the device (the lowering allocates it so).
+struct PlannedValue {
+  bool materialised = false;  // false: fused away
+  bool nhwc = false;
+  bool half = false;
+  int64_t stride = 0;  // elements between images (a padded Linear output differs from per_image)
+};
+
+class Planner {
+ public:
+  Planner(const Model& model, const PrepareConfig& config, const GpuProperties& gpu)
+      : model_(model), gpu_(gpu), caps_(caps_of(gpu)), fast_(config.cuda.variant == CudaOptions::Variant::fast) {
+    plan_.gpu = gpu;
+    plan_.config = config;
+    half_ = config.precision == Precision::fp16;
+    reduced_ = config.precision != Precision::fp32;
+    if (!config.cuda.gemm_tile.empty()) {
+      k::GemmTile tile{};
+      if (!k::parse_gemm_tile(config.cuda.gemm_tile, &tile))
+        throw UsageError("cuda: GEMM tile must be one of 128x128, 128x64, 64x64, 128x32, 32x32, got '" +
+                         config.cuda.gemm_tile + "'");
+      forced_tile_ = tile;
+      has_forced_tile_ = true;
+      // The tensor-core GEMM has no 32x32k32: there its cost model chooses.
+      has_forced_tc_tile_ = k::parse_tc_tile(config.cuda.gemm_tile, &forced_tc_tile_);
+    }
+  }
+
+  CudaPlan run() {
+    const PrepareConfig& config = plan_.config;
+    if (config.precision != Precision::fp32 && !fast_)
+      throw UsageError(std::string("cuda: precision ") + to_string(config.precision) +
+                       " needs the fast variant; the baseline variant runs strict fp32 only (FFMA, no TF32)");
+    if (config.batch < 1 || config.height < 1 || config.width < 1)
+      throw UsageError("cuda: batch, height and width must be positive (got batch " + std::to_string(config.batch) +
+                       ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");
+    if (config.precision == Precision::tf32)
+      if (const std::string why = tf32_refusal(gpu_); !why.empty())
+        throw Error("cuda: " + why + " (fp32 and fp16 run here)");
+    const size_t n = model_.layers.size();
+    if (n == 0) throw Error("cuda: the model has no layers");
+    stats_ = analyse(model_, config.batch, config.height, config.width);
+    if (stats_.size() != n)
+      throw Error("cuda: analyse() returned a shape for " + std::to_string(stats_.size()) + " of " + std::to_string(n) +
+                  " layers");
+    input_shape_ = Shape{config.batch, model_.input_channels, config.height, config.width};
+    for (size_t i = 0; i < n; ++i)
+      for (int j : model_.layers[i].inputs)
+        if (j != kNetworkInput && (j < 0 || j >= static_cast<int>(i)))
+          throw Error("cuda: " + layer_label(model_.layers[i]) + " reads layer " + std::to_string(j) +
+                      ", which does not come before it");
+    values_.assign(n, PlannedValue{});
+    readers_.assign(n, 0);
+    for (const Layer& l : model_.layers)
+      for (int j : l.inputs)
+        if (j >= 0) ++readers_[static_cast<size_t>(j)];
+    if (fast_) {
+      plan_fast();
+    } else {
+      plan_baseline();
+    }
+    if (!values_.back().materialised) throw Error("cuda: the last layer's output is not materialised");
+    return std::move(plan_);
+  }
+
+ private:
+  const Layer& at(int i) const { return model_.layers[static_cast<size_t>(i)]; }
+  const Shape& out_shape(int i) const { return stats_[static_cast<size_t>(i)].output; }
+  const Shape& shape_of(int j) const { return j == kNetworkInput ? input_shape_ : out_shape(j); }
+  int n() const { return static_cast<int>(model_.layers.size()); }
+  bool conv_half() const { return half_; }
+  std::string ffma_note() const { return reduced_ ? " (fp32 FFMA)" : std::string(); }
+
+  void set_output(CudaStep& step, int layer, bool nhwc, bool half_storage, int64_t stride = 0) {
+    step.output_layer = layer;
+    step.nhwc_output = nhwc;
+    step.half_output = half_storage;
+    values_[static_cast<size_t>(layer)] =
+        PlannedValue{true, nhwc, half_storage, stride > 0 ? stride : out_shape(layer).per_image()};
+  }
+
+  // ---- the tile choices -----------------------------------------------------------------------------------
+
+  k::GemmVariant gemm(const k::GemmShape& s) {
+    const k::GemmVariant v = k::choose_gemm_variant(s, caps_, s.batch == 1, has_forced_tile_ ? &forced_tile_ : nullptr);
+    plan_.gemm_workspace_floats = std::max(plan_.gemm_workspace_floats, k::gemm_workspace_floats(s.m, s.n, v));
+    return v;
+  }
+  k::TcGemmVariant gemm_tc(const k::TcGemmShape& s) {
+    const k::TcGemmVariant v =
+        k::choose_gemm_tc_variant(s, caps_, has_forced_tc_tile_ ? &forced_tc_tile_ : nullptr, /*allow_split=*/true);
+    plan_.gemm_workspace_floats = std::max(plan_.gemm_workspace_floats, k::gemm_tc_workspace_floats(s.m, s.n, v));
+    return v;
+  }
+  static void record(CudaLaunchChoice& c, const k::GemmVariant& v) {
+    c.tile = k::to_string(v.tile);
+    c.vec = v.vec4;
+    c.splits = v.splits;
+  }
+  // Below compute_80 the tensor-core GEMM has no cp.async: its stages are filled through registers.
+  std::string tc_note() const { return gpu_.effective_code_arch() < 80 ? " (no cp.async below sm_80)" : ""; }
+  std::string tc_string(const k::TcGemmVariant& v, k::DType in_type) const {
+    return k::to_string(v, in_type) + tc_note();
+  }
+  static void record(CudaLaunchChoice& c, const k::TcGemmVariant& v) {
+    c.tile = k::to_string(v.tile);
+    c.vec = v.vec;
+    c.splits = v.splits;
+  }
+
+  // ---- fast: NHWC, fused epilogues ------------------------------------------------------------------------
+
+  void plan_fast() {
+    const k::DType act = half_ ? k::DType::f16 : k::DType::f32;
+    // Clip and add layers read NHWC; if one reads the network input itself, the first step transposes it
+    // (into the activation type). In fp16 the pool and the Linear layer read that half copy too: their GEMM
+    // and kernels take the activation type only.
+    for (const Layer& l : model_.layers) {
+      const bool reads_input = std::find(l.inputs.begin(), l.inputs.end(), kNetworkInput) != l.inputs.end();
+      const bool typed_reader =
+          act != k::DType::f32 && (l.kind == LayerKind::GlobalAveragePool || l.kind == LayerKind::Linear);
+      if (reads_input && (is_clip(l) || l.kind == LayerKind::ResidualAdd || typed_reader)) plan_.input_nhwc_copy = true;
+    }
+    const bool fuse = plan_.config.cuda.fusion == CudaOptions::Fusion::expand_dw;
+    for (int i = 0; i < n();) {
+      const Layer& layer = at(i);
+      CudaStep step;
+      int last = i;
+      try {
+        switch (layer.kind) {
+          case LayerKind::Conv2d:
+            // The fused expansion + depthwise kernel is float32 FFMA only: the reduced modes keep two steps.
+            last = fuse && !reduced_ ? plan_expand_depthwise(i, step) : -1;
+            if (last < 0) last = plan_fast_conv(i, step);
+            if (fuse && reduced_ && step.variant.rfind("gemm", 0) == 0)
+              step.variant +=
+                  std::string(" (fusion expand_dw: fp32 only, not fused in ") + to_string(plan_.config.precision) + ")";
+            break;
+          case LayerKind::ReLU6:
+          case LayerKind::ReLU:
+            plan_clip(i, step);
+            break;
+          case LayerKind::ResidualAdd:
+            plan_add(i, step);
+            break;
+          case LayerKind::GlobalAveragePool:
+            plan_pool(i, step);
+            break;
+          case LayerKind::Linear:
+            plan_linear(i, step);
+            break;
+        }
+      } catch (const Error& e) {
+        throw Error("cuda: " + layer_label(layer) + ": " + e.what());
+      }
+      for (int l = i; l <= last; ++l) {
+        step.layers.push_back(l);
+        step.name += (l == i ? "" : " + ") + std::string(to_string(at(l).kind)) + " " + std::to_string(l);
+      }
+      step.half = half_;
+      step.variant = "fast: " + step.variant;
+      plan_.steps.push_back(std::move(step));
+      i = last + 1;
+    }
+    if (plan_.input_nhwc_copy) {
+      const std::string note = half_ ? "input nchw->nhwc half transpose; " : "input nchw->nhwc transpose; ";
+      std::string& v = plan_.steps.front().variant;
+      v = "fast: " + note + v.substr(6);
+    }
+  }
+
+  // Expansion 1x1 (i) + clip + depthwise 3x3 + clip as one kernel when the pattern is there, each
+  // intermediate has no other reader and fusing pays (worth_fusing_expand_dw); returns the last covered
+  // layer, or -1 (nothing planned) otherwise.
+  int plan_expand_depthwise(int i, CudaStep& step) {
+    auto only_reader = [&](int j, int of) {
+      return at(j).inputs == std::vector<int>{of} && readers_[static_cast<size_t>(of)] == 1;
+    };
+    if (i + 2 >= n()) return -1;
+    const Layer& expand = at(i);
+    const ConvParams& ec = expand.conv;
+    const int in = expand.inputs.at(0);
+    if (in == kNetworkInput || !ec.pointwise() || ec.stride_h != 1 || ec.stride_w != 1 || ec.pad_top != 0 ||
+        ec.pad_left != 0 || ec.pad_bottom != 0 || ec.pad_right != 0)
+      return -1;
+    if (!is_clip(at(i + 1)) || !only_reader(i + 1, i)) return -1;
+    const Layer& dw = at(i + 2);
+    const ConvParams& dc = dw.conv;
+    if (dw.kind != LayerKind::Conv2d || !only_reader(i + 2, i + 1) || !dc.depthwise() || dc.kernel_h != 3 ||
+        dc.kernel_w != 3 || dc.dilation_h != 1 || dc.dilation_w != 1 || dc.in_channels != ec.out_channels)
+      return -1;
+    const bool dw_clip = i + 3 < n() && is_clip(at(i + 3)) && only_reader(i + 3, i + 2);
+    const int last = dw_clip ? i + 3 : i + 2;
+    const Shape& xs = shape_of(in);
+    const Shape& ys = out_shape(i + 2);
+    if (xs.c != ec.in_channels) return -1;
+
+    k::ExpandDepthwiseShape s;
+    s.in_channels = ec.in_channels;
+    s.expanded = ec.out_channels;
+    s.in_h = checked_int(xs.h, "input height");
+    s.in_w = checked_int(xs.w, "input width");
+    s.out_h = checked_int(ys.h, "output height");
+    s.out_w = checked_int(ys.w, "output width");
+    s.stride_h = dc.stride_h;
+    s.stride_w = dc.stride_w;
+    s.pad_top = dc.pad_top;
+    s.pad_left = dc.pad_left;
+    std::string why_not;
+    const k::ExpandDepthwiseVariant v = k::choose_expand_depthwise_variant(s, &why_not, gpu_.smem_per_block_optin);
+    if (!why_not.empty() || !worth_fusing_expand_dw(s.in_channels, xs.n * xs.h * xs.w)) return -1;
+
+    step.kernel = CudaKernel::expand_depthwise;
+    step.clip_layer = i + 1;
+    step.dw_clip_layer = dw_clip ? i + 3 : -1;
+    step.launch.tile = std::to_string(v.tile_h) + "x" + std::to_string(v.tile_w);
+    step.launch.tile_h = v.tile_h;
+    step.launch.tile_w = v.tile_w;
+    set_output(step, last, true, false);
+    char recompute[64];
+    std::snprintf(recompute, sizeof recompute, "; expansion x%.2f for tile halos",
+                  k::expand_depthwise_recompute_factor(s, v));
+    step.variant = k::to_string(v) + " (expanded map in shared memory only" + recompute + ")" +
+                   (expand.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 1)) +
+                   (dw.bias.empty() ? "" : " +bias") + describe_clip(dw_clip ? &at(i + 3) : nullptr);
+    return last;
+  }
+
+  // Convolution i and the layers fused into it; returns the last covered layer.
+  int plan_fast_conv(int i, CudaStep& step) {
+    const Layer& layer = at(i);
+    const ConvParams& c = layer.conv;
+    const int in = layer.inputs.at(0);
+    const Shape& xs = shape_of(in);
+    const Shape& ys = out_shape(i);
+    if (xs.c != c.in_channels)
+      throw Error("input has " + std::to_string(xs.c) + " channels, expected " + std::to_string(c.in_channels));
+
+    if (in == kNetworkInput) {
+      step.kernel = CudaKernel::direct_conv;  // reads the NCHW network input itself: no separate layout pass
+    } else if (c.depthwise() && c.kernel_h == 3 && c.kernel_w == 3 && c.dilation_h == 1 && c.dilation_w == 1) {
+      step.kernel = CudaKernel::depthwise_conv;
+    } else if (c.pointwise() && c.stride_h == 1 && c.stride_w == 1 && c.pad_top == 0 && c.pad_left == 0 &&
+               c.pad_bottom == 0 && c.pad_right == 0) {
+      step.kernel = reduced_ ? CudaKernel::pointwise_tc : CudaKernel::pointwise_gemm;
+    } else {
+      step.kernel = CudaKernel::direct_conv;
+    }
+    const bool pointwise = step.kernel == CudaKernel::pointwise_gemm || step.kernel == CudaKernel::pointwise_tc;
+
+    // Epilogue fusion: the clip right after, when it is the convolution's only reader; then, for the GEMM,
+    // the residual add right after, when it is the only reader and its other operand is already computed.
+    int last = i;
+    if (i + 1 < n() && is_clip(at(i + 1)) && at(i + 1).inputs == std::vector<int>{i} &&
+        readers_[static_cast<size_t>(i)] == 1) {
+      step.clip_layer = i + 1;
+      last = i + 1;
+    }
+    if (pointwise && last + 1 < n() && readers_[static_cast<size_t>(last)] == 1) {
+      const Layer& add = at(last + 1);
+      if (add.kind == LayerKind::ResidualAdd && add.inputs.size() == 2 &&
+          (add.inputs[0] == last) != (add.inputs[1] == last)) {
+        const int other = add.inputs[0] == last ? add.inputs[1] : add.inputs[0];
+        if (other >= 0) {
+          const PlannedValue& r = values_[static_cast<size_t>(other)];
+          if (r.materialised && r.nhwc && r.half == half_ && r.stride == ys.per_image() && shape_of(other) == ys) {
+            step.residual = other;
+            last = last + 1;
+          }
+        }
+      }
+    }
+    set_output(step, last, true, half_);
+    const std::string extras = std::string(layer.bias.empty() ? "" : " +bias") +
+                               describe_clip(step.clip_layer >= 0 ? &at(step.clip_layer) : nullptr) +
+                               (step.residual >= 0 ? " +residual" : "");
+    const k::DType act = half_ ? k::DType::f16 : k::DType::f32;
+
+    switch (step.kernel) {
+      case CudaKernel::depthwise_conv: {
+        k::DepthwiseShape s;
+        s.batch = plan_.config.batch;
+        s.channels = c.in_channels;
+        s.out_h = checked_int(ys.h, "output height");
+        s.out_w = checked_int(ys.w, "output width");
+        checked_int(xs.h, "input height");
+        checked_int(xs.w, "input width");
+        s.stride_h = c.stride_h;
+        s.stride_w = c.stride_w;
+        s.dtype = act;
+        const k::DepthwiseVariant v = k::choose_depthwise_variant(s, gpu_.sm_count);
+        step.launch.vec_width = v.vec;
+        step.launch.cols = v.cols;
+        step.launch.stride = v.stride;
+        step.variant = k::to_string(v) + extras + ffma_note();
+        break;
+      }
+      case CudaKernel::pointwise_tc: {
+        k::TcGemmShape s;
+        s.m = checked_int(ys.n * ys.h * ys.w, "output pixels");
+        s.n = c.out_channels;
+        s.k = c.in_channels;
+        s.in_type = s.out_type = act;
+        s.residual = step.residual >= 0;
+        const int per = 16 / k::dtype_bytes(act);  // elements per 16-byte access; every operand is dense
+        s.vec = s.k % per == 0 && s.n % per == 0;
+        step.tensor_cores = true;
+        const k::TcGemmVariant v = gemm_tc(s);
+        record(step.launch, v);
+        step.variant = tc_string(v, act) + extras;
+        break;
+      }
+      case CudaKernel::pointwise_gemm: {
+        const int64_t pixels = ys.n * ys.h * ys.w;
+        if (pixels < 1 || pixels > 0x7fffffff)
+          throw Error("pointwise_conv: " + std::to_string(pixels) + " pixels outside the GEMM's 1..2^31-1 rows");
+        k::GemmShape s{static_cast<int>(pixels), c.out_channels, c.in_channels, 1,
+                       c.in_channels % 4 == 0 && c.out_channels % 4 == 0};
+        const k::GemmVariant v = gemm(s);
+        record(step.launch, v);
+        step.variant = k::to_string(v) + extras;
+        break;
+      }
+      default: {  // direct
+        const bool nchw = in == kNetworkInput;
+        k::DirectConvShape s;
+        s.batch = plan_.config.batch;
+        s.in_channels = c.in_channels;
+        checked_int(xs.h, "input height");
+        checked_int(xs.w, "input width");
+        s.out_channels = c.out_channels;
+        s.out_h = checked_int(ys.h, "output height");
+        s.out_w = checked_int(ys.w, "output width");
+        s.groups = c.groups;
+        s.kernel_h = c.kernel_h;
+        s.kernel_w = c.kernel_w;
+        const k::DirectConvVariant v = k::choose_direct_conv_variant(s, gpu_.sm_count);
+        step.launch.co = v.co;
+        step.launch.taps27 = v.taps27;
+        step.variant = k::to_string(v, nchw ? k::Layout::nchw : k::Layout::nhwc, act) + extras + ffma_note();
+        break;
+      }
+    }
+    return last;
+  }
+
+  void plan_clip(int i, CudaStep& step) {
+    const int in = at(i).inputs.at(0);
+    const Shape& ys = out_shape(i);
+    if (!(shape_of(in) == ys)) throw Error("output " + ys.str() + " differs from input " + shape_of(in).str());
+    step.kernel = CudaKernel::clip;
+    step.reads_input_copy = fast_ && in == kNetworkInput;
+    set_output(step, i, fast_, half_);
+    step.variant = std::string(half_ ? "clip half[" : "clip[") + format_number(at(i).clip_min) + "," +
+                   format_number(at(i).clip_max) + "]";
+  }
+
+  void plan_add(int i, CudaStep& step) {
+    const Shape& ys = out_shape(i);
+    const int a = at(i).inputs.at(0), b = at(i).inputs.at(1);
+    if (!(shape_of(a) == ys) || !(shape_of(b) == ys))
+      throw Error("adds " + shape_of(a).str() + " and " + shape_of(b).str() + " into " + ys.str());
+    step.kernel = CudaKernel::add;
+    step.reads_input_copy = fast_ && (a == kNetworkInput || b == kNetworkInput);
+    set_output(step, i, fast_, half_);
+    step.variant = half_ ? "add half" : "add";
+  }
+
+  void plan_pool(int i, CudaStep& step) {
+    const int in = at(i).inputs.at(0);
+    const Shape& xs = shape_of(in);
+    const Shape& ys = out_shape(i);
+    if (!(ys == Shape{xs.n, xs.c, 1, 1})) throw Error("pools " + xs.str() + " into " + ys.str());
+    checked_int(xs.n, "batch");
+    checked_int(xs.c, "channels");
+    step.kernel = CudaKernel::avg_pool;
+    // The fast path reads NHWC maps, except the network input, which stays NCHW float32 (in fp16 its half NHWC
+    // copy is read instead).
+    step.reads_input_copy = fast_ && in == kNetworkInput && half_;
+    const bool nhwc = fast_ && (in != kNetworkInput || step.reads_input_copy);
+    set_output(step, i, fast_, half_);
+    step.variant = std::string("avgpool ") + (nhwc ? "nhwc" : "nchw") + (half_ ? " half (fp32 sum)" : "");
+  }
+
+  // Linear: logits[batch, out] = x[batch, in] * W^T + b as the GEMM with B = W^T [in, out]. An NHWC input
+  // with a map larger than 1x1 flattens in (h, w, c) order, so W's columns are permuted to match.
+  void plan_linear(int i, CudaStep& step) {
+    const Layer& layer = at(i);
+    const int in = layer.inputs.at(0);
+    const Shape& xs = shape_of(in);
+    const Shape& ys = out_shape(i);
+    const int K = layer.in_features, O = layer.out_features;
+    const int batch = plan_.config.batch;
+    if (xs.per_image() != K) throw Error("input " + xs.str() + " does not hold " + std::to_string(K) + " features");
+    if (!(ys == Shape{batch, O, 1, 1}))
+      throw Error("output " + ys.str() + " is not " + std::to_string(O) + " features");
+    const k::DType act = half_ ? k::DType::f16 : k::DType::f32;
+    // In fp16 a Linear over the network input reads its half NHWC copy (the GEMM takes one operand type).
+    step.reads_input_copy = fast_ && in == kNetworkInput && half_;
+    step.permute_weights = fast_ && (in != kNetworkInput || step.reads_input_copy) && xs.h * xs.w > 1;
+    // The network's last layer (nothing reads it but the download) gets its features padded to a multiple of
+    // 16 bytes of operand (4 floats, 8 halves) with zero weights, so its GEMM takes 16-byte accesses (1001
+    // classes: 1004 or 1008); the download skips the pad.
+    const bool logits = readers_[static_cast<size_t>(i)] == 0;
+    const int align = fast_ ? 16 / k::dtype_bytes(act) : 4;
+    const int padded = logits && O % align != 0 && K % align == 0 ? (O + align - 1) / align * align : O;
+    step.padded_features = padded;
+    // The logits (a Linear layer nothing else reads) are float32 in every mode; a Linear layer that other
+    // layers read stores the activation type.
+    const bool half_out = !(logits || !fast_) && half_;
+    set_output(step, i, fast_, half_out, padded);
+    const std::string notes =
+        std::string(layer.bias.empty() ? "" : " +bias") + (step.permute_weights ? " (weights permuted to nhwc)" : "") +
+        (padded != O ? " (" + std::to_string(O) + " features padded to " + std::to_string(padded) + ")"
+                     : std::string());
+    if (fast_ && reduced_) {
+      step.kernel = CudaKernel::linear_tc;
+      step.tensor_cores = true;
+      k::TcGemmShape s;
+      s.m = batch;
+      s.n = padded;
+      s.k = K;
+      s.in_type = act;
+      s.out_type = half_out ? k::DType::f16 : k::DType::f32;
+      const int in_per = 16 / k::dtype_bytes(s.in_type), out_per = 16 / k::dtype_bytes(s.out_type);
+      s.vec = K % in_per == 0 && padded % in_per == 0 && padded % out_per == 0;
+      const k::TcGemmVariant v = gemm_tc(s);
+      record(step.launch, v);
+      step.variant = tc_string(v, act) + notes + (half_out ? "" : " -> fp32 logits");
+      return;
+    }
+    step.kernel = CudaKernel::linear_gemm;
+    const k::GemmVariant v = gemm(k::GemmShape{batch, padded, K, 1, K % 4 == 0 && padded % 4 == 0});
+    record(step.launch, v);
+    step.variant = k::to_string(v) + notes;
+  }
+
+  // ---- baseline: NCHW, one step per layer -----------------------------------------------------------------
+
+  void plan_baseline() {
+    for (int i = 0; i < n(); ++i) {
+      const Layer& layer = at(i);
+      CudaStep step;
+      try {
+        switch (layer.kind) {
+          case LayerKind::Conv2d:
+            plan_baseline_conv(i, step);
+            break;
+          case LayerKind::ReLU6:
+          case LayerKind::ReLU:
+            plan_clip(i, step);
+            break;
+          case LayerKind::ResidualAdd:
+            plan_add(i, step);
+            break;
+          case LayerKind::GlobalAveragePool:
+            plan_pool(i, step);
+            break;
+          case LayerKind::Linear:
+            plan_linear(i, step);
+            break;
+        }
+      } catch (const Error& e) {
+        throw Error("cuda: " + layer_label(layer) + ": " + e.what());
+      }
+      step.name = std::string(to_string(layer.kind)) + " " + std::to_string(i);
+      step.layers = {i};
+      step.variant = "baseline: " + step.variant;
+      plan_.steps.push_back(std::move(step));
+    }
+  }
+
+  void plan_baseline_conv(int i, CudaStep& step) {
+    const Layer& layer = at(i);
+    const ConvParams& c = layer.conv;
+    const int in = layer.inputs.at(0);
+    const Shape& xs = shape_of(in);
+    const Shape& ys = out_shape(i);
+    if (xs.c != c.in_channels)
+      throw Error("input has " + std::to_string(xs.c) + " channels, expected " + std::to_string(c.in_channels));
+    step.kernel = CudaKernel::im2col_gemm;
+    set_output(step, i, false, false);
+
+    const int groups = c.groups;
+    const int cin_g = c.in_channels / groups, cout_g = c.out_channels / groups;
+    const int64_t taps = static_cast<int64_t>(c.kernel_h) * c.kernel_w;
+    const int64_t kg = cin_g * taps;                // GEMM depth per group
+    const int64_t pixels = ys.h * ys.w;             // GEMM columns
+    const int64_t rows_all = c.in_channels * taps;  // im2col rows of one image (all groups)
+    const bool identity = c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 && c.pad_top == 0 &&
+                          c.pad_left == 0 && ys.h == xs.h && ys.w == xs.w;
+    const int batch = plan_.config.batch;
+    int chunk = batch;
+    if (!identity) chunk = static_cast<int>(std::clamp<int64_t>(kMaxColumnFloats / (rows_all * pixels), 1, chunk));
+    chunk = std::max(1, std::min(chunk, kMaxGemmBatch / groups));
+    if (groups > kMaxGemmBatch) throw Error("more than 65535 groups");
+    if (!identity) plan_.im2col_workspace_floats = std::max(plan_.im2col_workspace_floats, chunk * rows_all * pixels);
+    step.launch.images_per_launch = chunk;
+
+    // The variant is chosen for a full chunk: operands row-major with these strides, every buffer (and the
+    // columns) a cudaMalloc, so 16-byte aligned.
+    k::GemmShape s;
+    s.m = cout_g;
+    s.n = checked_int(pixels, "output pixels");
+    s.k = checked_int(kg, "GEMM depth");
+    s.batch = chunk * groups;
+    s.vec4 = kg % 4 == 0 && pixels % 4 == 0 && (cout_g * kg) % 4 == 0 && (kg * pixels) % 4 == 0 &&
+             (rows_all * pixels) % 4 == 0 && (cout_g * pixels) % 4 == 0 && (c.out_channels * pixels) % 4 == 0;
+    const k::GemmVariant v = gemm(s);
+    record(step.launch, v);
+    step.variant = (identity ? std::string("gemm (1x1, no im2col) ") : std::string("im2col + ")) + k::to_string(v) +
+                   (layer.bias.empty() ? "" : " +bias") +
+                   (chunk < batch ? " (" + std::to_string(chunk) + " images per launch)" : std::string());
+  }
+
+  const Model& model_;
+  const GpuProperties gpu_;
+  const k::DeviceCaps caps_;
+  const bool fast_;
+  bool half_ = false, reduced_ = false;
+  bool has_forced_tile_ = false, has_forced_tc_tile_ = false;
+  k::GemmTile forced_tile_{};
+  k::TcTile forced_tc_tile_{};
+  CudaPlan plan_;
+  std::vector<LayerStats> stats_;
+  Shape input_shape_;
+  std::vector<PlannedValue> values_;
+  std::vector<int> readers_;
+};
+
+}  // namespace
+
+CudaPlan plan_cuda_network(const Model& model, const PrepareConfig& config, const GpuProperties& gpu) {
+  return Planner(model, config, gpu).run();
+}
+
+std::string describe(const CudaPlan& plan) {
+  const PrepareConfig& c = plan.config;
+  std::string text = "cuda plan for " + plan.gpu.name + " (sm_" + std::to_string(plan.gpu.arch()) + ", " +
+                     std::to_string(plan.gpu.sm_count) + " SMs): batch " + std::to_string(c.batch) + ", " +
+                     std::to_string(c.height) + "x" + std::to_string(c.width) + ", " + to_string(c.precision) + ", " +
+                     to_string(c.cuda.variant) + ", fusion " + to_string(c.cuda.fusion) + ", " +
+                     std::to_string(plan.steps.size()) + " steps\n";
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const CudaStep& s = plan.steps[i];
+    char head[32];
+    std::snprintf(head, sizeof head, "%3zu  ", i);
+    text += head + s.name + "  [" + to_string(s.kernel) + "]  " + s.variant + "\n";
+  }
+  text += "workspace: split-K " + std::to_string(plan.gemm_workspace_floats * 4) + " bytes, im2col " +
+          std::to_string(plan.im2col_workspace_floats * 4) + " bytes\n";
+  return text;
+}
+
+}  // namespace mnv2

@@ -1,0 +1,114 @@
+// The cuda backend's plan: which topology layers each execution step covers, which kernel runs it, in which
+// precision and with which tile or launch shape, as plain data (no CUDA types). plan_cuda_network() makes it
+// from the model, the prepare options and a GPU's properties, without a GPU: the backend lowers it into
+// launches, the CLI can print it (describe) and the unit tests check it for GPUs this machine does not have.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mnv2/backend.h"
+#include "mnv2/model.h"
+
+namespace mnv2 {
+
+// What the planner needs to know of a GPU. from_device in the backend reads the real one; the presets
+// describe others (datasheet values).
+struct GpuProperties {
+  std::string name;
+  int cc_major = 0, cc_minor = 0;  // compute capability of the hardware
+  int code_arch = 0;               // architecture the running code was compiled for (e.g. 75 for compute_75 PTX
+                                   // JIT-compiled on an H200); 0: the hardware's own (cc_major * 10 + cc_minor)
+  int sm_count = 0;                // multiprocessors
+  int smem_per_block_optin = 0;    // bytes of shared memory a block may opt in to
+  int smem_per_sm = 0;             // bytes of shared memory per multiprocessor
+  int regs_per_sm = 0;             // 32-bit registers per multiprocessor
+  int max_threads_per_sm = 0;      // resident threads per multiprocessor
+  int max_blocks_per_sm = 0;       // resident blocks per multiprocessor
+  int memory_clock_khz = 0;        // DRAM clock as the runtime reports it (double data rate)
+  int memory_bus_bits = 0;         // DRAM bus width
+  int sm_clock_khz = 0;            // multiprocessor clock (boost)
+
+  int arch() const { return cc_major * 10 + cc_minor; }
+  int effective_code_arch() const { return code_arch > 0 ? code_arch : arch(); }
+  bool operator==(const GpuProperties&) const = default;
+
+  static GpuProperties t4();       // Tesla T4: Turing, sm_75, 40 SMs, 64 KB shared memory per SM
+  static GpuProperties a100();     // A100 SXM4 40 GB: Ampere, sm_80, 108 SMs, 164 KB
+  static GpuProperties rtx4090();  // GeForce RTX 4090: Ada, sm_89, 128 SMs, 100 KB, 1536 threads per SM
+  static GpuProperties h200();     // H200 SXM: Hopper, sm_90, 132 SMs, 228 KB
+};
+
+// The kernel family a step runs.
+enum class CudaKernel {
+  direct_conv,       // direct convolution (the stem; any convolution the others do not take)
+  depthwise_conv,    // depthwise 3x3, NHWC
+  pointwise_gemm,    // 1x1 convolution as the FFMA GEMM (fp32)
+  pointwise_tc,      // 1x1 convolution as the tensor-core GEMM (tf32, fp16)
+  expand_depthwise,  // expansion 1x1 + depthwise 3x3 in one kernel (fusion expand_dw, fp32)
+  im2col_gemm,       // the baseline's convolution: im2col (unless 1x1) + the FFMA GEMM, NCHW
+  clip,              // a separate clip pass (ReLU6, ReLU)
+  add,               // a separate residual add
+  avg_pool,          // global average pool
+  linear_gemm,       // Linear as the FFMA GEMM
+  linear_tc,         // Linear as the tensor-core GEMM
+};
+const char* to_string(CudaKernel k);
+
+// The launch shape the planner chose (the fields the step's kernel uses; the rest keep their defaults).
+struct CudaLaunchChoice {
+  std::string tile;            // GEMM tile ("128x64", "32x32k32"); expand_depthwise: the spatial tile ("8x8")
+  int splits = 1;              // GEMM split-K pieces
+  bool vec = false;            // 16-byte accesses (GEMMs)
+  int vec_width = 1;           // depthwise: channels per thread
+  int cols = 1;                // depthwise: output columns per thread
+  int stride = 0;              // depthwise: the compile-time stride (1, 2; 0 any)
+  int co = 1;                  // direct: output channels per thread
+  bool taps27 = false;         // direct: the unrolled 3x3x3 stem
+  int tile_h = 0, tile_w = 0;  // expand_depthwise: output pixels per block
+  int images_per_launch = 0;   // im2col_gemm: images unfolded per launch (0: the whole batch)
+};
+
+struct CudaStep {
+  CudaKernel kernel = CudaKernel::direct_conv;
+  std::vector<int> layers;        // topology layers covered, ascending
+  std::string name;               // "Conv2d 14 + ResidualAdd 15"
+  std::string variant;            // what reports show: "fast: gemm 128x64 vec4 +bias +residual"
+  bool half = false;              // activations stored as half (fp16); else float32
+  bool tensor_cores = false;      // TF32 or half tensor-core GEMM
+  int clip_layer = -1;            // the clip fused into the epilogue (the convolution's; the expansion's for
+                                  // expand_depthwise), or -1
+  int dw_clip_layer = -1;         // expand_depthwise: the depthwise part's clip, or -1
+  int residual = -1;              // layer whose output the epilogue adds, or -1
+  int output_layer = -1;          // the layer whose value the step materialises (the last covered)
+  bool nhwc_output = false;       // storage order of the output
+  bool half_output = false;       // output element type half (else float32)
+  int padded_features = 0;        // Linear: output features rounded up for 16-byte accesses (0: not a Linear)
+  bool permute_weights = false;   // Linear: weights permuted to read an NHWC map
+  bool reads_input_copy = false;  // reads the network input's NHWC (half in fp16) copy, not the NCHW input
+  CudaLaunchChoice launch;
+};
+
+struct CudaPlan {
+  GpuProperties gpu;
+  PrepareConfig config;
+  std::vector<CudaStep> steps;
+  // The first step transposes the NCHW float32 input into an NHWC copy of the activation type, because a layer
+  // other than a convolution reads the input directly (fast variant).
+  bool input_nhwc_copy = false;
+  int64_t gemm_workspace_floats = 0;    // split-K partial sums, shared by every split GEMM
+  int64_t im2col_workspace_floats = 0;  // the baseline's columns, for its largest launch
+};
+
+// Plans the network. Throws UsageError for option combinations the backend refuses (a reduced precision with
+// the baseline variant, an unknown GEMM tile) and Error for what this GPU cannot run (tf32 below sm_80 code,
+// a forced tile that does not fit its shared memory) or a malformed model.
+CudaPlan plan_cuda_network(const Model& model, const PrepareConfig& config, const GpuProperties& gpu);
+
+// One line per step: index, covered layers, kernel and variant; then the workspaces. For the CLI and tests.
+std::string describe(const CudaPlan& plan);
+
+// Why tf32 cannot run on this GPU with this code ("" when it can); the backend's supports() and prepare() say it.
+std::string tf32_refusal(const GpuProperties& gpu);
+
+}  // namespace mnv2

@@ -1,0 +1,373 @@
+// The kernels' tile choosers and cost models (tiles.h): host-only, so the engine's cuda planner can run them
+// without a GPU and the launch wrappers of the .cu files call the very same code.
+#include "kernels/tiles.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "mnv2/error.h"
+
+namespace mnv2::kernels {
+
+double dram_bytes_per_sm_cycle(double memory_clock_khz, double bus_width_bits, double sm_clock_khz, int num_sms) {
+  if (memory_clock_khz <= 0 || bus_width_bits <= 0 || sm_clock_khz <= 0 || num_sms <= 0)
+    return DeviceCaps{}.dram_bytes_per_sm_cycle;
+  return 0.85 * (2.0 * memory_clock_khz * bus_width_bits / 8.0) / (sm_clock_khz * num_sms);
+}
+
+// ---- FFMA GEMM --------------------------------------------------------------------------------------------
+
+namespace {
+
+int split_k_chunk(int k, int splits, int bk) { return static_cast<int>(ceil_div(ceil_div(k, splits), bk) * bk); }
+
+struct GemmTileInfo {
+  GemmTile tile;
+  int bm, bn, bk;
+  // Arithmetic efficiency relative to peak FFMA: FFMA per shared-memory load of the thread's register block
+  // (8x8: 64 FFMA per 4 float4 loads; 4x4: 16 per 2), lowered where few warps share a multiprocessor.
+  double efficiency;
+  int threads;         // per block
+  int registers;       // per thread, ptxas for sm_90 (vec4)
+  int blocks_at_sm90;  // what registers allow on the H200 (65536 per SM), where the model was fitted
+};
+
+constexpr GemmTileInfo kGemmTiles[] = {
+    {GemmTile::t128x128, 128, 128, 8, 0.90, 256, 149, 1}, {GemmTile::t128x64, 128, 64, 8, 0.85, 256, 79, 3},
+    {GemmTile::t64x64, 64, 64, 8, 0.60, 256, 64, 4},      {GemmTile::t128x32, 128, 32, 8, 0.80, 128, 95, 5},
+    {GemmTile::t32x32, 32, 32, 8, 0.45, 64, 62, 16},      {GemmTile::t32x32k32, 32, 32, 32, 0.45, 64, 141, 7},
+};
+
+// Static shared memory of a block: two slices of A (transposed, rows padded by 4 floats) and of B.
+constexpr int64_t gemm_smem_bytes(const GemmTileInfo& t) {
+  return 2 * int64_t{t.bk} * ((t.bm + 4) + t.bn) * static_cast<int64_t>(sizeof(float));
+}
+
+const GemmTileInfo& gemm_tile_info(GemmTile tile) {
+  for (const GemmTileInfo& t : kGemmTiles)
+    if (t.tile == tile) return t;
+  throw Error("gemm: unknown tile " + std::to_string(static_cast<int>(tile)));
+}
+
+// Cost model units are SM clock cycles (rough: they only rank the candidates).
+constexpr double kFfmaPerSmCycle = 128;  // FP32 lanes per multiprocessor
+// One k slice of a block when latency-bound (global load, barrier): about 0.75 us on the H200, read off the
+// batch-1 split GEMMs of run 2 (15 slices of block17.project took 14.7 us with the reduction).
+constexpr double kSliceCycles = 1500;
+constexpr double kReduceLaunchCycles = 2000;   // a second kernel in the graph, about 1 us
+constexpr double kReduceBytesPerCycle = 1500;  // the split partials pass through L2
+constexpr int kMaxSplits = 32;
+constexpr double kSplitMargin = 0.85;  // a split variant is taken only when predicted 15% faster
+constexpr int kMinSplitDepth = 32;     // each split gets at least this much of k
+
+}  // namespace
+
+int gemm_blocks_per_sm(GemmTile tile, const DeviceCaps& caps) {
+  const GemmTileInfo& t = gemm_tile_info(tile);
+  const int64_t by_regs = caps.regs_per_sm / (int64_t{t.registers} * t.threads);
+  const int64_t by_threads = caps.max_threads_per_sm / t.threads;
+  const int64_t by_smem = caps.smem_per_sm / (gemm_smem_bytes(t) + 1024);  // 1 KB per block: the runtime's
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>({by_regs, by_threads, by_smem, int64_t{caps.max_blocks_per_sm}})));
+}
+
+GemmVariant choose_gemm_variant(const GemmShape& s, const DeviceCaps& caps, bool allow_split,
+                                const GemmTile* only_tile) {
+  // The best single-pass and the best split variant; a split must win clearly, since the model is rough and
+  // its extra pass and workspace traffic are certain.
+  GemmVariant best_single, best_split;
+  best_single.vec4 = best_split.vec4 = s.vec4;
+  double single_cost = INFINITY, split_cost = INFINITY;
+  const double sms = std::max(1, caps.num_sms);
+  const int batch = std::max(1, s.batch);
+  for (const GemmTileInfo& t : kGemmTiles) {
+    if (only_tile != nullptr && t.tile != *only_tile) continue;
+    const int blocks_per_sm = gemm_blocks_per_sm(t.tile, caps);
+    const int64_t tiles = ceil_div(s.m, t.bm) * ceil_div(s.n, t.bn) * batch;
+    // Work the tiles do, padding included, over the whole chip.
+    const double compute = static_cast<double>(tiles) * t.bm * t.bn * s.k / (sms * kFfmaPerSmCycle * t.efficiency);
+    for (int splits = 1; splits <= kMaxSplits; ++splits) {
+      if (splits > 1 && (!allow_split || batch != 1)) break;
+      const int k_chunk = split_k_chunk(s.k, splits, t.bk);
+      // Only counts whose whole-slice chunks leave no split empty (the launch recomputes the same chunk).
+      if (splits > 1 && (k_chunk < kMinSplitDepth || ceil_div(s.k, k_chunk) != splits)) continue;
+      const int64_t blocks = tiles * splits;
+      const double waves = std::ceil(static_cast<double>(blocks) / (sms * blocks_per_sm));
+      // One slice of one wave: the load latency plus the FFMA of the blocks sharing a multiprocessor.
+      const double per_sm = std::min<double>(blocks_per_sm, std::ceil(static_cast<double>(blocks) / sms));
+      const double slice = kSliceCycles + per_sm * t.bm * t.bn * t.bk / (kFfmaPerSmCycle * t.efficiency);
+      const double latency = waves * ceil_div(k_chunk, t.bk) * slice;
+      const double reduce = splits > 1 ? kReduceLaunchCycles + 4.0 * splits * s.m * s.n / kReduceBytesPerCycle : 0.0;
+      const double cost = std::max(compute, latency) + reduce;
+      double& best_cost = splits > 1 ? split_cost : single_cost;
+      GemmVariant& best = splits > 1 ? best_split : best_single;
+      if (cost < best_cost) {
+        best_cost = cost;
+        best.tile = t.tile;
+        best.splits = splits;
+      }
+    }
+  }
+  return split_cost < kSplitMargin * single_cost ? best_split : best_single;
+}
+
+const char* to_string(GemmTile tile) {
+  switch (tile) {
+    case GemmTile::t128x128:
+      return "128x128";
+    case GemmTile::t128x64:
+      return "128x64";
+    case GemmTile::t64x64:
+      return "64x64";
+    case GemmTile::t128x32:
+      return "128x32";
+    case GemmTile::t32x32:
+      return "32x32";
+    case GemmTile::t32x32k32:
+      return "32x32k32";
+  }
+  return "?";
+}
+
+bool parse_gemm_tile(const std::string& text, GemmTile* tile) {
+  for (const GemmTileInfo& t : kGemmTiles) {
+    if (text == to_string(t.tile)) {
+      *tile = t.tile;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string to_string(const GemmVariant& v) {
+  return std::string("gemm ") + to_string(v.tile) + (v.vec4 ? " vec4" : " scalar") +
+         (v.splits > 1 ? " splitk" + std::to_string(v.splits) : std::string());
+}
+
+// ---- tensor-core GEMM ---------------------------------------------------------------------------------------
+
+namespace {
+
+// The cost model's figures (cycles of one multiprocessor at the H200's 1.98 GHz; leads, not measurements):
+struct TcTileInfo {
+  TcTile tile;
+  int bm, bn;
+  int blocks_per_sm;       // resident blocks on the H200 (shared memory of 3 stages, threads, registers)
+  double efficiency;       // fraction of the tensor-core rate the tile's fragment loads leave
+  int fragments_per_warp;  // 16x16 accumulators each warp finishes one after another in the epilogue
+  int threads;             // per block
+};
+constexpr TcTileInfo kTcTiles[] = {
+    {TcTile::t128x128, 128, 128, 3, 0.8, 8, 256}, {TcTile::t128x64, 128, 64, 4, 0.7, 8, 128},
+    {TcTile::t64x64, 64, 64, 6, 0.6, 4, 128},     {TcTile::t128x32, 128, 32, 5, 0.5, 4, 128},
+    {TcTile::t32x32, 32, 32, 8, 0.35, 1, 128},
+};
+constexpr double kTcSliceCycles = 500;     // a k slice's copy latency not hidden by the other stages
+constexpr double kMacPerSmCycleF16 = 512;  // mma.sync half, float32 accumulate, dense
+constexpr double kBytesPerSmCycle = 16;    // 4.2 TB/s of DRAM over 132 multiprocessors at 1.98 GHz
+constexpr int kTcMaxSplits = 16;
+constexpr int kMinSplitSlices = 2;  // each split gets at least this many k slices
+
+}  // namespace
+
+TcGemmVariant choose_gemm_tc_variant(const TcGemmShape& s, const DeviceCaps& caps, const TcTile* only_tile,
+                                     bool allow_split) {
+  // The best single-pass and the best split variant; a split must win clearly (its extra pass is certain).
+  TcGemmVariant best, best_split;
+  best.vec = best_split.vec = s.vec;
+  double best_cost = INFINITY, split_cost = INFINITY;
+  const double sms = std::max(1, caps.num_sms);
+  const double bytes_per_cycle = caps.dram_bytes_per_sm_cycle > 0 ? caps.dram_bytes_per_sm_cycle : kBytesPerSmCycle;
+  const int in_bytes = dtype_bytes(s.in_type), out_bytes = dtype_bytes(s.out_type);
+  const int bk = kTcSliceBytes / in_bytes;
+  // TF32 runs at half the half-precision tensor-core rate.
+  const double mac_rate = s.in_type == DType::f16 ? kMacPerSmCycleF16 : kMacPerSmCycleF16 / 2;
+  for (const TcTileInfo& tile_info : kTcTiles) {
+    if (only_tile != nullptr && tile_info.tile != *only_tile) continue;
+    TcTileInfo t = tile_info;
+    // Shared memory decides what fits this GPU at all and how many blocks share a multiprocessor (the table's
+    // figure is the H200's, where registers may bind first; 1 KB per block is the runtime's reservation).
+    const int64_t smem = gemm_tc_smem_bytes(t.tile, s.in_type);
+    if (smem > caps.smem_per_block_optin) {
+      if (only_tile != nullptr)
+        throw Error(std::string("gemm_tc: tile ") + to_string(t.tile) + " needs " + std::to_string(smem) +
+                    " bytes of shared memory per block; this GPU allows " + std::to_string(caps.smem_per_block_optin));
+      continue;
+    }
+    const int64_t by_smem = caps.smem_per_sm / (smem + 1024);
+    const int64_t by_threads = caps.max_threads_per_sm / t.threads;
+    t.blocks_per_sm = static_cast<int>(std::max<int64_t>(
+        1, std::min<int64_t>({t.blocks_per_sm, by_smem, by_threads, int64_t{caps.max_blocks_per_sm}})));
+    const int64_t tiles = ceil_div(s.m, t.bm) * ceil_div(s.n, t.bn);
+    for (int splits = 1; splits <= (allow_split ? kTcMaxSplits : 1); ++splits) {
+      const int k_chunk = split_k_chunk(s.k, splits, bk);
+      if (splits > 1 && (k_chunk < kMinSplitSlices * bk || ceil_div(s.k, k_chunk) != splits)) continue;
+      const int64_t blocks = tiles * splits;
+      const double waves = std::ceil(static_cast<double>(blocks) / (sms * t.blocks_per_sm));
+      const double per_sm = std::min<double>(t.blocks_per_sm, std::ceil(static_cast<double>(blocks) / sms));
+      // One slice of one wave: copy latency, then the larger of the blocks' tensor-core work and their operand
+      // bytes; then the epilogue's output (and residual) bytes, or the partial sums of a split.
+      const double mma = per_sm * t.bm * t.bn * bk / (mac_rate * t.efficiency);
+      const double bytes = per_sm * (t.bm + t.bn) * bk * in_bytes / bytes_per_cycle;
+      // The epilogue runs through each warp's staging area one fragment at a time: a tile whose warps own 8
+      // fragments stores at about half the rate of one with 1 (fitted to every 1x1 convolution of
+      // MobileNetV2 at batch 256 in fp16 with each tile forced, H200, run 6: the shallow expansions
+      // (k = 16..32), which are all epilogue, ran 25-40% faster in the 4-fragment tiles than in the 8).
+      const double epilogue = per_sm * t.bm * t.bn * (splits > 1 ? 4.0 : out_bytes * (s.residual ? 2.0 : 1.0)) /
+                              bytes_per_cycle * (1.0 + t.fragments_per_warp / 8.0);
+      const double reduce = splits > 1 ? kReduceLaunchCycles + 4.0 * splits * s.m * s.n / kReduceBytesPerCycle : 0.0;
+      const double cost = waves * (ceil_div(k_chunk, bk) * (kTcSliceCycles + std::max(mma, bytes)) + epilogue) + reduce;
+      TcGemmVariant& b = splits > 1 ? best_split : best;
+      double& b_cost = splits > 1 ? split_cost : best_cost;
+      if (cost < b_cost) {
+        b_cost = cost;
+        b.tile = t.tile;
+        b.splits = splits;
+      }
+    }
+  }
+  return split_cost < kSplitMargin * best_cost ? best_split : best;
+}
+
+const char* to_string(TcTile tile) {
+  switch (tile) {
+    case TcTile::t128x128:
+      return "128x128";
+    case TcTile::t128x64:
+      return "128x64";
+    case TcTile::t64x64:
+      return "64x64";
+    case TcTile::t128x32:
+      return "128x32";
+    case TcTile::t32x32:
+      return "32x32";
+  }
+  return "?";
+}
+
+bool parse_tc_tile(const std::string& text, TcTile* tile) {
+  for (const TcTileInfo& t : kTcTiles) {
+    if (text == to_string(t.tile)) {
+      *tile = t.tile;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string to_string(const TcGemmVariant& v, DType in_type) {
+  return std::string("gemm ") + (in_type == DType::f16 ? "tc-fp16 " : "tc-tf32 ") + to_string(v.tile) +
+         (v.vec ? " vec" : " scalar") + (v.splits > 1 ? " splitk" + std::to_string(v.splits) : std::string());
+}
+
+// ---- depthwise 3x3 ------------------------------------------------------------------------------------------
+
+namespace {
+constexpr int kBlockThreads = 256;  // the one-dimensional kernels' block (common.cuh's kBlockThreads)
+// Below this many threads per multiprocessor with several columns per thread, one column per thread gives
+// the scheduler more warps to hide latency with (small maps at small batches).
+constexpr int64_t kDepthwiseMinThreadsPerSm = 2 * kBlockThreads;
+// The direct convolution keeps at least this many threads per multiprocessor where fewer channels per thread
+// allow (small maps at batch 1).
+constexpr int64_t kDirectMinThreadsPerSm = 4 * kBlockThreads;
+}  // namespace
+
+DepthwiseVariant choose_depthwise_variant(const DepthwiseShape& s, int num_sms) {
+  DepthwiseVariant v;
+  v.dtype = s.dtype;
+  const int wide = 16 / dtype_bytes(s.dtype);  // channels per 16-byte access
+  v.vec = s.channels % wide == 0 && s.aligned ? wide : 1;
+  if (s.stride_h == s.stride_w && (s.stride_h == 1 || s.stride_h == 2)) {
+    v.stride = s.stride_h;
+    v.cols = s.stride_h == 1 ? 4 : 2;
+  } else {
+    v.stride = 0;
+    v.cols = 1;
+  }
+  // Fewer threads than a couple of blocks per multiprocessor: one column each.
+  const int64_t sms = std::max(1, num_sms);
+  const int64_t threads = static_cast<int64_t>(s.batch) * s.out_h * ceil_div(s.out_w, v.cols) * (s.channels / v.vec);
+  if (v.cols > 1 && threads < kDepthwiseMinThreadsPerSm * sms) v.cols = 1;
+  return v;
+}
+
+std::string to_string(const DepthwiseVariant& v) {
+  return "dw3x3 " + (v.stride > 0 ? "s" + std::to_string(v.stride) : std::string("s-any")) +
+         (v.dtype == DType::f16 ? " half" : " vec") + std::to_string(v.vec) + " cols" + std::to_string(v.cols);
+}
+
+// ---- direct convolution -----------------------------------------------------------------------------------
+
+DirectConvVariant choose_direct_conv_variant(const DirectConvShape& s, int num_sms) {
+  // The most channels per thread that divide a group: with all of a group's channels in one thread (the
+  // stem: 32), every thread of a warp reads the same weights at the same time, one broadcast load for the
+  // warp instead of one per thread (the L1 traffic of those loads bounded the 8-channel stem, run 1).
+  // Small maps (batch 1) instead keep at least kDirectMinThreadsPerSm threads per multiprocessor where a
+  // smaller count allows, trading the broadcast for parallelism.
+  DirectConvVariant v;
+  v.co = 1;  // odd channel counts: scalar loads and stores
+  v.taps27 = s.kernel_h == 3 && s.kernel_w == 3 && s.groups > 0 && s.in_channels / s.groups == 3;
+  const int cout_g = s.groups > 0 ? s.out_channels / s.groups : 0;
+  const int64_t pixels = static_cast<int64_t>(s.batch) * s.out_h * s.out_w;
+  for (int co : {32, 16, 8, 4}) {
+    // 4 channels of the output per store: 16 bytes (float) or 8 (half) at 16-byte aligned pixels.
+    if (!(s.out_channels % 4 == 0 && cout_g % co == 0 && s.aligned)) continue;
+    v.co = co;
+    if (pixels * (s.out_channels / co) >= kDirectMinThreadsPerSm * std::max(1, num_sms)) break;
+  }
+  return v;
+}
+
+std::string to_string(const DirectConvVariant& v, Layout input_layout, DType dtype) {
+  return std::string("direct ") + (input_layout == Layout::nchw ? "nchw" : "nhwc") +
+         (dtype == DType::f16 ? (input_layout == Layout::nchw ? "->half" : " half") : "") + " co" +
+         std::to_string(v.co) + (v.taps27 ? " 3x3x3" : "");
+}
+
+// ---- expansion + depthwise --------------------------------------------------------------------------------
+
+int64_t expand_depthwise_smem_bytes(const ExpandDepthwiseShape& s, const ExpandDepthwiseVariant& v) {
+  return static_cast<int64_t>(expand_depthwise_smem(s.in_channels, s.stride_h, s.stride_w, v.tile_h, v.tile_w).total) *
+         static_cast<int64_t>(sizeof(float));
+}
+
+ExpandDepthwiseVariant choose_expand_depthwise_variant(const ExpandDepthwiseShape& s, std::string* why_not,
+                                                       int64_t max_smem) {
+  max_smem = std::min(max_smem, kExpandDwMaxSmem);
+  ExpandDepthwiseVariant v;
+  v.tile_h = std::max(1, std::min(8, s.out_h));
+  v.tile_w = std::max(1, std::min(8, s.out_w));
+  while (expand_depthwise_smem_bytes(s, v) > max_smem && (v.tile_h > 1 || v.tile_w > 1)) {
+    v.tile_h = std::max(1, v.tile_h / 2);
+    v.tile_w = std::max(1, v.tile_w / 2);
+  }
+  if (why_not != nullptr) {
+    why_not->clear();
+    if (s.expanded % 4 != 0) *why_not = "expanded channels not a multiple of 4";
+    if (expand_depthwise_smem_bytes(s, v) > max_smem)
+      *why_not = "a 1x1 tile needs " + std::to_string(expand_depthwise_smem_bytes(s, v)) + " bytes of shared memory";
+  }
+  return v;
+}
+
+double expand_depthwise_recompute_factor(const ExpandDepthwiseShape& s, const ExpandDepthwiseVariant& v) {
+  // Window pixels inside the map, summed over the tiles, over the map's pixels.
+  double computed = 0;
+  for (int oh0 = 0; oh0 < s.out_h; oh0 += v.tile_h)
+    for (int ow0 = 0; ow0 < s.out_w; ow0 += v.tile_w) {
+      const int h0 = oh0 * s.stride_h - s.pad_top, w0 = ow0 * s.stride_w - s.pad_left;
+      const int h1 = h0 + (v.tile_h - 1) * s.stride_h + 3, w1 = w0 + (v.tile_w - 1) * s.stride_w + 3;
+      const int rows = std::max(0, std::min(h1, s.in_h) - std::max(h0, 0));
+      const int cols = std::max(0, std::min(w1, s.in_w) - std::max(w0, 0));
+      computed += static_cast<double>(rows) * cols;
+    }
+  const double exact = static_cast<double>(s.in_h) * s.in_w;
+  return exact > 0 ? computed / exact : 1.0;
+}
+
+std::string to_string(const ExpandDepthwiseVariant& v) {
+  return "expand1x1+dw3x3 tile " + std::to_string(v.tile_h) + "x" + std::to_string(v.tile_w) + " slice " +
+         std::to_string(kExpandDwSlice);
+}
+
+}  // namespace mnv2::kernels

@@ -1,0 +1,278 @@
+// The kernels' tuning choices as host-only plain C++ (no CUDA types): what a GPU offers the tile choosers
+// (DeviceCaps), the variants each kernel is built in, and the cost models that pick them from a problem's
+// shape. The launch headers (*.cuh) build on it; the engine's cuda planner, which has no CUDA, calls the same
+// choosers, so a plan made without a GPU picks what the kernels would pick on that GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+// The few functions kernels evaluate on the device too (shared-memory layouts): host and device code under nvcc,
+// plain C++ elsewhere. Without it nvcc compiles a call from device code to a constexpr host function into
+// nothing usable (warning 20013: the fused kernel then read garbage offsets).
+#if defined(__CUDACC__)
+#define MNV2_HOST_DEVICE __host__ __device__
+#else
+#define MNV2_HOST_DEVICE
+#endif
+
+namespace mnv2::kernels {
+
+// Element type of an activation buffer in device memory. Weights of the direct and depthwise convolutions and
+// every bias stay float32; arithmetic is float32 (FFMA, or tensor cores with float32 accumulation) throughout.
+enum class DType {
+  f32,  // float
+  f16,  // IEEE half (__half): half the bytes; converted to float32 on load, rounded to nearest on store
+};
+
+inline constexpr int dtype_bytes(DType t) { return t == DType::f16 ? 2 : 4; }
+inline const char* to_string(DType t) { return t == DType::f16 ? "f16" : "f32"; }
+
+inline constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+enum class Layout {
+  nchw,  // [batch, channels, height, width]
+  nhwc,  // [batch, height, width, channels]
+};
+
+// What the tile choosers need to know of a GPU. The defaults describe the H200 the cost models were fitted on
+// (run 6 of docs/PERFORMANCE.md); device_caps() (common.cuh) reads the real device, and the planner's
+// GpuProperties presets describe others, so a tile that does not fit a smaller GPU's shared memory or
+// registers is never chosen there and the occupancy and bandwidth terms follow the device.
+struct DeviceCaps {
+  int num_sms = 132;
+  int smem_per_block_optin = 227 * 1024;  // bytes of dynamic shared memory a block may opt in to
+  int smem_per_sm = 228 * 1024;           // bytes per multiprocessor, shared by its resident blocks
+  int max_threads_per_sm = 2048;
+  int max_blocks_per_sm = 32;             // resident blocks per multiprocessor, whatever their size
+  int regs_per_sm = 64 * 1024;            // 32-bit registers per multiprocessor
+  double dram_bytes_per_sm_cycle = 16.0;  // achievable DRAM bytes per multiprocessor per SM clock cycle
+};
+
+// 85% of the peak from the memory clock (kHz, double data rate) and bus width: what a large copy reached on
+// the H200 (4.2 of 4.9 TB/s), per multiprocessor and SM clock cycle (kHz).
+double dram_bytes_per_sm_cycle(double memory_clock_khz, double bus_width_bits, double sm_clock_khz, int num_sms);
+
+// ---- the FFMA GEMM (gemm.cuh) ----------------------------------------------------------------------------
+
+// Block tile (rows x columns of C per block). Larger tiles reuse each loaded value more (more FFMA per
+// shared-memory read) but give fewer blocks: the choice trades arithmetic efficiency against filling the
+// multiprocessors.
+enum class GemmTile {
+  t128x128,   // 256 threads, 8x8 outputs each: the most reuse, for large M and N
+  t128x64,    // 256 threads, 8x4 each
+  t64x64,     // 256 threads, 4x4 each
+  t128x32,    // 128 threads, 8x4 each: few output channels (16..32) over many pixels
+  t32x32,     // 64 threads, 4x4 each: small problems (7x7 maps at batch 1), many blocks
+  t32x32k32,  // as t32x32 with 32-deep k slices: a quarter of the (latency-bound) slices
+};
+
+struct GemmVariant {
+  GemmTile tile = GemmTile::t64x64;
+  bool vec4 = false;  // 16-byte loads and stores: needs k, n, every leading dimension and batch stride a
+                      // multiple of 4 and 16-byte aligned pointers (gemm_vec4_ok); else scalar accesses
+  // Split-K: the k range is cut into `splits` pieces computed by separate blocks (grid.z), each writing its
+  // partial sums to the workspace; a second kernel adds them in a fixed order (deterministic) and applies
+  // the epilogue. Gives small-M problems (7x7 maps at batch 1, the classifier) enough blocks, and each
+  // block a short k loop. Single GEMMs only (batch 1).
+  int splits = 1;
+};
+
+// What the FFMA GEMM's cost model reads of a problem.
+struct GemmShape {
+  int m = 0, n = 0, k = 0;
+  int batch = 1;      // GEMMs in one launch
+  bool vec4 = false;  // whether the operands allow 16-byte accesses (gemm_vec4_ok)
+};
+
+// Resident blocks of `tile` per multiprocessor: registers (ptxas' counts for sm_90, vec4), threads, block
+// count and shared memory of the device.
+int gemm_blocks_per_sm(GemmTile tile, const DeviceCaps& caps);
+
+// Picks the tile and the split by a cost model: the larger of arithmetic time (FFMA over the multiprocessors,
+// scaled by each tile's efficiency) and latency time (waves of blocks x k slices per block x (the latency of
+// one slice + the FFMA of the blocks sharing a multiprocessor)), plus the reduction pass of a split.
+// allow_split: whether the caller can provide a workspace (batch-1 GEMMs only). only_tile: restricts the
+// choice to one tile.
+GemmVariant choose_gemm_variant(const GemmShape& s, const DeviceCaps& caps, bool allow_split = false,
+                                const GemmTile* only_tile = nullptr);
+
+// Floats of split-K workspace the variant needs for an m x n result (0 without split-K).
+inline int64_t gemm_workspace_floats(int m, int n, const GemmVariant& v) {
+  return v.splits > 1 ? static_cast<int64_t>(v.splits) * m * n : 0;
+}
+
+// "gemm 128x64 vec4", "gemm 64x64 vec4 splitk16"
+std::string to_string(const GemmVariant& v);
+const char* to_string(GemmTile tile);
+// Parses the names to_string(GemmTile) gives ("128x64"); returns false for anything else.
+bool parse_gemm_tile(const std::string& text, GemmTile* tile);
+
+// ---- the tensor-core GEMM (gemm_tc.cuh) ------------------------------------------------------------------
+
+// Block tile (rows x columns of C per block); every tile has 4 warps but 128x128 (8), each warp owning a
+// 16x16-fragment grid of the tile. The k slice is 64 bytes of operand per row (32 halves, 16 floats),
+// three slices in flight (cp.async from compute_80 on; before it the stages only double-buffer).
+enum class TcTile {
+  t128x128,  // large M and N (expansions to 576..1280 channels at large batches)
+  t128x64,
+  t64x64,
+  t128x32,  // few output channels (16..32) over many pixels
+  t32x32,   // small problems (7x7 maps at batch 1): the most blocks
+};
+
+struct TcGemmVariant {
+  TcTile tile = TcTile::t64x64;
+  // 16-byte copies of the operands and 16-byte epilogue accesses: needs k, n and every leading dimension a
+  // multiple of 16 bytes' worth of elements and 16-byte aligned pointers (gemm_tc_vec_ok); else element-wise
+  // loads and stores (any shape).
+  bool vec = false;
+  // Split-K: the k range cut into `splits` whole-slice pieces computed by separate blocks (grid.z), each
+  // writing float32 partial sums to the workspace; a second kernel adds them in split order (deterministic)
+  // and applies the epilogue. For small M (7x7 maps at batch 1, the classifier), where a single pass has too
+  // few blocks and too long a k loop.
+  int splits = 1;
+};
+
+// What the tensor-core GEMM's cost model reads of a problem.
+struct TcGemmShape {
+  int m = 0, n = 0, k = 0;
+  DType in_type = DType::f32;  // f32: TF32 operands; f16: half
+  DType out_type = DType::f32;
+  bool residual = false;  // the epilogue reads a residual of out_type
+  bool vec = false;       // whether the operands allow 16-byte accesses (gemm_tc_vec_ok)
+};
+
+inline constexpr int kTcStages = 3;       // k slices in flight
+inline constexpr int kTcSliceBytes = 64;  // bytes of one operand row per k slice
+inline constexpr int kTcStageLd = 20;     // floats per row of a warp's 16x16 epilogue staging area
+
+// Dynamic shared memory of one block of `tile` with operands of `in_type`, bytes: kTcStages slices of A
+// (rows padded by 16 bytes) and B, then each warp's float staging area. gemm_tc.cu checks it against the
+// kernel's own layout at compile time.
+constexpr int64_t gemm_tc_smem_bytes(TcTile tile, DType in_type) {
+  const int bytes = dtype_bytes(in_type);
+  const int bk = kTcSliceBytes / bytes, pad = 16 / bytes;
+  const int bm = tile == TcTile::t32x32 ? 32 : tile == TcTile::t64x64 ? 64 : 128;
+  const int bn = tile == TcTile::t128x128 ? 128 : tile == TcTile::t128x32 || tile == TcTile::t32x32 ? 32 : 64;
+  const int warps = tile == TcTile::t128x128 ? 8 : 4;
+  const int64_t operands = int64_t{kTcStages} * (bm * (bk + pad) + bk * (bn + pad)) * bytes;
+  return operands + int64_t{warps} * 16 * kTcStageLd * 4;
+}
+
+// The tile and split by a cost model (waves of blocks x k slices against the tile's efficiency, plus the
+// reduction pass of a split). Split variants only where allow_split (the caller provides a workspace).
+// only_tile restricts the choice to one tile. Tiles whose shared memory exceeds caps.smem_per_block_optin are
+// never chosen (an only_tile that does not fit throws Error); the resident blocks per multiprocessor and the
+// bandwidth follow `caps`.
+TcGemmVariant choose_gemm_tc_variant(const TcGemmShape& s, const DeviceCaps& caps, const TcTile* only_tile = nullptr,
+                                     bool allow_split = false);
+
+inline int64_t gemm_tc_workspace_floats(int m, int n, const TcGemmVariant& v) {
+  return v.splits > 1 ? static_cast<int64_t>(v.splits) * m * n : 0;
+}
+
+// "gemm tc-fp16 128x64 vec" / "gemm tc-tf32 32x32 scalar" / "gemm tc-fp16 32x32 vec splitk6"
+std::string to_string(const TcGemmVariant& v, DType in_type);
+const char* to_string(TcTile tile);
+bool parse_tc_tile(const std::string& text, TcTile* tile);  // "128x64" -> TcTile::t128x64
+
+// ---- the depthwise 3x3 convolution (depthwise_conv.cuh) --------------------------------------------------
+
+// Tuning: channels per thread (16-byte accesses: 4 floats or 8 halves, which need channels in multiples of
+// that and 16-byte aligned operands; else one) and output columns per thread, which share their input columns in
+// registers (3 + (cols - 1) * stride loads instead of 3 * cols). The column count needs a compile-time stride: 1 and 2
+// have their own code, other strides run one column per thread.
+struct DepthwiseVariant {
+  int vec = 1;               // channels per thread: 4 (f32) or 8 (f16) in one 16-byte access, or 1
+  int cols = 1;              // output columns per thread: 4 (stride 1), 2 (stride 2) or 1
+  int stride = 0;            // compile-time stride the kernel was built for: 1, 2, or 0 (any, from the params)
+  DType dtype = DType::f32;  // of input and output; arithmetic is float32 either way
+};
+
+struct DepthwiseShape {
+  int batch = 0, channels = 0, out_h = 0, out_w = 0, stride_h = 1, stride_w = 1;
+  DType dtype = DType::f32;
+  bool aligned = true;  // every operand 16-byte aligned (cudaMalloc'd buffers are)
+};
+
+// num_sms: multiprocessors of the device (small problems get one column per thread, for more warps).
+DepthwiseVariant choose_depthwise_variant(const DepthwiseShape& s, int num_sms);
+std::string to_string(const DepthwiseVariant& v);  // "dw3x3 s1 vec4 cols4", "dw3x3 s1 half8 cols4"
+
+// ---- the direct convolution (direct_conv.cuh) ------------------------------------------------------------
+
+// Output channels per thread: 32, 16, 8 or 4 (float4 weight loads and output stores, one input value reused
+// for all of them) where out_channels / groups is a multiple and the operands are 16-byte aligned; else 1.
+struct DirectConvVariant {
+  int co = 1;
+  bool taps27 = false;  // 3x3 kernel over 3 input channels per group (the stem): loops unrolled, the 27
+                        // input values loaded at once
+};
+
+struct DirectConvShape {
+  int batch = 0, in_channels = 0, out_channels = 0, out_h = 0, out_w = 0, groups = 1, kernel_h = 0, kernel_w = 0;
+  bool aligned = true;  // weight and output 16-byte aligned
+};
+
+// num_sms: multiprocessors of the device (small maps get fewer channels per thread, for more threads).
+DirectConvVariant choose_direct_conv_variant(const DirectConvShape& s, int num_sms);
+// "direct nchw co32 3x3x3", "direct nchw->half co32 3x3x3" (half output)
+std::string to_string(const DirectConvVariant& v, Layout input_layout, DType dtype = DType::f32);
+
+// ---- expansion 1x1 + depthwise 3x3 in one kernel (expand_depthwise.cuh) ----------------------------------
+
+// A block computes a tile of tile_h x tile_w output pixels of one image for kExpandDwSlice expanded
+// channels: it expands the tile's input window ((tile - 1) * stride + 3 pixels a side, the halo recomputed
+// by neighbouring tiles) into shared memory, then runs the depthwise taps from there.
+inline constexpr int kExpandDwSlice = 16;
+// The most shared memory a block of the fused kernel takes, bytes, whatever the device allows.
+inline constexpr int64_t kExpandDwMaxSmem = 96 * 1024;
+
+struct ExpandDepthwiseVariant {
+  int tile_h = 8, tile_w = 8;
+};
+
+struct ExpandDepthwiseShape {
+  int in_channels = 0, expanded = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
+};
+
+// Shared-memory layout of one block: offsets in floats, each a multiple of 4.
+struct ExpandDepthwiseSmem {
+  int window_h, window_w, window, in_ld;
+  int in, we, eb, dw, db, ex, total;
+};
+MNV2_HOST_DEVICE inline constexpr ExpandDepthwiseSmem expand_depthwise_smem(int in_channels, int stride_h, int stride_w,
+                                                                            int tile_h, int tile_w) {
+  ExpandDepthwiseSmem l{};
+  l.window_h = (tile_h - 1) * stride_h + 3;
+  l.window_w = (tile_w - 1) * stride_w + 3;
+  l.window = l.window_h * l.window_w;
+  l.in_ld = in_channels | 1;  // odd row stride: threads reading different pixels' k-th value hit different banks
+  l.in = 0;
+  l.we = (l.window * l.in_ld + 3) & ~3;
+  l.eb = l.we + in_channels * kExpandDwSlice;
+  l.dw = l.eb + kExpandDwSlice;
+  l.db = l.dw + 9 * kExpandDwSlice;
+  l.ex = l.db + kExpandDwSlice;
+  l.total = l.ex + l.window * kExpandDwSlice;
+  return l;
+}
+
+// Shared memory one block needs (bytes).
+int64_t expand_depthwise_smem_bytes(const ExpandDepthwiseShape& s, const ExpandDepthwiseVariant& v);
+
+// The largest tile (8x8 and smaller, never larger than the output map) whose block fits max_smem (the device's
+// opt-in limit per block, at most kExpandDwMaxSmem); "" in *why_not when one fits, else the reason (then the
+// variant must not be launched).
+ExpandDepthwiseVariant choose_expand_depthwise_variant(const ExpandDepthwiseShape& s, std::string* why_not,
+                                                       int64_t max_smem = kExpandDwMaxSmem);
+
+// Multiply-adds of the expansion actually computed (halo recomputation included) over the exact count:
+// >= 1; what fusing costs in arithmetic.
+double expand_depthwise_recompute_factor(const ExpandDepthwiseShape& s, const ExpandDepthwiseVariant& v);
+
+std::string to_string(const ExpandDepthwiseVariant& v);  // "expand1x1+dw3x3 tile 8x8 slice 16"
+
+}  // namespace mnv2::kernels

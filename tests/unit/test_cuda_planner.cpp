@@ -1,0 +1,316 @@
+// The cuda backend's planner without a GPU: the real MobileNetV2 topology planned for a T4, an A100, an
+// RTX 4090 and an H200 at several batch sizes, precisions and options; checks what the plan promises the
+// lowering (coverage, fusion, tiles that fit the device) and that the hardware changes the choices.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/tiles.h"  // the tensor-core GEMM's shared memory per tile (checked against the kernel's layout)
+#include "mnv2/cuda_plan.h"
+#include "mnv2/error.h"
+#include "mnv2/model.h"
+
+namespace mnv2::test {
+namespace {
+
+const Model& model() {
+  static const Model m = builtin_mobilenet_v2();
+  return m;
+}
+
+std::vector<GpuProperties> gpus() {
+  return {GpuProperties::t4(), GpuProperties::a100(), GpuProperties::rtx4090(), GpuProperties::h200()};
+}
+
+PrepareConfig config(int batch, Precision precision, CudaOptions::Variant variant = CudaOptions::Variant::fast,
+                     CudaOptions::Fusion fusion = CudaOptions::Fusion::none) {
+  PrepareConfig c;
+  c.batch = batch;
+  c.precision = precision;
+  c.cuda.variant = variant;
+  c.cuda.fusion = fusion;
+  return c;
+}
+
+bool is_gemm(CudaKernel k) {
+  return k == CudaKernel::pointwise_gemm || k == CudaKernel::linear_gemm || k == CudaKernel::im2col_gemm;
+}
+bool is_tc(CudaKernel k) { return k == CudaKernel::pointwise_tc || k == CudaKernel::linear_tc; }
+
+// Every property a plan must have whatever the GPU and options.
+void check_plan(const CudaPlan& plan, const std::string& what) {
+  SCOPED_TRACE(what);
+  const int n = static_cast<int>(model().layers.size());
+  const bool fast = plan.config.cuda.variant == CudaOptions::Variant::fast;
+  const std::string prefix = fast ? "fast: " : "baseline: ";
+  int next = 0;
+  for (const CudaStep& s : plan.steps) {
+    SCOPED_TRACE(s.name + ": " + s.variant);
+    // Every layer exactly once, in order: each step covers the next layers, ascending and contiguous.
+    ASSERT_FALSE(s.layers.empty());
+    for (int l : s.layers) EXPECT_EQ(l, next++);
+    EXPECT_EQ(s.output_layer, s.layers.back());
+    EXPECT_EQ(s.variant.rfind(prefix, 0), 0u);
+    if (!fast) EXPECT_EQ(s.layers.size(), 1u);
+    const std::string tag =
+        std::string(s.half ? "tc-fp16 " : "tc-tf32 ") + s.launch.tile + (s.launch.vec ? " vec" : " scalar");
+    if (is_gemm(s.kernel)) {
+      // The variant string names the tile that runs.
+      EXPECT_NE(s.variant.find("gemm " + s.launch.tile + (s.launch.vec ? " vec4" : " scalar")), std::string::npos);
+      EXPECT_FALSE(s.tensor_cores);
+    }
+    if (is_tc(s.kernel)) {
+      EXPECT_NE(s.variant.find("gemm " + tag), std::string::npos);
+      EXPECT_TRUE(s.tensor_cores);
+      kernels::TcTile tile{};
+      ASSERT_TRUE(kernels::parse_tc_tile(s.launch.tile, &tile));
+      const int64_t smem = kernels::gemm_tc_smem_bytes(
+          tile, plan.config.precision == Precision::fp16 ? kernels::DType::f16 : kernels::DType::f32);
+      EXPECT_LE(smem, plan.gpu.smem_per_block_optin);
+      // cp.async (the three-stage copy pipeline) exists from sm_80 on; below it the plan says so.
+      EXPECT_EQ(s.variant.find("no cp.async") != std::string::npos, plan.gpu.effective_code_arch() < 80);
+    }
+    if (s.kernel == CudaKernel::expand_depthwise) {
+      // The block's shared memory fits what the device lets a block opt in to (and the kernel's own cap).
+      const CudaStep& fused = s;
+      const Layer& expand = model().layers[static_cast<size_t>(fused.layers.front())];
+      const Layer& dw = model().layers[static_cast<size_t>(fused.layers.front() + 2)];
+      const int64_t smem = int64_t{kernels::expand_depthwise_smem(expand.conv.in_channels, dw.conv.stride_h,
+                                                                  dw.conv.stride_w, s.launch.tile_h, s.launch.tile_w)
+                                       .total} *
+                           4;
+      EXPECT_LE(smem, std::min<int64_t>(plan.gpu.smem_per_block_optin, kernels::kExpandDwMaxSmem));
+      EXPECT_GE(s.launch.tile_h, 1);
+      EXPECT_NE(s.variant.find("tile " + s.launch.tile), std::string::npos);
+      EXPECT_GE(s.layers.size(), 3u);
+    }
+    if (s.launch.splits > 1) EXPECT_NE(s.variant.find("splitk" + std::to_string(s.launch.splits)), std::string::npos);
+  }
+  EXPECT_EQ(next, n);
+  if (fast && plan.config.precision != Precision::fp32)
+    for (const CudaStep& s : plan.steps)
+      if (s.kernel == CudaKernel::pointwise_gemm || s.kernel == CudaKernel::linear_gemm)
+        ADD_FAILURE() << "an FFMA GEMM in " << to_string(plan.config.precision) << ": " << s.variant;
+}
+
+TEST(CudaPlanner, CoversEveryLayerOnceOnEveryGpuBatchAndPrecision) {
+  for (const GpuProperties& gpu : gpus())
+    for (int batch : {1, 8, 256})
+      for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16}) {
+        const std::string what = gpu.name + " batch " + std::to_string(batch) + " " + to_string(p);
+        if (p == Precision::tf32 && gpu.arch() < 80) continue;  // refused: RefusesTf32BelowSm80
+        const CudaPlan plan = plan_cuda_network(model(), config(batch, p), gpu);
+        check_plan(plan, what);
+        // The fast path fuses bias, clip and residual: 54 steps for the 99 layers in every mode.
+        EXPECT_EQ(plan.steps.size(), 54u) << what;
+        if (p == Precision::fp32) {
+          check_plan(plan_cuda_network(model(), config(batch, p, CudaOptions::Variant::baseline), gpu),
+                     what + " baseline");
+          check_plan(plan_cuda_network(
+                         model(), config(batch, p, CudaOptions::Variant::fast, CudaOptions::Fusion::expand_dw), gpu),
+                     what + " expand_dw");
+        }
+      }
+}
+
+TEST(CudaPlanner, FastPathFusesClipsResidualsAndPadsTheLogits) {
+  const CudaPlan plan = plan_cuda_network(model(), config(1, Precision::fp32), GpuProperties::h200());
+  int residuals = 0, clips = 0;
+  for (const CudaStep& s : plan.steps) {
+    residuals += s.residual >= 0;
+    clips += s.clip_layer >= 0;
+    if (s.residual >= 0) EXPECT_NE(s.name.find("ResidualAdd"), std::string::npos) << s.name;
+  }
+  EXPECT_EQ(residuals, 10);  // MobileNetV2's ten residual blocks
+  EXPECT_EQ(clips, 35);      // every ReLU6 follows a convolution it is the only reader of
+  EXPECT_EQ(plan.steps.front().kernel, CudaKernel::direct_conv);
+  EXPECT_NE(plan.steps.front().variant.find("direct nchw co"), std::string::npos) << plan.steps.front().variant;
+  EXPECT_NE(plan.steps.front().variant.find("3x3x3"), std::string::npos) << plan.steps.front().variant;
+  const CudaStep& linear = plan.steps.back();
+  EXPECT_EQ(linear.kernel, CudaKernel::linear_gemm);
+  EXPECT_EQ(linear.padded_features, 1004);
+  EXPECT_NE(linear.variant.find("1001 features padded to 1004"), std::string::npos) << linear.variant;
+  // fp16 pads to 8 halves.
+  const CudaPlan half = plan_cuda_network(model(), config(1, Precision::fp16), GpuProperties::h200());
+  EXPECT_EQ(half.steps.back().padded_features, 1008);
+  EXPECT_NE(half.steps.back().variant.find("-> fp32 logits"), std::string::npos) << half.steps.back().variant;
+}
+
+TEST(CudaPlanner, ExpandDepthwiseFusesInFp32OnlyAndWhereItPays) {
+  for (const GpuProperties& gpu : gpus()) {
+    SCOPED_TRACE(gpu.name);
+    const CudaPlan fused = plan_cuda_network(
+        model(), config(1, Precision::fp32, CudaOptions::Variant::fast, CudaOptions::Fusion::expand_dw), gpu);
+    int count = 0;
+    for (const CudaStep& s : fused.steps) {
+      if (s.kernel != CudaKernel::expand_depthwise) continue;
+      ++count;
+      // Expansion, its clip, the depthwise convolution and its clip: four layers, one kernel.
+      EXPECT_EQ(s.layers.size(), 4u) << s.name;
+      EXPECT_NE(s.variant.find("expanded map in shared memory only"), std::string::npos) << s.variant;
+      EXPECT_LE(s.launch.tile_h, 8);
+    }
+    EXPECT_GT(count, 0);
+    EXPECT_LT(fused.steps.size(), 54u);
+    // fp16 keeps two steps and says why.
+    const CudaPlan half = plan_cuda_network(
+        model(), config(1, Precision::fp16, CudaOptions::Variant::fast, CudaOptions::Fusion::expand_dw), gpu);
+    EXPECT_EQ(half.steps.size(), 54u);
+    int noted = 0;
+    for (const CudaStep& s : half.steps) {
+      EXPECT_NE(s.kernel, CudaKernel::expand_depthwise);
+      noted += s.variant.find("not fused in fp16") != std::string::npos;
+    }
+    EXPECT_GT(noted, 0);
+  }
+}
+
+TEST(CudaPlanner, RefusesTf32BelowSm80AndReducedPrecisionInTheBaseline) {
+  try {
+    plan_cuda_network(model(), config(1, Precision::tf32), GpuProperties::t4());
+    ADD_FAILURE() << "tf32 on a T4 must be refused";
+  } catch (const UsageError&) {
+    ADD_FAILURE() << "not a usage error: the hardware cannot";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tf32 needs TF32 tensor cores"), std::string::npos) << e.what();
+  }
+  // An H200 running compute_75 PTX has the hardware but not the instructions in its code.
+  GpuProperties old_code = GpuProperties::h200();
+  old_code.code_arch = 75;
+  try {
+    plan_cuda_network(model(), config(1, Precision::tf32), old_code);
+    ADD_FAILURE() << "tf32 in compute_75 code must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("compute_80"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(tf32_refusal(GpuProperties::a100()).empty());
+  EXPECT_FALSE(tf32_refusal(GpuProperties::t4()).empty());
+  // The same compute_75 code runs fp16 without cp.async, and says so.
+  const CudaPlan half = plan_cuda_network(model(), config(8, Precision::fp16), old_code);
+  check_plan(half, "H200 with compute_75 code, fp16");
+  EXPECT_THROW(
+      plan_cuda_network(model(), config(1, Precision::fp16, CudaOptions::Variant::baseline), GpuProperties::h200()),
+      UsageError);
+  EXPECT_THROW(plan_cuda_network(model(), config(0, Precision::fp32), GpuProperties::h200()), UsageError);
+}
+
+TEST(CudaPlanner, TilesFitTheDeviceAndFollowItsProperties) {
+  // fp16's 128x128 tensor-core tile needs 65.5 KB of shared memory: more than a T4 block may have.
+  EXPECT_GT(kernels::gemm_tc_smem_bytes(kernels::TcTile::t128x128, kernels::DType::f16),
+            GpuProperties::t4().smem_per_block_optin);
+  std::set<std::string> t4_tiles, h200_tiles;
+  for (int batch : {8, 64, 256}) {
+    for (const CudaStep& s : plan_cuda_network(model(), config(batch, Precision::fp16), GpuProperties::t4()).steps)
+      if (is_tc(s.kernel)) t4_tiles.insert(s.launch.tile);
+    for (const CudaStep& s : plan_cuda_network(model(), config(batch, Precision::fp16), GpuProperties::h200()).steps)
+      if (is_tc(s.kernel)) h200_tiles.insert(s.launch.tile);
+  }
+  EXPECT_EQ(t4_tiles.count("128x128"), 0u);
+  EXPECT_EQ(h200_tiles.count("128x128"), 1u);  // the large expansions at batch 256 take it where it fits
+
+  // The FFMA GEMM's occupancy comes from registers, threads and blocks per SM: the H200's equal the figures the
+  // cost model was fitted with; the T4 (1024 threads per SM) and the 4090 (1536) hold fewer large blocks.
+  const kernels::DeviceCaps h200;  // the defaults describe the H200
+  EXPECT_EQ(kernels::gemm_blocks_per_sm(kernels::GemmTile::t128x128, h200), 1);
+  EXPECT_EQ(kernels::gemm_blocks_per_sm(kernels::GemmTile::t128x64, h200), 3);
+  EXPECT_EQ(kernels::gemm_blocks_per_sm(kernels::GemmTile::t64x64, h200), 4);
+  EXPECT_EQ(kernels::gemm_blocks_per_sm(kernels::GemmTile::t128x32, h200), 5);
+  EXPECT_EQ(kernels::gemm_blocks_per_sm(kernels::GemmTile::t32x32, h200), 16);
+  EXPECT_EQ(kernels::gemm_blocks_per_sm(kernels::GemmTile::t32x32k32, h200), 7);
+  kernels::DeviceCaps t4 = h200;
+  t4.max_threads_per_sm = 1024;
+  t4.max_blocks_per_sm = 16;
+  t4.smem_per_sm = 64 * 1024;
+  EXPECT_EQ(kernels::gemm_blocks_per_sm(kernels::GemmTile::t64x64, t4), 4);
+  EXPECT_EQ(kernels::gemm_blocks_per_sm(kernels::GemmTile::t32x32k32, t4), 3);  // 17.4 KB of shared memory each
+}
+
+TEST(CudaPlanner, PlansDifferWhereTheHardwareDiffers) {
+  // Same network and options, four GPUs: the SM counts, shared memory and bandwidth change the choices.
+  for (int batch : {1, 256})
+    for (Precision p : {Precision::fp32, Precision::fp16}) {
+      std::vector<std::vector<std::string>> variants;
+      for (const GpuProperties& gpu : gpus()) {
+        std::vector<std::string> v;
+        for (const CudaStep& s : plan_cuda_network(model(), config(batch, p), gpu).steps) v.push_back(s.variant);
+        variants.push_back(v);
+      }
+      const std::string what = "batch " + std::to_string(batch) + " " + to_string(p);
+      EXPECT_NE(variants[0], variants[3]) << "T4 vs H200, " << what;
+      if (batch == 256 && p == Precision::fp16) {
+        EXPECT_NE(variants[1], variants[3]) << "A100 vs H200, " << what;
+        EXPECT_NE(variants[2], variants[3]) << "RTX 4090 vs H200, " << what;
+      }
+    }
+  // The same GPU twice: the same plan (the planner has no hidden state).
+  const CudaPlan a = plan_cuda_network(model(), config(8, Precision::fp16), GpuProperties::a100());
+  const CudaPlan b = plan_cuda_network(model(), config(8, Precision::fp16), GpuProperties::a100());
+  EXPECT_EQ(describe(a), describe(b));
+}
+
+// The GEMM tiles (and split-K counts) the backend chose on the real H200 (device run of 2026-11-23, from the
+// device's own attributes), in step order: the H200 preset must plan the same, so a plan printed here for an H200
+// is the one that runs there.
+TEST(CudaPlanner, H200PresetPlansWhatTheRealH200Ran) {
+  const struct {
+    int batch;
+    Precision precision;
+    const char* tiles;
+  } cases[] = {
+      {1, Precision::fp32,
+       "32x32k32 128x32 32x32k32 32x32k32 32x32k32/5 32x32k32 32x32k32/5 32x32k32 32x32k32/6 32x32k32 32x32k32/6 "
+       "32x32k32 32x32k32/6 32x32k32 32x32k32/12 32x32k32 32x32k32/12 32x32k32 32x32k32/12 32x32k32 32x32k32/12 "
+       "32x32k32 32x32k32/18 32x32k32 32x32k32/18 32x32k32 32x32k32/18 32x32k32/5 32x32k32/30 32x32k32/5 32x32k32/30 "
+       "32x32k32/5 32x32k32/30 32x32k32/10 32x32k32/20"},
+      {1, Precision::fp16,
+       "32x32 64x64 32x32 128x32 32x32 128x32 32x32 32x32 32x32/3 32x32 32x32/3 32x32 32x32/3 32x32 32x32/6 32x32 "
+       "32x32/6 32x32 32x32/6 32x32 32x32/6 32x32 32x32/6 32x32 32x32/6 32x32 32x32/9 32x32 32x32/10 32x32 32x32/10 "
+       "32x32 32x32/10 64x64/5 32x32/8"},
+      {256, Precision::fp16,
+       "128x32 128x32 128x32 128x32 128x32 128x32 128x32 64x64 128x32 64x64 128x32 64x64 128x64 128x128 128x64 "
+       "128x128 128x64 128x128 128x64 128x128 128x128 128x128 128x128 128x128 128x128 128x128 128x64 128x128 128x64 "
+       "128x128 128x64 128x128 128x64 128x128 128x64/4"},
+      {256, Precision::tf32,
+       "128x32 128x32 128x32 128x32 128x32 128x32 128x32 64x64 128x32 64x64 128x32 64x64 128x64 128x128 128x64 "
+       "128x128 128x64 128x128 128x64 128x128 128x128 128x128 128x128 128x128 128x128 128x128 128x64 128x128 128x64 "
+       "128x128 128x64 128x128 128x64 128x128 128x128/8"},
+  };
+  for (const auto& c : cases) {
+    std::string tiles;
+    for (const CudaStep& s : plan_cuda_network(model(), config(c.batch, c.precision), GpuProperties::h200()).steps) {
+      if (!is_gemm(s.kernel) && !is_tc(s.kernel)) continue;
+      tiles += (tiles.empty() ? "" : " ") + s.launch.tile +
+               (s.launch.splits > 1 ? "/" + std::to_string(s.launch.splits) : "");
+    }
+    EXPECT_EQ(tiles, c.tiles) << "batch " << c.batch << " " << to_string(c.precision);
+  }
+}
+
+TEST(CudaPlanner, ForcedGemmTileIsHonouredAndBadOnesRefused) {
+  PrepareConfig c = config(8, Precision::fp32);
+  c.cuda.gemm_tile = "128x64";
+  for (const CudaStep& s : plan_cuda_network(model(), c, GpuProperties::a100()).steps)
+    if (is_gemm(s.kernel)) EXPECT_EQ(s.launch.tile, "128x64") << s.variant;
+  c.cuda.gemm_tile = "7x7";
+  EXPECT_THROW(plan_cuda_network(model(), c, GpuProperties::a100()), UsageError);
+  // 128x128 in fp16 does not fit a T4: forcing it is an error, not a silent substitute.
+  PrepareConfig half = config(8, Precision::fp16);
+  half.cuda.gemm_tile = "128x128";
+  EXPECT_THROW(plan_cuda_network(model(), half, GpuProperties::t4()), Error);
+  EXPECT_NO_THROW(plan_cuda_network(model(), half, GpuProperties::h200()));
+}
+
+TEST(CudaPlanner, DescribePrintsEveryStep) {
+  const CudaPlan plan = plan_cuda_network(model(), config(256, Precision::fp16), GpuProperties::rtx4090());
+  const std::string text = describe(plan);
+  EXPECT_NE(text.find("NVIDIA GeForce RTX 4090 (sm_89, 128 SMs)"), std::string::npos) << text;
+  EXPECT_NE(text.find("54 steps"), std::string::npos) << text;
+  for (const CudaStep& s : plan.steps)
+    EXPECT_NE(text.find(s.name + "  [" + to_string(s.kernel) + "]  " + s.variant), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mnv2::test
