@@ -15,6 +15,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/cuda_options.h"
@@ -22,6 +23,7 @@
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
 #include "mnv2/cpu_info.h"
+#include "mnv2/cuda_plan.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
 #include "mnv2/eval.h"
@@ -334,6 +336,39 @@ int cmd_info(const Args& args) {
 }
 
 // ---- topology ---------------------------------------------------------------------------------------
+
+// ---- plan --------------------------------------------------------------------------------------------
+
+// The cuda backend's plan for a GPU this machine need not have: which layers each step covers, which kernel
+// and tile runs it (the planner is plain C++ in the engine; nothing is allocated or launched).
+int cmd_plan(const Args& args) {
+  if (!args.positionals().empty()) throw UsageError("plan takes no positional arguments");
+  const std::string gpu_name = args.get_or("--gpu", "h200");
+  GpuProperties gpu;
+  if (gpu_name == "t4") {
+    gpu = GpuProperties::t4();
+  } else if (gpu_name == "a100") {
+    gpu = GpuProperties::a100();
+  } else if (gpu_name == "rtx4090") {
+    gpu = GpuProperties::rtx4090();
+  } else if (gpu_name == "h200") {
+    gpu = GpuProperties::h200();
+  } else {
+    throw UsageError("unknown --gpu '" + gpu_name + "' (choose t4, a100, rtx4090, h200)");
+  }
+  if (auto arch = args.get("--code-arch")) gpu.code_arch = parse_int(*arch, "--code-arch", 50, 200);
+  LoadedModel m = load_model(args);
+  PrepareConfig pc;
+  pc.batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 65536);
+  std::tie(pc.height, pc.width) = args.get("--input-size")
+                                      ? parse_size(*args.get("--input-size"))
+                                      : std::pair<int, int>{m.model.input_height, m.model.input_width};
+  pc.precision = parse_precision(args.get_or("--precision", "fp32"));
+  pc.cuda = cuda_options(args);
+  print_warnings(std::cout, m.model);
+  std::cout << describe(plan_cuda_network(m.model, pc, gpu));
+  return 0;
+}
 
 int cmd_topology(const Args& args) {
   if (!args.positionals().empty()) throw UsageError("topology takes no positional arguments");
@@ -1217,6 +1252,18 @@ const Command kCommands[] = {
        a.positional("images", "image files");
      },
      cmd_classify},
+    {"plan", "the cuda backend's plan for a GPU (steps, kernels, tiles), made without one",
+     [](Args& a) {
+       model_options(a);
+       a.value("--gpu", "t4, a100, rtx4090 or h200: the GPU's properties (default h200)");
+       a.value("--code-arch",
+               "the architecture the code was compiled for, e.g. 75 for compute_75 PTX (default: the GPU's)");
+       batch_option(a);
+       size_option(a);
+       precision_option(a);
+       cuda_option_set(a);
+     },
+     cmd_plan},
     {"bench", "end-to-end latency and throughput (no instrumentation), every backend x input size x batch",
      [](Args& a) {
        model_options(a);

@@ -71,8 +71,8 @@ TEST(CliEval, PreprocessedTensorFilesAsTheSet) {
   write_file(d.file("two.F32"), one + one);
   list += d.file("two.F32") + " 286\n";
   write_file(d.file("list.txt"), list);
-  auto r = run_cli({"eval", "--model", main_model_path(), "--images", d.path(), "--list", d.file("list.txt"),
-                    "--batch", "3"});
+  auto r = run_cli(
+      {"eval", "--model", main_model_path(), "--images", d.path(), "--list", d.file("list.txt"), "--batch", "3"});
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("top-1 100.00% (5/5), top-5 100.00% (5/5)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("skipped (1):\n  " + d.file("two.F32") + ": holds 2 preprocessed images"), std::string::npos)
@@ -194,6 +194,36 @@ TEST(CliRoofline, CpuCeilingsCachedAndEveryLayerPlaced) {
   const std::string csv = read_file(d.file("r.csv"));
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), steps + 1);
   EXPECT_EQ(json::parse_file(d.file("r.json")).at("schema").as_string(), "mnv2.roofline/1");
+}
+
+}  // namespace
+}  // namespace mnv2::test
+
+namespace mnv2::test {
+namespace {
+
+// mnv2 plan: the cuda planner for GPUs this machine does not have, printed.
+TEST(CliPlan, PrintsTheStepsForEachGpuAndRefusesWhatItCannotRun) {
+  const auto h200 = run_cli({"plan", "--model", main_model_path(), "--gpu", "h200"});
+  ASSERT_EQ(h200.code, 0) << describe(h200);
+  EXPECT_NE(
+      h200.out.find("cuda plan for NVIDIA H200 (sm_90, 132 SMs): batch 1, 224x224, fp32, fast, fusion none, 54 steps"),
+      std::string::npos)
+      << h200.out;
+  EXPECT_NE(h200.out.find("Conv2d 14 + ResidualAdd 15"), std::string::npos) << h200.out;
+  const auto t4 =
+      run_cli({"plan", "--model", main_model_path(), "--gpu", "t4", "--precision", "fp16", "--batch", "256"});
+  ASSERT_EQ(t4.code, 0) << describe(t4);
+  EXPECT_NE(t4.out.find("no cp.async below sm_80"), std::string::npos) << t4.out;
+  EXPECT_NE(t4.out, h200.out);
+  // tf32 needs sm_80 tensor cores: a runtime refusal (exit 1) naming why.
+  const auto tf32 = run_cli({"plan", "--model", main_model_path(), "--gpu", "t4", "--precision", "tf32"});
+  EXPECT_EQ(tf32.code, 1) << describe(tf32);
+  EXPECT_EQ(run_cli({"plan", "--gpu", "v100"}).code, 2);
+  EXPECT_EQ(run_cli({"plan", "--cuda-variant", "baseline", "--precision", "fp16"}).code, 2);
+  const auto fused = run_cli({"plan", "--model", main_model_path(), "--cuda-fusion", "expand_dw"});
+  ASSERT_EQ(fused.code, 0) << describe(fused);
+  EXPECT_NE(fused.out.find("expand_depthwise"), std::string::npos) << fused.out;
 }
 
 }  // namespace
