@@ -18,7 +18,7 @@
 
 #include "mnv2/bench.h"
 #include "mnv2/error.h"
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
 #include "mnv2/tensor.h"
@@ -78,26 +78,7 @@ const std::vector<RunReport>& sample_reports() {
 std::string sample_text() { return json::dump(reports_json(sample_reports()), 1); }
 
 // The value at "runs/0/metadata/batch" (array indices as numbers).
-json::Value& at_path(json::Value& root, const std::string& path) {
-  json::Value* v = &root;
-  std::stringstream ss(path);
-  std::string part;
-  while (std::getline(ss, part, '/')) {
-    if (v->is_array()) {
-      v = &v->as_array().at(std::stoul(part));
-    } else {
-      bool found = false;
-      for (auto& [key, child] : v->as_object())
-        if (key == part) {
-          v = &child;
-          found = true;
-          break;
-        }
-      if (!found) throw std::runtime_error("no key " + part + " in the sample report");
-    }
-  }
-  return *v;
-}
+json::Json& at_path(json::Json& root, const std::string& path) { return root.at(json::Json::json_pointer("/" + path)); }
 
 // read_reports_file must throw mnv2::Error, on one line, naming the file and holding `part`.
 void expect_refused(const std::string& path, const std::string& part) {
@@ -165,7 +146,7 @@ TEST(RobustReports, WrongTypesAndOutOfRangeValuesAreRefused) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.path) + " = " + c.value);
-    json::Value doc = json::parse(sample_text());
+    json::Json doc = json::parse(sample_text());
     at_path(doc, c.path) = json::parse(c.value);
     TempDir dir;
     const std::string path = dir.file("mutated.json");
@@ -173,9 +154,8 @@ TEST(RobustReports, WrongTypesAndOutOfRangeValuesAreRefused) {
     expect_refused(path, c.expect);
   }
   // A key that is missing altogether.
-  json::Value doc = json::parse(sample_text());
-  auto& meta = at_path(doc, "runs/0/metadata").as_object();
-  meta.erase(meta.begin());
+  json::Json doc = json::parse(sample_text());
+  at_path(doc, "runs/0/metadata").erase("schema_version");
   TempDir dir;
   write_file(dir.file("missing.json"), json::dump(doc));
   expect_refused(dir.file("missing.json"), "missing key 'schema_version'");
@@ -243,11 +223,11 @@ TEST(RobustReports, OnlyRegularFilesOfPlausibleSizeAreRead) {
 
 TEST(RobustReports, WhatIsReadBackWritesWellFormedFiles) {
   // Text fields from a file may hold commas and quotes; the CSV quotes every one of them.
-  json::Value doc = json::parse(sample_text());
-  at_path(doc, "runs/0/metadata/backend") = json::Value("cu,dnn \"x\"");
-  at_path(doc, "runs/0/metadata/timer") = json::Value("host_clock");
-  at_path(doc, "runs/0/layers/0/block_name") = json::Value("stem,1");
-  at_path(doc, "runs/0/diff/reference") = json::Value("cpu,ref");
+  json::Json doc = json::parse(sample_text());
+  at_path(doc, "runs/0/metadata/backend") = json::Json("cu,dnn \"x\"");
+  at_path(doc, "runs/0/metadata/timer") = json::Json("host_clock");
+  at_path(doc, "runs/0/layers/0/block_name") = json::Json("stem,1");
+  at_path(doc, "runs/0/diff/reference") = json::Json("cpu,ref");
   TempDir dir;
   write_file(dir.file("odd.json"), json::dump(doc));
   const auto runs = read_reports_file(dir.file("odd.json"));

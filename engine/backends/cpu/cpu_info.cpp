@@ -138,21 +138,17 @@ CpuKernelInfo cpu_kernel_info() {
   return info;
 }
 
-json::Value to_json(const CpuKernelInfo& info) {
-  json::Value j;
-  j.set("model_name", info.model_name);
-  json::Array features;
-  for (const std::string& f : info.features) features.emplace_back(f);
-  j.set("cpuid_features", json::Value(features));
-  j.set("onednn_version", info.onednn_version);
-  j.set("onednn_isa", info.onednn_isa);
-  j.set("onednn_isa_limit", info.onednn_isa_limit.empty() ? json::Value() : json::Value(info.onednn_isa_limit));
-  j.set("reference_clone", info.reference_clone);
-  j.set("threads", info.threads);
-  j.set("cpu_kernels", info.cpu_kernels);
-  j.set("cpu_ref_kernels", info.reference_kernels);
-  j.set("why", info.why);
-  return j;
+void to_json(json::Json& j, const CpuKernelInfo& info) {
+  j = json::Json{{"model_name", info.model_name},
+                 {"cpuid_features", info.features},
+                 {"onednn_version", info.onednn_version},
+                 {"onednn_isa", info.onednn_isa},
+                 {"onednn_isa_limit", info.onednn_isa_limit.empty() ? json::Json() : json::Json(info.onednn_isa_limit)},
+                 {"reference_clone", info.reference_clone},
+                 {"threads", info.threads},
+                 {"cpu_kernels", info.cpu_kernels},
+                 {"cpu_ref_kernels", info.reference_kernels},
+                 {"why", info.why}};
 }
 
 std::string cpu_kernel_summary(int threads) {
