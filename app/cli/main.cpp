@@ -186,7 +186,7 @@ void print_warnings(std::ostream& out, const Model& model, const char* prefix = 
   for (const auto& w : model.warnings) out << prefix << w << "\n";
 }
 
-json::Json model_json(const LoadedModel& m) { return model_json(m.model, m.location.how); }
+json::Json model_json(const LoadedModel& m) { return model_json(report_model(m.model, m.location.how)); }
 
 void write_output(const std::string& path, const std::string& text) {
   write_file_atomically(path, text);
@@ -617,7 +617,7 @@ int cmd_bench(int argc, char** argv) {
     std::cout << line;
   }
   if (auto path = args.get("--csv")) write_output(*path, bench_csv(results));
-  if (auto path = args.get("--json")) write_output(*path, bench_json(results, m.model, m.location.how));
+  if (auto path = args.get("--json")) write_output(*path, bench_json(results, report_model(m.model, m.location.how)));
   return 0;
 }
 
@@ -686,7 +686,8 @@ EvalProgress eval_progress() {
 
 int cmd_eval(int argc, char** argv) {
   Args args(argc, argv, 2,
-            {"--model", "--labels", "--images", "--list", "--backend", "--batch", "--threads", "--json", "--precision"}, {});
+            {"--model", "--labels", "--images", "--list", "--backend", "--batch", "--threads", "--json", "--precision"},
+            {});
   if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
   const auto images_dir = args.get("--images");
   if (!images_dir) throw UsageError("eval needs --images DIR");
@@ -731,15 +732,16 @@ int cmd_eval(int argc, char** argv) {
     std::printf("  %s\n", (skip.reason.rfind(skip.path, 0) == 0 ? skip.reason : skip.path + ": " + skip.reason).c_str());
   std::fflush(stdout);
   if (auto path = args.get("--json"))
-    write_output(*path, eval_json(r, m.model, m.location.how, EvalSource{*images_dir, args.get_or("--list", "")}));
+    write_output(
+        *path, eval_json(r, report_model(m.model, m.location.how), EvalSource{*images_dir, args.get_or("--list", "")}));
   return 0;
 }
 
 // ---- profile / compare --------------------------------------------------------------------------------
 
-const std::vector<std::string> kProfileOptions = {"--model", "--backend", "--backends", "--batch", "--input-size",
-                                                  "--warmup", "--iters", "--timing", "--csv", "--json", "--trace",
-                                                  "--image", "--tensor", "--precision", "--exec"};
+const std::vector<std::string> kProfileOptions = {"--model",  "--backend", "--backends", "--batch",     "--input-size",
+                                                  "--warmup", "--iters",   "--timing",   "--csv",       "--json",
+                                                  "--trace",  "--image",   "--tensor",   "--precision", "--exec"};
 
 struct ProfileRequest {
   LoadedModel m;
@@ -1011,8 +1013,9 @@ int cmd_compare(int argc, char** argv) {
   }
   // Output diffs on the first image of the batch: every layer's output of each backend against the first.
   const std::string reference = req.backends.front();
-  const Tensor input = req.base.input ? *req.base.input
-                                      : random_input(Shape{1, req.m.model.input_channels, req.base.height, req.base.width}, 1);
+  const Tensor input = req.base.input
+                           ? *req.base.input
+                           : random_input(Shape{1, req.m.model.input_channels, req.base.height, req.base.width}, 1);
   Tensor first(Shape{1, input.shape.c, input.shape.h, input.shape.w});
   std::copy(input.data.begin(), input.data.begin() + first.shape.numel(), first.data.begin());
   const PrepareConfig pc{1, req.base.height, req.base.width, req.base.precision};

@@ -55,7 +55,7 @@ std::string bench_csv(const std::vector<BenchResult>& results) {
   return out.str();
 }
 
-std::string bench_json(const std::vector<BenchResult>& results, const Model& model, const std::string& found_by) {
+std::string bench_json(const std::vector<BenchResult>& results, const ReportModel& model) {
   Json rows = Json::array();
   for (const auto& r : results) {
     const Summary& s = r.latency_ms;
@@ -94,7 +94,7 @@ std::string bench_json(const std::vector<BenchResult>& results, const Model& mod
     rows.push_back(std::move(rj));
   }
   const Json j = {{"schema", "mnv2.bench/1"},
-                  {"model", model_json(model, found_by)},
+                  {"model", model_json(model)},
                   {"commit", MNV2_GIT_COMMIT},
                   {"timer", "host_clock"},
                   {"results", rows}};

@@ -11,14 +11,14 @@ namespace mnv2 {
 
 using json::Json;
 
-std::string eval_json(const EvalResult& r, const Model& model, const std::string& found_by, const EvalSource& source) {
+std::string eval_json(const EvalResult& r, const ReportModel& model, const EvalSource& source) {
   Json misses = Json::array();
   for (const auto& miss : r.misclassified)
     misses.push_back({{"path", miss.path}, {"label", miss.label}, {"top5", miss.top5}});
   Json skips = Json::array();
   for (const auto& skip : r.skipped) skips.push_back({{"path", skip.path}, {"reason", skip.reason}});
   const Json j = {{"schema", "mnv2.eval/1"},
-                  {"model", model_json(model, found_by)},
+                  {"model", model_json(model)},
                   {"commit", MNV2_GIT_COMMIT},
                   {"images_dir", source.images_dir},
                   {"list", source.list},

@@ -241,10 +241,15 @@ Json layer_json(const Layer& l, const LayerStats& st) {
   return lj;
 }
 
-Json model_json(const Model& model, const std::string& found_by) {
-  return Json{{"source", model.source},       {"found_by", found_by},
-              {"checksum", model.checksum},   {"synthetic", model.synthetic},
-              {"classes", model.num_classes}, {"layers", static_cast<int64_t>(model.layers.size())},
+ReportModel report_model(const Model& model, const std::string& found_by) {
+  return ReportModel{model.source,    found_by,          model.checksum,
+                     model.synthetic, model.num_classes, static_cast<int64_t>(model.layers.size()),
+                     model.warnings};
+}
+
+Json model_json(const ReportModel& model) {
+  return Json{{"source", model.source},       {"found_by", model.found_by}, {"checksum", model.checksum},
+              {"synthetic", model.synthetic}, {"classes", model.classes},   {"layers", model.layers},
               {"warnings", model.warnings}};
 }
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "mnv2/bench.h"
-#include "mnv2/model.h"
+#include "mnv2/report.h"
 
 namespace mnv2 {
 
@@ -16,7 +16,7 @@ double speedup_vs_cudnn(const std::vector<BenchResult>& results, const BenchResu
 
 // One row per result: configuration, host and GPU latency figures (ms), images/s, memory.
 std::string bench_csv(const std::vector<BenchResult>& results);
-// Schema mnv2.bench/1: the model (and how it was found, `found_by`), the build commit, one record per result.
-std::string bench_json(const std::vector<BenchResult>& results, const Model& model, const std::string& found_by);
+// Schema mnv2.bench/1: the model, the build commit, one record per result.
+std::string bench_json(const std::vector<BenchResult>& results, const ReportModel& model);
 
 }  // namespace mnv2

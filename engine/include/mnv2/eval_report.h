@@ -6,7 +6,7 @@
 #include <string>
 
 #include "mnv2/eval.h"
-#include "mnv2/model.h"
+#include "mnv2/report.h"
 
 namespace mnv2 {
 
@@ -16,8 +16,7 @@ struct EvalSource {
   std::string list;
 };
 
-std::string eval_json(const EvalResult& result, const Model& model, const std::string& found_by,
-                      const EvalSource& source);
+std::string eval_json(const EvalResult& result, const ReportModel& model, const EvalSource& source);
 
 // What the CSV says beside the result: the set's name, the image decoder, and class names (both set).
 struct EvalCsvContext {

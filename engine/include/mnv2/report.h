@@ -22,9 +22,19 @@ inline constexpr uintmax_t kMaxReportBytes = uintmax_t{64} << 20;
 // MACs, bytes), as reports and `mnv2 topology --format json` write it.
 json::Json layer_json(const Layer& layer, const LayerStats& stats);
 
-// The model a bench or eval file was made with ("model"): source, how it was found, checksum, classes,
-// layers, warnings.
-json::Json model_json(const Model& model, const std::string& found_by);
+// The model a bench or eval file was made with ("model" of mnv2.bench/1 and mnv2.eval/1): what the CLI
+// and the app both know of it.
+struct ReportModel {
+  std::string source;
+  std::string found_by;  // how the file was located: "--model", "MNV2_MODEL", ...
+  std::string checksum;
+  bool synthetic = false;
+  int classes = 0;
+  int64_t layers = 0;
+  std::vector<std::string> warnings;
+};
+ReportModel report_model(const Model& model, const std::string& found_by);
+json::Json model_json(const ReportModel& model);
 
 std::string report_csv(const std::vector<RunReport>& reports);  // header + rows
 
