@@ -14,6 +14,7 @@
 #include "mnv2/image.h"
 #include "mnv2/model_lookup.h"
 #include "mnv2/model_summary.h"
+#include "mnv2/studies.h"
 
 namespace mnv2::ui {
 
@@ -65,9 +66,7 @@ class RunWorker : public QObject {
   std::shared_ptr<RunCancelState> m_cancel;
   std::shared_ptr<const mnv2::Model> m_model;
   std::vector<std::string> m_labels;
-  // The classify step keeps its prepared network: a second image costs one forward pass (~6 ms on cpu).
-  std::unique_ptr<mnv2::PreparedNet> m_net;
-  std::string m_netBackend;
+  mnv2::Classifier m_classifier;  // keeps the classify network between photographs
   QElapsedTimer m_progressClock;
 };
 
@@ -154,8 +153,7 @@ void RunWorker::loadModel(JobId id, const QString& path) {
     }
     m_model = std::move(model);
     m_labels = mnv2::builtin_labels(m_model->num_classes);
-    m_net.reset();
-    m_netBackend.clear();
+    m_classifier.release();
     Q_EMIT modelLoaded(id, info);
   });
 }
@@ -178,22 +176,11 @@ void RunWorker::classify(JobId id, const ClassifyRequest& request) {
           result.picture.scaled(kMaxShownSide, kMaxShownSide, Qt::KeepAspectRatio, Qt::SmoothTransformation);
     result.crop = toQImage(crop);
 
-    const mnv2::PrepareConfig config{1, static_cast<int>(result.input.shape.h), static_cast<int>(result.input.shape.w),
-                                     mnv2::Precision::fp32};
-    const std::string backend = request.backend.toStdString();
-    if (!m_net || m_netBackend != backend || m_net->config().height != config.height ||
-        m_net->config().width != config.width) {
-      m_net.reset();
-      auto b = mnv2::make_backend(backend);
-      if (const mnv2::Availability a = b->availability(); !a.available)
-        throw mnv2::Error("backend '" + backend + "' is not available: " + a.reason);
-      m_net = b->prepare(m, config);
-      m_netBackend = backend;
-    }
+    const mnv2::ClassifyConfig config{request.backend.toStdString(), mnv2::Precision::fp32, request.cuda, 5};
     const auto t0 = std::chrono::steady_clock::now();
-    const mnv2::Tensor logits = m_net->run(result.input);
+    const mnv2::ClassifyResult ranked = m_classifier.classify(m, m_labels, config, result.input);
     result.runMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    result.top5 = mnv2::top_k(logits.data.data(), static_cast<int>(logits.shape.per_image()), 5, m_labels);
+    result.top5 = ranked.images.front().top;
     Q_EMIT classified(id, result);
   });
 }
@@ -204,8 +191,7 @@ void RunWorker::profile(JobId id, const ProfileRequest& request) {
     if (request.backends.isEmpty()) throw mnv2::UsageError("no backend to profile");
     const mnv2::Model& m = model();
     // The classify network is released first: a large batch on the GPU gets all of its memory.
-    m_net.reset();
-    m_netBackend.clear();
+    m_classifier.release();
     const int n = static_cast<int>(request.backends.size());
     const bool diffs = request.compare && n > 1;
     const int units = n + (diffs ? n - 1 : 0);
@@ -214,49 +200,37 @@ void RunWorker::profile(JobId id, const ProfileRequest& request) {
     result.compare = request.compare;
     result.requested = request.config.precision;
     m_progressClock.invalidate();
-    for (int i = 0; i < n; ++i) {
-      mnv2::ProfileConfig config = request.config;
-      config.backend = request.backends[i].toStdString();
-      // A backend that does not run the mode asked for runs fp32 (the cpu reference in an fp16 compare);
-      // its report's precision says what it ran and the window says why.
-      config.precision = mnv2::reference_precision(config.backend, request.config.precision);
-      const QString backend = request.backends[i];
-      auto onProgress = [&, i](const std::string& phase, int done, int total) {
-        const int phaseIndex = phase == "per-layer" ? 1 : 0;
-        const double within = total > 0 ? (phaseIndex * total + done) / (2.0 * total) : 0.0;
-        sendProgress(RunProgress{id, backend, QString::fromStdString(phase), done, total, i, n, (i + within) / units},
-                     done == total);
-        return !m_cancel->cancelled(id);
-      };
-      result.reports.push_back(mnv2::profile(m, config, onProgress));
-    }
-    if (diffs) {
-      // Output diffs on the first image of the batch, every backend against the first (as `mnv2 compare`).
-      const mnv2::ProfileConfig& c = request.config;
-      mnv2::Tensor first(mnv2::Shape{1, m.input_channels, c.height, c.width});
-      if (c.input && c.input->shape.per_image() == first.shape.per_image())
-        std::copy(c.input->data.begin(), c.input->data.begin() + first.shape.numel(), first.data.begin());
-      else
-        first = mnv2::random_input(first.shape, 1);
-      for (int i = 1; i < n; ++i) {
-        if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
-        // Judged by the precision backend i ran; the engine runs the reference at reference_precision().
-        const mnv2::PrepareConfig pc{1, c.height, c.width, result.reports[static_cast<size_t>(i)].config.precision};
-        sendProgress(RunProgress{id, request.backends[i], QStringLiteral("diff against ") + request.backends[0], 0, 1,
-                                 i, n, double(n + i - 1) / units},
-                     true);
-        result.reports[static_cast<size_t>(i)].diff =
-            mnv2::diff_backends(m, request.backends[i].toStdString(), request.backends[0].toStdString(), pc, first);
-      }
-    }
+    // The engine's compare study runs every backend (at the precision its rule gives each: the first may run
+    // fp32 in place of a mode it lacks, and the window says so) and the diffs, the same as `mnv2 compare`.
+    mnv2::CompareConfig compare;
+    for (const QString& b : request.backends) compare.backends.push_back(b.toStdString());
+    compare.base = request.config;
+    compare.diffs = diffs;
+    mnv2::CompareResult study =
+        mnv2::run_compare(m, compare, [&](int i, const std::string& b, const std::string& phase, int done, int total) {
+          const QString backend = QString::fromStdString(b);
+          if (phase == "diff") {
+            sendProgress(RunProgress{id, backend, QStringLiteral("diff against ") + request.backends[0], done, total, i,
+                                     n, double(n + i - 1 + done) / units},
+                         true);
+          } else {
+            const int phaseIndex = phase == "per-layer" ? 1 : 0;
+            const double within = total > 0 ? (phaseIndex * total + done) / (2.0 * total) : 0.0;
+            sendProgress(
+                RunProgress{id, backend, QString::fromStdString(phase), done, total, i, n, (i + within) / units},
+                done == total);
+          }
+          return !m_cancel->cancelled(id);
+        });
+    result.reports = std::move(study.reports);
     if (request.measureCeilings) {
       sendProgress(RunProgress{id, request.backends[0], QStringLiteral("ceilings"), 0, 1, n - 1, n, 1.0}, true);
       try {
         std::string warning;
         // The first run's mode: a GPU's compute roof depends on it (fp16 and tf32 tensor cores).
-        result.ceilings = mnv2::device_ceilings(request.backends[0].toStdString(), false, &warning,
-                                                result.reports.empty() ? mnv2::Precision::fp32
-                                                                       : result.reports.front().config.precision);
+        result.ceilings = mnv2::device_ceilings(
+            request.backends[0].toStdString(), false, &warning,
+            result.reports.empty() ? mnv2::Precision::fp32 : result.reports.front().config.precision);
         result.ceilingsNote = QString::fromStdString(warning);
       } catch (const mnv2::Error& e) {  // the run itself stands; the roofline says why it has no roof
         result.ceilingsNote = QString::fromStdString(e.what());
@@ -271,8 +245,7 @@ void RunWorker::sweep(JobId id, const SweepRequest& request) {
   guarded(id, JobKind::Profile, [&] {
     if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
     const mnv2::Model& m = model();
-    m_net.reset();  // every point prepares its own network
-    m_netBackend.clear();
+    m_classifier.release();  // every point prepares its own network
     const std::vector<mnv2::BenchConfig> points = mnv2::sweep_points(request.config);
     m_progressClock.invalidate();
     SweepResult result;
@@ -298,20 +271,23 @@ void RunWorker::diff(JobId id, const DiffRequest& request) {
   guarded(id, JobKind::Diff, [&] {
     if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
     const mnv2::Model& m = model();
-    m_net.reset();
-    m_netBackend.clear();
+    m_classifier.release();
     mnv2::Tensor input = request.input;
     if (input.empty()) input = mnv2::random_input(mnv2::Shape{1, m.input_channels, request.height, request.width}, 1);
     sendProgress(RunProgress{id, request.backend, QStringLiteral("diff"), 0, 1, 0, 1, 0.0}, true);
     DiffResult result;
     result.id = id;
     result.inputName = request.inputName;
-    result.precision = mnv2::reference_precision(request.backend.toStdString(), request.precision);
-    result.referencePrecision = mnv2::reference_precision(request.reference.toStdString(), result.precision);
-    result.diff = mnv2::diff_backends(
-        m, request.backend.toStdString(), request.reference.toStdString(),
-        mnv2::PrepareConfig{1, static_cast<int>(input.shape.h), static_cast<int>(input.shape.w), result.precision},
-        input);
+    mnv2::DiffConfig config;
+    config.backend = request.backend.toStdString();
+    config.reference = request.reference.toStdString();
+    config.precision = request.precision;
+    config.cuda = request.cuda;
+    config.input = input;
+    mnv2::DiffResult study = mnv2::run_diff(m, config);
+    result.referencePrecision = study.rule.run[0];
+    result.precision = study.rule.run[1];
+    result.diff = std::move(study.diff);
     if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
     Q_EMIT diffed(result);
   });
@@ -321,8 +297,7 @@ void RunWorker::evaluate(JobId id, const EvalRequest& request) {
   guarded(id, JobKind::Eval, [&] {
     if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
     const mnv2::Model& m = model();
-    m_net.reset();  // the evaluation prepares its own network at its batch size
-    m_netBackend.clear();
+    m_classifier.release();  // the evaluation prepares its own network at its batch size
     const std::string set = request.set.toStdString();
     const QFileInfo info(request.set);
     std::vector<mnv2::EvalItem> items;

@@ -76,6 +76,7 @@ struct ClassifyRequest {
   QString imagePath;
   QString backend;
   ImageDecoder decoder = ImageDecoder::Auto;
+  mnv2::CudaOptions cuda;
 };
 
 struct ClassifyResult {
@@ -123,8 +124,9 @@ struct ProfileResult {
 struct DiffRequest {
   QString backend;
   QString reference;
-  // The backend's mode (fp32 where it does not run it); the reference runs mnv2::reference_precision().
+  // Asked for; the compare rule (mnv2::resolve_compare) decides what the backend and the reference run.
   mnv2::Precision precision = mnv2::Precision::fp32;
+  mnv2::CudaOptions cuda;
   mnv2::Tensor input;  // one image; empty: the random input (seed 1) the profiler uses
   QString inputName;
   int height = 224;

@@ -2,12 +2,14 @@
 // Exit codes: 0 success, 1 runtime error ("error: ..." on stderr), 2 usage error.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+
 #include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <cstring>
-#include <iostream>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cuda_options.h"
 #include "mnv2/atomic_file.h"
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
@@ -37,107 +40,64 @@
 #include "mnv2/report.h"
 #include "mnv2/roofline.h"
 #include "mnv2/roofline_report.h"
+#include "mnv2/studies.h"
 #include "mnv2/sweep.h"
 #include "mnv2/timing.h"
 
 namespace mnv2::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: mnv2 <command> [options]
-
-commands:
-  info      [--model F] [--labels F] [--json]   build, devices, backends and why unavailable, model lookup;
-                                                the model's format, producer, input, classes, labels, checker
-  topology  [--model F] [--format table|csv|json] [--batch N] [--input-size HxW]
-                                                the layers with output shapes, params and MACs
-  classify  [--model F] [--labels F] [--backend cpu|cpu-ref|cudnn|cuda] [--top K] [--json]
-            (IMAGE... | --tensor F [--input-size HxW])
-                                                top-K classes for each image (or each image of a tensor)
-  bench     [--model F] [--backends B[,B...]] [--batch N[,N...]] [--input-size HxW[,HxW...]]
-            [--warmup W] [--iters M] [--csv F] [--json F]
-                                                end-to-end latency and throughput (no instrumentation),
-                                                every backend x input size x batch
-  profile   [--model F] [--backend B] [--batch N] [--input-size HxW] [--warmup W] [--iters M]
-            [--timing event|cupti] [--exec layers|graph] [--csv F] [--json F] [--trace F]
-            [--image IMG | --tensor F]          end-to-end run, then a per-layer run; table + reports
-                                                (--exec graph: per-layer CUPTI times inside CUDA graph
-                                                replays, cuda backend)
-            [--ncu-command LAYER]               instead: print the Nsight Compute command line that
-                                                profiles only LAYER's kernels (index or name)
-  roofline  [same options as profile] [--recalibrate]
-                                                the device's measured ceilings (cached per device) and
-                                                each layer's arithmetic intensity and achieved GFLOP/s
-  memory    [--model F] [--backend B] [--batch N] [--input-size HxW] [--csv F] [--json F]
-                                                activation and weight bytes per layer; what the prepared
-                                                backend holds and, on a GPU, what the driver saw
-  eval      --images DIR [--list FILE] [--model F] [--labels F] [--backend B] [--batch N] [--threads T]
-            [--json F]                          top-1/top-5 accuracy over labelled images: FILE has
-                                                'FILENAME LABEL-INDEX' lines, else DIR has one sub-folder
-                                                per class (named by index or class name); a .f32 file is
-                                                one image already preprocessed (the --tensor format)
-  compare   --backends cpu-ref,cudnn[,cuda] [same options as profile]
-                                                profiles each backend, prints them side by side with
-                                                each layer's output error against the first backend
-
-The model is --model F, else $MNV2_MODEL, else a weights/ folder next to the program, else
+// The notes under `mnv2 --help`: what no single option says.
+constexpr const char* kFooter =
+    R"(The model is --model F, else $MNV2_MODEL, else a weights/ folder next to the program, else
 mnv2-profiler/ in $XDG_DATA_HOME (~/.local/share) or in $XDG_DATA_DIRS (/usr/local/share:/usr/share); with
 none, a built-in MobileNetV2 with synthetic weights runs (timing only: its predictions are meaningless).
 --tensor F: raw little-endian float32 NCHW, a whole number of 3xHxW images (default 224x224).
---precision fp32|tf32|fp16 (classify, bench, profile, roofline, memory, eval, compare): the arithmetic of
-the GPU backends (default fp32; 'mnv2 info' lists what each backend supports). A reduced mode is judged
-against the cpu reference, which stays fp32.
+--precision fp32|tf32|fp16: the arithmetic of the GPU backends (default fp32; 'mnv2 info' lists what each
+backend supports). A reduced mode is judged against the cpu reference, which stays fp32. compare: the first
+backend is the reference and alone may run fp32 in place of a mode it lacks; every other backend must have the
+mode; diffs are judged in the mode asked for.
+--cuda-variant, --cuda-fusion, --cuda-graph, --cuda-gemm-tile: the cuda backend's options; unset, the
+environment's MNV2_CUDA_VARIANT, MNV2_CUDA_FUSE, MNV2_CUDA_GRAPH, MNV2_CUDA_GEMM_TILE, else fast, none, auto
+and the planner's tile.
 Backends: cpu (oneDNN, CPUID-dispatched kernels), cpu-ref (the plain float32 reference every other backend
 is judged against), cudnn and cuda (the GPU plugin: NVIDIA GPU, driver 580+, CUDA 13, cuDNN 9).
-)";
+Exit codes: 0 success, 1 runtime error, 2 usage error. 'mnv2 COMMAND --help' lists a command's options.)";
 
-// Command-line arguments after the command word: --flag value pairs, boolean flags and positionals.
+// One command's options as CLI11 parsed them (CLI11 writes the help and refuses unknown options, missing values
+// and repeats); the command reads them by name. Values stay text: each command checks its own (ranges, lists)
+// with messages that name the option.
 class Args {
  public:
-  Args(int argc, char** argv, int first, const std::vector<std::string>& valued, const std::vector<std::string>& flags) {
-    for (int i = first; i < argc; ++i) {
-      std::string a = argv[i];
-      if (a.rfind("--", 0) == 0 && a.size() > 2) {
-        std::string key = a, value;
-        bool has_inline = false;
-        if (auto eq = a.find('='); eq != std::string::npos) {
-          key = a.substr(0, eq);
-          value = a.substr(eq + 1);
-          has_inline = true;
-        }
-        if (contains(valued, key)) {
-          if (!has_inline) {
-            if (i + 1 >= argc) throw UsageError(key + " needs a value");
-            value = argv[++i];
-          }
-          if (values_.count(key)) throw UsageError(key + " given twice");
-          values_[key] = value;
-        } else if (contains(flags, key) && !has_inline) {
-          flags_.push_back(key);
-        } else {
-          throw UsageError("unknown option '" + a + "'");
-        }
-      } else {
-        positionals_.push_back(a);
-      }
-    }
+  explicit Args(CLI::App& app) : app_(app) {}
+  Args(const Args&) = delete;
+  Args& operator=(const Args&) = delete;
+
+  void value(const std::string& name, const std::string& help) {
+    options_[name] = app_.add_option(name, values_[name], help);
   }
-  std::optional<std::string> get(const std::string& key) const {
-    auto it = values_.find(key);
-    if (it == values_.end()) return std::nullopt;
-    return it->second;
+  void flag(const std::string& name, const std::string& help) { flags_[name] = app_.add_flag(name, help); }
+  void positional(const std::string& name, const std::string& help) { app_.add_option(name, positionals_, help); }
+
+  std::optional<std::string> get(const std::string& name) const {
+    auto it = options_.find(name);
+    if (it == options_.end() || it->second->count() == 0) return std::nullopt;
+    return values_.at(name);
   }
-  std::string get_or(const std::string& key, const std::string& fallback) const { return get(key).value_or(fallback); }
-  bool flag(const std::string& key) const { return contains(flags_, key); }
+  std::string get_or(const std::string& name, const std::string& fallback) const {
+    return get(name).value_or(fallback);
+  }
+  bool flag(const std::string& name) const {
+    auto it = flags_.find(name);
+    return it != flags_.end() && it->second->count() > 0;
+  }
   const std::vector<std::string>& positionals() const { return positionals_; }
 
  private:
-  static bool contains(const std::vector<std::string>& v, const std::string& s) {
-    for (const auto& x : v)
-      if (x == s) return true;
-    return false;
-  }
-  std::map<std::string, std::string> values_;
-  std::vector<std::string> flags_;
+  CLI::App& app_;
+  std::map<std::string, std::string> values_;  // nodes stay put: CLI11 writes into them
+  std::map<std::string, CLI::Option*> options_;
+  std::map<std::string, CLI::Option*> flags_;
   std::vector<std::string> positionals_;
 };
 
@@ -180,6 +140,12 @@ LoadedModel load_model(const Args& args) {
   return m;
 }
 
+// --cuda-variant/--cuda-fusion/--cuda-graph/--cuda-gemm-tile over the MNV2_CUDA_* overrides over the defaults.
+CudaOptions cuda_options(const Args& args) {
+  return frontend::resolve_cuda_options(args.get_or("--cuda-variant", ""), args.get_or("--cuda-fusion", ""),
+                                        args.get_or("--cuda-graph", ""), args.get_or("--cuda-gemm-tile", ""));
+}
+
 json::Json warnings_json(const Model& model) { return json::Json(model.warnings); }
 
 void print_warnings(std::ostream& out, const Model& model, const char* prefix = "WARNING: ") {
@@ -195,8 +161,7 @@ void write_output(const std::string& path, const std::string& text) {
 
 // ---- info -------------------------------------------------------------------------------------------
 
-int cmd_info(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--model", "--labels"}, {"--json"});
+int cmd_info(const Args& args) {
   if (!args.positionals().empty()) throw UsageError("info takes no positional arguments");
   const CudaEnvironment& env = cuda_environment();
   json::Json j = json::Json::object();
@@ -295,8 +260,8 @@ int cmd_info(int argc, char** argv) {
     return model_error.empty() ? 0 : 1;
   }
   std::cout << "mnv2 " << MNV2_VERSION << " (commit " << MNV2_GIT_COMMIT << ")\n";
-  std::cout << "build:   CUDA " << (env.built_with_cuda ? "yes" : "no")
-            << ", image decoding " << (image_decoding_available() ? "OpenCV" : "none (--tensor only)") << "\n";
+  std::cout << "build:   CUDA " << (env.built_with_cuda ? "yes" : "no") << ", image decoding "
+            << (image_decoding_available() ? "OpenCV" : "none (--tensor only)") << "\n";
   if (env.built_with_cuda) {
     std::cout << "gpu:     code for " << env.architectures << "\n";
     if (plugin.loaded)
@@ -311,8 +276,9 @@ int cmd_info(int argc, char** argv) {
     std::cout << "driver:  " << (env.driver_release.empty() ? "" : env.driver_release + ", ") << "supports CUDA "
               << cuda_version_string(env.driver_version) << "\n";
   if (env.devices.empty())
-    std::cout << "devices: " << (plugin.built && !plugin.loaded ? "not probed (the GPU plugin is not loaded)"
-                                                                 : "none (" + env.why_none + ")")
+    std::cout << "devices: "
+              << (plugin.built && !plugin.loaded ? "not probed (the GPU plugin is not loaded)"
+                                                 : "none (" + env.why_none + ")")
               << "\n";
   for (size_t i = 0; i < env.devices.size(); ++i) {
     const GpuDevice& d = env.devices[i];
@@ -360,8 +326,7 @@ int cmd_info(int argc, char** argv) {
 
 // ---- topology ---------------------------------------------------------------------------------------
 
-int cmd_topology(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--model", "--format", "--batch", "--input-size"}, {});
+int cmd_topology(const Args& args) {
   if (!args.positionals().empty()) throw UsageError("topology takes no positional arguments");
   const std::string format = args.get_or("--format", "table");
   if (format != "table" && format != "csv" && format != "json")
@@ -405,7 +370,8 @@ int cmd_topology(int argc, char** argv) {
   }
   if (format == "csv") {
     print_warnings(std::cout, m.model, "# WARNING: ");
-    std::cout << "index,kind,name,block,description,inputs,out_n,out_c,out_h,out_w,params,macs,activation_bytes,bytes\n";
+    std::cout
+        << "index,kind,name,block,description,inputs,out_n,out_c,out_h,out_w,params,macs,activation_bytes,bytes\n";
     for (size_t i = 0; i < m.model.layers.size(); ++i) {
       const Layer& l = m.model.layers[i];
       const LayerStats& s = stats[i];
@@ -447,9 +413,7 @@ int cmd_topology(int argc, char** argv) {
 
 // ---- classify ---------------------------------------------------------------------------------------
 
-int cmd_classify(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--model", "--labels", "--backend", "--top", "--tensor", "--input-size", "--precision"},
-            {"--json"});
+int cmd_classify(const Args& args) {
   const std::string backend_name = args.get_or("--backend", "cpu");
   const int top = parse_int(args.get_or("--top", "5"), "--top", 1, 100000);
   const Precision precision = parse_precision(args.get_or("--precision", "fp32"));
@@ -459,13 +423,13 @@ int cmd_classify(int argc, char** argv) {
   if (!tensor_path && images.empty()) throw UsageError("classify needs image files or --tensor F");
   if (!tensor_path && args.get("--input-size"))
     throw UsageError("--input-size applies to --tensor inputs; images are cropped as the model's preprocessing says");
-  auto backend = make_backend(backend_name);  // unknown names are usage errors, before any file work
-  if (Availability a = backend->availability(); !a.available)
+  make_backend(backend_name);  // unknown names are usage errors, before any file work
+  if (Availability a = make_backend(backend_name)->availability(); !a.available)
     throw Error("backend '" + backend_name + "' is not available: " + a.reason);
 
   LoadedModel m = load_model(args);
-  std::vector<std::string> labels = args.get("--labels") ? read_labels_file(*args.get("--labels"))
-                                                         : builtin_labels(m.model.num_classes);
+  std::vector<std::string> labels =
+      args.get("--labels") ? read_labels_file(*args.get("--labels")) : builtin_labels(m.model.num_classes);
   if (static_cast<int>(labels.size()) != m.model.num_classes)
     throw Error(args.get_or("--labels", "built-in labels") + ": " + std::to_string(labels.size()) +
                 " labels for a model with " + std::to_string(m.model.num_classes) + " classes");
@@ -486,25 +450,15 @@ int cmd_classify(int argc, char** argv) {
     }
     input = stack_batch(batch);
   }
-  const Shape out = analyse(m.model, static_cast<int>(input.shape.n), static_cast<int>(input.shape.h),
-                            static_cast<int>(input.shape.w))
-                        .back()
-                        .output;
-  // A network without a classifier head (a feature extractor, a segmentation net) has no classes to rank.
-  if (out.h != 1 || out.w != 1)
-    throw Error(m.model.source + ": the network's output is a " + std::to_string(out.c) + "x" + std::to_string(out.h) +
-                "x" + std::to_string(out.w) +
-                " map per image, not one score per class; classify needs a classifier head (a global pool, then a "
-                "Linear or 1x1 convolution)");
-  auto net = backend->prepare(m.model, PrepareConfig{static_cast<int>(input.shape.n), static_cast<int>(input.shape.h),
-                                                     static_cast<int>(input.shape.w), precision});
-  const Tensor logits = net->run(input);
-  const int classes = static_cast<int>(logits.shape.per_image());
+  Classifier classifier;
+  const ClassifyResult classified = classifier.classify(
+      m.model, labels, ClassifyConfig{backend_name, precision, cuda_options(args), std::max(top, 5)}, input);
+  const int classes = static_cast<int>(classified.images.front().logits.size());
 
   json::Json results = json::Json::array();
-  for (int64_t i = 0; i < logits.shape.n; ++i) {
-    const float* row = logits.data.data() + i * classes;
-    const auto preds = top_k(row, classes, std::max(top, 5), labels);
+  for (size_t i = 0; i < classified.images.size(); ++i) {
+    const std::vector<float>& row = classified.images[i].logits;
+    const std::vector<Prediction>& preds = classified.images[i].top;
     if (args.flag("--json")) {
       json::Json r = json::Json::object();
       r["input"] = names[static_cast<size_t>(i)];
@@ -531,7 +485,8 @@ int cmd_classify(int argc, char** argv) {
       results.push_back(r);
     } else {
       print_warnings(std::cout, m.model);
-      std::cout << names[static_cast<size_t>(i)] << "  [backend " << backend_name << ", " << to_string(precision) << "]\n";
+      std::cout << names[static_cast<size_t>(i)] << "  [backend " << backend_name << ", " << to_string(precision)
+                << "]\n";
       for (int k = 0; k < top && k < static_cast<int>(preds.size()); ++k) {
         char line[512];
         std::snprintf(line, sizeof line, "  %2d. %4d  %6.2f%%  %s\n", k + 1, preds[k].index, preds[k].prob * 100.0,
@@ -546,11 +501,7 @@ int cmd_classify(int argc, char** argv) {
 
 // ---- bench ------------------------------------------------------------------------------------------
 
-int cmd_bench(int argc, char** argv) {
-  Args args(argc, argv, 2,
-            {"--model", "--backends", "--backend", "--batch", "--input-size", "--warmup", "--iters", "--json", "--csv",
-             "--precision"},
-            {});
+int cmd_bench(const Args& args) {
   if (!args.positionals().empty()) throw UsageError("bench takes no positional arguments");
   if (args.get("--backends") && args.get("--backend")) throw UsageError("give --backends or --backend, not both");
   const auto backend_list = split(args.get("--backends").value_or(args.get_or("--backend", "cpu")), ',');
@@ -564,23 +515,26 @@ int cmd_bench(int argc, char** argv) {
   SweepConfig sweep;
   sweep.backends = backend_list;
   sweep.batches = batches;
-  sweep.sizes = args.get("--input-size") ? parse_size_list(*args.get("--input-size"))
-                                         : std::vector<std::pair<int, int>>{{m.model.input_height, m.model.input_width}};
+  sweep.sizes = args.get("--input-size")
+                    ? parse_size_list(*args.get("--input-size"))
+                    : std::vector<std::pair<int, int>>{{m.model.input_height, m.model.input_width}};
   sweep.warmup = warmup;
   sweep.iters = iters;
   sweep.precision = precision;
+  sweep.cuda = cuda_options(args);
   const std::vector<BenchConfig> points = sweep_points(sweep);
   const bool tty = isatty(2);
   const std::vector<BenchResult> results = run_sweep(m.model, sweep, [&](int i, int count, int done, int total) {
     const BenchConfig& p = points[static_cast<size_t>(i)];
     if (tty)
       std::cerr << "\r\033[K[" << i + 1 << "/" << count << "] " << p.backend << " " << p.height << "x" << p.width
-                << " batch " << p.batch << ": " << done << "/" << total << (i + 1 == count && done == total ? "\r\033[K" : "")
-                << std::flush;
+                << " batch " << p.batch << ": " << done << "/" << total
+                << (i + 1 == count && done == total ? "\r\033[K" : "") << std::flush;
     return true;
   });
   std::string sizes_text;
-  for (const auto& [h, w] : sweep.sizes) sizes_text += (sizes_text.empty() ? "" : ", ") + std::to_string(h) + "x" + std::to_string(w);
+  for (const auto& [h, w] : sweep.sizes)
+    sizes_text += (sizes_text.empty() ? "" : ", ") + std::to_string(h) + "x" + std::to_string(w);
   print_warnings(std::cout, m.model);
   std::cout << "model: " << m.model.source << "; input " << sizes_text << "; precision " << to_string(precision) << "; "
             << warmup << " warm-up + " << iters
@@ -597,8 +551,9 @@ int cmd_bench(int argc, char** argv) {
   for (size_t i = 0; i < results.size(); ++i) {
     const BenchResult& r = results[i];
     // A sweep over input sizes: one group of rows per backend and size, under its own heading.
-    if (sweep.sizes.size() > 1 && (i == 0 || r.config.height != results[i - 1].config.height ||
-                                   r.config.width != results[i - 1].config.width || r.config.backend != results[i - 1].config.backend))
+    if (sweep.sizes.size() > 1 &&
+        (i == 0 || r.config.height != results[i - 1].config.height || r.config.width != results[i - 1].config.width ||
+         r.config.backend != results[i - 1].config.backend))
       std::cout << "-- " << r.config.backend << ", input " << r.config.height << "x" << r.config.width << "\n";
     char gmed[32] = "-", gp90[32] = "-", ratio[32] = "-", dmed[32] = "-", dp90[32] = "-", dips[32] = "-";
     if (r.gpu_ms) {
@@ -626,22 +581,24 @@ int cmd_bench(int argc, char** argv) {
 std::string mib(int64_t bytes) { return format_mib(bytes); }
 std::string memory_line(const MemoryReport& m) { return describe_memory(m); }
 
-int cmd_memory(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--model", "--backend", "--batch", "--input-size", "--precision", "--csv", "--json"}, {});
+int cmd_memory(const Args& args) {
   if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
   const std::string backend = args.get_or("--backend", "cpu");
   make_backend(backend);  // unknown names are usage errors
   PrepareConfig pc;
   pc.batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 65536);
   pc.precision = parse_precision(args.get_or("--precision", "fp32"));
+  pc.cuda = cuda_options(args);
   LoadedModel m = load_model(args);
-  std::tie(pc.height, pc.width) = args.get("--input-size") ? parse_size(*args.get("--input-size"))
-                                                          : std::pair<int, int>{m.model.input_height, m.model.input_width};
+  std::tie(pc.height, pc.width) = args.get("--input-size")
+                                      ? parse_size(*args.get("--input-size"))
+                                      : std::pair<int, int>{m.model.input_height, m.model.input_width};
   const MemoryStudy s = memory_study(m.model, backend, pc);
   print_warnings(std::cout, m.model);
   std::printf("model %s; backend %s (%s); batch %d; %dx%d; %s\n", m.model.source.c_str(), backend.c_str(),
               s.backend_description.c_str(), pc.batch, pc.height, pc.width, to_string(pc.precision));
-  std::printf("%-4s %-22s %-18s %-18s %16s %14s\n", "idx", "name", "kind", "output", "activation_bytes", "weight_bytes");
+  std::printf("%-4s %-22s %-18s %-18s %16s %14s\n", "idx", "name", "kind", "output", "activation_bytes",
+              "weight_bytes");
   for (const LayerMemory& l : s.layers) {
     const Layer& layer = s.topology[static_cast<size_t>(l.layer)];
     std::printf("%-4d %-22s %-18s %-18s %16lld %14lld\n", layer.index, layer.name.c_str(), to_string(layer.kind),
@@ -653,7 +610,8 @@ int cmd_memory(int argc, char** argv) {
               s.activation_tensors);
   std::printf("held by the %s backend: %s\n", backend.c_str(), memory_line(s.held).c_str());
   if (s.held.driver_held_bytes() < 0)
-    std::printf("driver: not measured (%s)\n", backend == "cpu" ? "host backend: host memory, as accounted above" : "no reading");
+    std::printf("driver: not measured (%s)\n",
+                backend == "cpu" ? "host backend: host memory, as accounted above" : "no reading");
   if (auto p = args.get("--csv")) write_output(*p, memory_csv(s));
   if (auto p = args.get("--json")) write_output(*p, memory_json(s));
   return 0;
@@ -684,10 +642,7 @@ EvalProgress eval_progress() {
   };
 }
 
-int cmd_eval(int argc, char** argv) {
-  Args args(argc, argv, 2,
-            {"--model", "--labels", "--images", "--list", "--backend", "--batch", "--threads", "--json", "--precision"},
-            {});
+int cmd_eval(const Args& args) {
   if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
   const auto images_dir = args.get("--images");
   if (!images_dir) throw UsageError("eval needs --images DIR");
@@ -696,11 +651,12 @@ int cmd_eval(int argc, char** argv) {
   cfg.batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 4096);
   cfg.loader_threads = parse_int(args.get_or("--threads", "0"), "--threads", 0, 256);
   cfg.precision = parse_precision(args.get_or("--precision", "fp32"));
+  cfg.cuda = cuda_options(args);
   make_backend(cfg.backend);  // unknown names are usage errors, before any file work
   if (!std::filesystem::is_directory(*images_dir)) throw Error(*images_dir + ": no such folder");
   LoadedModel m = load_model(args);
-  const std::vector<std::string> labels = args.get("--labels") ? read_labels_file(*args.get("--labels"))
-                                                               : builtin_labels(m.model.num_classes);
+  const std::vector<std::string> labels =
+      args.get("--labels") ? read_labels_file(*args.get("--labels")) : builtin_labels(m.model.num_classes);
   if (static_cast<int>(labels.size()) != m.model.num_classes)
     throw Error(args.get_or("--labels", "built-in labels") + ": " + std::to_string(labels.size()) +
                 " labels for a model with " + std::to_string(m.model.num_classes) + " classes");
@@ -709,13 +665,16 @@ int cmd_eval(int argc, char** argv) {
                                           : scan_class_folders(*images_dir, labels);
   const EvalResult r = evaluate(m.model, items, cfg, default_image_loader(m.model.preprocess), eval_progress());
 
-  auto name = [&](int i) { return i >= 0 && i < static_cast<int>(labels.size()) ? labels[static_cast<size_t>(i)] : ""; };
+  auto name = [&](int i) {
+    return i >= 0 && i < static_cast<int>(labels.size()) ? labels[static_cast<size_t>(i)] : "";
+  };
   print_warnings(std::cout, m.model);
   std::printf("model %s; backend %s (%s); precision %s; batch %d; %d loader threads, at most %d batches ahead\n",
-              m.model.source.c_str(), cfg.backend.c_str(), r.backend_description.c_str(), to_string(cfg.precision), cfg.batch,
-              r.config.loader_threads, r.config.queue_batches);
+              m.model.source.c_str(), cfg.backend.c_str(), r.backend_description.c_str(), to_string(cfg.precision),
+              cfg.batch, r.config.loader_threads, r.config.queue_batches);
   std::printf("%d images from %s (%s), %zu skipped as unreadable\n", r.images, images_dir->c_str(),
-              args.get("--list") ? ("list " + *args.get("--list")).c_str() : "one sub-folder per class", r.skipped.size());
+              args.get("--list") ? ("list " + *args.get("--list")).c_str() : "one sub-folder per class",
+              r.skipped.size());
   std::printf("top-1 %.2f%% (%d/%d), top-5 %.2f%% (%d/%d)\n", r.top1 * 100, r.top1_correct, r.images, r.top5 * 100,
               r.top5_correct, r.images);
   std::printf("%.2f s, %.1f images/s (inference %.2f s, waiting for the loaders %.2f s)\n", r.wall_s, r.images_per_s,
@@ -729,7 +688,8 @@ int cmd_eval(int argc, char** argv) {
   }
   if (!r.skipped.empty()) std::printf("skipped (%zu):\n", r.skipped.size());
   for (const auto& skip : r.skipped)  // the decoder's message names the file already
-    std::printf("  %s\n", (skip.reason.rfind(skip.path, 0) == 0 ? skip.reason : skip.path + ": " + skip.reason).c_str());
+    std::printf("  %s\n",
+                (skip.reason.rfind(skip.path, 0) == 0 ? skip.reason : skip.path + ": " + skip.reason).c_str());
   std::fflush(stdout);
   if (auto path = args.get("--json"))
     write_output(
@@ -738,10 +698,6 @@ int cmd_eval(int argc, char** argv) {
 }
 
 // ---- profile / compare --------------------------------------------------------------------------------
-
-const std::vector<std::string> kProfileOptions = {"--model",  "--backend", "--backends", "--batch",     "--input-size",
-                                                  "--warmup", "--iters",   "--timing",   "--csv",       "--json",
-                                                  "--trace",  "--image",   "--tensor",   "--precision", "--exec"};
 
 struct ProfileRequest {
   LoadedModel m;
@@ -770,9 +726,11 @@ ProfileRequest parse_profile_request(const Args& args, bool compare) {
   c.warmup = parse_int(args.get_or("--warmup", "10"), "--warmup", 0, 1000000);
   c.iters = parse_int(args.get_or("--iters", "100"), "--iters", 1, 1000000);
   c.precision = parse_precision(args.get_or("--precision", "fp32"));
+  c.cuda = cuda_options(args);
   const std::string timing = args.get_or("--timing", "event");
   c.timer = parse_timer(timing);
-  if (c.timer == TimerKind::host_clock) throw UsageError("--timing must be event or cupti (the cpu backend always uses the host clock)");
+  if (c.timer == TimerKind::host_clock)
+    throw UsageError("--timing must be event or cupti (the cpu backend always uses the host clock)");
   const std::string exec = args.get_or("--exec", "layers");
   if (exec != "layers" && exec != "graph") throw UsageError("--exec must be layers or graph, got '" + exec + "'");
   c.graph_replay = exec == "graph";
@@ -827,11 +785,13 @@ void print_summary(const RunReport& r) {
               static_cast<long long>(e.host_ms.n), e.host_ms.median, e.host_ms.p90, e.host_ms.min, e.host_ms.cv);
   if (e.gpu_ms) std::printf("; GPU median %.3f ms (p90 %.3f)", e.gpu_ms->median, e.gpu_ms->p90);
   std::printf("; %.1f images/s\n", e.images_per_s);
-  std::printf("  per layer (%s, %s, %d runs): sum of layer medians %.3f ms; gap to end to end %.3f ms"
-              " (instrumentation, launch gaps, idle GPU, copies)\n",
-              r.timer.c_str(), r.execution.c_str(), r.config.iters, r.sum_of_steps_ms, r.gap_ms);
+  std::printf(
+      "  per layer (%s, %s, %d runs): sum of layer medians %.3f ms; gap to end to end %.3f ms"
+      " (instrumentation, launch gaps, idle GPU, copies)\n",
+      r.timer.c_str(), r.execution.c_str(), r.config.iters, r.sum_of_steps_ms, r.gap_ms);
   std::printf("  memory held: %s\n", memory_line(r.memory).c_str());
-  if (r.sm_clock_mhz_start > 0) std::printf("  SM clock: %d MHz at start, %d MHz at end\n", r.sm_clock_mhz_start, r.sm_clock_mhz_end);
+  if (r.sm_clock_mhz_start > 0)
+    std::printf("  SM clock: %d MHz at start, %d MHz at end\n", r.sm_clock_mhz_start, r.sm_clock_mhz_end);
   int disagree = 0;
   std::vector<double> gaps;
   for (const auto& p : r.steps) {
@@ -841,16 +801,17 @@ void print_summary(const RunReport& r) {
   }
   if (!gaps.empty()) {
     const Summary g = summarize(gaps);
-    std::printf("  two-timer check: %d of %zu layers differ by more than the event resolution (0.5 us) between"
-                " cudaEvent and CUPTI; event minus CUPTI median %.2f us (max %.2f us): launch gaps the events include\n",
-                disagree, gaps.size(), g.median / 1000.0, g.max / 1000.0);
+    std::printf(
+        "  two-timer check: %d of %zu layers differ by more than the event resolution (0.5 us) between"
+        " cudaEvent and CUPTI; event minus CUPTI median %.2f us (max %.2f us): launch gaps the events include\n",
+        disagree, gaps.size(), g.median / 1000.0, g.max / 1000.0);
   }
   std::string kinds;
   for (const auto& g : r.per_kind) {
     char buf[160];
     if (g.steps == 0 && g.fused_layers > 0)
-      std::snprintf(buf, sizeof buf, "%s%s fused (all %d layers run inside other kinds' steps)", kinds.empty() ? "" : ", ",
-                    g.name.c_str(), g.fused_layers);
+      std::snprintf(buf, sizeof buf, "%s%s fused (all %d layers run inside other kinds' steps)",
+                    kinds.empty() ? "" : ", ", g.name.c_str(), g.fused_layers);
     else
       std::snprintf(buf, sizeof buf, "%s%s %.3f ms (%.1f%%)", kinds.empty() ? "" : ", ", g.name.c_str(),
                     g.median_ns / 1e6, g.share * 100);
@@ -920,12 +881,13 @@ int print_ncu_command(const Args& args, const ProfileRequest& req) {
   t.height = req.base.height;
   t.width = req.base.width;
   t.precision = req.base.precision;
+  t.cuda = req.base.cuda;
   if (auto image = args.get("--image")) t.image = std::filesystem::absolute(*image).string();
   if (auto tensor = args.get("--tensor")) t.tensor = std::filesystem::absolute(*tensor).string();
   t.layer = layer;
   auto b = make_backend(backend);
   if (Availability a = b->availability(); a.available) {
-    auto net = b->prepare(model, PrepareConfig{t.batch, t.height, t.width, t.precision});
+    auto net = b->prepare(model, PrepareConfig{t.batch, t.height, t.width, t.precision, req.base.cuda});
     t.nvtx_range = net->steps().at(static_cast<size_t>(step_of_layer(net->steps(), layer))).name;
   } else {
     t.nvtx_range = default_step_name(model, layer);
@@ -938,10 +900,7 @@ int print_ncu_command(const Args& args, const ProfileRequest& req) {
   return 0;
 }
 
-int cmd_profile(int argc, char** argv) {
-  std::vector<std::string> options = kProfileOptions;
-  options.push_back("--ncu-command");
-  Args args(argc, argv, 2, options, {});
+int cmd_profile(const Args& args) {
   ProfileRequest req = parse_profile_request(args, false);
   if (args.get("--ncu-command")) return print_ncu_command(args, req);
   ProfileConfig cfg = req.base;
@@ -959,8 +918,7 @@ int cmd_profile(int argc, char** argv) {
 
 // ---- roofline -----------------------------------------------------------------------------------------
 
-int cmd_roofline(int argc, char** argv) {
-  Args args(argc, argv, 2, kProfileOptions, {"--recalibrate"});
+int cmd_roofline(const Args& args) {
   if (args.get("--trace")) throw UsageError("roofline writes --csv and --json (its points); profile writes traces");
   ProfileRequest req = parse_profile_request(args, false);
   ProfileConfig cfg = req.base;
@@ -977,8 +935,8 @@ int cmd_roofline(int argc, char** argv) {
   const std::vector<RooflinePoint> points = roofline_points(r, c);
   print_warnings(std::cout, req.m.model);
   std::printf("%s: memory %.1f GB/s, compute %.1f GFLOP/s, ridge %.2f FLOP/byte (%s; %s %s)\n", c.device.c_str(),
-              c.bandwidth_gb_s, c.gflop_s, c.ridge(), c.method.c_str(), c.from_cache ? "cached in" : "calibrated now, cached in",
-              roofline_cache_file().c_str());
+              c.bandwidth_gb_s, c.gflop_s, c.ridge(), c.method.c_str(),
+              c.from_cache ? "cached in" : "calibrated now, cached in", roofline_cache_file().c_str());
   std::printf("backend %s; batch %d; %dx%d; %s timer, median of %d runs\n", r.backend.c_str(), r.config.batch,
               r.config.height, r.config.width, r.timer.c_str(), r.config.iters);
   std::printf("%-4s %-26s %-18s %10s %10s %12s %7s %s\n", "idx", "step", "kind", "FLOP/B", "GFLOP/s", "roof_GFLOP/s",
@@ -986,8 +944,9 @@ int cmd_roofline(int argc, char** argv) {
   int memory_bound = 0;
   for (const RooflinePoint& p : points) {
     memory_bound += p.memory_bound ? 1 : 0;
-    std::printf("%-4d %-26s %-18s %10.2f %10.1f %12.1f %6.1f%% %s\n", p.layer, p.name.c_str(), p.kind.c_str(), p.intensity,
-                p.gflop_s, p.attainable_gflop_s, p.attainable_gflop_s > 0 ? 100 * p.gflop_s / p.attainable_gflop_s : 0.0,
+    std::printf("%-4d %-26s %-18s %10.2f %10.1f %12.1f %6.1f%% %s\n", p.layer, p.name.c_str(), p.kind.c_str(),
+                p.intensity, p.gflop_s, p.attainable_gflop_s,
+                p.attainable_gflop_s > 0 ? 100 * p.gflop_s / p.attainable_gflop_s : 0.0,
                 p.memory_bound ? "memory" : "compute");
   }
   std::printf("%zu steps: %d below the ridge (memory-bound), %zu above\n", points.size(), memory_bound,
@@ -997,40 +956,31 @@ int cmd_roofline(int argc, char** argv) {
   return 0;
 }
 
-int cmd_compare(int argc, char** argv) {
-  Args args(argc, argv, 2, kProfileOptions, {});
+int cmd_compare(const Args& args) {
   ProfileRequest req = parse_profile_request(args, true);
-  std::vector<RunReport> reports;
-  for (const auto& b : req.backends) {
-    ProfileConfig cfg = req.base;
-    cfg.backend = b;
-    // The reference (first) backend stays fp32 when it has no reduced-precision mode (the cpu backend);
-    // every other backend must run the precision asked for.
-    if (b == req.backends.front()) cfg.precision = reference_precision(b, req.base.precision);
-    if (cfg.precision != req.base.precision)
-      std::cerr << b << " runs fp32 as the reference (it has no " << to_string(req.base.precision) << " mode)\n";
-    reports.push_back(profile(req.m.model, cfg, stderr_progress(b)));
-  }
-  // Output diffs on the first image of the batch: every layer's output of each backend against the first.
-  const std::string reference = req.backends.front();
-  const Tensor input = req.base.input
-                           ? *req.base.input
-                           : random_input(Shape{1, req.m.model.input_channels, req.base.height, req.base.width}, 1);
-  Tensor first(Shape{1, input.shape.c, input.shape.h, input.shape.w});
-  std::copy(input.data.begin(), input.data.begin() + first.shape.numel(), first.data.begin());
-  const PrepareConfig pc{1, req.base.height, req.base.width, req.base.precision};
-  for (size_t i = 1; i < reports.size(); ++i) {
-    std::cerr << "diff " << req.backends[i] << " vs " << reference << "\n";
-    reports[i].diff = diff_backends(req.m.model, req.backends[i], reference, pc, first);
-  }
+  CompareConfig config;
+  config.backends = req.backends;
+  config.base = req.base;
+  for (const std::string& note : resolve_compare(req.backends, req.base.precision).notes) std::cerr << note << "\n";
+  auto phases = std::make_shared<std::vector<ProfileProgress>>();
+  for (const auto& b : req.backends) phases->push_back(stderr_progress(b));
+  CompareResult result =
+      run_compare(req.m.model, config, [&](int i, const std::string& b, const std::string& phase, int done, int total) {
+        if (phase != "diff") return (*phases)[static_cast<size_t>(i)](phase, done, total);
+        if (done == 0) std::cerr << "diff " << b << " vs " << req.backends.front() << "\n";
+        return true;
+      });
+  std::vector<RunReport>& reports = result.reports;
 
   print_warnings(std::cout, req.m.model);
-  std::printf("model %s; input %s; batch %d; %dx%d; %s; warm-up %d, %d timed runs per phase\n", req.m.model.source.c_str(),
-              req.base.input_name.empty() ? "random(seed=1)" : req.base.input_name.c_str(), req.base.batch,
-              req.base.height, req.base.width, to_string(req.base.precision), req.base.warmup, req.base.iters);
+  std::printf("model %s; input %s; batch %d; %dx%d; %s; warm-up %d, %d timed runs per phase\n",
+              req.m.model.source.c_str(), req.base.input_name.empty() ? "random(seed=1)" : req.base.input_name.c_str(),
+              req.base.batch, req.base.height, req.base.width, to_string(req.base.precision), req.base.warmup,
+              req.base.iters);
   std::printf("%-4s %-22s %-18s", "idx", "name", "kind");
   for (const auto& r : reports) std::printf(" %12s", (r.backend + "_us").c_str());
-  for (size_t i = 1; i < reports.size(); ++i) std::printf(" %13s %10s", (reports[i].backend + "_relL2").c_str(), "max_abs");
+  for (size_t i = 1; i < reports.size(); ++i)
+    std::printf(" %13s %10s", (reports[i].backend + "_relL2").c_str(), "max_abs");
   std::printf("\n");
   for (size_t l = 0; l < reports.front().layers.size(); ++l) {
     const Layer& layer = reports.front().topology[l];
@@ -1063,36 +1013,203 @@ int cmd_compare(int argc, char** argv) {
   return 0;
 }
 
+// ---- the command line ------------------------------------------------------------------------------
+
+// The options several commands share, declared once with their help.
+void model_options(Args& a) { a.value("--model", "ONNX model file (see the notes of 'mnv2 --help' on the lookup)"); }
+void labels_option(Args& a) {
+  a.value("--labels", "class names, one per line (default: the built-in ImageNet labels)");
+}
+void backend_option(Args& a) { a.value("--backend", "cpu, cpu-ref, cudnn or cuda (default cpu)"); }
+void batch_option(Args& a) { a.value("--batch", "images per forward pass (default 1)"); }
+void size_option(Args& a) {
+  a.value("--input-size", "HxW (or one side) of random and --tensor inputs (default: the model's)");
+}
+void precision_option(Args& a) {
+  a.value("--precision", "fp32, tf32 or fp16: the GPU backends' arithmetic (default fp32)");
+}
+void cuda_option_set(Args& a) {
+  a.value("--cuda-variant", "cuda backend: fast or baseline (default fast, or $MNV2_CUDA_VARIANT)");
+  a.value("--cuda-fusion", "cuda backend: none or expand_dw (default none, or $MNV2_CUDA_FUSE)");
+  a.value("--cuda-graph", "cuda backend: auto, on or off (default auto, or $MNV2_CUDA_GRAPH)");
+  a.value("--cuda-gemm-tile",
+          "cuda backend: force a GEMM tile, e.g. 128x64 (default: the planner's, or $MNV2_CUDA_GEMM_TILE)");
+}
+void counts_options(Args& a, const char* warmup, const char* iters) {
+  a.value("--warmup", std::string("untimed runs first (default ") + warmup + ")");
+  a.value("--iters", std::string("timed runs (default ") + iters + ")");
+}
+void report_options(Args& a, bool trace) {
+  a.value("--csv", "write the results as CSV to this file");
+  a.value("--json", "write the results as JSON to this file");
+  if (trace) a.value("--trace", "write a Perfetto/Chrome trace to this file");
+}
+// profile, roofline and compare: one run described the same way.
+void run_options(Args& a, bool compare) {
+  model_options(a);
+  if (compare)
+    a.value("--backends", "B1,B2[,B3...]: the first is the reference of the diffs (default cpu,cudnn)");
+  else
+    backend_option(a);
+  batch_option(a);
+  size_option(a);
+  counts_options(a, "10", "100");
+  a.value("--timing", "event or cupti: the GPU backends' per-layer timer (default event)");
+  a.value("--exec",
+          "layers or graph: per-layer runs step by step, or CUPTI inside CUDA graph replays (default layers)");
+  a.value("--image", "run on this photograph, preprocessed as the model says (default: random input, seed 1)");
+  a.value("--tensor", "run on this raw float32 NCHW tensor file");
+  precision_option(a);
+  cuda_option_set(a);
+}
+
+struct Command {
+  const char* name;
+  const char* help;
+  void (*declare)(Args&);
+  int (*run)(const Args&);
+};
+
+const Command kCommands[] = {
+    {"info", "build, devices, backends and why unavailable, model lookup; the model's format, producer, input, classes",
+     [](Args& a) {
+       model_options(a);
+       labels_option(a);
+       a.flag("--json", "print JSON instead of text");
+     },
+     cmd_info},
+    {"topology", "the layers with output shapes, params and MACs",
+     [](Args& a) {
+       model_options(a);
+       a.value("--format", "table, csv or json (default table)");
+       batch_option(a);
+       size_option(a);
+     },
+     cmd_topology},
+    {"classify", "top-K classes for each image (or each image of a tensor)",
+     [](Args& a) {
+       model_options(a);
+       labels_option(a);
+       backend_option(a);
+       a.value("--top", "classes per image (default 5)");
+       a.value("--tensor", "classify the images of this raw float32 NCHW tensor file instead");
+       size_option(a);
+       precision_option(a);
+       cuda_option_set(a);
+       a.flag("--json", "print JSON (top-5, the top K, every logit) instead of text");
+       a.positional("images", "image files");
+     },
+     cmd_classify},
+    {"bench", "end-to-end latency and throughput (no instrumentation), every backend x input size x batch",
+     [](Args& a) {
+       model_options(a);
+       a.value("--backends", "B[,B...] (default cpu)");
+       backend_option(a);
+       a.value("--batch", "N[,N...] (default 1)");
+       a.value("--input-size", "HxW[,HxW...] (default: the model's)");
+       counts_options(a, "5", "50");
+       report_options(a, false);
+       precision_option(a);
+       cuda_option_set(a);
+     },
+     cmd_bench},
+    {"profile", "an end-to-end run, then a per-layer run: table and reports",
+     [](Args& a) {
+       run_options(a, false);
+       report_options(a, true);
+       a.value("--ncu-command",
+               "instead: print the Nsight Compute command line that profiles only this layer's "
+               "kernels (index or name)");
+     },
+     cmd_profile},
+    {"roofline", "the device's measured ceilings (cached per device) and each layer's intensity and GFLOP/s",
+     [](Args& a) {
+       run_options(a, false);
+       report_options(a, false);
+       a.flag("--recalibrate", "measure the ceilings again instead of reading the cache");
+     },
+     cmd_roofline},
+    {"memory", "activation and weight bytes per layer; what the prepared backend holds and what the driver saw",
+     [](Args& a) {
+       model_options(a);
+       backend_option(a);
+       batch_option(a);
+       size_option(a);
+       precision_option(a);
+       report_options(a, false);
+       cuda_option_set(a);
+     },
+     cmd_memory},
+    {"eval", "top-1/top-5 accuracy over labelled images",
+     [](Args& a) {
+       a.value("--images", "DIR: one sub-folder per class (index or name), or the files of --list");
+       a.value("--list", "FILE of 'FILENAME LABEL-INDEX' lines (paths relative to --images)");
+       model_options(a);
+       labels_option(a);
+       backend_option(a);
+       batch_option(a);
+       a.value("--threads", "image loader threads (default min(4, cores))");
+       a.value("--json", "write the result as JSON to this file");
+       precision_option(a);
+       cuda_option_set(a);
+     },
+     cmd_eval},
+    {"compare", "profiles each backend, side by side, with each layer's output error against the first backend",
+     [](Args& a) {
+       run_options(a, true);
+       report_options(a, true);
+     },
+     cmd_compare},
+};
+
 int dispatch(int argc, char** argv) {
+  CLI::App app(
+      "mnv2: MobileNetV2 inference on our CUDA kernels, cuDNN/cuBLAS or the CPU; per-layer profiles, "
+      "comparisons and reports.",
+      "mnv2");
+  app.set_version_flag("--version", std::string("mnv2 ") + MNV2_VERSION + " (commit " + MNV2_GIT_COMMIT + ")");
+  app.require_subcommand(1);
+  app.footer(kFooter);
+  std::vector<std::pair<CLI::App*, std::unique_ptr<Args>>> parsed;
+  for (const Command& c : kCommands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    parsed.emplace_back(sub, std::make_unique<Args>(*sub));
+    c.declare(*parsed.back().second);
+  }
   if (argc < 2) {
-    std::cerr << kUsage;
+    std::cerr << app.help();
     return 2;
   }
-  const std::string cmd = argv[1];
-  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-    std::cout << kUsage;
+  // An unknown first word is named as a command, not as a stray argument.
+  const std::string first = argv[1];
+  if (first.rfind('-', 0) != 0 && first != "help") {
+    bool known = false;
+    for (const Command& c : kCommands) known = known || first == c.name;
+    if (!known) throw UsageError("unknown command '" + first + "' ('mnv2 --help' lists them)");
+  }
+  if (first == "help") {
+    std::cout << app.help();
     return 0;
   }
-  if (cmd == "--version") {
-    std::cout << "mnv2 " << MNV2_VERSION << " (commit " << MNV2_GIT_COMMIT << ")\n";
-    return 0;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);  // the help of the command asked about, on stdout, exit 0
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ArgumentMismatch& e) {
+    // CLI11 says "--batch: 1 required TEXT missing" and "--iters: At Most 1 required but received 2"; say it plainly.
+    const std::string text = e.what();
+    const std::string option = text.substr(0, text.find(':'));
+    if (text.find("missing") != std::string::npos) throw UsageError(option + " needs a value");
+    if (text.find("received") != std::string::npos) throw UsageError(option + " given twice");
+    throw UsageError(text);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());  // unknown option, stray argument ("not expected"): exit 2
   }
-  for (int i = 2; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::cout << kUsage;
-      return 0;
-    }
-  }
-  if (cmd == "info") return cmd_info(argc, argv);
-  if (cmd == "topology") return cmd_topology(argc, argv);
-  if (cmd == "classify") return cmd_classify(argc, argv);
-  if (cmd == "bench") return cmd_bench(argc, argv);
-  if (cmd == "profile") return cmd_profile(argc, argv);
-  if (cmd == "compare") return cmd_compare(argc, argv);
-  if (cmd == "eval") return cmd_eval(argc, argv);
-  if (cmd == "memory") return cmd_memory(argc, argv);
-  if (cmd == "roofline") return cmd_roofline(argc, argv);
-  throw UsageError("unknown command '" + cmd + "'");
+  for (size_t i = 0; i < parsed.size(); ++i)
+    if (parsed[i].first->parsed()) return kCommands[i].run(*parsed[i].second);
+  throw UsageError("no command given ('mnv2 --help' lists them)");
 }
 
 }  // namespace

@@ -33,6 +33,12 @@ std::vector<std::string> ncu_argv(const NcuTarget& t) {
     a.insert(a.end(), {"--input-size", std::to_string(t.height) + "x" + std::to_string(t.width)});
   }
   if (t.precision != Precision::fp32) a.insert(a.end(), {"--precision", to_string(t.precision)});
+  // Explicit even where they are the defaults' values: the environment of the ncu run may hold other overrides.
+  if (t.backend == "cuda") {
+    a.insert(a.end(), {"--cuda-variant", to_string(t.cuda.variant), "--cuda-fusion", to_string(t.cuda.fusion),
+                       "--cuda-graph", to_string(t.cuda.graph)});
+    if (!t.cuda.gemm_tile.empty()) a.insert(a.end(), {"--cuda-gemm-tile", t.cuda.gemm_tile});
+  }
   // Event timing: CUPTI cannot run beside Nsight Compute, which owns the profiling interfaces.
   a.insert(a.end(), {"--warmup", "0", "--iters", "1", "--timing", "event"});
   return a;

@@ -184,7 +184,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
 
   r.layer_stats = analyse(model, cfg.batch, cfg.height, cfg.width);
   DeviceMemoryProbe memory_probe(gpu);  // the driver's view of the memory the network takes
-  auto net = backend->prepare(model, PrepareConfig{cfg.batch, cfg.height, cfg.width, cfg.precision});
+  auto net = backend->prepare(model, PrepareConfig{cfg.batch, cfg.height, cfg.width, cfg.precision, cfg.cuda});
   memory_probe.sample();
   if (cfg.graph_replay && !net->has_graph()) {
     if (!cfg.layers_without_graph)

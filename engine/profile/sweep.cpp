@@ -20,6 +20,7 @@ std::vector<BenchConfig> sweep_points(const SweepConfig& c) {
         b.warmup = c.warmup;
         b.iters = c.iters;
         b.precision = c.precision;
+        b.cuda = c.cuda;
         points.push_back(b);
       }
   return points;

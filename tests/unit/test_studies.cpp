@@ -46,6 +46,15 @@ TEST(Ncu, CommandLineQuotesTheRangeAndReproducesTheRun) {
   EXPECT_NE(line.find("--nvtx-include 'Conv2d 5 + ReLU6 6/'"), std::string::npos) << line;
   EXPECT_NE(line.find("--image '/img/it'\\''s.jpg'"), std::string::npos) << line;
   EXPECT_EQ(line.find("--input-size"), std::string::npos) << line;  // an image sets its own size
+  EXPECT_EQ(line.find("--cuda-"), std::string::npos) << line;       // the cudnn backend has no such options
+  // The cuda backend's options travel with the command: the profiled run must plan the same steps.
+  t.backend = "cuda";
+  t.cuda.fusion = CudaOptions::Fusion::expand_dw;
+  t.cuda.gemm_tile = "128x64";
+  const std::string cuda = shell_join(ncu_argv(t));
+  EXPECT_NE(cuda.find("--cuda-variant fast --cuda-fusion expand_dw --cuda-graph auto --cuda-gemm-tile 128x64"),
+            std::string::npos)
+      << cuda;
 }
 
 TEST(Ncu, ResolvesLayersByIndexOrNameAndFindsTheirStep) {

@@ -28,65 +28,6 @@ QString noiseRuleText() {
       "overlap. Only differences between non-overlapping p10–p90 ranges are shown in full colour.");
 }
 
-namespace {
-
-int findRoot(std::vector<int>& parent, int x) {
-  while (parent[static_cast<size_t>(x)] != x) {
-    parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
-    x = parent[static_cast<size_t>(x)];
-  }
-  return x;
-}
-
-void unite(std::vector<int>& parent, int a, int b) {
-  a = findRoot(parent, a);
-  b = findRoot(parent, b);
-  if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
-}
-
-void joinSteps(const mnv2::RunReport& r, int n, std::vector<int>& parent) {
-  for (const auto& s : r.steps) {
-    int prev = -1;
-    for (int l : s.layers) {
-      if (l < 0 || l >= n) continue;
-      if (prev >= 0) unite(parent, prev, l);
-      prev = l;
-    }
-  }
-}
-
-}  // namespace
-
-std::vector<AlignedSegment> alignReports(const mnv2::RunReport& a, const mnv2::RunReport& b) {
-  const int n = static_cast<int>(std::min(a.layers.size(), b.layers.size()));
-  std::vector<int> parent(static_cast<size_t>(n));
-  std::iota(parent.begin(), parent.end(), 0);
-  joinSteps(a, n, parent);
-  joinSteps(b, n, parent);
-  std::map<int, AlignedSegment> byRoot;  // the root is the smallest layer of the segment
-  for (int l = 0; l < n; ++l) {
-    AlignedSegment& s = byRoot[findRoot(parent, l)];
-    if (s.layers.empty()) s.firstLayer = l;
-    s.layers.push_back(l);
-  }
-  auto add = [&](const mnv2::RunReport& r, bool isA) {
-    for (const auto& step : r.steps) {
-      if (step.layers.empty() || step.layers.front() >= n || step.layers.front() < 0) continue;
-      AlignedSegment& s = byRoot[findRoot(parent, step.layers.front())];
-      (isA ? s.medianA : s.medianB) += step.time_ns.median;
-      (isA ? s.p10A : s.p10B) += step.time_ns.p10;
-      (isA ? s.p90A : s.p90B) += step.time_ns.p90;
-      ++(isA ? s.stepsA : s.stepsB);
-    }
-  };
-  add(a, true);
-  add(b, false);
-  std::vector<AlignedSegment> out;
-  out.reserve(byRoot.size());
-  for (auto& [root, seg] : byRoot) out.push_back(std::move(seg));
-  return out;
-}
-
 QString precisionName(mnv2::Precision precision) { return QString::fromLatin1(mnv2::to_string(precision)); }
 
 QString runLabel(const QString& backend, mnv2::Precision precision) {

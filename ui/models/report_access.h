@@ -9,6 +9,7 @@
 
 #include "mnv2/model.h"
 #include "mnv2/profiler.h"
+#include "mnv2/studies.h"
 
 namespace mnv2::ui {
 
@@ -29,20 +30,8 @@ LayerTiming layerTiming(const mnv2::RunReport& report, int layer);
 bool rangesOverlap(double p10a, double p90a, double p10b, double p90b);
 QString noiseRuleText();
 
-// A stretch of layers that two reports both time as a whole (the union of fused steps on either side);
-// one row of the run comparison.
-struct AlignedSegment {
-  int firstLayer = 0;
-  std::vector<int> layers;  // ascending
-  // Sums over the steps of each report that lie in the segment (ns); p10/p90 of a multi-step segment are
-  // sums of the steps' p10/p90, an approximation of the percentiles of the sum.
-  double medianA = 0, p10A = 0, p90A = 0;
-  double medianB = 0, p10B = 0, p90B = 0;
-  int stepsA = 0, stepsB = 0;
-};
-// Aligns by layer index; only the first min(layers) layers are compared when the topologies differ in
-// length. Segments come out in layer order.
-std::vector<AlignedSegment> alignReports(const mnv2::RunReport& a, const mnv2::RunReport& b);
+// The rows of the run comparison: the engine's alignment of two runs' steps (fused steps on either side).
+using mnv2::AlignedSegment;
 
 // "fp32", "tf32", "fp16"
 QString precisionName(mnv2::Precision precision);

@@ -17,10 +17,10 @@ void RunComparisonModel::setRuns(ReportPtr a, ReportPtr b) {
   m_totalA = m_totalB = 0;
   m_note.clear();
   if (m_a && m_b) {
-    m_rows = alignReports(*m_a, *m_b);
+    m_rows = mnv2::align_runs(*m_a, *m_b);
     for (const auto& s : m_rows) {
-      m_totalA += s.medianA;
-      m_totalB += s.medianB;
+      m_totalA += s.median_a;
+      m_totalB += s.median_b;
     }
     if (m_a->topology.size() != m_b->topology.size()) {
       m_note = QStringLiteral("The runs have %1 and %2 layers; the first %3 are compared.")
@@ -44,7 +44,7 @@ void RunComparisonModel::setRuns(ReportPtr a, ReportPtr b) {
 int RunComparisonModel::rowsOutsideNoise() const {
   int n = 0;
   for (const auto& s : m_rows)
-    if (!rangesOverlap(s.p10A, s.p90A, s.p10B, s.p90B)) ++n;
+    if (!rangesOverlap(s.p10_a, s.p90_a, s.p10_b, s.p90_b)) ++n;
   return n;
 }
 
@@ -60,38 +60,38 @@ QString RunComparisonModel::segmentName(const AlignedSegment& s) const {
                ? QString::fromStdString(m_a->topology[static_cast<size_t>(l)].name)
                : QString::number(l);
   };
-  if (s.layers.size() == 1) return name(s.firstLayer);
+  if (s.layers.size() == 1) return name(s.first_layer);
   return QStringLiteral("%1 … %2").arg(name(s.layers.front()), name(s.layers.back()));
 }
 
 QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
   const AlignedSegment& s = m_rows[static_cast<size_t>(index.row())];
-  const bool noise = rangesOverlap(s.p10A, s.p90A, s.p10B, s.p90B);
-  const double delta = s.medianB - s.medianA;
-  const double speedUp = s.medianB > 0 ? s.medianA / s.medianB : 0.0;
+  const bool noise = rangesOverlap(s.p10_a, s.p90_a, s.p10_b, s.p90_b);
+  const double delta = s.median_b - s.median_a;
+  const double speedUp = s.median_b > 0 ? s.median_a / s.median_b : 0.0;
   const int column = index.column();
   switch (role) {
     case Qt::DisplayRole:
       switch (column) {
         case Index:
-          return s.layers.size() == 1 ? QString::number(s.firstLayer)
+          return s.layers.size() == 1 ? QString::number(s.first_layer)
                                       : QStringLiteral("%1–%2").arg(s.layers.front()).arg(s.layers.back());
         case Name:
           return segmentName(s);
         case Kind: {
-          const mnv2::Layer& l = m_a->topology[static_cast<size_t>(s.firstLayer)];
+          const mnv2::Layer& l = m_a->topology[static_cast<size_t>(s.first_layer)];
           QString kind = QString::fromLatin1(mnv2::to_string(l.kind));
           return s.layers.size() > 1 ? kind + QStringLiteral(" +%1").arg(s.layers.size() - 1) : kind;
         }
         case MedianA:
-          return micros(s.medianA);
+          return micros(s.median_a);
         case RangeA:
-          return QStringLiteral("%1 – %2").arg(micros(s.p10A), micros(s.p90A));
+          return QStringLiteral("%1 – %2").arg(micros(s.p10_a), micros(s.p90_a));
         case MedianB:
-          return micros(s.medianB);
+          return micros(s.median_b);
         case RangeB:
-          return QStringLiteral("%1 – %2").arg(micros(s.p10B), micros(s.p90B));
+          return QStringLiteral("%1 – %2").arg(micros(s.p10_b), micros(s.p90_b));
         case Delta:
           return (delta > 0 ? QStringLiteral("+") : QString()) + micros(delta);
         case SpeedUp:
@@ -103,15 +103,15 @@ QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
     case SortRole:
       switch (column) {
         case Index:
-          return s.firstLayer;
+          return s.first_layer;
         case MedianA:
-          return s.medianA;
+          return s.median_a;
         case RangeA:
-          return s.p90A - s.p10A;
+          return s.p90_a - s.p10_a;
         case MedianB:
-          return s.medianB;
+          return s.median_b;
         case RangeB:
-          return s.p90B - s.p10B;
+          return s.p90_b - s.p10_b;
         case Delta:
           return delta;
         case SpeedUp:
@@ -120,7 +120,7 @@ QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
           return data(index, Qt::DisplayRole);
       }
     case LayerRole:
-      return s.firstLayer;
+      return s.first_layer;
     case WithinNoiseRole:
       return noise;
     case Qt::ForegroundRole:
@@ -130,12 +130,12 @@ QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole: {
       QString tip = noise ? QStringLiteral("Within noise: the p10–p90 ranges overlap.")
                           : QStringLiteral("Outside noise: the p10–p90 ranges do not overlap.");
-      if (s.stepsA > 1 || s.stepsB > 1 || s.layers.size() > 1) {
+      if (s.steps_a > 1 || s.steps_b > 1 || s.layers.size() > 1) {
         tip += QStringLiteral(
                    "\nSegment of %1 layers (%2 step(s) in A, %3 in B); times and p10/p90 are sums over the steps.")
                    .arg(s.layers.size())
-                   .arg(s.stepsA)
-                   .arg(s.stepsB);
+                   .arg(s.steps_a)
+                   .arg(s.steps_b);
       }
       return tip;
     }

@@ -511,6 +511,7 @@ void MainWindow::classifyCurrent(const QString& path) {
   request.imagePath = path;
   request.backend = m_settings->backend().isEmpty() ? QStringLiteral("cpu") : m_settings->backend();
   request.decoder = m_options.decoder;
+  request.cuda = m_settings->cudaOptions();
   m_controller->classify(request);
 }
 
@@ -538,7 +539,9 @@ bool MainWindow::startSweep() {
     return false;
   }
   m_settings->setStatus(QStringLiteral("sweep of %1 points…").arg(mnv2::sweep_points(*config).size()));
-  m_controller->sweep(SweepRequest{*config});
+  SweepRequest sweep{*config};
+  sweep.config.cuda = m_settings->cudaOptions();
+  m_controller->sweep(sweep);
   return true;
 }
 
@@ -552,6 +555,7 @@ bool MainWindow::startEval() {
     return false;
   }
   request->decoder = m_options.decoder;
+  request->config.cuda = m_settings->cudaOptions();
   m_accuracy->evalStarted(
       QStringLiteral("evaluating %1 on %2…")
           .arg(request->set, runLabel(QString::fromStdString(request->config.backend), request->config.precision)));
@@ -608,6 +612,7 @@ void MainWindow::startRun(bool compare) {
   c.iters = m_settings->iterations();
   c.timer = m_settings->timer();
   c.precision = m_settings->precision();
+  c.cuda = m_settings->cudaOptions();
   if (m_settings->useImage() && m_image) {
     c.input = m_image->input;
     c.input_name = m_image->imagePath.toStdString();
@@ -644,6 +649,7 @@ void MainWindow::computeDiff(const QString& backend, const QString& reference) {
   request.backend = backend;
   request.reference = reference;
   request.precision = m_settings->precision();
+  request.cuda = m_settings->cudaOptions();
   if (m_image) {
     request.input = m_image->input;
     request.inputName = QFileInfo(m_image->imagePath).fileName();

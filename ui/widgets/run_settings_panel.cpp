@@ -5,6 +5,7 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
@@ -12,6 +13,7 @@
 #include <QStandardItemModel>
 #include <QVBoxLayout>
 
+#include "common/cuda_options.h"
 #include "mnv2/backend.h"
 #include "models/report_access.h"
 #include "widgets/backend_picker.h"
@@ -44,6 +46,34 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_timer->setObjectName(QStringLiteral("timerCombo"));
   m_timer->addItem(QStringLiteral("cudaEvent"), static_cast<int>(mnv2::TimerKind::cuda_event));
   m_timer->addItem(QStringLiteral("CUPTI kernels"), static_cast<int>(mnv2::TimerKind::cupti_kernel));
+  m_cudaVariant = new QComboBox(this);
+  m_cudaVariant->setObjectName(QStringLiteral("cudaVariantCombo"));
+  for (auto v : {mnv2::CudaOptions::Variant::fast, mnv2::CudaOptions::Variant::baseline})
+    m_cudaVariant->addItem(QString::fromLatin1(mnv2::to_string(v)), static_cast<int>(v));
+  m_cudaVariant->setToolTip(
+      QStringLiteral("cuda backend: fast (NHWC, fused epilogues, every mode) or baseline (NCHW, "
+                     "im2col + tiled GEMM, fp32 only: the optimisation story's start)"));
+  m_cudaFusion = new QComboBox(this);
+  m_cudaFusion->setObjectName(QStringLiteral("cudaFusionCombo"));
+  for (auto f : {mnv2::CudaOptions::Fusion::none, mnv2::CudaOptions::Fusion::expand_dw})
+    m_cudaFusion->addItem(QString::fromLatin1(mnv2::to_string(f)), static_cast<int>(f));
+  m_cudaFusion->setToolTip(
+      QStringLiteral("cuda backend: expand_dw runs a block's expansion 1x1 and depthwise 3x3 as "
+                     "one kernel where that pays (fp32)"));
+  m_cudaGraph = new QComboBox(this);
+  m_cudaGraph->setObjectName(QStringLiteral("cudaGraphCombo"));
+  for (auto g : {mnv2::CudaOptions::Graph::automatic, mnv2::CudaOptions::Graph::on, mnv2::CudaOptions::Graph::off})
+    m_cudaGraph->addItem(QString::fromLatin1(mnv2::to_string(g)), static_cast<int>(g));
+  m_cudaGraph->setToolTip(
+      QStringLiteral("cuda backend: replay one CUDA graph per run (auto: unless steps are timed by "
+                     "events), always, or never"));
+  m_cudaTile = new QLineEdit(this);
+  m_cudaTile->setObjectName(QStringLiteral("cudaTileEdit"));
+  m_cudaTile->setPlaceholderText(QStringLiteral("cost model"));
+  m_cudaTile->setToolTip(
+      QStringLiteral("cuda backend: force one GEMM tile (128x128, 128x64, 64x64, 128x32, 32x32) "
+                     "for tuning experiments; empty: the planner chooses"));
+  setCudaOptions(frontend::resolve_cuda_options({}, {}, {}, {}));
   m_input = new QComboBox(this);
   m_input->setObjectName(QStringLiteral("inputCombo"));
   m_input->addItem(QStringLiteral("opened image"));
@@ -94,6 +124,10 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   form->addRow(QStringLiteral("Batch"), m_batch);
   form->addRow(QStringLiteral("Warm-up"), m_warmup);
   form->addRow(QStringLiteral("Iterations"), m_iters);
+  form->addRow(QStringLiteral("cuda variant"), m_cudaVariant);
+  form->addRow(QStringLiteral("cuda fusion"), m_cudaFusion);
+  form->addRow(QStringLiteral("cuda graph"), m_cudaGraph);
+  form->addRow(QStringLiteral("cuda GEMM tile"), m_cudaTile);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(form);
@@ -143,6 +177,22 @@ bool RunSettingsPanel::setPrecision(mnv2::Precision precision) {
 }
 
 mnv2::TimerKind RunSettingsPanel::timer() const { return static_cast<mnv2::TimerKind>(m_timer->currentData().toInt()); }
+
+mnv2::CudaOptions RunSettingsPanel::cudaOptions() const {
+  mnv2::CudaOptions o;
+  o.variant = static_cast<mnv2::CudaOptions::Variant>(m_cudaVariant->currentData().toInt());
+  o.fusion = static_cast<mnv2::CudaOptions::Fusion>(m_cudaFusion->currentData().toInt());
+  o.graph = static_cast<mnv2::CudaOptions::Graph>(m_cudaGraph->currentData().toInt());
+  o.gemm_tile = m_cudaTile->text().trimmed().toStdString();
+  return o;
+}
+
+void RunSettingsPanel::setCudaOptions(const mnv2::CudaOptions& o) {
+  m_cudaVariant->setCurrentIndex(m_cudaVariant->findData(static_cast<int>(o.variant)));
+  m_cudaFusion->setCurrentIndex(m_cudaFusion->findData(static_cast<int>(o.fusion)));
+  m_cudaGraph->setCurrentIndex(m_cudaGraph->findData(static_cast<int>(o.graph)));
+  m_cudaTile->setText(QString::fromStdString(o.gemm_tile));
+}
 
 void RunSettingsPanel::setTimer(mnv2::TimerKind timer) {
   const int i = m_timer->findData(static_cast<int>(timer));
@@ -244,6 +294,28 @@ void RunSettingsPanel::loadSettings(const QSettings& s) {
             s.value(QStringLiteral("run/iterations"), 20).toInt());
   m_height->setValue(s.value(QStringLiteral("run/height"), 224).toInt());
   m_width->setValue(s.value(QStringLiteral("run/width"), 224).toInt());
+  // Saved options win over the environment's overrides, which gave the start values; a hand-edited bad value
+  // keeps what is there.
+  const mnv2::CudaOptions start = cudaOptions();
+  try {
+    mnv2::CudaOptions o;
+    o.variant = mnv2::parse_cuda_variant(
+        s.value(QStringLiteral("run/cudaVariant"), QString::fromLatin1(mnv2::to_string(start.variant)))
+            .toString()
+            .toStdString());
+    o.fusion = mnv2::parse_cuda_fusion(
+        s.value(QStringLiteral("run/cudaFusion"), QString::fromLatin1(mnv2::to_string(start.fusion)))
+            .toString()
+            .toStdString());
+    o.graph = mnv2::parse_cuda_graph(
+        s.value(QStringLiteral("run/cudaGraph"), QString::fromLatin1(mnv2::to_string(start.graph)))
+            .toString()
+            .toStdString());
+    o.gemm_tile =
+        s.value(QStringLiteral("run/cudaGemmTile"), QString::fromStdString(start.gemm_tile)).toString().toStdString();
+    setCudaOptions(o);
+  } catch (const std::exception&) {
+  }
 }
 
 void RunSettingsPanel::saveSettings(QSettings& s) const {
@@ -255,6 +327,11 @@ void RunSettingsPanel::saveSettings(QSettings& s) const {
   s.setValue(QStringLiteral("run/iterations"), iterations());
   s.setValue(QStringLiteral("run/height"), m_height->value());
   s.setValue(QStringLiteral("run/width"), m_width->value());
+  const mnv2::CudaOptions o = cudaOptions();
+  s.setValue(QStringLiteral("run/cudaVariant"), QString::fromLatin1(mnv2::to_string(o.variant)));
+  s.setValue(QStringLiteral("run/cudaFusion"), QString::fromLatin1(mnv2::to_string(o.fusion)));
+  s.setValue(QStringLiteral("run/cudaGraph"), QString::fromLatin1(mnv2::to_string(o.graph)));
+  s.setValue(QStringLiteral("run/cudaGemmTile"), QString::fromStdString(o.gemm_tile));
 }
 
 }  // namespace mnv2::ui

@@ -13,6 +13,7 @@
 #include "run_types.h"
 
 class QComboBox;
+class QLineEdit;
 class QLabel;
 class QLabel;
 class QProgressBar;
@@ -42,6 +43,11 @@ class RunSettingsPanel : public QWidget {
   bool setPrecision(mnv2::Precision precision);
   mnv2::TimerKind timer() const;
   void setTimer(mnv2::TimerKind timer);
+  // The cuda backend's options (variant, fusion, graph, forced GEMM tile): every run, diff, sweep, evaluation
+  // and classification passes them on; other backends ignore them. Unsaved, the MNV2_CUDA_* overrides of the
+  // environment give the start values (app/common/cuda_options.h).
+  mnv2::CudaOptions cudaOptions() const;
+  void setCudaOptions(const mnv2::CudaOptions& options);
   int batch() const;
   int warmup() const;
   int iterations() const;
@@ -72,6 +78,10 @@ class RunSettingsPanel : public QWidget {
   PrecisionCombo* m_precision = nullptr;
   QLabel* m_precisionNote = nullptr;
   QComboBox* m_timer = nullptr;
+  QComboBox* m_cudaVariant = nullptr;
+  QComboBox* m_cudaFusion = nullptr;
+  QComboBox* m_cudaGraph = nullptr;
+  QLineEdit* m_cudaTile = nullptr;
   QComboBox* m_input = nullptr;
   QSpinBox* m_height = nullptr;
   QSpinBox* m_width = nullptr;

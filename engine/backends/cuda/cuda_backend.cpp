@@ -3,13 +3,13 @@
 // Linear layer on tensor cores with TF32 operands) and fp16 (half NHWC activations and GEMM weights, float32
 // bias and accumulation everywhere, tensor-core GEMMs; the Linear layer's logits stay float32). Depthwise and
 // direct convolutions stay FFMA in float32 arithmetic in every mode (they are memory- and latency-bound).
-// Two variants, chosen by env MNV2_CUDA_VARIANT when a network is prepared:
+// Two variants, chosen by PrepareConfig::cuda.variant when a network is prepared:
 //  - fast (default): NHWC activations; the stem reads the NCHW input itself; every convolution carries its
 //    bias, its clip (ReLU6) and, for 1x1 projections, the residual add in its epilogue, so one step covers
 //    several topology layers ("Conv2d 14 + ResidualAdd 15"); depthwise 3x3 has its own kernel.
 //  - baseline: NCHW, one step per layer: im2col + the tiled GEMM for every convolution, separate clip, add,
 //    pool and Linear kernels. The reference point of the optimisation story.
-// Un-instrumented runs replay one CUDA graph of the whole network (env MNV2_CUDA_GRAPH=auto|on|off). The
+// Un-instrumented runs replay one CUDA graph of the whole network (PrepareConfig::cuda.graph: auto|on|off). The
 // graph's nodes are tied to steps at capture time, so a CUPTI observer can time steps inside replays too
 // (RunOptions::graph_replay); cudaEvent per-step timing is refused there.
 #include <cuda_runtime_api.h>
@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "backends/layer_checks.h"      // malformed_reason, layer_label: the checks every backend shares
+#include "backends/layer_checks.h"  // malformed_reason, layer_label: the checks every backend shares
 #include "backends/nvtx_range.h"
 #include "gpu/check.h"    // MNV2_CHECK_CUDA / MNV2_CHECK_LOG
 #include "gpu/runtime.h"  // stream, device and pinned buffers, graphs
@@ -68,44 +68,9 @@ constexpr int kPoisonByte = 0xFF;
 // The GEMM's grid.z limit: the baseline's image chunks times groups stay within it.
 constexpr int kMaxGemmBatch = 65535;
 
-
-enum class Variant { fast, baseline };
-enum class GraphMode { automatic, on, off };
-enum class FuseMode { none, expand_dw };
-
-std::string env_or(const char* name, const char* fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::string(value) : std::string(fallback);
-}
-
-// MNV2_CUDA_VARIANT: "fast" (default) or "baseline"; read at prepare(), so one process can compare both.
-Variant variant_from_env() {
-  const std::string v = env_or("MNV2_CUDA_VARIANT", "fast");
-  if (v == "fast") return Variant::fast;
-  if (v == "baseline") return Variant::baseline;
-  throw UsageError("MNV2_CUDA_VARIANT must be 'fast' or 'baseline', got '" + v + "'");
-}
-
-// MNV2_CUDA_GRAPH: "auto" (default: graph unless an observer times steps and RunOptions::graph_replay is
-// off), "on" (graph always: per-step observers must see inside replays, i.e. CUPTI; others are refused),
-// "off" (layer by layer always; no graph is captured).
-GraphMode graph_mode_from_env() {
-  const std::string v = env_or("MNV2_CUDA_GRAPH", "auto");
-  if (v == "auto") return GraphMode::automatic;
-  if (v == "on" || v == "1") return GraphMode::on;
-  if (v == "off" || v == "0") return GraphMode::off;
-  throw UsageError("MNV2_CUDA_GRAPH must be 'auto', 'on' or 'off', got '" + v + "'");
-}
-
-// MNV2_CUDA_FUSE (fast variant): "expand_dw" fuses an inverted-residual block's expansion 1x1 and depthwise
-// 3x3 (with their clips) into one kernel where the expansion is memory- or latency-bound (see
-// worth_fusing_expand_dw); "none" keeps them two steps (the fast path of v3).
-FuseMode fuse_mode_from_env() {
-  const std::string v = env_or("MNV2_CUDA_FUSE", "none");
-  if (v == "none") return FuseMode::none;
-  if (v == "expand_dw") return FuseMode::expand_dw;
-  throw UsageError("MNV2_CUDA_FUSE must be 'none' or 'expand_dw', got '" + v + "'");
-}
+using Variant = CudaOptions::Variant;
+using GraphMode = CudaOptions::Graph;
+using FuseMode = CudaOptions::Fusion;
 
 // Below this many input channels the expansion does too little arithmetic per byte to hide its expanded
 // map's round trip through device memory (block1..6 of MobileNetV2: 16..32 channels); below this many
@@ -117,25 +82,23 @@ bool worth_fusing_expand_dw(int in_channels, int64_t pixels) {
   return in_channels <= kFuseMaxMemoryBoundChannels || pixels <= kFuseMaxLatencyBoundPixels;
 }
 
-// MNV2_CUDA_GEMM_TILE: forces one GEMM tile ("128x64", ...) for tuning experiments; unset: the cost model.
-std::optional<k::GemmTile> gemm_tile_from_env() {
-  const std::string v = env_or("MNV2_CUDA_GEMM_TILE", "");
+// CudaOptions::gemm_tile forces one GEMM tile ("128x64", ...) for tuning experiments; empty: the cost model.
+// The FFMA GEMM (fp32) and the tensor-core GEMM (tf32, fp16) have their own tile sets: a name neither knows is
+// a usage error, one only the other knows leaves this GEMM to the cost model.
+std::optional<k::GemmTile> forced_gemm_tile(const std::string& v) {
   if (v.empty()) return std::nullopt;
   k::GemmTile tile{};
-  if (!k::parse_gemm_tile(v, &tile))
-    throw UsageError("MNV2_CUDA_GEMM_TILE must be one of 128x128, 128x64, 64x64, 128x32, 32x32, got '" + v + "'");
-  return tile;
+  if (k::parse_gemm_tile(v, &tile)) return tile;
+  k::TcTile tc{};
+  if (k::parse_tc_tile(v, &tc)) return std::nullopt;
+  throw UsageError("cuda: GEMM tile must be one of 128x128, 128x64, 64x64, 128x32, 32x32, got '" + v + "'");
 }
 
-// The same variable for the tensor-core GEMM of the reduced modes, where it names one of its tiles (it has
-// no 32x32k32); otherwise that GEMM's cost model chooses.
-std::optional<k::TcTile> tc_tile_from_env() {
+std::optional<k::TcTile> forced_tc_tile(const std::string& v) {
   k::TcTile tile{};
-  if (k::parse_tc_tile(env_or("MNV2_CUDA_GEMM_TILE", ""), &tile)) return tile;
+  if (k::parse_tc_tile(v, &tile)) return tile;
   return std::nullopt;
 }
-
-const char* to_string(Variant v) { return v == Variant::fast ? "fast" : "baseline"; }
 
 std::string format_number(double x) {
   char text[32];
@@ -157,8 +120,8 @@ struct Probe {
   bool ok = false;
   std::string reason;
   int sms = 0;
-  k::DeviceCaps caps;      // shared memory, occupancy and bandwidth figures the tile choosers use
-  int code_arch = 0;       // e.g. 75 for compute_75 PTX JIT-compiled on an H200 (cudaFuncAttributes::ptxVersion)
+  k::DeviceCaps caps;        // shared memory, occupancy and bandwidth figures the tile choosers use
+  int code_arch = 0;         // e.g. 75 for compute_75 PTX JIT-compiled on an H200 (cudaFuncAttributes::ptxVersion)
   std::string tf32_why_not;  // "" when the TF32 tensor-core GEMM can run
 };
 
@@ -171,8 +134,8 @@ const Probe& probe() {
       return p;
     }
     const GpuDevice& d = env.devices.front();
-    const std::string gpu = d.name + " (compute capability " + std::to_string(d.cc_major) + "." +
-                            std::to_string(d.cc_minor) + ")";
+    const std::string gpu =
+        d.name + " (compute capability " + std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + ")";
     k::KernelImage image;
     if (const cudaError_t e = k::probe_kernel_image(&image); e != cudaSuccess) {
       p.reason = "the kernels cannot run on " + gpu + ": " +
@@ -297,15 +260,15 @@ struct Step {
 
 class CudaPreparedNet final : public PreparedNet {
  public:
-  CudaPreparedNet(const Model& model, const PrepareConfig& config, Variant variant, GraphMode graph_mode, int sms)
+  CudaPreparedNet(const Model& model, const PrepareConfig& config, int sms)
       : config_(config),
         act_(config.precision == Precision::fp16 ? k::DType::f16 : k::DType::f32),
-        variant_(variant),
-        graph_mode_(graph_mode),
-        fuse_mode_(fuse_mode_from_env()),
+        variant_(config.cuda.variant),
+        graph_mode_(config.cuda.graph),
+        fuse_mode_(config.cuda.fusion),
         sms_(sms),
-        forced_tile_(gemm_tile_from_env()),
-        forced_tc_tile_(tc_tile_from_env()) {
+        forced_tile_(forced_gemm_tile(config.cuda.gemm_tile)),
+        forced_tc_tile_(forced_tc_tile(config.cuda.gemm_tile)) {
     build(model);
   }
 
@@ -342,12 +305,12 @@ class CudaPreparedNet final : public PreparedNet {
     const bool times_steps = observer != nullptr && observer->times_steps();
     const bool replay_for_steps = times_steps && (options.graph_replay || graph_mode_ == GraphMode::on);
     if (replay_for_steps && !graph_exec_)
-      throw UsageError("cuda: a graph replay was asked for, but MNV2_CUDA_GRAPH=off prepared no CUDA graph");
+      throw UsageError("cuda: a graph replay was asked for, but the cuda graph option \"off\" prepared no CUDA graph");
     if (replay_for_steps && observer->graph_observer_id() == 0)
       throw UsageError(
           "cuda: per-step cudaEvent timing cannot work inside a CUDA graph replay (events recorded at capture time "
           "do not time each step of each replay); profile the graph with CUPTI (--timing cupti), or layer by "
-          "layer (--exec layers, and MNV2_CUDA_GRAPH unset or auto)");
+          "layer (--exec layers, and cuda graph mode auto)");
     if (options.device_resident) return run_device_resident(observer, times_steps);
     if (replay_for_steps) prepare_observed_graph(*observer);
     cudaGraphExec_t exec = !times_steps ? graph_exec_.get() : replay_for_steps ? observed_exec_.get() : nullptr;
@@ -421,7 +384,7 @@ class CudaPreparedNet final : public PreparedNet {
   bool reduced() const { return config_.precision != Precision::fp32; }
 
   // The tensor-core GEMM of the reduced modes: tile and split by the cost model (the tile forced where
-  // MNV2_CUDA_GEMM_TILE names one of its tiles); split GEMMs share the split-K workspace, sized for the largest.
+  // CudaOptions::gemm_tile names one of its tiles); split GEMMs share the split-K workspace, sized for the largest.
   k::TcGemmVariant gemm_tc_variant(const k::TcGemmParams& p) {
     const k::TcGemmVariant v =
         k::choose_gemm_tc_variant(p, probe().caps, forced_tc_tile_ ? &*forced_tc_tile_ : nullptr, /*allow_split=*/true);
@@ -536,8 +499,8 @@ class CudaPreparedNet final : public PreparedNet {
             last = fuse_mode_ == FuseMode::expand_dw && !reduced() ? plan_expand_depthwise(model, i, step) : -1;
             if (last < 0) last = plan_fast_conv(model, i, step);
             if (fuse_mode_ == FuseMode::expand_dw && reduced() && step.exec.variant.rfind("gemm", 0) == 0)
-              step.exec.variant += std::string(" (MNV2_CUDA_FUSE=expand_dw: fp32 only, not fused in ") +
-                                   to_string(config_.precision) + ")";
+              step.exec.variant +=
+                  std::string(" (fusion expand_dw: fp32 only, not fused in ") + to_string(config_.precision) + ")";
             break;
           case LayerKind::ReLU6:
           case LayerKind::ReLU:
@@ -631,7 +594,8 @@ class CudaPreparedNet final : public PreparedNet {
     p.pad_top = dc.pad_top;
     p.pad_left = dc.pad_left;
     std::string why_not;
-    const k::ExpandDepthwiseVariant v = k::choose_expand_depthwise_variant(p, &why_not, probe().caps.smem_per_block_optin);
+    const k::ExpandDepthwiseVariant v =
+        k::choose_expand_depthwise_variant(p, &why_not, probe().caps.smem_per_block_optin);
     if (!why_not.empty() || !worth_fusing_expand_dw(p.in_channels, xs.n * xs.h * xs.w)) return -1;
 
     std::vector<float> we(expand.weight.size());  // [k][expanded]
@@ -1306,14 +1270,10 @@ class CudaBackend final : public Backend {
   std::string name() const override { return kBackendName; }
 
   std::string description() const override {
-    std::string variant = env_or("MNV2_CUDA_VARIANT", "fast");
-    std::string text = "custom CUDA kernels (" + variant +
-                       (variant == "baseline" ? ": NCHW, im2col + tiled GEMM, separate passes"
-                                              : ": NHWC, fused bias/ReLU6/residual epilogues") +
-                       ", CUDA graph for whole runs), fp32 FFMA (no TF32) by default" +
-                       (variant == "baseline" ? std::string(" and only")
-                                              : std::string("; tf32 and fp16 on request (tensor-core GEMMs, fp16 "
-                                                            "half NHWC storage)"));
+    std::string text =
+        "custom CUDA kernels (fast: NHWC, fused bias/ReLU6/residual epilogues; baseline on request: NCHW, im2col + "
+        "tiled GEMM, separate passes; CUDA graph for whole runs), fp32 FFMA (no TF32) by default; tf32 and fp16 on "
+        "request in the fast variant (tensor-core GEMMs, fp16 half NHWC storage)";
     const CudaEnvironment& env = cuda_environment();
     if (!env.devices.empty()) text += " on " + env.devices.front().name;
     return text;
@@ -1334,30 +1294,28 @@ class CudaBackend final : public Backend {
     return std::nullopt;
   }
 
-  // Every mode in the fast variant; the baseline (the optimisation story's reference point) is fp32 only; tf32
-  // only where the GPU and the code that runs on it have TF32 tensor cores (probe()).
+  // Every mode in the fast variant (the default; the baseline, the optimisation story's reference point, is fp32
+  // only and prepare() refuses it in another mode); tf32 only where the GPU and the code that runs on it have
+  // TF32 tensor cores (probe()).
   bool supports(Precision p) const override {
     if (p == Precision::fp32) return true;
-    if (env_or("MNV2_CUDA_VARIANT", "fast") != "fast") return false;
     return p != Precision::tf32 || !probe().ok || probe().tf32_why_not.empty();
   }
 
   std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
-    if (config.precision != Precision::fp32 && variant_from_env() == Variant::baseline)
+    if (config.precision != Precision::fp32 && config.cuda.variant == Variant::baseline)
       throw UsageError(std::string("cuda: precision ") + to_string(config.precision) +
-                       " needs the fast variant; MNV2_CUDA_VARIANT=baseline runs strict fp32 only (FFMA, no TF32)");
+                       " needs the fast variant; the baseline variant runs strict fp32 only (FFMA, no TF32)");
     if (config.batch < 1 || config.height < 1 || config.width < 1)
       throw UsageError("cuda: batch, height and width must be positive (got batch " + std::to_string(config.batch) +
                        ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");
-    const Variant variant = variant_from_env();
-    const GraphMode graph_mode = graph_mode_from_env();
     if (Availability a = availability(); !a.available) throw Error("cuda: not available: " + a.reason);
     if (config.precision == Precision::tf32 && !probe().tf32_why_not.empty())
       throw Error("cuda: " + probe().tf32_why_not + " (fp32 and fp16 run here)");
     for (const Layer& layer : model.layers)
       if (auto reason = unsupported_reason(layer)) throw Error("cuda: " + layer_label(layer) + ": " + *reason);
-    fuse_mode_from_env();  // a bad value fails here, as a usage error, before anything is allocated
-    return std::make_unique<CudaPreparedNet>(model, config, variant, graph_mode, probe().sms);
+    forced_gemm_tile(config.cuda.gemm_tile);  // a bad tile fails here, as a usage error, before anything is allocated
+    return std::make_unique<CudaPreparedNet>(model, config, probe().sms);
   }
 };
 

@@ -32,6 +32,7 @@ struct EvalConfig {
   std::string backend = "cpu";
   int batch = 1;
   Precision precision = Precision::fp32;
+  CudaOptions cuda;        // the cuda backend's options (PrepareConfig::cuda)
   int loader_threads = 0;  // 0: min(4, hardware threads)
   int queue_batches = 0;   // batches decoded ahead of inference at most; 0: loader_threads + 1
 };

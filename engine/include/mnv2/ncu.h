@@ -20,6 +20,7 @@ struct NcuTarget {
   int batch = 1;
   int height = 224, width = 224;  // passed as --input-size unless an image gives the size
   Precision precision = Precision::fp32;
+  CudaOptions cuda;        // passed as --cuda-* flags where not the defaults (the run must plan the same steps)
   std::string image;       // absolute path, or empty
   std::string tensor;      // absolute path, or empty
   std::string nvtx_range;  // the step's range name

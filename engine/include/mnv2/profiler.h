@@ -25,6 +25,7 @@ struct ProfileConfig {
   int warmup = 10;  // untimed runs before each of the two timed phases
   int iters = 100;  // timed runs in each phase
   Precision precision = Precision::fp32;
+  CudaOptions cuda;  // the cuda backend's options (PrepareConfig::cuda)
   TimerKind timer = TimerKind::cuda_event;  // GPU backends; the cpu backend always uses the host clock
   // Per-layer phase: replay the backend's CUDA graph and attribute CUPTI records to steps by graph node
   // (true; needs timer cupti_kernel and a backend with a graph), or run layer by layer (false).

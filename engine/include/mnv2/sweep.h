@@ -18,6 +18,7 @@ struct SweepConfig {
   int warmup = 5;
   int iters = 50;
   Precision precision = Precision::fp32;
+  CudaOptions cuda;  // the cuda backend's options (PrepareConfig::cuda)
 };
 
 // (configuration index, configurations, runs done in it, its runs); false cancels (Error "cancelled").

@@ -1,0 +1,145 @@
+// The studies both front ends run: each is a config struct in, a result struct out, and a progress callback
+// that returns false to cancel (the study then throws Error "cancelled"). The CLI (`mnv2 <command>`) parses,
+// calls one and prints or writes the result; the app's worker thread calls the same function and turns the
+// progress into signals. Neither front end orchestrates backends itself.
+//
+//   classify   Classifier::classify()          mnv2 classify     the app's photograph panel
+//   profile    profile()         (profiler.h)  mnv2 profile      Timings page
+//   compare    run_compare()                   mnv2 compare      Timings, Diffs pages (several backends)
+//   diff       run_diff()                      -                 Diffs page (one backend against a reference)
+//   bench      run_sweep()       (sweep.h)     mnv2 bench        Sweep page
+//   eval       evaluate()        (eval.h)      mnv2 eval         Accuracy page
+//   memory     memory_study()    (memory.h)    mnv2 memory       Memory page
+//   roofline   device_ceilings() (roofline.h)  mnv2 roofline     Roofline page
+//   alignment  align_runs()                    -                 run comparison (two reports, fused steps)
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mnv2/backend.h"
+#include "mnv2/labels.h"
+#include "mnv2/model.h"
+#include "mnv2/profiler.h"
+#include "mnv2/tensor.h"
+
+namespace mnv2 {
+
+// ---- compare: the precision rule -------------------------------------------------------------------------
+
+// The one rule for the precision of a comparison (CLI and app alike), given the backends (the first is the
+// reference every other is judged against) and the precision asked for:
+//  - The reference runs the precision asked for if it has that mode, else fp32: the cpu backends are the
+//    float32 reference of the reduced GPU modes (reference_precision()). That fall-back is the only one, and
+//    the result says so in a note.
+//  - Every other backend runs exactly the precision asked for; one without that mode is a UsageError naming
+//    it (a comparison that silently ran fp32 would claim an fp16 figure it never measured).
+//  - Every diff is judged in the precision asked for: its layer threshold and logits bound are that mode's
+//    (precision_layer_threshold, precision_logits_bound), the backend under test is prepared in it and the
+//    reference at reference_precision().
+struct CompareRule {
+  Precision requested = Precision::fp32;
+  std::vector<Precision> run;  // per backend, in the order given
+  Precision judged = Precision::fp32;
+  std::vector<std::string> notes;  // "cpu-ref runs fp32 as the reference (it has no fp16 mode)"
+};
+// Throws UsageError for fewer than one backend, unknown or repeated names, or a non-reference backend
+// without the mode (availability is not checked here: an unavailable backend fails when it is prepared).
+CompareRule resolve_compare(const std::vector<std::string>& backends, Precision requested);
+
+// (backend index, backend, phase, done, total); phases: "end-to-end", "per-layer" (profile()), "diff".
+using CompareProgress =
+    std::function<bool(int index, const std::string& backend, const std::string& phase, int done, int total)>;
+
+struct CompareConfig {
+  std::vector<std::string> backends;  // the first is the reference
+  ProfileConfig base;                 // backend and precision are set per backend by the rule
+  bool diffs = true;                  // every other backend's layer outputs against the reference's
+};
+
+struct CompareResult {
+  CompareRule rule;
+  std::vector<RunReport> reports;  // one per backend; reports[i].diff for i > 0 when diffs were asked for
+};
+
+// Profiles every backend (each at the rule's precision), then diffs each against the first on the first
+// image of the batch (the given input, else the deterministic random image of seed 1).
+CompareResult run_compare(const Model& model, const CompareConfig& config, const CompareProgress& progress = {});
+
+// ---- diff: one backend against a reference ---------------------------------------------------------------
+
+struct DiffConfig {
+  std::string backend;
+  std::string reference = "cpu-ref";
+  Precision precision = Precision::fp32;  // asked for; the compare rule decides what each runs
+  CudaOptions cuda;
+  Tensor input;  // one image; empty: the random image of seed 1 at height x width
+  int height = 224;
+  int width = 224;
+};
+struct DiffResult {
+  CompareRule rule;  // rule.run[0] is the reference's precision, rule.run[1] the backend's
+  DiffReport diff;
+};
+DiffResult run_diff(const Model& model, const DiffConfig& config);
+
+// ---- classify --------------------------------------------------------------------------------------------
+
+// Why `model` cannot rank classes at this input size (its output is a map, not one score per class: a
+// feature extractor, a segmentation net), or empty when it can.
+std::string classifier_head_problem(const Model& model, int height, int width);
+
+struct ClassifyConfig {
+  std::string backend = "cpu";
+  Precision precision = Precision::fp32;
+  CudaOptions cuda;
+  int top = 5;
+};
+struct Classification {
+  std::vector<Prediction> top;  // the `top` most probable, most probable first
+  std::vector<float> logits;    // every class
+};
+struct ClassifyResult {
+  std::string backend_description;
+  std::vector<Classification> images;  // one per image of the batch
+};
+
+// Keeps the prepared network between calls of the same backend, precision and input shape (the app
+// classifies photograph after photograph); a change of any of them prepares anew.
+class Classifier {
+ public:
+  Classifier();
+  ~Classifier();
+  Classifier(const Classifier&) = delete;
+  Classifier& operator=(const Classifier&) = delete;
+  // input: [N, channels, H, W]. Throws Error for an unavailable backend or a model without a classifier head,
+  // UsageError for a label list of the wrong length.
+  ClassifyResult classify(const Model& model, const std::vector<std::string>& labels, const ClassifyConfig& config,
+                          const Tensor& input);
+  void release();  // frees the prepared network (its GPU memory) until the next classify()
+
+ private:
+  struct Cache;
+  std::unique_ptr<Cache> cache_;
+};
+
+// ---- alignment of two runs --------------------------------------------------------------------------------
+
+// A stretch of layers that two reports both time as a whole (the union of fused steps on either side): one
+// row of a comparison of two runs whose backends fused different layers.
+struct AlignedSegment {
+  int first_layer = 0;
+  std::vector<int> layers;  // ascending
+  // Sums over the steps of each report that lie in the segment (ns); p10/p90 of a multi-step segment are sums
+  // of the steps' p10/p90, an approximation of the percentiles of the sum.
+  double median_a = 0, p10_a = 0, p90_a = 0;
+  double median_b = 0, p10_b = 0, p90_b = 0;
+  int steps_a = 0, steps_b = 0;
+};
+// Aligns by layer index; only the first min(layers) layers are compared when the topologies differ in length.
+// Segments come out in layer order.
+std::vector<AlignedSegment> align_runs(const RunReport& a, const RunReport& b);
+
+}  // namespace mnv2

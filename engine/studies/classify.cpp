@@ -1,0 +1,76 @@
+// The classify study: one prepared network kept between calls, the classifier-head check both front ends
+// need (mnv2/studies.h).
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "mnv2/error.h"
+#include "mnv2/studies.h"
+
+namespace mnv2 {
+
+std::string classifier_head_problem(const Model& model, int height, int width) {
+  const Shape out = analyse(model, 1, height, width).back().output;
+  if (out.h == 1 && out.w == 1) return {};
+  return model.source + ": the network's output is a " + std::to_string(out.c) + "x" + std::to_string(out.h) + "x" +
+         std::to_string(out.w) +
+         " map per image, not one score per class; classify needs a classifier head (a global pool, then a Linear or "
+         "1x1 convolution)";
+}
+
+struct Classifier::Cache {
+  const Model* model = nullptr;
+  std::string model_checksum;
+  ClassifyConfig config;
+  PrepareConfig prepared;
+  std::string description;
+  std::unique_ptr<PreparedNet> net;
+};
+
+Classifier::Classifier() : cache_(std::make_unique<Cache>()) {}
+Classifier::~Classifier() = default;
+
+void Classifier::release() { cache_ = std::make_unique<Cache>(); }
+
+ClassifyResult Classifier::classify(const Model& model, const std::vector<std::string>& labels,
+                                    const ClassifyConfig& config, const Tensor& input) {
+  if (static_cast<int>(labels.size()) != model.num_classes)
+    throw UsageError(std::to_string(labels.size()) + " labels for a model with " + std::to_string(model.num_classes) +
+                     " classes");
+  if (config.top < 1) throw UsageError("top must be at least 1");
+  const PrepareConfig pc{static_cast<int>(input.shape.n), static_cast<int>(input.shape.h),
+                         static_cast<int>(input.shape.w), config.precision, config.cuda};
+  Cache& c = *cache_;
+  const bool same = c.net && c.model == &model && c.model_checksum == model.checksum &&
+                    c.config.backend == config.backend && c.prepared.batch == pc.batch &&
+                    c.prepared.height == pc.height && c.prepared.width == pc.width &&
+                    c.prepared.precision == pc.precision && c.prepared.cuda == pc.cuda;
+  if (!same) {
+    c.net.reset();  // a GPU network's memory is freed before the next one takes its own
+    if (std::string problem = classifier_head_problem(model, pc.height, pc.width); !problem.empty())
+      throw Error(problem);
+    auto backend = make_backend(config.backend);
+    if (const Availability a = backend->availability(); !a.available)
+      throw Error("backend '" + config.backend + "' is not available: " + a.reason);
+    c.net = backend->prepare(model, pc);
+    c.model = &model;
+    c.model_checksum = model.checksum;
+    c.config = config;
+    c.prepared = pc;
+    c.description = backend->description();
+  }
+  const Tensor logits = c.net->run(input);
+  const int classes = static_cast<int>(logits.shape.per_image());
+  ClassifyResult result;
+  result.backend_description = c.description;
+  for (int64_t i = 0; i < logits.shape.n; ++i) {
+    const float* row = logits.data.data() + i * classes;
+    Classification one;
+    one.top = top_k(row, classes, config.top, labels);
+    one.logits.assign(row, row + classes);
+    result.images.push_back(std::move(one));
+  }
+  return result;
+}
+
+}  // namespace mnv2
