@@ -4,6 +4,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build git pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
+  nlohmann-json3-dev  # JSON reports (find_package(nlohmann_json 3.11))
   libopencv-dev libgtest-dev
   libcli11-dev  # the mnv2 command line
   libdnnl-dev ocl-icd-opencl-dev  # oneDNN; its CMake config asks for OpenCL (Debian's build has the OpenCL GPU runtime)

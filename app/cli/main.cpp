@@ -22,15 +22,18 @@
 #include "mnv2/atomic_file.h"
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
+#include "mnv2/bench_report.h"
 #include "mnv2/cpu_info.h"
 #include "mnv2/cuda_plan.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
 #include "mnv2/eval.h"
+#include "mnv2/eval_report.h"
 #include "mnv2/image.h"
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 #include "mnv2/labels.h"
 #include "mnv2/memory.h"
+#include "mnv2/memory_report.h"
 #include "mnv2/model.h"
 #include "mnv2/model_lookup.h"
 #include "mnv2/model_summary.h"
@@ -38,6 +41,7 @@
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
 #include "mnv2/roofline.h"
+#include "mnv2/roofline_report.h"
 #include "mnv2/studies.h"
 #include "mnv2/sweep.h"
 #include "mnv2/timing.h"
@@ -144,27 +148,13 @@ CudaOptions cuda_options(const Args& args) {
                                         args.get_or("--cuda-graph", ""), args.get_or("--cuda-gemm-tile", ""));
 }
 
-json::Value warnings_json(const Model& model) {
-  json::Array a;
-  for (const auto& w : model.warnings) a.emplace_back(w);
-  return json::Value(std::move(a));
-}
+json::Json warnings_json(const Model& model) { return json::Json(model.warnings); }
 
 void print_warnings(std::ostream& out, const Model& model, const char* prefix = "WARNING: ") {
   for (const auto& w : model.warnings) out << prefix << w << "\n";
 }
 
-json::Value model_json(const LoadedModel& m) {
-  json::Value o;
-  o.set("source", m.model.source);
-  o.set("found_by", m.location.how);
-  o.set("checksum", m.model.checksum);
-  o.set("synthetic", m.model.synthetic);
-  o.set("classes", m.model.num_classes);
-  o.set("layers", static_cast<int64_t>(m.model.layers.size()));
-  o.set("warnings", warnings_json(m.model));
-  return o;
-}
+json::Json model_json(const LoadedModel& m) { return model_json(report_model(m.model, m.location.how)); }
 
 void write_output(const std::string& path, const std::string& text) {
   write_file_atomically(path, text);
@@ -176,77 +166,77 @@ void write_output(const std::string& path, const std::string& text) {
 int cmd_info(const Args& args) {
   if (!args.positionals().empty()) throw UsageError("info takes no positional arguments");
   const CudaEnvironment& env = cuda_environment();
-  json::Value j;
-  j.set("version", MNV2_VERSION);
-  j.set("commit", MNV2_GIT_COMMIT);
-  json::Value build;
-  build.set("cuda", env.built_with_cuda);
-  build.set("cuda_runtime", cuda_version_string(env.runtime_version));
-  json::Array archs;
+  json::Json j = json::Json::object();
+  j["version"] = MNV2_VERSION;
+  j["commit"] = MNV2_GIT_COMMIT;
+  json::Json build = json::Json::object();
+  build["cuda"] = env.built_with_cuda;
+  build["cuda_runtime"] = cuda_version_string(env.runtime_version);
+  json::Json archs = json::Json::array();
   for (const CudaArch& a : built_cuda_architectures()) archs.emplace_back(a.to_string());
-  build.set("cuda_architectures", json::Value(archs));
+  build["cuda_architectures"] = archs;
   const GpuPluginInfo plugin = gpu_plugin_info();
-  json::Value pj;
-  pj.set("path", plugin.path);
-  pj.set("loaded", plugin.loaded);
-  if (!plugin.loaded) pj.set("problem", plugin.problem);
-  json::Array missing;
+  json::Json pj = json::Json::object();
+  pj["path"] = plugin.path;
+  pj["loaded"] = plugin.loaded;
+  if (!plugin.loaded) pj["problem"] = plugin.problem;
+  json::Json missing = json::Json::array();
   for (const auto& lib : plugin.missing_libraries) missing.emplace_back(lib);
-  pj.set("missing_libraries", json::Value(missing));
-  build.set("gpu_plugin", pj);
-  build.set("image_decoding", image_decoding_available());
-  j.set("build", build);
-  json::Value cuda;
-  cuda.set("driver", cuda_version_string(env.driver_version));
-  cuda.set("driver_release", env.driver_release);
-  json::Array devices;
+  pj["missing_libraries"] = missing;
+  build["gpu_plugin"] = pj;
+  build["image_decoding"] = image_decoding_available();
+  j["build"] = build;
+  json::Json cuda = json::Json::object();
+  cuda["driver"] = cuda_version_string(env.driver_version);
+  cuda["driver_release"] = env.driver_release;
+  json::Json devices = json::Json::array();
   for (const auto& d : env.devices) {
-    json::Value dj;
-    dj.set("index", d.index);
-    dj.set("name", d.name);
-    dj.set("compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor));
-    dj.set("memory_bytes", d.memory_bytes);
-    dj.set("multiprocessors", d.multiprocessors);
+    json::Json dj = json::Json::object();
+    dj["index"] = d.index;
+    dj["name"] = d.name;
+    dj["compute_capability"] = std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor);
+    dj["memory_bytes"] = d.memory_bytes;
+    dj["multiprocessors"] = d.multiprocessors;
     if (d.cannot_run.empty()) {
-      dj.set("code", d.code);
+      dj["code"] = d.code;
       if (d.index == 0 && plugin.loaded) {
         std::string why;
         const int arch = kernel_code_arch(0, &why);
-        dj.set("kernel_code_arch", arch > 0 ? json::Value("compute_" + std::to_string(arch)) : json::Value(why));
+        dj["kernel_code_arch"] = arch > 0 ? json::Json("compute_" + std::to_string(arch)) : json::Json(why);
       }
     } else {
-      dj.set("cannot_run", d.cannot_run);
+      dj["cannot_run"] = d.cannot_run;
     }
     devices.push_back(dj);
   }
-  cuda.set("devices", json::Value(devices));
-  if (env.devices.empty()) cuda.set("why_none", env.why_none);
-  j.set("cuda", cuda);
+  cuda["devices"] = devices;
+  if (env.devices.empty()) cuda["why_none"] = env.why_none;
+  j["cuda"] = cuda;
   const CpuKernelInfo cpu = cpu_kernel_info();  // which CPU kernels the cpu backends run here, and why
-  j.set("cpu", to_json(cpu));
-  json::Array backends;
+  j["cpu"] = cpu;
+  json::Json backends = json::Json::array();
   for (const auto& name : backend_names()) {
     auto b = make_backend(name);
     Availability a = b->availability();
-    json::Value bj;
-    bj.set("name", name);
-    bj.set("description", b->description());
-    bj.set("available", a.available);
-    if (!a.available) bj.set("reason", a.reason);
-    json::Array precisions;
+    json::Json bj = json::Json::object();
+    bj["name"] = name;
+    bj["description"] = b->description();
+    bj["available"] = a.available;
+    if (!a.available) bj["reason"] = a.reason;
+    json::Json precisions = json::Json::array();
     for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16})
       if (b->supports(p)) precisions.emplace_back(to_string(p));
-    bj.set("precisions", json::Value(precisions));
+    bj["precisions"] = precisions;
     backends.push_back(bj);
   }
-  j.set("backends", json::Value(backends));
+  j["backends"] = backends;
   ModelLocation loc = locate_model(args.get_or("--model", ""), executable_dir());
-  json::Value mj;
-  mj.set("path", loc.path.empty() ? json::Value() : json::Value(loc.path));
-  mj.set("found_by", loc.how);
-  json::Array searched;
+  json::Json mj = json::Json::object();
+  mj["path"] = loc.path.empty() ? json::Json() : json::Json(loc.path);
+  mj["found_by"] = loc.how;
+  json::Json searched = json::Json::array();
   for (const auto& s : loc.searched) searched.emplace_back(s);
-  mj.set("searched", json::Value(searched));
+  mj["searched"] = searched;
   // The located model itself; one that cannot be read is reported after everything else, exit code 1.
   std::optional<Model> model;
   std::string model_error, labels;
@@ -258,14 +248,14 @@ int cmd_info(const Args& args) {
         throw Error(labels_file + ": the number of labels differs from the model's " +
                     std::to_string(model->num_classes) + " classes");
       labels = labels_source(model->num_classes, labels_file);
-      mj.set("file", model_summary_json(*model, labels));
-      mj.set("warnings", warnings_json(*model));
+      mj["file"] = model_summary_json(*model, labels);
+      mj["warnings"] = warnings_json(*model);
     } catch (const Error& e) {
       model_error = e.what();
-      mj.set("error", model_error);
+      mj["error"] = model_error;
     }
   }
-  j.set("model", mj);
+  j["model"] = mj;
 
   if (args.flag("--json")) {
     std::cout << json::dump(j, 2) << "\n";
@@ -301,8 +291,8 @@ int cmd_info(const Args& args) {
       continue;
     }
     std::cout << "runs " << d.code;
-    if (const json::Value* arch = devices[i].find("kernel_code_arch"))
-      std::cout << " (kernels: " << arch->as_string() << ")";
+    if (const json::Json* arch = json::find(devices[i], "kernel_code_arch"))
+      std::cout << " (kernels: " << json::as_string(*arch) << ")";
     std::cout << "\n";
   }
   std::cout << "cpu:     " << cpu.model_name << ", " << cpu.threads << (cpu.threads == 1 ? " thread" : " threads")
@@ -312,11 +302,12 @@ int cmd_info(const Args& args) {
             << "\n         why: " << cpu.why << "\n";
   std::cout << "backends:\n";
   for (const auto& b : backends) {
-    std::cout << "  " << b.string_at("name") << ": " << (b.bool_at("available") ? "available" : "unavailable") << " — "
-              << b.string_at("description");
-    if (const json::Value* r = b.find("reason")) std::cout << " (" << r->as_string() << ")";
+    std::cout << "  " << json::string_at(b, "name") << ": "
+              << (json::bool_at(b, "available") ? "available" : "unavailable") << " — "
+              << json::string_at(b, "description");
+    if (const json::Json* r = json::find(b, "reason")) std::cout << " (" << json::as_string(*r) << ")";
     std::cout << "; precision";
-    for (const auto& p : b.array_at("precisions")) std::cout << " " << p.as_string();
+    for (const auto& p : json::array_at(b, "precisions")) std::cout << " " << json::as_string(p);
     std::cout << "\n";
   }
   if (loc.path.empty()) {
@@ -388,27 +379,27 @@ int cmd_topology(const Args& args) {
   }
 
   if (format == "json") {
-    json::Value j;
-    j.set("model", model_json(m));
-    json::Value input;
-    input.set("batch", batch);
-    input.set("channels", m.model.input_channels);
-    input.set("height", h);
-    input.set("width", w);
-    j.set("input", input);
-    json::Array layers;
+    json::Json j = json::Json::object();
+    j["model"] = model_json(m);
+    json::Json input = json::Json::object();
+    input["batch"] = batch;
+    input["channels"] = m.model.input_channels;
+    input["height"] = h;
+    input["width"] = w;
+    j["input"] = input;
+    json::Json layers = json::Json::array();
     for (size_t i = 0; i < m.model.layers.size(); ++i) layers.push_back(layer_json(m.model.layers[i], stats[i]));
-    j.set("layers", json::Value(layers));
-    json::Value totals;
-    totals.set("layers", static_cast<int64_t>(m.model.layers.size()));
+    j["layers"] = layers;
+    json::Json totals = json::Json::object();
+    totals["layers"] = static_cast<int64_t>(m.model.layers.size());
     for (LayerKind k : {LayerKind::Conv2d, LayerKind::ReLU6, LayerKind::ReLU, LayerKind::ResidualAdd,
                         LayerKind::GlobalAveragePool, LayerKind::Linear})
-      if (int c = count_layers(m.model, k)) totals.set(to_string(k), c);
-    totals.set("blocks", m.model.num_blocks);
-    totals.set("params", total_params);
-    totals.set("macs", total_macs);
-    totals.set("activation_bytes", total_act);
-    j.set("totals", totals);
+      if (int c = count_layers(m.model, k)) totals[to_string(k)] = c;
+    totals["blocks"] = m.model.num_blocks;
+    totals["params"] = total_params;
+    totals["macs"] = total_macs;
+    totals["activation_bytes"] = total_act;
+    j["totals"] = totals;
     std::cout << json::dump(j, 2) << "\n";
     return 0;
   }
@@ -499,33 +490,33 @@ int cmd_classify(const Args& args) {
       m.model, labels, ClassifyConfig{backend_name, precision, cuda_options(args), std::max(top, 5)}, input);
   const int classes = static_cast<int>(classified.images.front().logits.size());
 
-  json::Array results;
+  json::Json results = json::Json::array();
   for (size_t i = 0; i < classified.images.size(); ++i) {
     const std::vector<float>& row = classified.images[i].logits;
     const std::vector<Prediction>& preds = classified.images[i].top;
     if (args.flag("--json")) {
-      json::Value r;
-      r.set("input", names[static_cast<size_t>(i)]);
-      r.set("backend", backend_name);
-      r.set("precision", to_string(precision));
-      r.set("model", m.model.source);
+      json::Json r = json::Json::object();
+      r["input"] = names[static_cast<size_t>(i)];
+      r["backend"] = backend_name;
+      r["precision"] = to_string(precision);
+      r["model"] = m.model.source;
       auto pred_list = [&](size_t count) {
-        json::Array a;
+        json::Json a = json::Json::array();
         for (size_t k = 0; k < count && k < preds.size(); ++k) {
-          json::Value p;
-          p.set("index", preds[k].index);
-          p.set("label", preds[k].label);
-          p.set("prob", preds[k].prob);
+          json::Json p = json::Json::object();
+          p["index"] = preds[k].index;
+          p["label"] = preds[k].label;
+          p["prob"] = preds[k].prob;
           a.push_back(p);
         }
-        return json::Value(a);
+        return a;
       };
-      r.set("top5", pred_list(5));
-      if (top != 5) r.set("top", pred_list(static_cast<size_t>(top)));
-      json::Array lj;
+      r["top5"] = pred_list(5);
+      if (top != 5) r["top"] = pred_list(static_cast<size_t>(top));
+      json::Json lj = json::Json::array();
       for (int c = 0; c < classes; ++c) lj.emplace_back(static_cast<double>(row[c]));
-      r.set("logits", json::Value(lj));
-      r.set("warnings", warnings_json(m.model));
+      r["logits"] = lj;
+      r["warnings"] = warnings_json(m.model);
       results.push_back(r);
     } else {
       print_warnings(std::cout, m.model);
@@ -539,20 +530,11 @@ int cmd_classify(const Args& args) {
       }
     }
   }
-  if (args.flag("--json")) std::cout << json::dump(json::Value(results), 2) << "\n";
+  if (args.flag("--json")) std::cout << json::dump(results, 2) << "\n";
   return 0;
 }
 
 // ---- bench ------------------------------------------------------------------------------------------
-
-// cudnn's end-to-end GPU median over this result's, at the same batch and input size; 0 when there is none.
-double speedup_vs_cudnn(const std::vector<BenchResult>& results, const BenchResult& r) {
-  for (const auto& c : results)
-    if (c.config.backend == "cudnn" && c.config.batch == r.config.batch && c.config.height == r.config.height &&
-        c.config.width == r.config.width && c.gpu_ms && r.gpu_ms && r.gpu_ms->median > 0)
-      return c.gpu_ms->median / r.gpu_ms->median;
-  return 0;
-}
 
 int cmd_bench(const Args& args) {
   if (!args.positionals().empty()) throw UsageError("bench takes no positional arguments");
@@ -625,53 +607,7 @@ int cmd_bench(const Args& args) {
     std::cout << line;
   }
   if (auto path = args.get("--csv")) write_output(*path, bench_csv(results));
-  if (auto path = args.get("--json")) {
-    json::Value j;
-    j.set("schema", "mnv2.bench/1");
-    j.set("model", model_json(m));
-    j.set("commit", MNV2_GIT_COMMIT);
-    j.set("timer", "host_clock");
-    json::Array rows;
-    for (const auto& r : results) {
-      json::Value rj;
-      rj.set("backend", r.config.backend);
-      rj.set("backend_description", r.backend_description);
-      rj.set("precision", to_string(r.config.precision));
-      rj.set("batch", r.config.batch);
-      rj.set("height", r.config.height);
-      rj.set("width", r.config.width);
-      rj.set("warmup", r.config.warmup);
-      rj.set("iters", r.config.iters);
-      const Summary& s = r.latency_ms;
-      rj.set("median_ms", s.median);
-      rj.set("mean_ms", s.mean);
-      rj.set("min_ms", s.min);
-      rj.set("max_ms", s.max);
-      rj.set("std_ms", s.stddev);
-      rj.set("p90_ms", s.p90);
-      rj.set("p95_ms", s.p95);
-      rj.set("p99_ms", s.p99);
-      rj.set("cv", s.cv);
-      rj.set("images_per_s", r.images_per_s);
-      if (r.gpu_ms) {
-        rj.set("gpu_median_ms", r.gpu_ms->median);
-        rj.set("gpu_p90_ms", r.gpu_ms->p90);
-        rj.set("gpu_min_ms", r.gpu_ms->min);
-        if (const double x = speedup_vs_cudnn(results, r); x > 0) rj.set("gpu_speedup_vs_cudnn", x);
-      }
-      if (r.device_ms) {  // input already on the GPU, graph replay, no copies: not an end-to-end figure
-        rj.set("device_resident_median_ms", r.device_ms->median);
-        rj.set("device_resident_p90_ms", r.device_ms->p90);
-        rj.set("device_resident_min_ms", r.device_ms->min);
-        rj.set("device_resident_images_per_s", r.device_images_per_s);
-      }
-      rj.set("memory_bytes", r.memory.total());
-      rj.set("memory", memory_json(r.memory));
-      rows.push_back(rj);
-    }
-    j.set("results", json::Value(rows));
-    write_output(*path, json::dump(j, 2) + "\n");
-  }
+  if (auto path = args.get("--json")) write_output(*path, bench_json(results, report_model(m.model, m.location.how)));
   return 0;
 }
 
@@ -790,48 +726,9 @@ int cmd_eval(const Args& args) {
     std::printf("  %s\n",
                 (skip.reason.rfind(skip.path, 0) == 0 ? skip.reason : skip.path + ": " + skip.reason).c_str());
   std::fflush(stdout);
-  if (auto path = args.get("--json")) {
-    json::Value j;
-    j.set("schema", "mnv2.eval/1");
-    j.set("model", model_json(m));
-    j.set("commit", MNV2_GIT_COMMIT);
-    j.set("images_dir", *images_dir);
-    j.set("list", args.get_or("--list", ""));
-    j.set("backend", cfg.backend);
-    j.set("backend_description", r.backend_description);
-    j.set("precision", to_string(cfg.precision));
-    j.set("batch", cfg.batch);
-    j.set("loader_threads", r.config.loader_threads);
-    j.set("images", r.images);
-    j.set("top1_correct", r.top1_correct);
-    j.set("top5_correct", r.top5_correct);
-    j.set("top1", r.top1);
-    j.set("top5", r.top5);
-    j.set("wall_s", r.wall_s);
-    j.set("images_per_s", r.images_per_s);
-    j.set("inference_s", r.inference_s);
-    j.set("loader_wait_s", r.loader_wait_s);
-    json::Array misses;
-    for (const auto& miss : r.misclassified) {
-      json::Value mj;
-      mj.set("path", miss.path);
-      mj.set("label", miss.label);
-      json::Array top;
-      for (int t : miss.top5) top.emplace_back(t);
-      mj.set("top5", json::Value(top));
-      misses.push_back(mj);
-    }
-    j.set("misclassified", json::Value(misses));
-    json::Array skips;
-    for (const auto& skip : r.skipped) {
-      json::Value sj;
-      sj.set("path", skip.path);
-      sj.set("reason", skip.reason);
-      skips.push_back(sj);
-    }
-    j.set("skipped", json::Value(skips));
-    write_output(*path, json::dump(j, 2) + "\n");
-  }
+  if (auto path = args.get("--json"))
+    write_output(
+        *path, eval_json(r, report_model(m.model, m.location.how), EvalSource{*images_dir, args.get_or("--list", "")}));
   return 0;
 }
 
@@ -1089,22 +986,8 @@ int cmd_roofline(const Args& args) {
   }
   std::printf("%zu steps: %d below the ridge (memory-bound), %zu above\n", points.size(), memory_bound,
               points.size() - static_cast<size_t>(memory_bound));
-  if (auto p = args.get("--csv")) {
-    std::string csv = "step,layer,name,kind,flops,bytes,flop_per_byte,median_ns,gflop_s,roof_gflop_s,memory_bound\n";
-    for (const RooflinePoint& q : points)
-      csv += std::to_string(q.step) + "," + std::to_string(q.layer) + "," + csv_quote(q.name) + "," + q.kind + "," +
-             std::to_string(q.flops) + "," + std::to_string(q.bytes) + "," + std::to_string(q.intensity) + "," +
-             std::to_string(q.time_ns) + "," + std::to_string(q.gflop_s) + "," + std::to_string(q.attainable_gflop_s) +
-             "," + (q.memory_bound ? "1" : "0") + "\n";
-    write_output(*p, csv);
-  }
-  if (auto p = args.get("--json")) {
-    json::Value j;
-    j.set("schema", "mnv2.roofline/1");
-    j.set("ceilings", ceilings_json(c));
-    j.set("run", report_json(r));
-    write_output(*p, json::dump(j, 2) + "\n");
-  }
+  if (auto p = args.get("--csv")) write_output(*p, roofline_csv(points));
+  if (auto p = args.get("--json")) write_output(*p, roofline_json(c, r));
   return 0;
 }
 

@@ -6,8 +6,6 @@
 
 #include "mnv2/bench.h"
 #include "mnv2/error.h"
-#include "mnv2/json.h"
-#include "mnv2/report.h"
 
 #include "gpu/plugin_api.h"
 
@@ -110,57 +108,6 @@ std::string describe_memory(const MemoryReport& m) {
          " at peak: " + format_mib(m.driver_held_bytes()) +
          " taken by this network (library handles and workspaces included)";
   return s;
-}
-
-std::string memory_csv(const MemoryStudy& s) {
-  std::ostringstream out;
-  out << "backend,precision,batch,input_hw,layer_index,layer_name,kind,block,output_shape,activation_bytes,"
-         "weight_bytes,weight_tensors\n";
-  const std::string hw = std::to_string(s.config.height) + "x" + std::to_string(s.config.width);
-  for (const LayerMemory& m : s.layers) {
-    const Layer& l = s.topology.at(static_cast<size_t>(m.layer));
-    out << s.backend << ',' << to_string(s.config.precision) << ',' << s.config.batch << ',' << hw << ',' << l.index
-        << ',' << csv_quote(l.name) << ',' << to_string(l.kind) << ',' << csv_quote(l.block_name) << ','
-        << s.stats.at(static_cast<size_t>(m.layer)).output.str() << ',' << m.activation_bytes << ',' << m.weight_bytes
-        << ',' << m.weight_tensors << "\n";
-  }
-  return out.str();
-}
-
-std::string memory_json(const MemoryStudy& s) {
-  json::Value j;
-  j.set("schema", "mnv2.memory/1");
-  j.set("backend", s.backend);
-  j.set("backend_description", s.backend_description);
-  j.set("precision", to_string(s.config.precision));
-  j.set("batch", s.config.batch);
-  j.set("height", s.config.height);
-  j.set("width", s.config.width);
-  json::Value model;
-  model.set("weight_bytes", s.model_weight_bytes);
-  model.set("activation_bytes", s.model_activation_bytes);
-  model.set("weight_tensors", s.weight_tensors);
-  model.set("activation_tensors", s.activation_tensors);
-  j.set("model", model);
-  j.set("held", memory_json(s.held));
-  json::Array layers;
-  for (const LayerMemory& m : s.layers) {
-    const Layer& l = s.topology.at(static_cast<size_t>(m.layer));
-    json::Value lj;
-    lj.set("index", l.index);
-    lj.set("name", l.name);
-    lj.set("kind", to_string(l.kind));
-    lj.set("block_name", l.block_name);
-    lj.set("activation_bytes", m.activation_bytes);
-    lj.set("weight_bytes", m.weight_bytes);
-    lj.set("weight_tensors", m.weight_tensors);
-    layers.push_back(lj);
-  }
-  j.set("layers", json::Value(layers));
-  json::Array warnings;
-  for (const auto& w : s.warnings) warnings.emplace_back(w);
-  j.set("warnings", json::Value(warnings));
-  return json::dump(j, 2) + "\n";
 }
 
 }  // namespace mnv2

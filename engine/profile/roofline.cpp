@@ -12,13 +12,13 @@
 #include <fstream>
 #include <vector>
 
-#include "gpu/plugin_api.h"
 #include "backends/cpu/cpu_common.h"
 #include "backends/cpu/cpu_ops.h"
+#include "gpu/plugin_api.h"
 #include "mnv2/atomic_file.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 
 namespace mnv2 {
 namespace fs = std::filesystem;
@@ -127,58 +127,52 @@ std::string roofline_cache_file() {
   return (dir / "roofline.json").string();
 }
 
-json::Value ceilings_json(const Ceilings& c) {
-  json::Value j;
-  j.set("device", c.device);
-  j.set("key", c.key);
-  j.set("bandwidth_gb_s", c.bandwidth_gb_s);
-  j.set("gflop_s", c.gflop_s);
-  j.set("ridge_flop_per_byte", c.ridge());
-  j.set("method", c.method);
-  return j;
+void to_json(json::Json& j, const Ceilings& c) {
+  j = json::Json{{"device", c.device},
+                 {"key", c.key},
+                 {"bandwidth_gb_s", c.bandwidth_gb_s},
+                 {"gflop_s", c.gflop_s},
+                 {"ridge_flop_per_byte", c.ridge()},
+                 {"method", c.method}};
 }
 
-Ceilings ceilings_from_json(const json::Value& j) {
-  Ceilings c;
-  c.device = j.string_at("device");
-  c.key = j.string_at("key");
-  c.bandwidth_gb_s = j.number_at("bandwidth_gb_s");
-  c.gflop_s = j.number_at("gflop_s");
-  c.method = j.string_at("method");
+void from_json(const json::Json& j, Ceilings& c) {
+  c.device = json::string_at(j, "device");
+  c.key = json::string_at(j, "key");
+  c.bandwidth_gb_s = json::number_at(j, "bandwidth_gb_s");
+  c.gflop_s = json::number_at(j, "gflop_s");
+  c.method = json::string_at(j, "method");
   if (!(c.bandwidth_gb_s > 0) || !(c.gflop_s > 0)) throw Error("ceilings must be positive");
-  return c;
 }
 
 Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning, Precision precision) {
   if (is_host_backend(backend)) precision = Precision::fp32;  // the cpu backends have no other mode
   const std::string key = ceilings_key(backend, precision);
   const std::string file = roofline_cache_file();
-  json::Value cache;  // {"schema": "mnv2.roofline-cache/1", "devices": {key: ceilings}}
+  json::Json cache;  // {"schema": "mnv2.roofline-cache/1", "devices": {key: ceilings}}
   std::error_code ec;
   if (fs::exists(file, ec)) {
     try {
       cache = json::parse_file(file);
       if (!recalibrate && cache.is_object())
-        if (const json::Value* devices = cache.find("devices"); devices && devices->is_object())
-          if (const json::Value* hit = devices->find(key)) {
-            Ceilings c = ceilings_from_json(*hit);
+        if (const json::Json* devices = json::find(cache, "devices"); devices && devices->is_object())
+          if (const json::Json* hit = json::find(*devices, key)) {
+            Ceilings c = hit->get<Ceilings>();
             c.from_cache = true;
             return c;
           }
     } catch (const std::exception& e) {
       if (warning) *warning = file + ": ignored (" + e.what() + "); calibrating again";
-      cache = json::Value();
+      cache = json::Json();
     }
   }
   Ceilings c = is_host_backend(backend) ? calibrate_cpu() : calibrate_gpu(0, precision);
   c.key = key;
   try {
-    const json::Value* old = cache.is_object() ? cache.find("devices") : nullptr;
-    json::Value devices = old && old->is_object() ? *old : json::Value(json::Object{});
-    devices.set(key, ceilings_json(c));
-    json::Value out(json::Object{});
-    out.set("schema", "mnv2.roofline-cache/1");
-    out.set("devices", devices);
+    const json::Json* old = cache.is_object() ? json::find(cache, "devices") : nullptr;
+    json::Json devices = old && old->is_object() ? *old : json::Json::object();
+    devices[key] = c;
+    const json::Json out = {{"schema", "mnv2.roofline-cache/1"}, {"devices", devices}};
     fs::create_directories(fs::path(file).parent_path(), ec);
     write_file_atomically(file, json::dump(out, 2) + "\n");
   } catch (const std::exception& e) {

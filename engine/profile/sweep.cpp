@@ -1,11 +1,7 @@
 // Sweeps over backends, input sizes and batch sizes (see mnv2/sweep.h).
 #include "mnv2/sweep.h"
 
-#include <cmath>
-#include <sstream>
-
 #include "mnv2/error.h"
-#include "mnv2/report.h"
 
 namespace mnv2 {
 
@@ -50,36 +46,6 @@ std::vector<BenchResult> run_sweep(const Model& model, const SweepConfig& config
     }
   }
   return results;
-}
-
-namespace {
-std::string num(double v) {
-  if (!std::isfinite(v)) return "";
-  std::ostringstream o;
-  o.imbue(std::locale::classic());
-  o.precision(6);
-  o << v;
-  return o.str();
-}
-}  // namespace
-
-std::string bench_csv(const std::vector<BenchResult>& results) {
-  std::ostringstream out;
-  out << "backend,backend_description,precision,batch,height,width,warmup,iters,host_median_ms,host_p90_ms,"
-         "host_min_ms,host_mean_ms,host_cv,images_per_s,gpu_median_ms,gpu_p90_ms,device_resident_median_ms,"
-         "device_resident_images_per_s,memory_bytes,driver_held_bytes\n";
-  for (const BenchResult& r : results) {
-    const BenchConfig& c = r.config;
-    const Summary& s = r.latency_ms;
-    out << csv_quote(c.backend) << ',' << csv_quote(r.backend_description) << ',' << to_string(c.precision) << ','
-        << c.batch << ',' << c.height << ',' << c.width << ',' << c.warmup << ',' << c.iters << ',' << num(s.median)
-        << ',' << num(s.p90) << ',' << num(s.min) << ',' << num(s.mean) << ',' << num(s.cv) << ','
-        << num(r.images_per_s) << ',' << (r.gpu_ms ? num(r.gpu_ms->median) : "") << ','
-        << (r.gpu_ms ? num(r.gpu_ms->p90) : "") << ',' << (r.device_ms ? num(r.device_ms->median) : "") << ','
-        << (r.device_ms ? num(r.device_images_per_s) : "") << ',' << r.memory.total() << ','
-        << r.memory.driver_held_bytes() << "\n";
-  }
-  return out.str();
 }
 
 std::pair<int, int> parse_input_size(const std::string& text) {

@@ -57,35 +57,22 @@ std::vector<std::pair<std::string, std::string>> model_summary_rows(const Model&
   return rows;
 }
 
-json::Value model_summary_json(const Model& model, const std::string& labels) {
+json::Json model_summary_json(const Model& model, const std::string& labels) {
   const ModelFileInfo& f = model.file;
-  json::Value j;
-  j.set("ir_version", f.ir_version == 0 ? json::Value() : json::Value(f.ir_version));
-  j.set("opset", f.opset == 0 ? json::Value() : json::Value(f.opset));
-  j.set("producer_name", f.producer_name);
-  j.set("producer_version", f.producer_version);
-  json::Value input;
-  input.set("name", f.input_name);
-  json::Array shape;
+  json::Json shape = json::Json::array();
   for (const std::string& d : f.input_dims) {
     int64_t v = 0;
-    shape.push_back(is_number(d, v) ? json::Value(v) : json::Value(d));  // symbolic dimensions by name
+    shape.push_back(is_number(d, v) ? json::Json(v) : json::Json(d));  // symbolic dimensions by name
   }
-  input.set("shape", json::Value(std::move(shape)));
-  j.set("input", input);
-  j.set("classes", model.num_classes);
-  j.set("labels", labels);
-  json::Value checker;
-  checker.set("ran", f.checker_ran);
-  checker.set("note", f.checker_note);
-  j.set("checker", checker);
-  json::Array files;
-  for (const std::string& name : f.external_files) files.emplace_back(name);
-  json::Value external;
-  external.set("files", json::Value(std::move(files)));
-  external.set("bytes", f.external_bytes);
-  j.set("external_data", external);
-  return j;
+  return json::Json{{"ir_version", f.ir_version == 0 ? json::Json() : json::Json(f.ir_version)},
+                    {"opset", f.opset == 0 ? json::Json() : json::Json(f.opset)},
+                    {"producer_name", f.producer_name},
+                    {"producer_version", f.producer_version},
+                    {"input", {{"name", f.input_name}, {"shape", shape}}},
+                    {"classes", model.num_classes},
+                    {"labels", labels},
+                    {"checker", {{"ran", f.checker_ran}, {"note", f.checker_note}}},
+                    {"external_data", {{"files", f.external_files}, {"bytes", f.external_bytes}}}};
 }
 
 }  // namespace mnv2

@@ -9,7 +9,7 @@
 #include "cli_runner.h"
 #include "mnv2/backend.h"
 #include "mnv2/device.h"
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 #include "test_support.h"
 
 namespace mnv2::test {
@@ -36,7 +36,8 @@ TEST(Cli, HelpAndUsageErrors) {
   EXPECT_EQ(bad_size.code, 2) << describe(bad_size);
   auto neg_iters = run_cli({"bench", "--iters", "-3"});
   EXPECT_EQ(neg_iters.code, 2) << describe(neg_iters);
-  auto bad_backend = run_cli({"classify", "--backend", "tpu", "--model", main_model_path(), shared_path("images/cat.bmp")});
+  auto bad_backend =
+      run_cli({"classify", "--backend", "tpu", "--model", main_model_path(), shared_path("images/cat.bmp")});
   EXPECT_EQ(bad_backend.code, 2) << describe(bad_backend);
   auto nothing = run_cli({"classify", "--model", main_model_path()});
   EXPECT_EQ(nothing.code, 2) << describe(nothing);
@@ -45,37 +46,37 @@ TEST(Cli, HelpAndUsageErrors) {
 TEST(Cli, InfoJson) {
   auto r = run_cli({"info", "--json"});
   ASSERT_EQ(r.code, 0) << describe(r);
-  json::Value j = json::parse(r.out);
+  json::Json j = json::parse(r.out);
   bool cpu_available = false;
-  for (const auto& b : j.at("backends").as_array()) {
-    const std::string name = b.at("name").as_string();
-    if (name == "cpu") cpu_available = b.at("available").as_bool();
+  for (const auto& b : j.at("backends")) {
+    const std::string name = b.at("name").get<std::string>();
+    if (name == "cpu") cpu_available = b.at("available").get<bool>();
     std::vector<std::string> precisions;
-    for (const auto& p : b.at("precisions").as_array()) precisions.push_back(p.as_string());
+    for (const auto& p : b.at("precisions")) precisions.push_back(p.get<std::string>());
     ASSERT_FALSE(precisions.empty()) << name;
     EXPECT_EQ(precisions.front(), "fp32") << name;  // every backend runs fp32
     if (is_host_backend(name)) EXPECT_EQ(precisions.size(), 1u) << name;
-    const bool built = b.at("description").as_string().find("(not built)") == std::string::npos;
+    const bool built = b.at("description").get<std::string>().find("(not built)") == std::string::npos;
     if (name == "cudnn" && built) EXPECT_EQ(precisions, (std::vector<std::string>{"fp32", "tf32", "fp16"}));
     if (!is_host_backend(name) && !have_gpu()) {
-      EXPECT_FALSE(b.at("available").as_bool()) << name;
-      EXPECT_FALSE(b.at("reason").as_string().empty()) << name;
+      EXPECT_FALSE(b.at("available").get<bool>()) << name;
+      EXPECT_FALSE(b.at("reason").get<std::string>().empty()) << name;
     }
   }
   EXPECT_TRUE(cpu_available);
   // The CPU kernels chosen here and why: CPUID's features, oneDNN's version and ISA, threads.
-  const json::Value& cpu = j.at("cpu");
-  EXPECT_FALSE(cpu.at("model_name").as_string().empty());
-  EXPECT_EQ(cpu.at("onednn_version").as_string().rfind("2.", 0), 0u);
-  EXPECT_FALSE(cpu.at("onednn_isa").as_string().empty());
-  EXPECT_GE(cpu.at("threads").as_int(), 1);
+  const json::Json& cpu = j.at("cpu");
+  EXPECT_FALSE(cpu.at("model_name").get<std::string>().empty());
+  EXPECT_EQ(cpu.at("onednn_version").get<std::string>().rfind("2.", 0), 0u);
+  EXPECT_FALSE(cpu.at("onednn_isa").get<std::string>().empty());
+  EXPECT_GE(cpu.at("threads").get<int64_t>(), 1);
   EXPECT_TRUE(cpu.at("cpuid_features").is_array());
-  EXPECT_NE(cpu.at("cpu_kernels").as_string().find(cpu.at("onednn_isa").as_string()), std::string::npos);
+  EXPECT_NE(cpu.at("cpu_kernels").get<std::string>().find(cpu.at("onednn_isa").get<std::string>()), std::string::npos);
   auto text = run_cli({"info"}, {"MNV2_CPU_THREADS=1"});
   EXPECT_EQ(text.code, 0) << describe(text);
   EXPECT_NE(text.out.find("cpu:     "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find(", 1 thread; CPUID:"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("kernels: cpu oneDNN " + cpu.at("onednn_version").as_string()), std::string::npos)
+  EXPECT_NE(text.out.find("kernels: cpu oneDNN " + cpu.at("onednn_version").get<std::string>()), std::string::npos)
       << text.out;
 }
 
@@ -93,48 +94,48 @@ TEST(Cli, TopologyTableCsvJson) {
 
   auto js = run_cli({"topology", "--model", main_model_path(), "--format", "json", "--batch", "2"});
   ASSERT_EQ(js.code, 0) << describe(js);
-  json::Value j = json::parse(js.out);
-  const auto& layers = j.at("layers").as_array();
+  json::Json j = json::parse(js.out);
+  const auto& layers = j.at("layers");
   ASSERT_EQ(layers.size(), 99u);
   for (size_t i = 0; i < layers.size(); ++i) {
-    EXPECT_EQ(layers[i].at("index").as_int(), static_cast<int64_t>(i));
-    EXPECT_FALSE(layers[i].at("kind").as_string().empty());
-    EXPECT_FALSE(layers[i].at("name").as_string().empty());
-    EXPECT_EQ(layers[i].at("output_shape").as_array().size(), 4u);
-    EXPECT_GE(layers[i].at("params").as_int(), 0);
-    EXPECT_GE(layers[i].at("macs").as_int(), 0);
+    EXPECT_EQ(layers[i].at("index").get<int64_t>(), static_cast<int64_t>(i));
+    EXPECT_FALSE(layers[i].at("kind").get<std::string>().empty());
+    EXPECT_FALSE(layers[i].at("name").get<std::string>().empty());
+    EXPECT_EQ(layers[i].at("output_shape").size(), 4u);
+    EXPECT_GE(layers[i].at("params").get<int64_t>(), 0);
+    EXPECT_GE(layers[i].at("macs").get<int64_t>(), 0);
   }
-  EXPECT_EQ(layers.back().at("kind").as_string(), "Linear");
-  EXPECT_EQ(layers.back().at("output_shape").as_array()[0].as_int(), 2);
-  EXPECT_EQ(layers.back().at("output_shape").as_array()[1].as_int(), 1001);
-  EXPECT_EQ(j.at("totals").at("Conv2d").as_int(), 52);
-  EXPECT_EQ(j.at("totals").at("blocks").as_int(), 17);
+  EXPECT_EQ(layers.back().at("kind").get<std::string>(), "Linear");
+  EXPECT_EQ(layers.back().at("output_shape")[0].get<int64_t>(), 2);
+  EXPECT_EQ(layers.back().at("output_shape")[1].get<int64_t>(), 1001);
+  EXPECT_EQ(j.at("totals").at("Conv2d").get<int64_t>(), 52);
+  EXPECT_EQ(j.at("totals").at("blocks").get<int64_t>(), 17);
 }
 
 TEST(Cli, ClassifyImagesJson) {
   auto r = run_cli({"classify", "--model", main_model_path(), "--json", shared_path("images/cat.bmp"),
                     shared_path("images/parrot.jpg")});
   ASSERT_EQ(r.code, 0) << describe(r);
-  json::Value j = json::parse(r.out);
-  ASSERT_EQ(j.as_array().size(), 2u);
+  json::Json j = json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
-    const json::Value& o = j.as_array()[i];
-    EXPECT_EQ(o.at("backend").as_string(), "cpu");
-    EXPECT_EQ(o.at("top5").as_array().size(), 5u);
-    EXPECT_EQ(o.at("logits").as_array().size(), 1001u);
-    EXPECT_EQ(o.at("top5").as_array()[0].at("index").as_int(), read_golden(i == 0 ? "cat" : "parrot").top5[0]);
+    const json::Json& o = j[i];
+    EXPECT_EQ(o.at("backend").get<std::string>(), "cpu");
+    EXPECT_EQ(o.at("top5").size(), 5u);
+    EXPECT_EQ(o.at("logits").size(), 1001u);
+    EXPECT_EQ(o.at("top5")[0].at("index").get<int64_t>(), read_golden(i == 0 ? "cat" : "parrot").top5[0]);
   }
-  EXPECT_EQ(j.as_array()[0].at("top5").as_array()[0].at("label").as_string(), "Egyptian cat");
-  EXPECT_NE(j.as_array()[0].at("input").as_string().find("cat.bmp"), std::string::npos);
+  EXPECT_EQ(j[0].at("top5")[0].at("label").get<std::string>(), "Egyptian cat");
+  EXPECT_NE(j[0].at("input").get<std::string>().find("cat.bmp"), std::string::npos);
 }
 
 TEST(Cli, ClassifyTensorMatchesGolden) {
   auto r = run_cli({"classify", "--json", "--tensor", shared_path("golden/hot_dog.input.f32")},
                    {"MNV2_MODEL=" + main_model_path()});
   ASSERT_EQ(r.code, 0) << describe(r);
-  json::Value j = json::parse(r.out);
+  json::Json j = json::parse(r.out);
   std::vector<float> logits;
-  for (const auto& v : j.as_array()[0].at("logits").as_array()) logits.push_back(static_cast<float>(v.as_number()));
+  for (const auto& v : j[0].at("logits")) logits.push_back(static_cast<float>(v.get<double>()));
   Golden g = read_golden("hot_dog");
   EXPECT_LT(rel_l2(logits, g.logits), 1e-5);
   auto table = run_cli({"classify", "--top", "3", "--tensor", shared_path("golden/hot_dog.input.f32")},
@@ -172,8 +173,8 @@ TEST(Cli, RuntimeErrorsExitOne) {
   EXPECT_NE(truncated.err.find("truncated.onnx"), std::string::npos) << describe(truncated);
 
   write_file(tmp.file("labels.txt"), "a\nb\n");
-  auto few_labels = run_cli({"classify", "--model", main_model_path(), "--labels", tmp.file("labels.txt"),
-                             shared_path("images/cat.bmp")});
+  auto few_labels = run_cli(
+      {"classify", "--model", main_model_path(), "--labels", tmp.file("labels.txt"), shared_path("images/cat.bmp")});
   EXPECT_EQ(few_labels.code, 1) << describe(few_labels);
 }
 
@@ -199,9 +200,9 @@ TEST(Cli, NoModelRunsSyntheticAndSaysSo) {
   auto r = run_cli({"classify", "--json", shared_path("images/cat.bmp")}, {}, exe);
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.err.find("meaningless"), std::string::npos) << describe(r);
-  json::Value j = json::parse(r.out);
-  ASSERT_EQ(j.as_array()[0].at("warnings").as_array().size(), 1u);
-  EXPECT_NE(j.as_array()[0].at("warnings").as_array()[0].as_string().find("meaningless"), std::string::npos);
+  json::Json j = json::parse(r.out);
+  ASSERT_EQ(j[0].at("warnings").size(), 1u);
+  EXPECT_NE(j[0].at("warnings")[0].get<std::string>().find("meaningless"), std::string::npos);
   auto table = run_cli({"topology"}, {}, exe);
   ASSERT_EQ(table.code, 0) << describe(table);
   EXPECT_EQ(table.out.rfind("WARNING:", 0), 0u) << table.out;
@@ -212,10 +213,10 @@ TEST(Cli, BenchWritesJsonAndNoPartialFiles) {
   auto r = run_cli({"bench", "--model", main_model_path(), "--batch", "1,2", "--warmup", "1", "--iters", "3", "--json",
                     tmp.file("bench.json")});
   ASSERT_EQ(r.code, 0) << describe(r);
-  json::Value j = json::parse_file(tmp.file("bench.json"));
-  ASSERT_EQ(j.at("results").as_array().size(), 2u);
-  EXPECT_GT(j.at("results").as_array()[0].at("median_ms").as_number(), 0.0);
-  EXPECT_EQ(j.at("results").as_array()[1].at("batch").as_int(), 2);
+  json::Json j = json::parse_file(tmp.file("bench.json"));
+  ASSERT_EQ(j.at("results").size(), 2u);
+  EXPECT_GT(j.at("results")[0].at("median_ms").get<double>(), 0.0);
+  EXPECT_EQ(j.at("results")[1].at("batch").get<int64_t>(), 2);
 
   auto bad = run_cli({"bench", "--model", main_model_path(), "--iters", "1", "--json", tmp.file("no/such/dir/b.json")});
   EXPECT_EQ(bad.code, 1) << describe(bad);
@@ -236,12 +237,12 @@ TEST(Cli, ProfileCpuWritesAllReports) {
   EXPECT_NE(r.out.find("block17.project"), std::string::npos) << r.out;
   const std::string csv = read_file(tmp.file("p.csv"));
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 100);
-  json::Value j = json::parse_file(tmp.file("p.json"));
-  EXPECT_EQ(j.at("runs").as_array()[0].at("metadata").at("timer").as_string(), "host_clock");
-  EXPECT_EQ(j.at("runs").as_array()[0].at("metadata").at("input").as_string(), shared_path("golden/cat.input.f32"));
-  json::Value t = json::parse_file(tmp.file("p.trace.json"));
+  json::Json j = json::parse_file(tmp.file("p.json"));
+  EXPECT_EQ(j.at("runs")[0].at("metadata").at("timer").get<std::string>(), "host_clock");
+  EXPECT_EQ(j.at("runs")[0].at("metadata").at("input").get<std::string>(), shared_path("golden/cat.input.f32"));
+  json::Json t = json::parse_file(tmp.file("p.trace.json"));
   // A span per step: the oneDNN backend fuses layers, 99 of them run in at most 54 steps.
-  EXPECT_GE(t.at("traceEvents").as_array().size(), j.at("runs").as_array()[0].at("steps").as_array().size());
+  EXPECT_GE(t.at("traceEvents").size(), j.at("runs")[0].at("steps").size());
 }
 
 TEST(Cli, CompareCpuWithItself) {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli_runner.h"
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 #include "onnx_builder.h"
 #include "test_support.h"
 
@@ -56,20 +56,20 @@ TEST(CliModelInfo, JsonAndLabelsFile) {
   write_file(tmp.file("ten.txt"), ten);
   auto r = run_cli({"info", "--model", export_file(".onnx"), "--labels", tmp.file("ten.txt"), "--json"});
   ASSERT_EQ(r.code, 0) << describe(r);
-  const json::Value j = json::parse(r.out);
-  const json::Value& f = j.at("model").at("file");
-  EXPECT_EQ(f.int_at("ir_version"), 10);
-  EXPECT_EQ(f.int_at("opset"), 20);
-  EXPECT_EQ(f.string_at("producer_name"), "pytorch");
-  EXPECT_EQ(f.string_at("producer_version"), "2.11.0+cu130");
-  EXPECT_EQ(f.at("input").string_at("name"), "x");
-  ASSERT_EQ(f.at("input").array_at("shape").size(), 4u);
-  EXPECT_EQ(f.at("input").array_at("shape")[3].as_int(), 96);
-  EXPECT_EQ(f.int_at("classes"), 10);
-  EXPECT_EQ(f.string_at("labels"), "file " + tmp.file("ten.txt"));
-  EXPECT_FALSE(f.at("checker").bool_at("ran"));
-  EXPECT_EQ(f.at("external_data").array_at("files")[0].as_string(), kExport + ".onnx.data");
-  ASSERT_EQ(j.at("model").array_at("warnings").size(), 1u);
+  const json::Json j = json::parse(r.out);
+  const json::Json& f = j.at("model").at("file");
+  EXPECT_EQ(f.at("ir_version").get<int64_t>(), 10);
+  EXPECT_EQ(f.at("opset").get<int64_t>(), 20);
+  EXPECT_EQ(f.at("producer_name").get<std::string>(), "pytorch");
+  EXPECT_EQ(f.at("producer_version").get<std::string>(), "2.11.0+cu130");
+  EXPECT_EQ(f.at("input").at("name").get<std::string>(), "x");
+  ASSERT_EQ(f.at("input").at("shape").size(), 4u);
+  EXPECT_EQ(f.at("input").at("shape")[3].get<int64_t>(), 96);
+  EXPECT_EQ(f.at("classes").get<int64_t>(), 10);
+  EXPECT_EQ(f.at("labels").get<std::string>(), "file " + tmp.file("ten.txt"));
+  EXPECT_FALSE(f.at("checker").at("ran").get<bool>());
+  EXPECT_EQ(f.at("external_data").at("files")[0].get<std::string>(), kExport + ".onnx.data");
+  ASSERT_EQ(j.at("model").at("warnings").size(), 1u);
 
   // A labels file of the wrong length is an error naming it.
   write_file(tmp.file("three.txt"), "a\nb\nc\n");
@@ -88,8 +88,9 @@ TEST(CliModelInfo, UnreadableModelIsReportedAfterEverythingElse) {
     EXPECT_EQ(r.code, 1) << describe(r);
     EXPECT_FALSE(r.signaled) << describe(r);
     if (as_json) {
-      const json::Value j = json::parse(r.out);
-      EXPECT_NE(j.at("model").string_at("error").find("not a valid ONNX model"), std::string::npos) << describe(r);
+      const json::Json j = json::parse(r.out);
+      EXPECT_NE(j.at("model").at("error").get<std::string>().find("not a valid ONNX model"), std::string::npos)
+          << describe(r);
     } else {
       expect_has(r.out, {"backends:", "model:   " + tmp.file("broken.onnx")}, r);
       expect_has(r.err, {"error: " + tmp.file("broken.onnx") + ": not a valid ONNX model"}, r);
@@ -117,9 +118,9 @@ TEST(CliModelInfo, ModelPlacedInTheUserDataFolderIsFound) {
 
   auto r = run_cli({"classify", "--json", "--tensor", export_file(".input.f32"), "--input-size", "96x96"}, env, exe);
   ASSERT_EQ(r.code, 0) << describe(r);
-  const json::Value j = json::parse(r.out);
-  ASSERT_EQ(j.as_array().size(), 2u);
-  EXPECT_EQ(j.as_array()[0].at("top5").as_array()[0].int_at("index"), 0);  // PyTorch's top class for image 0
+  const json::Json j = json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0].at("top5")[0].at("index").get<int64_t>(), 0);  // PyTorch's top class for image 0
 }
 
 TEST(CliModelInfo, HostileExternalDataIsAOneLineError) {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cli_runner.h"
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 #include "onnx_builder.h"
 #include "test_support.h"
 
@@ -479,26 +479,26 @@ TEST_F(CliRobustness, NanWeightsWarnOnEveryOutput) {
   }
   {
     const CliResult r = run_ok({"classify", "--model", model, "--json", cat});
-    const json::Value j = json::parse(r.out);
-    const auto& warnings = j.as_array().at(0).at("warnings").as_array();
+    const json::Json j = json::parse(r.out);
+    const auto& warnings = j.at(0).at("warnings");
     ASSERT_EQ(warnings.size(), 2u) << r.out;
-    EXPECT_NE(warnings[0].as_string().find(warning), std::string::npos);
+    EXPECT_NE(warnings[0].get<std::string>().find(warning), std::string::npos);
   }
   {
     const CliResult r =
         run_ok({"bench", "--model", model, "--warmup", "0", "--iters", "2", "--json", file("nan_bench.json")});
     EXPECT_NE(r.out.find(warning), std::string::npos) << r.out;
-    const json::Value j = json::parse_file(file("nan_bench.json"));
-    EXPECT_EQ(j.at("model").at("warnings").as_array().size(), 2u);
+    const json::Json j = json::parse_file(file("nan_bench.json"));
+    EXPECT_EQ(j.at("model").at("warnings").size(), 2u);
   }
   {
     const CliResult r =
         run_ok({"profile", "--model", model, "--warmup", "0", "--iters", "2", "--json", file("nan_profile.json")});
     EXPECT_NE(r.out.find(warning), std::string::npos) << r.out;
-    const json::Value j = json::parse_file(file("nan_profile.json"));
-    const auto& warnings = j.at("runs").as_array().at(0).at("warnings").as_array();
+    const json::Json j = json::parse_file(file("nan_profile.json"));
+    const auto& warnings = j.at("runs").at(0).at("warnings");
     ASSERT_GE(warnings.size(), 2u);
-    EXPECT_NE(warnings[0].as_string().find(warning), std::string::npos);
+    EXPECT_NE(warnings[0].get<std::string>().find(warning), std::string::npos);
   }
 }
 
@@ -523,9 +523,9 @@ TEST_F(CliRobustness, OddButValidImagesClassify) {
   }
   const CliResult r = run_cli(args, {}, MNV2_CLI_PATH, kLimitS);
   ASSERT_EQ(r.code, 0) << describe(r);
-  const json::Value j = json::parse(r.out);
-  ASSERT_EQ(j.as_array().size(), images.size());
-  for (const auto& result : j.as_array()) EXPECT_EQ(result.at("top5").as_array().size(), 5u);
+  const json::Json j = json::parse(r.out);
+  ASSERT_EQ(j.size(), images.size());
+  for (const auto& result : j) EXPECT_EQ(result.at("top5").size(), 5u);
 }
 #endif
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "cli_runner.h"
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 #include "test_support.h"
 
 namespace mnv2::test {
@@ -31,12 +31,12 @@ TEST(CliEval, ClassFoldersFromTheGoldenTop1) {
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("top-1 100.00% (5/5), top-5 100.00% (5/5)"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("5/5 images"), std::string::npos) << r.err;  // progress
-  const json::Value j = json::parse_file(d.file("eval.json"));
-  EXPECT_EQ(j.at("schema").as_string(), "mnv2.eval/1");
-  EXPECT_EQ(j.at("images").as_int(), 5);
-  EXPECT_EQ(j.at("top1").as_number(), 1.0);
-  EXPECT_GT(j.at("images_per_s").as_number(), 0.0);
-  EXPECT_TRUE(j.at("misclassified").as_array().empty());
+  const json::Json j = json::parse_file(d.file("eval.json"));
+  EXPECT_EQ(j.at("schema").get<std::string>(), "mnv2.eval/1");
+  EXPECT_EQ(j.at("images").get<int64_t>(), 5);
+  EXPECT_EQ(j.at("top1").get<double>(), 1.0);
+  EXPECT_GT(j.at("images_per_s").get<double>(), 0.0);
+  EXPECT_TRUE(j.at("misclassified").empty());
 }
 
 TEST(CliEval, ListFileWithAWrongLabelAndAnUnreadableImage) {
@@ -134,9 +134,9 @@ TEST(CliMemory, PerLayerTableAndReports) {
       << r.out;
   EXPECT_NE(r.out.find("held by the cpu backend: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("in 106 tensors"), std::string::npos) << r.out;
-  const json::Value j = json::parse_file(d.file("m.json"));
-  EXPECT_EQ(j.at("model").at("weight_bytes").as_int(), 3489097 * 4);
-  EXPECT_GT(j.at("held").at("tensors").as_int(), 0);
+  const json::Json j = json::parse_file(d.file("m.json"));
+  EXPECT_EQ(j.at("model").at("weight_bytes").get<int64_t>(), 3489097 * 4);
+  EXPECT_GT(j.at("held").at("tensors").get<int64_t>(), 0);
   EXPECT_EQ(run_cli({"memory", "--backend", "tpu"}).code, 2);
   auto gpu = run_cli({"memory", "--model", main_model_path(), "--backend", "cudnn", "--json", d.file("g.json")});
   if (gpu.code != 0) {  // no GPU here: a clear error and no file
@@ -161,7 +161,7 @@ TEST(CliBench, SweepOverInputAndBatchSizesWritesCsv) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << csv;
   EXPECT_NE(csv.find(",fp32,2,96,80,0,2,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("device_resident_median_ms"), std::string::npos) << csv;
-  EXPECT_EQ(json::parse_file(d.file("s.json")).at("results").as_array().size(), 4u);
+  EXPECT_EQ(json::parse_file(d.file("s.json")).at("results").size(), 4u);
   auto bad = run_cli({"bench", "--model", main_model_path(), "--input-size", "64x64,x", "--csv", d.file("b.csv")});
   EXPECT_EQ(bad.code, 2) << describe(bad);
   EXPECT_FALSE(fs::exists(d.file("b.csv")));
@@ -193,7 +193,7 @@ TEST(CliRoofline, CpuCeilingsCachedAndEveryLayerPlaced) {
   EXPECT_NE(second.out.find("; cached in "), std::string::npos) << second.out;
   const std::string csv = read_file(d.file("r.csv"));
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), steps + 1);
-  EXPECT_EQ(json::parse_file(d.file("r.json")).at("schema").as_string(), "mnv2.roofline/1");
+  EXPECT_EQ(json::parse_file(d.file("r.json")).at("schema").get<std::string>(), "mnv2.roofline/1");
 }
 
 }  // namespace

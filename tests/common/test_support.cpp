@@ -24,10 +24,10 @@ std::vector<std::string> golden_image_names() { return {"cat", "cat_720p", "grac
 
 Golden read_golden(const std::string& name) {
   Golden g;
-  json::Value j = json::parse_file(shared_path("golden/" + name + ".json"));
-  for (const json::Value& v : j.at("logits").as_array()) g.logits.push_back(v.as_number());
-  for (const json::Value& t : j.at("top5").as_array()) g.top5.push_back(static_cast<int>(t.at("index").as_int()));
-  if (const json::Value* img = j.find("image")) g.image = img->as_string();
+  json::Json j = json::parse_file(shared_path("golden/" + name + ".json"));
+  for (const json::Json& v : j.at("logits")) g.logits.push_back(v.get<double>());
+  for (const json::Json& t : j.at("top5")) g.top5.push_back(static_cast<int>(t.at("index").get<int64_t>()));
+  if (j.contains("image")) g.image = j.at("image").get<std::string>();
   Tensor t = read_tensor_file(shared_path("golden/" + name + ".input.f32"), Shape{1, 3, 224, 224});
   g.input = std::move(t.data);
   return g;

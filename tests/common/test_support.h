@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 
 namespace mnv2::test {
 
@@ -19,10 +19,10 @@ std::string torchvision_model_path();                  // shared/weights/mobilen
 // Golden images: cat, cat_720p, grace_hopper, hot_dog, parrot (and torchvision_random for the 2nd model).
 std::vector<std::string> golden_image_names();
 struct Golden {
-  std::vector<float> input;     // 1x3x224x224
-  std::vector<double> logits;   // float64 reference
-  std::vector<int> top5;        // indices
-  std::string image;            // image file name ("" for torchvision_random)
+  std::vector<float> input;    // 1x3x224x224
+  std::vector<double> logits;  // float64 reference
+  std::vector<int> top5;       // indices
+  std::string image;           // image file name ("" for torchvision_random)
 };
 Golden read_golden(const std::string& name);
 

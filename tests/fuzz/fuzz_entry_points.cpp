@@ -19,7 +19,7 @@
 #include "mnv2/bench.h"
 #include "mnv2/error.h"
 #include "mnv2/image.h"
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 #include "mnv2/model.h"
 #include "mnv2/report.h"
 

@@ -79,10 +79,10 @@ TEST_F(ProfilerGpu, CuptiTimesEveryLayerWithKernelsAndAgreesWithEvents) {
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].trace.size(), r.trace.size());
   EXPECT_EQ(report_csv(back), report_csv({r}));
-  json::Value trace = json::parse(trace_json({r}));
+  json::Json trace = json::parse(trace_json({r}));
   int kernels = 0;
-  for (const auto& e : trace.at("traceEvents").as_array())
-    if (e.find("cat") && e.at("cat").as_string() == "kernel") ++kernels;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.contains("cat") && e.at("cat").get<std::string>() == "kernel") ++kernels;
   EXPECT_GE(kernels, 99);
 }
 

@@ -17,7 +17,7 @@
 #include <QtTest>
 #include <map>
 
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 #include "mnv2/report.h"
 #include "models/eval_result_model.h"
 #include "models/report_catalog.h"
@@ -51,12 +51,12 @@ std::vector<Photo> sharedPhotos() {
   std::vector<Photo> out;
   const QDir golden(test::sharedPath(QStringLiteral("golden")));
   for (const QString& json : golden.entryList({QStringLiteral("*.json")}, QDir::Files, QDir::Name)) {
-    const mnv2::json::Value v = mnv2::json::parse_file(golden.filePath(json).toStdString());
-    if (!v.find("image")) continue;  // torchvision_random: a random input, no photograph
-    const std::string image = v.string_at("image");
-    const mnv2::json::Value& top = v.array_at("top5").front();
-    out.push_back({QString::fromStdString(image), static_cast<int>(top.int_at("index")),
-                   QString::fromStdString(top.string_at("label"))});
+    const mnv2::json::Json v = mnv2::json::parse_file(golden.filePath(json).toStdString());
+    if (!v.contains("image")) continue;  // torchvision_random: a random input, no photograph
+    const std::string image = v.at("image").get<std::string>();
+    const mnv2::json::Json& top = v.at("top5").front();
+    out.push_back({QString::fromStdString(image), static_cast<int>(top.at("index").get<int64_t>()),
+                   QString::fromStdString(top.at("label").get<std::string>())});
   }
   return out;
 }

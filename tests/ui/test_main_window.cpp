@@ -20,7 +20,7 @@
 
 #include "mnv2/backend.h"
 #include "mnv2/device.h"
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 #include "mnv2/report.h"
 #include "models/diff_table_model.h"
 #include "models/layer_selection.h"
@@ -254,7 +254,7 @@ class MainWindowTest : public QObject {
 
     const QString trace = m_dir.filePath(QStringLiteral("profile.trace.json"));
     QVERIFY(m_window->exportTo(MainWindow::ExportFormat::Trace, trace));
-    QVERIFY(mnv2::json::parse_file(trace.toStdString()).find("traceEvents"));
+    QVERIFY(mnv2::json::parse_file(trace.toStdString()).contains("traceEvents"));
   }
 
   void opensAReportAndComparesItWithTheCurrentRun() {
@@ -345,31 +345,21 @@ class MainWindowTest : public QObject {
     // Each refused with one message naming the file; the report shown before stays, a good one still opens.
     const QString good = m_dir.filePath(QStringLiteral("profile.json"));
     const QString csv = m_dir.filePath(QStringLiteral("profile.csv"));  // the app reads JSON reports only
-    auto mutated = [&](const QString& name, const std::function<void(mnv2::json::Value&)>& change) {
-      mnv2::json::Value doc = mnv2::json::parse_file(good.toStdString());
+    auto mutated = [&](const QString& name, const std::function<void(mnv2::json::Json&)>& change) {
+      mnv2::json::Json doc = mnv2::json::parse_file(good.toStdString());
       change(doc);
       const QString path = m_dir.filePath(name);
       QFile f(path);
       if (f.open(QIODevice::WriteOnly)) f.write(QByteArray::fromStdString(mnv2::json::dump(doc, 1)));
       return path;
     };
-    auto firstRun = [](mnv2::json::Value& doc) -> mnv2::json::Value& {
-      for (auto& [key, value] : doc.as_object())
-        if (key == "runs") return value.as_array().front();
-      throw std::logic_error("no runs");
-    };
-    auto metadata = [&](mnv2::json::Value& doc) -> mnv2::json::Value& {
-      for (auto& [key, value] : firstRun(doc).as_object())
-        if (key == "metadata") return value;
-      throw std::logic_error("no metadata");
-    };
+    auto metadata = [](mnv2::json::Json& doc) -> mnv2::json::Json& { return doc.at("runs").at(0).at("metadata"); };
     const std::pair<QString, QString> cases[] = {
-        {mutated(QStringLiteral("newer.json"), [](auto& doc) { doc.set("schema_version", 2); }), "newer"},
-        {mutated(QStringLiteral("newer_run.json"), [&](auto& doc) { metadata(doc).set("schema_version", 7); }),
-         "newer"},
-        {mutated(QStringLiteral("huge_batch.json"), [&](auto& doc) { metadata(doc).set("batch", int64_t(1) << 40); }),
+        {mutated(QStringLiteral("newer.json"), [](auto& doc) { doc["schema_version"] = 2; }), "newer"},
+        {mutated(QStringLiteral("newer_run.json"), [&](auto& doc) { metadata(doc)["schema_version"] = 7; }), "newer"},
+        {mutated(QStringLiteral("huge_batch.json"), [&](auto& doc) { metadata(doc)["batch"] = int64_t(1) << 40; }),
          "out of range"},
-        {mutated(QStringLiteral("typed.json"), [&](auto& doc) { metadata(doc).set("iterations", "many"); }),
+        {mutated(QStringLiteral("typed.json"), [&](auto& doc) { metadata(doc)["iterations"] = "many"; }),
          "expected a number"},
         {csv, "JSON"},
     };

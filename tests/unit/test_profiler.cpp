@@ -204,9 +204,11 @@ TEST(Profiler, WithoutAGraphLayersRunOneByOneWhenAllowed) {
   const RunReport r = profile(model, cfg);
   EXPECT_FALSE(r.config.graph_replay);
   EXPECT_EQ(r.steps.size(), model.layers.size());
-  EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
-    return w.find("no CUDA graph: its layers were profiled one by one") != std::string::npos;
-  })) << "warnings: " << r.warnings.size();
+  EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(),
+                          [](const std::string& w) {
+                            return w.find("no CUDA graph: its layers were profiled one by one") != std::string::npos;
+                          }))
+      << "warnings: " << r.warnings.size();
 }
 
 TEST(Profiler, CancelThrows) {
@@ -224,10 +226,11 @@ TEST(Report, CsvHasAHeaderAndOneRowPerLayer) {
   std::string line;
   std::getline(in, line);
   const auto header = split_csv_line(line);
-  for (const char* col : {"run_id", "backend", "layer_index", "layer_name", "kind", "fused_group", "output_shape",
-                          "params", "macs", "bytes", "timer", "n", "median_ns", "p90_ns", "p99_ns", "mean_ns", "std_ns",
-                          "min_ns", "max_ns", "share", "gflop_s", "gbytes_s", "kernel_names", "kernel_count", "grid",
-                          "rel_l2_err", "max_abs_err", "cosine"})
+  for (const char* col :
+       {"run_id",   "backend",      "layer_index",  "layer_name", "kind",       "fused_group", "output_shape",
+        "params",   "macs",         "bytes",        "timer",      "n",          "median_ns",   "p90_ns",
+        "p99_ns",   "mean_ns",      "std_ns",       "min_ns",     "max_ns",     "share",       "gflop_s",
+        "gbytes_s", "kernel_names", "kernel_count", "grid",       "rel_l2_err", "max_abs_err", "cosine"})
     EXPECT_NE(std::find(header.begin(), header.end(), col), header.end()) << col;
   int rows = 0;
   const size_t median_col = std::find(header.begin(), header.end(), "median_ns") - header.begin();
@@ -310,30 +313,30 @@ TEST(Report, KernelRecordsRoundTripAndBecomeTraceEvents) {
   EXPECT_EQ(back[0].trace[0].name, "void kernel<float>(float*)");
   EXPECT_EQ(back[0].trace[0].grid[1], 2);
   EXPECT_EQ(back[0].trace[1].bytes, 602112);
-  json::Value t = json::parse(trace_json({r}));
+  json::Json t = json::parse(trace_json({r}));
   int kernels = 0, layers = 0;
-  for (const auto& e : t.at("traceEvents").as_array()) {
-    if (!e.find("cat")) continue;
-    if (e.at("cat").as_string() == "kernel") {
+  for (const auto& e : t.at("traceEvents")) {
+    if (!e.contains("cat")) continue;
+    if (e.at("cat").get<std::string>() == "kernel") {
       ++kernels;
-      EXPECT_DOUBLE_EQ(e.at("ts").as_number(), 1.0);  // microseconds from the first record
-      EXPECT_DOUBLE_EQ(e.at("dur").as_number(), 3.5);
-      EXPECT_EQ(e.at("args").at("layers").as_array()[0].as_int(), 3);
+      EXPECT_DOUBLE_EQ(e.at("ts").get<double>(), 1.0);  // microseconds from the first record
+      EXPECT_DOUBLE_EQ(e.at("dur").get<double>(), 3.5);
+      EXPECT_EQ(e.at("args").at("layers")[0].get<int64_t>(), 3);
     }
-    if (e.at("cat").as_string() == "layer") ++layers;
+    if (e.at("cat").get<std::string>() == "layer") ++layers;
   }
   EXPECT_EQ(kernels, 1);
   EXPECT_EQ(layers, 1);  // only the step that launched work gets a span
 }
 
 TEST(Report, TraceHasCompleteEvents) {
-  json::Value t = json::parse(trace_json({cpu_report()}));
+  json::Json t = json::parse(trace_json({cpu_report()}));
   int complete = 0;
-  for (const auto& e : t.at("traceEvents").as_array()) {
-    if (e.at("ph").as_string() != "X") continue;
+  for (const auto& e : t.at("traceEvents")) {
+    if (e.at("ph").get<std::string>() != "X") continue;
     ++complete;
-    EXPECT_GE(e.at("dur").as_number(), 0);
-    EXPECT_EQ(e.at("args").at("backend").as_string(), "cpu-ref");
+    EXPECT_GE(e.at("dur").get<double>(), 0);
+    EXPECT_EQ(e.at("args").at("backend").get<std::string>(), "cpu-ref");
   }
   EXPECT_EQ(complete, 99);
 }
@@ -346,8 +349,8 @@ TEST(Report, RefusesMalformedTruncatedAndNewer) {
   EXPECT_THROW(read_reports_file(tmp.file("trunc.json")), Error);
   write_file(tmp.file("other.json"), R"({"hello": 1})");
   EXPECT_THROW(read_reports_file(tmp.file("other.json")), Error);
-  json::Value newer = reports_json({r});
-  newer.set("schema_version", kReportSchemaVersion + 1);
+  json::Json newer = reports_json({r});
+  newer["schema_version"] = kReportSchemaVersion + 1;
   write_file(tmp.file("newer.json"), json::dump(newer));
   try {
     read_reports_file(tmp.file("newer.json"));
@@ -356,8 +359,8 @@ TEST(Report, RefusesMalformedTruncatedAndNewer) {
     EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("newer.json"), std::string::npos) << e.what();
   }
-  json::Value bad_step = reports_json({r});
-  bad_step.as_object()[2].second.as_array()[0].as_object()[3].second.as_array()[5].set("step", 10000);
+  json::Json bad_step = reports_json({r});
+  bad_step["runs"][0]["layers"][5]["step"] = 10000;
   EXPECT_THROW(reports_from_json(bad_step), Error);
   EXPECT_THROW(read_reports_file(tmp.file("missing.json")), Error);
 }

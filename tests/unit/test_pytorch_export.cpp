@@ -110,14 +110,14 @@ TEST(PytorchExport, SummaryRowsAndJson) {
   EXPECT_EQ(rows, want);
   EXPECT_EQ(m.file.checker_note.rfind("skipped: ", 0), 0u) << m.file.checker_note;
 
-  const json::Value j = model_summary_json(m, labels);
-  EXPECT_EQ(j.int_at("ir_version"), 10);
-  EXPECT_EQ(j.int_at("opset"), 20);
-  EXPECT_EQ(j.string_at("producer_name"), "pytorch");
-  EXPECT_EQ(j.at("input").string_at("name"), "x");
-  EXPECT_EQ(j.at("input").array_at("shape").at(2).as_int(), 96);
-  EXPECT_FALSE(j.at("checker").bool_at("ran"));
-  EXPECT_EQ(j.at("external_data").int_at("bytes"), 1604544);
+  const json::Json j = model_summary_json(m, labels);
+  EXPECT_EQ(j.at("ir_version").get<int64_t>(), 10);
+  EXPECT_EQ(j.at("opset").get<int64_t>(), 20);
+  EXPECT_EQ(j.at("producer_name").get<std::string>(), "pytorch");
+  EXPECT_EQ(j.at("input").at("name").get<std::string>(), "x");
+  EXPECT_EQ(j.at("input").at("shape").at(2).get<int64_t>(), 96);
+  EXPECT_FALSE(j.at("checker").at("ran").get<bool>());
+  EXPECT_EQ(j.at("external_data").at("bytes").get<int64_t>(), 1604544);
 
   // Symbolic dimensions are shown by name; the built-in model says it has no file.
   EXPECT_EQ(format_input_shape({"batch", "3", "224", "?"}), "[batch, 3, 224, ?]");

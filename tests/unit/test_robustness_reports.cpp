@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <sstream>
@@ -17,10 +19,16 @@
 #include <vector>
 
 #include "mnv2/bench.h"
+#include "mnv2/bench_report.h"
+#include "mnv2/csv.h"
 #include "mnv2/error.h"
-#include "mnv2/json.h"
+#include "mnv2/eval_report.h"
+#include "mnv2/memory_report.h"
+#include "mnv2/json_io.h"
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
+#include "mnv2/roofline_report.h"
+#include "mnv2/stats.h"
 #include "mnv2/tensor.h"
 #include "onnx_builder.h"
 #include "test_support.h"
@@ -78,26 +86,7 @@ const std::vector<RunReport>& sample_reports() {
 std::string sample_text() { return json::dump(reports_json(sample_reports()), 1); }
 
 // The value at "runs/0/metadata/batch" (array indices as numbers).
-json::Value& at_path(json::Value& root, const std::string& path) {
-  json::Value* v = &root;
-  std::stringstream ss(path);
-  std::string part;
-  while (std::getline(ss, part, '/')) {
-    if (v->is_array()) {
-      v = &v->as_array().at(std::stoul(part));
-    } else {
-      bool found = false;
-      for (auto& [key, child] : v->as_object())
-        if (key == part) {
-          v = &child;
-          found = true;
-          break;
-        }
-      if (!found) throw std::runtime_error("no key " + part + " in the sample report");
-    }
-  }
-  return *v;
-}
+json::Json& at_path(json::Json& root, const std::string& path) { return root.at(json::Json::json_pointer("/" + path)); }
 
 // read_reports_file must throw mnv2::Error, on one line, naming the file and holding `part`.
 void expect_refused(const std::string& path, const std::string& part) {
@@ -165,7 +154,7 @@ TEST(RobustReports, WrongTypesAndOutOfRangeValuesAreRefused) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.path) + " = " + c.value);
-    json::Value doc = json::parse(sample_text());
+    json::Json doc = json::parse(sample_text());
     at_path(doc, c.path) = json::parse(c.value);
     TempDir dir;
     const std::string path = dir.file("mutated.json");
@@ -173,9 +162,8 @@ TEST(RobustReports, WrongTypesAndOutOfRangeValuesAreRefused) {
     expect_refused(path, c.expect);
   }
   // A key that is missing altogether.
-  json::Value doc = json::parse(sample_text());
-  auto& meta = at_path(doc, "runs/0/metadata").as_object();
-  meta.erase(meta.begin());
+  json::Json doc = json::parse(sample_text());
+  at_path(doc, "runs/0/metadata").erase("schema_version");
   TempDir dir;
   write_file(dir.file("missing.json"), json::dump(doc));
   expect_refused(dir.file("missing.json"), "missing key 'schema_version'");
@@ -243,11 +231,11 @@ TEST(RobustReports, OnlyRegularFilesOfPlausibleSizeAreRead) {
 
 TEST(RobustReports, WhatIsReadBackWritesWellFormedFiles) {
   // Text fields from a file may hold commas and quotes; the CSV quotes every one of them.
-  json::Value doc = json::parse(sample_text());
-  at_path(doc, "runs/0/metadata/backend") = json::Value("cu,dnn \"x\"");
-  at_path(doc, "runs/0/metadata/timer") = json::Value("host_clock");
-  at_path(doc, "runs/0/layers/0/block_name") = json::Value("stem,1");
-  at_path(doc, "runs/0/diff/reference") = json::Value("cpu,ref");
+  json::Json doc = json::parse(sample_text());
+  at_path(doc, "runs/0/metadata/backend") = json::Json("cu,dnn \"x\"");
+  at_path(doc, "runs/0/metadata/timer") = json::Json("host_clock");
+  at_path(doc, "runs/0/layers/0/block_name") = json::Json("stem,1");
+  at_path(doc, "runs/0/diff/reference") = json::Json("cpu,ref");
   TempDir dir;
   write_file(dir.file("odd.json"), json::dump(doc));
   const auto runs = read_reports_file(dir.file("odd.json"));
@@ -347,6 +335,109 @@ TEST(RobustTensorFiles, SizesComeFromTheFileAndAreBounded) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_THROW(read_tensor_file(fifo, Shape{1, 3, 8, 8}), Error);
   EXPECT_THROW(read_tensor_file(dir.path(), Shape{1, 3, 8, 8}), Error);
+}
+
+// ---- the writers of the other studies (engine/report) ---------------------------------------------------
+
+TEST(ReportWriters, CsvQuotesOnlyWhatNeedsIt) {
+  EXPECT_EQ(csv_quote("plain"), "plain");
+  EXPECT_EQ(csv_quote(""), "");
+  EXPECT_EQ(csv_quote("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_quote("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_quote("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(csv_quote("cr\r"), "\"cr\r\"");
+}
+
+TEST(ReportWriters, BenchJsonAndCsvCarryEveryResult) {
+  BenchResult r;
+  r.config.backend = "cpu";
+  r.config.batch = 2;
+  r.backend_description = "CPU, \"fast\", 2 threads";
+  r.latency_ms = summarize({1.0, 2.0, 3.0});
+  r.images_per_s = 1000;
+  r.memory.weight_bytes = 40;
+  BenchResult nan_result = r;
+  nan_result.latency_ms.cv = std::nan("");  // not finite: null in JSON, empty in CSV
+  ReportModel model;
+  model.source = "m.onnx";
+  model.found_by = "--model";
+  model.warnings = {"w"};
+  const json::Json j = json::parse(bench_json({r, nan_result}, model));
+  EXPECT_EQ(json::string_at(j, "schema"), "mnv2.bench/1");
+  EXPECT_EQ(j.begin().key(), "schema");
+  EXPECT_EQ(json::string_at(json::at(j, "model"), "found_by"), "--model");
+  const json::Json& results = json::array_at(j, "results");
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(json::number_at(results[0], "median_ms"), 2.0);
+  EXPECT_EQ(json::int_at(results[0], "batch"), 2);
+  EXPECT_TRUE(json::at(results[1], "cv").is_null());
+  EXPECT_EQ(json::at(results[0], "memory").get<MemoryReport>().weight_bytes, 40);
+  EXPECT_FALSE(results[0].contains("gpu_median_ms"));  // a host backend has no GPU figures
+  const std::string csv = bench_csv({r, nan_result});
+  EXPECT_NE(csv.find("\ncpu,\"CPU, \"\"fast\"\", 2 threads\",fp32,2,"), std::string::npos) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+}
+
+TEST(ReportWriters, EvalJsonAndCsv) {
+  EvalResult r;
+  r.config.backend = "cpu";
+  r.images = 3;
+  r.top1_correct = 2;
+  r.top1 = 2.0 / 3;
+  r.misclassified = {EvalMiss{"a,b.jpg", 1, {2, 1, 0}}};
+  r.skipped = {EvalSkip{"bad.jpg", "bad.jpg: not an image"}};
+  const json::Json j = json::parse(eval_json(r, ReportModel{}, EvalSource{"/img", ""}));
+  EXPECT_EQ(json::string_at(j, "schema"), "mnv2.eval/1");
+  EXPECT_EQ(json::string_at(j, "images_dir"), "/img");
+  EXPECT_EQ(json::array_at(json::array_at(j, "misclassified")[0], "top5").size(), 3u);
+  EXPECT_EQ(json::string_at(json::array_at(j, "skipped")[0], "reason"), "bad.jpg: not an image");
+  const std::string csv =
+      eval_csv(r, EvalCsvContext{"set, one", "Qt", [](int i) { return "label " + std::to_string(i); },
+                                 [](int i) { return "class " + std::to_string(i); }});
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);  // header, summary, one miss, one skip
+  EXPECT_NE(csv.find("misclassified,\"set, one\",cpu,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\"a,b.jpg\",1,label 1,2 1 0,class 2 | class 1 | class 0,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("skipped,"), std::string::npos) << csv;
+}
+
+TEST(ReportWriters, RooflineFilesKeepTheRunReadable) {
+  Ceilings c;
+  c.device = "cpu";
+  c.key = "cpu|x";
+  c.bandwidth_gb_s = 10;
+  c.gflop_s = 100;
+  c.method = "test";
+  const std::vector<RooflinePoint> points = roofline_points(sample_reports()[0], c);
+  const std::string csv = roofline_csv(points);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), static_cast<long>(points.size()) + 1);
+  const json::Json j = json::parse(roofline_json(c, sample_reports()[0]));
+  EXPECT_EQ(json::string_at(j, "schema"), "mnv2.roofline/1");
+  EXPECT_EQ(json::at(j, "ceilings").get<Ceilings>().gflop_s, 100);
+  // The run is a profile report's run: it reads back as one.
+  const json::Json wrapped = {{"schema", "mnv2.report"}, {"schema_version", 1}, {"runs", {json::at(j, "run")}}};
+  EXPECT_EQ(reports_from_json(wrapped).at(0).layers.size(), 3u);
+  json::Json bad = json::at(j, "ceilings");
+  bad["gflop_s"] = 0;
+  EXPECT_THROW(bad.get<Ceilings>(), Error);
+}
+
+TEST(ReportWriters, OlderReportsWithoutLaterAdditionsStillRead) {
+  // Reports of the same schema version written before "execution", the memory counts and the totals'
+  // layer counts existed.
+  json::Json doc = json::parse(sample_text());
+  json::Json& run = at_path(doc, "runs/0");
+  run.at("metadata").erase("execution");
+  for (const char* key : {"tensors", "device_used_before_bytes", "device_used_peak_bytes", "device_total_bytes"})
+    run.at("memory").erase(key);
+  for (json::Json& g : run.at("per_kind")) {
+    g.erase("layers");
+    g.erase("steps");
+    g.erase("fused_layers");
+  }
+  const std::vector<RunReport> back = reports_from_json(doc);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].memory.tensors, 0);
+  EXPECT_GT(back[0].per_kind.at(0).layers, 0);  // derived again from the topology
 }
 
 }  // namespace

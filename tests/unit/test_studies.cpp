@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "mnv2/bench_report.h"
 #include "mnv2/error.h"
 #include "mnv2/eval.h"
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 #include "mnv2/labels.h"
 #include "mnv2/memory.h"
+#include "mnv2/memory_report.h"
 #include "mnv2/model.h"
 #include "mnv2/ncu.h"
 #include "mnv2/profiler.h"
@@ -185,10 +187,10 @@ TEST(Memory, LayerFiguresAndTheCpuBackendsAccount) {
     EXPECT_GT(s.held.tensors, s.weight_tensors);
     EXPECT_EQ(s.held.driver_held_bytes(), -1);  // a host backend: no driver reading
 
-    const json::Value j = json::parse(memory_json(s));
-    EXPECT_EQ(j.at("schema").as_string(), "mnv2.memory/1");
-    EXPECT_EQ(j.at("layers").as_array().size(), m.layers.size());
-    EXPECT_EQ(j.at("held").at("tensors").as_int(), s.held.tensors);
+    const json::Json j = json::parse(memory_json(s));
+    EXPECT_EQ(j.at("schema").get<std::string>(), "mnv2.memory/1");
+    EXPECT_EQ(j.at("layers").size(), m.layers.size());
+    EXPECT_EQ(j.at("held").at("tensors").get<int64_t>(), s.held.tensors);
     const std::string csv = memory_csv(s);
     EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), static_cast<long>(m.layers.size()) + 1);
   }
@@ -202,12 +204,12 @@ TEST(Memory, ReportsCarryTheDriverReadingAndOlderOnesStillRead) {
   m.device_used_peak_bytes = 1600;
   m.device_total_bytes = 9000;
   EXPECT_EQ(m.driver_held_bytes(), 600);
-  const MemoryReport back = memory_from_json(memory_json(m));
+  const MemoryReport back = json::Json(m).get<MemoryReport>();
   EXPECT_EQ(back.tensors, 3);
   EXPECT_EQ(back.driver_held_bytes(), 600);
   EXPECT_EQ(back.device_total_bytes, 9000);
   const MemoryReport old =
-      memory_from_json(json::parse(R"({"weight_bytes": 1, "activation_bytes": 2, "workspace_bytes": 3})"));
+      json::parse(R"({"weight_bytes": 1, "activation_bytes": 2, "workspace_bytes": 3})").get<MemoryReport>();
   EXPECT_EQ(old.total(), 6);
   EXPECT_EQ(old.driver_held_bytes(), -1);
 }

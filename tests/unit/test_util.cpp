@@ -1,4 +1,5 @@
-// Tests of the small engine utilities: JSON, statistics, tensor files, atomic writes, model lookup.
+// Tests of the small engine utilities: JSON reading and writing (mnv2/json_io.h), statistics, tensor files, atomic
+// writes, model lookup.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +13,7 @@
 
 #include "mnv2/atomic_file.h"
 #include "mnv2/error.h"
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 #include "mnv2/model_lookup.h"
 #include "mnv2/stats.h"
 #include "mnv2/tensor.h"
@@ -22,27 +23,43 @@ namespace mnv2::test {
 namespace {
 
 TEST(Json, RoundTripKeepsOrderAndValues) {
-  json::Value v;
-  v.set("z", 1);
-  v.set("a", "text with \"quotes\" and \n newline and \x01");
-  v.set("pi", 3.141592653589793);
-  v.set("big", int64_t{1} << 52);
-  v.set("neg", -0.5e-7);
-  v.set("list", json::Value(json::Array{1, 2.5, nullptr, true}));
+  json::Json v;
+  v["z"] = 1;
+  v["a"] = "text with \"quotes\" and \n newline and \x01";
+  v["pi"] = 3.141592653589793;
+  v["big"] = int64_t{1} << 52;
+  v["neg"] = -0.5e-7;
+  v["list"] = json::Json::array({1, 2.5, nullptr, true});
   for (int indent : {-1, 2}) {
-    json::Value back = json::parse(json::dump(v, indent));
-    ASSERT_EQ(back.as_object().size(), 6u);
-    EXPECT_EQ(back.as_object()[0].first, "z");
-    EXPECT_EQ(back.at("a").as_string(), v.at("a").as_string());
-    EXPECT_EQ(back.at("pi").as_number(), 3.141592653589793);
-    EXPECT_EQ(back.at("big").as_int(), int64_t{1} << 52);
-    EXPECT_EQ(back.at("neg").as_number(), -0.5e-7);
-    EXPECT_TRUE(back.at("list").as_array()[2].is_null());
+    const json::Json back = json::parse(json::dump(v, indent));
+    ASSERT_EQ(back.size(), 6u);
+    EXPECT_EQ(back.begin().key(), "z");  // insertion order, not sorted
+    EXPECT_EQ(json::string_at(back, "a"), json::string_at(v, "a"));
+    EXPECT_EQ(json::number_at(back, "pi"), 3.141592653589793);
+    EXPECT_EQ(json::int_at(back, "big"), int64_t{1} << 52);
+    EXPECT_EQ(json::number_at(back, "neg"), -0.5e-7);
+    EXPECT_TRUE(json::array_at(back, "list")[2].is_null());
   }
 }
 
+TEST(Json, NonFiniteNumbersAreWrittenAsNull) {
+  const json::Json v = {{"nan", std::nan("")}, {"inf", -HUGE_VAL}, {"one", 1.5}};
+  EXPECT_EQ(json::dump(v), R"({"nan":null,"inf":null,"one":1.5})");
+}
+
 TEST(Json, UnicodeEscapes) {
-  EXPECT_EQ(json::parse(R"("\u00e9\ud83d\ude00")").as_string(), "\xC3\xA9\xF0\x9F\x98\x80");
+  EXPECT_EQ(json::as_string(json::parse(R"("\u00e9\ud83d\ude00")")), "\xC3\xA9\xF0\x9F\x98\x80");
+  // Bytes that are not UTF-8 (a Latin-1 file name) are replaced when written, never refused.
+  EXPECT_EQ(json::dump(json::Json("caf\xE9")), "\"caf\xEF\xBF\xBD\"");
+}
+
+std::string parse_error(const std::string& text) {
+  try {
+    json::parse(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 TEST(Json, MalformedInputIsAnErrorNotACrash) {
@@ -50,16 +67,59 @@ TEST(Json, MalformedInputIsAnErrorNotACrash) {
                           "\"\\ud800\"", "-", "1e", "nan"}) {
     EXPECT_THROW(json::parse(bad), Error) << bad;
   }
-  EXPECT_THROW(json::parse(std::string(100000, '[')), Error);  // depth limit, not stack overflow
-  EXPECT_THROW(json::parse("1e999"), Error);
+  EXPECT_NE(parse_error("[1, 2,, 3]").find("at byte 6"), std::string::npos) << parse_error("[1, 2,, 3]");
+  EXPECT_NE(parse_error("").find("unexpected end of input"), std::string::npos) << parse_error("");
+  EXPECT_NE(parse_error("").find("at byte 0"), std::string::npos) << parse_error("");
+  // Depth limit, not stack overflow; refused as soon as the limit is passed.
+  EXPECT_NE(parse_error(std::string(100000, '[')).find("nesting deeper than 512"), std::string::npos);
+  EXPECT_NO_THROW(json::parse(std::string(json::kMaxDepth, '[') + std::string(json::kMaxDepth, ']')));
+  EXPECT_NE(parse_error(std::string(json::kMaxDepth + 1, '[') + std::string(json::kMaxDepth + 1, ']'))
+                .find("nesting deeper than 512"),
+            std::string::npos);
+  EXPECT_NE(parse_error("1e999").find("number out of range"), std::string::npos) << parse_error("1e999");
 }
 
-TEST(Json, TypeMismatchesThrow) {
-  json::Value v = json::parse(R"({"a": [1, 2], "b": 1.5})");
-  EXPECT_THROW(v.at("a").as_string(), Error);
-  EXPECT_THROW(v.at("b").as_int(), Error);
-  EXPECT_THROW(v.at("missing"), Error);
-  EXPECT_EQ(v.find("missing"), nullptr);
+TEST(Json, TypeMismatchesThrowNamingTheKey) {
+  const json::Json v = json::parse(R"({"a": [1, 2], "b": 1.5, "c": 3.0, "d": 18446744073709551615})");
+  EXPECT_THROW(json::string_at(v, "a"), Error);
+  EXPECT_THROW(json::int_at(v, "b"), Error);
+  EXPECT_EQ(json::int_at(v, "c"), 3);         // integral: an integer, as in reports written with a fraction
+  EXPECT_THROW(json::int_at(v, "d"), Error);  // beyond int64
+  EXPECT_EQ(json::find(v, "missing"), nullptr);
+  EXPECT_THROW(json::find(json::Json(1), "a"), Error);  // not an object: an Error, not nlohmann's exception
+  try {
+    json::int_at(v, "b");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "json: 'b': expected an integer");
+  }
+  try {
+    json::at(v, "missing");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "json: missing key 'missing'");
+  }
+}
+
+TEST(Json, FilesAreSizedBeforeTheyAreRead) {
+  TempDir tmp;
+  write_file(tmp.file("big.json"), "[" + std::string(2000, ' ') + "]");
+  EXPECT_EQ(json::parse_file(tmp.file("big.json")).size(), 0u);
+  try {
+    json::parse_file(tmp.file("big.json"), 1000);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("2002 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("big.json"), std::string::npos) << e.what();
+  }
+  write_file(tmp.file("bad.json"), "{\"a\": }");
+  try {
+    json::parse_file(tmp.file("bad.json"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json: json: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at byte 6"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Stats, PercentilesAreType7) {

@@ -3,22 +3,13 @@
 
 #include <QFileInfo>
 #include <QStringList>
-#include <sstream>
 
+#include "mnv2/eval_report.h"
 #include "models/report_access.h"
 
 namespace mnv2::ui {
 
 namespace {
-
-std::string csvField(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-std::string csvField(const QString& s) { return csvField(s.toStdString()); }
 
 QString top5Names(const std::vector<int>& top5, int numClasses, const QString& separator) {
   QStringList names;
@@ -87,34 +78,11 @@ QVariant EvalResultModel::headerData(int section, Qt::Orientation orientation, i
 }
 
 std::string evalCsv(const EvalRecord& record) {
-  const mnv2::EvalResult& r = record.result;
-  std::ostringstream out;
-  out.precision(9);
-  out << "record,set,backend,backend_description,precision,batch,loader_threads,decoder,images,top1_correct,"
-         "top5_correct,top1,top5,wall_s,images_per_s,inference_s,loader_wait_s,path,label,label_name,predicted_top5,"
-         "predicted_top5_names,reason\n";
-  auto common = [&](const char* kind) {
-    out << kind << ',' << csvField(record.set) << ',' << csvField(r.config.backend) << ','
-        << csvField(r.backend_description) << ',' << mnv2::to_string(r.config.precision) << ',' << r.config.batch << ','
-        << r.config.loader_threads << ',' << csvField(record.decoder) << ',' << r.images << ',' << r.top1_correct << ','
-        << r.top5_correct << ',' << r.top1 << ',' << r.top5 << ',' << r.wall_s << ',' << r.images_per_s << ','
-        << r.inference_s << ',' << r.loader_wait_s << ',';
-  };
-  common("summary");
-  out << ",,,,,\n";
-  for (const mnv2::EvalMiss& m : r.misclassified) {
-    common("misclassified");
-    QStringList indices;
-    for (int i : m.top5) indices << QString::number(i);
-    out << csvField(m.path) << ',' << m.label << ',' << csvField(classLabel(m.label, record.numClasses)) << ','
-        << csvField(indices.join(QLatin1Char(' '))) << ','
-        << csvField(top5Names(m.top5, record.numClasses, QStringLiteral(" | "))) << ",\n";
-  }
-  for (const mnv2::EvalSkip& s : r.skipped) {
-    common("skipped");
-    out << csvField(s.path) << ",,,,," << csvField(s.reason) << '\n';
-  }
-  return out.str();
+  const int classes = record.numClasses;
+  return mnv2::eval_csv(record.result,
+                        mnv2::EvalCsvContext{record.set.toStdString(), record.decoder.toStdString(),
+                                             [classes](int i) { return classLabel(i, classes).toStdString(); },
+                                             [classes](int i) { return classText(i, classes).toStdString(); }});
 }
 
 }  // namespace mnv2::ui

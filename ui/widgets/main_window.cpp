@@ -24,8 +24,11 @@
 #include <map>
 
 #include "mnv2/atomic_file.h"
+#include "mnv2/bench_report.h"
 #include "mnv2/error.h"
+#include "mnv2/eval_report.h"
 #include "mnv2/report.h"
+#include "mnv2/roofline_report.h"
 #include "models/layer_selection.h"
 #include "models/layer_table_model.h"
 #include "models/report_catalog.h"
@@ -213,12 +216,23 @@ void MainWindow::buildMenus() {
   m_recentReports = file->addMenu(QStringLiteral("Recent r&eports"));
   file->addSeparator();
   QMenu* exportMenu = file->addMenu(QStringLiteral("&Export"));
+  // The sweep, evaluation and roofline results come and go with their pages: asked for as the menu opens.
+  connect(exportMenu, &QMenu::aboutToShow, this, [this] { updateActions(); });
   const std::pair<QString, ExportFormat> exports[] = {
       {QStringLiteral("&CSV…"), ExportFormat::Csv},
       {QStringLiteral("&JSON report…"), ExportFormat::Json},
-      {QStringLiteral("&Perfetto / Chrome trace…"), ExportFormat::Trace}};
+      {QStringLiteral("&Perfetto / Chrome trace…"), ExportFormat::Trace},
+      {QStringLiteral("&Sweep CSV…"), ExportFormat::SweepCsv},
+      {QStringLiteral("S&weep JSON…"), ExportFormat::SweepJson},
+      {QStringLiteral("&Evaluation CSV…"), ExportFormat::EvalCsv},
+      {QStringLiteral("E&valuation JSON…"), ExportFormat::EvalJson},
+      {QStringLiteral("&Roofline CSV…"), ExportFormat::RooflineCsv},
+      {QStringLiteral("R&oofline JSON…"), ExportFormat::RooflineJson}};
   for (const auto& [title, format] : exports) {
+    if (format == ExportFormat::SweepCsv || format == ExportFormat::EvalCsv || format == ExportFormat::RooflineCsv)
+      exportMenu->addSeparator();
     QAction* a = exportMenu->addAction(title);
+    a->setData(static_cast<int>(format));
     connect(a, &QAction::triggered, this, [this, format = format] { exportInteractive(format); });
     m_exportActions << a;
   }
@@ -772,23 +786,94 @@ bool MainWindow::openReport(const QString& path) {
   return true;
 }
 
+namespace {
+
+// What the sweep and evaluation files say of the model: what the app knows of the loaded one.
+mnv2::ReportModel reportModel(const std::optional<ModelInfo>& model) {
+  mnv2::ReportModel m;
+  if (!model) return m;
+  m.source = model->source.toStdString();
+  m.found_by = model->how.toStdString();
+  m.checksum = model->checksum.toStdString();
+  m.synthetic = model->synthetic;
+  m.classes = model->numClasses;
+  m.layers = static_cast<int64_t>(model->topology.size());
+  for (const QString& w : model->warnings) m.warnings.push_back(w.toStdString());
+  return m;
+}
+
+bool isProfileFormat(MainWindow::ExportFormat format) {
+  return format == MainWindow::ExportFormat::Csv || format == MainWindow::ExportFormat::Json ||
+         format == MainWindow::ExportFormat::Trace;
+}
+
+}  // namespace
+
+bool MainWindow::canExport(ExportFormat format) const {
+  switch (format) {
+    case ExportFormat::Csv:
+    case ExportFormat::Json:
+    case ExportFormat::Trace:
+      return !m_shown.empty();
+    case ExportFormat::SweepCsv:
+    case ExportFormat::SweepJson:
+      return !m_sweep->results().empty();
+    case ExportFormat::EvalCsv:
+    case ExportFormat::EvalJson:
+      return m_accuracy->record() != nullptr;
+    case ExportFormat::RooflineCsv:
+      return m_roofline->report() != nullptr;
+    case ExportFormat::RooflineJson:
+      return m_roofline->report() != nullptr && m_roofline->shownCeilings().has_value();
+  }
+  return false;
+}
+
 bool MainWindow::exportTo(ExportFormat format, const QString& path) {
-  if (m_shown.empty()) {
-    reportError(QStringLiteral("Nothing to export"), QStringLiteral("run a profile or open a report first"));
+  if (!canExport(format)) {
+    const QString what = isProfileFormat(format) ? QStringLiteral("run a profile or open a report first")
+                         : format == ExportFormat::SweepCsv || format == ExportFormat::SweepJson
+                             ? QStringLiteral("run a sweep first")
+                         : format == ExportFormat::EvalCsv || format == ExportFormat::EvalJson
+                             ? QStringLiteral("run an evaluation first")
+                             : QStringLiteral("profile a run with measured ceilings first");
+    reportError(QStringLiteral("Nothing to export"), what);
     return false;
   }
   std::vector<mnv2::RunReport> reports;
   for (const ReportPtr& r : m_shown) reports.push_back(*r);
+  const std::string file = path.toStdString();
   try {
     switch (format) {
       case ExportFormat::Csv:
-        mnv2::write_csv_report(path.toStdString(), reports);
+        mnv2::write_csv_report(file, reports);
         break;
       case ExportFormat::Json:
-        mnv2::write_json_report(path.toStdString(), reports);
+        mnv2::write_json_report(file, reports);
         break;
       case ExportFormat::Trace:
-        mnv2::write_trace(path.toStdString(), reports);
+        mnv2::write_trace(file, reports);
+        break;
+      case ExportFormat::SweepCsv:
+        mnv2::write_file_atomically(file, mnv2::bench_csv(m_sweep->results()));
+        break;
+      case ExportFormat::SweepJson:
+        mnv2::write_file_atomically(file, mnv2::bench_json(m_sweep->results(), reportModel(m_model)));
+        break;
+      case ExportFormat::EvalCsv:
+        mnv2::write_file_atomically(file, evalCsv(*m_accuracy->record()));
+        break;
+      case ExportFormat::EvalJson: {
+        const EvalRecord& record = *m_accuracy->record();
+        mnv2::write_file_atomically(
+            file, mnv2::eval_json(record.result, reportModel(m_model), mnv2::EvalSource{record.set.toStdString(), {}}));
+        break;
+      }
+      case ExportFormat::RooflineCsv:
+        mnv2::write_file_atomically(file, mnv2::roofline_csv(m_roofline->points()));
+        break;
+      case ExportFormat::RooflineJson:
+        mnv2::write_file_atomically(file, mnv2::roofline_json(*m_roofline->shownCeilings(), *m_roofline->report()));
         break;
     }
   } catch (const std::exception& e) {
@@ -801,14 +886,35 @@ bool MainWindow::exportTo(ExportFormat format, const QString& path) {
 }
 
 void MainWindow::exportInteractive(ExportFormat format) {
-  if (m_shown.empty()) return;
-  const mnv2::RunReport& r = *m_shown.front();
-  const QString stem = QStringLiteral("mnv2-%1-%2-b%3-%4")
-                           .arg(QString::fromStdString(r.backend), precisionName(r.config.precision))
-                           .arg(r.config.batch)
-                           .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
+  if (!canExport(format)) return;
+  const QString now = QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+  QString stem =
+      QStringLiteral("mnv2-%1-%2")
+          .arg(format == ExportFormat::SweepCsv || format == ExportFormat::SweepJson ? QStringLiteral("sweep")
+               : format == ExportFormat::EvalCsv || format == ExportFormat::EvalJson ? QStringLiteral("eval")
+                                                                                     : QStringLiteral("roofline"),
+               now);
+  if (isProfileFormat(format)) {
+    const mnv2::RunReport& r = *m_shown.front();
+    stem = QStringLiteral("mnv2-%1-%2-b%3-%4")
+               .arg(QString::fromStdString(r.backend), precisionName(r.config.precision))
+               .arg(r.config.batch)
+               .arg(now);
+  }
   QString suffix, filter;
   switch (format) {
+    case ExportFormat::SweepCsv:
+    case ExportFormat::EvalCsv:
+    case ExportFormat::RooflineCsv:
+      suffix = QStringLiteral(".csv");
+      filter = QStringLiteral("CSV (*.csv)");
+      break;
+    case ExportFormat::SweepJson:
+    case ExportFormat::EvalJson:
+    case ExportFormat::RooflineJson:
+      suffix = QStringLiteral(".json");
+      filter = QStringLiteral("JSON (*.json)");
+      break;
     case ExportFormat::Csv:
       suffix = QStringLiteral(".csv");
       filter = QStringLiteral("CSV (*.csv)");
@@ -845,7 +951,7 @@ bool MainWindow::selectTab(const QString& name) {
 
 void MainWindow::updateActions() {
   const bool running = m_controller->isRunning();
-  for (QAction* a : m_exportActions) a->setEnabled(!m_shown.empty());
+  for (QAction* a : m_exportActions) a->setEnabled(canExport(static_cast<ExportFormat>(a->data().toInt())));
   m_runAction->setEnabled(!running);
   m_compareAction->setEnabled(!running);
   m_cancelAction->setEnabled(running);

@@ -41,7 +41,10 @@ class MainWindow : public QMainWindow {
     bool useSettings = true;  // read and write QSettings (folders, run settings, window layout)
     ImageDecoder decoder = ImageDecoder::Auto;
   };
-  enum class ExportFormat { Csv, Json, Trace };
+  // Profile/compare (the shown runs), and the other studies' files where the app has their data: the sweep's
+  // (bench CSV and mnv2.bench/1), the last evaluation's (CSV and mnv2.eval/1), the roofline's (its points and
+  // mnv2.roofline/1). The engine writes every one, as the CLI's commands do.
+  enum class ExportFormat { Csv, Json, Trace, SweepCsv, SweepJson, EvalCsv, EvalJson, RooflineCsv, RooflineJson };
 
   explicit MainWindow(const Options& options, QWidget* parent = nullptr);
   MainWindow() : MainWindow(Options{}) {}
@@ -60,6 +63,7 @@ class MainWindow : public QMainWindow {
   bool startEval();
   bool exportEvalCsv(const QString& path);  // the Accuracy page's last result, written atomically
   bool exportTo(ExportFormat format, const QString& path);
+  bool canExport(ExportFormat format) const;  // the data for it is there
   // "topology", "timings", "diffs", "comparison", "graph", "roofline", "sweep", "accuracy"
   bool selectTab(const QString& name);
 

@@ -41,6 +41,11 @@ class RooflinePage : public QWidget {
 
   QString ncuCommand() const;  // for the selected layer; empty when there is none
   int pointCount() const { return static_cast<int>(m_points.size()); }
+  // The run shown, its points and the ceilings drawn (nullopt when none are of its device): what the roofline
+  // export writes.
+  ReportPtr report() const { return m_report; }
+  const std::vector<mnv2::RooflinePoint>& points() const { return m_points; }
+  std::optional<mnv2::Ceilings> shownCeilings() const { return m_roofShown ? m_ceilings : std::nullopt; }
 
  private:
   void rebuild();

@@ -33,6 +33,7 @@ class SweepPage : public QWidget {
   void setBackends(const std::vector<BackendStatus>& backends);
   bool setPrecision(mnv2::Precision precision);  // false when a listed backend does not run it
   void setResults(std::vector<mnv2::BenchResult> results);
+  const std::vector<mnv2::BenchResult>& results() const { return m_results; }
   void setRunning(bool running);
   // X axis: batch size (a line per backend and input size) or input pixels (a line per backend and batch).
   void setXAxis(bool inputSize);

@@ -27,6 +27,14 @@ std::string model_name() {
   return "unknown CPU";
 }
 
+// Feature names older compilers' __builtin_cpu_supports does not know (clang 14, used by the fuzz build, refuses
+// them at compile time): reported absent there.
+#if defined(__clang__) && __clang_major__ < 16
+#define MNV2_CPU_SUPPORTS_NEWER(name) false
+#else
+#define MNV2_CPU_SUPPORTS_NEWER(name) __builtin_cpu_supports(name)
+#endif
+
 std::vector<std::string> features() {
   std::vector<std::string> out;
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -37,8 +45,8 @@ std::vector<std::string> features() {
       {__builtin_cpu_supports("avx"), "AVX"},
       {__builtin_cpu_supports("avx2"), "AVX2"},
       {__builtin_cpu_supports("fma"), "FMA"},
-      {__builtin_cpu_supports("f16c"), "F16C"},
-      {__builtin_cpu_supports("avxvnni"), "AVX-VNNI"},
+      {MNV2_CPU_SUPPORTS_NEWER("f16c"), "F16C"},
+      {MNV2_CPU_SUPPORTS_NEWER("avxvnni"), "AVX-VNNI"},
       {__builtin_cpu_supports("avx512f"), "AVX-512F"},
       {__builtin_cpu_supports("avx512dq"), "AVX-512DQ"},
       {__builtin_cpu_supports("avx512cd"), "AVX-512CD"},
@@ -46,10 +54,10 @@ std::vector<std::string> features() {
       {__builtin_cpu_supports("avx512vl"), "AVX-512VL"},
       {__builtin_cpu_supports("avx512vnni"), "AVX-512VNNI"},
       {__builtin_cpu_supports("avx512bf16"), "AVX-512BF16"},
-      {__builtin_cpu_supports("avx512fp16"), "AVX-512FP16"},
-      {__builtin_cpu_supports("amx-tile"), "AMX-TILE"},
-      {__builtin_cpu_supports("amx-bf16"), "AMX-BF16"},
-      {__builtin_cpu_supports("amx-int8"), "AMX-INT8"},
+      {MNV2_CPU_SUPPORTS_NEWER("avx512fp16"), "AVX-512FP16"},
+      {MNV2_CPU_SUPPORTS_NEWER("amx-tile"), "AMX-TILE"},
+      {MNV2_CPU_SUPPORTS_NEWER("amx-bf16"), "AMX-BF16"},
+      {MNV2_CPU_SUPPORTS_NEWER("amx-int8"), "AMX-INT8"},
   };
   for (const auto& [has, name] : known)
     if (has) out.emplace_back(name);
@@ -138,21 +146,17 @@ CpuKernelInfo cpu_kernel_info() {
   return info;
 }
 
-json::Value to_json(const CpuKernelInfo& info) {
-  json::Value j;
-  j.set("model_name", info.model_name);
-  json::Array features;
-  for (const std::string& f : info.features) features.emplace_back(f);
-  j.set("cpuid_features", json::Value(features));
-  j.set("onednn_version", info.onednn_version);
-  j.set("onednn_isa", info.onednn_isa);
-  j.set("onednn_isa_limit", info.onednn_isa_limit.empty() ? json::Value() : json::Value(info.onednn_isa_limit));
-  j.set("reference_clone", info.reference_clone);
-  j.set("threads", info.threads);
-  j.set("cpu_kernels", info.cpu_kernels);
-  j.set("cpu_ref_kernels", info.reference_kernels);
-  j.set("why", info.why);
-  return j;
+void to_json(json::Json& j, const CpuKernelInfo& info) {
+  j = json::Json{{"model_name", info.model_name},
+                 {"cpuid_features", info.features},
+                 {"onednn_version", info.onednn_version},
+                 {"onednn_isa", info.onednn_isa},
+                 {"onednn_isa_limit", info.onednn_isa_limit.empty() ? json::Json() : json::Json(info.onednn_isa_limit)},
+                 {"reference_clone", info.reference_clone},
+                 {"threads", info.threads},
+                 {"cpu_kernels", info.cpu_kernels},
+                 {"cpu_ref_kernels", info.reference_kernels},
+                 {"why", info.why}};
 }
 
 std::string cpu_kernel_summary(int threads) {

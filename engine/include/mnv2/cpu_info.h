@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 
 namespace mnv2 {
 
@@ -25,7 +25,7 @@ struct CpuKernelInfo {
 // Gathered on each call (cheap). Throws UsageError when MNV2_CPU_THREADS is malformed, like the backends.
 CpuKernelInfo cpu_kernel_info();
 
-json::Value to_json(const CpuKernelInfo& info);
+void to_json(json::Json& j, const CpuKernelInfo& info);  // for `mnv2 info --json`
 
 // One line for backend descriptions and run metadata: "oneDNN 2.6.3, jit avx512_core_bf16 (CPUID: AVX-512F/
 // BW/VL/VNNI/BF16, AVX2, FMA), 2 threads".

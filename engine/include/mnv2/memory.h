@@ -66,9 +66,4 @@ std::string format_mib(int64_t bytes);
 // driver's reading where there is one. The CLI and the app print this.
 std::string describe_memory(const MemoryReport& memory);
 
-// Per-layer CSV (one row per layer, then the backend's totals as comment-free columns on every row) and
-// JSON (schema mnv2.memory/1) of a study.
-std::string memory_csv(const MemoryStudy& study);
-std::string memory_json(const MemoryStudy& study);
-
 }  // namespace mnv2

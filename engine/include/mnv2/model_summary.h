@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 
 namespace mnv2 {
 
@@ -23,6 +23,6 @@ std::string format_input_shape(const std::vector<std::string>& dims);
 std::vector<std::pair<std::string, std::string>> model_summary_rows(const Model& model, const std::string& labels);
 
 // The same facts as a JSON object (input shape as numbers and names, checker as {ran, note}).
-json::Value model_summary_json(const Model& model, const std::string& labels);
+json::Json model_summary_json(const Model& model, const std::string& labels);
 
 }  // namespace mnv2

@@ -1,37 +1,51 @@
-// Writing and reading RunReports: CSV (one row per layer per backend), JSON (everything, readable back)
-// and a Chrome/Perfetto trace. Every file is written atomically (temporary file, then rename).
+// Writing and reading RunReports (profile and compare): CSV (one row per layer per backend), JSON (schema
+// mnv2.report, everything, readable back) and a Chrome/Perfetto trace. Every file is written atomically
+// (temporary file, then rename).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
+#include "mnv2/model.h"
 #include "mnv2/profiler.h"
 
 namespace mnv2 {
 
 inline constexpr int kReportSchemaVersion = 1;
+// A report of a few runs of a 99-layer network is well under a megabyte; a file far larger than this is
+// not one, and parsing it would hold many times its size in memory. Refused before it is read.
+inline constexpr uintmax_t kMaxReportBytes = uintmax_t{64} << 20;
 
 // One layer's description and figures (index, kind, names, block, inputs, attributes, output shape, params,
 // MACs, bytes), as reports and `mnv2 topology --format json` write it.
-json::Value layer_json(const Layer& layer, const LayerStats& stats);
+json::Json layer_json(const Layer& layer, const LayerStats& stats);
+
+// The model a bench or eval file was made with ("model" of mnv2.bench/1 and mnv2.eval/1): what the CLI
+// and the app both know of it.
+struct ReportModel {
+  std::string source;
+  std::string found_by;  // how the file was located: "--model", "MNV2_MODEL", ...
+  std::string checksum;
+  bool synthetic = false;
+  int classes = 0;
+  int64_t layers = 0;
+  std::vector<std::string> warnings;
+};
+ReportModel report_model(const Model& model, const std::string& found_by);
+json::Json model_json(const ReportModel& model);
 
 std::string report_csv(const std::vector<RunReport>& reports);  // header + rows
 
-// A CSV field, quoted where it holds a comma, quote or line break.
-std::string csv_quote(const std::string& text);
-
-// A MemoryReport as reports write it ("memory" of a run), and back; fields a older report lacks stay default.
-json::Value memory_json(const MemoryReport& memory);
-MemoryReport memory_from_json(const json::Value& value);
-json::Value report_json(const RunReport& report);
-json::Value reports_json(const std::vector<RunReport>& reports);  // {"schema": ..., "runs": [...]}
+json::Json report_json(const RunReport& report);
+json::Json reports_json(const std::vector<RunReport>& reports);  // {"schema": ..., "runs": [...]}
 std::string trace_json(const std::vector<RunReport>& reports);   // {"traceEvents": [...]}
 
-// Reads what reports_json / report_json wrote. Throws Error naming the file for malformed, truncated
-// or newer-schema files.
+// Reads what reports_json / report_json wrote. Throws Error naming the file for malformed, truncated,
+// oversized or newer-schema files.
 std::vector<RunReport> read_reports_file(const std::string& path);
-std::vector<RunReport> reports_from_json(const json::Value& value);
+std::vector<RunReport> reports_from_json(const json::Json& value);
 
 void write_csv_report(const std::string& path, const std::vector<RunReport>& reports);
 void write_json_report(const std::string& path, const std::vector<RunReport>& reports);

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "mnv2/json.h"
+#include "mnv2/json_io.h"
 #include "mnv2/profiler.h"
 
 namespace mnv2 {
@@ -62,8 +62,10 @@ struct RooflinePoint {
 };
 std::vector<RooflinePoint> roofline_points(const RunReport& report, const Ceilings& ceilings);
 
-// JSON of ceilings (the cache's per-device record and reports).
-json::Value ceilings_json(const Ceilings& c);
-Ceilings ceilings_from_json(const json::Value& j);
+// JSON of ceilings (the cache's per-device record, and reports): nlohmann's to_json/from_json, so
+// `json::Json j = ceilings;` and `j.get<Ceilings>()` work. from_json throws Error for a wrong type, a missing
+// key or a ceiling that is not positive.
+void to_json(json::Json& j, const Ceilings& c);
+void from_json(const json::Json& j, Ceilings& c);
 
 }  // namespace mnv2

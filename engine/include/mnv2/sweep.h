@@ -30,9 +30,6 @@ std::vector<BenchConfig> sweep_points(const SweepConfig& config);
 // Throws UsageError for an empty list, Error from the first failing point (naming backend, size, batch).
 std::vector<BenchResult> run_sweep(const Model& model, const SweepConfig& config, const SweepProgress& progress = {});
 
-// One row per result: configuration, host and GPU latency figures (ms), images/s, memory.
-std::string bench_csv(const std::vector<BenchResult>& results);
-
 // "500x334" (height x width) -> {500, 334}; a single number is a square; each side 8..8192. Throws
 // UsageError naming the side.
 std::pair<int, int> parse_input_size(const std::string& text);

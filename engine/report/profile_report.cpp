@@ -1,0 +1,719 @@
+// RunReport serialisation: CSV, JSON (read back too) and Chrome/Perfetto traces (see mnv2/report.h).
+#include "mnv2/report.h"
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <sstream>
+
+#include "mnv2/atomic_file.h"
+#include "mnv2/csv.h"
+#include "mnv2/error.h"
+#include "mnv2/memory_report.h"
+#include "mnv2/profiler.h"
+
+namespace mnv2 {
+
+namespace {
+
+using json::Json;
+
+// ---- small helpers ------------------------------------------------------------------------------------
+
+std::string ns_int(double ns) { return std::isfinite(ns) ? std::to_string(std::llround(ns)) : ""; }
+
+std::string fixed(double v, int digits) {
+  if (!std::isfinite(v)) return "";
+  std::ostringstream o;
+  o.imbue(std::locale::classic());
+  o.setf(std::ios::fixed);
+  o.precision(digits);
+  o << v;
+  return o.str();
+}
+
+std::string sci(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6e", v);
+  return buf;
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
+  return out;
+}
+
+// Error messages are printed as one line; text from a file may hold line breaks or control characters.
+std::string one_line(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? ' ' : c;
+  return out;
+}
+
+// Integers of the report that the program keeps as int: a larger value is refused, never wrapped.
+int int_from(const Json& v, const char* what) {
+  int64_t x = 0;
+  try {
+    x = json::as_int(v);
+  } catch (const Error& e) {
+    throw Error(json::named_error(what, e.what()));
+  }
+  if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+    throw Error(std::string(what) + " " + std::to_string(x) + " is out of range");
+  return static_cast<int>(x);
+}
+
+// Clip bounds are floats; a double beyond float's range cannot be converted (undefined behaviour).
+float float_from(const Json& v, const char* what) {
+  double x = 0;
+  try {
+    x = json::as_number(v);
+  } catch (const Error& e) {
+    throw Error(json::named_error(what, e.what()));
+  }
+  if (std::fabs(x) > std::numeric_limits<float>::max()) throw Error(std::string(what) + " is out of range");
+  return static_cast<float>(x);
+}
+
+Json summary_json(const Summary& s, const std::string& unit) {
+  Json j = Json::object();
+  j["n"] = s.n;
+  for (auto [key, v] : std::initializer_list<std::pair<const char*, double>>{{"median", s.median},
+                                                                             {"mean", s.mean},
+                                                                             {"min", s.min},
+                                                                             {"max", s.max},
+                                                                             {"std", s.stddev},
+                                                                             {"p10", s.p10},
+                                                                             {"p90", s.p90},
+                                                                             {"p95", s.p95},
+                                                                             {"p99", s.p99}})
+    j[std::string(key) + "_" + unit] = v;
+  j["cv"] = s.cv;
+  return j;
+}
+
+Summary summary_from(const Json& j, const std::string& unit) {
+  Summary s;
+  s.n = json::int_at(j, "n");
+  s.median = json::number_at(j, "median_" + unit);
+  s.mean = json::number_at(j, "mean_" + unit);
+  s.min = json::number_at(j, "min_" + unit);
+  s.max = json::number_at(j, "max_" + unit);
+  s.stddev = json::number_at(j, "std_" + unit);
+  s.p10 = json::number_at(j, "p10_" + unit);
+  s.p90 = json::number_at(j, "p90_" + unit);
+  s.p95 = json::number_at(j, "p95_" + unit);
+  s.p99 = json::number_at(j, "p99_" + unit);
+  s.cv = json::number_at(j, "cv");
+  return s;
+}
+
+Json error_json(const ErrorStats& e) {
+  Json j = Json::object();
+  j["max_abs"] = e.max_abs;
+  j["rel_l2"] = e.rel_l2;
+  j["cosine"] = e.cosine;
+  j["finite"] = e.finite;
+  return j;
+}
+
+ErrorStats error_from(const Json& j) {
+  ErrorStats e;
+  e.finite = json::bool_at(j, "finite");
+  auto num = [&](const char* k) {
+    const Json& v = json::at(j, k);
+    return v.is_null() ? std::numeric_limits<double>::infinity() : json::as_number(v);
+  };
+  e.max_abs = num("max_abs");
+  e.rel_l2 = num("rel_l2");
+  e.cosine = json::at(j, "cosine").is_null() ? std::nan("") : json::number_at(j, "cosine");
+  return e;
+}
+
+Json ints_json(const std::vector<int>& v) { return Json(v); }
+
+std::vector<int> ints_from(const Json& j) {
+  std::vector<int> v;
+  for (const auto& x : json::as_array(j)) v.push_back(int_from(x, "value"));
+  return v;
+}
+
+Json strings_json(const std::vector<std::string>& v) { return Json(v); }
+
+std::vector<std::string> strings_from(const Json& j) {
+  std::vector<std::string> v;
+  for (const auto& x : json::as_array(j)) v.push_back(json::as_string(x));
+  return v;
+}
+
+LayerKind kind_from(const std::string& s) {
+  for (LayerKind k : {LayerKind::Conv2d, LayerKind::ReLU6, LayerKind::ReLU, LayerKind::ResidualAdd,
+                      LayerKind::GlobalAveragePool, LayerKind::Linear})
+    if (s == to_string(k)) return k;
+  throw Error("unknown layer kind '" + s + "'");
+}
+
+TimerKind timer_from(const std::string& s) { return parse_timer(s); }
+
+}  // namespace
+
+// ---- CSV ------------------------------------------------------------------------------------------------
+
+std::string report_csv(const std::vector<RunReport>& reports) {
+  std::ostringstream out;
+  out << "run_id,backend,precision,batch,input_hw,layer_index,layer_name,kind,block,fused_group,step,variant,"
+         "output_shape,params,macs,bytes,timer,n,median_ns,p90_ns,p99_ns,mean_ns,std_ns,min_ns,max_ns,share,"
+         "gflop_s,gbytes_s,event_median_ns,timers_disagree,kernel_count,kernel_names,grid,block_dim,"
+         "diff_reference,max_abs_err,rel_l2_err,cosine,activation_bytes,weight_bytes\n";
+  for (const RunReport& r : reports) {
+    const std::string hw = std::to_string(r.config.height) + "x" + std::to_string(r.config.width);
+    for (const LayerProfile& lp : r.layers) {
+      const Layer& l = r.topology.at(static_cast<size_t>(lp.layer));
+      const LayerStats& st = r.layer_stats.at(static_cast<size_t>(lp.layer));
+      const StepProfile& p = r.steps.at(static_cast<size_t>(lp.step));
+      // A fused step's time is written once, on its first layer, so that summing the column never
+      // counts it twice; the other layers name the group.
+      const bool carries_time = p.layers.front() == lp.layer;
+      // Every text field is quoted where needed: a report read back from a file may carry any text.
+      out << csv_quote(r.run_id) << ',' << csv_quote(r.backend) << ',' << to_string(r.config.precision) << ','
+          << r.config.batch << ',' << hw << ',' << l.index << ',' << csv_quote(l.name) << ',' << to_string(l.kind)
+          << ',' << csv_quote(l.block_name) << ',' << csv_quote(lp.fused_group) << ',' << p.step << ','
+          << csv_quote(p.variant) << ',' << st.output.str() << ',' << st.params << ',' << st.macs << ',' << st.bytes
+          << ',' << csv_quote(r.timer) << ',';
+      if (carries_time) {
+        const Summary& s = p.time_ns;
+        out << s.n << ',' << ns_int(s.median) << ',' << ns_int(s.p90) << ',' << ns_int(s.p99) << ',' << ns_int(s.mean)
+            << ',' << ns_int(s.stddev) << ',' << ns_int(s.min) << ',' << ns_int(s.max) << ',' << fixed(p.share, 6)
+            << ',' << fixed(p.gflops, 3) << ',' << fixed(p.gbytes_per_s, 3) << ','
+            << (p.event_ns ? ns_int(p.event_ns->median) : "") << ','
+            << (p.event_ns ? (p.timers_disagree ? "1" : "0") : "") << ',' << fixed(p.kernels_per_iter, 2) << ','
+            << csv_quote(join(p.kernel_names, ";")) << ',' << csv_quote(p.grid) << ',' << csv_quote(p.block) << ',';
+      } else {
+        out << ",,,,,,,,,,,,,,,,,";  // the 17 fields above, empty
+      }
+      if (r.diff) {
+        const LayerDiff& d = r.diff->layers.at(static_cast<size_t>(lp.layer));
+        out << csv_quote(r.diff->reference) << ',';
+        if (d.compared)
+          out << sci(d.error.max_abs) << ',' << sci(d.error.rel_l2) << ',' << fixed(d.error.cosine, 9);
+        else
+          out << ",,";
+      } else {
+        out << ",,,";
+      }
+      out << ',' << st.activation_bytes << ',' << st.params * static_cast<int64_t>(sizeof(float)) << "\n";
+    }
+  }
+  return out.str();
+}
+
+// ---- JSON -----------------------------------------------------------------------------------------------
+
+Json layer_json(const Layer& l, const LayerStats& st) {
+  Json lj = Json::object();
+  lj["index"] = l.index;
+  lj["kind"] = to_string(l.kind);
+  lj["name"] = l.name;
+  lj["source_name"] = l.source_name;
+  lj["description"] = describe(l);
+  lj["block"] = l.block;
+  lj["block_name"] = l.block_name;
+  lj["inputs"] = ints_json(l.inputs);
+  if (l.kind == LayerKind::Conv2d) {
+    const ConvParams& c = l.conv;
+    lj["conv"] = Json::array({c.in_channels, c.out_channels, c.kernel_h, c.kernel_w, c.stride_h, c.stride_w, c.pad_top,
+                              c.pad_left, c.pad_bottom, c.pad_right, c.dilation_h, c.dilation_w, c.groups});
+  }
+  if (l.kind == LayerKind::Linear) lj["features"] = Json::array({l.in_features, l.out_features});
+  if (l.kind == LayerKind::ReLU6 || l.kind == LayerKind::ReLU) {
+    lj["clip_min"] = static_cast<double>(l.clip_min);
+    lj["clip_max"] = std::isfinite(l.clip_max) ? Json(static_cast<double>(l.clip_max)) : Json();
+  }
+  lj["output_shape"] = Json::array({st.output.n, st.output.c, st.output.h, st.output.w});
+  lj["params"] = st.params;
+  lj["macs"] = st.macs;
+  lj["activation_bytes"] = st.activation_bytes;
+  lj["weight_bytes"] = st.params * static_cast<int64_t>(sizeof(float));  // float32 as imported
+  lj["bytes"] = st.bytes;
+  return lj;
+}
+
+ReportModel report_model(const Model& model, const std::string& found_by) {
+  return ReportModel{model.source,    found_by,          model.checksum,
+                     model.synthetic, model.num_classes, static_cast<int64_t>(model.layers.size()),
+                     model.warnings};
+}
+
+Json model_json(const ReportModel& model) {
+  return Json{{"source", model.source},       {"found_by", model.found_by}, {"checksum", model.checksum},
+              {"synthetic", model.synthetic}, {"classes", model.classes},   {"layers", model.layers},
+              {"warnings", model.warnings}};
+}
+
+Json report_json(const RunReport& r) {
+  Json j = Json::object();
+  Json meta = Json::object();
+  meta["schema_version"] = r.schema_version;
+  meta["run_id"] = r.run_id;
+  meta["backend"] = r.backend;
+  meta["backend_description"] = r.backend_description;
+  meta["precision"] = to_string(r.config.precision);
+  meta["timer"] = r.timer;
+  meta["batch"] = r.config.batch;
+  meta["input_height"] = r.config.height;
+  meta["input_width"] = r.config.width;
+  meta["warmup"] = r.config.warmup;
+  meta["iterations"] = r.config.iters;
+  meta["cuda_graph"] = r.execution == "graph replay";  // of the per-layer phase
+  meta["execution"] = r.execution;
+  meta["device"] = r.device;
+  meta["sm_clock_mhz_start"] = r.sm_clock_mhz_start;
+  meta["sm_clock_mhz_end"] = r.sm_clock_mhz_end;
+  meta["driver"] = r.driver;
+  meta["cuda_runtime"] = r.cuda_runtime;
+  meta["cudnn"] = r.cudnn;
+  meta["date"] = r.date;
+  meta["commit"] = r.commit;
+  meta["model"] = r.model_source;
+  meta["model_checksum"] = r.model_checksum;
+  meta["model_synthetic"] = r.model_synthetic;
+  meta["input"] = r.config.input_name;
+  meta["input_checksum"] = r.input_checksum;
+  meta["percentile_method"] = "linear interpolation between closest ranks (Hyndman-Fan type 7)";
+  j["metadata"] = meta;
+
+  j["memory"] = r.memory;
+
+  Json e2e;
+  e2e["host"] = summary_json(r.end_to_end.host_ms, "ms");
+  if (r.end_to_end.gpu_ms) e2e["gpu"] = summary_json(*r.end_to_end.gpu_ms, "ms");
+  e2e["images_per_s"] = r.end_to_end.images_per_s;
+  e2e["sum_of_layer_medians_ms"] = r.sum_of_steps_ms;
+  e2e["gap_ms"] = r.gap_ms;
+  j["end_to_end"] = e2e;
+
+  Json layers = Json::array();
+  for (size_t i = 0; i < r.topology.size(); ++i) {
+    const Layer& l = r.topology[i];
+    const LayerStats& st = r.layer_stats.at(i);
+    Json lj = layer_json(l, st);
+    lj["step"] = r.layers.at(i).step;
+    lj["fused_group"] = r.layers.at(i).fused_group;
+    if (r.diff && i < r.diff->layers.size() && r.diff->layers[i].compared)
+      lj["diff"] = error_json(r.diff->layers[i].error);
+    layers.push_back(lj);
+  }
+  j["layers"] = layers;
+
+  Json steps = Json::array();
+  for (const StepProfile& p : r.steps) {
+    Json sj = Json::object();
+    sj["step"] = p.step;
+    sj["name"] = p.name;
+    sj["layers"] = ints_json(p.layers);
+    sj["variant"] = p.variant;
+    sj["time"] = summary_json(p.time_ns, "ns");
+    if (p.event_ns) sj["event_time"] = summary_json(*p.event_ns, "ns");
+    sj["timers_disagree"] = p.timers_disagree;
+    sj["kernel_names"] = strings_json(p.kernel_names);
+    sj["kernels_per_iteration"] = p.kernels_per_iter;
+    sj["grid"] = p.grid;
+    sj["block"] = p.block;
+    sj["macs"] = p.macs;
+    sj["bytes"] = p.bytes;
+    sj["gflop_s"] = p.gflops;
+    sj["gbytes_s"] = p.gbytes_per_s;
+    sj["share"] = p.share;
+    steps.push_back(sj);
+  }
+  j["steps"] = steps;
+
+  auto totals = [](const std::vector<GroupTotal>& groups) {
+    Json a = Json::array();
+    for (const auto& g : groups) {
+      Json gj = Json::object();
+      gj["name"] = g.name;
+      gj["median_ns"] = g.median_ns;
+      gj["share"] = g.share;
+      gj["macs"] = g.macs;
+      gj["layers"] = g.layers;
+      gj["steps"] = g.steps;
+      gj["fused_layers"] = g.fused_layers;
+      a.push_back(gj);
+    }
+    return a;
+  };
+  j["per_kind"] = totals(r.per_kind);
+  j["per_block"] = totals(r.per_block);
+
+  Json trace = Json::array();
+  for (const KernelRecord& k : r.trace) {
+    Json kj = Json::object();
+    kj["name"] = k.name;
+    kj["kind"] = k.kind;
+    kj["step"] = k.step;
+    kj["start_ns"] = k.start_ns;
+    kj["end_ns"] = k.end_ns;
+    kj["grid"] = Json::array({k.grid[0], k.grid[1], k.grid[2]});
+    kj["block"] = Json::array({k.block[0], k.block[1], k.block[2]});
+    kj["bytes"] = k.bytes;
+    trace.push_back(kj);
+  }
+  j["kernel_records"] = trace;
+  j["warnings"] = strings_json(r.warnings);
+
+  if (r.diff) {
+    const DiffReport& d = *r.diff;
+    Json dj = Json::object();
+    dj["backend"] = d.backend;
+    dj["reference"] = d.reference;
+    dj["logits"] = error_json(d.logits);
+    dj["top5_agree"] = d.top5_agree;
+    dj["top5"] = ints_json(d.top5);
+    dj["reference_top5"] = ints_json(d.reference_top5);
+    dj["first_divergent_layer"] = d.first_divergent_layer;
+    dj["threshold_rel_l2"] = d.threshold;
+    Json compared = Json::array();
+    for (const LayerDiff& ld : d.layers) compared.emplace_back(ld.compared);
+    dj["compared"] = compared;
+    j["diff"] = dj;
+  }
+  return j;
+}
+
+Json reports_json(const std::vector<RunReport>& reports) {
+  Json j = Json::object();
+  j["schema"] = "mnv2.report";
+  j["schema_version"] = kReportSchemaVersion;
+  Json runs = Json::array();
+  for (const auto& r : reports) runs.push_back(report_json(r));
+  j["runs"] = runs;
+  return j;
+}
+
+namespace {
+
+RunReport report_from(const Json& j) {
+  RunReport r;
+  const Json& m = json::at(j, "metadata");
+  r.schema_version = int_from(json::at(m, "schema_version"), "schema_version");
+  if (r.schema_version > kReportSchemaVersion)
+    throw Error("report schema version " + std::to_string(r.schema_version) + " is newer than this program reads (" +
+                std::to_string(kReportSchemaVersion) + ")");
+  r.run_id = json::string_at(m, "run_id");
+  r.backend = json::string_at(m, "backend");
+  r.backend_description = json::string_at(m, "backend_description");
+  r.config.backend = r.backend;
+  r.config.precision = parse_precision(json::string_at(m, "precision"));
+  r.timer = json::string_at(m, "timer");
+  r.config.timer = timer_from(r.timer);
+  r.config.batch = int_from(json::at(m, "batch"), "batch");
+  r.config.height = int_from(json::at(m, "input_height"), "input_height");
+  r.config.width = int_from(json::at(m, "input_width"), "input_width");
+  r.config.warmup = int_from(json::at(m, "warmup"), "warmup");
+  r.config.iters = int_from(json::at(m, "iterations"), "iterations");
+  r.config.input_name = json::string_at(m, "input");
+  r.device = json::string_at(m, "device");
+  r.sm_clock_mhz_start = int_from(json::at(m, "sm_clock_mhz_start"), "sm_clock_mhz_start");
+  r.sm_clock_mhz_end = int_from(json::at(m, "sm_clock_mhz_end"), "sm_clock_mhz_end");
+  r.driver = json::string_at(m, "driver");
+  r.cuda_runtime = json::string_at(m, "cuda_runtime");
+  r.cudnn = json::string_at(m, "cudnn");
+  r.date = json::string_at(m, "date");
+  r.commit = json::string_at(m, "commit");
+  if (const Json* e = json::find(m, "execution")) r.execution = json::as_string(*e);  // absent in older reports
+  r.config.graph_replay = r.execution == "graph replay";
+  r.model_source = json::string_at(m, "model");
+  r.model_checksum = json::string_at(m, "model_checksum");
+  r.model_synthetic = json::bool_at(m, "model_synthetic");
+  r.input_checksum = json::string_at(m, "input_checksum");
+
+  r.memory = json::at(j, "memory").get<MemoryReport>();
+
+  const Json& e2e = json::at(j, "end_to_end");
+  r.end_to_end.host_ms = summary_from(json::at(e2e, "host"), "ms");
+  if (const Json* g = json::find(e2e, "gpu")) r.end_to_end.gpu_ms = summary_from(*g, "ms");
+  r.end_to_end.images_per_s = json::number_at(e2e, "images_per_s");
+  r.sum_of_steps_ms = json::number_at(e2e, "sum_of_layer_medians_ms");
+  r.gap_ms = json::number_at(e2e, "gap_ms");
+
+  const auto& steps = json::array_at(j, "steps");
+  for (const auto& sj : steps) {
+    StepProfile p;
+    p.step = int_from(json::at(sj, "step"), "step");
+    if (p.step != static_cast<int>(r.steps.size())) throw Error("steps out of order");
+    p.name = json::string_at(sj, "name");
+    p.layers = ints_from(json::at(sj, "layers"));
+    if (p.layers.empty()) throw Error("step " + std::to_string(p.step) + " covers no layer");
+    p.variant = json::string_at(sj, "variant");
+    p.time_ns = summary_from(json::at(sj, "time"), "ns");
+    if (const Json* e = json::find(sj, "event_time")) p.event_ns = summary_from(*e, "ns");
+    p.timers_disagree = json::bool_at(sj, "timers_disagree");
+    p.kernel_names = strings_from(json::at(sj, "kernel_names"));
+    p.kernels_per_iter = json::number_at(sj, "kernels_per_iteration");
+    p.grid = json::string_at(sj, "grid");
+    p.block = json::string_at(sj, "block");
+    p.macs = json::int_at(sj, "macs");
+    p.bytes = json::int_at(sj, "bytes");
+    p.gflops = json::number_at(sj, "gflop_s");
+    p.gbytes_per_s = json::number_at(sj, "gbytes_s");
+    p.share = json::number_at(sj, "share");
+    r.steps.push_back(std::move(p));
+  }
+
+  const auto& layers = json::array_at(j, "layers");
+  for (const auto& lj : layers) {
+    Layer l;
+    l.index = int_from(json::at(lj, "index"), "layer index");
+    if (l.index != static_cast<int>(r.topology.size())) throw Error("layers out of order");
+    l.kind = kind_from(json::string_at(lj, "kind"));
+    l.name = json::string_at(lj, "name");
+    l.source_name = json::string_at(lj, "source_name");
+    l.block = int_from(json::at(lj, "block"), "block");
+    l.block_name = json::string_at(lj, "block_name");
+    l.inputs = ints_from(json::at(lj, "inputs"));
+    if (const Json* c = json::find(lj, "conv")) {
+      std::vector<int> v = ints_from(*c);
+      if (v.size() != 13) throw Error("layer " + std::to_string(l.index) + ": conv attributes need 13 values");
+      l.conv = ConvParams{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12]};
+    }
+    if (const Json* f = json::find(lj, "features")) {
+      std::vector<int> v = ints_from(*f);
+      if (v.size() != 2) throw Error("layer " + std::to_string(l.index) + ": features need 2 values");
+      l.in_features = v[0];
+      l.out_features = v[1];
+    }
+    if (const Json* c = json::find(lj, "clip_min")) l.clip_min = float_from(*c, "clip_min");
+    if (const Json* c = json::find(lj, "clip_max"))
+      l.clip_max = c->is_null() ? std::numeric_limits<float>::infinity() : float_from(*c, "clip_max");
+    LayerStats st;
+    const auto& shape = json::array_at(lj, "output_shape");
+    if (shape.size() != 4) throw Error("layer " + std::to_string(l.index) + ": output_shape needs 4 values");
+    st.output = Shape{json::as_int(shape[0]), json::as_int(shape[1]), json::as_int(shape[2]), json::as_int(shape[3])};
+    st.params = json::int_at(lj, "params");
+    st.macs = json::int_at(lj, "macs");
+    st.activation_bytes = json::int_at(lj, "activation_bytes");
+    st.bytes = json::int_at(lj, "bytes");
+    LayerProfile lp;
+    lp.layer = l.index;
+    lp.step = int_from(json::at(lj, "step"), "step");
+    if (lp.step < 0 || lp.step >= static_cast<int>(r.steps.size()))
+      throw Error("layer " + std::to_string(l.index) + " names step " + std::to_string(lp.step) + ", which is absent");
+    lp.fused_group = json::string_at(lj, "fused_group");
+    r.topology.push_back(std::move(l));
+    r.layer_stats.push_back(st);
+    r.layers.push_back(lp);
+  }
+  for (const auto& p : r.steps)
+    for (int l : p.layers)
+      if (l < 0 || l >= static_cast<int>(r.layers.size()))
+        throw Error("step " + std::to_string(p.step) + " covers layer " + std::to_string(l) + ", which is absent");
+
+  auto totals_from = [](const Json& a) {
+    std::vector<GroupTotal> out;
+    for (const auto& gj : json::as_array(a)) {
+      GroupTotal g;
+      g.name = json::string_at(gj, "name");
+      g.median_ns = json::number_at(gj, "median_ns");
+      g.share = json::number_at(gj, "share");
+      g.macs = json::int_at(gj, "macs");
+      // Absent in reports written before these counts existed (same schema version: they are additions).
+      const auto count = [&gj](const char* key) {
+        const Json* v = json::find(gj, key);
+        const int n = v ? int_from(*v, key) : 0;
+        if (n < 0) throw Error(std::string(key) + " " + std::to_string(n) + " is negative");
+        return n;
+      };
+      g.layers = count("layers");
+      g.steps = count("steps");
+      g.fused_layers = count("fused_layers");
+      out.push_back(g);
+    }
+    return out;
+  };
+  r.per_kind = totals_from(json::at(j, "per_kind"));
+  r.per_block = totals_from(json::at(j, "per_block"));
+  // Reports written before the totals counted layers, steps and fused layers: the same totals, derived
+  // again from the topology and the steps, so a fused-away kind does not read as missing.
+  const bool counted = !r.per_kind.empty() && r.per_kind.front().layers > 0;
+  if (!counted) compute_group_totals(r);
+
+  for (const auto& kj : json::array_at(j, "kernel_records")) {
+    KernelRecord k;
+    k.name = json::string_at(kj, "name");
+    k.kind = json::string_at(kj, "kind");
+    k.step = int_from(json::at(kj, "step"), "step");
+    k.start_ns = json::int_at(kj, "start_ns");
+    k.end_ns = json::int_at(kj, "end_ns");
+    std::vector<int> g = ints_from(json::at(kj, "grid")), b = ints_from(json::at(kj, "block"));
+    if (g.size() != 3 || b.size() != 3) throw Error("kernel record grid/block need 3 values");
+    k.grid = {g[0], g[1], g[2]};
+    k.block = {b[0], b[1], b[2]};
+    k.bytes = json::int_at(kj, "bytes");
+    r.trace.push_back(std::move(k));
+  }
+  r.warnings = strings_from(json::at(j, "warnings"));
+
+  if (const Json* dj = json::find(j, "diff")) {
+    DiffReport d;
+    d.backend = json::string_at(*dj, "backend");
+    d.reference = json::string_at(*dj, "reference");
+    d.logits = error_from(json::at(*dj, "logits"));
+    d.top5_agree = json::bool_at(*dj, "top5_agree");
+    d.top5 = ints_from(json::at(*dj, "top5"));
+    d.reference_top5 = ints_from(json::at(*dj, "reference_top5"));
+    d.first_divergent_layer = int_from(json::at(*dj, "first_divergent_layer"), "first_divergent_layer");
+    d.threshold = json::number_at(*dj, "threshold_rel_l2");
+    const auto& compared = json::array_at(*dj, "compared");
+    if (compared.size() != layers.size()) throw Error("diff covers a different number of layers");
+    for (size_t i = 0; i < layers.size(); ++i) {
+      LayerDiff ld;
+      ld.layer = static_cast<int>(i);
+      ld.compared = json::as_bool(compared[i]);
+      if (ld.compared) ld.error = error_from(json::at(layers[i], "diff"));
+      d.layers.push_back(ld);
+    }
+    r.diff = std::move(d);
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<RunReport> reports_from_json(const Json& value) {
+  const Json* schema = value.is_object() ? json::find(value, "schema") : nullptr;
+  if (!schema || !schema->is_string() || json::as_string(*schema) != "mnv2.report")
+    throw Error("not an mnv2 report (no \"schema\": \"mnv2.report\")");
+  const int64_t version = json::int_at(value, "schema_version");
+  if (version > kReportSchemaVersion)
+    throw Error("report schema version " + std::to_string(version) + " is newer than this program reads (" +
+                std::to_string(kReportSchemaVersion) + "); update mnv2");
+  std::vector<RunReport> out;
+  const auto& runs = json::array_at(value, "runs");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    try {
+      out.push_back(report_from(runs[i]));
+    } catch (const Error& e) {
+      throw Error("run " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+std::vector<RunReport> read_reports_file(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxReportBytes)
+    throw Error(one_line(path) + ": " + std::to_string(size) + " bytes is more than a report can be (at most " +
+                std::to_string(kMaxReportBytes >> 20) + " MiB); not an mnv2 report");
+  try {
+    const Json v = json::parse_file(path, kMaxReportBytes);
+    try {
+      return reports_from_json(v);
+    } catch (const Error& e) {
+      throw Error(path + ": " + e.what());
+    }
+  } catch (const Error& e) {
+    throw Error(one_line(e.what()));
+  }
+}
+
+// ---- trace ----------------------------------------------------------------------------------------------
+
+std::string trace_json(const std::vector<RunReport>& reports) {
+  Json events = Json::array();
+  for (size_t ri = 0; ri < reports.size(); ++ri) {
+    const RunReport& r = reports[ri];
+    const int pid = static_cast<int>(ri) + 1;
+    Json meta = Json::object();
+    meta["name"] = "process_name";
+    meta["ph"] = "M";
+    meta["pid"] = pid;
+    Json margs = Json::object();
+    margs["name"] = r.backend + " (" + r.timer + ", batch " + std::to_string(r.config.batch) + ")";
+    meta["args"] = margs;
+    events.push_back(meta);
+    auto step_event = [&](const StepProfile& p, double ts_us, double dur_us, const char* how) {
+      Json e = Json::object();
+      e["name"] = p.name;
+      e["cat"] = "layer";
+      e["ph"] = "X";
+      e["ts"] = ts_us;
+      e["dur"] = dur_us;
+      e["pid"] = pid;
+      e["tid"] = 1;
+      Json a = Json::object();
+      a["layers"] = ints_json(p.layers);
+      a["backend"] = r.backend;
+      a["variant"] = p.variant;
+      a["median_ns"] = p.time_ns.median;
+      a["timing"] = how;
+      e["args"] = a;
+      events.push_back(e);
+    };
+    if (!r.trace.empty()) {
+      // CUPTI: real GPU timestamps of the last iteration, relative to its first record.
+      int64_t t0 = r.trace.front().start_ns;
+      for (const auto& k : r.trace) t0 = std::min(t0, k.start_ns);
+      std::vector<std::pair<int64_t, int64_t>> span(r.steps.size(), {INT64_MAX, INT64_MIN});
+      for (const auto& k : r.trace) {
+        Json e = Json::object();
+        e["name"] = k.name;
+        e["cat"] = k.kind;
+        e["ph"] = "X";
+        e["ts"] = static_cast<double>(k.start_ns - t0) / 1000.0;
+        e["dur"] = static_cast<double>(k.duration_ns()) / 1000.0;
+        e["pid"] = pid;
+        e["tid"] = 2;
+        Json a = Json::object();
+        a["step"] = k.step;
+        if (k.step >= 0 && k.step < static_cast<int>(r.steps.size())) {
+          a["layers"] = ints_json(r.steps[static_cast<size_t>(k.step)].layers);
+          auto& s = span[static_cast<size_t>(k.step)];
+          s.first = std::min(s.first, k.start_ns);
+          s.second = std::max(s.second, k.end_ns);
+        }
+        a["backend"] = r.backend;
+        if (k.kind == "kernel") {
+          a["grid"] = Json::array({k.grid[0], k.grid[1], k.grid[2]});
+          a["block"] = Json::array({k.block[0], k.block[1], k.block[2]});
+        } else {
+          a["bytes"] = k.bytes;
+        }
+        e["args"] = a;
+        events.push_back(e);
+      }
+      for (size_t s = 0; s < r.steps.size(); ++s)
+        if (span[s].first != INT64_MAX)
+          step_event(r.steps[s], static_cast<double>(span[s].first - t0) / 1000.0,
+                     static_cast<double>(span[s].second - span[s].first) / 1000.0,
+                     "cupti: first kernel start to last kernel end");
+    } else {
+      // Event / host timers give durations, not timestamps: steps are laid out back to back by median.
+      double ts = 0;
+      for (const auto& p : r.steps) {
+        step_event(p, ts, p.time_ns.median / 1000.0, "median duration, laid out back to back (no timestamps)");
+        ts += p.time_ns.median / 1000.0;
+      }
+    }
+  }
+  Json j = Json::object();
+  j["traceEvents"] = events;
+  j["displayTimeUnit"] = "ns";
+  return json::dump(j, -1) + "\n";
+}
+
+void write_csv_report(const std::string& path, const std::vector<RunReport>& reports) {
+  write_file_atomically(path, report_csv(reports));
+}
+void write_json_report(const std::string& path, const std::vector<RunReport>& reports) {
+  write_file_atomically(path, json::dump(reports_json(reports), 1) + "\n");
+}
+void write_trace(const std::string& path, const std::vector<RunReport>& reports) {
+  write_file_atomically(path, trace_json(reports));
+}
+
+}  // namespace mnv2
