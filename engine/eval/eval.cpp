@@ -117,7 +117,8 @@ ImageLoader default_image_loader(const Preprocess& preprocess_config) {
     if (!is_tensor_file(path)) return preprocess(decode_image_file(path), preprocess_config);
     Tensor t = read_tensor_file(path, Shape{1, 3, preprocess_config.crop, preprocess_config.crop});
     if (t.shape.n != 1)
-      throw Error(path + ": holds " + std::to_string(t.shape.n) + " preprocessed images; an eval set takes one per file");
+      throw Error(path + ": holds " + std::to_string(t.shape.n) +
+                  " preprocessed images; an eval set takes one per file");
     return t;
   };
 }
@@ -219,7 +220,8 @@ EvalResult evaluate(const Model& model, const std::vector<EvalItem>& items, cons
   const int threads = config.loader_threads > 0 ? config.loader_threads : std::min(4, hw);
   const int ahead = config.queue_batches > 0 ? config.queue_batches : threads + 1;
   const int crop = model.preprocess.crop;
-  std::unique_ptr<PreparedNet> net = backend->prepare(model, PrepareConfig{config.batch, crop, crop, config.precision, config.cuda});
+  std::unique_ptr<PreparedNet> net =
+      backend->prepare(model, PrepareConfig{config.batch, crop, crop, config.precision, config.cuda});
 
   EvalResult r;
   r.config = config;

@@ -30,7 +30,8 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
   DeviceMemoryProbe memory_probe(!is_host_backend(backend->name()));  // the driver's view of what the network takes
   auto net = backend->prepare(model, pc);
   memory_probe.sample();
-  const Tensor input = random_input(Shape{config.batch, model.input_channels, config.height, config.width}, config.seed);
+  const Tensor input =
+      random_input(Shape{config.batch, model.input_channels, config.height, config.width}, config.seed);
 
   BenchResult result;
   result.config = config;
@@ -69,8 +70,7 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
       if (progress && !progress(i + 1, total)) throw Error("cancelled");
     }
     result.device_ms = summarize(std::move(device_ms));
-    result.device_images_per_s =
-        result.device_ms->median > 0 ? config.batch * 1000.0 / result.device_ms->median : 0.0;
+    result.device_images_per_s = result.device_ms->median > 0 ? config.batch * 1000.0 / result.device_ms->median : 0.0;
   }
   result.memory = net->memory();
   memory_probe.sample();

@@ -291,8 +291,9 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
     if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) r.warnings.push_back(w);
   r.execution = replayed ? "graph replay" : "layer by layer";
   if (cfg.graph_replay && !replayed)
-    r.warnings.push_back("a graph replay was asked for, but no CUPTI record carried a graph node: times are as "
-                         "recorded, attribution may be missing");
+    r.warnings.push_back(
+        "a graph replay was asked for, but no CUPTI record carried a graph node: times are as "
+        "recorded, attribution may be missing");
 
   double sum_medians = 0;
   r.steps.resize(steps.size());

@@ -76,7 +76,8 @@ ModelLocation locate_model(const std::string& explicit_path, const std::string& 
     return loc;
   }
   if (const char* env = std::getenv("MNV2_MODEL"); env && *env) {
-    if (!fs::exists(env, ec)) throw Error(std::string(env) + ": model file not found (environment variable MNV2_MODEL)");
+    if (!fs::exists(env, ec))
+      throw Error(std::string(env) + ": model file not found (environment variable MNV2_MODEL)");
     loc.path = env;
     loc.how = "MNV2_MODEL";
     return loc;

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <new>
 
+#include "mnv2/atomic_file.h"
 #include "mnv2/error.h"
 #include "mnv2/tensor.h"
-#include "mnv2/atomic_file.h"
 
 namespace mnv2 {
 

@@ -30,7 +30,8 @@ inline std::string tf32_kernels_missing() {
   std::string why;
   const int arch = kernel_code_arch(0, &why);
   if (arch < 0) return why;
-  return arch >= 80 ? std::string() : "the kernels run as compute_" + std::to_string(arch) + " code (TF32 needs compute_80)";
+  return arch >= 80 ? std::string()
+                    : "the kernels run as compute_" + std::to_string(arch) + " code (TF32 needs compute_80)";
 }
 
 // MNV2_TEST_SEED reproduces a failing run; otherwise every run draws new data.

@@ -203,8 +203,11 @@ TEST(KernelGemmTc, TileChoiceFitsTheDevicesSharedMemory) {
     k::TcGemmParams p;
     p.in_type = in;
     p.out_type = in;
-    for (const auto& [m, n, kk] : {std::tuple{256 * 56 * 56, 144, 24}, {256 * 7 * 7, 1280, 320}, {49, 160, 960},
-                                   {256 * 14 * 14, 576, 96}, {8192, 4096, 4096}}) {
+    for (const auto& [m, n, kk] : {std::tuple{256 * 56 * 56, 144, 24},
+                                   {256 * 7 * 7, 1280, 320},
+                                   {49, 160, 960},
+                                   {256 * 14 * 14, 576, 96},
+                                   {8192, 4096, 4096}}) {
       p.m = m;
       p.n = n;
       p.k = kk;
@@ -228,9 +231,10 @@ TEST(KernelGemmTc, TileChoiceFitsTheDevicesSharedMemory) {
 TEST(KernelGemmTc, DeviceCapsAreReadFromTheDevice) {
   MNV2_SKIP_WITHOUT_GPU();
   const k::DeviceCaps c = k::device_caps(0);
-  std::printf("device caps: %d SMs, %d B opt-in smem per block, %d B smem per SM, %d threads per SM, %.2f DRAM B per "
-              "SM cycle\n",
-              c.num_sms, c.smem_per_block_optin, c.smem_per_sm, c.max_threads_per_sm, c.dram_bytes_per_sm_cycle);
+  std::printf(
+      "device caps: %d SMs, %d B opt-in smem per block, %d B smem per SM, %d threads per SM, %.2f DRAM B per "
+      "SM cycle\n",
+      c.num_sms, c.smem_per_block_optin, c.smem_per_sm, c.max_threads_per_sm, c.dram_bytes_per_sm_cycle);
   EXPECT_EQ(c.num_sms, cuda_environment().devices.front().multiprocessors);
   EXPECT_GE(c.smem_per_block_optin, 48 * 1024);
   EXPECT_LE(c.smem_per_block_optin, c.smem_per_sm);

@@ -56,8 +56,8 @@ QByteArray bmpHeaderClaiming(quint32 side) {
   le(40, 4);  // BITMAPINFOHEADER
   le(side, 4);
   le(side, 4);
-  le(1, 2);   // planes
-  le(24, 2);  // bits per pixel
+  le(1, 2);                              // planes
+  le(24, 2);                             // bits per pixel
   for (int i = 0; i < 6; ++i) le(0, 4);  // no compression, sizes, resolution, palette
   return b;
 }

@@ -11,8 +11,8 @@ namespace mnv2::cudnn_backend {
 
 struct ConvAlgorithmChoice {
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  size_t workspace_bytes = 0;  // what this algorithm needs for this problem
-  float time_ms = -1.0f;       // Find's measurement; -1 when the choice is a fallback, not a measurement
+  size_t workspace_bytes = 0;             // what this algorithm needs for this problem
+  float time_ms = -1.0f;                  // Find's measurement; -1 when the choice is a fallback, not a measurement
   cudnnMathType_t math = CUDNN_FMA_MATH;  // what the chosen kernel runs: FMA, or tensor ops (TF32/fp16)
 };
 
@@ -28,7 +28,7 @@ struct ConvProblem {
   cudnnConvolutionDescriptor_t conv_desc = nullptr;
   cudnnTensorDescriptor_t y_desc = nullptr;
   void* y = nullptr;
-  std::string key;  // identifies the problem (device, precision, shapes, parameters) for the process-wide cache
+  std::string key;          // identifies the problem (device, precision, shapes, parameters) for the process-wide cache
   bool tensor_ops = false;  // tensor-core results are acceptable (never for strict fp32)
 };
 

@@ -15,8 +15,8 @@ struct BenchConfig {
   int batch = 1;
   int height = 224;
   int width = 224;
-  int warmup = 5;   // untimed runs first (allocation, caches, algorithm choice stay out of the figures)
-  int iters = 50;   // timed runs
+  int warmup = 5;  // untimed runs first (allocation, caches, algorithm choice stay out of the figures)
+  int iters = 50;  // timed runs
   Precision precision = Precision::fp32;
   CudaOptions cuda;   // the cuda backend's options (PrepareConfig::cuda)
   uint64_t seed = 1;  // the input is uniform random in [-1, 1] from this seed (never zeros)

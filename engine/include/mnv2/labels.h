@@ -21,7 +21,7 @@ std::vector<std::string> read_labels_file(const std::string& path);
 struct Prediction {
   int index = 0;
   std::string label;
-  double prob = 0.0;   // softmax probability
+  double prob = 0.0;  // softmax probability
   double logit = 0.0;
 };
 

@@ -38,7 +38,7 @@ struct ConvParams {
   int stride_h = 1, stride_w = 1;
   int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;  // ONNX pads [t, l, b, r]
   int dilation_h = 1, dilation_w = 1;
-  int groups = 1;  // groups == in_channels == out_channels: depthwise
+  int groups = 1;                      // groups == in_channels == out_channels: depthwise
   AutoPad auto_pad = AutoPad::NotSet;  // how the file gave the pads (the pads above are what runs)
 
   bool depthwise() const { return groups > 1 && groups == in_channels && groups == out_channels; }
@@ -53,13 +53,13 @@ struct Layer {
   std::string source_name;  // the ONNX node name (or output name when the node has none)
   std::vector<int> inputs;  // producing layer indices; kNetworkInput for the network input
 
-  ConvParams conv;                 // Conv2d only
-  int in_features = 0;             // Linear only
-  int out_features = 0;            // Linear only
-  float clip_min = 0.0f;           // ReLU6 / ReLU
-  float clip_max = 6.0f;           // ReLU6 / ReLU (+inf for ReLU)
-  int pool_kernel_h = 0;           // GlobalAveragePool from an AveragePool: its kernel, which must cover
-  int pool_kernel_w = 0;           //   the whole input map; 0 = truly global
+  ConvParams conv;        // Conv2d only
+  int in_features = 0;    // Linear only
+  int out_features = 0;   // Linear only
+  float clip_min = 0.0f;  // ReLU6 / ReLU
+  float clip_max = 6.0f;  // ReLU6 / ReLU (+inf for ReLU)
+  int pool_kernel_h = 0;  // GlobalAveragePool from an AveragePool: its kernel, which must cover
+  int pool_kernel_w = 0;  //   the whole input map; 0 = truly global
 
   // Conv2d: [out_channels, in_channels / groups, kernel_h, kernel_w]; Linear: [out_features, in_features].
   std::vector<float> weight;
@@ -73,9 +73,9 @@ struct Layer {
 
 // How images become the network's input (see shared/weights/README.md); ImageNet defaults.
 struct Preprocess {
-  std::string color = "RGB";  // channel order fed to the network: "RGB" or "BGR"
-  int resize = 256;           // shorter side after resize, pixels
-  int crop = 224;             // centred square crop, pixels
+  std::string color = "RGB";                          // channel order fed to the network: "RGB" or "BGR"
+  int resize = 256;                                   // shorter side after resize, pixels
+  int crop = 224;                                     // centred square crop, pixels
   std::array<float, 3> mean{0.485f, 0.456f, 0.406f};  // [0,1] units, RGB order
   std::array<float, 3> std{0.229f, 0.224f, 0.225f};   // [0,1] units, RGB order
 };
@@ -102,11 +102,11 @@ struct Model {
   int input_height = 224;  // the input size the file declares (or 224); any size the net accepts runs
   int input_width = 224;
   int num_classes = 0;
-  int num_blocks = 0;      // bottleneck blocks found (17 for MobileNetV2)
-  bool synthetic = false;  // true: built-in topology with deterministic synthetic weights
+  int num_blocks = 0;        // bottleneck blocks found (17 for MobileNetV2)
+  bool synthetic = false;    // true: built-in topology with deterministic synthetic weights
   bool has_softmax = false;  // the file ended in Softmax; the engine returns the logits before it
   Preprocess preprocess;
-  std::string source;    // file path, or "builtin:mobilenet_v2_1.0 (synthetic weights)"
+  std::string source;  // file path, or "builtin:mobilenet_v2_1.0 (synthetic weights)"
   // "fnv1a64:<16 hex>" of the file bytes followed by the external data read, in file order (or of the
   // synthetic weights)
   std::string checksum;

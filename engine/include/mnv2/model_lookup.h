@@ -10,8 +10,8 @@
 namespace mnv2 {
 
 struct ModelLocation {
-  std::string path;           // empty: none found, use the built-in synthetic model
-  std::string how;            // "--model", "MNV2_MODEL", "weights folder <dir>", "data folder <dir>", "none"
+  std::string path;                   // empty: none found, use the built-in synthetic model
+  std::string how;                    // "--model", "MNV2_MODEL", "weights folder <dir>", "data folder <dir>", "none"
   std::vector<std::string> searched;  // folders looked in, for the message when nothing is found
 };
 

@@ -25,7 +25,7 @@ struct ProfileConfig {
   int warmup = 10;  // untimed runs before each of the two timed phases
   int iters = 100;  // timed runs in each phase
   Precision precision = Precision::fp32;
-  CudaOptions cuda;  // the cuda backend's options (PrepareConfig::cuda)
+  CudaOptions cuda;                         // the cuda backend's options (PrepareConfig::cuda)
   TimerKind timer = TimerKind::cuda_event;  // GPU backends; the cpu backend always uses the host clock
   // Per-layer phase: replay the backend's CUDA graph and attribute CUPTI records to steps by graph node
   // (true; needs timer cupti_kernel and a backend with a graph), or run layer by layer (false).
@@ -44,15 +44,15 @@ struct StepProfile {
   std::string name;
   std::vector<int> layers;
   std::string variant;
-  Summary time_ns;                   // the chosen timer, per iteration
-  std::optional<Summary> event_ns;   // cupti runs also time steps with events (the two-timer check)
-  bool timers_disagree = false;      // |median cupti - median event| > event resolution
+  Summary time_ns;                        // the chosen timer, per iteration
+  std::optional<Summary> event_ns;        // cupti runs also time steps with events (the two-timer check)
+  bool timers_disagree = false;           // |median cupti - median event| > event resolution
   std::vector<std::string> kernel_names;  // distinct, in launch order (cupti)
-  double kernels_per_iter = 0;       // cupti: activity records per iteration in this step
-  std::string grid, block;           // of the longest kernel, "x,y,z" (cupti)
-  int64_t macs = 0, bytes = 0;       // summed over the covered layers
-  double gflops = 0, gbytes_per_s = 0;  // from the median time
-  double share = 0;                  // of the sum of step medians
+  double kernels_per_iter = 0;            // cupti: activity records per iteration in this step
+  std::string grid, block;                // of the longest kernel, "x,y,z" (cupti)
+  int64_t macs = 0, bytes = 0;            // summed over the covered layers
+  double gflops = 0, gbytes_per_s = 0;    // from the median time
+  double share = 0;                       // of the sum of step medians
 };
 
 // One row per topology layer; time figures refer to the layer's step (shared by fused layers).
@@ -63,7 +63,7 @@ struct LayerProfile {
 };
 
 struct GroupTotal {
-  std::string name;  // a layer kind or a block name
+  std::string name;      // a layer kind or a block name
   double median_ns = 0;  // sum of the medians of the steps whose first layer is in the group
   double share = 0;
   int64_t macs = 0;
@@ -74,9 +74,9 @@ struct GroupTotal {
 };
 
 struct EndToEnd {
-  Summary host_ms;               // host wall time per run(): upload, every layer, download, sync
+  Summary host_ms;                // host wall time per run(): upload, every layer, download, sync
   std::optional<Summary> gpu_ms;  // event pair around the whole run on the stream (GPU backends)
-  double images_per_s = 0;       // batch / median host time
+  double images_per_s = 0;        // batch / median host time
 };
 
 struct LayerDiff {
@@ -92,7 +92,7 @@ struct DiffReport {
   ErrorStats logits;
   bool top5_agree = false;
   std::vector<int> top5, reference_top5;  // of the first image
-  int first_divergent_layer = -1;  // first compared layer whose rel L2 exceeds the threshold
+  int first_divergent_layer = -1;         // first compared layer whose rel L2 exceeds the threshold
   double threshold = 1e-4;
 };
 
@@ -101,9 +101,9 @@ struct RunReport {
   std::string run_id;
   std::string backend;
   std::string backend_description;
-  std::string timer;  // "cupti_kernel", "cuda_event", "host_clock"
+  std::string timer;                         // "cupti_kernel", "cuda_event", "host_clock"
   std::string execution = "layer by layer";  // of the per-layer phase: "layer by layer" or "graph replay"
-  ProfileConfig config;  // without the input tensor
+  ProfileConfig config;                      // without the input tensor
   std::string model_source, model_checksum;
   bool model_synthetic = false;
   std::string input_checksum;
@@ -121,8 +121,8 @@ struct RunReport {
   std::vector<Layer> topology;       // weights dropped: kind, name, attributes, block
   std::vector<LayerStats> layer_stats;
   std::vector<GroupTotal> per_kind, per_block;
-  double sum_of_steps_ms = 0;  // sum of step medians (instrumented run)
-  double gap_ms = 0;           // end-to-end median (gpu if measured, else host) minus sum_of_steps_ms
+  double sum_of_steps_ms = 0;       // sum of step medians (instrumented run)
+  double gap_ms = 0;                // end-to-end median (gpu if measured, else host) minus sum_of_steps_ms
   std::vector<KernelRecord> trace;  // the last instrumented iteration's records (cupti), ns from its first record
   std::vector<std::string> warnings;
   std::optional<DiffReport> diff;
