@@ -105,10 +105,11 @@ TAIL=6 run cuda_memcheck_precision compute-sanitizer --tool memcheck --error-exi
 TAIL=6 run cuda_memcheck_fp16_net compute-sanitizer --tool memcheck --error-exitcode 9 \
   ./bin/mnv2 classify --backend cuda --precision fp16 --tensor shared/golden/cat.input.f32 --top 3
 # Benchmarks: end to end (upload .. download) and device-resident (input on the GPU, graph replay), both
-# fast-path versions: v3 (MNV2_CUDA_FUSE=none, the default) and the fused expansion + depthwise.
+# fast-path versions: v3 (--cuda-fusion none, the default) and the fused expansion + depthwise (the flag, or
+# the MNV2_CUDA_FUSE override the profiles below use).
 TAIL=14 run bench_cuda ./bin/mnv2 bench --backends cuda,cudnn --batch 1,8,64,256 --warmup 20 --iters 100 \
   --json "$work/bench_cuda.json"
-MNV2_CUDA_FUSE=expand_dw TAIL=8 run bench_cuda_fused ./bin/mnv2 bench --backends cuda --batch 1,8,64,256 --warmup 20 \
+TAIL=8 run bench_cuda_fused ./bin/mnv2 bench --cuda-fusion expand_dw --backends cuda --batch 1,8,64,256 --warmup 20 \
   --iters 100 --json "$work/bench_cuda_fused.json"
 # Per-layer CUPTI times inside the CUDA graph replay (graph node ids recorded at capture), both versions.
 TAIL=0 run profile_cuda_graph_b1 ./bin/mnv2 profile --backend cuda --tensor shared/golden/cat.input.f32 --timing cupti \
@@ -140,7 +141,7 @@ for img in cat grace_hopper; do
   TAIL=8 run "compare_cuda_$img" ./bin/mnv2 compare --backends cpu-ref,cudnn,cuda --tensor "shared/golden/$img.input.f32" \
     --timing cupti --warmup 5 --iters 30 --json "$work/compare_cuda_${img}.json"
 done
-MNV2_CUDA_VARIANT=baseline TAIL=8 run bench_cuda_baseline ./bin/mnv2 bench --backends cuda --batch 1,64 --warmup 5 \
+TAIL=8 run bench_cuda_baseline ./bin/mnv2 bench --cuda-variant baseline --backends cuda --batch 1,64 --warmup 5 \
   --iters 30 --json "$work/bench_cuda_baseline.json"
 # compare --exec graph over a list that mixes backends: cuda per layer inside its graph, cpu and cudnn (no
 # graph) layer by layer with a warning in their reports.

@@ -45,6 +45,7 @@
 #include "mnv2/studies.h"
 #include "mnv2/sweep.h"
 #include "mnv2/timing.h"
+#include "mnv2/topology_report.h"
 
 namespace mnv2::cli {
 namespace {
@@ -379,43 +380,13 @@ int cmd_topology(const Args& args) {
   }
 
   if (format == "json") {
-    json::Json j = json::Json::object();
-    j["model"] = model_json(m);
-    json::Json input = json::Json::object();
-    input["batch"] = batch;
-    input["channels"] = m.model.input_channels;
-    input["height"] = h;
-    input["width"] = w;
-    j["input"] = input;
-    json::Json layers = json::Json::array();
-    for (size_t i = 0; i < m.model.layers.size(); ++i) layers.push_back(layer_json(m.model.layers[i], stats[i]));
-    j["layers"] = layers;
-    json::Json totals = json::Json::object();
-    totals["layers"] = static_cast<int64_t>(m.model.layers.size());
-    for (LayerKind k : {LayerKind::Conv2d, LayerKind::ReLU6, LayerKind::ReLU, LayerKind::ResidualAdd,
-                        LayerKind::GlobalAveragePool, LayerKind::Linear})
-      if (int c = count_layers(m.model, k)) totals[to_string(k)] = c;
-    totals["blocks"] = m.model.num_blocks;
-    totals["params"] = total_params;
-    totals["macs"] = total_macs;
-    totals["activation_bytes"] = total_act;
-    j["totals"] = totals;
-    std::cout << json::dump(j, 2) << "\n";
+    std::cout << json::dump(topology_json(report_model(m.model, m.location.how), m.model, stats, batch, h, w), 2)
+              << "\n";
     return 0;
   }
   if (format == "csv") {
     print_warnings(std::cout, m.model, "# WARNING: ");
-    std::cout
-        << "index,kind,name,block,description,inputs,out_n,out_c,out_h,out_w,params,macs,activation_bytes,bytes\n";
-    for (size_t i = 0; i < m.model.layers.size(); ++i) {
-      const Layer& l = m.model.layers[i];
-      const LayerStats& s = stats[i];
-      std::string inputs;
-      for (int in : l.inputs) inputs += (inputs.empty() ? "" : " ") + std::to_string(in);
-      std::cout << l.index << ',' << to_string(l.kind) << ',' << l.name << ',' << l.block_name << ",\"" << describe(l)
-                << "\"," << inputs << ',' << s.output.n << ',' << s.output.c << ',' << s.output.h << ',' << s.output.w
-                << ',' << s.params << ',' << s.macs << ',' << s.activation_bytes << ',' << s.bytes << "\n";
-    }
+    std::cout << topology_csv(m.model, stats);
     return 0;
   }
   print_warnings(std::cout, m.model);
@@ -488,49 +459,23 @@ int cmd_classify(const Args& args) {
   Classifier classifier;
   const ClassifyResult classified = classifier.classify(
       m.model, labels, ClassifyConfig{backend_name, precision, cuda_options(args), std::max(top, 5)}, input);
-  const int classes = static_cast<int>(classified.images.front().logits.size());
-
-  json::Json results = json::Json::array();
+  if (args.flag("--json")) {
+    std::vector<ClassifiedImage> images;
+    for (size_t i = 0; i < classified.images.size(); ++i) images.push_back({names[i], &classified.images[i]});
+    std::cout << json::dump(classify_json(images, backend_name, precision, m.model, top), 2) << "\n";
+    return 0;
+  }
   for (size_t i = 0; i < classified.images.size(); ++i) {
-    const std::vector<float>& row = classified.images[i].logits;
     const std::vector<Prediction>& preds = classified.images[i].top;
-    if (args.flag("--json")) {
-      json::Json r = json::Json::object();
-      r["input"] = names[static_cast<size_t>(i)];
-      r["backend"] = backend_name;
-      r["precision"] = to_string(precision);
-      r["model"] = m.model.source;
-      auto pred_list = [&](size_t count) {
-        json::Json a = json::Json::array();
-        for (size_t k = 0; k < count && k < preds.size(); ++k) {
-          json::Json p = json::Json::object();
-          p["index"] = preds[k].index;
-          p["label"] = preds[k].label;
-          p["prob"] = preds[k].prob;
-          a.push_back(p);
-        }
-        return a;
-      };
-      r["top5"] = pred_list(5);
-      if (top != 5) r["top"] = pred_list(static_cast<size_t>(top));
-      json::Json lj = json::Json::array();
-      for (int c = 0; c < classes; ++c) lj.emplace_back(static_cast<double>(row[c]));
-      r["logits"] = lj;
-      r["warnings"] = warnings_json(m.model);
-      results.push_back(r);
-    } else {
-      print_warnings(std::cout, m.model);
-      std::cout << names[static_cast<size_t>(i)] << "  [backend " << backend_name << ", " << to_string(precision)
-                << "]\n";
-      for (int k = 0; k < top && k < static_cast<int>(preds.size()); ++k) {
-        char line[512];
-        std::snprintf(line, sizeof line, "  %2d. %4d  %6.2f%%  %s\n", k + 1, preds[k].index, preds[k].prob * 100.0,
-                      preds[k].label.c_str());
-        std::cout << line;
-      }
+    print_warnings(std::cout, m.model);
+    std::cout << names[i] << "  [backend " << backend_name << ", " << to_string(precision) << "]\n";
+    for (int k = 0; k < top && k < static_cast<int>(preds.size()); ++k) {
+      char line[512];
+      std::snprintf(line, sizeof line, "  %2d. %4d  %6.2f%%  %s\n", k + 1, preds[k].index, preds[k].prob * 100.0,
+                    preds[k].label.c_str());
+      std::cout << line;
     }
   }
-  if (args.flag("--json")) std::cout << json::dump(results, 2) << "\n";
   return 0;
 }
 
