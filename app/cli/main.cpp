@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "common/cuda_options.h"
-#include "mnv2/atomic_file.h"
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
 #include "mnv2/bench_report.h"
@@ -38,6 +37,7 @@
 #include "mnv2/model_lookup.h"
 #include "mnv2/model_summary.h"
 #include "mnv2/ncu.h"
+#include "mnv2/output_files.h"
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
 #include "mnv2/roofline.h"
@@ -79,6 +79,12 @@ class Args {
   void value(const std::string& name, const std::string& help) {
     options_[name] = app_.add_option(name, values_[name], help);
   }
+  // A value naming a file the command writes: checked and reserved by reserve_outputs() before the command
+  // runs, given its contents by put() and written, all or nothing, when the command has succeeded.
+  void output(const std::string& name, const std::string& help) {
+    value(name, help);
+    output_names_.push_back(name);
+  }
   void flag(const std::string& name, const std::string& help) { flags_[name] = app_.add_flag(name, help); }
   void positional(const std::string& name, const std::string& help) { app_.add_option(name, positionals_, help); }
 
@@ -96,12 +102,22 @@ class Args {
   }
   const std::vector<std::string>& positionals() const { return positionals_; }
 
+  void reserve_outputs() {
+    for (const std::string& name : output_names_)
+      if (auto path = get(name)) outputs_.add(name, *path);
+  }
+  bool wants(const std::string& name) const { return outputs_.has(name); }
+  void put(const std::string& name, std::string bytes) const { outputs_.put(name, std::move(bytes)); }
+  OutputSet& outputs() const { return outputs_; }
+
  private:
   CLI::App& app_;
   std::map<std::string, std::string> values_;  // nodes stay put: CLI11 writes into them
   std::map<std::string, CLI::Option*> options_;
   std::map<std::string, CLI::Option*> flags_;
   std::vector<std::string> positionals_;
+  std::vector<std::string> output_names_;
+  mutable OutputSet outputs_;  // filled by the command (const Args&), committed by dispatch
 };
 
 int parse_int(const std::string& text, const std::string& what, int lo, int hi) {
@@ -153,13 +169,6 @@ json::Json warnings_json(const Model& model) { return json::Json(model.warnings)
 
 void print_warnings(std::ostream& out, const Model& model, const char* prefix = "WARNING: ") {
   for (const auto& w : model.warnings) out << prefix << w << "\n";
-}
-
-json::Json model_json(const LoadedModel& m) { return model_json(report_model(m.model, m.location.how)); }
-
-void write_output(const std::string& path, const std::string& text) {
-  write_file_atomically(path, text);
-  std::cerr << "wrote " << path << "\n";
 }
 
 // ---- info -------------------------------------------------------------------------------------------
@@ -551,8 +560,8 @@ int cmd_bench(const Args& args) {
                   r.latency_ms.cv, r.images_per_s, ratio, dmed, dp90, dips);
     std::cout << line;
   }
-  if (auto path = args.get("--csv")) write_output(*path, bench_csv(results));
-  if (auto path = args.get("--json")) write_output(*path, bench_json(results, report_model(m.model, m.location.how)));
+  if (args.wants("--csv")) args.put("--csv", bench_csv(results));
+  if (args.wants("--json")) args.put("--json", bench_json(results, report_model(m.model, m.location.how)));
   return 0;
 }
 
@@ -592,8 +601,8 @@ int cmd_memory(const Args& args) {
   if (s.held.driver_held_bytes() < 0)
     std::printf("driver: not measured (%s)\n",
                 backend == "cpu" ? "host backend: host memory, as accounted above" : "no reading");
-  if (auto p = args.get("--csv")) write_output(*p, memory_csv(s));
-  if (auto p = args.get("--json")) write_output(*p, memory_json(s));
+  if (args.wants("--csv")) args.put("--csv", memory_csv(s));
+  if (args.wants("--json")) args.put("--json", memory_json(s));
   return 0;
 }
 
@@ -671,9 +680,9 @@ int cmd_eval(const Args& args) {
     std::printf("  %s\n",
                 (skip.reason.rfind(skip.path, 0) == 0 ? skip.reason : skip.path + ": " + skip.reason).c_str());
   std::fflush(stdout);
-  if (auto path = args.get("--json"))
-    write_output(
-        *path, eval_json(r, report_model(m.model, m.location.how), EvalSource{*images_dir, args.get_or("--list", "")}));
+  if (args.wants("--json"))
+    args.put("--json",
+             eval_json(r, report_model(m.model, m.location.how), EvalSource{*images_dir, args.get_or("--list", "")}));
   return 0;
 }
 
@@ -828,19 +837,10 @@ void print_profile_table(const RunReport& r) {
   }
 }
 
-void write_reports(const Args& args, const std::vector<RunReport>& reports) {
-  if (auto p = args.get("--csv")) {
-    write_csv_report(*p, reports);
-    std::cerr << "wrote " << *p << "\n";
-  }
-  if (auto p = args.get("--json")) {
-    write_json_report(*p, reports);
-    std::cerr << "wrote " << *p << "\n";
-  }
-  if (auto p = args.get("--trace")) {
-    write_trace(*p, reports);
-    std::cerr << "wrote " << *p << "\n";
-  }
+void put_reports(const Args& args, const std::vector<RunReport>& reports) {
+  if (args.wants("--csv")) args.put("--csv", report_csv(reports));
+  if (args.wants("--json")) args.put("--json", reports_json_text(reports));
+  if (args.wants("--trace")) args.put("--trace", trace_json(reports));
 }
 
 // --ncu-command: the GPU backend's step names come from preparing it here; where it cannot run (no GPU on
@@ -892,7 +892,7 @@ int cmd_profile(const Args& args) {
               to_string(r.config.precision), r.config.warmup, r.config.iters);
   print_profile_table(r);
   print_summary(r);
-  write_reports(args, {r});
+  put_reports(args, {r});
   return 0;
 }
 
@@ -931,8 +931,8 @@ int cmd_roofline(const Args& args) {
   }
   std::printf("%zu steps: %d below the ridge (memory-bound), %zu above\n", points.size(), memory_bound,
               points.size() - static_cast<size_t>(memory_bound));
-  if (auto p = args.get("--csv")) write_output(*p, roofline_csv(points));
-  if (auto p = args.get("--json")) write_output(*p, roofline_json(c, r));
+  if (args.wants("--csv")) args.put("--csv", roofline_csv(points));
+  if (args.wants("--json")) args.put("--json", roofline_json(c, r));
   return 0;
 }
 
@@ -989,7 +989,7 @@ int cmd_compare(const Args& args) {
     else
       std::printf("no layer over rel L2 %.0e\n", d.threshold);
   }
-  write_reports(args, reports);
+  put_reports(args, reports);
   return 0;
 }
 
@@ -1020,9 +1020,9 @@ void counts_options(Args& a, const char* warmup, const char* iters) {
   a.value("--iters", std::string("timed runs (default ") + iters + ")");
 }
 void report_options(Args& a, bool trace) {
-  a.value("--csv", "write the results as CSV to this file");
-  a.value("--json", "write the results as JSON to this file");
-  if (trace) a.value("--trace", "write a Perfetto/Chrome trace to this file");
+  a.output("--csv", "write the results as CSV to this file ('-': standard output)");
+  a.output("--json", "write the results as JSON to this file ('-': standard output)");
+  if (trace) a.output("--trace", "write a Perfetto/Chrome trace to this file ('-': standard output)");
 }
 // profile, roofline and compare: one run described the same way.
 void run_options(Args& a, bool compare) {
@@ -1141,7 +1141,7 @@ const Command kCommands[] = {
        backend_option(a);
        batch_option(a);
        a.value("--threads", "image loader threads (default min(4, cores))");
-       a.value("--json", "write the result as JSON to this file");
+       a.output("--json", "write the result as JSON to this file ('-': standard output)");
        precision_option(a);
        cuda_option_set(a);
      },
@@ -1153,6 +1153,26 @@ const Command kCommands[] = {
      },
      cmd_compare},
 };
+
+// The command between its output files: every one is checked before any work starts and the set is written
+// (mnv2/output_files.h) only when the command succeeded. When an output goes to standard output, the
+// command's text goes to standard error, so `--json - | jq` reads JSON only.
+int run_command(const Command& command, Args& args) {
+  args.reserve_outputs();
+  if (args.outputs().writes_stdout()) {
+    std::fflush(stdout);
+    const int out = ::dup(1);
+    if (out < 0 || ::dup2(2, 1) < 0)
+      throw Error(std::string("cannot set standard output aside: ") + std::strerror(errno));
+    args.outputs().move_stdout(out);
+  }
+  const int rc = command.run(args);
+  std::fflush(stdout);
+  std::cout.flush();
+  if (rc == 0)
+    for (const std::string& line : args.outputs().commit()) std::cerr << line << "\n";
+  return rc;
+}
 
 int dispatch(int argc, char** argv) {
   CLI::App app(
@@ -1200,7 +1220,7 @@ int dispatch(int argc, char** argv) {
     throw UsageError(e.what());  // unknown option, stray argument ("not expected"): exit 2
   }
   for (size_t i = 0; i < parsed.size(); ++i)
-    if (parsed[i].first->parsed()) return kCommands[i].run(*parsed[i].second);
+    if (parsed[i].first->parsed()) return run_command(kCommands[i], *parsed[i].second);
   throw UsageError("no command given ('mnv2 --help' lists them)");
 }
 

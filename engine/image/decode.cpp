@@ -12,6 +12,7 @@
 
 #include "mnv2/error.h"
 #include "mnv2/image.h"
+#include "mnv2/input_files.h"
 
 #ifdef MNV2_HAVE_IMGCODECS
 #include <opencv2/core.hpp>
@@ -26,7 +27,6 @@ namespace mnv2 {
 namespace {
 
 // cv::imdecode takes the bytes as one cv::Mat row, whose width is an int.
-constexpr uint64_t kMaxFileBytes = 0x7fffffffu;
 
 [[noreturn]] void fail_undecodable(const std::string& path) {
   throw Error(path + ": not a decodable image (truncated or unsupported format)");
@@ -40,28 +40,8 @@ void check_sides(const std::string& path, int64_t width, int64_t height) {
 }
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (st.type() == fs::file_type::not_found) throw Error(path + ": cannot open image file (no such file)");
-  if (ec) throw Error(path + ": cannot open image file (" + ec.message() + ")");
-  if (fs::is_directory(st)) throw Error(path + ": cannot open image file (it is a directory)");
-  // FIFOs and devices could block or never end; an image is a plain file.
-  if (!fs::is_regular_file(st)) throw Error(path + ": cannot open image file (not a regular file)");
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec) throw Error(path + ": cannot open image file (" + ec.message() + ")");
-  if (size == 0) throw Error(path + ": empty file, not an image");
-  if (size > kMaxFileBytes) {
-    throw Error(path + ": file is " + std::to_string(size) + " bytes, more than the " + std::to_string(kMaxFileBytes) +
-                " an image file may have");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open image file for reading (permission denied?)");
-  std::vector<uint8_t> bytes(size);
-  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
-  // The file may have shrunk between stat and read; keep what was read and let the decoder judge it.
-  bytes.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-  if (bytes.empty()) throw Error(path + ": cannot read image file");
+  std::vector<uint8_t> bytes = read_input_bytes(path, inputs::kImage);  // a regular file within its budget
+  if (bytes.empty()) throw Error(path + ": empty file, not an image");
   return bytes;
 }
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "mnv2/error.h"
+#include "mnv2/input_files.h"
 #include "mnv2/model.h"
 #include "model/onnx_external_data.h"
 
@@ -1509,27 +1510,7 @@ void Importer::warn_nonfinite_weights() {
   }
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) throw Error(path + ": cannot read file (no such file)");
-  if (!std::filesystem::is_regular_file(status)) throw Error(path + ": cannot read file (not a regular file)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read file (" + std::strerror(errno) + ")");
-  std::string bytes;
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) throw Error(path + ": cannot read file");
-  // protobuf parses at most 2 GiB; larger models keep their weights in external data files.
-  if (size >= std::numeric_limits<int>::max())
-    throw Error(path +
-                ": cannot read file (larger than 2 GiB; ONNX files that large must keep their weights in external "
-                "data files)");
-  bytes.resize(static_cast<size_t>(size));
-  in.seekg(0, std::ios::beg);
-  if (size > 0 && !in.read(bytes.data(), size)) throw Error(path + ": cannot read file (read failed)");
-  return bytes;
-}
+std::string read_whole_file(const std::string& path) { return read_input_file(path, inputs::kModel); }
 
 void check_versions(const std::string& path, const onnx::ModelProto& proto) {
   if (!proto.has_ir_version()) throw Error(path + ": not a valid ONNX model (no IR version)");

@@ -15,10 +15,11 @@
 #include "backends/cpu/cpu_common.h"
 #include "backends/cpu/cpu_ops.h"
 #include "gpu/plugin_api.h"
-#include "mnv2/atomic_file.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
+#include "mnv2/input_files.h"
 #include "mnv2/json_io.h"
+#include "mnv2/output_files.h"
 
 namespace mnv2 {
 namespace fs = std::filesystem;
@@ -142,7 +143,17 @@ void from_json(const json::Json& j, Ceilings& c) {
   c.bandwidth_gb_s = json::number_at(j, "bandwidth_gb_s");
   c.gflop_s = json::number_at(j, "gflop_s");
   c.method = json::string_at(j, "method");
+  // Within physical reason: positive, and under ten times the fastest memory (HBM3e, 8 TB/s) and the fastest
+  // dense tensor-core GEMM (about 2 PFLOP/s) any device has. A cache edited by hand, or damaged, past these is
+  // measured again rather than trusted.
+  constexpr double kMaxBandwidthGbS = 80'000, kMaxGflopS = 20'000'000;
   if (!(c.bandwidth_gb_s > 0) || !(c.gflop_s > 0)) throw Error("ceilings must be positive");
+  if (c.bandwidth_gb_s > kMaxBandwidthGbS)
+    throw Error("a bandwidth of " + std::to_string(c.bandwidth_gb_s) + " GB/s is beyond any device (at most " +
+                std::to_string(static_cast<int64_t>(kMaxBandwidthGbS)) + ")");
+  if (c.gflop_s > kMaxGflopS)
+    throw Error("a compute roof of " + std::to_string(c.gflop_s) + " GFLOP/s is beyond any device (at most " +
+                std::to_string(static_cast<int64_t>(kMaxGflopS)) + ")");
 }
 
 Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning, Precision precision) {
@@ -151,21 +162,31 @@ Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::stri
   const std::string file = roofline_cache_file();
   json::Json cache;  // {"schema": "mnv2.roofline-cache/1", "devices": {key: ceilings}}
   std::error_code ec;
-  if (fs::exists(file, ec)) {
+  if (fs::exists(fs::symlink_status(file, ec)) || fs::exists(file, ec)) {
     try {
-      cache = json::parse_file(file);
-      if (!recalibrate && cache.is_object())
-        if (const json::Json* devices = json::find(cache, "devices"); devices && devices->is_object())
-          if (const json::Json* hit = json::find(*devices, key)) {
-            Ceilings c = hit->get<Ceilings>();
-            c.from_cache = true;
-            return c;
-          }
+      cache = json::parse_file(file, inputs::kRooflineCache);
+      if (!cache.is_object()) throw Error("not a roofline cache");
     } catch (const std::exception& e) {
       if (warning) *warning = file + ": ignored (" + e.what() + "); calibrating again";
       cache = json::Json();
     }
   }
+  if (cache.is_object())
+    if (json::Json* devices = cache.contains("devices") ? &cache["devices"] : nullptr; devices && devices->is_object())
+      if (devices->contains(key)) {
+        try {
+          Ceilings c = (*devices)[key].get<Ceilings>();
+          if (c.key != key) throw Error("the entry is keyed '" + c.key + "'");
+          c.from_cache = true;
+          if (!recalibrate) return c;
+        } catch (const std::exception& e) {
+          // Only this entry is dropped: the others (other devices, backends, precisions) stay cached.
+          if (warning)
+            *warning = file + ": the cached ceilings of this device are not believable (" + e.what() +
+                       "); measuring them again";
+          devices->erase(key);
+        }
+      }
   Ceilings c = is_host_backend(backend) ? calibrate_cpu() : calibrate_gpu(0, precision);
   c.key = key;
   try {
@@ -174,7 +195,7 @@ Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::stri
     devices[key] = c;
     const json::Json out = {{"schema", "mnv2.roofline-cache/1"}, {"devices", devices}};
     fs::create_directories(fs::path(file).parent_path(), ec);
-    write_file_atomically(file, json::dump(out, 2) + "\n");
+    write_output_file(file, json::dump(out, 2) + "\n");
   } catch (const std::exception& e) {
     if (warning) *warning = "the calibration could not be cached: " + std::string(e.what());
   }

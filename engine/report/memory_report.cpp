@@ -1,9 +1,12 @@
 // The memory study's CSV and JSON, and a MemoryReport's JSON (see mnv2/memory_report.h).
 #include "mnv2/memory_report.h"
 
+#include <algorithm>
+
 #include <sstream>
 
 #include "mnv2/csv.h"
+#include "mnv2/error.h"
 
 namespace mnv2 {
 
@@ -22,16 +25,21 @@ void to_json(Json& j, const MemoryReport& m) {
 }
 
 void from_json(const Json& j, MemoryReport& m) {
+  // Sizes are never negative; a device figure is -1 where it was not measured.
+  auto bytes_at = [&j](const char* key, int64_t lowest) {
+    const int64_t x = json::int_at(j, key);
+    if (x < lowest) throw Error(std::string(key) + " " + std::to_string(x) + " is negative");
+    return x;
+  };
   m = MemoryReport{};
-  m.weight_bytes = json::int_at(j, "weight_bytes");
-  m.activation_bytes = json::int_at(j, "activation_bytes");
-  m.workspace_bytes = json::int_at(j, "workspace_bytes");
+  m.weight_bytes = bytes_at("weight_bytes", 0);
+  m.activation_bytes = bytes_at("activation_bytes", 0);
+  m.workspace_bytes = bytes_at("workspace_bytes", 0);
   // Absent in reports written before the memory report.
-  if (json::find(j, "tensors")) m.tensors = static_cast<int>(json::int_at(j, "tensors"));
-  if (json::find(j, "device_used_before_bytes"))
-    m.device_used_before_bytes = json::int_at(j, "device_used_before_bytes");
-  if (json::find(j, "device_used_peak_bytes")) m.device_used_peak_bytes = json::int_at(j, "device_used_peak_bytes");
-  if (json::find(j, "device_total_bytes")) m.device_total_bytes = json::int_at(j, "device_total_bytes");
+  if (json::find(j, "tensors")) m.tensors = static_cast<int>(std::min<int64_t>(bytes_at("tensors", 0), 1 << 30));
+  if (json::find(j, "device_used_before_bytes")) m.device_used_before_bytes = bytes_at("device_used_before_bytes", -1);
+  if (json::find(j, "device_used_peak_bytes")) m.device_used_peak_bytes = bytes_at("device_used_peak_bytes", -1);
+  if (json::find(j, "device_total_bytes")) m.device_total_bytes = bytes_at("device_total_bytes", -1);
 }
 
 std::string memory_csv(const MemoryStudy& s) {

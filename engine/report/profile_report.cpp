@@ -6,10 +6,10 @@
 #include <limits>
 #include <sstream>
 
-#include "mnv2/atomic_file.h"
 #include "mnv2/csv.h"
 #include "mnv2/error.h"
 #include "mnv2/memory_report.h"
+#include "mnv2/output_files.h"
 #include "mnv2/profiler.h"
 
 namespace mnv2 {
@@ -78,6 +78,27 @@ float float_from(const Json& v, const char* what) {
   return static_cast<float>(x);
 }
 
+// Values are checked where they are read: a count or a size is never negative, a dimension lies within what
+// the importer accepts, a figure is finite. "batch -5" is refused naming the field, not loaded.
+int int_in(const Json& v, const char* what, int lo, int hi) {
+  const int x = int_from(v, what);
+  if (x < lo || x > hi)
+    throw Error(std::string(what) + " " + std::to_string(x) + " is outside " + std::to_string(lo) + ".." +
+                std::to_string(hi));
+  return x;
+}
+int64_t count_at(const Json& object, const char* key) {
+  const int64_t x = json::int_at(object, key);
+  if (x < 0) throw Error(std::string(key) + " " + std::to_string(x) + " is negative");
+  return x;
+}
+double figure_at(const Json& object, const std::string& key) {
+  const double x = json::number_at(object, key);
+  if (!std::isfinite(x) || x < 0) throw Error(key + " " + std::to_string(x) + " is not a non-negative figure");
+  return x;
+}
+constexpr int kMaxDim = 1 << 20;  // sides, channels and batches beyond any model the importer reads
+
 Json summary_json(const Summary& s, const std::string& unit) {
   Json j = Json::object();
   j["n"] = s.n;
@@ -97,17 +118,18 @@ Json summary_json(const Summary& s, const std::string& unit) {
 
 Summary summary_from(const Json& j, const std::string& unit) {
   Summary s;
-  s.n = json::int_at(j, "n");
-  s.median = json::number_at(j, "median_" + unit);
-  s.mean = json::number_at(j, "mean_" + unit);
-  s.min = json::number_at(j, "min_" + unit);
-  s.max = json::number_at(j, "max_" + unit);
-  s.stddev = json::number_at(j, "std_" + unit);
-  s.p10 = json::number_at(j, "p10_" + unit);
-  s.p90 = json::number_at(j, "p90_" + unit);
-  s.p95 = json::number_at(j, "p95_" + unit);
-  s.p99 = json::number_at(j, "p99_" + unit);
-  s.cv = json::number_at(j, "cv");
+  s.n = static_cast<int>(std::min<int64_t>(count_at(j, "n"), std::numeric_limits<int>::max()));
+  s.median = figure_at(j, "median_" + unit);
+  s.mean = figure_at(j, "mean_" + unit);
+  s.min = figure_at(j, "min_" + unit);
+  s.max = figure_at(j, "max_" + unit);
+  s.stddev = figure_at(j, "std_" + unit);
+  s.p10 = figure_at(j, "p10_" + unit);
+  s.p90 = figure_at(j, "p90_" + unit);
+  s.p95 = figure_at(j, "p95_" + unit);
+  s.p99 = figure_at(j, "p99_" + unit);
+  s.cv = figure_at(j, "cv");
+  if (s.min > s.median || s.median > s.max) throw Error("median_" + unit + " is not between min and max");
   return s;
 }
 
@@ -399,7 +421,7 @@ namespace {
 RunReport report_from(const Json& j) {
   RunReport r;
   const Json& m = json::at(j, "metadata");
-  r.schema_version = int_from(json::at(m, "schema_version"), "schema_version");
+  r.schema_version = int_in(json::at(m, "schema_version"), "schema_version", 1, std::numeric_limits<int>::max());
   if (r.schema_version > kReportSchemaVersion)
     throw Error("report schema version " + std::to_string(r.schema_version) + " is newer than this program reads (" +
                 std::to_string(kReportSchemaVersion) + ")");
@@ -410,11 +432,11 @@ RunReport report_from(const Json& j) {
   r.config.precision = parse_precision(json::string_at(m, "precision"));
   r.timer = json::string_at(m, "timer");
   r.config.timer = timer_from(r.timer);
-  r.config.batch = int_from(json::at(m, "batch"), "batch");
-  r.config.height = int_from(json::at(m, "input_height"), "input_height");
-  r.config.width = int_from(json::at(m, "input_width"), "input_width");
-  r.config.warmup = int_from(json::at(m, "warmup"), "warmup");
-  r.config.iters = int_from(json::at(m, "iterations"), "iterations");
+  r.config.batch = int_in(json::at(m, "batch"), "batch", 1, kMaxDim);
+  r.config.height = int_in(json::at(m, "input_height"), "input_height", 1, kMaxDim);
+  r.config.width = int_in(json::at(m, "input_width"), "input_width", 1, kMaxDim);
+  r.config.warmup = int_in(json::at(m, "warmup"), "warmup", 0, std::numeric_limits<int>::max());
+  r.config.iters = int_in(json::at(m, "iterations"), "iterations", 1, std::numeric_limits<int>::max());
   r.config.input_name = json::string_at(m, "input");
   r.device = json::string_at(m, "device");
   r.sm_clock_mhz_start = int_from(json::at(m, "sm_clock_mhz_start"), "sm_clock_mhz_start");
@@ -436,9 +458,10 @@ RunReport report_from(const Json& j) {
   const Json& e2e = json::at(j, "end_to_end");
   r.end_to_end.host_ms = summary_from(json::at(e2e, "host"), "ms");
   if (const Json* g = json::find(e2e, "gpu")) r.end_to_end.gpu_ms = summary_from(*g, "ms");
-  r.end_to_end.images_per_s = json::number_at(e2e, "images_per_s");
-  r.sum_of_steps_ms = json::number_at(e2e, "sum_of_layer_medians_ms");
-  r.gap_ms = json::number_at(e2e, "gap_ms");
+  r.end_to_end.images_per_s = figure_at(e2e, "images_per_s");
+  r.sum_of_steps_ms = figure_at(e2e, "sum_of_layer_medians_ms");
+  r.gap_ms = json::number_at(e2e, "gap_ms");  // host time minus the layers' sum: may be negative
+  if (!std::isfinite(r.gap_ms)) throw Error("gap_ms is not finite");
 
   const auto& steps = json::array_at(j, "steps");
   for (const auto& sj : steps) {
@@ -453,14 +476,16 @@ RunReport report_from(const Json& j) {
     if (const Json* e = json::find(sj, "event_time")) p.event_ns = summary_from(*e, "ns");
     p.timers_disagree = json::bool_at(sj, "timers_disagree");
     p.kernel_names = strings_from(json::at(sj, "kernel_names"));
-    p.kernels_per_iter = json::number_at(sj, "kernels_per_iteration");
+    p.kernels_per_iter = figure_at(sj, "kernels_per_iteration");
     p.grid = json::string_at(sj, "grid");
     p.block = json::string_at(sj, "block");
-    p.macs = json::int_at(sj, "macs");
-    p.bytes = json::int_at(sj, "bytes");
-    p.gflops = json::number_at(sj, "gflop_s");
-    p.gbytes_per_s = json::number_at(sj, "gbytes_s");
-    p.share = json::number_at(sj, "share");
+    p.macs = count_at(sj, "macs");
+    p.bytes = count_at(sj, "bytes");
+    p.gflops = figure_at(sj, "gflop_s");
+    p.gbytes_per_s = figure_at(sj, "gbytes_s");
+    p.share = figure_at(sj, "share");
+    if (p.share > 1.000001)
+      throw Error("step " + std::to_string(p.step) + ": share " + std::to_string(p.share) + " is over 1");
     r.steps.push_back(std::move(p));
   }
 
@@ -472,9 +497,13 @@ RunReport report_from(const Json& j) {
     l.kind = kind_from(json::string_at(lj, "kind"));
     l.name = json::string_at(lj, "name");
     l.source_name = json::string_at(lj, "source_name");
-    l.block = int_from(json::at(lj, "block"), "block");
+    l.block = int_in(json::at(lj, "block"), "block", -1, std::numeric_limits<int>::max());
     l.block_name = json::string_at(lj, "block_name");
     l.inputs = ints_from(json::at(lj, "inputs"));
+    for (int in : l.inputs)
+      if (in < -1 || in >= l.index)
+        throw Error("layer " + std::to_string(l.index) + " reads layer " + std::to_string(in) +
+                    ", which is not before it");
     if (const Json* c = json::find(lj, "conv")) {
       std::vector<int> v = ints_from(*c);
       if (v.size() != 13) throw Error("layer " + std::to_string(l.index) + ": conv attributes need 13 values");
@@ -492,11 +521,12 @@ RunReport report_from(const Json& j) {
     LayerStats st;
     const auto& shape = json::array_at(lj, "output_shape");
     if (shape.size() != 4) throw Error("layer " + std::to_string(l.index) + ": output_shape needs 4 values");
-    st.output = Shape{json::as_int(shape[0]), json::as_int(shape[1]), json::as_int(shape[2]), json::as_int(shape[3])};
-    st.params = json::int_at(lj, "params");
-    st.macs = json::int_at(lj, "macs");
-    st.activation_bytes = json::int_at(lj, "activation_bytes");
-    st.bytes = json::int_at(lj, "bytes");
+    st.output = Shape{int_in(shape[0], "output_shape", 1, kMaxDim), int_in(shape[1], "output_shape", 1, kMaxDim),
+                      int_in(shape[2], "output_shape", 1, kMaxDim), int_in(shape[3], "output_shape", 1, kMaxDim)};
+    st.params = count_at(lj, "params");
+    st.macs = count_at(lj, "macs");
+    st.activation_bytes = count_at(lj, "activation_bytes");
+    st.bytes = count_at(lj, "bytes");
     LayerProfile lp;
     lp.layer = l.index;
     lp.step = int_from(json::at(lj, "step"), "step");
@@ -517,9 +547,9 @@ RunReport report_from(const Json& j) {
     for (const auto& gj : json::as_array(a)) {
       GroupTotal g;
       g.name = json::string_at(gj, "name");
-      g.median_ns = json::number_at(gj, "median_ns");
-      g.share = json::number_at(gj, "share");
-      g.macs = json::int_at(gj, "macs");
+      g.median_ns = figure_at(gj, "median_ns");
+      g.share = figure_at(gj, "share");
+      g.macs = count_at(gj, "macs");
       // Absent in reports written before these counts existed (same schema version: they are additions).
       const auto count = [&gj](const char* key) {
         const Json* v = json::find(gj, key);
@@ -546,13 +576,20 @@ RunReport report_from(const Json& j) {
     k.name = json::string_at(kj, "name");
     k.kind = json::string_at(kj, "kind");
     k.step = int_from(json::at(kj, "step"), "step");
-    k.start_ns = json::int_at(kj, "start_ns");
-    k.end_ns = json::int_at(kj, "end_ns");
+    k.start_ns = count_at(kj, "start_ns");
+    k.end_ns = count_at(kj, "end_ns");
+    if (k.end_ns < k.start_ns) throw Error("a kernel record ends before it starts");
+    if (k.step < -1 || k.step >= static_cast<int>(r.steps.size()))
+      throw Error("a kernel record names step " + std::to_string(k.step) + ", which is absent");
     std::vector<int> g = ints_from(json::at(kj, "grid")), b = ints_from(json::at(kj, "block"));
     if (g.size() != 3 || b.size() != 3) throw Error("kernel record grid/block need 3 values");
+    for (int x : g)
+      if (x < 0) throw Error("kernel record grid " + std::to_string(x) + " is negative");
+    for (int x : b)
+      if (x < 0) throw Error("kernel record block " + std::to_string(x) + " is negative");
     k.grid = {g[0], g[1], g[2]};
     k.block = {b[0], b[1], b[2]};
-    k.bytes = json::int_at(kj, "bytes");
+    k.bytes = count_at(kj, "bytes");
     r.trace.push_back(std::move(k));
   }
   r.warnings = strings_from(json::at(j, "warnings"));
@@ -565,8 +602,12 @@ RunReport report_from(const Json& j) {
     d.top5_agree = json::bool_at(*dj, "top5_agree");
     d.top5 = ints_from(json::at(*dj, "top5"));
     d.reference_top5 = ints_from(json::at(*dj, "reference_top5"));
-    d.first_divergent_layer = int_from(json::at(*dj, "first_divergent_layer"), "first_divergent_layer");
-    d.threshold = json::number_at(*dj, "threshold_rel_l2");
+    d.first_divergent_layer = int_in(json::at(*dj, "first_divergent_layer"), "first_divergent_layer", -1,
+                                     static_cast<int>(layers.size()) - 1);
+    d.threshold = figure_at(*dj, "threshold_rel_l2");
+    for (const std::vector<int>* top : {&d.top5, &d.reference_top5})
+      for (int c : *top)
+        if (c < 0) throw Error("diff top-5 names class " + std::to_string(c));
     const auto& compared = json::array_at(*dj, "compared");
     if (compared.size() != layers.size()) throw Error("diff covers a different number of layers");
     for (size_t i = 0; i < layers.size(); ++i) {
@@ -588,6 +629,7 @@ std::vector<RunReport> reports_from_json(const Json& value) {
   if (!schema || !schema->is_string() || json::as_string(*schema) != "mnv2.report")
     throw Error("not an mnv2 report (no \"schema\": \"mnv2.report\")");
   const int64_t version = json::int_at(value, "schema_version");
+  if (version < 1) throw Error("report schema version " + std::to_string(version) + " is not a version (1 or more)");
   if (version > kReportSchemaVersion)
     throw Error("report schema version " + std::to_string(version) + " is newer than this program reads (" +
                 std::to_string(kReportSchemaVersion) + "); update mnv2");
@@ -604,15 +646,12 @@ std::vector<RunReport> reports_from_json(const Json& value) {
 }
 
 std::vector<RunReport> read_reports_file(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kMaxReportBytes)
-    throw Error(one_line(path) + ": " + std::to_string(size) + " bytes is more than a report can be (at most " +
-                std::to_string(kMaxReportBytes >> 20) + " MiB); not an mnv2 report");
   try {
-    const Json v = json::parse_file(path, kMaxReportBytes);
+    const Json v = json::parse_file(path, inputs::kReport);
     try {
       return reports_from_json(v);
+    } catch (const std::bad_alloc&) {
+      throw Error(path + ": not enough memory to read the report");
     } catch (const Error& e) {
       throw Error(path + ": " + e.what());
     }
@@ -706,14 +745,18 @@ std::string trace_json(const std::vector<RunReport>& reports) {
   return json::dump(j, -1) + "\n";
 }
 
+std::string reports_json_text(const std::vector<RunReport>& reports) {
+  return json::dump(reports_json(reports), 1) + "\n";
+}
+
 void write_csv_report(const std::string& path, const std::vector<RunReport>& reports) {
-  write_file_atomically(path, report_csv(reports));
+  write_output_file(path, report_csv(reports));
 }
 void write_json_report(const std::string& path, const std::vector<RunReport>& reports) {
-  write_file_atomically(path, json::dump(reports_json(reports), 1) + "\n");
+  write_output_file(path, reports_json_text(reports));
 }
 void write_trace(const std::string& path, const std::vector<RunReport>& reports) {
-  write_file_atomically(path, trace_json(reports));
+  write_output_file(path, trace_json(reports));
 }
 
 }  // namespace mnv2

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include "mnv2/error.h"
 
@@ -61,24 +62,100 @@ Json parse(std::string_view text) {
   }
 }
 
-Json parse_file(const std::string& path, uintmax_t max_bytes) {
-  // A FIFO or a device would block or never end; a JSON file is a plain file.
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (status.type() == std::filesystem::file_type::not_found) throw Error(path + ": cannot open (no such file)");
-  if (std::filesystem::is_directory(status)) throw Error(path + ": cannot open (it is a directory)");
-  if (!ec && !std::filesystem::is_regular_file(status)) throw Error(path + ": cannot open (not a regular file)");
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > max_bytes)
-    throw Error(path + ": " + std::to_string(size) + " bytes is more than this file can be (at most " +
-                std::to_string(max_bytes) + " bytes)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(path + ": read failed");
+namespace {
+
+// Walks a document without building it, adding up what nlohmann::ordered_json would allocate for it (libstdc++,
+// 64-bit): a value is 16 bytes in its parent (arrays grow by doubling: up to 32 per element); an object member
+// is a pair of key and value (48 bytes, up to 96 with the spare capacity) and its key's characters past the
+// 15 kept inline; a container or a string on the heap costs its header and the allocator's 16. It stops as
+// soon as a bound is passed, so a hostile file costs one pass over its text and nothing more.
+class SizeScan : public nlohmann::json_sax<Json> {
+ public:
+  explicit SizeScan(const InputBudget* budget) : budget_(budget) {}
+
+  bool null() override { return value(0); }
+  bool boolean(bool) override { return value(0); }
+  bool number_integer(number_integer_t) override { return value(0); }
+  bool number_unsigned(number_unsigned_t) override { return value(0); }
+  bool number_float(number_float_t, const string_t&) override { return value(0); }
+  bool string(string_t& s) override { return text(s, "string") && value(kHeap + 32 + heap_chars(s.size())); }
+  bool binary(binary_t&) override { return value(0); }
+  bool start_object(std::size_t) override { return open(true); }
+  bool key(string_t& k) override { return text(k, "key") && add(96 - 32 + heap_chars(k.size())); }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    malformed = true;
+    return false;
+  }
+
+  int64_t bytes = 16;  // the root
+  bool malformed = false;
+  std::string over;  // why the scan stopped early, if a bound was passed
+
+ private:
+  static constexpr int64_t kHeap = 16;  // malloc's header and rounding, per allocation
+  static int64_t heap_chars(size_t n) { return n > 15 ? static_cast<int64_t>(n) + 1 + kHeap : 0; }
+
+  bool add(int64_t n) {
+    bytes += n;
+    if (budget_ && budget_->max_parsed_bytes && static_cast<uint64_t>(bytes) > budget_->max_parsed_bytes) {
+      over = "would take more than " + std::to_string(budget_->max_parsed_bytes >> 20) +
+             " MiB of memory once parsed (at most that for a " + budget_->what + ")";
+      return false;
+    }
+    return true;
+  }
+  // A value's slot in its container (an object's slot was counted with its key), then its own heap.
+  bool value(int64_t heap) { return add((!objects_.empty() && !objects_.back() ? 32 : 0) + heap); }
+  bool text(const string_t& s, const char* what) {
+    if (budget_ && budget_->max_string_bytes && s.size() > budget_->max_string_bytes) {
+      over = std::string("holds a ") + what + " of " + std::to_string(s.size()) + " bytes (at most " +
+             std::to_string(budget_->max_string_bytes) + " in a " + budget_->what + ")";
+      return false;
+    }
+    return true;
+  }
+  bool open(bool object) {
+    if (objects_.size() >= static_cast<size_t>(kMaxDepth)) {
+      over = "nesting deeper than " + std::to_string(kMaxDepth);
+      return false;
+    }
+    if (!value(kHeap + 24)) return false;
+    objects_.push_back(object);
+    return true;
+  }
+  bool close() {
+    objects_.pop_back();
+    return true;
+  }
+
+  const InputBudget* budget_;
+  std::vector<bool> objects_;  // the open containers: true for an object
+};
+
+}  // namespace
+
+int64_t parsed_size(std::string_view text) {
+  SizeScan scan(nullptr);
+  const bool ok = Json::sax_parse(text.begin(), text.end(), &scan);
+  return ok ? scan.bytes : -1;
+}
+
+Json parse(std::string_view text, const InputBudget& budget) {
+  SizeScan scan(&budget);
+  const bool ok = Json::sax_parse(text.begin(), text.end(), &scan);
+  if (!ok && !scan.malformed) throw Error("json: " + scan.over);
+  return parse(text);  // a malformed document is refused here, with the parser's own message
+}
+
+Json parse_file(const std::string& path, const InputBudget& budget) {
+  const std::string text = read_input_file(path, budget);
   try {
-    return parse(ss.str());
+    return parse(text, budget);
+  } catch (const std::bad_alloc&) {
+    throw Error(path + ": not enough memory to parse the " + std::to_string(text.size()) + "-byte " + budget.what);
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }

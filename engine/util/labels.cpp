@@ -3,14 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <numeric>
-#include <sstream>
 #include <string_view>
 
 #include "mnv2/error.h"
+#include "mnv2/input_files.h"
 
 namespace mnv2::resources {
 // resources/imagenet_labels_1001.txt, compiled into mnv2_resources (resources/labels_data.cpp.in).
@@ -65,17 +63,18 @@ std::string labels_source(int num_classes, const std::string& labels_file) {
 }
 
 std::vector<std::string> read_labels_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not a labels file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open labels file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(path + ": cannot read labels file");
-  std::string content = text.str();
+  const InputBudget& budget = inputs::kLabels;
+  std::string content = read_input_file(path, budget);
   // Editors on Windows like to start UTF-8 files with a byte-order mark; it is not part of the first label.
   if (content.starts_with("\xEF\xBB\xBF")) content.erase(0, 3);
   std::vector<std::string> labels = split_lines(content);
+  if (labels.size() > budget.max_lines)
+    throw Error(path + ": " + std::to_string(labels.size()) + " lines is more than a labels file can have (at most " +
+                std::to_string(budget.max_lines) + ", the most classes a model can have)");
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (labels[i].size() > budget.max_string_bytes)
+      throw Error(path + ":" + std::to_string(i + 1) + ": a label of " + std::to_string(labels[i].size()) +
+                  " bytes (at most " + std::to_string(budget.max_string_bytes) + ")");
   const bool all_blank = std::all_of(labels.begin(), labels.end(), [](const std::string& l) {
     return l.find_first_not_of(" \t") == std::string::npos;
   });

@@ -1,13 +1,17 @@
 // Tensor files (raw little-endian float32) and output comparison figures.
+#include <unistd.h>
+
+#include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <cstring>
 #include <new>
 
-#include "mnv2/atomic_file.h"
 #include "mnv2/error.h"
+#include "mnv2/input_files.h"
+#include "mnv2/output_files.h"
 #include "mnv2/tensor.h"
 
 namespace mnv2 {
@@ -19,15 +23,14 @@ std::string Shape::str() const {
 }
 
 Tensor read_tensor_file(const std::string& path, Shape expected) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) throw Error(path + ": no such tensor file");
-  // A FIFO or a device would block or never end.
-  if (!std::filesystem::is_regular_file(status)) throw Error(path + ": cannot read tensor file (not a regular file)");
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw Error(path + ": cannot read tensor file size");
   const int64_t image_bytes = expected.per_image() * 4;
   if (image_bytes <= 0) throw UsageError(path + ": expected tensor shape " + expected.str() + " is empty");
+  const OpenedInput in = open_input_file(path, inputs::kTensor);  // a regular file within its budget
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{in.fd};
+  const uint64_t size = in.size;
   if (size == 0 || size % static_cast<uint64_t>(image_bytes) != 0) {
     throw Error(path + ": " + std::to_string(size) + " bytes is not a whole number of float32 tensors of " +
                 std::to_string(expected.c) + "x" + std::to_string(expected.h) + "x" + std::to_string(expected.w) +
@@ -47,16 +50,22 @@ Tensor read_tensor_file(const std::string& path, Shape expected) {
   } catch (const std::bad_alloc&) {
     throw Error(path + ": not enough memory to read " + std::to_string(size) + " bytes of tensor data");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in.read(reinterpret_cast<char*>(t.data.data()), static_cast<std::streamsize>(size)))
-    throw Error(path + ": read failed");
+  char* dst = reinterpret_cast<char*>(t.data.data());
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t n = ::read(in.fd, dst + done, static_cast<size_t>(std::min<uint64_t>(size - done, 1u << 30)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw Error(path + ": read failed" +
+                  (n < 0 ? std::string(" (") + std::strerror(errno) + ")" : " (the file shrank)"));
+    done += static_cast<uint64_t>(n);
+  }
   for (float v : t.data)
     if (!std::isfinite(v)) throw Error(path + ": tensor holds NaN or Inf values");
   return t;
 }
 
 void write_tensor_file(const std::string& path, const Tensor& t) {
-  write_file_atomically(path, std::string_view(reinterpret_cast<const char*>(t.data.data()), t.data.size() * 4));
+  write_output_file(path, std::string_view(reinterpret_cast<const char*>(t.data.data()), t.data.size() * 4));
 }
 
 ErrorStats compare(const float* a, const float* ref, int64_t count) {

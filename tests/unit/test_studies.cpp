@@ -1,5 +1,7 @@
 // The studies' engine parts: the Nsight Compute command line, the labelled-set readers and the
 // evaluation pipeline (bounded loader queue, unreadable images skipped).
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include "mnv2/bench_report.h"
 #include "mnv2/error.h"
 #include "mnv2/eval.h"
+#include "mnv2/input_files.h"
 #include "mnv2/json_io.h"
 #include "mnv2/labels.h"
 #include "mnv2/memory.h"
@@ -364,6 +367,30 @@ TEST(Roofline, CpuCeilingsAreCachedPerDevice) {
   const Ceilings any_mode = device_ceilings("cpu", false, nullptr, Precision::fp16);
   EXPECT_TRUE(any_mode.from_cache);
   EXPECT_EQ(any_mode.key, ceilings_key("cpu"));
+
+  // Ceilings beyond physical reason (a hand-edited or damaged cache) are measured again, with a warning; the
+  // other entries of the cache stay.
+  json::Json cache = json::parse_file(d.file("roofline.json"), inputs::kRooflineCache);
+  cache["devices"][ceilings_key("cpu")]["bandwidth_gb_s"] = 1e308;
+  cache["devices"]["some other GPU"] = cache["devices"][ceilings_key("cpu")];
+  cache["devices"]["some other GPU"]["bandwidth_gb_s"] = 3000.0;
+  cache["devices"]["some other GPU"]["key"] = "some other GPU";
+  write_file(d.file("roofline.json"), json::dump(cache, 2));
+  warning.clear();
+  const Ceilings remeasured = device_ceilings("cpu", false, &warning);
+  EXPECT_FALSE(remeasured.from_cache);
+  EXPECT_LT(remeasured.bandwidth_gb_s, 80000);
+  EXPECT_NE(warning.find("not believable"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("beyond any device"), std::string::npos) << warning;
+  const json::Json after = json::parse_file(d.file("roofline.json"), inputs::kRooflineCache);
+  EXPECT_TRUE(after["devices"].contains("some other GPU"));
+  EXPECT_LT(after["devices"][ceilings_key("cpu")]["bandwidth_gb_s"].get<double>(), 80000);
+  // A cache past its size budget is not read (the 150 MiB cache of the adversarial pass, here sparse).
+  write_file(d.file("roofline.json"), "");
+  ASSERT_EQ(::truncate(d.file("roofline.json").c_str(), 150 << 20), 0);
+  warning.clear();
+  EXPECT_FALSE(device_ceilings("cpu", false, &warning).from_cache);
+  EXPECT_NE(warning.find("over its limit"), std::string::npos) << warning;
   unsetenv("MNV2_CACHE_DIR");
 }
 

@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "mnv2/atomic_file.h"
 #include "mnv2/error.h"
 #include "mnv2/json_io.h"
 #include "mnv2/model_lookup.h"
@@ -106,7 +105,7 @@ TEST(Json, FilesAreSizedBeforeTheyAreRead) {
   write_file(tmp.file("big.json"), "[" + std::string(2000, ' ') + "]");
   EXPECT_EQ(json::parse_file(tmp.file("big.json")).size(), 0u);
   try {
-    json::parse_file(tmp.file("big.json"), 1000);
+    json::parse_file(tmp.file("big.json"), InputBudget{"test file", 1000, 1 << 20, 100});
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("2002 bytes"), std::string::npos) << e.what();
@@ -120,6 +119,41 @@ TEST(Json, FilesAreSizedBeforeTheyAreRead) {
     EXPECT_NE(std::string(e.what()).find("bad.json: json: "), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("at byte 6"), std::string::npos) << e.what();
   }
+}
+
+TEST(Json, ParsedMemoryAndStringsAreBoundedBeforeAnythingIsBuilt) {
+  // 3 bytes of text per empty object: the shape that once took 40x its size in memory.
+  std::string objects = "[";
+  for (int i = 0; i < 100000; ++i) objects += i ? ",{}" : "{}";
+  objects += "]";
+  const int64_t estimate = json::parsed_size(objects);
+  EXPECT_GT(estimate, 20 * static_cast<int64_t>(objects.size()));
+  const InputBudget tight{"test file", 1 << 30, 4 << 20, 100};
+  try {
+    json::parse(objects, tight);
+    FAIL() << "a document estimated at " << estimate << " bytes was parsed within 4 MiB";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("MiB of memory once parsed"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(json::parse(objects, InputBudget{"test file", 1 << 30, 64 << 20, 100}).size(), 100000u);
+  const std::string long_string = "{\"name\": \"" + std::string(101, 'n') + "\"}";
+  try {
+    json::parse(long_string, tight);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a string of 101 bytes"), std::string::npos) << e.what();
+  }
+  const std::string long_key = "{\"" + std::string(101, 'k') + "\": 1}";
+  EXPECT_THROW(json::parse(long_key, tight), Error);
+  // Malformed text keeps the parser's own message, whatever the budget.
+  try {
+    json::parse("[1, 2,", tight);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("json: "), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("memory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(json::parsed_size("[1, 2,"), -1);
 }
 
 TEST(Stats, PercentilesAreType7) {
@@ -171,21 +205,6 @@ TEST(Compare, Figures) {
   EXPECT_NEAR(s.cosine, 17.0 / std::sqrt(14.0 * 21.0), 1e-12);
   const float bad[] = {1, NAN, 3};
   EXPECT_FALSE(compare(bad, ref, 3).finite);
-}
-
-TEST(AtomicFile, ReplacesWholeOrNothing) {
-  TempDir tmp;
-  write_file_atomically(tmp.file("r.txt"), "first");
-  write_file_atomically(tmp.file("r.txt"), "second");
-  EXPECT_EQ(read_file(tmp.file("r.txt")), "second");
-  EXPECT_THROW(write_file_atomically(tmp.file("missing/dir/r.txt"), "x"), Error);
-  EXPECT_THROW(write_file_atomically(tmp.path(), "x"), Error);
-  int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(tmp.path())) {
-    (void)e;
-    ++files;
-  }
-  EXPECT_EQ(files, 1);  // no temporaries left behind
 }
 
 // Sets (or, for std::nullopt, unsets) environment variables for one scope and restores them after.

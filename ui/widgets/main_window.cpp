@@ -23,10 +23,10 @@
 #include <QVBoxLayout>
 #include <map>
 
-#include "mnv2/atomic_file.h"
 #include "mnv2/bench_report.h"
 #include "mnv2/error.h"
 #include "mnv2/eval_report.h"
+#include "mnv2/output_files.h"
 #include "mnv2/report.h"
 #include "mnv2/roofline_report.h"
 #include "models/layer_selection.h"
@@ -581,7 +581,7 @@ bool MainWindow::exportEvalCsv(const QString& path) {
     return false;
   }
   try {
-    mnv2::write_file_atomically(path.toStdString(), evalCsv(*record));
+    mnv2::write_output_file(path.toStdString(), evalCsv(*record));
   } catch (const std::exception& e) {
     reportError(QStringLiteral("Export failed"), QString::fromUtf8(e.what()));
     return false;
@@ -855,25 +855,25 @@ bool MainWindow::exportTo(ExportFormat format, const QString& path) {
         mnv2::write_trace(file, reports);
         break;
       case ExportFormat::SweepCsv:
-        mnv2::write_file_atomically(file, mnv2::bench_csv(m_sweep->results()));
+        mnv2::write_output_file(file, mnv2::bench_csv(m_sweep->results()));
         break;
       case ExportFormat::SweepJson:
-        mnv2::write_file_atomically(file, mnv2::bench_json(m_sweep->results(), reportModel(m_model)));
+        mnv2::write_output_file(file, mnv2::bench_json(m_sweep->results(), reportModel(m_model)));
         break;
       case ExportFormat::EvalCsv:
-        mnv2::write_file_atomically(file, evalCsv(*m_accuracy->record()));
+        mnv2::write_output_file(file, evalCsv(*m_accuracy->record()));
         break;
       case ExportFormat::EvalJson: {
         const EvalRecord& record = *m_accuracy->record();
-        mnv2::write_file_atomically(
+        mnv2::write_output_file(
             file, mnv2::eval_json(record.result, reportModel(m_model), mnv2::EvalSource{record.set.toStdString(), {}}));
         break;
       }
       case ExportFormat::RooflineCsv:
-        mnv2::write_file_atomically(file, mnv2::roofline_csv(m_roofline->points()));
+        mnv2::write_output_file(file, mnv2::roofline_csv(m_roofline->points()));
         break;
       case ExportFormat::RooflineJson:
-        mnv2::write_file_atomically(file, mnv2::roofline_json(*m_roofline->shownCeilings(), *m_roofline->report()));
+        mnv2::write_output_file(file, mnv2::roofline_json(*m_roofline->shownCeilings(), *m_roofline->report()));
         break;
     }
   } catch (const std::exception& e) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "mnv2/input_files.h"
+
 namespace mnv2::json {
 
 using Json = nlohmann::ordered_json;
@@ -16,8 +18,15 @@ inline constexpr int kMaxDepth = 512;  // deeper input is refused before it is b
 // Strict RFC 8259 parse; throws mnv2::Error "json: WHAT at byte N" on malformed input and "json: nesting
 // deeper than 512" on deep input, so hostile input cannot exhaust the stack or memory.
 Json parse(std::string_view text);
-// A regular file of at most `max_bytes` (checked before reading), parsed; errors name the file.
-Json parse_file(const std::string& path, uintmax_t max_bytes = uintmax_t{64} << 20);
+// `text` parsed within `budget` (mnv2/input_files.h): a first pass that builds nothing refuses a document
+// whose parsed form would take more than budget.max_parsed_bytes, or that holds a longer string than
+// budget.max_string_bytes, before any of it is built.
+Json parse(std::string_view text, const InputBudget& budget);
+// A regular file within `budget`, parsed as above; errors name the file.
+Json parse_file(const std::string& path, const InputBudget& budget = inputs::kJsonDocument);
+// The memory the parsed form of `text` would take (nlohmann::ordered_json on a 64-bit libstdc++: values,
+// containers, keys, strings and the containers' spare capacity), or -1 if `text` is not JSON.
+int64_t parsed_size(std::string_view text);
 
 // indent < 0: one line; otherwise that many spaces a level. Non-finite numbers are written as null; bytes
 // that are not UTF-8 are replaced (U+FFFD) rather than refused.

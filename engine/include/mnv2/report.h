@@ -1,12 +1,13 @@
 // Writing and reading RunReports (profile and compare): CSV (one row per layer per backend), JSON (schema
-// mnv2.report, everything, readable back) and a Chrome/Perfetto trace. Every file is written atomically
-// (temporary file, then rename).
+// mnv2.report, everything, readable back) and a Chrome/Perfetto trace. Files are written through
+// mnv2/output_files.h (a report set is all or nothing).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "mnv2/input_files.h"
 #include "mnv2/json_io.h"
 #include "mnv2/model.h"
 #include "mnv2/profiler.h"
@@ -14,9 +15,8 @@
 namespace mnv2 {
 
 inline constexpr int kReportSchemaVersion = 1;
-// A report of a few runs of a 99-layer network is well under a megabyte; a file far larger than this is
-// not one, and parsing it would hold many times its size in memory. Refused before it is read.
-inline constexpr uintmax_t kMaxReportBytes = uintmax_t{64} << 20;
+// The budget of a report file (size, parsed memory, strings): inputs::kReport in mnv2/input_files.h.
+inline constexpr uintmax_t kMaxReportBytes = inputs::kReport.max_bytes;
 
 // One layer's description and figures (index, kind, names, block, inputs, attributes, output shape, params,
 // MACs, bytes), as reports and `mnv2 topology --format json` write it.
@@ -39,14 +39,16 @@ json::Json model_json(const ReportModel& model);
 std::string report_csv(const std::vector<RunReport>& reports);  // header + rows
 
 json::Json report_json(const RunReport& report);
-json::Json reports_json(const std::vector<RunReport>& reports);  // {"schema": ..., "runs": [...]}
-std::string trace_json(const std::vector<RunReport>& reports);   // {"traceEvents": [...]}
+json::Json reports_json(const std::vector<RunReport>& reports);        // {"schema": ..., "runs": [...]}
+std::string reports_json_text(const std::vector<RunReport>& reports);  // reports_json as the file holds it
+std::string trace_json(const std::vector<RunReport>& reports);         // {"traceEvents": [...]}
 
 // Reads what reports_json / report_json wrote. Throws Error naming the file for malformed, truncated,
 // oversized or newer-schema files.
 std::vector<RunReport> read_reports_file(const std::string& path);
 std::vector<RunReport> reports_from_json(const json::Json& value);
 
+// One file each, through write_output_file (mnv2/output_files.h).
 void write_csv_report(const std::string& path, const std::vector<RunReport>& reports);
 void write_json_report(const std::string& path, const std::vector<RunReport>& reports);
 void write_trace(const std::string& path, const std::vector<RunReport>& reports);
