@@ -3,13 +3,16 @@
 #include "fuzz_entry_points.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -20,7 +23,9 @@
 #include "mnv2/error.h"
 #include "mnv2/image.h"
 #include "mnv2/json_io.h"
+#include "mnv2/input_files.h"
 #include "mnv2/model.h"
+#include "mnv2/output_files.h"
 #include "mnv2/report.h"
 
 namespace mnv2::fuzz {
@@ -172,6 +177,10 @@ Outcome report_reader(const uint8_t* data, size_t size) {
     check_refusal(e, "read_reports_file");
     return Outcome::refused;
   }
+  // The budget's estimate agrees with what was accepted: parsable, and within the report's bound.
+  const int64_t estimate = json::parsed_size(std::string_view(reinterpret_cast<const char*>(data), size));
+  if (estimate < 0 || static_cast<uint64_t>(estimate) > inputs::kReport.max_parsed_bytes)
+    finding("a report was read whose parsed size the budget put at " + std::to_string(estimate));
   // Whatever was accepted must be consistent enough for every writer, and must read back.
   const std::string json_text = json::dump(reports_json(reports), 1);
   (void)report_csv(reports);
@@ -183,6 +192,135 @@ Outcome report_reader(const uint8_t* data, size_t size) {
     finding(std::string("a report that was read could not be read back after writing: ") + e.what());
   }
   return Outcome::accepted;
+}
+
+namespace {
+
+// A scratch folder for one input of output_set(), removed when the input is done.
+struct Scratch {
+  std::string dir;
+  Scratch() {
+    std::string t = (std::filesystem::temp_directory_path() / "mnv2-fuzz-out-XXXXXX").string();
+    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
+    dir = t;
+  }
+  ~Scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+Outcome output_set(const uint8_t* data, size_t size) {
+  namespace fs = std::filesystem;
+  size_t at = 0;
+  auto next = [&]() -> uint8_t { return at < size ? data[at++] : 0; };
+  Scratch s;
+  const std::string d = s.dir;
+  // Every refusal names a path of the set (all of them lie in the scratch folder) on one line.
+  auto check_named = [&d](const Error& e, const char* stage) {
+    const std::string msg = e.what();
+    if (msg.find(d) == std::string::npos) finding(std::string(stage) + " refused without naming the file: " + msg);
+    if (msg.find('\n') != std::string::npos) finding(std::string(stage) + " refused with a multi-line message: " + msg);
+  };
+  // Up to 6 entries named e0..e5: regular files (with contents), links to another entry or to nothing,
+  // folders (empty or not), FIFOs and hard links.
+  const int entries = next() % 7;
+  for (int i = 0; i < entries; ++i) {
+    const std::string name = d + "/e" + std::to_string(i);
+    const uint8_t kind = next(), arg = next();
+    std::error_code ec;
+    switch (kind % 7) {
+      case 0:
+      case 1:
+        std::ofstream(name, std::ios::binary) << "old" << int(arg);
+        break;
+      case 2:
+        fs::create_symlink("e" + std::to_string(arg % 8), name, ec);
+        break;
+      case 3:
+        fs::create_directory(name, ec);
+        if (arg & 1) std::ofstream(name + "/x") << "x";
+        break;
+      case 4:
+        ::mkfifo(name.c_str(), 0600);
+        break;
+      case 5:
+        ::link((d + "/e" + std::to_string(arg % 6)).c_str(), name.c_str());
+        break;
+      case 6:
+        fs::create_symlink("missing/e", name, ec);
+        break;
+    }
+  }
+  // Up to 4 targets: an entry, a new name, a name under a missing folder, the same entry through "./".
+  OutputSet set;
+  set.set_fifo_wait(std::chrono::milliseconds(0));
+  const int targets = 1 + next() % 4;
+  std::vector<std::string> labels;
+  for (int i = 0; i < targets; ++i) {
+    const uint8_t pick = next();
+    std::string path;
+    switch (pick % 4) {
+      case 0: path = d + "/e" + std::to_string((pick >> 2) % 6); break;
+      case 1: path = d + "/new" + std::to_string((pick >> 2) % 3); break;
+      case 2: path = d + "/missing/x"; break;
+      case 3: path = d + "/./e" + std::to_string((pick >> 2) % 6); break;
+    }
+    const std::string label = "--out" + std::to_string(i);
+    try {
+      set.add(label, path);
+      set.put(label, "new" + std::to_string(i) + std::string(next() % 64, 'n'));
+      labels.push_back(label);
+    } catch (const UsageError& e) {
+      check_named(e, "OutputSet::add");
+    }
+  }
+  // What every entry held before the commit, to check all-or-nothing after it.
+  std::vector<std::pair<std::string, std::string>> before;
+  for (const auto& e : fs::directory_iterator(d))
+    if (fs::is_regular_file(e.symlink_status())) before.emplace_back(e.path().string(), slurp(e.path().string()));
+  // Sometimes a later target turns into a non-empty folder after the first rename (its rename then fails).
+  const uint8_t fault = next();
+  if (fault & 1)
+    set.set_rename_observer([&, fault](size_t k) {
+      if (k != 0) return;
+      for (int i = 0; i < 3; ++i) {
+        const std::string victim = d + "/new" + std::to_string((fault >> 1) % 3);
+        std::error_code ec;
+        if (!fs::exists(fs::symlink_status(victim, ec))) {
+          fs::create_directory(victim, ec);
+          std::ofstream(victim + "/x") << "x";
+        }
+      }
+    });
+  bool committed = false;
+  try {
+    set.commit();
+    committed = true;
+  } catch (const Error& e) {
+    check_named(e, "OutputSet::commit");
+  }
+  // Never a temporary left behind; after a failed commit, every regular file as it was.
+  for (const auto& e : fs::recursive_directory_iterator(d, fs::directory_options::skip_permission_denied)) {
+    const std::string name = e.path().filename().string();
+    if (name.find(".mnv2tmp-") != std::string::npos || name.find(".mnv2old-") != std::string::npos)
+      finding("a temporary was left behind: " + name);
+  }
+  // Streams (FIFOs) are written after the files are committed and lie outside the guarantee.
+  bool streams = false;
+  for (const auto& e : fs::directory_iterator(d)) streams = streams || fs::is_fifo(e.symlink_status());
+  if (!committed && !streams)
+    for (const auto& [path, contents] : before)
+      if (fs::is_regular_file(fs::symlink_status(path)) && slurp(path) != contents)
+        finding("a failed commit changed " + path);
+  return committed ? Outcome::accepted : Outcome::refused;
 }
 
 }  // namespace mnv2::fuzz

@@ -29,6 +29,11 @@ Outcome image_decode(const uint8_t* data, size_t size);
 // read_reports_file(), then every writer (JSON, CSV, trace) over what was read.
 Outcome report_reader(const uint8_t* data, size_t size);
 
+// An OutputSet (mnv2/output_files.h) over a scratch folder the bytes lay out (files, links, folders, FIFOs,
+// hard links), with a rename that fails part-way when the bytes say so: never a temporary left, and a
+// failed commit changes no file.
+Outcome output_set(const uint8_t* data, size_t size);
+
 // The file the bytes were last written to (a memfd, so nothing touches the disk); errors must name it.
 std::string input_path();
 

@@ -204,6 +204,30 @@ class ModelsTest : public QObject {
     QVERIFY(model.index(row, 1).data(Qt::ToolTipRole).toString().contains(QStringLiteral("35 of the 35")));
   }
 
+  // A hostile or damaged name (a megabyte, multi-byte characters at the cut) reaches the table bounded.
+  void longStringsAreBoundedBeforeWidgets() {
+    const std::string huge = "é" + std::string(1 << 20, 'n') + "ü";
+    const QString shown = shownText(huge);
+    QVERIFY(shown.size() < kMaxShownChars + 40);
+    QVERIFY(shown.startsWith(QStringLiteral("é")));
+    QVERIFY(shown.endsWith(QStringLiteral("ü")));
+    QVERIFY(shown.contains(QStringLiteral("1048580 bytes")));
+    QVERIFY(!shown.contains(QChar::ReplacementCharacter));
+    std::string cut(kMaxShownChars / 2 - 1, 'a');
+    cut += "ééé" + std::string(kMaxShownChars, 'b');  // a two-byte character across the cut
+    QVERIFY(!shownText(cut).contains(QChar::ReplacementCharacter));
+    QCOMPARE(shownText("short"), QStringLiteral("short"));
+    std::vector<mnv2::Layer> layers = topology();
+    layers[0].name = huge;
+    LayerTableModel model;
+    model.setTopology(layers, stats());
+    QElapsedTimer t;
+    t.start();
+    const QString name = model.index(0, LayerTableModel::Name).data().toString();
+    QVERIFY(name.size() < kMaxShownChars + 40);
+    QVERIFY(t.elapsed() < 1000);
+  }
+
   void catalogKeepsCurrentRunAndFiles() {
     ReportCatalog catalog;
     QAbstractItemModelTester tester(&catalog, QAbstractItemModelTester::FailureReportingMode::QtTest);

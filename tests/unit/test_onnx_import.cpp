@@ -774,8 +774,8 @@ TEST(OnnxImport, MetadataAndPreprocess) {
 
 TEST(OnnxImportErrors, MissingAndEmptyFiles) {
   TempDir dir;
-  expect_refusal(dir.file("nope.onnx"), {dir.file("nope.onnx"), "cannot read file"});
-  expect_refusal(dir.path(), {dir.path(), "cannot read file"});
+  expect_refusal(dir.file("nope.onnx"), {dir.file("nope.onnx"), "cannot open ONNX model (no such file)"});
+  expect_refusal(dir.path(), {dir.path(), "it is a directory, not a regular file"});
   test::write_file(dir.file("empty.onnx"), "");
   expect_refusal(dir.file("empty.onnx"), {dir.file("empty.onnx"), "empty file"});
 }

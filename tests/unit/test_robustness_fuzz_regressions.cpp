@@ -98,5 +98,12 @@ TEST(FuzzRegressions, ReportReader) {
   replay("report_reader", fuzz::report_reader, "regressions");
 }
 
+TEST(FuzzRegressions, OutputSet) {
+  const Tally seeds = replay("output_set", fuzz::output_set, "corpus");
+  EXPECT_GE(seeds.accepted, 1) << "some seed sets should commit";
+  EXPECT_GE(seeds.refused, 1) << "some seed sets should be refused";
+  replay("output_set", fuzz::output_set, "regressions");
+}
+
 }  // namespace
 }  // namespace mnv2::test

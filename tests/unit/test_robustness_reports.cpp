@@ -151,6 +151,32 @@ TEST(RobustReports, WrongTypesAndOutOfRangeValuesAreRefused) {
       {"runs/0/diff/first_divergent_layer", "4294967296", "out of range"},
       {"runs/0/warnings", "[1, 2]", "expected a string"},
       {"runs/0/end_to_end/host", "7", "expected an object"},
+      // Values checked where they are read (issue 14): counts never negative, dimensions within reason,
+      // schema versions that are versions, figures finite and ordered.
+      {"schema_version", "0", "is not a version"},
+      {"runs/0/metadata/schema_version", "-3", "schema_version -3 is outside"},
+      {"runs/0/metadata/batch", "-5", "batch -5 is outside 1.."},
+      {"runs/0/metadata/batch", "0", "batch 0 is outside"},
+      {"runs/0/metadata/input_height", "-224", "input_height -224 is outside"},
+      {"runs/0/metadata/iterations", "0", "iterations 0 is outside"},
+      {"runs/0/metadata/warmup", "-1", "warmup -1 is outside"},
+      {"runs/0/layers/0/params", "-7", "params -7 is negative"},
+      {"runs/0/layers/0/macs", "-1", "macs -1 is negative"},
+      {"runs/0/layers/0/output_shape", "[1, -32, 112, 112]", "output_shape -32 is outside"},
+      {"runs/0/layers/1/inputs", "[5]", "reads layer 5, which is not before it"},
+      {"runs/0/steps/0/time/median_ns", "-1", "is not a non-negative figure"},
+      {"runs/0/steps/0/time/n", "-2", "n -2 is negative"},
+      {"runs/0/steps/0/time/median_ns", "1e300", "not between min and max"},
+      {"runs/0/steps/0/share", "7", "is over 1"},
+      {"runs/0/steps/0/bytes", "-4096", "bytes -4096 is negative"},
+      {"runs/0/end_to_end/images_per_s", "-100", "not a non-negative figure"},
+      {"runs/0/memory/weight_bytes", "-1", "weight_bytes -1 is negative"},
+      {"runs/0/kernel_records/0/start_ns", "9000000000000000", "ends before it starts"},
+      {"runs/0/kernel_records/0/grid", "[1, -2, 1]", "grid -2 is negative"},
+      {"runs/0/kernel_records/0/step", "4000", "names step 4000"},
+      {"runs/0/per_kind/0/macs", "-9", "macs -9 is negative"},
+      {"runs/0/diff/first_divergent_layer", "1000", "first_divergent_layer 1000 is outside"},
+      {"runs/0/diff/top5", "[-1, 2, 3, 4, 5]", "class -1"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.path) + " = " + c.value);
@@ -221,7 +247,7 @@ TEST(RobustReports, OnlyRegularFilesOfPlausibleSizeAreRead) {
   const std::string big = dir.file("big.json");
   write_file(big, "{");
   std::filesystem::resize_file(big, (uintmax_t{65} << 20));
-  expect_refused(big, "more than a report can be");
+  expect_refused(big, "report of 68157440 bytes is over its limit of 64 MiB");
   // Lots of small values: parsed in time proportional to the file, then refused for what they are.
   std::string many = R"({"schema":"mnv2.report","schema_version":1,"runs":[)";
   for (int i = 0; i < 1000000; ++i) many += i ? ",0" : "0";

@@ -1,6 +1,8 @@
 // The output-diff table model (see diff_table_model.h).
 #include "models/diff_table_model.h"
 
+#include "models/report_access.h"
+
 #include <QBrush>
 #include <QColor>
 #include <QFont>
@@ -37,7 +39,7 @@ QVariant DiffTableModel::data(const QModelIndex& index, int role) const {
         case Index:
           return d.layer;
         case Name:
-          return layer ? QString::fromStdString(layer->name) : QString();
+          return layer ? shownText(layer->name) : QString();
         case Kind:
           return layer ? QString::fromLatin1(mnv2::to_string(layer->kind)) : QString();
         case MaxAbs:

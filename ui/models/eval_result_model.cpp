@@ -46,7 +46,7 @@ QVariant EvalResultModel::data(const QModelIndex& index, int role) const {
   const auto row = static_cast<size_t>(index.row());
   if (m_kind == Kind::Misclassified) {
     const mnv2::EvalMiss& m = m_record->result.misclassified[row];
-    const QString path = QString::fromStdString(m.path);
+    const QString path = shownText(m.path);
     switch (role) {
       case Qt::DisplayRole:
         if (index.column() == File) return QFileInfo(path).fileName();
@@ -61,12 +61,12 @@ QVariant EvalResultModel::data(const QModelIndex& index, int role) const {
     }
   }
   const mnv2::EvalSkip& s = m_record->result.skipped[row];
-  const QString path = QString::fromStdString(s.path);
+  const QString path = shownText(s.path);
   // The decoder's message names the file first; the row shows the file already.
-  QString reason = QString::fromStdString(s.reason);
+  QString reason = shownText(s.reason);
   if (role == Qt::DisplayRole && reason.startsWith(path + QStringLiteral(": "))) reason = reason.mid(path.size() + 2);
   if (role == Qt::DisplayRole) return index.column() == File ? QFileInfo(path).fileName() : reason;
-  if (role == Qt::ToolTipRole) return index.column() == File ? path : QString::fromStdString(s.reason);
+  if (role == Qt::ToolTipRole) return index.column() == File ? path : shownText(s.reason);
   return {};
 }
 

@@ -1,6 +1,8 @@
 // The topology table model (see layer_table_model.h).
 #include "models/layer_table_model.h"
 
+#include "models/report_access.h"
+
 #include <QBrush>
 #include <QColor>
 #include <limits>
@@ -42,11 +44,11 @@ QVariant LayerTableModel::display(int row, int column) const {
     case Index:
       return l.index;
     case Block:
-      return QString::fromStdString(l.block_name);
+      return shownText(l.block_name);
     case Kind:
       return QString::fromLatin1(mnv2::to_string(l.kind));
     case Name:
-      return QString::fromStdString(l.name);
+      return shownText(l.name);
     case Output:
       return shapeText(s.output);
     case Params:
@@ -60,7 +62,7 @@ QVariant LayerTableModel::display(int row, int column) const {
   const LayerTiming t = layerTiming(*m_report, row);
   if (!t.step) return {};
   if (!t.first)
-    return column == Implementation ? QStringLiteral("fused into %1").arg(QString::fromStdString(t.step->name))
+    return column == Implementation ? QStringLiteral("fused into %1").arg(shownText(t.step->name))
                                     : (column == Median ? QStringLiteral("fused") : QVariant());
   const mnv2::StepProfile& p = *t.step;
   switch (column) {
@@ -73,12 +75,12 @@ QVariant LayerTableModel::display(int row, int column) const {
     case GFlops:
       return QString::number(p.gflops, 'f', 1);
     case Implementation: {
-      QString text = QString::fromStdString(p.variant);
+      QString text = shownText(p.variant);
       if (!p.kernel_names.empty()) {
-        const QString first = QString::fromStdString(p.kernel_names.front());
+        const QString first = shownText(p.kernel_names.front());
         text = text.isEmpty() ? first : text + QStringLiteral(" · ") + first;
       }
-      if (p.layers.size() > 1) text = QStringLiteral("[%1] %2").arg(QString::fromStdString(p.name), text);
+      if (p.layers.size() > 1) text = QStringLiteral("[%1] %2").arg(shownText(p.name), text);
       return text;
     }
     default:
@@ -146,7 +148,7 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
       }
       return {};
     case Qt::ToolTipRole:
-      if (column == Name || column == Kind) return QString::fromStdString(mnv2::describe(l));
+      if (column == Name || column == Kind) return shownText(mnv2::describe(l));
       if (m_report && column >= Median) return layerTimingToolTip(*m_report, row);
       return {};
     default:

@@ -34,7 +34,7 @@ QString runLabel(const QString& backend, mnv2::Precision precision) {
   return backend + QLatin1Char(' ') + precisionName(precision);
 }
 
-QString runLabel(const mnv2::RunReport& r) { return runLabel(QString::fromStdString(r.backend), r.config.precision); }
+QString runLabel(const mnv2::RunReport& r) { return runLabel(shownText(r.backend), r.config.precision); }
 
 QString diffThresholdText(const mnv2::DiffReport& d, mnv2::Precision precision, mnv2::Precision reference) {
   // The engine picks the threshold from the precision of the backend under test (DiffReport::threshold).
@@ -47,11 +47,11 @@ QString diffThresholdText(const mnv2::DiffReport& d, mnv2::Precision precision, 
 
 QString reportSummary(const mnv2::RunReport& r) {
   return QStringLiteral("%1 · %2 · b%3 · %4×%5 · %6")
-      .arg(runLabel(r), QString::fromStdString(r.device))
+      .arg(runLabel(r), shownText(r.device))
       .arg(r.config.batch)
       .arg(r.config.height)
       .arg(r.config.width)
-      .arg(QString::fromStdString(r.timer));
+      .arg(shownText(r.timer));
 }
 
 QString shapeText(const mnv2::Shape& s) { return QStringLiteral("%1×%2×%3×%4").arg(s.n).arg(s.c).arg(s.h).arg(s.w); }
@@ -84,7 +84,7 @@ QString layerShortLabel(const mnv2::Layer& l) {
   switch (l.kind) {
     case mnv2::LayerKind::Conv2d: {
       if (l.conv.depthwise()) return QStringLiteral("dw %1×%2").arg(l.conv.kernel_h).arg(l.conv.kernel_w);
-      const QString name = QString::fromStdString(l.name);
+      const QString name = shownText(l.name);
       const QString tail = name.section(QLatin1Char('.'), -1);
       if (tail == QLatin1String("expand") || tail == QLatin1String("project")) return tail;
       if (l.conv.pointwise()) return QStringLiteral("conv 1×1");
@@ -101,7 +101,7 @@ QString layerShortLabel(const mnv2::Layer& l) {
     case mnv2::LayerKind::Linear:
       return QStringLiteral("FC");
   }
-  return QString::fromStdString(l.name);
+  return shownText(l.name);
 }
 
 QString layerTimingToolTip(const mnv2::RunReport& r, int layer) {
@@ -110,17 +110,17 @@ QString layerTimingToolTip(const mnv2::RunReport& r, int layer) {
   QString kind;
   if (layer >= 0 && layer < static_cast<int>(r.topology.size())) {
     const mnv2::Layer& l = r.topology[static_cast<size_t>(layer)];
-    name = QStringLiteral("#%1 %2").arg(layer).arg(QString::fromStdString(l.name).toHtmlEscaped());
+    name = QStringLiteral("#%1 %2").arg(layer).arg(shownText(l.name).toHtmlEscaped());
     kind = QString::fromLatin1(mnv2::to_string(l.kind));
   }
   QString html =
       QStringLiteral("<b>%1</b> %2 — <b>%3</b> (%4)")
-          .arg(name, kind, QString::fromStdString(r.backend).toHtmlEscaped(), QString::fromStdString(r.timer));
+          .arg(name, kind, shownText(r.backend).toHtmlEscaped(), shownText(r.timer));
   if (!t.step) return html + QStringLiteral("<br>not timed in this report");
   const mnv2::StepProfile& p = *t.step;
   if (p.layers.size() > 1) {
     html += QStringLiteral("<br>fused step <i>%1</i> (layers %2–%3)%4")
-                .arg(QString::fromStdString(p.name).toHtmlEscaped())
+                .arg(shownText(p.name).toHtmlEscaped())
                 .arg(p.layers.front())
                 .arg(p.layers.back())
                 .arg(t.first ? QString() : QStringLiteral(": its time is shown on layer %1").arg(p.layers.front()));
@@ -140,7 +140,7 @@ QString layerTimingToolTip(const mnv2::RunReport& r, int layer) {
               .arg(p.share * 100, 0, 'f', 2);
   html += QStringLiteral("%1 GFLOP/s · %2 GB/s").arg(p.gflops, 0, 'f', 1).arg(p.gbytes_per_s, 0, 'f', 1);
   if (!p.variant.empty())
-    html += QStringLiteral("<br>variant: %1").arg(QString::fromStdString(p.variant).toHtmlEscaped());
+    html += QStringLiteral("<br>variant: %1").arg(shownText(p.variant).toHtmlEscaped());
   if (p.event_ns) {
     html += QStringLiteral("<br>cudaEvent median %1 µs%2")
                 .arg(micros(p.event_ns->median))
@@ -150,7 +150,7 @@ QString layerTimingToolTip(const mnv2::RunReport& r, int layer) {
     html += QStringLiteral("<br>kernels (%1 per iteration):").arg(p.kernels_per_iter, 0, 'f', 1);
     const size_t shown = std::min<size_t>(p.kernel_names.size(), 6);
     for (size_t k = 0; k < shown; ++k) {
-      QString kn = QString::fromStdString(p.kernel_names[k]);
+      QString kn = shownText(p.kernel_names[k]);
       if (kn.size() > 90) kn = kn.left(87) + QStringLiteral("...");
       html += QStringLiteral("<br>&nbsp;&nbsp;<tt>%1</tt>").arg(kn.toHtmlEscaped());
     }
@@ -158,7 +158,7 @@ QString layerTimingToolTip(const mnv2::RunReport& r, int layer) {
       html += QStringLiteral("<br>&nbsp;&nbsp;… %1 more").arg(p.kernel_names.size() - shown);
     if (!p.grid.empty()) {
       html += QStringLiteral("<br>longest kernel: grid (%1), block (%2)")
-                  .arg(QString::fromStdString(p.grid), QString::fromStdString(p.block));
+                  .arg(shownText(p.grid), shownText(p.block));
     }
   }
   return html;
@@ -172,7 +172,20 @@ QString classLabel(int index, int classes) {
     cachedClasses = classes;
   }
   if (index < 0 || index >= static_cast<int>(cached.size())) return QStringLiteral("class %1").arg(index);
-  return QString::fromStdString(cached[static_cast<size_t>(index)]);
+  return shownText(cached[static_cast<size_t>(index)]);
+}
+
+QString shownText(const std::string& text) {
+  if (text.size() <= static_cast<size_t>(kMaxShownChars)) return QString::fromStdString(text);
+  // Cut on UTF-8 character boundaries (never inside a multi-byte sequence).
+  auto boundary = [&text](size_t at) {
+    while (at > 0 && at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
+    return at;
+  };
+  const size_t half = static_cast<size_t>(kMaxShownChars) / 2;
+  const size_t head = boundary(half), tail = boundary(text.size() - half);
+  return QString::fromStdString(text.substr(0, head)) + QStringLiteral(" … (%1 bytes) … ").arg(text.size()) +
+         QString::fromStdString(text.substr(tail));
 }
 
 }  // namespace mnv2::ui

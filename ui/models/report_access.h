@@ -30,6 +30,13 @@ LayerTiming layerTiming(const mnv2::RunReport& report, int layer);
 bool rangesOverlap(double p10a, double p90a, double p10b, double p90b);
 QString noiseRuleText();
 
+// Engine text on its way to a widget (names, kernel names, paths, warnings, reasons), bounded: a string past
+// kMaxShownChars bytes keeps its start and end around an ellipsis. Reports bound their strings when read
+// (mnv2/input_files.h), but a label cell still should not lay out kilobytes; this is the one conversion the
+// models and pages use.
+inline constexpr int kMaxShownChars = 512;
+QString shownText(const std::string& text);
+
 // The rows of the run comparison: the engine's alignment of two runs' steps (fused steps on either side).
 using mnv2::AlignedSegment;
 

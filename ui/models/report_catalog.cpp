@@ -1,6 +1,8 @@
 // The catalog of known runs (see report_catalog.h).
 #include "models/report_catalog.h"
 
+#include "models/report_access.h"
+
 #include <QFileInfo>
 
 namespace mnv2::ui {
@@ -10,7 +12,7 @@ ReportCatalog::ReportCatalog(QObject* parent) : QAbstractListModel(parent) {}
 QString ReportCatalog::makeLabel(const mnv2::RunReport& r, const QString& origin) {
   const QString where = origin.isEmpty() ? QStringLiteral("current run") : QFileInfo(origin).fileName();
   return QStringLiteral("%1 (%2) — %3 — b%4, %5 iters — %6")
-      .arg(runLabel(r), QString::fromStdString(r.device), QString::fromStdString(r.timer))
+      .arg(runLabel(r), shownText(r.device), shownText(r.timer))
       .arg(r.config.batch)
       .arg(r.config.iters)
       .arg(where);
@@ -58,9 +60,9 @@ QVariant ReportCatalog::data(const QModelIndex& index, int role) const {
       return e.label;
     case Qt::ToolTipRole:
       return QStringLiteral("%1\nmodel %2\ninput %3\n%4 (commit %5)")
-          .arg(reportSummary(*e.report), QString::fromStdString(e.report->model_source),
-               QString::fromStdString(e.report->config.input_name), QString::fromStdString(e.report->date),
-               QString::fromStdString(e.report->commit));
+          .arg(reportSummary(*e.report), shownText(e.report->model_source),
+               shownText(e.report->config.input_name), shownText(e.report->date),
+               shownText(e.report->commit));
     case OriginRole:
       return e.origin;
     case IsCurrentRole:

@@ -1,6 +1,8 @@
 // The run comparison model (see run_comparison_model.h).
 #include "models/run_comparison_model.h"
 
+#include "models/report_access.h"
+
 #include <QBrush>
 #include <QColor>
 #include <cmath>
@@ -57,7 +59,7 @@ int RunComparisonModel::columnCount(const QModelIndex& parent) const { return pa
 QString RunComparisonModel::segmentName(const AlignedSegment& s) const {
   auto name = [&](int l) {
     return l < static_cast<int>(m_a->topology.size())
-               ? QString::fromStdString(m_a->topology[static_cast<size_t>(l)].name)
+               ? shownText(m_a->topology[static_cast<size_t>(l)].name)
                : QString::number(l);
   };
   if (s.layers.size() == 1) return name(s.first_layer);

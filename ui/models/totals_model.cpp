@@ -1,6 +1,8 @@
 // Per-kind / per-block totals model (see totals_model.h).
 #include "models/totals_model.h"
 
+#include "models/report_access.h"
+
 #include <QColor>
 
 namespace mnv2::ui {
@@ -26,7 +28,7 @@ void TotalsModel::rebuild() {
   m_groups.clear();
   for (const auto& r : m_reports) {
     for (const auto& g : m_grouping == Grouping::Kind ? r->per_kind : r->per_block) {
-      const QString name = QString::fromStdString(g.name);
+      const QString name = shownText(g.name);
       if (!m_groups.contains(name)) m_groups.push_back(name);
     }
   }

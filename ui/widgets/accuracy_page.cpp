@@ -296,8 +296,8 @@ void AccuracyPage::showRecord() {
           .arg(r.images)
           .arg(r.top5 * 100, 0, 'f', 2)
           .arg(r.top5_correct);
-  const QString how = QStringLiteral("<b>") + runLabel(QString::fromStdString(c.backend), c.precision).toHtmlEscaped() +
-                      QStringLiteral("</b> (") + QString::fromStdString(r.backend_description).toHtmlEscaped() +
+  const QString how = QStringLiteral("<b>") + runLabel(shownText(c.backend), c.precision).toHtmlEscaped() +
+                      QStringLiteral("</b> (") + shownText(r.backend_description).toHtmlEscaped() +
                       QStringLiteral("), batch %1, %2 loader threads, ").arg(c.batch).arg(c.loader_threads) +
                       m_record->decoder.toHtmlEscaped() +
                       QStringLiteral(" decoder; %1 images evaluated, %2 skipped").arg(r.images).arg(r.skipped.size());

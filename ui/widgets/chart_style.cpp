@@ -53,7 +53,7 @@ QSharedPointer<QCPAxisTickerText> blockTicker(const std::vector<mnv2::Layer>& la
     size_t end = i;
     while (end + 1 < layers.size() && layers[end + 1].block == layers[i].block) ++end;
     ticker->addTick((layers[i].index + layers[end].index) / 2.0,
-                    blockShortName(QString::fromStdString(layers[i].block_name)));
+                    blockShortName(shownText(layers[i].block_name)));
     i = end + 1;
   }
   return ticker;

@@ -1,6 +1,8 @@
 // The diffs tab (see diffs_page.h).
 #include "widgets/diffs_page.h"
 
+#include "models/report_access.h"
+
 #include <qcustomplot.h>
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -176,8 +178,8 @@ void DiffsPage::showSource(int index) {
     return out.join(QStringLiteral(", "));
   };
   QString text = QStringLiteral("<b>%1</b> against <b>%2</b>: ")
-                     .arg(runLabel(QString::fromStdString(d.backend), s->precision).toHtmlEscaped(),
-                          runLabel(QString::fromStdString(d.reference), s->referencePrecision).toHtmlEscaped());
+                     .arg(runLabel(shownText(d.backend), s->precision).toHtmlEscaped(),
+                          runLabel(shownText(d.reference), s->referencePrecision).toHtmlEscaped());
   if (d.top5_agree)
     text += QStringLiteral("<span style='color:#1a7f37'><b>top-5 agrees</b></span> (%1)")
                 .arg(names(d.top5).toHtmlEscaped());
@@ -190,7 +192,7 @@ void DiffsPage::showSource(int index) {
               .arg(cosineText(d.logits.cosine));
   if (d.first_divergent_layer >= 0) {
     const QString name = d.first_divergent_layer < static_cast<int>(s->topology.size())
-                             ? QString::fromStdString(s->topology[static_cast<size_t>(d.first_divergent_layer)].name)
+                             ? shownText(s->topology[static_cast<size_t>(d.first_divergent_layer)].name)
                              : QString();
     text += QStringLiteral(
                 "<span style='color:#b42318'>First layer over rel L2 %1: <b>#%2 %3</b></span> (red row and line).")

@@ -1,6 +1,8 @@
 // The image / crop / top-5 panel (see input_panel.h).
 #include "widgets/input_panel.h"
 
+#include "models/report_access.h"
+
 #include <qcustomplot.h>
 #include <QFileInfo>
 #include <QGridLayout>
@@ -127,7 +129,7 @@ void InputPanel::updateChart() {
     keys << key;
     values << p.prob * 100.0;
     // Labels like "tabby, tabby cat": the first synonym, elided to the panel's width.
-    QString label = QString::fromStdString(p.label).section(QLatin1Char(','), 0, 0);
+    QString label = shownText(p.label).section(QLatin1Char(','), 0, 0);
     ticker->addTick(key, fm.elidedText(label, Qt::ElideRight, 130));
     auto* text = new QCPItemText(m_plot);
     text->position->setCoords(p.prob * 100.0, key);

@@ -1,6 +1,8 @@
 // The network graph view (see network_graph_view.h).
 #include "widgets/network_graph_view.h"
 
+#include "models/report_access.h"
+
 #include "widgets/chart_style.h"
 
 #include <QComboBox>
@@ -126,7 +128,7 @@ void NetworkGraphView::rebuild() {
     if (it == columnOfBlock.end()) {
       it = columnOfBlock.emplace(l.block, m_columns++).first;
       rowsInColumn.push_back(0);
-      m_columnTitles.push_back(blockShortName(QString::fromStdString(l.block_name)));
+      m_columnTitles.push_back(blockShortName(shownText(l.block_name)));
       m_columnDetails.emplace_back();
     }
     const int column = it->second;
@@ -242,7 +244,7 @@ QString NetworkGraphView::legendText() const {
     case ColorBy::Error:
       if (!m_diff) return QStringLiteral("colour: output error — no diff yet (grey)");
       return QStringLiteral("colour: rel L2 error of %1 vs %2, log scale: %3 – %4; grey: not compared")
-          .arg(QString::fromStdString(m_diff->backend), QString::fromStdString(m_diff->reference))
+          .arg(shownText(m_diff->backend), shownText(m_diff->reference))
           .arg(m_min, 0, 'e', 1)
           .arg(m_max, 0, 'e', 1);
   }
@@ -405,8 +407,8 @@ QString NetworkGraphView::layerDetails(int layer) const {
   const mnv2::Layer& l = m_layers[static_cast<size_t>(layer)];
   QString text = QStringLiteral("<b>#%1 %2</b> — %3")
                      .arg(layer)
-                     .arg(QString::fromStdString(l.name).toHtmlEscaped(),
-                          QString::fromStdString(mnv2::describe(l)).toHtmlEscaped());
+                     .arg(shownText(l.name).toHtmlEscaped(),
+                          shownText(mnv2::describe(l)).toHtmlEscaped());
   if (static_cast<size_t>(layer) < m_stats.size()) {
     const mnv2::LayerStats& s = m_stats[static_cast<size_t>(layer)];
     text += QStringLiteral("<br>output %1 · %2 params · %3 MACs")
@@ -416,7 +418,7 @@ QString NetworkGraphView::layerDetails(int layer) const {
   if (m_diff && layer < static_cast<int>(m_diff->layers.size())) {
     const mnv2::LayerDiff& d = m_diff->layers[static_cast<size_t>(layer)];
     text += d.compared ? QStringLiteral("<br>%1 vs %2: rel L2 %3, max abs %4, cosine %5")
-                             .arg(QString::fromStdString(m_diff->backend), QString::fromStdString(m_diff->reference))
+                             .arg(shownText(m_diff->backend), shownText(m_diff->reference))
                              .arg(d.error.rel_l2, 0, 'e', 2)
                              .arg(d.error.max_abs, 0, 'e', 2)
                              .arg(cosineText(d.error.cosine))

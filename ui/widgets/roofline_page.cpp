@@ -2,6 +2,8 @@
 // the ncu command; this page only draws and lists them.
 #include "widgets/roofline_page.h"
 
+#include "models/report_access.h"
+
 #include <qcustomplot.h>
 #include <QApplication>
 #include <QCheckBox>
@@ -127,7 +129,7 @@ void RooflinePage::setReports(std::vector<ReportPtr> reports) {
     const QSignalBlocker block(m_runs);
     m_runs->clear();
     for (const ReportPtr& r : m_reports)
-      m_runs->addItem(QStringLiteral("%1 (%2)").arg(runLabel(*r), QString::fromStdString(r->device)));
+      m_runs->addItem(QStringLiteral("%1 (%2)").arg(runLabel(*r), shownText(r->device)));
   }
   rebuild();
 }
@@ -161,7 +163,7 @@ void RooflinePage::rebuild() {
   double xmin = 1e30, xmax = 0, ymin = 1e30, ymax = 0;
   for (const auto& p : m_points) {
     const mnv2::Layer& layer = r.topology[static_cast<size_t>(p.layer)];
-    QString kind = QString::fromStdString(p.kind);
+    QString kind = shownText(p.kind);
     if (layer.kind == mnv2::LayerKind::Conv2d && layer.conv.depthwise()) kind += QStringLiteral(" depthwise");
     QCPGraph*& g = byKind[kind];
     if (!g) {
@@ -190,7 +192,7 @@ void RooflinePage::rebuild() {
     g->setProperty("layers", layers);
   }
   QString head = QStringLiteral("%1 on %2, batch %3, %4x%5: %6 steps.")
-                     .arg(runLabel(r), QString::fromStdString(r.device))
+                     .arg(runLabel(r), shownText(r.device))
                      .arg(r.config.batch)
                      .arg(r.config.height)
                      .arg(r.config.width)
@@ -206,7 +208,7 @@ void RooflinePage::rebuild() {
     head += QStringLiteral(
                 " Ceilings of %1: %2 GB/s, %3 GFLOP/s, ridge %4 FLOP/byte; %5 steps memory-bound, %6 "
                 "compute-bound.")
-                .arg(QString::fromStdString(c.device))
+                .arg(shownText(c.device))
                 .arg(c.bandwidth_gb_s, 0, 'f', 1)
                 .arg(c.gflop_s, 0, 'f', 1)
                 .arg(c.ridge(), 0, 'f', 2)
@@ -218,7 +220,7 @@ void RooflinePage::rebuild() {
   } else {
     head += QStringLiteral(" No ceilings: %1")
                 .arg(m_ceilings ? QStringLiteral("the measured ones are of another device (%1).")
-                                      .arg(QString::fromStdString(m_ceilings->device))
+                                      .arg(shownText(m_ceilings->device))
                      : m_ceilingsNote.isEmpty() ? QStringLiteral("tick the box above and run again to measure them.")
                                                 : m_ceilingsNote);
   }
@@ -230,14 +232,14 @@ void RooflinePage::rebuild() {
 
   // Memory: per layer from the model analysis, what the backend held from its own account.
   m_memoryHeld->setText(
-      QStringLiteral("Held by %1: %2").arg(runLabel(r), QString::fromStdString(mnv2::describe_memory(r.memory))));
+      QStringLiteral("Held by %1: %2").arg(runLabel(r), shownText(mnv2::describe_memory(r.memory))));
   const auto layers = mnv2::layer_memory(mnv2::Model{r.topology}, r.layer_stats);
   m_memory->setRowCount(static_cast<int>(layers.size()));
   for (const auto& l : layers) {
     const mnv2::Layer& layer = r.topology[static_cast<size_t>(l.layer)];
-    const QStringList cells = {QString::number(l.layer) + QStringLiteral(" ") + QString::fromStdString(layer.name),
+    const QStringList cells = {QString::number(l.layer) + QStringLiteral(" ") + shownText(layer.name),
                                QString::fromLatin1(mnv2::to_string(layer.kind)),
-                               QString::fromStdString(r.layer_stats[static_cast<size_t>(l.layer)].output.str()),
+                               shownText(r.layer_stats[static_cast<size_t>(l.layer)].output.str()),
                                QString::number(l.activation_bytes), QString::number(l.weight_bytes)};
     for (int col = 0; col < cells.size(); ++col) {
       auto* item = new QTableWidgetItem(cells[col]);
@@ -271,7 +273,7 @@ void RooflinePage::showLayer(int layer) {
   t.height = r.config.height;
   t.width = r.config.width;
   t.precision = r.config.precision;
-  const QFileInfo input(QString::fromStdString(r.config.input_name));
+  const QFileInfo input(shownText(r.config.input_name));
   if (input.isFile()) {
     if (input.suffix() == QLatin1String("f32"))
       t.tensor = input.absoluteFilePath().toStdString();
@@ -280,7 +282,7 @@ void RooflinePage::showLayer(int layer) {
   }
   t.nvtx_range = step.name;
   t.layer = layer;
-  m_ncu->setText(QString::fromStdString(mnv2::shell_join(mnv2::ncu_argv(t))));
+  m_ncu->setText(shownText(mnv2::shell_join(mnv2::ncu_argv(t))));
   m_ncu->setCursorPosition(0);
   m_copy->setEnabled(true);
 }
@@ -302,7 +304,7 @@ void RooflinePage::onMouseMove(QMouseEvent* event) {
   }
   const mnv2::Layer& layer = m_report->topology[static_cast<size_t>(best->layer)];
   QString text = QStringLiteral("<b>%1</b> (%2)<br>%3 FLOP/byte, %4 GFLOP/s, median %5 µs")
-                     .arg(QString::fromStdString(best->name), QString::fromStdString(layer.name))
+                     .arg(shownText(best->name), shownText(layer.name))
                      .arg(best->intensity, 0, 'f', 2)
                      .arg(best->gflop_s, 0, 'f', 1)
                      .arg(best->time_ns / 1000.0, 0, 'f', 2);

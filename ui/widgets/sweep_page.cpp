@@ -109,7 +109,7 @@ std::optional<mnv2::SweepConfig> SweepPage::config(QString* error) const {
                                  ": choose another precision or leave it out of the list");
     mnv2::sweep_points(c);  // empty lists are refused here
   } catch (const mnv2::Error& e) {
-    if (error) *error = QString::fromStdString(e.what());
+    if (error) *error = shownText(e.what());
     return std::nullopt;
   }
   return c;
@@ -164,16 +164,16 @@ void SweepPage::rebuild() {
   for (const auto& r : m_results) {
     const std::string other = bySize ? "batch " + std::to_string(r.config.batch)
                                      : std::to_string(r.config.height) + "x" + std::to_string(r.config.width);
-    lines[{runLabel(QString::fromStdString(r.config.backend), r.config.precision).toStdString(), other}].push_back(&r);
+    lines[{runLabel(shownText(r.config.backend), r.config.precision).toStdString(), other}].push_back(&r);
   }
   int index = 0;
   std::map<std::string, int> perBackend;
   for (const auto& [key, points] : lines) {
     const mnv2::BenchConfig& first = points.front()->config;
-    const QColor base = runColor(QString::fromStdString(first.backend), first.precision, index++);
+    const QColor base = runColor(shownText(first.backend), first.precision, index++);
     const int shade = perBackend[first.backend]++;
     const QColor color = base.darker(100 + 35 * shade);
-    const QString name = QString::fromStdString(key.first + ", " + key.second);
+    const QString name = shownText(key.first + ", " + key.second);
     for (QCustomPlot* plot : {m_latency, m_throughput}) {
       QCPGraph* g = plot->addGraph();
       g->setName(name);

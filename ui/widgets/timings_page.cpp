@@ -1,6 +1,8 @@
 // The timings tab (see timings_page.h).
 #include "widgets/timings_page.h"
 
+#include "models/report_access.h"
+
 #include <qcustomplot.h>
 #include <QCheckBox>
 #include <QComboBox>
@@ -173,8 +175,8 @@ void TimingsPage::rebuildPlot() {
     const mnv2::RunReport& r = *m_reports[static_cast<size_t>(i)];
     auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
     bars->setName(QStringLiteral("%1 (%2, %3)")
-                      .arg(runLabel(r), QString::fromStdString(r.device), QString::fromStdString(r.timer)));
-    const QColor color = runColor(QString::fromStdString(r.backend), r.config.precision, i);
+                      .arg(runLabel(r), shownText(r.device), shownText(r.timer)));
+    const QColor color = runColor(shownText(r.backend), r.config.precision, i);
     bars->setPen(QPen(color.darker(130), 0.5));
     bars->setBrush(color);
     bars->setWidth(0.84 / series);
@@ -225,7 +227,7 @@ void TimingsPage::rebuildTotals() {
   for (int i = 0; i < series; ++i) {
     const mnv2::RunReport& r = *m_reports[static_cast<size_t>(i)];
     auto* bars = new QCPBars(m_totalsPlot->xAxis, m_totalsPlot->yAxis);
-    const QColor color = runColor(QString::fromStdString(r.backend), r.config.precision, i);
+    const QColor color = runColor(shownText(r.backend), r.config.precision, i);
     bars->setPen(QPen(color.darker(130), 0.5));
     bars->setBrush(color);
     bars->setWidth(0.8 / series);

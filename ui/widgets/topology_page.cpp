@@ -1,6 +1,8 @@
 // The topology tab (see topology_page.h).
 #include "widgets/topology_page.h"
 
+#include "models/report_access.h"
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -118,7 +120,7 @@ void TopologyPage::refillFilters() {
   QStringList kinds;
   for (const mnv2::Layer& l : m_model->layers()) {
     if (l.block != lastBlock) {
-      m_block->addItem(QString::fromStdString(l.block_name), l.block);
+      m_block->addItem(shownText(l.block_name), l.block);
       lastBlock = l.block;
     }
     const QString k = QString::fromLatin1(mnv2::to_string(l.kind));
