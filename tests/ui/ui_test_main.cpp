@@ -67,6 +67,7 @@ mnv2::RunReport syntheticReport(const std::vector<mnv2::Layer>& topology, const 
   r.timer = backend == "cpu" ? "host_clock" : "cuda_event";
   r.topology = topology;
   r.layer_stats.resize(topology.size());
+  for (auto& st : r.layer_stats) st.output = mnv2::Shape{1, 1, 1, 1};  // a report read back needs real shapes
   r.layers.resize(topology.size());
   double sum = 0;
   for (size_t l = 0; l < topology.size();) {
