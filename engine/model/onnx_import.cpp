@@ -391,14 +391,27 @@ void parse_preprocess(const std::string& path, const std::map<std::string, std::
         ++count;
       }
       if (!ok || count != 3) throw bad(key, value, "three comma-separated numbers (R,G,B)");
+      // The bounds keep the network input finite (mnv2/model.h); values outside them are the model's fault.
       if (key == "preprocess.std") {
         for (float x : v)
-          if (!(x > 0.0f)) throw bad(key, value, "three positive numbers (R,G,B)");
+          if (!(x >= kMinPreprocessStd && x <= kMaxPreprocessStd))
+            throw bad(key, value, "three positive numbers (R,G,B) in 1e-06..1e+06");
         pre.std = v;
       } else {
+        for (float x : v)
+          if (!(std::fabs(x) <= kMaxAbsPreprocessMean)) throw bad(key, value, "three numbers (R,G,B) in -1e+06..1e+06");
         pre.mean = v;
       }
     }
+  }
+  // Checked once every key is read (either may be given alone; the other keeps its default).
+  if (pre.crop > pre.resize) {
+    const auto given = [&](const char* key, int v) {
+      auto it = meta.find(key);
+      return std::string(key) + (it == meta.end() ? " (default) = " + std::to_string(v) : " = '" + it->second + "'");
+    };
+    throw Error(path + ": metadata " + given("preprocess.crop", pre.crop) + " is larger than " +
+                given("preprocess.resize", pre.resize) + ": the centred crop must fit in the resized image");
   }
 }
 

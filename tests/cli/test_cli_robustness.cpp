@@ -166,6 +166,23 @@ class CliRobustness : public ::testing::Test {
       }
       b.save(f("nan_weights.onnx"));
     }
+    // Preprocessing metadata out of range: the model's fault (exit 1, naming the file and the key).
+    for (const auto& [name, entries] :
+         std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>{
+             {"crop_over_resize.onnx", {{"preprocess.resize", "200"}, {"preprocess.crop", "224"}}},
+             {"absurd_mean_std.onnx",
+              {{"preprocess.mean", "1e38,1e38,1e38"}, {"preprocess.std", "1e-38,1e-38,1e-38"}}}}) {
+      OnnxBuilder b;
+      b.input("x", {-1, 3, -2, -2});
+      b.conv("x", "c", 3, 4, 3, 2, 1);
+      b.classifier("c", 4, 10);
+      for (const auto& [key, value] : entries) {
+        auto* e = b.proto().add_metadata_props();
+        e->set_key(key);
+        e->set_value(value);
+      }
+      b.save(f(name));
+    }
 
     // Tensors and labels.
     write_file(f("short.f32"), std::string(1000, '\0'));
@@ -281,6 +298,8 @@ TEST_F(CliRobustness, HostileModels) {
   both("two inputs", "two_inputs.onnx", "2 non-weight inputs");
   both("an output that is not the last layer", "output_not_last.onnx", "not the last layer");
   both("no layers", "no_layers.onnx", "no layers");
+  both("a crop larger than the resize", "crop_over_resize.onnx", "preprocess.crop");
+  both("mean 1e38 and std 1e-38", "absurd_mean_std.onnx", "preprocess.mean");
   cases.push_back({"a missing model", {"topology", "--model", file("absent.onnx")}, 1, file("absent.onnx"), ""});
   cases.push_back({"a missing $MNV2_MODEL",
                    {"topology"},
