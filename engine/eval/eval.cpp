@@ -42,10 +42,6 @@ std::string fold(const std::string& s) {
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // The whole list file, refused before reading when it is not a regular file (a FIFO would block, a device
 // never end) or larger than kMaxEvalListBytes. O_NONBLOCK: opening a FIFO returns at once instead of
 // waiting for a writer; fstat then says what was opened.
@@ -64,7 +60,7 @@ std::string read_list_bytes(const std::string& list_file) {
                        : S_ISCHR(st.st_mode)  ? "a character device"
                        : S_ISBLK(st.st_mode)  ? "a block device"
                        : S_ISSOCK(st.st_mode) ? "a socket"
-                                              : "not a regular file";
+                                              : "a special file";
     throw Error(list_file + ": the list file is " + kind + ", not a regular file");
   }
   const auto too_big = [&] {
