@@ -468,6 +468,9 @@ int cmd_classify(const Args& args) {
   Classifier classifier;
   const ClassifyResult classified = classifier.classify(
       m.model, labels, ClassifyConfig{backend_name, precision, cuda_options(args), std::max(top, 5)}, input);
+  // NaN/Inf logits: the results still print (exit 0, as for a model with NaN weights), the warning naming the
+  // first layer that produced them goes to stderr, whatever the output format.
+  for (const auto& w : classified.warnings) std::cerr << "WARNING: " << w << "\n";
   if (args.flag("--json")) {
     std::vector<ClassifiedImage> images;
     for (size_t i = 0; i < classified.images.size(); ++i) images.push_back({names[i], &classified.images[i]});

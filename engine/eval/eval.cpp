@@ -2,13 +2,18 @@
 // `queue_batches` ahead of the batch being inferred, so memory stays bounded whatever the set's size.
 #include "mnv2/eval.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -17,6 +22,7 @@
 
 #include "mnv2/error.h"
 #include "mnv2/image.h"
+#include "mnv2/input_files.h"
 #include "mnv2/labels.h"
 
 namespace mnv2 {
@@ -40,12 +46,18 @@ std::string fold(const std::string& s) {
 }  // namespace
 
 std::vector<EvalItem> read_eval_list(const std::string& list_file, const std::string& images_dir, int classes) {
-  std::ifstream in(list_file);
-  if (!in) throw Error(list_file + ": cannot open the list file");
+  // A regular file within inputs::kEvalList (a FIFO or a device is refused at once, without blocking).
+  std::istringstream in(read_input_file(list_file, inputs::kEvalList));
   std::vector<EvalItem> items;
   std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    if (number > kMaxEvalListLines)
+      throw Error(list_file + ": the list file has more than " + std::to_string(kMaxEvalListLines) +
+                  " lines; split the set or check the file");
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.size() > inputs::kEvalList.max_string_bytes)
+      throw Error(list_file + ":" + std::to_string(number) + ": a line of " + std::to_string(line.size()) +
+                  " bytes (at most " + std::to_string(inputs::kEvalList.max_string_bytes) + ")");
     const auto first = line.find_first_not_of(" \t");
     if (first == std::string::npos || line[first] == '#') continue;
     const auto end = line.find_last_not_of(" \t");
@@ -63,10 +75,67 @@ std::vector<EvalItem> read_eval_list(const std::string& list_file, const std::st
     const fs::path p(name);
     items.push_back({p.is_absolute() ? name : (fs::path(images_dir) / p).string(), index});
   }
-  if (in.bad()) throw Error(list_file + ": read error");
   if (items.empty()) throw Error(list_file + ": no 'FILENAME LABEL' lines");
   return items;
 }
+
+namespace {
+
+// What a folder entry is, through symbolic links, and why it cannot be read (empty when it can be
+// examined). Every call takes an error_code: an entry whose status cannot be read (ELOOP, EACCES) must not
+// end the scan with an exception.
+struct EntryKind {
+  fs::file_type type = fs::file_type::unknown;
+  std::string unreadable;
+};
+
+EntryKind examine(const fs::path& p) {
+  std::error_code ec;
+  const fs::file_status link = fs::symlink_status(p, ec);
+  if (ec) return {fs::file_type::unknown, "cannot be examined (" + ec.message() + ")"};
+  const fs::file_status st = fs::status(p, ec);
+  if (fs::is_symlink(link)) {
+    if (ec == std::errc::too_many_symbolic_link_levels)
+      return {fs::file_type::unknown, "a symbolic link loop (" + ec.message() + ")"};
+    if (st.type() == fs::file_type::not_found)
+      return {fs::file_type::not_found, "a dangling symbolic link (its target does not exist)"};
+  }
+  if (ec) return {fs::file_type::unknown, "cannot be examined (" + ec.message() + ")"};
+  return {st.type(), ""};
+}
+
+// Why a non-folder entry of a class folder is not an image file, or "" for a regular file.
+std::string not_a_file(const EntryKind& k) {
+  if (!k.unreadable.empty()) return k.unreadable;
+  switch (k.type) {
+    case fs::file_type::regular:
+      return "";
+    case fs::file_type::fifo:
+      return "a FIFO (named pipe), not an image file";
+    case fs::file_type::socket:
+      return "a socket, not an image file";
+    case fs::file_type::block:
+    case fs::file_type::character:
+      return "a device, not an image file";
+    default:
+      return "not a regular file";
+  }
+}
+
+// The entries of one folder that are not hidden, in name order; `error` says why the listing stopped early
+// (what was listed until then is kept).
+std::vector<fs::path> list_folder(const fs::path& folder, std::string& error) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  fs::directory_iterator it(folder, ec);
+  for (const fs::directory_iterator end; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().front() != '.') out.push_back(it->path());
+  if (ec) error = "cannot list the folder (" + ec.message() + ")";
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
 
 std::vector<EvalItem> scan_class_folders(const std::string& dir, const std::vector<std::string>& labels) {
   std::error_code ec;
@@ -76,31 +145,42 @@ std::vector<EvalItem> scan_class_folders(const std::string& dir, const std::vect
     by_name.emplace(fold(labels[i]), static_cast<int>(i));
     by_name.emplace(fold(labels[i].substr(0, labels[i].find(','))), static_cast<int>(i));
   }
-  std::vector<fs::path> folders;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_directory() && e.path().filename().string().front() != '.') folders.push_back(e.path());
-  if (ec) throw Error(dir + ": cannot list the folder: " + ec.message());
-  std::sort(folders.begin(), folders.end());
+  std::string error;
+  const std::vector<fs::path> entries = list_folder(dir, error);
+  if (!error.empty()) throw Error(dir + ": " + error);
   std::vector<EvalItem> items;
-  for (const auto& folder : folders) {
-    const std::string name = folder.filename().string();
+  for (const auto& entry : entries) {
+    const EntryKind kind = examine(entry);
+    // Plain files beside the class folders (a README, a list) are not part of the set; an entry that
+    // cannot be examined may be a class folder, so it is reported.
+    if (!kind.unreadable.empty()) {
+      items.push_back({entry.string(), -1, kind.unreadable});
+      continue;
+    }
+    if (kind.type != fs::file_type::directory) continue;
+    const std::string name = entry.filename().string();
     int label = -1;
     if (is_number(name)) {
       label = std::stoi(name);
       if (label >= static_cast<int>(labels.size()))
-        throw Error(folder.string() + ": class " + name + " is outside the model's classes 0.." +
+        throw Error(entry.string() + ": class " + name + " is outside the model's classes 0.." +
                     std::to_string(labels.size() - 1));
     } else if (auto it = by_name.find(fold(name)); it != by_name.end()) {
       label = it->second;
     } else {
-      throw Error(folder.string() + ": the folder name is neither a class index nor a class name of the model");
+      throw Error(entry.string() + ": the folder name is neither a class index nor a class name of the model");
     }
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(folder, ec))
-      if (!e.is_directory() && e.path().filename().string().front() != '.') files.push_back(e.path());
-    if (ec) throw Error(folder.string() + ": cannot list the folder: " + ec.message());
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files) items.push_back({f.string(), label});
+    std::string folder_error;
+    for (const auto& f : list_folder(entry, folder_error)) {
+      const EntryKind k = examine(f);
+      if (k.unreadable.empty() && k.type == fs::file_type::directory) continue;  // sub-folders are not read
+      std::string why = not_a_file(k);
+      // Said here, where the reason is known; the decoder would only find that it cannot open the file.
+      if (why.empty() && ::access(f.c_str(), R_OK) != 0)
+        why = std::string("cannot be read (") + std::strerror(errno) + ")";
+      items.push_back({f.string(), label, why});
+    }
+    if (!folder_error.empty()) items.push_back({entry.string(), label, folder_error});
   }
   if (items.empty()) throw Error(dir + ": no class sub-folders with images (or give --list FILE)");
   return items;
@@ -180,6 +260,11 @@ class BatchLoader {
       const size_t begin = static_cast<size_t>(k) * static_cast<size_t>(batch_);
       const size_t end = std::min(items_.size(), begin + static_cast<size_t>(batch_));
       for (size_t i = begin; i < end; ++i) {
+        if (!items_[i].skip.empty()) {  // the folder scan found it unreadable: never opened
+          b.images.emplace_back(std::nullopt);
+          b.errors.emplace_back(items_[i].skip);
+          continue;
+        }
         try {
           b.images.emplace_back(load_(items_[i].path));
           b.errors.emplace_back();

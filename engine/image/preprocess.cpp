@@ -38,21 +38,26 @@ void validate(const Image8& image, const Preprocess& p) {
     throw Error("preprocess: a " + std::to_string(image.width) + "x" + std::to_string(image.height) +
                 " RGB image needs " + std::to_string(expected) + " bytes, got " + std::to_string(image.rgb.size()));
   }
+  // The parameters come from the model (its metadata, checked when it was read), so a bad one here is the
+  // model's fault, an Error, not a UsageError.
   if (p.resize <= 0 || p.resize > kMaxImageSide) {
-    throw UsageError("preprocess: resize must be 1.." + std::to_string(kMaxImageSide) + " pixels, got " +
-                     std::to_string(p.resize));
+    throw Error("preprocess: the model's resize must be 1.." + std::to_string(kMaxImageSide) + " pixels, got " +
+                std::to_string(p.resize));
   }
   if (p.crop <= 0 || p.crop > p.resize) {
-    throw UsageError("preprocess: crop must be 1..resize (" + std::to_string(p.resize) + ") pixels, got " +
-                     std::to_string(p.crop));
+    throw Error("preprocess: the model's crop must be 1..resize (" + std::to_string(p.resize) + ") pixels, got " +
+                std::to_string(p.crop));
   }
   if (p.color != "RGB" && p.color != "BGR") {
-    throw UsageError("preprocess: color must be RGB or BGR, got '" + p.color + "'");
+    throw Error("preprocess: the model's color must be RGB or BGR, got '" + p.color + "'");
   }
   for (int c = 0; c < 3; ++c) {
-    if (!std::isfinite(p.mean[c]) || !std::isfinite(p.std[c]) || p.std[c] == 0.0f) {
-      throw UsageError("preprocess: mean and std must be finite and std non-zero (channel " + std::to_string(c) +
-                       ": mean " + std::to_string(p.mean[c]) + ", std " + std::to_string(p.std[c]) + ")");
+    // Bounds of mnv2/model.h: the normalised input stays finite. Written so that NaN fails too.
+    if (!(std::fabs(p.mean[c]) <= kMaxAbsPreprocessMean) ||
+        !(p.std[c] >= kMinPreprocessStd && p.std[c] <= kMaxPreprocessStd)) {
+      throw Error("preprocess: the model's mean must be finite within +-1e6 and its std within 1e-6..1e6 (channel " +
+                  std::to_string(c) + ": mean " + std::to_string(p.mean[c]) + ", std " + std::to_string(p.std[c]) +
+                  ")");
     }
   }
 }

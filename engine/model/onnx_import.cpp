@@ -392,14 +392,27 @@ void parse_preprocess(const std::string& path, const std::map<std::string, std::
         ++count;
       }
       if (!ok || count != 3) throw bad(key, value, "three comma-separated numbers (R,G,B)");
+      // The bounds keep the network input finite (mnv2/model.h); values outside them are the model's fault.
       if (key == "preprocess.std") {
         for (float x : v)
-          if (!(x > 0.0f)) throw bad(key, value, "three positive numbers (R,G,B)");
+          if (!(x >= kMinPreprocessStd && x <= kMaxPreprocessStd))
+            throw bad(key, value, "three positive numbers (R,G,B) in 1e-06..1e+06");
         pre.std = v;
       } else {
+        for (float x : v)
+          if (!(std::fabs(x) <= kMaxAbsPreprocessMean)) throw bad(key, value, "three numbers (R,G,B) in -1e+06..1e+06");
         pre.mean = v;
       }
     }
+  }
+  // Checked once every key is read (either may be given alone; the other keeps its default).
+  if (pre.crop > pre.resize) {
+    const auto given = [&](const char* key, int v) {
+      auto it = meta.find(key);
+      return std::string(key) + (it == meta.end() ? " (default) = " + std::to_string(v) : " = '" + it->second + "'");
+    };
+    throw Error(path + ": metadata " + given("preprocess.crop", pre.crop) + " is larger than " +
+                given("preprocess.resize", pre.resize) + ": the centred crop must fit in the resized image");
   }
 }
 
@@ -1646,6 +1659,22 @@ Model load_onnx_file(const std::string& path, const OnnxLoadOptions& options) {
   if (!proto.has_graph()) throw Error(path + ": not a valid ONNX model (no graph)");
   check_versions(path, proto);
 
+  // First, before any file is looked at (the main graph's external data included): tensors the importer
+  // never reads (subgraphs, functions, training information) must not keep data in external files. The
+  // refusal is the same whatever their location names, so it tells nothing about which paths exist.
+  for (int i = 0; i < proto.graph().node_size(); ++i) {
+    const onnx::NodeProto& n = proto.graph().node(i);
+    check_unread_attributes(path, n, "node '" + node_label(n, i) + "' (" + n.op_type() + ")", false);
+  }
+  for (const onnx::FunctionProto& f : proto.functions())
+    for (int i = 0; i < f.node_size(); ++i)
+      check_unread_attributes(path, f.node(i), "function '" + f.name() + "': node '" + node_label(f.node(i), i) + "'",
+                              true);
+  for (const onnx::TrainingInfoProto& t : proto.training_info()) {
+    check_unread_graph(path, t.initialization(), "training initialization graph");
+    check_unread_graph(path, t.algorithm(), "training algorithm graph");
+  }
+
   // Before the checker: external data is read here under our rules (the checker would look the files up
   // itself), and our messages for absurd shapes and dangling inputs are more direct than its.
   uint64_t hash = fnv1a64_update(kFnv1a64Basis, bytes.data(), bytes.size());
@@ -1674,7 +1703,6 @@ Model load_onnx_file(const std::string& path, const OnnxLoadOptions& options) {
         if (has_external_data(*t)) external.load(*t, label + ": attribute '" + a.name() + "'");
       }
     }
-    check_unread_attributes(path, n, label, false);
     for (const std::string& in : n.input())
       if (!in.empty() && !known.count(in))
         throw Error(path + ": " + label + ": input '" + in +
@@ -1686,14 +1714,6 @@ Model load_onnx_file(const std::string& path, const OnnxLoadOptions& options) {
   }
   for (const onnx::ValueInfoProto& out : g.output())
     if (!known.count(out.name())) throw Error(path + ": graph output '" + out.name() + "' is not produced by any node");
-  for (const onnx::FunctionProto& f : proto.functions())
-    for (int i = 0; i < f.node_size(); ++i)
-      check_unread_attributes(path, f.node(i), "function '" + f.name() + "': node '" + node_label(f.node(i), i) + "'",
-                              true);
-  for (const onnx::TrainingInfoProto& t : proto.training_info()) {
-    check_unread_graph(path, t.initialization(), "training initialization graph");
-    check_unread_graph(path, t.algorithm(), "training algorithm graph");
-  }
 
   const std::string skip = checker_skip_reason(proto);
   if (skip.empty()) {

@@ -1,6 +1,7 @@
 // The classify study: one prepared network kept between calls, the classifier-head check both front ends
 // need (mnv2/studies.h).
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,32 @@ std::string classifier_head_problem(const Model& model, int height, int width) {
          std::to_string(out.w) +
          " map per image, not one score per class; classify needs a classifier head (a global pool, then a Linear or "
          "1x1 convolution)";
+}
+
+namespace {
+
+bool all_finite(const Tensor& t) {
+  return std::all_of(t.data.begin(), t.data.end(), [](float v) { return std::isfinite(v); });
+}
+
+}  // namespace
+
+std::string nonfinite_origin(const Model& model, PreparedNet& net, const Tensor& input, const Tensor& outputs) {
+  if (all_finite(outputs)) return {};
+  const std::string what = "outputs contain NaN/Inf; ";
+  if (!all_finite(input)) return what + "the network's input already holds NaN/Inf";
+  RunOptions keep;
+  keep.keep_layer_outputs = true;
+  (void)net.run(input, keep);
+  const std::vector<Tensor>& layers = net.layer_outputs();
+  for (size_t l = 0; l < layers.size() && l < model.layers.size(); ++l) {
+    if (layers[l].empty() || all_finite(layers[l])) continue;
+    const Layer& layer = model.layers[l];
+    return what + "first produced by layer " + std::to_string(layer.index) + " (" + layer.name + ")";
+  }
+  return what +
+         "the layer that first produced them could not be told (the backend keeps no layer output that "
+         "holds them; cpu-ref keeps every one)";
 }
 
 struct Classifier::Cache {
@@ -63,6 +90,8 @@ ClassifyResult Classifier::classify(const Model& model, const std::vector<std::s
   const int classes = static_cast<int>(logits.shape.per_image());
   ClassifyResult result;
   result.backend_description = c.description;
+  if (std::string warning = nonfinite_origin(model, *c.net, input, logits); !warning.empty())
+    result.warnings.push_back(std::move(warning));
   for (int64_t i = 0; i < logits.shape.n; ++i) {
     const float* row = logits.data.data() + i * classes;
     Classification one;

@@ -166,6 +166,23 @@ class CliRobustness : public ::testing::Test {
       }
       b.save(f("nan_weights.onnx"));
     }
+    // Preprocessing metadata out of range: the model's fault (exit 1, naming the file and the key).
+    for (const auto& [name, entries] :
+         std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>{
+             {"crop_over_resize.onnx", {{"preprocess.resize", "200"}, {"preprocess.crop", "224"}}},
+             {"absurd_mean_std.onnx",
+              {{"preprocess.mean", "1e38,1e38,1e38"}, {"preprocess.std", "1e-38,1e-38,1e-38"}}}}) {
+      OnnxBuilder b;
+      b.input("x", {-1, 3, -2, -2});
+      b.conv("x", "c", 3, 4, 3, 2, 1);
+      b.classifier("c", 4, 10);
+      for (const auto& [key, value] : entries) {
+        auto* e = b.proto().add_metadata_props();
+        e->set_key(key);
+        e->set_value(value);
+      }
+      b.save(f(name));
+    }
 
     // Tensors and labels.
     write_file(f("short.f32"), std::string(1000, '\0'));
@@ -281,6 +298,8 @@ TEST_F(CliRobustness, HostileModels) {
   both("two inputs", "two_inputs.onnx", "2 non-weight inputs");
   both("an output that is not the last layer", "output_not_last.onnx", "not the last layer");
   both("no layers", "no_layers.onnx", "no layers");
+  both("a crop larger than the resize", "crop_over_resize.onnx", "preprocess.crop");
+  both("mean 1e38 and std 1e-38", "absurd_mean_std.onnx", "preprocess.mean");
   cases.push_back({"a missing model", {"topology", "--model", file("absent.onnx")}, 1, file("absent.onnx"), ""});
   cases.push_back({"a missing $MNV2_MODEL",
                    {"topology"},
@@ -500,6 +519,35 @@ TEST_F(CliRobustness, NanWeightsWarnOnEveryOutput) {
     const auto& warnings = j.at("runs").at(0).at("warnings");
     ASSERT_GE(warnings.size(), 2u);
     EXPECT_NE(warnings[0].get<std::string>().find(warning), std::string::npos);
+  }
+}
+
+// Finite weights that overflow float when run (layer 1's weights are 1e38): classify still prints its
+// ranking with exit 0, as for NaN weights, and says on stderr which layer first produced the NaN/Inf.
+TEST_F(CliRobustness, NanLogitsNameTheFirstLayerThatProducedThem) {
+  OnnxBuilder b;
+  b.input("x", {-1, 3, 8, 8});
+  b.conv("x", "c1", 3, 4, 3, 1, 1);
+  b.conv("c1", "c2", 4, 4, 1);
+  b.classifier("c2", 4, 10);
+  for (auto& t : *b.proto().mutable_graph()->mutable_initializer()) {
+    if (t.name() == "c1_w" || t.name() == "c2_w" || t.name() == "c1_b")
+      for (int i = 0; i < t.float_data_size(); ++i)
+        t.set_float_data(i, t.name() == "c1_w" ? 0.1f : t.name() == "c2_w" ? 1e38f : 0.0f);
+  }
+  b.save(file("overflow.onnx"));
+  const std::vector<float> ones(3 * 8 * 8, 1.0f);
+  write_file(file("ones.f32"), std::string(reinterpret_cast<const char*>(ones.data()), ones.size() * sizeof(float)));
+  for (const char* json : {"", "--json"}) {
+    SCOPED_TRACE(json);
+    std::vector<std::string> args = {"classify", "--model",        file("overflow.onnx"), "--backend", "cpu-ref",
+                                     "--tensor", file("ones.f32"), "--input-size",        "8x8"};
+    if (*json) args.push_back(json);
+    const CliResult r = run_cli(args, {}, MNV2_CLI_PATH, kLimitS);
+    EXPECT_EQ(r.code, 0) << describe(r);
+    EXPECT_TRUE(error_lines(r.err).empty()) << describe(r);
+    EXPECT_NE(r.err.find("WARNING: outputs contain NaN/Inf; first produced by layer 1 ("), std::string::npos)
+        << describe(r);
   }
 }
 

@@ -1,6 +1,7 @@
 // The studies from the command line: eval over a tiny labelled set built from the shared photographs and
 // their golden top-1, and the Nsight Compute command of --ncu-command.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -95,6 +96,21 @@ TEST(CliEval, BadInputIsNamed) {
   EXPECT_NE(bad_folder.err.find("not a class"), std::string::npos) << describe(bad_folder);
   EXPECT_EQ(run_cli({"eval"}).code, 2);
   EXPECT_FALSE(fs::exists(d.file("e.json")));
+}
+
+// A --list that is a FIFO: refused at once naming it (exit 1), never waited on for a writer.
+TEST(CliEval, AListThatIsAFifoIsRefusedWithoutHanging) {
+  TempDir d;
+  ASSERT_EQ(mkfifo(d.file("list.fifo").c_str(), 0600), 0);
+  const CliResult r =
+      run_cli({"eval", "--model", main_model_path(), "--images", shared_path("images"), "--list", d.file("list.fifo")},
+              {}, MNV2_CLI_PATH, 30);
+  EXPECT_NE(r.code, 124) << "waited on the FIFO: " << describe(r);
+  EXPECT_EQ(r.code, 1) << describe(r);
+  EXPECT_NE(
+      r.err.find(d.file("list.fifo") + ": cannot read evaluation list (it is a FIFO (named pipe), not a regular file)"),
+      std::string::npos)
+      << describe(r);
 }
 
 TEST(CliNcu, PrintsTheCommandForOneLayer) {

@@ -22,8 +22,8 @@
 #include "mnv2/bench.h"
 #include "mnv2/error.h"
 #include "mnv2/image.h"
-#include "mnv2/json_io.h"
 #include "mnv2/input_files.h"
+#include "mnv2/json_io.h"
 #include "mnv2/model.h"
 #include "mnv2/output_files.h"
 #include "mnv2/report.h"
@@ -268,10 +268,18 @@ Outcome output_set(const uint8_t* data, size_t size) {
     const uint8_t pick = next();
     std::string path;
     switch (pick % 4) {
-      case 0: path = d + "/e" + std::to_string((pick >> 2) % 6); break;
-      case 1: path = d + "/new" + std::to_string((pick >> 2) % 3); break;
-      case 2: path = d + "/missing/x"; break;
-      case 3: path = d + "/./e" + std::to_string((pick >> 2) % 6); break;
+      case 0:
+        path = d + "/e" + std::to_string((pick >> 2) % 6);
+        break;
+      case 1:
+        path = d + "/new" + std::to_string((pick >> 2) % 3);
+        break;
+      case 2:
+        path = d + "/missing/x";
+        break;
+      case 3:
+        path = d + "/./e" + std::to_string((pick >> 2) % 6);
+        break;
     }
     const std::string label = "--out" + std::to_string(i);
     try {

@@ -769,6 +769,49 @@ TEST(OnnxImport, MetadataAndPreprocess) {
   }
 }
 
+// Metadata that parses but would make the network's input non-finite, or a crop larger than the resized
+// image: the model's fault, an Error (not a UsageError) naming the file and the key, when it is loaded.
+TEST(OnnxImport, PreprocessMetadataOutOfRangeIsTheModelsFault) {
+  const std::vector<std::vector<std::pair<std::string, std::string>>> cases = {
+      {{"preprocess.mean", "1e38,1e38,1e38"}, {"preprocess.std", "1e-38,1e-38,1e-38"}},
+      {{"preprocess.mean", "1e38,0.5,0.5"}},
+      {{"preprocess.mean", "0.5,-2e6,0.5"}},
+      {{"preprocess.std", "1e-38,0.5,0.5"}},
+      {{"preprocess.std", "0.5,0.5,1e7"}},
+      {{"preprocess.resize", "200"}, {"preprocess.crop", "224"}},
+      {{"preprocess.crop", "300"}},  // the default resize is 256
+  };
+  for (const auto& entries : cases) {
+    const std::string key = entries.front().first == "preprocess.resize" ? "preprocess.crop" : entries.front().first;
+    SCOPED_TRACE(key + "=" + entries.front().second);
+    TempDir dir;
+    GraphBuilder b;
+    b.input("x", {-1, 2, 4, 4});
+    add_conv(b, "x", "c", 2, 2, 1, 1, {0, 0, 0, 0});
+    b.output("c");
+    for (const auto& [k, v] : entries) b.meta(k, v);
+    const std::string p = b.save(dir);
+    expect_refusal(p, {p, key});
+    try {
+      (void)load_onnx(p);
+    } catch (const UsageError& e) {
+      ADD_FAILURE() << "a UsageError (the user's fault) for the model's metadata: " << e.what();
+    } catch (const Error&) {
+    }
+  }
+  // The bounds themselves load.
+  TempDir dir;
+  GraphBuilder b;
+  b.input("x", {-1, 2, 4, 4});
+  add_conv(b, "x", "c", 2, 2, 1, 1, {0, 0, 0, 0});
+  b.output("c");
+  b.meta("preprocess.mean", "-1e6,0,1e6");
+  b.meta("preprocess.std", "1e-6,1,1e6");
+  b.meta("preprocess.resize", "224");
+  b.meta("preprocess.crop", "224");
+  EXPECT_NO_THROW((void)load_onnx(b.save(dir)));
+}
+
 // -------------------------------------------------------------------------------------------------------------
 // Refusals.
 

@@ -399,6 +399,74 @@ TEST(ExternalDataHostile, TensorsThatCannotBeExternalAreRefused) {
   }
 }
 
+// External data in a subgraph (or a function) is refused before any file is looked at, the main graph's
+// own external data included, with one message whatever the location names: an existing or a missing file,
+// inside the model's folder or outside it. Nothing but the model file itself is opened.
+TEST(ExternalDataHostile, SubgraphExternalDataIsRefusedBeforeAnyFileIsLookedAt) {
+  Layout l;
+  write_file(l.in_model("w.bin"), float_bytes(kWeights));
+  // The main graph's w in w.bin (valid: it would load), then If(then/else: `hidden` at `location`).
+  auto save = [&](const std::string& location, bool in_function) {
+    OnnxBuilder b(13, 7);
+    b.input("x", {-1, 2, 4, 4});
+    auto& w = b.init("w", {3, 2, 1, 1}, {});
+    OnnxBuilder::external_entries(w, {{"location", "w.bin"}});
+    b.node("Conv", {"x", "w"}, {"c"}, "conv");
+    b.init("cond", {}, {1.0f});
+    onnx::NodeProto* n = nullptr;
+    if (in_function) {
+      auto* f = b.proto().add_functions();
+      f->set_name("f");
+      f->set_domain("local");
+      n = f->add_node();
+      n->set_op_type("If");
+      n->set_name("branch");
+      n->add_input("cond");
+      n->add_output("y");
+      b.node("Identity", {"c"}, {"y"}, "id");
+    } else {
+      n = &b.node("If", {"cond"}, {"y"}, "branch");
+    }
+    for (const char* name : {"then_branch", "else_branch"}) {
+      auto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::GRAPH);
+      auto* g = a->mutable_g();
+      g->set_name(name);
+      auto* t = g->add_initializer();
+      t->set_name("hidden");
+      t->set_data_type(onnx::TensorProto::FLOAT);
+      t->add_dims(6);
+      OnnxBuilder::external_entries(*t, {{"location", location}});
+      g->add_output()->set_name("hidden");
+    }
+    b.output("y");
+    b.save(l.model);
+  };
+  for (const bool in_function : {false, true}) {
+    SCOPED_TRACE(in_function ? "in a function" : "in the main graph's If");
+    std::vector<std::string> messages;
+    for (const std::string& location :
+         {l.outside + "/secret.bin", l.outside + "/missing.bin", std::string("../outside/secret.bin"),
+          std::string("../outside/missing.bin"), std::string("w.bin"), std::string("missing.bin")}) {
+      SCOPED_TRACE(location);
+      save(location, in_function);
+      AccessWatch outside(l.outside);
+      AccessWatch inside(l.model_dir);
+      const std::string msg = load_error(l.model);
+      EXPECT_NE(msg.find("initializer 'hidden' keeps its data in an external file"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find(location), std::string::npos) << "the location is echoed: " << msg;
+      messages.push_back(msg);
+      EXPECT_EQ(outside.events(), std::vector<std::string>{});
+      std::vector<std::string> seen;
+      for (const std::string& e : inside.events())
+        if (e.find("m.onnx") == std::string::npos) seen.push_back(e);
+      EXPECT_EQ(seen, std::vector<std::string>{}) << "a file was opened before the refusal";
+    }
+    for (const std::string& m : messages) EXPECT_EQ(m, messages.front());
+  }
+}
+
 // A Constant's tensor may live in external data too (the exporter moves large ones there).
 TEST(ExternalDataHostile, ConstantNodeTensorsAreReadUnderTheSameRules) {
   Layout l;

@@ -3,6 +3,7 @@
 // for them), graphs built to blow up work, and error messages that stay on one line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -15,6 +16,7 @@
 #include "mnv2/error.h"
 #include "mnv2/labels.h"
 #include "mnv2/model.h"
+#include "mnv2/studies.h"
 #include "onnx_builder.h"
 #include "test_support.h"
 
@@ -89,6 +91,61 @@ TEST(RobustImport, NanAndInfWeightsLoadWithAWarningPerLayer) {
   EXPECT_FALSE(compare(logits.data.data(), logits.data.data(), static_cast<int64_t>(logits.data.size())).finite);
   const auto top = top_k(logits.data.data(), 5, 5, builtin_labels(5));
   EXPECT_EQ(top.size(), 5u);
+}
+
+// Finite weights that overflow float at run time: conv 0 (all weights 0.1) keeps a positive input positive,
+// conv 1's weights are 1e38, so its output is Inf, and the classifier's mixed-sign weights make NaN of that.
+OnnxBuilder overflowing_classifier() {
+  OnnxBuilder b;
+  b.input("x", {-1, 3, 8, 8});
+  b.conv("x", "c1", 3, 4, 3, 1, 1);
+  b.conv("c1", "c2", 4, 4, 1);
+  b.classifier("c2", 4, 5);
+  for (auto& t : *b.proto().mutable_graph()->mutable_initializer()) {
+    const float v = t.name() == "c1_w" ? 0.1f : t.name() == "c2_w" ? 1e38f : t.name() == "c1_b" ? 0.0f : -1.0f;
+    if (t.name() == "c1_w" || t.name() == "c2_w" || t.name() == "c1_b")
+      for (int i = 0; i < t.float_data_size(); ++i) t.set_float_data(i, v);
+  }
+  return b;
+}
+
+TEST(RobustImport, NonFiniteLogitsNameTheFirstLayerThatProducedThem) {
+  TempDir dir;
+  const std::string path = dir.file("overflow.onnx");
+  overflowing_classifier().save(path);
+  const Model m = load_onnx(path);
+  ASSERT_GE(m.layers.size(), 3u);
+  EXPECT_TRUE(m.warnings.empty()) << all_warnings(m);  // every weight is finite: only running shows it
+  Tensor ones(Shape{1, 3, 8, 8});
+  std::fill(ones.data.begin(), ones.data.end(), 1.0f);
+  const std::string expected = "outputs contain NaN/Inf; first produced by layer 1 (" + m.layers[1].name + ")";
+  for (const char* backend : {"cpu-ref", "cpu"}) {
+    SCOPED_TRACE(backend);
+    Classifier classifier;
+    const ClassifyResult r = classifier.classify(m, builtin_labels(5), ClassifyConfig{backend}, ones);
+    ASSERT_EQ(r.warnings.size(), 1u);
+    // The oneDNN backend may fuse layer 1 away; it still warns, and names the layer where it can.
+    if (std::string(backend) == "cpu-ref" || r.warnings[0].find("first produced") != std::string::npos)
+      EXPECT_EQ(r.warnings[0], expected);
+    EXPECT_EQ(r.warnings[0].rfind("outputs contain NaN/Inf; ", 0), 0u) << r.warnings[0];
+
+    // The engine function on its own: finite outputs say nothing.
+    auto net = make_backend(backend)->prepare(m, PrepareConfig{1, 8, 8, Precision::fp32});
+    const Tensor logits = net->run(ones);
+    EXPECT_EQ(nonfinite_origin(m, *net, ones, logits), r.warnings[0]);
+    EXPECT_EQ(nonfinite_origin(m, *net, ones, Tensor(Shape{1, 5, 1, 1})), "");
+    Tensor nan_input = ones;
+    nan_input.data[7] = kNaN;
+    EXPECT_EQ(nonfinite_origin(m, *net, nan_input, logits),
+              "outputs contain NaN/Inf; the network's input already holds NaN/Inf");
+  }
+  // A finite run warns about nothing.
+  Classifier classifier;
+  const Model fine = load_onnx([&] {
+    small_classifier().save(dir.file("fine.onnx"));
+    return dir.file("fine.onnx");
+  }());
+  EXPECT_TRUE(classifier.classify(fine, builtin_labels(5), ClassifyConfig{"cpu-ref"}, ones).warnings.empty());
 }
 
 TEST(RobustImport, NanInBatchNormParametersWarnsOnTheFoldedConv) {

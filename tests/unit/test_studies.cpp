@@ -1,14 +1,18 @@
 // The studies' engine parts: the Nsight Compute command line, the labelled-set readers and the
 // evaluation pipeline (bounded loader queue, unreadable images skipped).
-#include <unistd.h>
-
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <map>
 
 #include "mnv2/bench_report.h"
 #include "mnv2/error.h"
@@ -118,6 +122,110 @@ TEST(EvalSet, ClassFoldersByIndexOrName) {
   fs::create_directories(d.file("1001"));
   EXPECT_THROW(scan_class_folders(d.path(), labels), Error);
   EXPECT_THROW(scan_class_folders(d.file("nope"), labels), Error);
+}
+
+// Evaluates a class-folder set with .f32 files (no image codec needed) on cpu-ref; the skipped entries by
+// file name, with their reasons.
+struct ScannedEval {
+  EvalResult result;
+  std::map<std::string, std::string> skipped;
+  std::string reason(const std::string& name) const { return skipped.count(name) ? skipped.at(name) : "(not skipped)"; }
+};
+ScannedEval evaluate_folder(const Model& m, const std::string& set) {
+  ScannedEval out;
+  std::vector<EvalItem> items;
+  EXPECT_NO_THROW(items = scan_class_folders(set, builtin_labels(m.num_classes)));
+  EvalConfig cfg;
+  cfg.backend = "cpu-ref";
+  out.result = evaluate(m, items, cfg, default_image_loader(m.preprocess));
+  for (const EvalSkip& s : out.result.skipped) out.skipped[fs::path(s.path).filename().string()] = s.reason;
+  return out;
+}
+std::string preprocessed_image(const Model& m) {
+  return std::string(static_cast<size_t>(3) * m.preprocess.crop * m.preprocess.crop * 4, '\0');
+}
+
+// What a folder scan cannot read is skipped with its reason and the evaluation completes: a symbolic link
+// loop (in a class folder and beside them), a dangling link, a FIFO (never opened: it would block).
+TEST(Eval, LinkLoopsDanglingLinksAndFifosInAClassFolderAreSkippedWithTheirReason) {
+  const Model m = builtin_mobilenet_v2();
+  TempDir d;
+  fs::create_directories(d.file("set/1"));
+  write_file(d.file("set/1/a_good.f32"), preprocessed_image(m));
+  fs::create_symlink("b_loop.f32", d.file("set/1/b_loop.f32"));
+  fs::create_symlink("nowhere.f32", d.file("set/1/c_dangling.f32"));
+  ASSERT_EQ(mkfifo(d.file("set/1/d_pipe.f32").c_str(), 0600), 0);
+  fs::create_symlink("0_loop", d.file("set/0_loop"));
+  const ScannedEval e = evaluate_folder(m, d.file("set"));
+  EXPECT_EQ(e.result.images, 1);
+  EXPECT_EQ(e.result.skipped.size(), 4u);
+  EXPECT_NE(e.reason("0_loop").find("symbolic link loop"), std::string::npos) << e.reason("0_loop");
+  EXPECT_NE(e.reason("b_loop.f32").find("symbolic link loop"), std::string::npos) << e.reason("b_loop.f32");
+  EXPECT_NE(e.reason("c_dangling.f32").find("dangling symbolic link"), std::string::npos) << e.reason("c_dangling.f32");
+  EXPECT_NE(e.reason("d_pipe.f32").find("FIFO"), std::string::npos) << e.reason("d_pipe.f32");
+}
+
+// A file and a sub-folder without read permission: skipped with the reason (not as root, who reads them).
+TEST(Eval, UnreadableFilesAndFoldersAreSkippedWithTheirReason) {
+  if (geteuid() == 0) GTEST_SKIP() << "running as root: permissions do not stop reads";
+  const Model m = builtin_mobilenet_v2();
+  TempDir d;
+  fs::create_directories(d.file("set/1"));
+  fs::create_directories(d.file("set/2"));
+  write_file(d.file("set/1/a_good.f32"), preprocessed_image(m));
+  write_file(d.file("set/1/e_secret.f32"), preprocessed_image(m));
+  fs::permissions(d.file("set/1/e_secret.f32"), fs::perms::none);
+  write_file(d.file("set/2/f.f32"), preprocessed_image(m));
+  fs::permissions(d.file("set/2"), fs::perms::none);
+  const ScannedEval e = evaluate_folder(m, d.file("set"));
+  fs::permissions(d.file("set/2"), fs::perms::owner_all);  // so that TempDir can remove it
+  EXPECT_EQ(e.result.images, 1);
+  EXPECT_EQ(e.result.skipped.size(), 2u);
+  EXPECT_NE(e.reason("e_secret.f32").find("Permission denied"), std::string::npos) << e.reason("e_secret.f32");
+  EXPECT_NE(e.reason("2").find("cannot list the folder"), std::string::npos) << e.reason("2");
+}
+
+// A list file that is a FIFO is refused at once, not waited on; one over the size bound is refused too.
+TEST(EvalSet, ListFileThatIsNotARegularFileOrTooLargeIsRefused) {
+  TempDir d;
+  ASSERT_EQ(mkfifo(d.file("list.fifo").c_str(), 0600), 0);
+  auto pending = std::async(std::launch::async, [&]() -> std::string {
+    try {
+      (void)read_eval_list(d.file("list.fifo"), d.path(), 10);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "read";
+  });
+  if (pending.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    // Unblock the reader (a writer that opens and closes: end of file) so that the test ends.
+    const int fd = ::open(d.file("list.fifo").c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+    ADD_FAILURE() << "read_eval_list waited on a FIFO";
+  }
+  const std::string msg = pending.get();
+  EXPECT_NE(msg.find(d.file("list.fifo")), std::string::npos) << msg;
+  EXPECT_NE(msg.find("FIFO"), std::string::npos) << msg;
+
+  EXPECT_THROW(read_eval_list(d.path(), d.path(), 10), Error);  // a directory
+  write_file(d.file("huge.txt"), "");
+  fs::resize_file(d.file("huge.txt"), static_cast<uintmax_t>(kMaxEvalListBytes) + 1);  // sparse
+  try {
+    (void)read_eval_list(d.file("huge.txt"), d.path(), 10);
+    ADD_FAILURE() << "a list over the size bound was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(d.file("huge.txt") +
+                                         ": evaluation list of 67108865 bytes is over its limit of 64 MiB"),
+              std::string::npos)
+        << e.what();
+  }
+  write_file(d.file("long.txt"), std::string(static_cast<size_t>(kMaxEvalListLines) + 1, '\n'));
+  try {
+    (void)read_eval_list(d.file("long.txt"), d.path(), 10);
+    ADD_FAILURE() << "a list over the line bound was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 10000000 lines"), std::string::npos) << e.what();
+  }
 }
 
 // A synthetic model and a loader that makes inputs without files: the pipeline's own behaviour.

@@ -113,9 +113,8 @@ QString layerTimingToolTip(const mnv2::RunReport& r, int layer) {
     name = QStringLiteral("#%1 %2").arg(layer).arg(shownText(l.name).toHtmlEscaped());
     kind = QString::fromLatin1(mnv2::to_string(l.kind));
   }
-  QString html =
-      QStringLiteral("<b>%1</b> %2 — <b>%3</b> (%4)")
-          .arg(name, kind, shownText(r.backend).toHtmlEscaped(), shownText(r.timer));
+  QString html = QStringLiteral("<b>%1</b> %2 — <b>%3</b> (%4)")
+                     .arg(name, kind, shownText(r.backend).toHtmlEscaped(), shownText(r.timer));
   if (!t.step) return html + QStringLiteral("<br>not timed in this report");
   const mnv2::StepProfile& p = *t.step;
   if (p.layers.size() > 1) {
@@ -139,8 +138,7 @@ QString layerTimingToolTip(const mnv2::RunReport& r, int layer) {
               .arg(s.cv * 100, 0, 'f', 1)
               .arg(p.share * 100, 0, 'f', 2);
   html += QStringLiteral("%1 GFLOP/s · %2 GB/s").arg(p.gflops, 0, 'f', 1).arg(p.gbytes_per_s, 0, 'f', 1);
-  if (!p.variant.empty())
-    html += QStringLiteral("<br>variant: %1").arg(shownText(p.variant).toHtmlEscaped());
+  if (!p.variant.empty()) html += QStringLiteral("<br>variant: %1").arg(shownText(p.variant).toHtmlEscaped());
   if (p.event_ns) {
     html += QStringLiteral("<br>cudaEvent median %1 µs%2")
                 .arg(micros(p.event_ns->median))
@@ -157,8 +155,7 @@ QString layerTimingToolTip(const mnv2::RunReport& r, int layer) {
     if (p.kernel_names.size() > shown)
       html += QStringLiteral("<br>&nbsp;&nbsp;… %1 more").arg(p.kernel_names.size() - shown);
     if (!p.grid.empty()) {
-      html += QStringLiteral("<br>longest kernel: grid (%1), block (%2)")
-                  .arg(shownText(p.grid), shownText(p.block));
+      html += QStringLiteral("<br>longest kernel: grid (%1), block (%2)").arg(shownText(p.grid), shownText(p.block));
     }
   }
   return html;

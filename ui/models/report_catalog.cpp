@@ -60,9 +60,8 @@ QVariant ReportCatalog::data(const QModelIndex& index, int role) const {
       return e.label;
     case Qt::ToolTipRole:
       return QStringLiteral("%1\nmodel %2\ninput %3\n%4 (commit %5)")
-          .arg(reportSummary(*e.report), shownText(e.report->model_source),
-               shownText(e.report->config.input_name), shownText(e.report->date),
-               shownText(e.report->commit));
+          .arg(reportSummary(*e.report), shownText(e.report->model_source), shownText(e.report->config.input_name),
+               shownText(e.report->date), shownText(e.report->commit));
     case OriginRole:
       return e.origin;
     case IsCurrentRole:

@@ -58,9 +58,8 @@ int RunComparisonModel::columnCount(const QModelIndex& parent) const { return pa
 
 QString RunComparisonModel::segmentName(const AlignedSegment& s) const {
   auto name = [&](int l) {
-    return l < static_cast<int>(m_a->topology.size())
-               ? shownText(m_a->topology[static_cast<size_t>(l)].name)
-               : QString::number(l);
+    return l < static_cast<int>(m_a->topology.size()) ? shownText(m_a->topology[static_cast<size_t>(l)].name)
+                                                      : QString::number(l);
   };
   if (s.layers.size() == 1) return name(s.first_layer);
   return QStringLiteral("%1 … %2").arg(name(s.layers.front()), name(s.layers.back()));

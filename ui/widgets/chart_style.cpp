@@ -52,8 +52,7 @@ QSharedPointer<QCPAxisTickerText> blockTicker(const std::vector<mnv2::Layer>& la
   for (size_t i = 0; i < layers.size();) {
     size_t end = i;
     while (end + 1 < layers.size() && layers[end + 1].block == layers[i].block) ++end;
-    ticker->addTick((layers[i].index + layers[end].index) / 2.0,
-                    blockShortName(shownText(layers[i].block_name)));
+    ticker->addTick((layers[i].index + layers[end].index) / 2.0, blockShortName(shownText(layers[i].block_name)));
     i = end + 1;
   }
   return ticker;

@@ -362,9 +362,10 @@ void MainWindow::connectController() {
 void MainWindow::reportError(const QString& what, const QString& fullMessage) {
   // An engine message can quote what it refused; a message box lays out a few kilobytes at most.
   constexpr qsizetype kMaxMessage = 4096;
-  const QString message = fullMessage.size() <= kMaxMessage
-                              ? fullMessage
-                              : fullMessage.left(kMaxMessage / 2) + QStringLiteral(" … ") + fullMessage.right(kMaxMessage / 4);
+  const QString message =
+      fullMessage.size() <= kMaxMessage
+          ? fullMessage
+          : fullMessage.left(kMaxMessage / 2) + QStringLiteral(" … ") + fullMessage.right(kMaxMessage / 4);
   const QString text = what + QStringLiteral(": ") + message;
   qWarning().noquote() << "mnv2-profiler:" << text;
   statusBar()->showMessage(text, 20000);

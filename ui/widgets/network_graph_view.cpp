@@ -407,8 +407,7 @@ QString NetworkGraphView::layerDetails(int layer) const {
   const mnv2::Layer& l = m_layers[static_cast<size_t>(layer)];
   QString text = QStringLiteral("<b>#%1 %2</b> — %3")
                      .arg(layer)
-                     .arg(shownText(l.name).toHtmlEscaped(),
-                          shownText(mnv2::describe(l)).toHtmlEscaped());
+                     .arg(shownText(l.name).toHtmlEscaped(), shownText(mnv2::describe(l)).toHtmlEscaped());
   if (static_cast<size_t>(layer) < m_stats.size()) {
     const mnv2::LayerStats& s = m_stats[static_cast<size_t>(layer)];
     text += QStringLiteral("<br>output %1 · %2 params · %3 MACs")

@@ -218,11 +218,13 @@ void RooflinePage::rebuild() {
     xmax = std::max(xmax, hi);
     ymax = std::max(ymax, c.gflop_s);
   } else {
-    head += QStringLiteral(" No ceilings: %1")
-                .arg(m_ceilings ? QStringLiteral("the measured ones are of another device (%1).")
-                                      .arg(shownText(m_ceilings->device))
-                     : m_ceilingsNote.isEmpty() ? QStringLiteral("tick the box above and run again to measure them.")
-                                                : m_ceilingsNote);
+    head +=
+        QStringLiteral(" No ceilings: %1")
+            .arg(
+                m_ceilings
+                    ? QStringLiteral("the measured ones are of another device (%1).").arg(shownText(m_ceilings->device))
+                : m_ceilingsNote.isEmpty() ? QStringLiteral("tick the box above and run again to measure them.")
+                                           : m_ceilingsNote);
   }
   m_summary->setText(head);
   if (!m_points.empty()) {
@@ -231,8 +233,7 @@ void RooflinePage::rebuild() {
   }
 
   // Memory: per layer from the model analysis, what the backend held from its own account.
-  m_memoryHeld->setText(
-      QStringLiteral("Held by %1: %2").arg(runLabel(r), shownText(mnv2::describe_memory(r.memory))));
+  m_memoryHeld->setText(QStringLiteral("Held by %1: %2").arg(runLabel(r), shownText(mnv2::describe_memory(r.memory))));
   const auto layers = mnv2::layer_memory(mnv2::Model{r.topology}, r.layer_stats);
   m_memory->setRowCount(static_cast<int>(layers.size()));
   for (const auto& l : layers) {

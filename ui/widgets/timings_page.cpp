@@ -174,8 +174,7 @@ void TimingsPage::rebuildPlot() {
   for (int i = 0; i < series; ++i) {
     const mnv2::RunReport& r = *m_reports[static_cast<size_t>(i)];
     auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
-    bars->setName(QStringLiteral("%1 (%2, %3)")
-                      .arg(runLabel(r), shownText(r.device), shownText(r.timer)));
+    bars->setName(QStringLiteral("%1 (%2, %3)").arg(runLabel(r), shownText(r.device), shownText(r.timer)));
     const QColor color = runColor(shownText(r.backend), r.config.precision, i);
     bars->setPen(QPen(color.darker(130), 0.5));
     bars->setBrush(color);

@@ -2,11 +2,13 @@
 // pool of loader threads that runs ahead of inference by a bounded number of batches.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "mnv2/backend.h"
+#include "mnv2/input_files.h"
 #include "mnv2/model.h"
 #include "mnv2/tensor.h"
 
@@ -15,17 +17,30 @@ namespace mnv2 {
 struct EvalItem {
   std::string path;  // as found (list file: relative names are joined to the images folder)
   int label = 0;     // class index of the model's output
+  // Non-empty: found but unreadable ("a symbolic link loop", "a FIFO (named pipe), not an image file", ...);
+  // evaluate() lists it in EvalResult::skipped with this reason, in input order, without loading it.
+  std::string skip = {};
 };
+
+// Bounds on a list file: larger ones are refused naming the file (a list of a whole ImageNet validation
+// set is about 2 MiB and 50000 lines).
+inline constexpr int64_t kMaxEvalListBytes = static_cast<int64_t>(inputs::kEvalList.max_bytes);
+inline constexpr int64_t kMaxEvalListLines = static_cast<int64_t>(inputs::kEvalList.max_lines);
 
 // A list file: one "FILENAME LABEL" per line (the label is the last whitespace-separated field, so names
 // may hold spaces); blank lines and lines starting with '#' are skipped; relative names are taken from
-// `images_dir`. Throws Error naming FILE:LINE for a malformed line or a label outside 0..classes-1.
+// `images_dir`. Throws Error naming FILE:LINE for a malformed line or a label outside 0..classes-1, and
+// Error naming the file for one that is not a regular file (a FIFO or a device is refused, never waited
+// on) or is larger than the bounds above.
 std::vector<EvalItem> read_eval_list(const std::string& list_file, const std::string& images_dir, int classes);
 
 // One sub-folder per class. A folder's name is its label index when it is a decimal number ("286"),
 // otherwise a class name: the whole label line or its first comma-separated name, compared without
 // regard to case, spaces and underscores ("Egyptian_cat" is 285 with 1001 labels). Files are taken in
-// name order; hidden files are skipped. Throws Error naming the folder when a name matches no class.
+// name order; hidden files are skipped. Throws Error naming the folder when a name matches no class, or
+// when `dir` itself cannot be listed. What cannot be read below it (a symbolic link loop, a dangling link,
+// a FIFO, socket or device, a sub-folder without permission to list it) becomes an item with `skip` set,
+// so the evaluation goes on and reports it; an unreadable file is skipped by the loader.
 std::vector<EvalItem> scan_class_folders(const std::string& dir, const std::vector<std::string>& labels);
 
 struct EvalConfig {
@@ -45,7 +60,7 @@ struct EvalMiss {
 
 struct EvalSkip {
   std::string path;
-  std::string reason;  // the decoder's message
+  std::string reason;  // the decoder's message, or why the folder scan could not read it (EvalItem::skip)
 };
 
 struct EvalResult {

@@ -32,8 +32,9 @@ inline constexpr uint64_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
 // One class name per line. A model has at most 2^20 classes (the importer's channel bound); a name of 4 KiB
 // is far beyond any real one.
 inline constexpr InputBudget kLabels{"labels file", 64 * kMiB, 0, 4 * kKiB, uint64_t{1} << 20};
-// "FILENAME LABEL" per line: ten million images, each path up to PATH_MAX.
-inline constexpr InputBudget kEvalList{"evaluation list", 1 * kGiB, 0, 4 * kKiB + 16, 10'000'000};
+// "FILENAME LABEL" per line: ImageNet's validation list is 50 000 lines and 2 MiB; 64 MiB and ten million
+// lines bound a set far larger, each line at most PATH_MAX and a label.
+inline constexpr InputBudget kEvalList{"evaluation list", 64 * kMiB, 0, 4 * kKiB + 16, 10'000'000};
 // One entry (about 300 bytes) per device, backend and precision; a few hundred entries at most.
 inline constexpr InputBudget kRooflineCache{"roofline cache", 1 * kMiB, 16 * kMiB, 4 * kKiB};
 // mnv2.report: the largest legal report is a compare of four backends on a model of the importer's largest

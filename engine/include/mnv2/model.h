@@ -80,6 +80,15 @@ struct Preprocess {
   std::array<float, 3> std{0.229f, 0.224f, 0.225f};   // [0,1] units, RGB order
 };
 
+// Bounds on mean and std (in the [0,1] units above), checked where a model's metadata is read and again by
+// preprocess(). A network input is (pixel/255 - mean) / std: within these bounds it stays below about 1e12
+// in magnitude, 26 orders of magnitude short of float32's 3.4e38, so preprocessing alone never makes an Inf
+// (mean 1e38 with std 1e-38 gave every class "nan%"). Real models use a mean in [0,1] and a std near 0.2-0.5;
+// even one written in 0..255 units by mistake (mean 124, std 58) stays inside and loads.
+inline constexpr float kMaxAbsPreprocessMean = 1e6f;
+inline constexpr float kMinPreprocessStd = 1e-6f;
+inline constexpr float kMaxPreprocessStd = 1e6f;
+
 // Facts about the file a model came from, for `mnv2 info` and the app's Topology header.
 struct ModelFileInfo {
   int64_t ir_version = 0;        // ONNX IR version; 0 for the built-in model

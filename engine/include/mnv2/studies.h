@@ -104,7 +104,17 @@ struct Classification {
 struct ClassifyResult {
   std::string backend_description;
   std::vector<Classification> images;  // one per image of the batch
+  // Said on every output next to the predictions: nonfinite_origin()'s warning when the logits hold NaN/Inf.
+  std::vector<std::string> warnings;
 };
+
+// Where non-finite outputs come from, for every study that shows a network's outputs: "" when `outputs`
+// are all finite; otherwise "outputs contain NaN/Inf; first produced by layer N (name)", found by running
+// `input` once more through `net` (the network that produced them) with every layer output kept, and
+// taking the first layer in topology order whose output holds a NaN or an Inf. A non-finite input is said
+// to be the input's doing; a backend that keeps no layer output where it happens (fused away) gets a
+// warning that says the layer could not be told.
+std::string nonfinite_origin(const Model& model, PreparedNet& net, const Tensor& input, const Tensor& outputs);
 
 // Keeps the prepared network between calls of the same backend, precision and input shape (the app
 // classifies photograph after photograph); a change of any of them prepares anew.
