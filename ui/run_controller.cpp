@@ -181,6 +181,7 @@ void RunWorker::classify(JobId id, const ClassifyRequest& request) {
     const mnv2::ClassifyResult ranked = m_classifier.classify(m, m_labels, config, result.input);
     result.runMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     result.top5 = ranked.images.front().top;
+    for (const std::string& w : ranked.warnings) result.warnings << shownText(w);
     Q_EMIT classified(id, result);
   });
 }

@@ -88,7 +88,8 @@ struct ClassifyResult {
   QImage crop;         // the network's 8-bit input crop (RGB888)
   mnv2::Tensor input;  // the preprocessed 1 x C x H x W tensor
   std::vector<mnv2::Prediction> top5;
-  double runMs = 0;  // one forward pass, host wall time
+  double runMs = 0;      // one forward pass, host wall time
+  QStringList warnings;  // the engine's, e.g. NaN/Inf logits with the first layer that produced them
 };
 
 struct ProfileRequest {

@@ -87,7 +87,10 @@ void InputPanel::setResult(const ClassifyResult& r) {
                          .arg(r.crop.width())
                          .arg(r.crop.height())
                          .arg(r.backend)
-                         .arg(r.runMs, 0, 'f', 1));
+                         .arg(r.runMs, 0, 'f', 1) +
+                     (r.warnings.isEmpty() ? QString()
+                                           : QStringLiteral("<br><span style='color:#b00020'>⚠ %1</span>")
+                                                 .arg(r.warnings.join(QStringLiteral("; ")).toHtmlEscaped())));
   m_caption->setToolTip(r.imagePath);
   updatePixmaps();
   updateChart();

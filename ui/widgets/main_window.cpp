@@ -529,6 +529,11 @@ void MainWindow::openImage(const QString& path) {
 
 void MainWindow::onClassified(const ClassifyResult& result) {
   m_image = result;
+  // Non-finite logits: the probabilities shown are meaningless, and the warning names where they started.
+  for (const QString& w : result.warnings) {
+    qWarning().noquote() << "mnv2-profiler:" << w;
+    statusBar()->showMessage(w, 20000);
+  }
   m_input->setResult(result);
   m_settings->setImageName(QFileInfo(result.imagePath).fileName());
   setWindowTitle(QStringLiteral("mnv2-profiler — %1").arg(QFileInfo(result.imagePath).fileName()));
