@@ -15,6 +15,8 @@
 #include <deque>
 #include <filesystem>
 
+#include "mnv2/input_files.h"
+
 namespace mnv2::detail {
 
 namespace {
@@ -54,15 +56,6 @@ std::string normalise_absolute(const std::string& path) {
   std::string s;
   for (const std::string& p : out) s += "/" + p;
   return s.empty() ? "/" : s;
-}
-
-const char* kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
 }
 
 uint64_t parse_bytes(const std::string& key, const std::string& value) {
@@ -173,7 +166,7 @@ std::string ExternalDataReader::resolve(const std::string& location) const {
     current = next;
   }
   if (current == root_) refuse(where + " names the model's folder, not a file");
-  if (!S_ISREG(st.st_mode)) refuse(where + " is " + kind_of(st.st_mode) + ", not a regular file");
+  if (!S_ISREG(st.st_mode)) refuse(where + " is " + file_kind(st.st_mode) + ", not a regular file");
   return current;
 }
 

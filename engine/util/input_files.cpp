@@ -16,15 +16,6 @@ namespace mnv2 {
 
 namespace {
 
-const char* kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 std::string size_text(uint64_t bytes) {
   if (bytes >= inputs::kGiB && bytes % inputs::kGiB == 0) return std::to_string(bytes / inputs::kGiB) + " GiB";
   if (bytes >= inputs::kMiB && bytes % inputs::kMiB == 0) return std::to_string(bytes / inputs::kMiB) + " MiB";
@@ -33,6 +24,15 @@ std::string size_text(uint64_t bytes) {
 }
 
 }  // namespace
+
+const char* file_kind(uint32_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
 
 OpenedInput open_input_file(const std::string& path, const InputBudget& budget) {
   const std::string what = budget.what;
@@ -43,7 +43,7 @@ OpenedInput open_input_file(const std::string& path, const InputBudget& budget) 
     const int err = errno;
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))  // a socket cannot even be opened
-      throw Error(path + ": cannot read " + what + " (it is " + kind_of(st.st_mode) + ", not a regular file)");
+      throw Error(path + ": cannot read " + what + " (it is " + file_kind(st.st_mode) + ", not a regular file)");
     throw Error(path + ": cannot open " + what + " (" +
                 (err == ENOENT ? std::string("no such file") : std::string(std::strerror(err))) + ")");
   }
@@ -55,7 +55,7 @@ OpenedInput open_input_file(const std::string& path, const InputBudget& budget) 
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(path + ": cannot read " + what + " (it is " + kind_of(st.st_mode) + ", not a regular file)");
+    throw Error(path + ": cannot read " + what + " (it is " + file_kind(st.st_mode) + ", not a regular file)");
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size > budget.max_bytes) {

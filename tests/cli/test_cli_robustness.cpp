@@ -525,17 +525,7 @@ TEST_F(CliRobustness, NanWeightsWarnOnEveryOutput) {
 // Finite weights that overflow float when run (layer 1's weights are 1e38): classify still prints its
 // ranking with exit 0, as for NaN weights, and says on stderr which layer first produced the NaN/Inf.
 TEST_F(CliRobustness, NanLogitsNameTheFirstLayerThatProducedThem) {
-  OnnxBuilder b;
-  b.input("x", {-1, 3, 8, 8});
-  b.conv("x", "c1", 3, 4, 3, 1, 1);
-  b.conv("c1", "c2", 4, 4, 1);
-  b.classifier("c2", 4, 10);
-  for (auto& t : *b.proto().mutable_graph()->mutable_initializer()) {
-    if (t.name() == "c1_w" || t.name() == "c2_w" || t.name() == "c1_b")
-      for (int i = 0; i < t.float_data_size(); ++i)
-        t.set_float_data(i, t.name() == "c1_w" ? 0.1f : t.name() == "c2_w" ? 1e38f : 0.0f);
-  }
-  b.save(file("overflow.onnx"));
+  overflowing_classifier(10).save(file("overflow.onnx"));
   const std::vector<float> ones(3 * 8 * 8, 1.0f);
   write_file(file("ones.f32"), std::string(reinterpret_cast<const char*>(ones.data()), ones.size() * sizeof(float)));
   for (const char* json : {"", "--json"}) {

@@ -244,4 +244,19 @@ class OnnxBuilder {
   std::map<std::string, std::string> external_;  // external data file contents by location
 };
 
+// Finite weights that overflow float when run: an 8x8 RGB input, conv c1 (weights 0.1, bias 0), conv c2 with
+// weights of 1e38 (layer 1's output is the first non-finite one), and a classifier of `classes` outputs.
+inline OnnxBuilder overflowing_classifier(int classes) {
+  OnnxBuilder b;
+  b.input("x", {-1, 3, 8, 8});
+  b.conv("x", "c1", 3, 4, 3, 1, 1);
+  b.conv("c1", "c2", 4, 4, 1);
+  b.classifier("c2", 4, classes);
+  for (auto& t : *b.proto().mutable_graph()->mutable_initializer())
+    if (t.name() == "c1_w" || t.name() == "c2_w" || t.name() == "c1_b")
+      for (int i = 0; i < t.float_data_size(); ++i)
+        t.set_float_data(i, t.name() == "c1_w" ? 0.1f : t.name() == "c2_w" ? 1e38f : 0.0f);
+  return b;
+}
+
 }  // namespace mnv2::test

@@ -134,6 +134,24 @@ void expect_outside_refused(Layout& l, const std::function<void(const std::strin
   EXPECT_EQ(watch.events(), std::vector<std::string>{}) << "something outside the model's folder was opened or read";
 }
 
+// then_branch and else_branch subgraphs on an If node, each holding one initializer ("hidden", 6 floats) whose
+// data is external at `location`.
+void add_external_branches(onnx::NodeProto& n, const std::string& location) {
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    auto* g = a->mutable_g();
+    g->set_name(name);
+    auto* t = g->add_initializer();
+    t->set_name("hidden");
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(6);
+    OnnxBuilder::external_entries(*t, {{"location", location}});
+    g->add_output()->set_name("hidden");
+  }
+}
+
 TEST(ExternalDataHostile, AbsoluteLocationIsRefusedByItsForm) {
   Layout l;
   expect_outside_refused(
@@ -374,19 +392,7 @@ TEST(ExternalDataHostile, TensorsThatCannotBeExternalAreRefused) {
     b.conv("x", "c", 2, 3, 1);
     b.init("cond", {}, {1.0f});
     auto& n = b.node("If", {"cond"}, {"y"}, "branch");
-    for (const char* name : {"then_branch", "else_branch"}) {
-      auto* a = n.add_attribute();
-      a->set_name(name);
-      a->set_type(onnx::AttributeProto::GRAPH);
-      auto* g = a->mutable_g();
-      g->set_name(name);
-      auto* t = g->add_initializer();
-      t->set_name("hidden");
-      t->set_data_type(onnx::TensorProto::FLOAT);
-      t->add_dims(6);
-      OnnxBuilder::external_entries(*t, {{"location", l.outside + "/secret.bin"}});
-      g->add_output()->set_name("hidden");
-    }
+    add_external_branches(n, l.outside + "/secret.bin");
     b.output("y");
     b.save(l.model);
     AccessWatch watch(l.outside);
@@ -427,19 +433,7 @@ TEST(ExternalDataHostile, SubgraphExternalDataIsRefusedBeforeAnyFileIsLookedAt) 
     } else {
       n = &b.node("If", {"cond"}, {"y"}, "branch");
     }
-    for (const char* name : {"then_branch", "else_branch"}) {
-      auto* a = n->add_attribute();
-      a->set_name(name);
-      a->set_type(onnx::AttributeProto::GRAPH);
-      auto* g = a->mutable_g();
-      g->set_name(name);
-      auto* t = g->add_initializer();
-      t->set_name("hidden");
-      t->set_data_type(onnx::TensorProto::FLOAT);
-      t->add_dims(6);
-      OnnxBuilder::external_entries(*t, {{"location", location}});
-      g->add_output()->set_name("hidden");
-    }
+    add_external_branches(*n, location);
     b.output("y");
     b.save(l.model);
   };

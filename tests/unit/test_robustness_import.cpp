@@ -95,24 +95,10 @@ TEST(RobustImport, NanAndInfWeightsLoadWithAWarningPerLayer) {
 
 // Finite weights that overflow float at run time: conv 0 (all weights 0.1) keeps a positive input positive,
 // conv 1's weights are 1e38, so its output is Inf, and the classifier's mixed-sign weights make NaN of that.
-OnnxBuilder overflowing_classifier() {
-  OnnxBuilder b;
-  b.input("x", {-1, 3, 8, 8});
-  b.conv("x", "c1", 3, 4, 3, 1, 1);
-  b.conv("c1", "c2", 4, 4, 1);
-  b.classifier("c2", 4, 5);
-  for (auto& t : *b.proto().mutable_graph()->mutable_initializer()) {
-    const float v = t.name() == "c1_w" ? 0.1f : t.name() == "c2_w" ? 1e38f : t.name() == "c1_b" ? 0.0f : -1.0f;
-    if (t.name() == "c1_w" || t.name() == "c2_w" || t.name() == "c1_b")
-      for (int i = 0; i < t.float_data_size(); ++i) t.set_float_data(i, v);
-  }
-  return b;
-}
-
 TEST(RobustImport, NonFiniteLogitsNameTheFirstLayerThatProducedThem) {
   TempDir dir;
   const std::string path = dir.file("overflow.onnx");
-  overflowing_classifier().save(path);
+  overflowing_classifier(5).save(path);
   const Model m = load_onnx(path);
   ASSERT_GE(m.layers.size(), 3u);
   EXPECT_TRUE(m.warnings.empty()) << all_warnings(m);  // every weight is finite: only running shows it

@@ -65,4 +65,8 @@ struct OpenedInput {
 };
 OpenedInput open_input_file(const std::string& path, const InputBudget& budget);
 
+// What a file that is not a regular one is, from its st_mode: "a directory", "a FIFO (named pipe)", "a
+// character device", "a block device", "a socket", else "not a regular file". Every refusal says it so.
+const char* file_kind(uint32_t st_mode);
+
 }  // namespace mnv2
