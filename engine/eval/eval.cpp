@@ -2,8 +2,6 @@
 // `queue_batches` ahead of the batch being inferred, so memory stays bounded whatever the set's size.
 #include "mnv2/eval.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,8 +49,8 @@ std::vector<EvalItem> read_eval_list(const std::string& list_file, const std::st
   std::vector<EvalItem> items;
   std::string line;
   for (int64_t number = 1; std::getline(in, line); ++number) {
-    if (number > kMaxEvalListLines)
-      throw Error(list_file + ": the list file has more than " + std::to_string(kMaxEvalListLines) +
+    if (static_cast<uint64_t>(number) > inputs::kEvalList.max_lines)
+      throw Error(list_file + ": the list file has more than " + std::to_string(inputs::kEvalList.max_lines) +
                   " lines; split the set or check the file");
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.size() > inputs::kEvalList.max_string_bytes)

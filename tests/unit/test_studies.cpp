@@ -209,7 +209,7 @@ TEST(EvalSet, ListFileThatIsNotARegularFileOrTooLargeIsRefused) {
 
   EXPECT_THROW(read_eval_list(d.path(), d.path(), 10), Error);  // a directory
   write_file(d.file("huge.txt"), "");
-  fs::resize_file(d.file("huge.txt"), static_cast<uintmax_t>(kMaxEvalListBytes) + 1);  // sparse
+  fs::resize_file(d.file("huge.txt"), inputs::kEvalList.max_bytes + 1);  // sparse
   try {
     (void)read_eval_list(d.file("huge.txt"), d.path(), 10);
     ADD_FAILURE() << "a list over the size bound was read";
@@ -219,7 +219,7 @@ TEST(EvalSet, ListFileThatIsNotARegularFileOrTooLargeIsRefused) {
               std::string::npos)
         << e.what();
   }
-  write_file(d.file("long.txt"), std::string(static_cast<size_t>(kMaxEvalListLines) + 1, '\n'));
+  write_file(d.file("long.txt"), std::string(static_cast<size_t>(inputs::kEvalList.max_lines) + 1, '\n'));
   try {
     (void)read_eval_list(d.file("long.txt"), d.path(), 10);
     ADD_FAILURE() << "a list over the line bound was read";

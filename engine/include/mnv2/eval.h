@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "mnv2/backend.h"
-#include "mnv2/input_files.h"
 #include "mnv2/model.h"
 #include "mnv2/tensor.h"
 
@@ -22,16 +21,11 @@ struct EvalItem {
   std::string skip = {};
 };
 
-// Bounds on a list file: larger ones are refused naming the file (a list of a whole ImageNet validation
-// set is about 2 MiB and 50000 lines).
-inline constexpr int64_t kMaxEvalListBytes = static_cast<int64_t>(inputs::kEvalList.max_bytes);
-inline constexpr int64_t kMaxEvalListLines = static_cast<int64_t>(inputs::kEvalList.max_lines);
-
 // A list file: one "FILENAME LABEL" per line (the label is the last whitespace-separated field, so names
 // may hold spaces); blank lines and lines starting with '#' are skipped; relative names are taken from
 // `images_dir`. Throws Error naming FILE:LINE for a malformed line or a label outside 0..classes-1, and
 // Error naming the file for one that is not a regular file (a FIFO or a device is refused, never waited
-// on) or is larger than the bounds above.
+// on) or is over its budget (inputs::kEvalList in mnv2/input_files.h).
 std::vector<EvalItem> read_eval_list(const std::string& list_file, const std::string& images_dir, int classes);
 
 // One sub-folder per class. A folder's name is its label index when it is a decimal number ("286"),

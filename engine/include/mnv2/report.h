@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "mnv2/input_files.h"
 #include "mnv2/json_io.h"
 #include "mnv2/model.h"
 #include "mnv2/profiler.h"
@@ -15,8 +14,7 @@
 namespace mnv2 {
 
 inline constexpr int kReportSchemaVersion = 1;
-// The budget of a report file (size, parsed memory, strings): inputs::kReport in mnv2/input_files.h.
-inline constexpr uintmax_t kMaxReportBytes = inputs::kReport.max_bytes;
+// A report file is read within inputs::kReport (size, parsed memory, strings; mnv2/input_files.h).
 
 // One layer's description and figures (index, kind, names, block, inputs, attributes, output shape, params,
 // MACs, bytes), as reports and `mnv2 topology --format json` write it.
