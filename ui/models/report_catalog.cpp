@@ -300,6 +300,7 @@ QVariant ReportCatalog::data(const QModelIndex& index, int role) const {
     case Qt::CheckStateRole:
       return index.column() == Name ? QVariant(e.shown ? Qt::Checked : Qt::Unchecked) : QVariant();
     case Qt::ToolTipRole:
+      if (index.column() == Note && !e.note.isEmpty()) return e.note;
       return QStringLiteral("%1\nmodel %2\ninput %3\n%4 (commit %5)%6")
           .arg(reportSummary(r), shownText(r.model_source), shownText(r.config.input_name), shownText(r.date),
                shownText(r.commit), e.origin.isEmpty() ? QString() : QStringLiteral("\nfrom ") + e.origin);

@@ -28,8 +28,8 @@ RunsPanel::RunsPanel(ReportCatalog* catalog, QWidget* parent) : QWidget(parent),
   m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 6);
   m_view->setWordWrap(false);
   QHeaderView* header = m_view->horizontalHeader();
-  header->setSectionResizeMode(QHeaderView::ResizeToContents);
-  header->setSectionResizeMode(ReportCatalog::Note, QHeaderView::Stretch);
+  header->setSectionResizeMode(QHeaderView::Interactive);
+  header->setStretchLastSection(false);
   header->setMinimumSectionSize(40);
 
   m_compare = new QPushButton(QStringLiteral("&Compare two"), this);
@@ -85,9 +85,13 @@ RunsPanel::RunsPanel(ReportCatalog* catalog, QWidget* parent) : QWidget(parent),
   for (auto signal : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved})
     connect(catalog, signal, this, [this] {
       updateButtons();
+      fitColumns();
       m_view->scrollToBottom();
     });
-  connect(catalog, &QAbstractItemModel::dataChanged, this, [this] { updateButtons(); });
+  connect(catalog, &QAbstractItemModel::dataChanged, this, [this] {
+    updateButtons();
+    fitColumns();
+  });
   connect(catalog, &ReportCatalog::baselineChanged, this, [this] { updateButtons(); });
   updateButtons();
 }
@@ -105,6 +109,15 @@ std::pair<int, int> RunsPanel::comparePair() const {
   if (rows.size() != 2) return {-1, -1};
   if (rows[1] == m_catalog->baselineRow()) std::swap(rows[0], rows[1]);
   return {rows[0], rows[1]};
+}
+
+void RunsPanel::fitColumns() {
+  // Every column fits its contents (a name or note of a few hundred characters at most: the note column is
+  // capped so the columns after it stay in view; its full text is in the cell's editor).
+  m_view->resizeColumnsToContents();
+  const int noteMax = std::max(160, m_view->viewport()->width() / 3);
+  if (m_view->columnWidth(ReportCatalog::Note) > noteMax) m_view->setColumnWidth(ReportCatalog::Note, noteMax);
+  m_view->setColumnWidth(ReportCatalog::Note, std::max(m_view->columnWidth(ReportCatalog::Note), 160));
 }
 
 void RunsPanel::updateButtons() {

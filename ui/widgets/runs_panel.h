@@ -32,6 +32,7 @@ class RunsPanel : public QWidget {
 
  private:
   void updateButtons();
+  void fitColumns();
 
   ReportCatalog* m_catalog;
   QTableView* m_view;
