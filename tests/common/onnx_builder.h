@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "mnv2/model.h"
+
 namespace mnv2::test {
 
 // Deterministic, distinct values for weights.
@@ -243,6 +245,36 @@ class OnnxBuilder {
   onnx::ModelProto m_;
   std::map<std::string, std::string> external_;  // external data file contents by location
 };
+
+// A three-layer network built in code (conv 3×3 2→3 channels, ReLU6, global pool) on a 2×4×4 input, for reports
+// small enough to profile in a test: a network other than MobileNetV2.
+inline Model three_layer_model() {
+  Model m;
+  m.input_channels = 2;
+  m.input_height = m.input_width = 4;
+  Layer c;
+  c.kind = LayerKind::Conv2d;
+  c.inputs = {kNetworkInput};
+  c.conv.in_channels = 2;
+  c.conv.out_channels = 3;
+  c.conv.kernel_h = c.conv.kernel_w = 3;
+  c.conv.pad_top = c.conv.pad_left = c.conv.pad_bottom = c.conv.pad_right = 1;
+  c.weight = ramp(54);
+  c.bias = ramp(3);
+  Layer r;
+  r.index = 1;
+  r.kind = LayerKind::ReLU6;
+  r.inputs = {0};
+  Layer p;
+  p.index = 2;
+  p.kind = LayerKind::GlobalAveragePool;
+  p.inputs = {1};
+  m.layers = {c, r, p};
+  m.num_classes = 3;
+  m.source = "tiny.onnx";
+  assign_blocks_and_names(m);
+  return m;
+}
 
 // Finite weights that overflow float when run: an 8x8 RGB input, conv c1 (weights 0.1, bias 0), conv c2 with
 // weights of 1e38 (layer 1's output is the first non-finite one), and a classifier of `classes` outputs.

@@ -214,9 +214,10 @@ class AccuracyPageTest : public QObject {
     QVERIFY(finished.wait(kTimeoutMs));
     QVERIFY(finished.first().at(0).toBool());
     QCOMPARE(m_window->shownReports().front()->config.precision, Precision::fp32);
-    QVERIFY2(
-        m_window->catalog()->entry(m_window->catalog()->firstCurrentRow()).label.startsWith(QStringLiteral("cpu fp32")),
-        qPrintable(m_window->catalog()->entry(0).label));
+    QVERIFY2(m_window->catalog()
+                 ->entry(m_window->catalog()->firstCurrentRow())
+                 .label.contains(QStringLiteral(": cpu fp32 (")),
+             qPrintable(m_window->catalog()->entry(0).label));
     QVERIFY(m_window->timingsPage()->plot()->plottable(0)->name().startsWith(QStringLiteral("cpu fp32")));
     const QString csv = m_dir.filePath(QStringLiteral("run.csv"));
     QVERIFY(m_window->exportTo(MainWindow::ExportFormat::Csv, csv));
@@ -259,7 +260,7 @@ class AccuracyPageTest : public QObject {
 
     bool listed = false;
     for (int i = 0; i < m_window->catalog()->count(); ++i)
-      listed = listed || m_window->catalog()->entry(i).label.startsWith(QStringLiteral("cudnn fp16"));
+      listed = listed || m_window->catalog()->entry(i).label.contains(QStringLiteral(": cudnn fp16 ("));
     QVERIFY(listed);
     QCustomPlot* plot = m_window->timingsPage()->plot();
     QCOMPARE(plot->plottableCount(), 2);

@@ -1,5 +1,6 @@
 // The item models of the app (ui/models), each checked by QAbstractItemModelTester and by what it shows.
 #include <QAbstractItemModelTester>
+#include <QSignalSpy>
 #include <QtTest>
 #include <memory>
 
@@ -228,22 +229,45 @@ class ModelsTest : public QObject {
     QVERIFY(t.elapsed() < 1000);
   }
 
-  void catalogKeepsCurrentRunAndFiles() {
+  void catalogKeepsEveryRunAndFiles() {
     ReportCatalog catalog;
     QAbstractItemModelTester tester(&catalog, QAbstractItemModelTester::FailureReportingMode::QtTest);
     auto a = std::make_shared<const mnv2::RunReport>(test::syntheticReport(topology(), "cpu", 1000, 0.1, false));
     auto b = std::make_shared<const mnv2::RunReport>(test::syntheticReport(topology(), "cudnn", 100, 0.1, true));
+    QSignalSpy shown(&catalog, &ReportCatalog::shownChanged);
     QCOMPARE(catalog.firstCurrentRow(), -1);
     QCOMPARE(catalog.addFile(QStringLiteral("/tmp/x.json"), {b}), 0);
-    catalog.setCurrentRun({a, b});
+    QCOMPARE(catalog.addRun({a, b}), 1);  // a compare: two runs of one group
     QCOMPARE(catalog.count(), 3);
-    QCOMPARE(catalog.firstCurrentRow(), 0);
-    QVERIFY(catalog.index(2, 0).data().toString().contains(QStringLiteral("x.json")));
+    QCOMPARE(catalog.firstCurrentRow(), 1);
+    QCOMPARE(catalog.currentRows(), (std::vector<int>{1, 2}));
+    QCOMPARE(catalog.shownRows(), (std::vector<int>{1, 2}));
+    QCOMPARE(shown.count(), 1);
+    QCOMPARE(catalog.index(1, ReportCatalog::Name).data(Qt::EditRole).toString(), QStringLiteral("run 1.1"));
+    QVERIFY(catalog.index(0, ReportCatalog::Label).data().toString().contains(QStringLiteral("x.json")));
     QCOMPARE(catalog.addFile(QStringLiteral("/tmp/x.json"), {a, b}), 2);  // replaced, not added twice
     QCOMPARE(catalog.count(), 4);
-    catalog.setCurrentRun({a});
-    QCOMPARE(catalog.count(), 3);
-    QVERIFY(catalog.index(0, 0).data(ReportCatalog::IsCurrentRole).toBool());
+    QCOMPARE(catalog.firstCurrentRow(), 0);
+    QCOMPARE(catalog.addRun({a}), 4);  // a second Run is added, the first kept
+    QCOMPARE(catalog.count(), 5);
+    QVERIFY(catalog.index(4, 0).data(ReportCatalog::IsCurrentRole).toBool());
+    QVERIFY(!catalog.index(0, 0).data(ReportCatalog::IsCurrentRole).toBool());
+    QCOMPARE(catalog.index(4, ReportCatalog::Name).data(Qt::EditRole).toString(), QStringLiteral("run 2"));
+    QCOMPARE(catalog.shownRows(), std::vector<int>{4});
+    // A pinned baseline is shown beside the next run; removing it unpins it.
+    catalog.setBaseline(0);
+    QCOMPARE(catalog.addRun({b}), 5);
+    QCOMPARE(catalog.shownRows(), (std::vector<int>{0, 5}));
+    QCOMPARE(catalog.session().baseline, 0);
+    QCOMPARE(catalog.session().runs.size(), size_t{6});
+    catalog.remove({0});
+    QCOMPARE(catalog.baselineRow(), -1);
+    QCOMPARE(catalog.shownRows(), std::vector<int>{4});
+    // Combo boxes read the Label column; the Runs table edits the name and note.
+    QVERIFY(catalog.flags(catalog.index(0, ReportCatalog::Note)) & Qt::ItemIsEditable);
+    QVERIFY(!(catalog.flags(catalog.index(0, ReportCatalog::Batch)) & Qt::ItemIsEditable));
+    QVERIFY(catalog.setData(catalog.index(0, ReportCatalog::Note), QStringLiteral("idle machine")));
+    QCOMPARE(catalog.session().runs[0].note, std::string("idle machine"));
   }
 };
 

@@ -40,30 +40,7 @@ namespace {
 // that every section of the format is present.
 const std::vector<RunReport>& sample_reports() {
   static const std::vector<RunReport> reports = [] {
-    Model m;
-    m.input_channels = 2;
-    m.input_height = m.input_width = 4;
-    Layer c;
-    c.kind = LayerKind::Conv2d;
-    c.inputs = {kNetworkInput};
-    c.conv.in_channels = 2;
-    c.conv.out_channels = 3;
-    c.conv.kernel_h = c.conv.kernel_w = 3;
-    c.conv.pad_top = c.conv.pad_left = c.conv.pad_bottom = c.conv.pad_right = 1;
-    c.weight = ramp(54);
-    c.bias = ramp(3);
-    Layer r;
-    r.index = 1;
-    r.kind = LayerKind::ReLU6;
-    r.inputs = {0};
-    Layer p;
-    p.index = 2;
-    p.kind = LayerKind::GlobalAveragePool;
-    p.inputs = {1};
-    m.layers = {c, r, p};
-    m.num_classes = 3;
-    m.source = "tiny.onnx";
-    assign_blocks_and_names(m);
+    const Model m = three_layer_model();
     ProfileConfig cfg;
     cfg.height = cfg.width = 4;
     cfg.warmup = 0;

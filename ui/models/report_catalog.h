@@ -1,43 +1,88 @@
-// Every run the app knows: the current run (one report, or one per backend after a compare) and the runs
-// of opened report files. Combo boxes pick the two runs to compare and the diffs to show from it.
+// The run history: every run of the session (each Run or Compare adds its runs; nothing is replaced) and the
+// runs of opened report and session files, with a name and a note the user can edit, which runs are shown
+// (checked) and the pinned baseline. The Runs panel is a table over it; combo boxes pick runs from its Label
+// column. A session is saved as one report file (mnv2::Session) and reopened with its names, notes and baseline.
 #pragma once
 
-#include <QAbstractListModel>
+#include <QAbstractTableModel>
+#include <QDateTime>
 #include <vector>
 
+#include "mnv2/report.h"
 #include "models/report_access.h"
 
 namespace mnv2::ui {
 
-class ReportCatalog : public QAbstractListModel {
+class ReportCatalog : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Role { OriginRole = Qt::UserRole, IsCurrentRole, HasDiffRole };
+  enum Column { Name, Backend, Precision, Batch, Size, EndToEnd, Taken, Note, Source, Label, ColumnCount };
+  enum Role { OriginRole = Qt::UserRole, IsCurrentRole, HasDiffRole, IdRole, BaselineRole, SortRole };
 
   struct Entry {
     ReportPtr report;
-    QString origin;  // empty: the current run; else the report file's path
-    QString label;
+    QString origin;  // empty: a run of this session; else the report or session file's path
+    QString label;   // the long form for combo boxes: name, backend and precision, device, timer, batch, source
+    QString name;    // "run 3", "run 3.2" (a compare's second backend), "report.json #1", or the user's
+    QString note;
+    int id = 0;     // unique for the catalog's lifetime: rows move when runs are removed, ids do not
+    int group = 0;  // the Run or Compare (or file) that produced it
+    bool shown = false;
+    QDateTime added;
   };
 
   explicit ReportCatalog(QObject* parent = nullptr);
 
-  // Replaces the current run's entries.
-  void setCurrentRun(const std::vector<ReportPtr>& reports);
-  // Adds (or replaces) the runs of a report file; returns the row of its first run.
+  // A Run or Compare finished: its runs are added as the new current run (shown alone, plus the baseline when
+  // one is pinned); returns the row of its first run.
+  int addRun(const std::vector<ReportPtr>& reports);
+  // Adds (or replaces) the runs of a report file; returns the row of its first run. With a session (names,
+  // notes, baseline), those are restored; a pinned baseline of the file becomes the catalog's baseline.
   int addFile(const QString& path, const std::vector<ReportPtr>& reports);
+  int addSession(const QString& path, const mnv2::Session& session);
 
   const Entry& entry(int row) const { return m_entries.at(static_cast<size_t>(row)); }
   ReportPtr report(int row) const;
-  int firstCurrentRow() const;  // -1 when there is no current run
+  int rowOfId(int id) const;    // -1 when gone
+  int firstCurrentRow() const;  // the newest Run's first row; -1 when this session has run nothing (left)
+  std::vector<int> currentRows() const;
   int count() const { return static_cast<int>(m_entries.size()); }
 
+  void remove(const std::vector<int>& rows);
+  void setNote(int row, const QString& note);
+  void setName(int row, const QString& name);
+  void setBaseline(int row);  // -1: none
+  int baselineRow() const;
+
+  // The checked runs, in catalog order; setShown checks exactly these rows.
+  std::vector<int> shownRows() const;
+  std::vector<ReportPtr> shownReports() const;
+  void setShown(const std::vector<int>& rows);
+
+  // Every run with its name and note, and the baseline: what File > Save session writes.
+  mnv2::Session session() const;
+
   int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
+
+ Q_SIGNALS:
+  // The checked set changed (by the user or setShown): the pages show shownReports().
+  void shownChanged();
+  void baselineChanged(int row);
 
  private:
-  static QString makeLabel(const mnv2::RunReport& r, const QString& origin);
+  void relabel(Entry& e) const;
+  int insert(std::vector<Entry> entries);
   std::vector<Entry> m_entries;
+  int m_nextId = 1;
+  int m_nextGroup = 1;
+  int m_runs = 0;          // Runs and Compares of this session, for "run N"
+  int m_currentGroup = 0;  // 0: none
+  int m_baselineId = 0;    // 0: none
 };
 
 }  // namespace mnv2::ui

@@ -14,6 +14,7 @@
 #include "models/report_access.h"
 #include "models/report_catalog.h"
 #include "models/run_comparison_model.h"
+#include "models/run_differences.h"
 
 namespace mnv2::ui {
 
@@ -25,6 +26,7 @@ ComparisonPage::ComparisonPage(ReportCatalog* catalog, LayerSelection* selection
   m_b->setObjectName(QStringLiteral("runB"));
   for (QComboBox* c : {m_a, m_b}) {
     c->setModel(catalog);
+    c->setModelColumn(ReportCatalog::Label);
     c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     c->setMinimumContentsLength(40);
   }
@@ -96,21 +98,29 @@ QString ComparisonPage::summaryText() const { return m_summary->text(); }
 void ComparisonPage::update() {
   const ReportPtr a = m_catalog->report(runA());
   const ReportPtr b = m_catalog->report(runB());
-  m_model->setRuns(a, b);
-  m_view->resizeColumnsToContents();
   if (!a || !b) {
+    m_model->setRuns(nullptr, nullptr);
     m_summary->setText(QStringLiteral("Run something, or open a report, to compare two runs."));
     return;
   }
+  // Every setting that differs is stated; runs of different networks are not paired layer by layer.
+  const mnv2::RunComparability settings = mnv2::compare_settings(*a, *b);
+  if (settings.refused()) {
+    m_model->setRuns(nullptr, nullptr);
+    m_summary->setText(QStringLiteral("A is <b>%1</b>, B is <b>%2</b>: <b>not compared</b> — %3.<br>%4")
+                           .arg(runLabel(*a).toHtmlEscaped(), runLabel(*b).toHtmlEscaped(),
+                                QString::fromStdString(settings.refusal()).toHtmlEscaped(), differencesHtml(settings)));
+    return;
+  }
+  m_model->setRuns(a, b);
+  m_view->resizeColumnsToContents();
   const double ta = m_model->totalA() / 1e6, tb = m_model->totalB() / 1e6;
   QString text = QStringLiteral("A is <b>%1</b>, B is <b>%2</b>. Sum of layer medians: A %3 ms, B %4 ms")
                      .arg(runLabel(*a).toHtmlEscaped(), runLabel(*b).toHtmlEscaped())
                      .arg(ta, 0, 'f', 3)
                      .arg(tb, 0, 'f', 3);
-  if (ta > 0 && tb > 0) {
-    text += tb < ta ? QStringLiteral(" — B is %1× faster").arg(ta / tb, 0, 'f', 2)
-                    : QStringLiteral(" — B is %1× slower").arg(tb / ta, 0, 'f', 2);
-  }
+  const QString ratio = ratioText(ta, tb, settings.images_ratio);
+  if (!ratio.isEmpty()) text += QStringLiteral(" — ") + ratio;
   text += QStringLiteral(". End to end (host median): A %1 ms, B %2 ms. %3 of %4 rows differ beyond the noise.")
               .arg(a->end_to_end.host_ms.median, 0, 'f', 3)
               .arg(b->end_to_end.host_ms.median, 0, 'f', 3)
@@ -118,6 +128,9 @@ void ComparisonPage::update() {
               .arg(m_model->rowCount());
   if (runA() == runB()) text += QStringLiteral(" (A and B are the same run.)");
   if (!m_model->alignmentNote().isEmpty()) text += QStringLiteral("<br><b>Note:</b> ") + m_model->alignmentNote();
+  const QString differences = differencesHtml(settings);
+  text += differences.isEmpty() ? QStringLiteral("<br>The two runs were taken with the same settings.")
+                                : QStringLiteral("<br>") + differences;
   m_summary->setText(text);
 }
 

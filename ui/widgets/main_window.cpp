@@ -32,6 +32,7 @@
 #include "models/layer_selection.h"
 #include "models/layer_table_model.h"
 #include "models/report_catalog.h"
+#include "models/run_differences.h"
 #include "run_controller.h"
 #include "widgets/accuracy_page.h"
 #include "widgets/comparison_page.h"
@@ -40,6 +41,7 @@
 #include "widgets/network_graph_view.h"
 #include "widgets/roofline_page.h"
 #include "widgets/run_settings_panel.h"
+#include "widgets/runs_panel.h"
 #include "widgets/sweep_page.h"
 #include "widgets/timings_page.h"
 #include "widgets/topology_page.h"
@@ -128,6 +130,14 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   dock->setMinimumWidth(390);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
 
+  // Bottom: the run history. Every run is kept; checked runs are shown on the pages.
+  m_runs = new RunsPanel(m_catalog, this);
+  m_runsDock = new QDockWidget(QStringLiteral("Runs"), this);
+  m_runsDock->setObjectName(QStringLiteral("runsDock"));
+  m_runsDock->setWidget(m_runs);
+  addDockWidget(Qt::BottomDockWidgetArea, m_runsDock);
+  resizeDocks({m_runsDock}, {150}, Qt::Vertical);
+
   // Centre: the synthetic-weights banner over the tabs.
   m_banner = new QLabel(this);
   m_banner->setObjectName(QStringLiteral("syntheticBanner"));
@@ -186,6 +196,12 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   connect(m_diffs, &DiffsPage::computeRequested, this,
           [this](const QString& backend, const QString& reference) { computeDiff(backend, reference); });
   connect(m_diffs, &DiffsPage::currentDiffChanged, this, [this](DiffPtr diff) { m_graph->view()->setDiff(diff); });
+  connect(m_catalog, &ReportCatalog::shownChanged, this, [this] { showShown(); });
+  connect(m_runs, &RunsPanel::compareRequested, this, [this](int a, int b) {
+    m_comparison->selectRuns(a, b);
+    m_tabs->setCurrentWidget(m_comparison);
+  });
+  connect(m_runs, &RunsPanel::saveRequested, this, [this] { saveSessionInteractive(); });
 
   resize(1500, 950);
   if (m_options.useSettings) loadSettings();
@@ -214,6 +230,9 @@ void MainWindow::buildMenus() {
     if (!path.isEmpty()) this->openReport(path);
   });
   m_recentReports = file->addMenu(QStringLiteral("Recent r&eports"));
+  m_saveSessionAction = file->addAction(QStringLiteral("&Save session (all runs)…"));
+  m_saveSessionAction->setShortcut(QKeySequence::Save);
+  connect(m_saveSessionAction, &QAction::triggered, this, [this] { saveSessionInteractive(); });
   file->addSeparator();
   QMenu* exportMenu = file->addMenu(QStringLiteral("&Export"));
   // The sweep, evaluation and roofline results come and go with their pages: asked for as the menu opens.
@@ -258,6 +277,12 @@ void MainWindow::buildMenus() {
     a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
     connect(a, &QAction::triggered, this, [this, i] { m_tabs->setCurrentIndex(i); });
   }
+
+  view->addSeparator();
+  QAction* runsToggle = m_runsDock->toggleViewAction();
+  runsToggle->setText(QStringLiteral("R&uns panel"));
+  runsToggle->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
+  view->addAction(runsToggle);
 
   QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
   connect(help->addAction(QStringLiteral("&About")), &QAction::triggered, this, [this] {
@@ -673,16 +698,38 @@ void MainWindow::computeDiff(const QString& backend, const QString& reference) {
   m_controller->diff(request);
 }
 
+void MainWindow::clearShown() {
+  m_shown.clear();
+  m_shownTitle.clear();
+  m_layers->setReport(nullptr);
+  m_timings->setReports({}, QStringLiteral("No run is shown: check one or more runs in the Runs panel."));
+  m_graph->view()->setReport(nullptr);
+  m_roofline->setReports({});
+  m_diffs->setSources(QStringLiteral("shown"), {}, false);
+  updateTopologySummary();
+  updateActions();
+}
+
 void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QString& title) {
   if (reports.empty()) return;
-  // Runs shown together must share the first one's topology.
+  // Runs shown together must share the first one's network: others are left out, and the title says so.
   std::vector<ReportPtr> same;
-  for (const ReportPtr& r : reports)
-    if (r->layers.size() == reports.front()->layers.size()) same.push_back(r);
+  int left = 0;
+  for (const ReportPtr& r : reports) {
+    if (r == reports.front() || !mnv2::compare_settings(*reports.front(), *r).refused())
+      same.push_back(r);
+    else
+      ++left;
+  }
   m_shown = same;
   m_shownTitle = title;
+  if (left > 0)
+    m_shownTitle += QStringLiteral(
+                        "<br><b style='color:#b02a37'>%1 checked run(s) of another network are not shown "
+                        "beside the first: a layer-by-layer chart would pair unrelated layers.</b>")
+                        .arg(left);
   m_layers->setReport(same.front());
-  m_timings->setReports(same, title);
+  m_timings->setReports(same, m_shownTitle);
   m_graph->view()->setReport(same.front());
   m_roofline->setReports(same);
   if (!same.front()->cudnn.empty() && same.front()->cudnn != "none")
@@ -694,32 +741,19 @@ void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QStrin
 void MainWindow::onProfiled(const ProfileResult& result) {
   m_currentRun.clear();
   for (const auto& r : result.reports) m_currentRun.push_back(std::make_shared<const mnv2::RunReport>(r));
-  m_catalog->setCurrentRun(m_currentRun);
-  showReports(m_currentRun, QStringLiteral("Current run: ") + describeRun(m_currentRun, result.requested));
+  m_requested = result.requested;
+  const int previous = m_catalog->count() - 1;        // the newest run before this one, if any
+  const int first = m_catalog->addRun(m_currentRun);  // shows it (beside the baseline): showShown()
   if (result.ceilings || !result.ceilingsNote.isEmpty()) m_roofline->setCeilings(result.ceilings, result.ceilingsNote);
 
-  // Every diff of a compare is against the first run (the reference), in the mode that run ran.
-  const mnv2::Precision referencePrecision = m_currentRun.front()->config.precision;
-  std::vector<DiffsPage::Source> diffs;
-  for (const ReportPtr& r : m_currentRun) {
-    if (!r->diff) continue;
-    diffs.push_back({QStringLiteral("%1 vs %2 (current run)")
-                         .arg(runLabel(QString::fromStdString(r->diff->backend), r->config.precision),
-                              runLabel(QString::fromStdString(r->diff->reference), referencePrecision)),
-                     QStringLiteral("run"), std::make_shared<const mnv2::DiffReport>(*r->diff), r->topology,
-                     m_model ? m_model->numClasses : 0, r->config.precision, referencePrecision});
-  }
-  m_diffs->setSources(QStringLiteral("run"), std::move(diffs), true);
-
-  // Compare the two backends of a compare run, else this run against the last opened report.
-  const int first = m_catalog->firstCurrentRow();
-  int other = first;
+  // Compare the backends of a compare run; else this run against the pinned baseline, else the run before.
+  const int baseline = m_catalog->baselineRow();
   if (m_currentRun.size() > 1)
-    other = first + 1;
+    m_comparison->selectRuns(first, first + 1);
+  else if (baseline >= 0 && baseline != first)
+    m_comparison->selectRuns(baseline, first);
   else
-    for (int i = 0; i < m_catalog->count(); ++i)
-      if (!m_catalog->entry(i).origin.isEmpty()) other = i;
-  m_comparison->selectRuns(first, other);
+    m_comparison->selectRuns(previous >= 0 ? previous : first, first);
 
   const mnv2::RunReport& r = *m_currentRun.front();
   m_settings->setStatus(QStringLiteral("done: %1 end to end %2 ms median; layers sum %3 ms")
@@ -731,6 +765,82 @@ void MainWindow::onProfiled(const ProfileResult& result) {
       if (!m_model || !m_model->warnings.contains(QString::fromStdString(w)))
         statusBar()->showMessage(QString::fromStdString(x->backend + ": " + w), 15000);
   Q_EMIT runFinished(true);
+}
+
+void MainWindow::showShown() {
+  const std::vector<int> rows = m_catalog->shownRows();
+  std::vector<ReportPtr> reports;
+  for (int row : rows) reports.push_back(m_catalog->report(row));
+  if (reports.empty()) {
+    clearShown();
+    return;
+  }
+  // The title: the newest run alone reads as before; any other choice names its runs, and what differs.
+  QString title;
+  const std::vector<int> current = m_catalog->currentRows();
+  if (rows == current) {
+    title = QStringLiteral("Current run (%1): ").arg(m_catalog->entry(rows.front()).name.toHtmlEscaped()) +
+            describeRun(reports, m_requested);
+  } else {
+    QStringList names;
+    for (int row : rows) names << m_catalog->entry(row).name.toHtmlEscaped();
+    title = QStringLiteral("Runs %1: ").arg(names.join(QStringLiteral(", "))) + describeRun(reports);
+    for (size_t i = 1; i < rows.size(); ++i) {
+      const QString line = warningsLine(mnv2::compare_settings(*reports.front(), *reports[i]));
+      if (!line.isEmpty())
+        title += QStringLiteral("<br><b style='color:#9a6700'>%1 against %2: %3</b>")
+                     .arg(m_catalog->entry(rows[i]).name.toHtmlEscaped(),
+                          m_catalog->entry(rows.front()).name.toHtmlEscaped(), line.toHtmlEscaped());
+    }
+  }
+  showReports(reports, title);
+
+  // The diffs of the shown runs. Every diff of a compare is against the reference of its own run, in the
+  // mode that run ran.
+  std::vector<DiffsPage::Source> diffs;
+  for (int row : rows) {
+    const ReportPtr& r = m_catalog->report(row);
+    if (!r->diff) continue;
+    mnv2::Precision referencePrecision = mnv2::Precision::fp32;
+    for (int other : rows)
+      if (m_catalog->entry(other).group == m_catalog->entry(row).group &&
+          m_catalog->report(other)->backend == r->diff->reference)
+        referencePrecision = m_catalog->report(other)->config.precision;
+    const int classes = r->layer_stats.empty() ? 0 : static_cast<int>(r->layer_stats.back().output.c);
+    diffs.push_back(
+        {QStringLiteral("%1 vs %2 (%3)")
+             .arg(runLabel(QString::fromStdString(r->diff->backend), r->config.precision),
+                  runLabel(QString::fromStdString(r->diff->reference), referencePrecision), m_catalog->entry(row).name),
+         QStringLiteral("shown"), std::make_shared<const mnv2::DiffReport>(*r->diff), r->topology,
+         m_model ? m_model->numClasses : classes, r->config.precision, referencePrecision});
+  }
+  m_diffs->setSources(QStringLiteral("shown"), std::move(diffs), true);
+}
+
+bool MainWindow::saveSession(const QString& path) {
+  if (m_catalog->count() == 0) {
+    reportError(QStringLiteral("Nothing to save"), QStringLiteral("run something or open a report first"));
+    return false;
+  }
+  try {
+    mnv2::write_session_file(path.toStdString(), m_catalog->session());
+  } catch (const std::exception& e) {
+    reportError(QStringLiteral("Could not save the session"), QString::fromUtf8(e.what()));
+    return false;
+  }
+  setLastFolder(QStringLiteral("exports"), path);
+  statusBar()->showMessage(QStringLiteral("Saved %1 run(s) to %2").arg(m_catalog->count()).arg(path), 10000);
+  return true;
+}
+
+void MainWindow::saveSessionInteractive() {
+  const QString path = QFileDialog::getSaveFileName(
+      this, QStringLiteral("Save the session"),
+      QDir(lastFolder(QStringLiteral("exports")))
+          .filePath(QStringLiteral("mnv2-session-%1.json")
+                        .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))),
+      QStringLiteral("mnv2 reports (*.json)"));
+  if (!path.isEmpty()) saveSession(path);
 }
 
 void MainWindow::onDiffed(const DiffResult& result) {
@@ -752,48 +862,34 @@ void MainWindow::onDiffed(const DiffResult& result) {
 }
 
 bool MainWindow::openReport(const QString& path) {
-  std::vector<mnv2::RunReport> runs;
+  mnv2::Session session;
   try {
-    runs = mnv2::read_reports_file(path.toStdString());
-    if (runs.empty()) throw mnv2::Error(path.toStdString() + ": the report holds no runs");
-    for (const auto& r : runs)
+    session = mnv2::read_session_file(path.toStdString());
+    if (session.runs.empty()) throw mnv2::Error(path.toStdString() + ": the report holds no runs");
+    for (const auto& run : session.runs) {
+      const mnv2::RunReport& r = run.report;
       if (r.layers.empty() || r.steps.empty() || r.topology.size() != r.layers.size())
         throw mnv2::Error(path.toStdString() + ": a run of the report has no per-layer figures");
+    }
   } catch (const std::exception& e) {
     reportError(QStringLiteral("Could not open the report"), QString::fromUtf8(e.what()));
     return false;
   }
-  std::vector<ReportPtr> reports;
-  for (auto& r : runs) reports.push_back(std::make_shared<const mnv2::RunReport>(std::move(r)));
-  const int row = m_catalog->addFile(path, reports);
-  showReports(reports,
-              QStringLiteral("Report %1: ").arg(QFileInfo(path).fileName().toHtmlEscaped()) + describeRun(reports));
-
-  std::vector<DiffsPage::Source> diffs;
-  for (const ReportPtr& r : reports) {
-    if (!r->diff) continue;
-    const int classes = r->layer_stats.empty() ? 0 : static_cast<int>(r->layer_stats.back().output.c);
-    // The reference's mode is that of its own run in the file (a compare writes every run); fp32 without one.
-    mnv2::Precision referencePrecision = mnv2::Precision::fp32;
-    for (const ReportPtr& x : reports)
-      if (x->backend == r->diff->reference) referencePrecision = x->config.precision;
-    diffs.push_back(
-        {QStringLiteral("%1 vs %2 (%3)")
-             .arg(runLabel(QString::fromStdString(r->diff->backend), r->config.precision),
-                  runLabel(QString::fromStdString(r->diff->reference), referencePrecision), QFileInfo(path).fileName()),
-         path, std::make_shared<const mnv2::DiffReport>(*r->diff), r->topology, classes, r->config.precision,
-         referencePrecision});
-  }
-  m_diffs->setSources(path, std::move(diffs), true);
-  // Compare the current run with the report; without a current run, the report's first two runs.
+  const int row = m_catalog->addSession(path, session);
+  const int n = static_cast<int>(session.runs.size());
+  // The file's runs are shown (its diffs go to the Diffs page with them).
+  std::vector<int> rows;
+  for (int i = 0; i < n; ++i) rows.push_back(row + i);
+  m_catalog->setShown(rows);
+  // Compare the newest run of this session with the report; without one, the report's first two runs.
   const int current = m_catalog->firstCurrentRow();
   if (current >= 0)
     m_comparison->selectRuns(current, row);
   else
-    m_comparison->selectRuns(row, reports.size() > 1 ? row + 1 : row);
+    m_comparison->selectRuns(row, n > 1 ? row + 1 : row);
   addRecent(kRecentReports, path);
   setLastFolder(QStringLiteral("reports"), path);
-  statusBar()->showMessage(QStringLiteral("Opened %1 (%2 run(s))").arg(path).arg(reports.size()), 10000);
+  statusBar()->showMessage(QStringLiteral("Opened %1 (%2 run(s))").arg(path).arg(n), 10000);
   return true;
 }
 

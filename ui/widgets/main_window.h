@@ -12,6 +12,7 @@
 #include "models/report_access.h"
 #include "run_types.h"
 
+class QDockWidget;
 class QLabel;
 class QMenu;
 class QTabWidget;
@@ -30,6 +31,7 @@ class LayerTableModel;
 class ReportCatalog;
 class RunController;
 class RunSettingsPanel;
+class RunsPanel;
 class TimingsPage;
 class TopologyPage;
 
@@ -53,7 +55,10 @@ class MainWindow : public QMainWindow {
   // Probes backends and devices, then loads the model (empty path: the CLI's lookup).
   void start(const QString& modelPath);
   void openImage(const QString& path);
+  // A report or a saved session: its runs join the run history (a session's names, notes and baseline too).
   bool openReport(const QString& path);
+  // Every run of the history, with names, notes and the baseline, as one report file (mnv2::Session).
+  bool saveSession(const QString& path);
   void startRun(bool compare);
   void cancelRun();
   void computeDiff(const QString& backend, const QString& reference);
@@ -76,6 +81,8 @@ class MainWindow : public QMainWindow {
   LayerTableModel* layerModel() const { return m_layers; }
   LayerSelection* selection() const { return m_selection; }
   ReportCatalog* catalog() const { return m_catalog; }
+  RunsPanel* runsPanel() const { return m_runs; }
+  QDockWidget* runsDock() const { return m_runsDock; }
   TopologyPage* topologyPage() const { return m_topology; }
   TimingsPage* timingsPage() const { return m_timings; }
   DiffsPage* diffsPage() const { return m_diffs; }
@@ -109,6 +116,9 @@ class MainWindow : public QMainWindow {
   void reportError(const QString& what, const QString& message);
   void classifyCurrent(const QString& path);
   void showReports(const std::vector<ReportPtr>& reports, const QString& title);
+  void showShown();  // the runs checked in the Runs panel
+  void clearShown();
+  void saveSessionInteractive();
   void onEnvironment(const EnvironmentInfo& info);
   void onModel(const ModelInfo& info);
   void onClassified(const ClassifyResult& result);
@@ -155,11 +165,15 @@ class MainWindow : public QMainWindow {
   QAction* m_runAction = nullptr;
   QAction* m_compareAction = nullptr;
   QAction* m_cancelAction = nullptr;
+  QAction* m_saveSessionAction = nullptr;
+  RunsPanel* m_runs = nullptr;
+  QDockWidget* m_runsDock = nullptr;
 
   std::vector<BackendStatus> m_backends;
   std::optional<ModelInfo> m_model;
   std::optional<ClassifyResult> m_image;
   std::vector<ReportPtr> m_currentRun;
+  std::optional<mnv2::Precision> m_requested;  // the precision the newest Run asked for
   std::vector<ReportPtr> m_shown;
   QString m_shownTitle;
   int m_diffCount = 0;

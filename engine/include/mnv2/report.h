@@ -51,4 +51,26 @@ void write_csv_report(const std::string& path, const std::vector<RunReport>& rep
 void write_json_report(const std::string& path, const std::vector<RunReport>& reports);
 void write_trace(const std::string& path, const std::vector<RunReport>& reports);
 
+// ---- sessions ---------------------------------------------------------------------------------------------
+
+// A working session's runs (the app's run history), with the names and notes the user gave them and the
+// pinned baseline, in one mnv2.report file: "runs" as any report, plus a "session" object that readers of
+// plain reports ignore. Any report opens as a session (no names or notes, no baseline).
+struct SessionRun {
+  RunReport report;
+  std::string name;  // as the user named it; empty: the front end's default name
+  std::string note;  // free text
+};
+struct Session {
+  std::vector<SessionRun> runs;
+  int baseline = -1;  // index into runs; -1: none pinned
+};
+inline constexpr size_t kMaxSessionText = 4096;  // bytes of a run's name or note (longer is refused on read)
+
+json::Json session_json(const Session& session);
+Session session_from_json(const json::Json& value);  // Error for a bad "session" object or bad runs
+// Read within inputs::kReport; throws Error naming the file.
+Session read_session_file(const std::string& path);
+void write_session_file(const std::string& path, const Session& session);  // through write_output_file
+
 }  // namespace mnv2

@@ -152,4 +152,35 @@ struct AlignedSegment {
 // Segments come out in layer order.
 std::vector<AlignedSegment> align_runs(const RunReport& a, const RunReport& b);
 
+// ---- what two runs have in common --------------------------------------------------------------------------
+
+// One setting in which two runs differ, and what that does to a comparison of their figures.
+struct SettingDifference {
+  enum class Weight {
+    note,    // worth knowing; the figures compare as they are (backend, iterations, versions, commit)
+    warn,    // the figures compare only with the stated correction or caveat (batch, input size, GPU, clocks)
+    refuse,  // a layer-by-layer comparison would pair unrelated layers (different topologies)
+  };
+  std::string setting;  // "batch", "input size", "precision", "device", "SM clock", "model", ...
+  std::string a, b;     // the two values as shown ("2", "224×224", "H200 @ 1980 MHz")
+  Weight weight = Weight::note;
+  std::string consequence;  // why it matters for this comparison, one sentence
+};
+const char* to_string(SettingDifference::Weight weight);  // "note", "warn", "refuse"
+
+struct RunComparability {
+  std::vector<SettingDifference> differences;  // in the order: refusals, warnings, notes
+  // Images per run of B over A (batch_b / batch_a): a time ratio divided by this is a per-image ratio.
+  double images_ratio = 1;
+  bool refused() const;
+  bool warned() const;  // any warning (or refusal)
+  // The first refusal's consequence, empty when the comparison may go ahead.
+  std::string refusal() const;
+};
+
+// Every recorded setting of two runs compared: batch, input size, precision, backend, device, SM clocks (at
+// the start and end of each run, and between runs), model checksum and topology, timer, per-layer execution,
+// input, iterations and warm-up, driver, CUDA runtime, cuDNN and commit. The same rule for both front ends.
+RunComparability compare_settings(const RunReport& a, const RunReport& b);
+
 }  // namespace mnv2

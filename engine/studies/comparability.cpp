@@ -1,0 +1,181 @@
+// What two runs have in common (mnv2/studies.h): every recorded setting compared, each difference weighed by
+// what it does to a comparison of the two runs' figures.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "mnv2/studies.h"
+
+namespace mnv2 {
+namespace {
+
+using Weight = SettingDifference::Weight;
+
+// Clocks further apart than this (relative) change kernel times by about as much: worth a warning.
+constexpr double kClockTolerance = 0.05;
+
+std::string size_text(const ProfileConfig& c) { return std::to_string(c.height) + "×" + std::to_string(c.width); }
+
+std::string cuda_text(const CudaOptions& o) {
+  std::string t = std::string("variant ") + to_string(o.variant) + ", fusion " + to_string(o.fusion) + ", graph " +
+                  to_string(o.graph);
+  if (!o.gemm_tile.empty()) t += ", tile " + o.gemm_tile;
+  return t;
+}
+
+std::string clock_text(const RunReport& r) {
+  if (r.sm_clock_mhz_start < 0 && r.sm_clock_mhz_end < 0) return "not recorded";
+  if (r.sm_clock_mhz_start == r.sm_clock_mhz_end || r.sm_clock_mhz_end < 0)
+    return std::to_string(r.sm_clock_mhz_start) + " MHz";
+  if (r.sm_clock_mhz_start < 0) return std::to_string(r.sm_clock_mhz_end) + " MHz";
+  return std::to_string(r.sm_clock_mhz_start) + "→" + std::to_string(r.sm_clock_mhz_end) + " MHz";
+}
+
+// The clock a run ran at, in MHz: the mean of its start and end readings; 0 when it recorded none.
+double run_clock(const RunReport& r) {
+  const int s = r.sm_clock_mhz_start, e = r.sm_clock_mhz_end;
+  if (s > 0 && e > 0) return (s + e) / 2.0;
+  return s > 0 ? s : (e > 0 ? e : 0);
+}
+
+bool clock_moved(const RunReport& r) {
+  const int s = r.sm_clock_mhz_start, e = r.sm_clock_mhz_end;
+  return s > 0 && e > 0 && std::abs(s - e) > kClockTolerance * std::max(s, e);
+}
+
+// The layer kinds in order: two runs of one architecture agree here even when their weights differ.
+bool same_topology(const RunReport& a, const RunReport& b) {
+  if (a.topology.size() != b.topology.size() || a.layers.size() != b.layers.size()) return false;
+  for (size_t i = 0; i < a.topology.size(); ++i)
+    if (a.topology[i].kind != b.topology[i].kind) return false;
+  return true;
+}
+
+std::string model_text(const RunReport& r) {
+  std::string t = r.model_synthetic ? "built-in (synthetic weights)" : r.model_source;
+  const std::string sum = r.model_checksum.substr(0, 12);
+  if (!sum.empty()) t += " [" + sum + "]";
+  return t + ", " + std::to_string(r.topology.size()) + " layers";
+}
+
+}  // namespace
+
+const char* to_string(SettingDifference::Weight weight) {
+  switch (weight) {
+    case Weight::note:
+      return "note";
+    case Weight::warn:
+      return "warn";
+    case Weight::refuse:
+      return "refuse";
+  }
+  return "?";
+}
+
+bool RunComparability::refused() const {
+  return std::any_of(differences.begin(), differences.end(),
+                     [](const SettingDifference& d) { return d.weight == Weight::refuse; });
+}
+
+bool RunComparability::warned() const {
+  return std::any_of(differences.begin(), differences.end(),
+                     [](const SettingDifference& d) { return d.weight != Weight::note; });
+}
+
+std::string RunComparability::refusal() const {
+  for (const SettingDifference& d : differences)
+    if (d.weight == Weight::refuse) return d.consequence;
+  return {};
+}
+
+RunComparability compare_settings(const RunReport& a, const RunReport& b) {
+  RunComparability out;
+  auto add = [&](std::string setting, std::string va, std::string vb, Weight w, std::string why) {
+    out.differences.push_back({std::move(setting), std::move(va), std::move(vb), w, std::move(why)});
+  };
+  const ProfileConfig& ca = a.config;
+  const ProfileConfig& cb = b.config;
+
+  // The network itself.
+  if (!same_topology(a, b)) {
+    add("model", model_text(a), model_text(b), Weight::refuse,
+        "the two runs are of different networks: a layer-by-layer comparison would pair unrelated layers");
+  } else if (a.model_checksum != b.model_checksum || a.model_synthetic != b.model_synthetic) {
+    add("model", model_text(a), model_text(b), Weight::warn,
+        "same layers, different weights or file: timings compare, outputs and predictions do not");
+  }
+
+  // The work per run.
+  if (ca.batch != cb.batch && ca.batch > 0 && cb.batch > 0) {
+    out.images_ratio = static_cast<double>(cb.batch) / ca.batch;
+    add("batch", std::to_string(ca.batch), std::to_string(cb.batch), Weight::warn,
+        "B processes " + std::to_string(cb.batch) + " image(s) per run and A " + std::to_string(ca.batch) +
+            ": compare per-image times, not run times");
+  }
+  if (ca.height != cb.height || ca.width != cb.width)
+    add("input size", size_text(ca), size_text(cb), Weight::warn,
+        "the layers do different amounts of work per image: times differ by that as well as by the code");
+
+  // The machine.
+  // A CPU against a GPU is what a compare of backends is for; two GPUs (or two CPUs) apart are not.
+  const bool cpu_vs_gpu = (a.device == "CPU") != (b.device == "CPU");
+  if (a.device != b.device)
+    add("device", a.device, b.device, cpu_vs_gpu ? Weight::note : Weight::warn,
+        cpu_vs_gpu ? "a CPU against a GPU"
+                   : "the runs are from different processors: differences are the hardware's as much as the code's");
+  const double fa = run_clock(a), fb = run_clock(b);
+  if (clock_moved(a) || clock_moved(b) ||
+      (fa > 0 && fb > 0 && std::abs(fa - fb) > kClockTolerance * std::max(fa, fb))) {
+    add("SM clock", clock_text(a), clock_text(b), Weight::warn,
+        "the GPU ran at different clocks (more than 5% apart, or changing during a run): kernel times scale "
+        "with the clock");
+  } else if (clock_text(a) != clock_text(b)) {
+    add("SM clock", clock_text(a), clock_text(b), Weight::note, "within 5%: comparable");
+  }
+
+  // How the figures were taken.
+  if (a.timer != b.timer)
+    add("timer", a.timer, b.timer, cpu_vs_gpu ? Weight::note : Weight::warn,
+        "the per-layer times measure different things (CUPTI: kernel time only; events and host clock: "
+        "launch and gaps included)");
+  if (a.execution != b.execution)
+    add("per-layer execution", a.execution, b.execution, Weight::warn,
+        "a graph replay has no per-step launch overhead that a layer-by-layer run pays");
+
+  // What ran.
+  if (ca.precision != cb.precision)
+    add("precision", to_string(ca.precision), to_string(cb.precision), Weight::note,
+        "different arithmetic: times and outputs are expected to differ");
+  if (a.backend != b.backend)
+    add("backend", a.backend, b.backend, Weight::note, "different implementations of the same network");
+  if ((a.backend == "cuda" || b.backend == "cuda") && !(ca.cuda == cb.cuda))
+    add("cuda options", cuda_text(ca.cuda), cuda_text(cb.cuda), Weight::note,
+        "different kernels or fusion chosen for the cuda backend");
+  if (a.input_checksum != b.input_checksum || ca.input_name != cb.input_name) {
+    // The same name over different data (a random batch of another shape) shows the checksums.
+    const bool same_name = ca.input_name == cb.input_name;
+    add("input", same_name ? ca.input_name + " [" + a.input_checksum.substr(0, 12) + "]" : ca.input_name,
+        same_name ? cb.input_name + " [" + b.input_checksum.substr(0, 12) + "]" : cb.input_name, Weight::note,
+        "different input data: times rarely depend on it, outputs do");
+  }
+  if (ca.iters != cb.iters || ca.warmup != cb.warmup)
+    add("iterations", std::to_string(ca.warmup) + " warm-up + " + std::to_string(ca.iters),
+        std::to_string(cb.warmup) + " warm-up + " + std::to_string(cb.iters), Weight::note,
+        "different sample counts: the percentiles are of different precision");
+
+  // The software.
+  if (a.driver != b.driver) add("driver", a.driver, b.driver, Weight::note, "different NVIDIA driver");
+  if (a.cuda_runtime != b.cuda_runtime)
+    add("CUDA runtime", a.cuda_runtime, b.cuda_runtime, Weight::note, "different CUDA runtime");
+  if (a.cudnn != b.cudnn) add("cuDNN", a.cudnn, b.cudnn, Weight::note, "different cuDNN");
+  if (a.commit != b.commit) add("commit", a.commit, b.commit, Weight::note, "built from different source");
+
+  std::stable_sort(out.differences.begin(), out.differences.end(),
+                   [](const SettingDifference& x, const SettingDifference& y) {
+                     return static_cast<int>(x.weight) > static_cast<int>(y.weight);
+                   });
+  return out;
+}
+
+}  // namespace mnv2

@@ -1,0 +1,199 @@
+// The run history as a user works with it: three cpu runs with different settings are all kept in the Runs
+// panel; two of them compared state what differs (batch); a pinned baseline is shown and compared beside every
+// new run; notes and names are edited; the session is saved and reopened with its names, notes and baseline;
+// runs of another network are refused a layer-by-layer comparison; runs are removed.
+#include <QAbstractItemModelTester>
+#include <QDockWidget>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "mnv2/report.h"
+#include "models/report_catalog.h"
+#include "models/run_comparison_model.h"
+#include "ui_test_support.h"
+#include "widgets/comparison_page.h"
+#include "widgets/main_window.h"
+#include "widgets/run_settings_panel.h"
+#include "widgets/runs_panel.h"
+#include "widgets/timings_page.h"
+
+using namespace mnv2::ui;
+
+namespace {
+constexpr int kTimeoutMs = 120000;
+
+std::vector<mnv2::Layer> smallTopology() {
+  std::vector<mnv2::Layer> t;
+  for (int i = 0; i < 4; ++i) {
+    mnv2::Layer l;
+    l.index = i;
+    l.kind = i % 2 == 0 ? mnv2::LayerKind::Conv2d : mnv2::LayerKind::ReLU6;
+    l.name = "layer" + std::to_string(i);
+    t.push_back(l);
+  }
+  return t;
+}
+}  // namespace
+
+class RunHistoryTest : public QObject {
+  Q_OBJECT
+
+ private:
+  MainWindow* m_window = nullptr;
+  QTemporaryDir m_dir;
+
+  bool run(int batch, int size) {
+    m_window->runSettings()->setCounts(batch, 0, 2);
+    m_window->runSettings()->findChild<QSpinBox*>(QStringLiteral("heightSpin"))->setValue(size);
+    m_window->runSettings()->findChild<QSpinBox*>(QStringLiteral("widthSpin"))->setValue(size);
+    QSignalSpy finished(m_window, &MainWindow::runFinished);
+    m_window->startRun(false);
+    if (!finished.wait(kTimeoutMs)) return false;
+    return finished.first().at(0).toBool();
+  }
+
+  ReportCatalog* catalog() const { return m_window->catalog(); }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(m_dir.isValid());
+    MainWindow::Options options;
+    options.useSettings = false;
+    options.scripted = true;  // errors on stderr, no message boxes
+    m_window = new MainWindow(options);
+    m_window->resize(1280, 720);
+    m_window->show();
+    QSignalSpy model(m_window, &MainWindow::modelReady);
+    m_window->start(test::mainModelPath());
+    QTRY_VERIFY_WITH_TIMEOUT(model.count() == 1, kTimeoutMs);
+    QVERIFY(model.first().at(0).toBool());
+    QVERIFY(m_window->runSettings()->selectBackend(QStringLiteral("cpu")));
+  }
+
+  void cleanupTestCase() { delete m_window; }
+
+  void everyRunIsKeptWithItsSettings() {
+    QAbstractItemModelTester tester(catalog(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QVERIFY(run(1, 64));
+    QVERIFY(run(2, 64));
+    QVERIFY(run(1, 96));
+    QCOMPARE(catalog()->count(), 3);  // nothing replaced
+    QTableView* table = m_window->runsPanel()->view();
+    QCOMPARE(table->model()->rowCount(), 3);
+    QVERIFY(m_window->runsDock()->isVisible());
+    QCOMPARE(catalog()->index(0, ReportCatalog::Batch).data().toInt(), 1);
+    QCOMPARE(catalog()->index(1, ReportCatalog::Batch).data().toInt(), 2);
+    QCOMPARE(catalog()->index(2, ReportCatalog::Size).data().toString(), QStringLiteral("96×96"));
+    QCOMPARE(catalog()->index(0, ReportCatalog::Backend).data().toString(), QStringLiteral("cpu"));
+    QVERIFY(catalog()->index(2, ReportCatalog::Name).data().toString().contains(QStringLiteral("run 3")));
+    // The newest run alone is shown, and the comparison is against the run before it.
+    QCOMPARE(catalog()->shownRows(), std::vector<int>{2});
+    QCOMPARE(m_window->shownReports().size(), size_t{1});
+    QCOMPARE(m_window->comparisonPage()->runA(), 1);
+    QCOMPARE(m_window->comparisonPage()->runB(), 2);
+    // A comparison states every setting that differs: run 2 (batch 2, 64) against run 3 (batch 1, 96).
+    const QString summary = m_window->comparisonPage()->summaryText();
+    QVERIFY2(summary.contains(QStringLiteral("batch 2 → 1")), qPrintable(summary));
+    QVERIFY2(summary.contains(QStringLiteral("input size 64×64 → 96×96")), qPrintable(summary));
+    QVERIFY2(summary.contains(QStringLiteral("per image")), qPrintable(summary));
+  }
+
+  void twoChosenRunsAreComparedAndShownTogether() {
+    // Check runs 1 and 2: both are shown on the pages, the title says what differs.
+    catalog()->setData(catalog()->index(0, ReportCatalog::Name), Qt::Checked, Qt::CheckStateRole);
+    catalog()->setData(catalog()->index(1, ReportCatalog::Name), Qt::Checked, Qt::CheckStateRole);
+    catalog()->setData(catalog()->index(2, ReportCatalog::Name), Qt::Unchecked, Qt::CheckStateRole);
+    QCOMPARE(m_window->shownReports().size(), size_t{2});
+    QCOMPARE(m_window->shownReports()[1]->config.batch, 2);
+    const QString title = m_window->timingsPage()->findChild<QLabel*>(QStringLiteral("timingsTitle"))
+                              ? m_window->timingsPage()->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text()
+                              : QString();
+    if (!title.isEmpty()) QVERIFY2(title.contains(QStringLiteral("batch 1 → 2")), qPrintable(title));
+    // Compare two (the checked ones, none selected) puts them in the Run comparison.
+    RunsPanel* panel = m_window->runsPanel();
+    panel->view()->clearSelection();
+    auto* compare = panel->findChild<QPushButton*>(QStringLiteral("runsCompare"));
+    QVERIFY(compare->isEnabled());
+    compare->click();
+    QCOMPARE(m_window->comparisonPage()->runA(), 0);
+    QCOMPARE(m_window->comparisonPage()->runB(), 1);
+    const QString summary = m_window->comparisonPage()->summaryText();
+    QVERIFY2(summary.contains(QStringLiteral("batch 1 → 2")), qPrintable(summary));
+    QVERIFY2(!summary.contains(QStringLiteral("input size")), qPrintable(summary));
+    QVERIFY(m_window->comparisonPage()->model()->rowCount() > 0);
+  }
+
+  void aPinnedBaselineIsShownBesideEveryNewRun() {
+    RunsPanel* panel = m_window->runsPanel();
+    panel->view()->selectRow(0);
+    panel->findChild<QPushButton*>(QStringLiteral("runsBaseline"))->click();
+    QCOMPARE(catalog()->baselineRow(), 0);
+    QVERIFY(catalog()->index(0, ReportCatalog::Name).data().toString().startsWith(QStringLiteral("★")));
+    QVERIFY(run(1, 64));
+    QCOMPARE(catalog()->count(), 4);
+    QCOMPARE(catalog()->shownRows(), (std::vector<int>{0, 3}));
+    QCOMPARE(m_window->comparisonPage()->runA(), 0);
+    QCOMPARE(m_window->comparisonPage()->runB(), 3);
+    const QString summary = m_window->comparisonPage()->summaryText();
+    QVERIFY2(summary.contains(QStringLiteral("same settings")) || !summary.contains(QStringLiteral("batch")),
+             qPrintable(summary));
+  }
+
+  void theSessionIsSavedAndReopenedWithNamesNotesAndBaseline() {
+    QVERIFY(catalog()->setData(catalog()->index(1, ReportCatalog::Note), QStringLiteral("before the tile change")));
+    QVERIFY(catalog()->setData(catalog()->index(1, ReportCatalog::Name), QStringLiteral("b2 baseline")));
+    QVERIFY(!catalog()->setData(catalog()->index(1, ReportCatalog::Name), QStringLiteral("   ")));  // no empty names
+    const QString path = m_dir.filePath(QStringLiteral("session.json"));
+    QVERIFY(m_window->saveSession(path));
+    const mnv2::Session saved = mnv2::read_session_file(path.toStdString());
+    QCOMPARE(saved.runs.size(), size_t{4});
+    QCOMPARE(saved.baseline, 0);
+    QCOMPARE(QString::fromStdString(saved.runs[1].note), QStringLiteral("before the tile change"));
+
+    // Remove everything, then reopen: the runs come back with their names, notes and the baseline.
+    catalog()->remove({0, 1, 2, 3});
+    QCOMPARE(catalog()->count(), 0);
+    QCOMPARE(catalog()->baselineRow(), -1);
+    QVERIFY(m_window->shownReports().empty());
+    QVERIFY(m_window->openReport(path));
+    QCOMPARE(catalog()->count(), 4);
+    QCOMPARE(catalog()->index(1, ReportCatalog::Note).data().toString(), QStringLiteral("before the tile change"));
+    QCOMPARE(catalog()->index(1, ReportCatalog::Name).data(Qt::EditRole).toString(), QStringLiteral("b2 baseline"));
+    QCOMPARE(catalog()->baselineRow(), 0);
+    QCOMPARE(catalog()->index(2, ReportCatalog::Source).data().toString(), QStringLiteral("session.json"));
+  }
+
+  void runsOfAnotherNetworkAreNotComparedLayerByLayer() {
+    const auto other =
+        std::make_shared<const mnv2::RunReport>(test::syntheticReport(smallTopology(), "cpu", 1000, 0.1, false));
+    const int row = catalog()->addFile(m_dir.filePath(QStringLiteral("tiny.json")), {other});
+    m_window->comparisonPage()->selectRuns(0, row);
+    QCOMPARE(m_window->comparisonPage()->model()->rowCount(), 0);
+    const QString summary = m_window->comparisonPage()->summaryText();
+    QVERIFY2(summary.contains(QStringLiteral("not compared")), qPrintable(summary));
+    QVERIFY2(summary.contains(QStringLiteral("unrelated layers")), qPrintable(summary));
+    // Checked beside a MobileNetV2 run, it is left out of the charts, and the title says so.
+    catalog()->setShown({0, row});
+    QCOMPARE(m_window->shownReports().size(), size_t{1});
+  }
+
+  void removingRunsKeepsTheRestAndTheirIds() {
+    const int n = catalog()->count();
+    const int lastId = catalog()->index(n - 1, 0).data(ReportCatalog::IdRole).toInt();
+    RunsPanel* panel = m_window->runsPanel();
+    panel->view()->clearSelection();
+    panel->view()->selectRow(0);
+    panel->findChild<QPushButton*>(QStringLiteral("runsRemove"))->click();
+    QCOMPARE(catalog()->count(), n - 1);
+    QCOMPARE(catalog()->baselineRow(), -1);  // the baseline was run 0
+    QCOMPARE(catalog()->rowOfId(lastId), n - 2);
+  }
+};
+
+MNV2_UI_SUITE(RunHistoryTest);
+#include "test_run_history.moc"

@@ -1,0 +1,57 @@
+// How two runs' settings differ (see run_differences.h).
+#include "models/run_differences.h"
+
+#include <QStringList>
+
+#include "models/report_access.h"
+
+namespace mnv2::ui {
+
+QString differenceText(const mnv2::SettingDifference& d) {
+  return QStringLiteral("%1 %2 → %3")
+      .arg(QString::fromStdString(d.setting), shownText(d.a.empty() ? std::string("—") : d.a),
+           shownText(d.b.empty() ? std::string("—") : d.b));
+}
+
+QString differencesHtml(const mnv2::RunComparability& c) {
+  if (c.differences.empty()) return {};
+  QStringList items;
+  for (const mnv2::SettingDifference& d : c.differences) {
+    const QString what = differenceText(d).toHtmlEscaped();
+    const QString why = QString::fromStdString(d.consequence).toHtmlEscaped();
+    switch (d.weight) {
+      case mnv2::SettingDifference::Weight::refuse:
+        items << QStringLiteral("<li><b style='color:#b02a37'>Not comparable — %1</b>: %2</li>").arg(what, why);
+        break;
+      case mnv2::SettingDifference::Weight::warn:
+        items << QStringLiteral("<li><b style='color:#9a6700'>%1</b>: %2</li>").arg(what, why);
+        break;
+      case mnv2::SettingDifference::Weight::note:
+        items << QStringLiteral("<li><span style='color:#777'>%1 (%2)</span></li>").arg(what, why);
+        break;
+    }
+  }
+  return QStringLiteral("Settings that differ:<ul style='margin:0'>%1</ul>").arg(items.join(QString()));
+}
+
+QString warningsLine(const mnv2::RunComparability& c) {
+  QStringList parts;
+  for (const mnv2::SettingDifference& d : c.differences)
+    if (d.weight != mnv2::SettingDifference::Weight::note) parts << differenceText(d);
+  return parts.join(QStringLiteral("; "));
+}
+
+QString ratioText(double timeA, double timeB, double imagesRatio) {
+  if (!(timeA > 0) || !(timeB > 0)) return {};
+  auto ratio = [](double a, double b) {
+    return b < a ? QStringLiteral("%1× faster").arg(a / b, 0, 'f', 2)
+                 : QStringLiteral("%1× slower").arg(b / a, 0, 'f', 2);
+  };
+  if (imagesRatio == 1) return QStringLiteral("B is ") + ratio(timeA, timeB);
+  return QStringLiteral("B takes %1× as long per run for %2× the images: B is %3 per image")
+      .arg(timeB / timeA, 0, 'f', 2)
+      .arg(imagesRatio, 0, 'g', 3)
+      .arg(ratio(timeA, timeB / imagesRatio));
+}
+
+}  // namespace mnv2::ui

@@ -1,0 +1,22 @@
+// How two runs' settings differ, as the pages say it: the engine's compare_settings (mnv2/studies.h) turned
+// into rich text and one-line summaries. No widgets here.
+#pragma once
+
+#include <QString>
+
+#include "mnv2/studies.h"
+
+namespace mnv2::ui {
+
+// "batch 1 → 2" for one difference.
+QString differenceText(const mnv2::SettingDifference& d);
+// Every difference as an HTML list: refusals and warnings in bold with their consequence, notes in grey.
+// Empty when nothing differs.
+QString differencesHtml(const mnv2::RunComparability& c);
+// The warnings and refusals on one line ("batch 1 → 2; input size 224×224 → 160×160"); empty when none.
+QString warningsLine(const mnv2::RunComparability& c);
+// "B is 2.08× slower" for a pair of times, and per image when the batches differ: "B takes 2.08× as long
+// per run for 2× the images: 1.04× slower per image".
+QString ratioText(double timeA, double timeB, double imagesRatio);
+
+}  // namespace mnv2::ui
