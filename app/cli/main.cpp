@@ -186,8 +186,7 @@ void print_reliability(const Reliability& rel, const char* indent) {
   std::printf("%sreliability: %s\n", indent,
               rel.verdict() == Verdict::unreliable ? "UNRELIABLE (see below; figures not to be trusted)"
                                                    : to_string(rel.verdict()));
-  for (const auto& f : rel.findings)
-    std::printf("%s  %s: %s\n", indent, to_string(f.verdict), f.reason.c_str());
+  for (const auto& f : rel.findings) std::printf("%s  %s: %s\n", indent, to_string(f.verdict), f.reason.c_str());
 }
 
 void print_warnings(std::ostream& out, const Model& model, const char* prefix = "WARNING: ") {

@@ -29,19 +29,17 @@
 namespace mnv2::frontend {
 
 // GOMP_SPINCOUNT=1000: spins before an idle OpenMP thread sleeps, ~10 us at libgomp's estimate of 100,000
-// spins per ms. Measured
-// on the 2-core test machine (docs/PERFORMANCE.md, "Noise and contention"): idle, the same median as the
-// default spin (the next parallel region starts within it); beside two busy loops, a worst run of 33 ms where
-// the default spin gave 170-448 ms. OMP_WAIT_POLICY=passive (no spin) had the best median under load but cost
-// ~0.8 ms (+38%) on an idle machine at batch 1.
+// spins per ms. Measured on the 2-core test machine (docs/PERFORMANCE.md, "Noise and contention"): idle, the
+// same median as the default spin (the next parallel region starts within it); beside two busy loops, a
+// worst run of 33 ms where the default spin gave 170-448 ms. OMP_WAIT_POLICY=passive (no spin) had the best
+// median under load but cost ~0.8 ms (+38%) on an idle machine at batch 1.
 inline void default_omp_wait_policy(int, char** argv, char** envp) {
   // Nothing of the C library that needs its initialisation: plain loops, strncmp, a static array, execve.
   static char spin[] = "GOMP_SPINCOUNT=1000";
   static char* env[4096];
   size_t n = 0;
   for (; envp && envp[n]; ++n) {
-    if (std::strncmp(envp[n], "OMP_WAIT_POLICY=", 16) == 0 || std::strncmp(envp[n], "GOMP_SPINCOUNT=", 15) == 0)
-      return;
+    if (std::strncmp(envp[n], "OMP_WAIT_POLICY=", 16) == 0 || std::strncmp(envp[n], "GOMP_SPINCOUNT=", 15) == 0) return;
     if (n + 2 >= sizeof env / sizeof env[0]) return;  // an environment this large keeps the runtime's default
     env[n] = envp[n];
   }
@@ -54,6 +52,6 @@ inline void default_omp_wait_policy(int, char** argv, char** envp) {
 
 // In one source file of each program, at namespace scope: registers default_omp_wait_policy in the
 // executable's .preinit_array (only an executable has one; a shared library cannot do this).
-#define MNV2_DEFAULT_OMP_WAIT_POLICY()                                                                    \
+#define MNV2_DEFAULT_OMP_WAIT_POLICY()                                                                \
   __attribute__((section(".preinit_array"), used)) static void (*const mnv2_omp_wait_policy_preinit)( \
       int, char**, char**) = &::mnv2::frontend::default_omp_wait_policy

@@ -20,9 +20,9 @@ namespace mnv2 {
 namespace {
 
 // ---- thresholds -----------------------------------------------------------------------------------------
-// End-to-end spread. TensorRT's trtexec warns at a CV of 1% of GPU compute time; host wall time per run on a
-// quiet machine (upload, ~60 thread-pool barriers or launches, download) measured 1-4% CV here (this 2-core VM,
-// idle, cpu backend: docs/PERFORMANCE.md, "Noise and contention"), so 5% is where a run is worth a note and 10%
+// End-to-end spread. TensorRT's trtexec warns at a CV of 1% of GPU compute time; host wall time per run (upload,
+// ~100 OpenMP parallel regions or launches, download) measured 1.8-5% CV in the quietest cpu runs on the 2-core
+// test VM (docs/PERFORMANCE.md, "Noise and contention"), so 5% is where a run is worth a note and 10%
 // is where the median of 100 runs still sits within ~1.3% (standard error of a median: 1.25 sigma / sqrt(n))
 // but two runs of the same build no longer agree to better than their difference under study: unreliable.
 constexpr double kCvNoted = 0.05, kCvUnreliable = 0.10;
@@ -126,8 +126,8 @@ Reliability assess_reliability(const ReliabilityInputs& in) {
   if (noisy > 0 && noisy_share >= kStepShareNoted)
     add(r, "step_cv", noisy_share >= kStepShareUnreliable ? Verdict::unreliable : Verdict::noted,
         std::to_string(noisy) + (noisy == 1 ? " step" : " steps") + " carrying " + pct(noisy_share) +
-            " of the layer time have a CV over " + pct(kStepCv) + " (worst: " + worst->name + ", CV " +
-            pct(worst->cv) + ", " + pct(worst->share, 1) + " of the time)",
+            " of the layer time have a CV over " + pct(kStepCv) + " (worst: " + worst->name + ", CV " + pct(worst->cv) +
+            ", " + pct(worst->share, 1) + " of the time)",
         noisy_share, kStepShareUnreliable);
   // GPU: clocks and neighbours.
   if (in.gpu) {

@@ -328,7 +328,7 @@ Json report_json(const RunReport& r) {
   meta["input_width"] = r.config.width;
   meta["warmup"] = r.config.warmup;
   meta["iterations"] = r.config.iters;
-  meta["cpu_threads"] = r.config.cpu_threads;  // the cpu backends' threads as run; 0 for GPU backends
+  meta["cpu_threads"] = r.config.cpu_threads;          // the cpu backends' threads as run; 0 for GPU backends
   meta["cuda_graph"] = r.execution == "graph replay";  // of the per-layer phase
   meta["execution"] = r.execution;
   meta["device"] = r.device;

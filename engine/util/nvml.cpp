@@ -29,7 +29,7 @@ struct Nvml {
   NvmlReturn (*init)() = nullptr;
   NvmlReturn (*device_by_index)(unsigned, NvmlDevice*) = nullptr;
   NvmlReturn (*clock_info)(NvmlDevice, int, unsigned*) = nullptr;
-  NvmlReturn (*driver_version)(char*, unsigned) = nullptr;  // optional
+  NvmlReturn (*driver_version)(char*, unsigned) = nullptr;                             // optional
   NvmlReturn (*compute_processes)(NvmlDevice, unsigned*, NvmlProcessInfo*) = nullptr;  // optional
   bool ok = false;
 };

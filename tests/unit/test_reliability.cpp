@@ -95,8 +95,7 @@ TEST(Reliability, EndToEndTail) {
 
 TEST(Reliability, NoisySteps) {
   ReliabilityInputs in = quiet();
-  in.steps = {{"block1.expand", 0.20, 0.60}, {"block2.dw", 0.10, 0.30}, {"head.fc", 0.50, 0.02},
-              {"tiny", 0.20, 0.24}};
+  in.steps = {{"block1.expand", 0.20, 0.60}, {"block2.dw", 0.10, 0.30}, {"head.fc", 0.50, 0.02}, {"tiny", 0.20, 0.24}};
   const ReliabilityFinding* f = find(assess_reliability(in), "step_cv");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->verdict, Verdict::unreliable);  // 30% of the time in steps over 25% CV
@@ -210,8 +209,8 @@ void write_proc(const std::string& dir, long long busy_jiffies, long long self_j
   write_file(dir + "/stat", "cpu  " + std::to_string(busy_jiffies - 10) + " 0 5 99999 0 0 0 5 0 0\ncpu0 1 0 0 0\n" +
                                 "cpu1 1 0 0 0\nintr 1\n");
   // Field 14 and 15 (utime, stime) after "pid (comm with ) spaces) state".
-  write_file(dir + "/self/stat", "77 (a b) c) R 1 2 3 4 5 6 7 8 9 10 " + std::to_string(self_jiffies) +
-                                     " 0 0 0 20 0 1 0 100 1000 100\n");
+  write_file(dir + "/self/stat",
+             "77 (a b) c) R 1 2 3 4 5 6 7 8 9 10 " + std::to_string(self_jiffies) + " 0 0 0 20 0 1 0 100 1000 100\n");
   write_file(dir + "/loadavg", "2.50 1.00 0.50 3/200 77\n");
 }
 

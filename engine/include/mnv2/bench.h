@@ -21,7 +21,7 @@ struct BenchConfig {
   Precision precision = Precision::fp32;
   CudaOptions cuda;     // the cuda backend's options (PrepareConfig::cuda)
   int cpu_threads = 0;  // the cpu backends' threads (PrepareConfig::cpu_threads); in a result: the count used
-  uint64_t seed = 1;  // the input is uniform random in [-1, 1] from this seed (never zeros)
+  uint64_t seed = 1;    // the input is uniform random in [-1, 1] from this seed (never zeros)
 };
 
 struct BenchResult {

@@ -26,7 +26,7 @@ struct ProfileConfig {
   int warmup = 10;  // untimed runs before each of the two timed phases
   int iters = 100;  // timed runs in each phase
   Precision precision = Precision::fp32;
-  CudaOptions cuda;                         // the cuda backend's options (PrepareConfig::cuda)
+  CudaOptions cuda;     // the cuda backend's options (PrepareConfig::cuda)
   int cpu_threads = 0;  // the cpu backends' threads (PrepareConfig::cpu_threads); in a report: the count used
   TimerKind timer = TimerKind::cuda_event;  // GPU backends; the cpu backend always uses the host clock
   // Per-layer phase: replay the backend's CUDA graph and attribute CUPTI records to steps by graph node

@@ -15,11 +15,11 @@ namespace mnv2 {
 
 // Ordered: a run's verdict is the worst of its findings' (ok when there are none).
 enum class Verdict { ok, unknown, noted, unreliable };
-const char* to_string(Verdict v);  // "ok", "unknown", "noted", "unreliable"
+const char* to_string(Verdict v);                // "ok", "unknown", "noted", "unreliable"
 Verdict parse_verdict(const std::string& text);  // throws Error for anything else
 
 struct ReliabilityFinding {
-  std::string code;    // stable, machine-readable: see kReliabilityCodes in reliability.cpp and docs/PERFORMANCE.md
+  std::string code;  // stable, machine-readable: see kReliabilityCodes in reliability.cpp and docs/PERFORMANCE.md
   Verdict verdict = Verdict::noted;  // unknown, noted or unreliable (never ok)
   std::string reason;  // one line with the measured numbers and the limit, e.g. "end-to-end CV 80% (> 10%)"
   double value = 0;    // the measured figure the verdict was taken on (its unit is the code's)
@@ -60,8 +60,8 @@ struct ReliabilityInputs {
   int sm_clock_start_mhz = -1, sm_clock_end_mhz = -1, sm_clock_min_mhz = -1, sm_clock_max_mhz = -1;
   // Processes other than this one holding a compute context on the GPU; nullopt where NVML cannot say.
   std::optional<int> other_gpu_processes;
-  std::string other_gpu_process_ids;  // "1234, 5678" for the reason
-  int threads_used = 1;               // host threads the run keeps busy (the cpu backend's threads, else 1)
+  std::string other_gpu_process_ids;   // "1234, 5678" for the reason
+  int threads_used = 1;                // host threads the run keeps busy (the cpu backend's threads, else 1)
   std::optional<HostContention> host;  // nullopt: not measured (no finding)
 };
 
