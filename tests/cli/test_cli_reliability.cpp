@@ -71,7 +71,7 @@ TEST(CliReliability, BadThreadCountsAreUsageErrors) {
              {"--threads", "0"}, {"--threads=-1"}, {"--threads", "99999"}, {"--threads", "abc"}, {"--threads"}}) {
       std::vector<std::string> args = {command, "--model", main_model_path()};
       if (std::string(command) == "compare") args = with(args, {"--backends", "cpu-ref,cpu"});
-      auto r = run_cli(with(with(args, bad), kQuick));
+      auto r = run_cli(with(with(args, kQuick), bad));  // last: a bare --threads has no value after it
       EXPECT_EQ(r.code, 2) << command << " " << bad.front() << "\n" << describe(r);
       EXPECT_NE(r.err.find("--threads"), std::string::npos) << describe(r);
     }

@@ -83,7 +83,8 @@ TEST(Reliability, EndToEndCv) {
 TEST(Reliability, EndToEndTail) {
   ReliabilityInputs in = quiet();
   in.end_to_end = spread(20.9, 305.0, 0.04);  // the tester's busy 2-core machine
-  const ReliabilityFinding* f = find(assess_reliability(in), "e2e_tail");
+  const Reliability rel1 = assess_reliability(in);
+  const ReliabilityFinding* f = find(rel1, "e2e_tail");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->verdict, Verdict::unreliable);
   EXPECT_NE(f->reason.find("14.59x the median"), std::string::npos) << f->reason;
@@ -96,7 +97,8 @@ TEST(Reliability, EndToEndTail) {
 TEST(Reliability, NoisySteps) {
   ReliabilityInputs in = quiet();
   in.steps = {{"block1.expand", 0.20, 0.60}, {"block2.dw", 0.10, 0.30}, {"head.fc", 0.50, 0.02}, {"tiny", 0.20, 0.24}};
-  const ReliabilityFinding* f = find(assess_reliability(in), "step_cv");
+  const Reliability rel2 = assess_reliability(in);
+  const ReliabilityFinding* f = find(rel2, "step_cv");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->verdict, Verdict::unreliable);  // 30% of the time in steps over 25% CV
   EXPECT_NEAR(f->value, 0.30, 1e-12);
@@ -114,7 +116,8 @@ TEST(Reliability, SmClock) {
   in.other_gpu_processes = 0;
   in.sm_clock_start_mhz = in.sm_clock_max_mhz = 1980;
   in.sm_clock_end_mhz = in.sm_clock_min_mhz = 1710;
-  const ReliabilityFinding* f = find(assess_reliability(in), "sm_clock");
+  const Reliability rel3 = assess_reliability(in);
+  const ReliabilityFinding* f = find(rel3, "sm_clock");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->verdict, Verdict::unreliable);
   EXPECT_NE(f->reason.find("between 1710 and 1980 MHz"), std::string::npos) << f->reason;
@@ -135,7 +138,8 @@ TEST(Reliability, OtherGpuProcesses) {
   in.sm_clock_start_mhz = in.sm_clock_end_mhz = in.sm_clock_min_mhz = in.sm_clock_max_mhz = 1980;
   in.other_gpu_processes = 2;
   in.other_gpu_process_ids = "4242, 4343";
-  const ReliabilityFinding* f = find(assess_reliability(in), "gpu_processes");
+  const Reliability rel4 = assess_reliability(in);
+  const ReliabilityFinding* f = find(rel4, "gpu_processes");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->verdict, Verdict::unreliable);
   EXPECT_NE(f->reason.find("2 other processes hold"), std::string::npos) << f->reason;
@@ -156,7 +160,8 @@ TEST(Reliability, HostContention) {
   h.load_average = 1.5;
   in.threads_used = 2;
   in.host = h;
-  const ReliabilityFinding* f = find(assess_reliability(in), "host_busy");
+  const Reliability rel5 = assess_reliability(in);
+  const ReliabilityFinding* f = find(rel5, "host_busy");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->verdict, Verdict::unreliable);
   EXPECT_EQ(f->reason, "host busy: other processes used 1.9 of 2 cores while the run kept 2 threads busy (0 free)");
