@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/cuda_options.h"
+#include "common/omp_wait_policy.h"
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
 #include "mnv2/bench_report.h"
@@ -63,6 +64,11 @@ mode; diffs are judged in the mode asked for.
 --cuda-variant, --cuda-fusion, --cuda-graph, --cuda-gemm-tile: the cuda backend's options; unset, the
 environment's MNV2_CUDA_VARIANT, MNV2_CUDA_FUSE, MNV2_CUDA_GRAPH, MNV2_CUDA_GEMM_TILE, else fast, none, auto
 and the planner's tile.
+--threads N: the cpu backends' thread count (default $MNV2_CPU_THREADS, else one per core). Their idle OpenMP
+threads spin ~10 us, then sleep (GOMP_SPINCOUNT=1000), unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set: on a
+busy machine long spins turn into long tails; OMP_WAIT_POLICY=passive gives the best median there.
+Every profile and bench says whether its figures are reliable: end-to-end CV and tail, noisy layers, SM clock
+changes, other GPU processes, other processes on the host's cores (docs/PERFORMANCE.md).
 Backends: cpu (oneDNN, CPUID-dispatched kernels), cpu-ref (the plain float32 reference every other backend
 is judged against), cudnn and cuda (the GPU plugin: NVIDIA GPU, driver 580+, CUDA 13, cuDNN 9).
 Exit codes: 0 success, 1 runtime error, 2 usage error. 'mnv2 COMMAND --help' lists a command's options.)";
@@ -166,6 +172,22 @@ CudaOptions cuda_options(const Args& args) {
 }
 
 json::Json warnings_json(const Model& model) { return json::Json(model.warnings); }
+
+// --threads: the cpu backends' thread count for this run (PrepareConfig::cpu_threads); 0 when not given (the
+// backend's default). 0, negative, huge or non-numeric values are usage errors.
+int cpu_threads(const Args& args) {
+  const auto text = args.get("--threads");
+  return text ? parse_int(*text, "--threads", 1, 4096) : 0;
+}
+
+// A run's reliability (mnv2/reliability.h) under its summary: the verdict, then one line per finding, worst
+// first as found ("    unreliable: end-to-end CV 80% (> 10%)").
+void print_reliability(const Reliability& rel, const char* indent) {
+  std::printf("%sreliability: %s\n", indent,
+              rel.verdict() == Verdict::unreliable ? "UNRELIABLE (see below; figures not to be trusted)"
+                                                   : to_string(rel.verdict()));
+  for (const auto& f : rel.findings) std::printf("%s  %s: %s\n", indent, to_string(f.verdict), f.reason.c_str());
+}
 
 void print_warnings(std::ostream& out, const Model& model, const char* prefix = "WARNING: ") {
   for (const auto& w : model.warnings) out << prefix << w << "\n";
@@ -514,6 +536,7 @@ int cmd_bench(const Args& args) {
   sweep.iters = iters;
   sweep.precision = precision;
   sweep.cuda = cuda_options(args);
+  sweep.cpu_threads = cpu_threads(args);
   const std::vector<BenchConfig> points = sweep_points(sweep);
   const bool tty = isatty(2);
   const std::vector<BenchResult> results = run_sweep(m.model, sweep, [&](int i, int count, int done, int total) {
@@ -563,6 +586,12 @@ int cmd_bench(const Args& args) {
                   r.latency_ms.cv, r.images_per_s, ratio, dmed, dp90, dips);
     std::cout << line;
   }
+  for (const BenchResult& r : results) {
+    std::cout << std::flush;
+    std::printf("%s batch %d %dx%d: ", r.config.backend.c_str(), r.config.batch, r.config.height, r.config.width);
+    print_reliability(r.reliability, "");
+  }
+  std::fflush(stdout);
   if (args.wants("--csv")) args.put("--csv", bench_csv(results));
   if (args.wants("--json")) args.put("--json", bench_json(results, report_model(m.model, m.location.how)));
   return 0;
@@ -719,6 +748,7 @@ ProfileRequest parse_profile_request(const Args& args, bool compare) {
   c.iters = parse_int(args.get_or("--iters", "100"), "--iters", 1, 1000000);
   c.precision = parse_precision(args.get_or("--precision", "fp32"));
   c.cuda = cuda_options(args);
+  c.cpu_threads = cpu_threads(args);
   const std::string timing = args.get_or("--timing", "event");
   c.timer = parse_timer(timing);
   if (c.timer == TimerKind::host_clock)
@@ -811,6 +841,7 @@ void print_summary(const RunReport& r) {
   }
   std::printf("  per kind: %s\n", kinds.c_str());
   for (const auto& w : r.warnings) std::printf("  WARNING: %s\n", w.c_str());
+  print_reliability(r.reliability, "  ");
 }
 
 void print_profile_table(const RunReport& r) {
@@ -1094,6 +1125,9 @@ void cuda_option_set(Args& a) {
   a.value("--cuda-gemm-tile",
           "cuda backend: force a GEMM tile, e.g. 128x64 (default: the planner's, or $MNV2_CUDA_GEMM_TILE)");
 }
+void threads_option(Args& a) {
+  a.value("--threads", "cpu backends: host threads, 1..4096 (default $MNV2_CPU_THREADS, else OpenMP's: every core)");
+}
 void counts_options(Args& a, const char* warmup, const char* iters) {
   a.value("--warmup", std::string("untimed runs first (default ") + warmup + ")");
   a.value("--iters", std::string("timed runs (default ") + iters + ")");
@@ -1120,6 +1154,7 @@ void run_options(Args& a, bool compare) {
   a.value("--tensor", "run on this raw float32 NCHW tensor file");
   precision_option(a);
   cuda_option_set(a);
+  threads_option(a);
 }
 
 struct Command {
@@ -1182,6 +1217,7 @@ const Command kCommands[] = {
        report_options(a, false);
        precision_option(a);
        cuda_option_set(a);
+       threads_option(a);
      },
      cmd_bench},
     {"profile", "an end-to-end run, then a per-layer run: table and reports",
@@ -1313,6 +1349,9 @@ int dispatch(int argc, char** argv) {
 
 }  // namespace
 }  // namespace mnv2::cli
+
+// Idle OpenMP threads spin briefly, then sleep, unless the user chose a policy (set before libgomp starts).
+MNV2_DEFAULT_OMP_WAIT_POLICY();
 
 int main(int argc, char** argv) {
   try {

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "common/omp_wait_policy.h"
 #include "mnv2/error.h"
 #include "models/layer_selection.h"
 #include "widgets/accuracy_page.h"
@@ -54,6 +55,9 @@ void settle(int ms) {
 }
 
 }  // namespace
+
+// Idle OpenMP threads spin briefly, then sleep, unless the user chose a policy (set before libgomp starts).
+MNV2_DEFAULT_OMP_WAIT_POLICY();
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);

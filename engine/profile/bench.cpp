@@ -1,6 +1,7 @@
 // End-to-end benchmark (see mnv2/bench.h).
 #include "mnv2/bench.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -26,7 +27,7 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
   if (Availability a = backend->availability(); !a.available)
     throw Error("backend '" + config.backend + "' is not available: " + a.reason);
 
-  PrepareConfig pc{config.batch, config.height, config.width, config.precision, config.cuda};
+  PrepareConfig pc{config.batch, config.height, config.width, config.precision, config.cuda, config.cpu_threads};
   DeviceMemoryProbe memory_probe(!is_host_backend(backend->name()));  // the driver's view of what the network takes
   auto net = backend->prepare(model, pc);
   memory_probe.sample();
@@ -36,9 +37,15 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
   BenchResult result;
   result.config = config;
   result.backend_description = backend->description();
+  const bool gpu = !is_host_backend(backend->name());
+  result.config.cpu_threads = gpu ? 0 : net->config().cpu_threads;  // the count used
+  if (const std::string d = net->description(); !d.empty()) result.backend_description = d;
   const int total = config.warmup + config.iters;
   // Only the run's boundaries are observed: one event pair on the stream for GPU backends.
-  const bool gpu = !is_host_backend(backend->name());
+  HostContentionProbe host_probe;
+  GpuConditionsProbe gpu_probe(gpu);
+  gpu_probe.sample();
+  host_probe.start();
   auto run_timer = make_run_timer(gpu);
   RunOptions opts;
   opts.observer = run_timer.get();
@@ -52,8 +59,11 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       if (gpu) gpu_ms.push_back(static_cast<double>(run_timer->last_run_ns()) / 1e6);
     }
+    if (i % 10 == 9) gpu_probe.sample();
     if (progress && !progress(i + 1, total)) throw Error("cancelled");
   }
+  gpu_probe.sample();
+  const HostContention host = host_probe.stop();
   result.latency_ms = summarize(std::move(ms));
   if (gpu) result.gpu_ms = summarize(std::move(gpu_ms));
   result.images_per_s = result.latency_ms.median > 0 ? config.batch * 1000.0 / result.latency_ms.median : 0.0;
@@ -75,6 +85,13 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
   result.memory = net->memory();
   memory_probe.sample();
   memory_probe.finish(result.memory);
+  // The checks judge the end-to-end figures (the device-resident ones are the same network, no copies).
+  ReliabilityInputs checks;
+  checks.end_to_end = result.gpu_ms ? *result.gpu_ms : result.latency_ms;
+  gpu_probe.fill(checks);
+  checks.threads_used = gpu ? 1 : std::max(1, result.config.cpu_threads);
+  checks.host = host;
+  result.reliability = assess_reliability(checks);
   return result;
 }
 

@@ -184,8 +184,12 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
 
   r.layer_stats = analyse(model, cfg.batch, cfg.height, cfg.width);
   DeviceMemoryProbe memory_probe(gpu);  // the driver's view of the memory the network takes
-  auto net = backend->prepare(model, PrepareConfig{cfg.batch, cfg.height, cfg.width, cfg.precision, cfg.cuda});
+  auto net = backend->prepare(
+      model, PrepareConfig{cfg.batch, cfg.height, cfg.width, cfg.precision, cfg.cuda, cfg.cpu_threads});
   memory_probe.sample();
+  // The count the net runs with (the cpu backends resolve 0 to their default), and its description with it.
+  cfg.cpu_threads = gpu ? 0 : net->config().cpu_threads;
+  if (const std::string d = net->description(); !d.empty()) r.backend_description = d;
   if (cfg.graph_replay && !net->has_graph()) {
     if (!cfg.layers_without_graph)
       throw UsageError("backend '" + r.backend + "' has no CUDA graph to replay: profile it layer by layer");
@@ -196,6 +200,13 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   r.input_checksum = "fnv1a64:" + fnv1a64_hex(input.data.data(), input.data.size() * sizeof(float));
   if (cfg.input_name.empty()) cfg.input_name = cfg.input ? "tensor" : "random(seed=1)";
   r.memory = net->memory();
+
+  // What else runs beside the timed phases: the host's other processes, the GPU's clock and neighbours
+  // (sampled between runs, never inside a timed one).
+  HostContentionProbe host_probe;
+  GpuConditionsProbe gpu_probe(gpu);
+  gpu_probe.sample();
+  host_probe.start();
 
   // Phase 1: end to end. Only the run boundaries are observed (one event pair on GPU backends).
   {
@@ -212,6 +223,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
         host_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         if (gpu) gpu_ms.push_back(static_cast<double>(run_timer->last_run_ns()) / 1e6);
       }
+      if (i % 10 == 9) gpu_probe.sample();
       check_progress(progress, "end-to-end", i + 1, total);
     }
     r.end_to_end.host_ms = summarize(std::move(host_ms));
@@ -285,8 +297,11 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
         }
       }
     }
+    if (i % 10 == 9) gpu_probe.sample();
     check_progress(progress, "per-layer", i + 1, total);
   }
+  gpu_probe.sample();
+  const HostContention host = host_probe.stop();
   for (const auto& w : source->warnings())
     if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) r.warnings.push_back(w);
   r.execution = replayed ? "graph replay" : "layer by layer";
@@ -357,6 +372,14 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   if (gpu) r.sm_clock_mhz_end = current_sm_clock_mhz(0);
   cfg.input.reset();
   r.config = cfg;
+
+  ReliabilityInputs checks;
+  checks.end_to_end = r.end_to_end.gpu_ms ? *r.end_to_end.gpu_ms : r.end_to_end.host_ms;
+  for (const StepProfile& p : r.steps) checks.steps.push_back(StepNoise{p.name, p.share, p.time_ns.cv});
+  gpu_probe.fill(checks);
+  checks.threads_used = gpu ? 1 : std::max(1, cfg.cpu_threads);
+  checks.host = host;
+  r.reliability = assess_reliability(checks);
   return r;
 }
 

@@ -40,7 +40,7 @@ std::string bench_csv(const std::vector<BenchResult>& results) {
   std::ostringstream out;
   out << "backend,backend_description,precision,batch,height,width,warmup,iters,host_median_ms,host_p90_ms,"
          "host_min_ms,host_mean_ms,host_cv,images_per_s,gpu_median_ms,gpu_p90_ms,device_resident_median_ms,"
-         "device_resident_images_per_s,memory_bytes,driver_held_bytes\n";
+         "device_resident_images_per_s,memory_bytes,driver_held_bytes,cpu_threads,reliability\n";
   for (const BenchResult& r : results) {
     const BenchConfig& c = r.config;
     const Summary& s = r.latency_ms;
@@ -50,7 +50,8 @@ std::string bench_csv(const std::vector<BenchResult>& results) {
         << num(r.images_per_s) << ',' << (r.gpu_ms ? num(r.gpu_ms->median) : "") << ','
         << (r.gpu_ms ? num(r.gpu_ms->p90) : "") << ',' << (r.device_ms ? num(r.device_ms->median) : "") << ','
         << (r.device_ms ? num(r.device_images_per_s) : "") << ',' << r.memory.total() << ','
-        << r.memory.driver_held_bytes() << "\n";
+        << r.memory.driver_held_bytes() << ',' << r.config.cpu_threads << ',' << to_string(r.reliability.verdict())
+        << "\n";
   }
   return out.str();
 }
@@ -91,6 +92,8 @@ std::string bench_json(const std::vector<BenchResult>& results, const ReportMode
     }
     rj["memory_bytes"] = r.memory.total();
     rj["memory"] = r.memory;
+    rj["cpu_threads"] = r.config.cpu_threads;  // the cpu backends' threads as run; 0 for GPU backends
+    rj["reliability"] = reliability_json(r.reliability);
     rows.push_back(std::move(rj));
   }
   const Json j = {{"schema", "mnv2.bench/1"},

@@ -182,6 +182,43 @@ TimerKind timer_from(const std::string& s) { return parse_timer(s); }
 
 }  // namespace
 
+// ---- reliability ----------------------------------------------------------------------------------------
+
+Json reliability_json(const Reliability& rel) {
+  Json findings = Json::array();
+  for (const ReliabilityFinding& f : rel.findings)
+    findings.push_back(Json{{"code", f.code},
+                            {"verdict", to_string(f.verdict)},
+                            {"reason", f.reason},
+                            {"value", std::isfinite(f.value) ? f.value : 0.0},
+                            {"limit", std::isfinite(f.limit) ? f.limit : 0.0}});
+  return Json{{"verdict", to_string(rel.verdict())}, {"findings", findings}};
+}
+
+Reliability reliability_from_json(const Json& j) {
+  Reliability rel;
+  for (const Json& fj : json::array_at(j, "findings")) {
+    ReliabilityFinding f;
+    f.code = json::string_at(fj, "code");
+    if (f.code.empty()) throw Error("a reliability finding has an empty code");
+    f.verdict = parse_verdict(json::string_at(fj, "verdict"));
+    if (f.verdict == Verdict::ok) throw Error("reliability finding '" + f.code + "' has the verdict ok");
+    f.reason = json::string_at(fj, "reason");
+    f.value = json::number_at(fj, "value");
+    f.limit = json::number_at(fj, "limit");
+    if (!std::isfinite(f.value) || !std::isfinite(f.limit))
+      throw Error("reliability finding '" + f.code + "': value or limit is not finite");
+    rel.findings.push_back(std::move(f));
+  }
+  // The stored verdict must be the one the findings give: a hand-edited "ok" over an unreliable finding
+  // would hide it.
+  const std::string stored = json::string_at(j, "verdict");
+  if (parse_verdict(stored) != rel.verdict())
+    throw Error("reliability verdict '" + stored + "' does not match its findings ('" + to_string(rel.verdict()) +
+                "')");
+  return rel;
+}
+
 // ---- CSV ------------------------------------------------------------------------------------------------
 
 std::string report_csv(const std::vector<RunReport>& reports) {
@@ -189,7 +226,7 @@ std::string report_csv(const std::vector<RunReport>& reports) {
   out << "run_id,backend,precision,batch,input_hw,layer_index,layer_name,kind,block,fused_group,step,variant,"
          "output_shape,params,macs,bytes,timer,n,median_ns,p90_ns,p99_ns,mean_ns,std_ns,min_ns,max_ns,share,"
          "gflop_s,gbytes_s,event_median_ns,timers_disagree,kernel_count,kernel_names,grid,block_dim,"
-         "diff_reference,max_abs_err,rel_l2_err,cosine,activation_bytes,weight_bytes\n";
+         "diff_reference,max_abs_err,rel_l2_err,cosine,activation_bytes,weight_bytes,reliability\n";
   for (const RunReport& r : reports) {
     const std::string hw = std::to_string(r.config.height) + "x" + std::to_string(r.config.width);
     for (const LayerProfile& lp : r.layers) {
@@ -226,7 +263,9 @@ std::string report_csv(const std::vector<RunReport>& reports) {
       } else {
         out << ",,,";
       }
-      out << ',' << st.activation_bytes << ',' << st.params * static_cast<int64_t>(sizeof(float)) << "\n";
+      // The run's verdict (ok, unknown, noted, unreliable) on every row; the reasons are in the JSON report.
+      out << ',' << st.activation_bytes << ',' << st.params * static_cast<int64_t>(sizeof(float)) << ','
+          << to_string(r.reliability.verdict()) << "\n";
     }
   }
   return out.str();
@@ -289,6 +328,7 @@ Json report_json(const RunReport& r) {
   meta["input_width"] = r.config.width;
   meta["warmup"] = r.config.warmup;
   meta["iterations"] = r.config.iters;
+  meta["cpu_threads"] = r.config.cpu_threads;          // the cpu backends' threads as run; 0 for GPU backends
   meta["cuda_graph"] = r.execution == "graph replay";  // of the per-layer phase
   meta["execution"] = r.execution;
   meta["device"] = r.device;
@@ -386,6 +426,7 @@ Json report_json(const RunReport& r) {
   }
   j["kernel_records"] = trace;
   j["warnings"] = strings_json(r.warnings);
+  j["reliability"] = reliability_json(r.reliability);
 
   if (r.diff) {
     const DiffReport& d = *r.diff;
@@ -438,6 +479,8 @@ RunReport report_from(const Json& j) {
   r.config.warmup = int_in(json::at(m, "warmup"), "warmup", 0, std::numeric_limits<int>::max());
   r.config.iters = int_in(json::at(m, "iterations"), "iterations", 1, std::numeric_limits<int>::max());
   r.config.input_name = json::string_at(m, "input");
+  if (const Json* t = json::find(m, "cpu_threads"))  // absent in older reports: unknown, read as 0
+    r.config.cpu_threads = int_in(*t, "cpu_threads", 0, 4096);
   r.device = json::string_at(m, "device");
   r.sm_clock_mhz_start = int_from(json::at(m, "sm_clock_mhz_start"), "sm_clock_mhz_start");
   r.sm_clock_mhz_end = int_from(json::at(m, "sm_clock_mhz_end"), "sm_clock_mhz_end");
@@ -593,6 +636,8 @@ RunReport report_from(const Json& j) {
     r.trace.push_back(std::move(k));
   }
   r.warnings = strings_from(json::at(j, "warnings"));
+  if (const Json* rel = json::find(j, "reliability"))  // absent in older reports: no findings
+    r.reliability = reliability_from_json(*rel);
 
   if (const Json* dj = json::find(j, "diff")) {
     DiffReport d;

@@ -1,4 +1,4 @@
-// NVML through dlopen (see nvml.h). Only the three entry points needed are looked up.
+// NVML through dlopen (see nvml.h). Only the entry points needed are looked up.
 #include "util/nvml.h"
 
 #include <dlfcn.h>
@@ -13,13 +13,24 @@ namespace {
 using NvmlReturn = int;
 using NvmlDevice = void*;
 constexpr NvmlReturn kNvmlSuccess = 0;
-constexpr int kNvmlClockSm = 1;  // NVML_CLOCK_SM
+constexpr NvmlReturn kNvmlInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+constexpr int kNvmlClockSm = 1;                  // NVML_CLOCK_SM
+
+// nvmlProcessInfo_t as nvmlDeviceGetComputeRunningProcesses_v3 fills it (pid, usedGpuMemory, gpuInstanceId,
+// computeInstanceId).
+struct NvmlProcessInfo {
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+  unsigned gpu_instance_id;
+  unsigned compute_instance_id;
+};
 
 struct Nvml {
   NvmlReturn (*init)() = nullptr;
   NvmlReturn (*device_by_index)(unsigned, NvmlDevice*) = nullptr;
   NvmlReturn (*clock_info)(NvmlDevice, int, unsigned*) = nullptr;
-  NvmlReturn (*driver_version)(char*, unsigned) = nullptr;  // optional
+  NvmlReturn (*driver_version)(char*, unsigned) = nullptr;                             // optional
+  NvmlReturn (*compute_processes)(NvmlDevice, unsigned*, NvmlProcessInfo*) = nullptr;  // optional
   bool ok = false;
 };
 
@@ -34,6 +45,8 @@ const Nvml& nvml() {
         reinterpret_cast<NvmlReturn (*)(unsigned, NvmlDevice*)>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
     n.clock_info = reinterpret_cast<NvmlReturn (*)(NvmlDevice, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
     n.driver_version = reinterpret_cast<NvmlReturn (*)(char*, unsigned)>(dlsym(lib, "nvmlSystemGetDriverVersion"));
+    n.compute_processes = reinterpret_cast<NvmlReturn (*)(NvmlDevice, unsigned*, NvmlProcessInfo*)>(
+        dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
     n.ok = n.init && n.device_by_index && n.clock_info && n.init() == kNvmlSuccess;
   });
   return n;
@@ -49,6 +62,22 @@ int current_sm_clock_mhz(int device) {
   if (n.device_by_index(static_cast<unsigned>(device), &handle) != kNvmlSuccess) return -1;
   if (n.clock_info(handle, kNvmlClockSm, &mhz) != kNvmlSuccess) return -1;
   return static_cast<int>(mhz);
+}
+
+std::optional<int> gpu_compute_processes(int device, std::vector<unsigned>* pids) {
+  const Nvml& n = nvml();
+  if (!n.ok || !n.compute_processes || device < 0) return std::nullopt;
+  NvmlDevice handle = nullptr;
+  if (n.device_by_index(static_cast<unsigned>(device), &handle) != kNvmlSuccess) return std::nullopt;
+  // Asked with room for 64 (more is a crowded GPU: the count is still right, the ids are the first ones).
+  std::vector<NvmlProcessInfo> infos(64);
+  unsigned count = static_cast<unsigned>(infos.size());
+  const NvmlReturn rc = n.compute_processes(handle, &count, infos.data());
+  if (rc == kNvmlInsufficientSize) return static_cast<int>(count);
+  if (rc != kNvmlSuccess) return std::nullopt;
+  if (pids)
+    for (unsigned i = 0; i < count && i < infos.size(); ++i) pids->push_back(infos[i].pid);
+  return static_cast<int>(count);
 }
 
 std::string nvidia_driver_release() {

@@ -25,6 +25,7 @@
 #include "models/diff_table_model.h"
 #include "models/layer_selection.h"
 #include "models/layer_table_model.h"
+#include "models/report_access.h"
 #include "models/report_catalog.h"
 #include "models/run_comparison_model.h"
 #include "models/totals_model.h"
@@ -547,6 +548,47 @@ class MainWindowTest : public QObject {
     // No facts and no warnings: no header.
     window.topologyPage()->setModelHeader(QStringLiteral("x"), {}, {});
     QVERIFY(window.topologyPage()->modelHeader()->isHidden());
+  }
+
+  // A report whose figures are unreliable is marked over the tabs with its reasons; a clean one is not.
+  void unreliableReportShowsMarkerAndReason() {
+    std::vector<mnv2::RunReport> runs =
+        mnv2::read_reports_file(m_dir.filePath(QStringLiteral("profile.json")).toStdString());
+    QVERIFY(!runs.empty());
+    runs.front().reliability.findings = {
+        {"e2e_cv", mnv2::Verdict::unreliable, "end-to-end CV 80% (> 10%)", 0.8, 0.1},
+        {"host_busy", mnv2::Verdict::unreliable,
+         "host busy: other processes used 1.9 of 2 cores while the run kept 2 threads busy (0 free)", 1.9, 0.5}};
+    const QString noisy = m_dir.filePath(QStringLiteral("noisy.json"));
+    mnv2::write_json_report(noisy.toStdString(), runs);
+    QVERIFY(m_window->openReport(noisy));
+    QLabel* banner = m_window->reliabilityBanner();
+    QVERIFY(banner->isVisible());
+    QVERIFY2(banner->text().contains(QStringLiteral("⚠ unreliable: end-to-end CV 80% (> 10%); host busy: other "
+                                                    "processes used 1.9 of 2 cores")),
+             qPrintable(banner->text()));
+    QVERIFY(banner->text().startsWith(runLabel(runs.front())));
+    QVERIFY(reportSummary(runs.front()).endsWith(QStringLiteral(" · ⚠ unreliable")));
+
+    runs.front().reliability.findings = {{"host_busy", mnv2::Verdict::unknown, "unknown", 0, 0.5}};
+    const QString clean = m_dir.filePath(QStringLiteral("clean.json"));
+    mnv2::write_json_report(clean.toStdString(), runs);
+    QVERIFY(m_window->openReport(clean));
+    QVERIFY(banner->isHidden());  // an unknown check alone does not mark the run
+  }
+
+  // The run settings' thread count reaches the engine and comes back in the report and its summary.
+  void cpuThreadsSettingIsUsedAndShown() {
+    auto* spin = m_window->runSettings()->findChild<QSpinBox*>(QStringLiteral("cpuThreadsSpin"));
+    QVERIFY(spin);
+    QCOMPARE(spin->text(), QStringLiteral("default"));
+    spin->setValue(1);
+    QVERIFY(m_window->runSettings()->selectBackend(QStringLiteral("cpu")));
+    QVERIFY(waitRun(false));
+    const ReportPtr r = m_window->shownReports().front();
+    QCOMPARE(r->config.cpu_threads, 1);
+    QVERIFY2(reportSummary(*r).contains(QStringLiteral(" · 1 thread")), qPrintable(reportSummary(*r)));
+    spin->setValue(0);
   }
 
   void syntheticWeightsShowABanner() {

@@ -2,6 +2,7 @@
 #include "models/report_access.h"
 
 #include <QLocale>
+#include <QStringList>
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -46,12 +47,38 @@ QString diffThresholdText(const mnv2::DiffReport& d, mnv2::Precision precision, 
 }
 
 QString reportSummary(const mnv2::RunReport& r) {
-  return QStringLiteral("%1 · %2 · b%3 · %4×%5 · %6")
-      .arg(runLabel(r), shownText(r.device))
-      .arg(r.config.batch)
-      .arg(r.config.height)
-      .arg(r.config.width)
-      .arg(shownText(r.timer));
+  QString text = QStringLiteral("%1 · %2 · b%3 · %4×%5 · %6")
+                     .arg(runLabel(r), shownText(r.device))
+                     .arg(r.config.batch)
+                     .arg(r.config.height)
+                     .arg(r.config.width)
+                     .arg(shownText(r.timer));
+  if (r.config.cpu_threads > 0)
+    text += QStringLiteral(" · %1 thread%2").arg(r.config.cpu_threads).arg(r.config.cpu_threads == 1 ? "" : "s");
+  if (r.reliability.verdict() == mnv2::Verdict::unreliable) text += QStringLiteral(" · ") + reliabilityMarker(r);
+  return text;
+}
+
+QString reliabilityMarker(const mnv2::RunReport& r) {
+  switch (r.reliability.verdict()) {
+    case mnv2::Verdict::unreliable:
+      return QStringLiteral("⚠ unreliable");
+    case mnv2::Verdict::noted:
+      return QStringLiteral("noted");
+    case mnv2::Verdict::ok:
+    case mnv2::Verdict::unknown:
+      break;
+  }
+  return {};
+}
+
+QString reliabilityText(const mnv2::RunReport& r) {
+  const QString marker = reliabilityMarker(r);
+  if (marker.isEmpty()) return {};
+  QStringList reasons;
+  for (const mnv2::ReliabilityFinding& f : r.reliability.findings)
+    if (f.verdict >= mnv2::Verdict::noted) reasons << shownText(f.reason);
+  return marker + QStringLiteral(": ") + reasons.join(QStringLiteral("; "));
 }
 
 QString shapeText(const mnv2::Shape& s) { return QStringLiteral("%1×%2×%3×%4").arg(s.n).arg(s.c).arg(s.h).arg(s.w); }

@@ -51,8 +51,15 @@ QString runLabel(const mnv2::RunReport& report);
 // `precision` is what the backend under test ran, `reference` what the reference ran.
 QString diffThresholdText(const mnv2::DiffReport& diff, mnv2::Precision precision, mnv2::Precision reference);
 
-// "cpu fp32 · CPU · b1 · 224×224 · host_clock"
+// "cpu fp32 · CPU · b1 · 224×224 · host_clock · 2 threads" (the thread count where a cpu backend ran; a
+// "⚠ unreliable" marker where the run's figures are not to be trusted)
 QString reportSummary(const mnv2::RunReport& report);
+// The run's reliability (mnv2/reliability.h) for a marker column or a badge: "⚠ unreliable", "noted", or
+// empty where the run is ok (or only some check could not be made).
+QString reliabilityMarker(const mnv2::RunReport& report);
+// The verdict and every finding at noted or above, with the measured numbers: "⚠ unreliable: end-to-end CV
+// 80% (> 10%); host busy: other processes used 1.9 of 2 cores ..."; empty where the marker is.
+QString reliabilityText(const mnv2::RunReport& report);
 QString shapeText(const mnv2::Shape& shape);        // "1×32×112×112"
 QString groupedNumber(qint64 value);                // "3,504,872"
 QString micros(double ns, int decimals = 2);        // "123.45"

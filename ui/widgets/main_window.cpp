@@ -145,6 +145,13 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_banner->setStyleSheet(QStringLiteral(
       "background: #fff3cd; color: #664d03; border: 1px solid #e0c36c; padding: 6px; font-weight: bold;"));
   m_banner->hide();
+  m_reliability = new QLabel(this);
+  m_reliability->setObjectName(QStringLiteral("reliabilityBanner"));
+  m_reliability->setWordWrap(true);
+  m_reliability->setTextFormat(Qt::PlainText);
+  m_reliability->setStyleSheet(
+      QStringLiteral("background: #f8d7da; color: #58151c; border: 1px solid #e0a0a6; padding: 4px;"));
+  m_reliability->hide();
   m_tabs = new QTabWidget(this);
   m_tabs->setObjectName(QStringLiteral("tabs"));
   m_topology = new TopologyPage(m_layers, m_selection, m_tabs);
@@ -168,6 +175,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   auto* centreLayout = new QVBoxLayout(centre);
   centreLayout->setContentsMargins(4, 4, 4, 0);
   centreLayout->addWidget(m_banner);
+  centreLayout->addWidget(m_reliability);
   centreLayout->addWidget(m_tabs, 1);
   setCentralWidget(centre);
 
@@ -577,6 +585,7 @@ bool MainWindow::startSweep() {
   m_settings->setStatus(QStringLiteral("sweep of %1 points…").arg(mnv2::sweep_points(*config).size()));
   SweepRequest sweep{*config};
   sweep.config.cuda = m_settings->cudaOptions();
+  sweep.config.cpu_threads = m_settings->cpuThreads();
   m_controller->sweep(sweep);
   return true;
 }
@@ -649,6 +658,7 @@ void MainWindow::startRun(bool compare) {
   c.timer = m_settings->timer();
   c.precision = m_settings->precision();
   c.cuda = m_settings->cudaOptions();
+  c.cpu_threads = m_settings->cpuThreads();
   if (m_settings->useImage() && m_image) {
     c.input = m_image->input;
     c.input_name = m_image->imagePath.toStdString();
@@ -732,6 +742,12 @@ void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QStrin
   m_timings->setReports(same, m_shownTitle);
   m_graph->view()->setReport(same.front());
   m_roofline->setReports(same);
+  QStringList unreliable;  // one line per shown run whose figures are not to be trusted, with the reasons
+  for (const ReportPtr& r : same)
+    if (const QString text = reliabilityText(*r); !text.isEmpty())
+      unreliable << runLabel(*r) + QStringLiteral(" — ") + text;
+  m_reliability->setText(unreliable.join(QLatin1Char('\n')));
+  m_reliability->setVisible(!unreliable.isEmpty());
   if (!same.front()->cudnn.empty() && same.front()->cudnn != "none")
     m_statusCudnn->setText(QStringLiteral("cuDNN %1").arg(QString::fromStdString(same.front()->cudnn)));
   updateTopologySummary();

@@ -92,6 +92,8 @@ class MainWindow : public QMainWindow {
   SweepPage* sweepPage() const { return m_sweep; }
   AccuracyPage* accuracyPage() const { return m_accuracy; }
   QLabel* banner() const { return m_banner; }
+  // Over the tabs while a shown run's figures are unreliable or noted (reliabilityText of each such run).
+  QLabel* reliabilityBanner() const { return m_reliability; }
   QString statusText() const;  // the permanent status bar fields, joined
   // The CUDA architectures the GPU code carries, as the status bar shows them ("sm_75/80/.../120 + PTX 120").
   static QString compactArchitectures();
@@ -144,6 +146,7 @@ class MainWindow : public QMainWindow {
   InputPanel* m_input = nullptr;
   RunSettingsPanel* m_settings = nullptr;
   QLabel* m_banner = nullptr;
+  QLabel* m_reliability = nullptr;
   QTabWidget* m_tabs = nullptr;
   TopologyPage* m_topology = nullptr;
   TimingsPage* m_timings = nullptr;

@@ -86,6 +86,11 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_batch->setToolTip(QStringLiteral("Images per forward pass; the opened image is repeated over the batch"));
   m_warmup->setToolTip(QStringLiteral("Untimed runs before each of the two timed phases"));
   m_iters->setToolTip(QStringLiteral("Timed runs in each phase (end-to-end, then per layer)"));
+  m_cpuThreads = spin(this, 0, 4096, 0, QStringLiteral("cpuThreadsSpin"));
+  m_cpuThreads->setSpecialValueText(QStringLiteral("default"));
+  m_cpuThreads->setToolTip(
+      QStringLiteral("Host threads of the cpu backends; default: $MNV2_CPU_THREADS, else one per core. Pin it for "
+                     "benchmarks; on a busy machine fewer threads than free cores keep the tail short."));
 
   auto* sizeRow = new QHBoxLayout;
   sizeRow->addWidget(m_height);
@@ -124,6 +129,7 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   form->addRow(QStringLiteral("Batch"), m_batch);
   form->addRow(QStringLiteral("Warm-up"), m_warmup);
   form->addRow(QStringLiteral("Iterations"), m_iters);
+  form->addRow(QStringLiteral("CPU threads"), m_cpuThreads);
   form->addRow(QStringLiteral("cuda variant"), m_cudaVariant);
   form->addRow(QStringLiteral("cuda fusion"), m_cudaFusion);
   form->addRow(QStringLiteral("cuda graph"), m_cudaGraph);
@@ -199,6 +205,7 @@ void RunSettingsPanel::setTimer(mnv2::TimerKind timer) {
   if (i >= 0) m_timer->setCurrentIndex(i);
 }
 
+int RunSettingsPanel::cpuThreads() const { return m_cpuThreads->value(); }
 int RunSettingsPanel::batch() const { return m_batch->value(); }
 int RunSettingsPanel::warmup() const { return m_warmup->value(); }
 int RunSettingsPanel::iterations() const { return m_iters->value(); }
@@ -262,7 +269,8 @@ void RunSettingsPanel::updateEnabled() {
                                  : QStringLiteral("An image is resized and cropped as the model's preprocessing says");
   m_height->setToolTip(sizeTip);
   m_width->setToolTip(sizeTip);
-  for (QWidget* w : std::initializer_list<QWidget*>{m_backend, m_precision, m_input, m_batch, m_warmup, m_iters})
+  for (QWidget* w :
+       std::initializer_list<QWidget*>{m_backend, m_precision, m_input, m_batch, m_warmup, m_iters, m_cpuThreads})
     w->setEnabled(!m_running);
   // Compare runs every available backend in the chosen mode; one that does not run it runs fp32 (the cpu
   // reference stays fp32): said here, before the run, not as a failure after it.
@@ -294,6 +302,7 @@ void RunSettingsPanel::loadSettings(const QSettings& s) {
             s.value(QStringLiteral("run/iterations"), 20).toInt());
   m_height->setValue(s.value(QStringLiteral("run/height"), 224).toInt());
   m_width->setValue(s.value(QStringLiteral("run/width"), 224).toInt());
+  m_cpuThreads->setValue(s.value(QStringLiteral("run/cpuThreads"), 0).toInt());
   // Saved options win over the environment's overrides, which gave the start values; a hand-edited bad value
   // keeps what is there.
   const mnv2::CudaOptions start = cudaOptions();
@@ -327,6 +336,7 @@ void RunSettingsPanel::saveSettings(QSettings& s) const {
   s.setValue(QStringLiteral("run/iterations"), iterations());
   s.setValue(QStringLiteral("run/height"), m_height->value());
   s.setValue(QStringLiteral("run/width"), m_width->value());
+  s.setValue(QStringLiteral("run/cpuThreads"), cpuThreads());
   const mnv2::CudaOptions o = cudaOptions();
   s.setValue(QStringLiteral("run/cudaVariant"), QString::fromLatin1(mnv2::to_string(o.variant)));
   s.setValue(QStringLiteral("run/cudaFusion"), QString::fromLatin1(mnv2::to_string(o.fusion)));

@@ -48,6 +48,8 @@ class RunSettingsPanel : public QWidget {
   // environment give the start values (app/common/cuda_options.h).
   mnv2::CudaOptions cudaOptions() const;
   void setCudaOptions(const mnv2::CudaOptions& options);
+  // The cpu backends' thread count (PrepareConfig::cpu_threads): 0 = their default.
+  int cpuThreads() const;
   int batch() const;
   int warmup() const;
   int iterations() const;
@@ -88,6 +90,7 @@ class RunSettingsPanel : public QWidget {
   QSpinBox* m_batch = nullptr;
   QSpinBox* m_warmup = nullptr;
   QSpinBox* m_iters = nullptr;
+  QSpinBox* m_cpuThreads = nullptr;
   QPushButton* m_run = nullptr;
   QPushButton* m_compare = nullptr;
   QPushButton* m_cancel = nullptr;

@@ -3,7 +3,8 @@
 //   host backend and the fallback on machines without a GPU;
 // - `cpu-ref`: the plain float32 reference, layer by layer in NCHW, that every other backend (`cpu` too)
 //   is judged against.
-// Both take their thread count from env MNV2_CPU_THREADS, else from OpenMP (see cpu_common.h).
+// Both run PrepareConfig::cpu_threads threads, or by default env MNV2_CPU_THREADS, else OpenMP's count (see
+// cpu_common.h).
 #pragma once
 
 #include <memory>

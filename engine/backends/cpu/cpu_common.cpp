@@ -21,6 +21,9 @@ void check_prepare(const Backend& backend, const Model& model, const PrepareConf
   if (config.batch < 1 || config.height < 1 || config.width < 1)
     throw UsageError(name + ": batch, height and width must be positive (got batch " + std::to_string(config.batch) +
                      ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");
+  if (config.cpu_threads < 0 || config.cpu_threads > kMaxThreads)
+    throw UsageError(name + ": thread count must be 0 (the default) or 1.." + std::to_string(kMaxThreads) + ", got " +
+                     std::to_string(config.cpu_threads));
   for (const Layer& layer : model.layers)
     if (auto reason = backend.unsupported_reason(layer)) throw Error(name + ": " + layer_label(layer) + ": " + *reason);
 }
@@ -36,7 +39,7 @@ int thread_count() {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != text.size() || n < 1 || n > 4096)
+    if (used != text.size() || n < 1 || n > kMaxThreads)
       throw UsageError("MNV2_CPU_THREADS must be a whole number from 1 to 4096, got '" + text + "'");
     return n;
   }

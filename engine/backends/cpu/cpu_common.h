@@ -10,12 +10,16 @@
 
 namespace mnv2::cpu {
 
-// What both prepare() check before they build anything: fp32 only, a positive batch and size, every layer
+// What both prepare() check before they build anything: fp32 only, a positive batch and size, a thread count
+// of 0..kMaxThreads, every layer
 // supported by `backend` (UsageError / Error naming the backend and the layer).
 void check_prepare(const Backend& backend, const Model& model, const PrepareConfig& config);
 
-// Env MNV2_CPU_THREADS when set (a whole number from 1 to 4096, else UsageError), otherwise what OpenMP
-// would use (OMP_NUM_THREADS, or the processors this process may run on).
+inline constexpr int kMaxThreads = 4096;  // PrepareConfig::cpu_threads and MNV2_CPU_THREADS
+
+// The default thread count (PrepareConfig::cpu_threads 0 resolves to it): env MNV2_CPU_THREADS when set (a whole number
+// from 1 to 4096, else UsageError), otherwise what OpenMP would use (OMP_NUM_THREADS, or the processors this process
+// may run on).
 int thread_count();
 
 // Bytes this process can still allocate without swapping or being killed: MemAvailable from /proc/meminfo,

@@ -125,6 +125,17 @@ std::string feature_summary(const std::vector<std::string>& features) {
   return avx512 + (avx512.empty() || rest.empty() ? "" : ", ") + rest;
 }
 
+// How the OpenMP runtime's idle threads wait, as it read the environment when it started (it reads it once,
+// before main(); the mnv2 programs set GOMP_SPINCOUNT there unless the user set a policy: app/common/
+// omp_wait_policy.h). Read here only to say it in descriptions and reports.
+std::string omp_wait_summary() {
+  if (const char* spin = std::getenv("GOMP_SPINCOUNT"); spin && *spin)
+    return std::string("OpenMP spin ") + spin + " then sleep";
+  if (const char* policy = std::getenv("OMP_WAIT_POLICY"); policy && *policy)
+    return std::string("OpenMP ") + policy + " wait";
+  return "OpenMP default wait (spin ~300000)";
+}
+
 }  // namespace
 
 CpuKernelInfo cpu_kernel_info() {
@@ -163,12 +174,12 @@ std::string cpu_kernel_summary(int threads) {
   const dnnl_version_t* v = dnnl_version();
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
          ", jit " + isa_name(dnnl::get_effective_cpu_isa()) + " (CPUID: " + feature_summary(features()) + "), " +
-         std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+         omp_wait_summary() + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
 }
 
 std::string reference_kernel_summary(int threads) {
   return "plain loops (" + reference_clone() + " build) + oneDNN sgemm (jit " +
-         isa_name(dnnl::get_effective_cpu_isa()) + "), " + std::to_string(threads) +
+         isa_name(dnnl::get_effective_cpu_isa()) + "), " + omp_wait_summary() + ", " + std::to_string(threads) +
          (threads == 1 ? " thread" : " threads");
 }
 

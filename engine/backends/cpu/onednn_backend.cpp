@@ -195,6 +195,7 @@ class OnednnPreparedNet final : public PreparedNet {
   }
 
   const PrepareConfig& config() const override { return config_; }
+  std::string description() const override { return "CPU, fp32: " + cpu_kernel_summary(threads_); }
   const std::vector<ExecStep>& steps() const override { return exec_steps_; }
   const std::vector<Tensor>& layer_outputs() const override { return layer_outputs_; }
 
@@ -717,7 +718,9 @@ class OnednnBackend final : public Backend {
 
   std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
     cpu::check_prepare(*this, model, config);
-    return std::make_unique<OnednnPreparedNet>(model, config, threads_);
+    PrepareConfig resolved = config;
+    resolved.cpu_threads = config.cpu_threads > 0 ? config.cpu_threads : threads_;
+    return std::make_unique<OnednnPreparedNet>(model, resolved, resolved.cpu_threads);
   }
 
  private:

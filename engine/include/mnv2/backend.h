@@ -45,6 +45,10 @@ struct PrepareConfig {
   int width = 224;
   Precision precision = Precision::fp32;
   CudaOptions cuda;
+  // Host threads of the cpu backends (cpu, cpu-ref): 0 = the default (env MNV2_CPU_THREADS, else OpenMP's
+  // count); 1..4096 pins it (benchmarks). prepare() resolves 0, and PreparedNet::config() carries the count the
+  // net runs with. GPU backends ignore it.
+  int cpu_threads = 0;
 };
 
 struct Availability {
@@ -134,6 +138,9 @@ class PreparedNet {
  public:
   virtual ~PreparedNet() = default;
   virtual const PrepareConfig& config() const = 0;
+  // The backend's description as this net was prepared (the cpu backends name the thread count it runs
+  // with); empty where Backend::description() says it all.
+  virtual std::string description() const { return {}; }
   virtual const std::vector<ExecStep>& steps() const = 0;
   // input: [batch, channels, height, width] as prepared; returns the logits [batch, classes, 1, 1].
   // Throws UsageError on a shape mismatch, Error on a failure (naming the layer).

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "mnv2/backend.h"
+#include "mnv2/reliability.h"
 #include "mnv2/stats.h"
 
 namespace mnv2 {
@@ -18,8 +19,9 @@ struct BenchConfig {
   int warmup = 5;  // untimed runs first (allocation, caches, algorithm choice stay out of the figures)
   int iters = 50;  // timed runs
   Precision precision = Precision::fp32;
-  CudaOptions cuda;   // the cuda backend's options (PrepareConfig::cuda)
-  uint64_t seed = 1;  // the input is uniform random in [-1, 1] from this seed (never zeros)
+  CudaOptions cuda;     // the cuda backend's options (PrepareConfig::cuda)
+  int cpu_threads = 0;  // the cpu backends' threads (PrepareConfig::cpu_threads); in a result: the count used
+  uint64_t seed = 1;    // the input is uniform random in [-1, 1] from this seed (never zeros)
 };
 
 struct BenchResult {
@@ -34,6 +36,7 @@ struct BenchResult {
   std::optional<Summary> device_ms;
   double device_images_per_s = 0;  // batch / median device-resident time
   MemoryReport memory;
+  Reliability reliability;  // of the end-to-end figures (mnv2/reliability.h)
 };
 
 // Called after each run with (runs done, total runs); returning false cancels (throws Error "cancelled").

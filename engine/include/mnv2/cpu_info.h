@@ -28,9 +28,11 @@ CpuKernelInfo cpu_kernel_info();
 void to_json(json::Json& j, const CpuKernelInfo& info);  // for `mnv2 info --json`
 
 // One line for backend descriptions and run metadata: "oneDNN 2.6.3, jit avx512_core_bf16 (CPUID: AVX-512F/
-// BW/VL/VNNI/BF16, AVX2, FMA), 2 threads".
+// BW/VL/VNNI/BF16, AVX2, FMA), OpenMP spin 1000 then sleep, 2 threads" (how idle OpenMP threads wait, as
+// the runtime started).
 std::string cpu_kernel_summary(int threads);
-// The same for cpu-ref: "plain loops (x86-64-v4 build) + oneDNN sgemm (jit avx512_core_bf16), 2 threads".
+// The same for cpu-ref: "plain loops (x86-64-v4 build) + oneDNN sgemm (jit avx512_core_bf16), OpenMP ..., 2
+// threads".
 std::string reference_kernel_summary(int threads);
 
 }  // namespace mnv2

@@ -11,6 +11,7 @@
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
 #include "mnv2/model.h"
+#include "mnv2/reliability.h"
 #include "mnv2/stats.h"
 #include "mnv2/tensor.h"
 #include "mnv2/timing.h"
@@ -25,7 +26,8 @@ struct ProfileConfig {
   int warmup = 10;  // untimed runs before each of the two timed phases
   int iters = 100;  // timed runs in each phase
   Precision precision = Precision::fp32;
-  CudaOptions cuda;                         // the cuda backend's options (PrepareConfig::cuda)
+  CudaOptions cuda;     // the cuda backend's options (PrepareConfig::cuda)
+  int cpu_threads = 0;  // the cpu backends' threads (PrepareConfig::cpu_threads); in a report: the count used
   TimerKind timer = TimerKind::cuda_event;  // GPU backends; the cpu backend always uses the host clock
   // Per-layer phase: replay the backend's CUDA graph and attribute CUPTI records to steps by graph node
   // (true; needs timer cupti_kernel and a backend with a graph), or run layer by layer (false).
@@ -126,6 +128,9 @@ struct RunReport {
   std::vector<KernelRecord> trace;  // the last instrumented iteration's records (cupti), ns from its first record
   std::vector<std::string> warnings;
   std::optional<DiffReport> diff;
+
+  // ---- reliability (mnv2/reliability.h): the run's own spread and what else ran beside it -------------
+  Reliability reliability;
 };
 
 // Progress: (phase, done, total); return false to cancel (profile() then throws Error "cancelled").

@@ -34,6 +34,12 @@ struct ReportModel {
 ReportModel report_model(const Model& model, const std::string& found_by);
 json::Json model_json(const ReportModel& model);
 
+// A run's reliability (mnv2/reliability.h) as reports and bench files write it: {"verdict": "unreliable",
+// "findings": [{"code", "verdict", "reason", "value", "limit"}]}. The reader refuses unknown verdicts, empty
+// codes and figures that are not finite.
+json::Json reliability_json(const Reliability& reliability);
+Reliability reliability_from_json(const json::Json& value);
+
 std::string report_csv(const std::vector<RunReport>& reports);  // header + rows
 
 json::Json report_json(const RunReport& report);

@@ -18,7 +18,8 @@ struct SweepConfig {
   int warmup = 5;
   int iters = 50;
   Precision precision = Precision::fp32;
-  CudaOptions cuda;  // the cuda backend's options (PrepareConfig::cuda)
+  CudaOptions cuda;     // the cuda backend's options (PrepareConfig::cuda)
+  int cpu_threads = 0;  // the cpu backends' threads (PrepareConfig::cpu_threads)
 };
 
 // (configuration index, configurations, runs done in it, its runs); false cancels (Error "cancelled").

@@ -33,6 +33,11 @@ MASK_KEY = re.compile(
     r"backend_description|device|key|method|cudnn|cuda_runtime|driver|sm_clock_mhz_start|sm_clock_mhz_end|"
     r"bound|of_roof|attainable_gflop_s|roof_gflop_s|percent_of_roof|fraction_of_roof|timing|host|hostname|"
     r"cpu|cpu_description|threads|created|generated|memory_bound)$")
+# Added after the recording and machine-dependent by nature: a run's reliability findings (what else ran on
+# the machine) and the thread count it ran with. Dropped from JSON objects, CSV columns and stdout lines on
+# both sides.
+DROP_KEY = re.compile(r"^(reliability|cpu_threads)$")
+DROP_LINE = re.compile(r"^\s*(?:\S.* )?reliability: |^\s+(?:unreliable|noted|unknown): ")
 # The CPU backends describe the CPU they run on ("CPU, fp32: oneDNN 2.6.3, jit avx512_core_bf16 (...), 2 threads").
 CPU_DESCRIPTION = re.compile(r"CPU(?: reference)?, fp32: .*?\d+ threads?")
 COMMIT = re.compile(r"\b(commit[ \"=:]+)[0-9a-f]{7,40}\b")
@@ -114,7 +119,7 @@ def normalise_text(text, tmp, shared):
 def mask_json(value, key=None):
     if isinstance(value, dict):
         return {k: (MASKED if MASK_KEY.search(k) and not isinstance(v, (dict, list)) else mask_json(v, k))
-                for k, v in value.items()}
+                for k, v in value.items() if not DROP_KEY.search(k)}
     if isinstance(value, list):
         return [mask_json(v, key) for v in value]
     return value
@@ -127,14 +132,16 @@ def mask_csv(text):
 def mask_rows(rows):
     if not rows:
         return rows
+    kept = [i for i, h in enumerate(rows[0]) if not DROP_KEY.search(h)]
     masked = [i for i, h in enumerate(rows[0]) if MASK_KEY.search(h)]
-    return [rows[0]] + [[MASKED if i in masked else c for i, c in enumerate(r)] for r in rows[1:]]
+    return [[rows[0][i] for i in kept if i < len(rows[0])]] + [
+        [MASKED if i in masked else r[i] for i in kept if i < len(r)] for r in rows[1:]]
 
 
 def mask_lines(text, mode, drop=(), sub=()):
     lines = []
     for line in text.splitlines():
-        if any(re.search(p, line) for p in drop):
+        if DROP_LINE.search(line) or any(re.search(p, line) for p in drop):
             continue
         for pattern, repl in sub:
             line = re.sub(pattern, repl, line)
