@@ -13,8 +13,10 @@
 #
 # Defaults: --app build/app/mnv2-profiler, --model ../shared/weights/mobilenet_v2_1.0_224.onnx,
 # --image ../shared/images/cat.bmp, --out docs/screenshots, --sizes 1280x720,1920x1080, --timeout 300
-# (seconds for any one wait). Files: OUT/session-WxH-STEP.png. Exit 0 when every step ran; non-zero with a
-# message on the first step that failed or timed out (a run failing, an error dialog, a widget not found).
+# (seconds for any one wait); --only saves just the pictures whose step name contains SUBSTRING (every step
+# still runs: later steps build on earlier ones). Files: OUT/session-WxH-STEP.png. Exit 0 when every step
+# ran; non-zero with a message on the first step that failed or timed out (a run failing, an error dialog,
+# a widget not found, the app exiting).
 #
 # Needs (Debian packages; --install runs apt-get for them, nothing is installed otherwise; not part of
 # scripts/install-deps.sh because CI does not take screenshots):
@@ -49,7 +51,7 @@ while [ $# -gt 0 ]; do
     --install)
       apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${packages[@]}"
       shift ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "screenshots.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -157,7 +159,10 @@ def find(role, name):
 
 def main():
     cmd = sys.argv[1]
-    if cmd == "find":  # ROLE NAME -> "x y w h vx vy vw vh focused"
+    if cmd == "ready":  # the app's window is in the tree
+        a = app()
+        sys.exit(0 if a is not None and a.get_child_count() > 0 else 1)
+    elif cmd == "find":  # ROLE NAME -> "x y w h vx vy vw vh focused"
         r = find(sys.argv[2], sys.argv[3])
         if r is None:
             sys.exit(1)
@@ -251,6 +256,7 @@ trap 'cleanup; rm -rf "$tmp" "$atspi_py"' EXIT
 trap 'exit 130' INT TERM
 
 atspi() { /usr/bin/python3 "$atspi_py" "$@"; }
+atspi_ready() { atspi ready 2>/dev/null; }  # until the bus is up the library complains on stderr
 
 # Polls CONDITION (a command) every 0.25 s until it succeeds; after --timeout seconds fails with WHAT.
 wait_for() {
@@ -429,6 +435,7 @@ session() {  # WxH
   xdpyinfo >/dev/null 2>&1 || die "Xvfb did not start: $(cat "$tmp/xvfb.log")"
 
   # A private session bus and the accessibility bus on it.
+  rm -f "$tmp/bus"  # not the address of the previous size's bus
   dbus-daemon --session --nofork --print-address=3 3>"$tmp/bus" >/dev/null 2>&1 &
   pids+=($!)
   for ((n = 0; n < 50; n++)); do [ -s "$tmp/bus" ] && break; sleep 0.1; done
@@ -455,6 +462,7 @@ session() {  # WxH
   win=$(timeout "$timeout_s" xdotool search --sync --onlyvisible --pid "$app_pid" --name '^mnv2-profiler' | head -1) ||
     { app_alive; die "no app window within ${timeout_s}s"; }
   xdotool windowactivate --sync "$win" 2>/dev/null || true
+  wait_for "the app on the accessibility bus" atspi_ready
   maximize
   pointer_away
 
@@ -491,6 +499,6 @@ session() {  # WxH
 IFS=, read -r -a size_list <<<"$sizes"
 for s in "${size_list[@]}"; do
   [[ "$s" =~ ^[1-9][0-9]{2,4}x[1-9][0-9]{2,4}$ ]] || die "--sizes wants WxH,WxH (e.g. 1280x720), not '$s'"
-  session "$s"
 done
+for s in "${size_list[@]}"; do session "$s"; done
 echo "done: $out"
