@@ -31,6 +31,7 @@ class ReportCatalog;
 class RunController;
 class RunSettingsPanel;
 class TimingsPage;
+class TimelinePage;
 class TopologyPage;
 
 class MainWindow : public QMainWindow {
@@ -78,6 +79,7 @@ class MainWindow : public QMainWindow {
   ReportCatalog* catalog() const { return m_catalog; }
   TopologyPage* topologyPage() const { return m_topology; }
   TimingsPage* timingsPage() const { return m_timings; }
+  TimelinePage* timelinePage() const { return m_timeline; }
   DiffsPage* diffsPage() const { return m_diffs; }
   ComparisonPage* comparisonPage() const { return m_comparison; }
   GraphPage* graphPage() const { return m_graph; }
@@ -137,6 +139,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* m_tabs = nullptr;
   TopologyPage* m_topology = nullptr;
   TimingsPage* m_timings = nullptr;
+  TimelinePage* m_timeline = nullptr;
   DiffsPage* m_diffs = nullptr;
   ComparisonPage* m_comparison = nullptr;
   GraphPage* m_graph = nullptr;
