@@ -482,7 +482,7 @@ class CuptiTimingSource final : public TimingSource {
       k.start_ns = static_cast<int64_t>(r.start);
       k.end_ns = static_cast<int64_t>(r.end);
       k.bytes = static_cast<int64_t>(r.bytes);
-      k.stream = r.stream;
+      k.stream = r.stream == CUPTI_INVALID_STREAM_ID ? -1 : static_cast<int64_t>(r.stream);  // synchronous copies
       k.correlation = r.correlation_id;
       switch (r.kind) {
         case RawKind::kernel:
