@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "mnv2/error.h"
@@ -239,6 +240,54 @@ TEST(Timeline, OldReportsStillOpen) {
   ASSERT_EQ(t.steps.size(), 1u);
   EXPECT_EQ(t.steps[0].step, 2);
   EXPECT_EQ(t.records.at(0).stream, -1);
+}
+
+// The backend side: cpu-ref reports each worker's part between the step's step_begin and step_end, on the
+// steady clock, only to an observer that asks (the un-instrumented phase's run timer does not).
+class SpanRecorder : public StepObserver {
+ public:
+  explicit SpanRecorder(bool wants) : wants_(wants) {}
+  void step_begin(int step, void*) override {
+    open_ = step;
+    begin_ns_ = now_ns();
+  }
+  void step_end(int step, void*) override {
+    EXPECT_EQ(step, open_);
+    open_ = -1;
+  }
+  bool wants_thread_spans() const override { return wants_; }
+  void thread_span(int step, int thread, int64_t begin_ns, int64_t end_ns) override {
+    EXPECT_EQ(step, open_) << "a worker span outside its step";
+    EXPECT_GE(thread, 0);
+    EXPECT_GE(begin_ns, begin_ns_) << "step " << step;
+    EXPECT_LE(begin_ns, end_ns) << "step " << step;
+    EXPECT_LE(end_ns, now_ns()) << "step " << step;
+    ++calls;
+  }
+  int calls = 0;
+
+ private:
+  static int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  bool wants_;
+  int open_ = -1;
+  int64_t begin_ns_ = 0;
+};
+
+TEST(Timeline, CpuReferenceReportsWorkerSpansOnlyWhenAsked) {
+  const Model model = builtin_mobilenet_v2();
+  auto net = make_backend("cpu-ref")->prepare(model, PrepareConfig{1, 64, 64});
+  const Tensor input = random_input(Shape{1, 3, 64, 64}, 1);
+  SpanRecorder quiet(false), asking(true);
+  RunOptions options;
+  options.observer = &quiet;
+  net->run(input, options);
+  EXPECT_EQ(quiet.calls, 0);
+  options.observer = &asking;
+  net->run(input, options);
+  EXPECT_GE(asking.calls, static_cast<int>(net->steps().size()));  // every step has at least one worker
 }
 
 TEST(Timeline, RoundTripsThroughJson) {
