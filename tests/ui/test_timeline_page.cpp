@@ -79,8 +79,8 @@ class TimelinePageTest : public QObject {
     page.setReports({shared(r)});
     QCOMPARE(page.laneCount(), 4);  // host, worker 0, worker 1, median summary
     const int steps = static_cast<int>(r.steps.size());
-    QCOMPARE(page.barCount(), steps + 6 + steps);  // layer spans, worker spans, summary
-    QCOMPARE(page.plot()->itemCount(), page.barCount());
+    QCOMPARE(page.barCount(), steps + 6 + steps);             // layer spans, worker spans, summary
+    QCOMPARE(page.plot()->itemCount(), 2 * page.barCount());  // every bar here is a layer span: one label each
     QVERIFY2(page.message().contains(QStringLiteral("iteration 3 of 10")), qPrintable(page.message()));
   }
 
@@ -124,6 +124,18 @@ class TimelinePageTest : public QObject {
     QVERIFY(plot->xAxis->range().size() < x0.size());
     QCOMPARE(plot->yAxis->range().lower, y0.lower);
     QCOMPARE(plot->yAxis->range().upper, y0.upper);
+  }
+
+  void layerNamesShowOnBarsWideEnough() {
+    TimelinePage page;
+    page.resize(900, 400);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.setReports({shared(hostReport())});
+    QVERIFY(!page.visibleLabels().contains(QStringLiteral("block1.dw")));  // 99 layers in 900 px: no room
+    // Zoomed onto the third layer's span (3.2 to 6.2 us): its name fits.
+    page.plot()->xAxis->setRange(3.0, 6.5);
+    QVERIFY2(page.visibleLabels().contains(QStringLiteral("block1.dw")), qPrintable(page.visibleLabels().join(' ')));
   }
 
   void theComboSwitchesRunsAndAnOldReportSaysItHasNoTimeline() {

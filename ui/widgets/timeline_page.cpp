@@ -70,6 +70,7 @@ TimelinePage::TimelinePage(QWidget* parent) : QWidget(parent) {
   connect(m_run, &QComboBox::currentIndexChanged, this, [this](int i) { showRun(i); });
   connect(reset, &QPushButton::clicked, this, [this] { resetView(); });
   connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) { onMouseMove(e); });
+  connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] { updateLabels(); });
 }
 
 void TimelinePage::setReports(std::vector<ReportPtr> reports) {
@@ -111,6 +112,7 @@ QString TimelinePage::message() const {
 void TimelinePage::rebuild() {
   m_plot->clearItems();
   m_bars.clear();
+  m_labels.clear();
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   int64_t last = 0;
   for (size_t lane = 0; lane < m_layout.tracks.size(); ++lane) {
@@ -129,12 +131,39 @@ void TimelinePage::rebuild() {
       rect->setSelectable(false);
       m_bars.push_back(ShownBar{static_cast<int>(lane), &b});
       last = std::max(last, b.end_ns);
+      if (b.depth == 0) {
+        // The layer's name on its bar, shown where the bar is wide enough (updateLabels).
+        auto* label = new QCPItemText(m_plot);
+        label->position->setCoords(static_cast<double>(b.start_ns + b.end_ns) / 2000.0, y + kLayerHalf / 2);
+        label->setText(shownText(b.name));
+        label->setColor(Qt::white);
+        label->setClipToAxisRect(true);
+        label->setSelectable(false);
+        m_labels.push_back(Label{label, &b});
+      }
     }
   }
   m_plot->yAxis->setTicker(ticker);
   m_plot->yAxis->setRange(-static_cast<double>(std::max<size_t>(m_layout.tracks.size(), 1)) + 0.5, 0.5);
   m_plot->xAxis->setRange(0, std::max(1.0, static_cast<double>(last) / 1000.0 * 1.02));
+  updateLabels();
   m_plot->replot();
+}
+
+void TimelinePage::updateLabels() {
+  for (const Label& l : m_labels) {
+    const double width = m_plot->xAxis->coordToPixel(static_cast<double>(l.bar->end_ns) / 1000.0) -
+                         m_plot->xAxis->coordToPixel(static_cast<double>(l.bar->start_ns) / 1000.0);
+    const int needed = QFontMetrics(l.text->font()).horizontalAdvance(l.text->text()) + 6;
+    l.text->setVisible(width >= needed);
+  }
+}
+
+QStringList TimelinePage::visibleLabels() const {
+  QStringList out;
+  for (const Label& l : m_labels)
+    if (l.text->visible()) out << l.text->text();
+  return out;
 }
 
 void TimelinePage::resetView() { rebuild(); }

@@ -4,6 +4,7 @@
 // dimensions; the wheel zooms and a drag pans the time axis only.
 #pragma once
 
+#include <QStringList>
 #include <QWidget>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "models/report_access.h"
 
 class QComboBox;
+class QCPItemText;
 class QCustomPlot;
 class QLabel;
 class QMouseEvent;
@@ -31,6 +33,8 @@ class TimelinePage : public QWidget {
   QComboBox* runCombo() const { return m_run; }
   int laneCount() const { return static_cast<int>(m_layout.tracks.size()); }
   int barCount() const { return static_cast<int>(m_bars.size()); }
+  // Layer names drawn on the bars wide enough to hold them at the current zoom.
+  QStringList visibleLabels() const;
   QString message() const;  // what the page says about the shown run (no timeline, which iteration)
   // The tool tip text of the bar under a widget position of the plot; empty if none.
   QString toolTipAt(const QPoint& pos) const;
@@ -40,13 +44,19 @@ class TimelinePage : public QWidget {
     int lane = 0;
     const mnv2::TimelineBar* bar = nullptr;  // into m_layout
   };
+  struct Label {
+    QCPItemText* text = nullptr;
+    const mnv2::TimelineBar* bar = nullptr;
+  };
   void rebuild();
+  void updateLabels();
   void onMouseMove(QMouseEvent* event);
 
   std::vector<ReportPtr> m_reports;
   int m_index = -1;
   mnv2::TimelineLayout m_layout;
   std::vector<ShownBar> m_bars;
+  std::vector<Label> m_labels;
   QComboBox* m_run;
   QLabel* m_message;
   QCustomPlot* m_plot;
