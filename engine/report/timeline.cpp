@@ -114,7 +114,7 @@ TimelineLayout timeline_layout(const RunReport& r) {
     }
   }
   // The median layout, as the trace showed before timelines: durations laid end to end, no timestamps.
-  TimelineTrack summary{"median summary (step medians end to end, not timestamps)", "summary", {}};
+  TimelineTrack summary{"median summary (end to end)", "summary", {}};
   double at = 0;
   for (const StepProfile& p : r.steps) {
     TimelineBar b;

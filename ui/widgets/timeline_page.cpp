@@ -115,6 +115,12 @@ void TimelinePage::rebuild() {
   m_labels.clear();
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   int64_t last = 0;
+  for (const mnv2::TimelineTrack& track : m_layout.tracks)
+    for (const mnv2::TimelineBar& b : track.bars) last = std::max(last, b.end_ns);
+  // Milliseconds on the axis for an iteration longer than 10 ms (a cpu run), else microseconds.
+  m_unitNs = last > 10'000'000 ? 1e6 : 1e3;
+  m_plot->xAxis->setLabel(m_unitNs == 1e6 ? QStringLiteral("time from the iteration's start (ms)")
+                                          : QStringLiteral("time from the iteration's start (µs)"));
   for (size_t lane = 0; lane < m_layout.tracks.size(); ++lane) {
     const mnv2::TimelineTrack& track = m_layout.tracks[lane];
     ticker->addTick(-static_cast<double>(lane), shownText(track.name));
@@ -123,8 +129,8 @@ void TimelinePage::rebuild() {
       const double top = b.depth == 0 ? y + kLayerHalf : y + kNestedTop;
       const double bottom = y - kLayerHalf;
       auto* rect = new QCPItemRect(m_plot);
-      rect->topLeft->setCoords(static_cast<double>(b.start_ns) / 1000.0, top);
-      rect->bottomRight->setCoords(static_cast<double>(b.end_ns) / 1000.0, bottom);
+      rect->topLeft->setCoords(static_cast<double>(b.start_ns) / m_unitNs, top);
+      rect->bottomRight->setCoords(static_cast<double>(b.end_ns) / m_unitNs, bottom);
       const QColor c = barColor(b);
       rect->setBrush(c);
       rect->setPen(QPen(c.darker(140), 0));
@@ -134,7 +140,7 @@ void TimelinePage::rebuild() {
       if (b.depth == 0) {
         // The layer's name on its bar, shown where the bar is wide enough (updateLabels).
         auto* label = new QCPItemText(m_plot);
-        label->position->setCoords(static_cast<double>(b.start_ns + b.end_ns) / 2000.0, y + kLayerHalf / 2);
+        label->position->setCoords(static_cast<double>(b.start_ns + b.end_ns) / (2 * m_unitNs), y + kLayerHalf / 2);
         label->setText(shownText(b.name));
         label->setColor(Qt::white);
         label->setClipToAxisRect(true);
@@ -145,15 +151,15 @@ void TimelinePage::rebuild() {
   }
   m_plot->yAxis->setTicker(ticker);
   m_plot->yAxis->setRange(-static_cast<double>(std::max<size_t>(m_layout.tracks.size(), 1)) + 0.5, 0.5);
-  m_plot->xAxis->setRange(0, std::max(1.0, static_cast<double>(last) / 1000.0 * 1.02));
+  m_plot->xAxis->setRange(0, std::max(1.0, static_cast<double>(last) / m_unitNs * 1.02));
   updateLabels();
   m_plot->replot();
 }
 
 void TimelinePage::updateLabels() {
   for (const Label& l : m_labels) {
-    const double width = m_plot->xAxis->coordToPixel(static_cast<double>(l.bar->end_ns) / 1000.0) -
-                         m_plot->xAxis->coordToPixel(static_cast<double>(l.bar->start_ns) / 1000.0);
+    const double width = m_plot->xAxis->coordToPixel(static_cast<double>(l.bar->end_ns) / m_unitNs) -
+                         m_plot->xAxis->coordToPixel(static_cast<double>(l.bar->start_ns) / m_unitNs);
     const int needed = QFontMetrics(l.text->font()).horizontalAdvance(l.text->text()) + 6;
     l.text->setVisible(width >= needed);
   }
@@ -169,7 +175,7 @@ QStringList TimelinePage::visibleLabels() const {
 void TimelinePage::resetView() { rebuild(); }
 
 QString TimelinePage::toolTipAt(const QPoint& pos) const {
-  const double t_us = m_plot->xAxis->pixelToCoord(pos.x());
+  const double t = m_plot->xAxis->pixelToCoord(pos.x());  // in the axis unit
   const double y = m_plot->yAxis->pixelToCoord(pos.y());
   const int lane = static_cast<int>(std::lround(-y));
   const double within = y + lane;  // -0.5 .. 0.5 around the lane's centre
@@ -179,7 +185,7 @@ QString TimelinePage::toolTipAt(const QPoint& pos) const {
     const mnv2::TimelineBar& b = *s.bar;
     const double top = b.depth == 0 ? kLayerHalf : kNestedTop;
     if (within > top || within < -kLayerHalf) continue;
-    if (t_us < static_cast<double>(b.start_ns) / 1000.0 || t_us > static_cast<double>(b.end_ns) / 1000.0) continue;
+    if (t < static_cast<double>(b.start_ns) / m_unitNs || t > static_cast<double>(b.end_ns) / m_unitNs) continue;
     if (!hit || b.depth > hit->depth) hit = &b;  // the innermost bar under the pointer
   }
   if (!hit) return {};

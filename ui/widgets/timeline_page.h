@@ -57,6 +57,7 @@ class TimelinePage : public QWidget {
   mnv2::TimelineLayout m_layout;
   std::vector<ShownBar> m_bars;
   std::vector<Label> m_labels;
+  double m_unitNs = 1e3;  // nanoseconds per unit of the time axis (µs or ms)
   QComboBox* m_run;
   QLabel* m_message;
   QCustomPlot* m_plot;

@@ -27,8 +27,8 @@ struct TimelineBar {
 };
 
 struct TimelineTrack {
-  std::string name;               // "stream 7", "GPU stream (cudaEvent)", "host", "worker 1", "median summary ..."
-  std::string kind;               // "stream", "host", "worker", "summary"
+  std::string name;  // "stream 7", "GPU stream (cudaEvent)", "host", "worker 1", "median summary (end to end)"
+  std::string kind;  // "stream", "host", "worker", "summary"
   std::vector<TimelineBar> bars;  // by start time; a parent before the children that start with it
 };
 
