@@ -812,6 +812,9 @@ void print_summary(const RunReport& r) {
       " (instrumentation, launch gaps, idle GPU, copies)\n",
       r.timer.c_str(), r.execution.c_str(), r.config.iters, r.sum_of_steps_ms, r.gap_ms);
   std::printf("  memory held: %s\n", memory_line(r.memory).c_str());
+  if (r.timeline)
+    std::printf("  timeline: iteration %d of %d (%s), %zu layer spans at their own timestamps (--trace, --json)\n",
+                r.timeline->iteration, r.timeline->iterations, r.timeline->choice.c_str(), r.timeline->steps.size());
   if (r.sm_clock_mhz_start > 0)
     std::printf("  SM clock: %d MHz at start, %d MHz at end\n", r.sm_clock_mhz_start, r.sm_clock_mhz_end);
   int disagree = 0;

@@ -110,10 +110,11 @@ int main(int argc, char** argv) {
                                   QStringLiteral("F"));
   const QCommandLineOption diff(
       QStringLiteral("diff"), QStringLiteral("Compute the output diff of backend A against B."), QStringLiteral("A,B"));
-  const QCommandLineOption tab(QStringLiteral("tab"),
-                               QStringLiteral("Tab to show: topology, timings, diffs, comparison, graph, roofline, "
-                                              "sweep, accuracy."),
-                               QStringLiteral("NAME"));
+  const QCommandLineOption tab(
+      QStringLiteral("tab"),
+      QStringLiteral("Tab to show: topology, timings, timeline, diffs, comparison, graph, roofline, "
+                     "sweep, accuracy."),
+      QStringLiteral("NAME"));
   const QCommandLineOption colorBy(
       QStringLiteral("color-by"), QStringLiteral("Graph colours: time, share, error or kind."), QStringLiteral("WHAT"));
   const QCommandLineOption logScale(QStringLiteral("log-scale"), QStringLiteral("Timings chart on a log scale."));

@@ -110,7 +110,61 @@ void fill_environment(RunReport& r, bool gpu) {
   }
 }
 
+// Builds the timeline of one iteration: spans rebased so the iteration starts at 0 (CUPTI timestamps are
+// ~1e18 ns; rebased they stay exact in JSON, whose doubles hold integers up to 2^53), layer spans from the
+// records where CUPTI gave them, everything in start order.
+Timeline make_timeline(IterationTiming&& it, TimerKind kind, int nsteps) {
+  Timeline t;
+  t.clock = to_string(kind);
+  if (!it.records.empty()) {
+    int64_t t0 = INT64_MAX;
+    for (const KernelRecord& k : it.records) t0 = std::min(t0, k.start_ns);
+    std::vector<StepSpan> spans(static_cast<size_t>(nsteps));
+    for (KernelRecord& k : it.records) {
+      k.start_ns -= t0;
+      k.end_ns -= t0;
+      if (k.step < 0 || k.step >= nsteps) continue;
+      StepSpan& s = spans[static_cast<size_t>(k.step)];
+      if (s.step < 0) s = StepSpan{k.step, k.start_ns, k.end_ns};
+      s.start_ns = std::min(s.start_ns, k.start_ns);
+      s.end_ns = std::max(s.end_ns, k.end_ns);
+    }
+    for (const StepSpan& s : spans)
+      if (s.step >= 0) t.steps.push_back(s);
+    t.records = std::move(it.records);
+    std::stable_sort(t.records.begin(), t.records.end(),
+                     [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
+  } else {
+    t.steps = std::move(it.step_spans);
+    t.threads = std::move(it.thread_spans);
+  }
+  std::stable_sort(t.steps.begin(), t.steps.end(),
+                   [](const StepSpan& a, const StepSpan& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(t.threads.begin(), t.threads.end(), [](const ThreadSpan& a, const ThreadSpan& b) {
+    return a.thread != b.thread ? a.thread < b.thread : a.start_ns < b.start_ns;
+  });
+  return t;
+}
+
+// Sum of the step times an iteration measured (steps it could not time count nothing).
+double per_layer_total(const IterationTiming& it) {
+  double total = 0;
+  for (int64_t ns : it.step_ns)
+    if (ns > 0) total += static_cast<double>(ns);
+  return total;
+}
+
 }  // namespace
+
+std::string step_span_name(const std::vector<Layer>& topology, const std::vector<int>& layers, int step) {
+  std::string name;
+  for (int l : layers) {
+    if (l < 0 || l >= static_cast<int>(topology.size()) || topology[static_cast<size_t>(l)].name.empty())
+      return "step " + std::to_string(step);
+    name += (name.empty() ? "" : "+") + topology[static_cast<size_t>(l)].name;
+  }
+  return name.empty() ? "step " + std::to_string(step) : name;
+}
 
 // Totals: a step counts once, under its first layer's kind and block; a layer fused into a step of another
 // group is counted as fused there, so no group silently reads as zero-cost.
@@ -260,6 +314,11 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   std::vector<std::vector<std::string>> names(steps.size());
   std::vector<std::pair<int64_t, std::string>> longest_grid(steps.size(), {-1, ""});
   std::vector<std::string> longest_block(steps.size());
+  // Timeline candidates: every `stride`-th timed iteration (all of them up to kMaxTimelineCandidates); the
+  // per-layer total of every timed iteration, for the median.
+  const int stride = (cfg.iters + kMaxTimelineCandidates - 1) / kMaxTimelineCandidates;
+  std::vector<std::pair<int, IterationTiming>> candidates;
+  std::vector<double> totals;
   const int total = cfg.warmup + cfg.iters;
   for (int i = 0; i < total; ++i) {
     source->begin_iteration(nsteps);
@@ -285,20 +344,28 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
           longest_block[s] = dims(k.block);
         }
       }
-      if (i == total - 1) {
-        // CUPTI timestamps are ~1e18 ns; rebased to the iteration's first record they stay exact in JSON
-        // (doubles hold integers up to 2^53) and read as offsets within the iteration.
-        r.trace = std::move(it.records);
-        int64_t t0 = INT64_MAX;
-        for (const KernelRecord& k : r.trace) t0 = std::min(t0, k.start_ns);
-        for (KernelRecord& k : r.trace) {
-          k.start_ns -= t0;
-          k.end_ns -= t0;
-        }
-      }
+      const int timed = i - cfg.warmup;
+      totals.push_back(per_layer_total(it));
+      if (timed % stride == 0) candidates.emplace_back(timed, std::move(it));
     }
     if (i % 10 == 9) gpu_probe.sample();
     check_progress(progress, "per-layer", i + 1, total);
+  }
+  if (!candidates.empty()) {
+    // The candidate closest to the median total (the earliest on a tie): a typical iteration, not the last.
+    const double median_total = summarize(totals).median;
+    size_t best = 0;
+    for (size_t c = 1; c < candidates.size(); ++c)
+      if (std::fabs(totals[static_cast<size_t>(candidates[c].first)] - median_total) <
+          std::fabs(totals[static_cast<size_t>(candidates[best].first)] - median_total))
+        best = c;
+    Timeline t = make_timeline(std::move(candidates[best].second), source->kind(), nsteps);
+    t.iteration = candidates[best].first;
+    t.iterations = cfg.iters;
+    t.choice = "median per-layer total";
+    t.total_ns = totals[static_cast<size_t>(t.iteration)];
+    t.median_total_ns = median_total;
+    if (!t.steps.empty()) r.timeline = std::move(t);
   }
   gpu_probe.sample();
   const HostContention host = host_probe.stop();

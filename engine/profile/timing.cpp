@@ -53,8 +53,11 @@ class HostTimingSource final : public TimingSource {
     if (num_steps < 0) throw UsageError("timing: step count must not be negative");
     begin_.assign(static_cast<size_t>(num_steps), Clock::time_point{});
     step_ns_.assign(static_cast<size_t>(num_steps), -1);
+    spans_.clear();
+    threads_.clear();
     run_ns_ = -1;
     run_begun_ = false;
+    origin_ = Clock::now();  // the timeline's zero: host backends call no run_begin
   }
 
   void run_begin(void*) override {
@@ -68,13 +71,23 @@ class HostTimingSource final : public TimingSource {
   void step_end(int step, void*) override {
     const Clock::time_point now = Clock::now();
     const size_t s = checked(step);
-    if (begin_[s] != Clock::time_point{}) step_ns_[s] = ns_between(begin_[s], now);
+    if (begin_[s] == Clock::time_point{}) return;
+    step_ns_[s] = ns_between(begin_[s], now);
+    spans_.push_back(StepSpan{step, ns_between(origin_, begin_[s]), ns_between(origin_, now)});
+  }
+
+  bool wants_thread_spans() const override { return true; }
+  void thread_span(int step, int thread, int64_t begin_ns, int64_t end_ns) override {
+    const int64_t origin = std::chrono::duration_cast<std::chrono::nanoseconds>(origin_.time_since_epoch()).count();
+    threads_.push_back(ThreadSpan{static_cast<int>(checked(step)), thread, begin_ns - origin, end_ns - origin});
   }
 
   IterationTiming end_iteration() override {
     IterationTiming timing;
     timing.step_ns = step_ns_;
     timing.run_ns = run_ns_;
+    timing.step_spans = spans_;
+    timing.thread_spans = threads_;
     return timing;
   }
 
@@ -88,6 +101,9 @@ class HostTimingSource final : public TimingSource {
 
   std::vector<Clock::time_point> begin_;
   std::vector<int64_t> step_ns_;
+  std::vector<StepSpan> spans_;  // in the order the steps ended
+  std::vector<ThreadSpan> threads_;
+  Clock::time_point origin_{};
   Clock::time_point run_begin_{};
   bool run_begun_ = false;
   int64_t run_ns_ = -1;

@@ -1,16 +1,20 @@
 // RunReport serialisation: CSV, JSON (read back too) and Chrome/Perfetto traces (see mnv2/report.h).
 #include "mnv2/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "mnv2/csv.h"
 #include "mnv2/error.h"
 #include "mnv2/memory_report.h"
 #include "mnv2/output_files.h"
 #include "mnv2/profiler.h"
+#include "mnv2/timeline.h"
 
 namespace mnv2 {
 
@@ -179,6 +183,146 @@ LayerKind kind_from(const std::string& s) {
 }
 
 TimerKind timer_from(const std::string& s) { return parse_timer(s); }
+
+// ---- timeline -------------------------------------------------------------------------------------------
+
+constexpr int kMaxThreads = 4096;  // MNV2_CPU_THREADS's bound: worker numbers beyond it are not a team's
+
+Json record_json(const KernelRecord& k) {
+  Json kj = Json::object();
+  kj["name"] = k.name;
+  kj["kind"] = k.kind;
+  kj["step"] = k.step;
+  kj["start_ns"] = k.start_ns;
+  kj["end_ns"] = k.end_ns;
+  kj["grid"] = Json::array({k.grid[0], k.grid[1], k.grid[2]});
+  kj["block"] = Json::array({k.block[0], k.block[1], k.block[2]});
+  kj["bytes"] = k.bytes;
+  kj["stream"] = k.stream;
+  kj["correlation"] = k.correlation;
+  return kj;
+}
+
+KernelRecord record_from(const Json& kj, int steps) {
+  KernelRecord k;
+  k.name = json::string_at(kj, "name");
+  k.kind = json::string_at(kj, "kind");
+  k.step = int_from(json::at(kj, "step"), "step");
+  k.start_ns = count_at(kj, "start_ns");
+  k.end_ns = count_at(kj, "end_ns");
+  if (k.end_ns < k.start_ns) throw Error("a kernel record ends before it starts");
+  if (k.step < -1 || k.step >= steps)
+    throw Error("a kernel record names step " + std::to_string(k.step) + ", which is absent");
+  std::vector<int> g = ints_from(json::at(kj, "grid")), b = ints_from(json::at(kj, "block"));
+  if (g.size() != 3 || b.size() != 3) throw Error("kernel record grid/block need 3 values");
+  for (int x : g)
+    if (x < 0) throw Error("kernel record grid " + std::to_string(x) + " is negative");
+  for (int x : b)
+    if (x < 0) throw Error("kernel record block " + std::to_string(x) + " is negative");
+  k.grid = {g[0], g[1], g[2]};
+  k.block = {b[0], b[1], b[2]};
+  k.bytes = count_at(kj, "bytes");
+  // Absent in the kernel records of reports written before timelines.
+  if (json::find(kj, "stream")) {
+    k.stream = json::int_at(kj, "stream");
+    if (k.stream < -1) throw Error("kernel record stream " + std::to_string(k.stream) + " is negative");
+  }
+  if (json::find(kj, "correlation")) k.correlation = count_at(kj, "correlation");
+  return k;
+}
+
+// A span's start and end: non-negative, the end not before the start.
+std::pair<int64_t, int64_t> span_from(const Json& sj, const char* what) {
+  const int64_t start = count_at(sj, "start_ns"), end = count_at(sj, "end_ns");
+  if (end < start) throw Error(std::string(what) + " ends before it starts");
+  return {start, end};
+}
+
+Json timeline_json(const Timeline& t) {
+  Json j = Json::object();
+  j["clock"] = t.clock;
+  j["iteration"] = t.iteration;
+  j["iterations"] = t.iterations;
+  j["choice"] = t.choice;
+  j["total_ns"] = t.total_ns;
+  j["median_total_ns"] = t.median_total_ns;
+  Json steps = Json::array();
+  for (const StepSpan& s : t.steps)
+    steps.push_back(Json{{"step", s.step}, {"start_ns", s.start_ns}, {"end_ns", s.end_ns}});
+  j["steps"] = steps;
+  Json threads = Json::array();
+  for (const ThreadSpan& s : t.threads)
+    threads.push_back(Json{{"step", s.step}, {"thread", s.thread}, {"start_ns", s.start_ns}, {"end_ns", s.end_ns}});
+  j["threads"] = threads;
+  Json records = Json::array();
+  for (const KernelRecord& k : t.records) records.push_back(record_json(k));
+  j["records"] = records;
+  return j;
+}
+
+Timeline timeline_from(const Json& j, int steps, int iterations) {
+  Timeline t;
+  t.clock = json::string_at(j, "clock");
+  timer_from(t.clock);  // one of the timers' names
+  t.iterations = int_in(json::at(j, "iterations"), "timeline iterations", 1, iterations);
+  t.iteration = int_in(json::at(j, "iteration"), "timeline iteration", 0, t.iterations - 1);
+  t.choice = json::string_at(j, "choice");
+  t.total_ns = figure_at(j, "total_ns");
+  t.median_total_ns = figure_at(j, "median_total_ns");
+  const auto& sa = json::array_at(j, "steps");
+  if (sa.size() > static_cast<size_t>(steps)) throw Error("the timeline has more layer spans than the run has steps");
+  std::vector<char> seen(static_cast<size_t>(steps), 0);
+  for (const auto& sj : sa) {
+    StepSpan s;
+    s.step = int_in(json::at(sj, "step"), "timeline step", 0, steps - 1);
+    if (seen[static_cast<size_t>(s.step)]++)
+      throw Error("the timeline spans step " + std::to_string(s.step) + " twice");
+    std::tie(s.start_ns, s.end_ns) = span_from(sj, "a timeline layer span");
+    t.steps.push_back(s);
+  }
+  const auto& ta = json::array_at(j, "threads");
+  if (ta.size() > static_cast<size_t>(steps) * kMaxThreads)
+    throw Error("the timeline has more thread spans than " + std::to_string(kMaxThreads) + " threads per step");
+  for (const auto& sj : ta) {
+    ThreadSpan s;
+    s.step = int_in(json::at(sj, "step"), "timeline thread step", 0, steps - 1);
+    s.thread = int_in(json::at(sj, "thread"), "timeline thread", 0, kMaxThreads - 1);
+    std::tie(s.start_ns, s.end_ns) = span_from(sj, "a timeline thread span");
+    t.threads.push_back(s);
+  }
+  for (const auto& kj : json::array_at(j, "records")) t.records.push_back(record_from(kj, steps));
+  return t;
+}
+
+// Reports written before timelines kept CUPTI's last iteration as "kernel_records" (ns from its first
+// record): that is a timeline too, of the last iteration, with layer spans from the records.
+std::optional<Timeline> timeline_from_old_records(const RunReport& r, std::vector<KernelRecord> records) {
+  if (records.empty()) return std::nullopt;
+  Timeline t;
+  t.clock = to_string(TimerKind::cupti_kernel);
+  t.iterations = r.config.iters;
+  t.iteration = r.config.iters - 1;
+  t.choice = "last iteration";
+  std::vector<StepSpan> spans(r.steps.size());
+  for (const KernelRecord& k : records) {
+    if (k.step < 0) continue;
+    StepSpan& s = spans[static_cast<size_t>(k.step)];
+    if (s.step < 0) s = StepSpan{k.step, k.start_ns, k.end_ns};
+    s.start_ns = std::min(s.start_ns, k.start_ns);
+    s.end_ns = std::max(s.end_ns, k.end_ns);
+  }
+  for (const StepSpan& s : spans)
+    if (s.step >= 0) t.steps.push_back(s);
+  for (const KernelRecord& k : records)
+    if (k.step >= 0) t.total_ns += static_cast<double>(k.duration_ns());
+  t.median_total_ns = t.total_ns;  // unknown then: this iteration's own
+  std::stable_sort(t.steps.begin(), t.steps.end(),
+                   [](const StepSpan& a, const StepSpan& b) { return a.start_ns < b.start_ns; });
+  std::stable_sort(records.begin(), records.end(),
+                   [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
+  t.records = std::move(records);
+  return t;
+}
 
 }  // namespace
 
@@ -411,20 +555,7 @@ Json report_json(const RunReport& r) {
   j["per_kind"] = totals(r.per_kind);
   j["per_block"] = totals(r.per_block);
 
-  Json trace = Json::array();
-  for (const KernelRecord& k : r.trace) {
-    Json kj = Json::object();
-    kj["name"] = k.name;
-    kj["kind"] = k.kind;
-    kj["step"] = k.step;
-    kj["start_ns"] = k.start_ns;
-    kj["end_ns"] = k.end_ns;
-    kj["grid"] = Json::array({k.grid[0], k.grid[1], k.grid[2]});
-    kj["block"] = Json::array({k.block[0], k.block[1], k.block[2]});
-    kj["bytes"] = k.bytes;
-    trace.push_back(kj);
-  }
-  j["kernel_records"] = trace;
+  if (r.timeline) j["timeline"] = timeline_json(*r.timeline);
   j["warnings"] = strings_json(r.warnings);
   j["reliability"] = reliability_json(r.reliability);
 
@@ -614,26 +745,17 @@ RunReport report_from(const Json& j) {
   const bool counted = !r.per_kind.empty() && r.per_kind.front().layers > 0;
   if (!counted) compute_group_totals(r);
 
-  for (const auto& kj : json::array_at(j, "kernel_records")) {
-    KernelRecord k;
-    k.name = json::string_at(kj, "name");
-    k.kind = json::string_at(kj, "kind");
-    k.step = int_from(json::at(kj, "step"), "step");
-    k.start_ns = count_at(kj, "start_ns");
-    k.end_ns = count_at(kj, "end_ns");
-    if (k.end_ns < k.start_ns) throw Error("a kernel record ends before it starts");
-    if (k.step < -1 || k.step >= static_cast<int>(r.steps.size()))
-      throw Error("a kernel record names step " + std::to_string(k.step) + ", which is absent");
-    std::vector<int> g = ints_from(json::at(kj, "grid")), b = ints_from(json::at(kj, "block"));
-    if (g.size() != 3 || b.size() != 3) throw Error("kernel record grid/block need 3 values");
-    for (int x : g)
-      if (x < 0) throw Error("kernel record grid " + std::to_string(x) + " is negative");
-    for (int x : b)
-      if (x < 0) throw Error("kernel record block " + std::to_string(x) + " is negative");
-    k.grid = {g[0], g[1], g[2]};
-    k.block = {b[0], b[1], b[2]};
-    k.bytes = count_at(kj, "bytes");
-    r.trace.push_back(std::move(k));
+  if (const Json* tj = json::find(j, "timeline")) {
+    try {
+      r.timeline = timeline_from(*tj, static_cast<int>(r.steps.size()), r.config.iters);
+    } catch (const Error& e) {
+      throw Error(std::string("timeline: ") + e.what());
+    }
+  } else if (const Json* old_records = json::find(j, "kernel_records")) {
+    std::vector<KernelRecord> records;
+    for (const auto& kj : json::as_array(*old_records))
+      records.push_back(record_from(kj, static_cast<int>(r.steps.size())));
+    r.timeline = timeline_from_old_records(r, std::move(records));
   }
   r.warnings = strings_from(json::at(j, "warnings"));
   if (const Json* rel = json::find(j, "reliability"))  // absent in older reports: no findings
@@ -707,80 +829,62 @@ std::vector<RunReport> read_reports_file(const std::string& path) {
 
 // ---- trace ----------------------------------------------------------------------------------------------
 
+// One process per run; one thread track per timeline track (GPU streams, or host and its worker threads),
+// then the median summary. Layer spans and their records share a track, so Perfetto and chrome://tracing
+// nest the records under the layer by time containment (timeline_layout keeps them inside).
 std::string trace_json(const std::vector<RunReport>& reports) {
   Json events = Json::array();
   for (size_t ri = 0; ri < reports.size(); ++ri) {
     const RunReport& r = reports[ri];
     const int pid = static_cast<int>(ri) + 1;
-    Json meta = Json::object();
-    meta["name"] = "process_name";
-    meta["ph"] = "M";
-    meta["pid"] = pid;
-    Json margs = Json::object();
-    margs["name"] = r.backend + " (" + r.timer + ", batch " + std::to_string(r.config.batch) + ")";
-    meta["args"] = margs;
-    events.push_back(meta);
-    auto step_event = [&](const StepProfile& p, double ts_us, double dur_us, const char* how) {
+    const TimelineLayout layout = timeline_layout(r);
+    auto meta = [&](const char* what, int tid, const Json& args) {
       Json e = Json::object();
-      e["name"] = p.name;
-      e["cat"] = "layer";
-      e["ph"] = "X";
-      e["ts"] = ts_us;
-      e["dur"] = dur_us;
+      e["name"] = what;
+      e["ph"] = "M";
       e["pid"] = pid;
-      e["tid"] = 1;
-      Json a = Json::object();
-      a["layers"] = ints_json(p.layers);
-      a["backend"] = r.backend;
-      a["variant"] = p.variant;
-      a["median_ns"] = p.time_ns.median;
-      a["timing"] = how;
-      e["args"] = a;
+      if (tid > 0) e["tid"] = tid;
+      e["args"] = args;
       events.push_back(e);
     };
-    if (!r.trace.empty()) {
-      // CUPTI: real GPU timestamps of the last iteration, relative to its first record.
-      int64_t t0 = r.trace.front().start_ns;
-      for (const auto& k : r.trace) t0 = std::min(t0, k.start_ns);
-      std::vector<std::pair<int64_t, int64_t>> span(r.steps.size(), {INT64_MAX, INT64_MIN});
-      for (const auto& k : r.trace) {
+    std::string process =
+        r.backend + " (" + r.timer + ", batch " + std::to_string(r.config.batch) +
+        "): " + (layout.has_timeline ? layout.description : "no timeline in this report, median summary only");
+    if (layout.clamped > 0) process += "; " + std::to_string(layout.clamped) + " records clamped into their layer span";
+    meta("process_name", 0, Json{{"name", process}});
+    meta("process_sort_index", 0, Json{{"sort_index", pid}});
+    for (size_t ti = 0; ti < layout.tracks.size(); ++ti) {
+      const TimelineTrack& track = layout.tracks[ti];
+      const int tid = static_cast<int>(ti) + 1;
+      meta("thread_name", tid, Json{{"name", track.name}});
+      meta("thread_sort_index", tid, Json{{"sort_index", tid}});
+      for (const TimelineBar& b : track.bars) {
         Json e = Json::object();
-        e["name"] = k.name;
-        e["cat"] = k.kind;
+        e["name"] = b.name;
+        e["cat"] = b.category;
         e["ph"] = "X";
-        e["ts"] = static_cast<double>(k.start_ns - t0) / 1000.0;
-        e["dur"] = static_cast<double>(k.duration_ns()) / 1000.0;
+        e["ts"] = static_cast<double>(b.start_ns) / 1000.0;  // microseconds, the format's unit
+        e["dur"] = static_cast<double>(b.duration_ns()) / 1000.0;
         e["pid"] = pid;
-        e["tid"] = 2;
+        e["tid"] = tid;
         Json a = Json::object();
-        a["step"] = k.step;
-        if (k.step >= 0 && k.step < static_cast<int>(r.steps.size())) {
-          a["layers"] = ints_json(r.steps[static_cast<size_t>(k.step)].layers);
-          auto& s = span[static_cast<size_t>(k.step)];
-          s.first = std::min(s.first, k.start_ns);
-          s.second = std::max(s.second, k.end_ns);
+        a["step"] = b.step;
+        if (b.step >= 0 && b.step < static_cast<int>(r.steps.size())) {
+          const StepProfile& p = r.steps[static_cast<size_t>(b.step)];
+          a["layers"] = ints_json(p.layers);
+          a["step_name"] = p.name;
+          a["variant"] = p.variant;
+          if (b.category == "layer" || b.category == "summary") a["median_ns"] = p.time_ns.median;
         }
-        a["backend"] = r.backend;
-        if (k.kind == "kernel") {
-          a["grid"] = Json::array({k.grid[0], k.grid[1], k.grid[2]});
-          a["block"] = Json::array({k.block[0], k.block[1], k.block[2]});
-        } else {
-          a["bytes"] = k.bytes;
+        if (b.category == "kernel") {
+          a["grid"] = Json::array({b.grid[0], b.grid[1], b.grid[2]});
+          a["block"] = Json::array({b.block[0], b.block[1], b.block[2]});
+        } else if (b.category == "memcpy" || b.category == "memset") {
+          a["bytes"] = b.bytes;
         }
+        if (b.category == "summary") a["timing"] = "median duration, laid end to end (not a timestamp)";
         e["args"] = a;
         events.push_back(e);
-      }
-      for (size_t s = 0; s < r.steps.size(); ++s)
-        if (span[s].first != INT64_MAX)
-          step_event(r.steps[s], static_cast<double>(span[s].first - t0) / 1000.0,
-                     static_cast<double>(span[s].second - span[s].first) / 1000.0,
-                     "cupti: first kernel start to last kernel end");
-    } else {
-      // Event / host timers give durations, not timestamps: steps are laid out back to back by median.
-      double ts = 0;
-      for (const auto& p : r.steps) {
-        step_event(p, ts, p.time_ns.median / 1000.0, "median duration, laid out back to back (no timestamps)");
-        ts += p.time_ns.median / 1000.0;
       }
     }
   }

@@ -203,7 +203,7 @@ std::string small_report() {
   copy.start_ns = 1600;
   copy.end_ns = 1700;
   copy.bytes = 128;
-  report.trace = {k, copy};
+  if (report.timeline) report.timeline->records = {k, copy};  // every section of the format present
   report.warnings = {"a warning"};
   return mnv2::json::dump(mnv2::reports_json({report}), 1) + "\n";
 }

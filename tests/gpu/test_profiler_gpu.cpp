@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 
 #include "mnv2/device.h"
 #include "mnv2/error.h"
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
+#include "mnv2/timeline.h"
 #include "test_support.h"
 
 namespace mnv2::test {
@@ -70,20 +72,63 @@ TEST_F(ProfilerGpu, CuptiTimesEveryLayerWithKernelsAndAgreesWithEvents) {
   }
   EXPECT_GT(cupti_sum, 0.3 * event_sum);
   EXPECT_LE(cupti_sum, event_sum * 1.02);
-  EXPECT_FALSE(r.trace.empty());
+  ASSERT_TRUE(r.timeline.has_value());
+  EXPECT_FALSE(r.timeline->records.empty());
   for (const auto& w : r.warnings) ADD_FAILURE() << "unexpected warning: " << w;
 
   TempDir tmp;
   write_json_report(tmp.file("r.json"), {r});
   auto back = read_reports_file(tmp.file("r.json"));
   ASSERT_EQ(back.size(), 1u);
-  EXPECT_EQ(back[0].trace.size(), r.trace.size());
+  ASSERT_TRUE(back[0].timeline.has_value());
+  EXPECT_EQ(back[0].timeline->records.size(), r.timeline->records.size());
   EXPECT_EQ(report_csv(back), report_csv({r}));
   json::Json trace = json::parse(trace_json({r}));
   int kernels = 0;
   for (const auto& e : trace.at("traceEvents"))
     if (e.contains("cat") && e.at("cat").get<std::string>() == "kernel") ++kernels;
   EXPECT_GE(kernels, 99);
+}
+
+// The timeline on a GPU (issue 15): cudaEvent layer spans one after another from the run's first event;
+// CUPTI records on real streams, each inside its layer's span, layer spans in start order with gaps >= 0.
+TEST_F(ProfilerGpu, TimelinesHaveRealTimestampsPerStream) {
+  RunReport ev = profile(model(), config(TimerKind::cuda_event, 1));
+  ASSERT_TRUE(ev.timeline.has_value());
+  EXPECT_EQ(ev.timeline->clock, "cuda_event");
+  ASSERT_EQ(ev.timeline->steps.size(), ev.steps.size());
+  for (size_t i = 0; i < ev.timeline->steps.size(); ++i) {
+    const StepSpan& s = ev.timeline->steps[i];
+    EXPECT_LE(s.start_ns, s.end_ns);
+    if (i > 0) EXPECT_GE(s.start_ns, ev.timeline->steps[i - 1].end_ns) << "step " << s.step;
+  }
+  EXPECT_GT(ev.timeline->steps.front().start_ns, 0);  // the input upload runs before the first layer
+
+  RunReport cu = profile(model(), config(TimerKind::cupti_kernel, 1));
+  ASSERT_EQ(cu.timer, "cupti_kernel");
+  ASSERT_TRUE(cu.timeline.has_value());
+  const Timeline& t = *cu.timeline;
+  EXPECT_EQ(t.choice, "median per-layer total");
+  EXPECT_GE(t.iteration, 0);
+  EXPECT_LT(t.iteration, t.iterations);
+  std::map<int, StepSpan> span_of;
+  for (const StepSpan& s : t.steps) span_of[s.step] = s;
+  EXPECT_EQ(span_of.size(), cu.steps.size());
+  int kernels_with_stream = 0, kernels = 0;
+  for (const KernelRecord& k : t.records) {
+    kernels += k.kind == "kernel";
+    kernels_with_stream += k.kind == "kernel" && k.stream >= 0;  // a synchronous copy may have none
+    EXPECT_GT(k.correlation, 0) << k.name;
+    if (k.step < 0) continue;
+    EXPECT_GE(k.start_ns, span_of[k.step].start_ns) << k.name;
+    EXPECT_LE(k.end_ns, span_of[k.step].end_ns) << k.name;
+  }
+  EXPECT_GT(kernels, 0);
+  EXPECT_EQ(kernels_with_stream, kernels);
+  const TimelineLayout layout = timeline_layout(cu);
+  EXPECT_EQ(layout.clamped, 0);
+  EXPECT_EQ(layout.tracks.front().kind, "stream");
+  EXPECT_EQ(layout.tracks.back().kind, "summary");
 }
 
 // --exec graph: the cuda backend's graph replay profiled per step by CUPTI (graph node ids); events and

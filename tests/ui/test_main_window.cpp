@@ -37,6 +37,7 @@
 #include "widgets/main_window.h"
 #include "widgets/network_graph_view.h"
 #include "widgets/run_settings_panel.h"
+#include "widgets/timeline_page.h"
 #include "widgets/timings_page.h"
 #include "widgets/topology_page.h"
 
@@ -256,6 +257,13 @@ class MainWindowTest : public QObject {
     const QString trace = m_dir.filePath(QStringLiteral("profile.trace.json"));
     QVERIFY(m_window->exportTo(MainWindow::ExportFormat::Trace, trace));
     QVERIFY(mnv2::json::parse_file(trace.toStdString()).contains("traceEvents"));
+
+    // The Timeline tab shows the run's timeline: the host lane (cpu-ref adds worker lanes) and the summary.
+    QVERIFY(runs.front().timeline.has_value());
+    QVERIFY(m_window->selectTab(QStringLiteral("timeline")));
+    QVERIFY(m_window->timelinePage()->laneCount() >= 2);
+    QVERIFY(m_window->timelinePage()->barCount() >= 2 * 99);
+    QVERIFY(m_window->selectTab(QStringLiteral("timings")));
   }
 
   void opensAReportAndComparesItWithTheCurrentRun() {

@@ -292,6 +292,12 @@ TEST(Report, GraphReplayExecutionRoundTrips) {
 TEST(Report, KernelRecordsRoundTripAndBecomeTraceEvents) {
   RunReport r = cpu_report();
   r.timer = "cupti_kernel";
+  Timeline t;
+  t.clock = "cupti_kernel";
+  t.iteration = 1;
+  t.iterations = 4;
+  t.choice = "median per-layer total";
+  t.steps = {StepSpan{3, 1000, 4500}};
   KernelRecord k;
   k.name = "void kernel<float>(float*)";
   k.kind = "kernel";
@@ -300,26 +306,36 @@ TEST(Report, KernelRecordsRoundTripAndBecomeTraceEvents) {
   k.end_ns = 4500;
   k.grid = {128, 2, 1};
   k.block = {256, 1, 1};
-  r.trace = {k};
+  k.stream = 7;
+  k.correlation = 42;
+  t.records = {k};
   k.kind = "memcpy";
   k.name = "memcpy HtoD";
   k.step = -1;
   k.start_ns = 0;
   k.end_ns = 900;
   k.bytes = 602112;
-  r.trace.push_back(k);
+  t.records.push_back(k);
+  r.timeline = t;
   auto back = reports_from_json(reports_json({r}));
-  ASSERT_EQ(back[0].trace.size(), 2u);
-  EXPECT_EQ(back[0].trace[0].name, "void kernel<float>(float*)");
-  EXPECT_EQ(back[0].trace[0].grid[1], 2);
-  EXPECT_EQ(back[0].trace[1].bytes, 602112);
-  json::Json t = json::parse(trace_json({r}));
+  ASSERT_TRUE(back[0].timeline.has_value());
+  const Timeline& b = *back[0].timeline;
+  ASSERT_EQ(b.records.size(), 2u);
+  EXPECT_EQ(b.records[0].name, "void kernel<float>(float*)");
+  EXPECT_EQ(b.records[0].grid[1], 2);
+  EXPECT_EQ(b.records[0].stream, 7);
+  EXPECT_EQ(b.records[0].correlation, 42);
+  EXPECT_EQ(b.records[1].bytes, 602112);
+  EXPECT_EQ(b.iteration, 1);
+  ASSERT_EQ(b.steps.size(), 1u);
+  EXPECT_EQ(b.steps[0].end_ns, 4500);
+  json::Json tr = json::parse(trace_json({r}));
   int kernels = 0, layers = 0;
-  for (const auto& e : t.at("traceEvents")) {
+  for (const auto& e : tr.at("traceEvents")) {
     if (!e.contains("cat")) continue;
     if (e.at("cat").get<std::string>() == "kernel") {
       ++kernels;
-      EXPECT_DOUBLE_EQ(e.at("ts").get<double>(), 1.0);  // microseconds from the first record
+      EXPECT_DOUBLE_EQ(e.at("ts").get<double>(), 1.0);  // microseconds from the iteration's first record
       EXPECT_DOUBLE_EQ(e.at("dur").get<double>(), 3.5);
       EXPECT_EQ(e.at("args").at("layers")[0].get<int64_t>(), 3);
     }
@@ -330,15 +346,18 @@ TEST(Report, KernelRecordsRoundTripAndBecomeTraceEvents) {
 }
 
 TEST(Report, TraceHasCompleteEvents) {
-  json::Json t = json::parse(trace_json({cpu_report()}));
-  int complete = 0;
+  const RunReport& r = cpu_report();
+  ASSERT_TRUE(r.timeline.has_value());
+  json::Json t = json::parse(trace_json({r}));
+  int layers = 0, summary = 0;
   for (const auto& e : t.at("traceEvents")) {
     if (e.at("ph").get<std::string>() != "X") continue;
-    ++complete;
     EXPECT_GE(e.at("dur").get<double>(), 0);
-    EXPECT_EQ(e.at("args").at("backend").get<std::string>(), "cpu-ref");
+    layers += e.at("cat").get<std::string>() == "layer";
+    summary += e.at("cat").get<std::string>() == "summary";
   }
-  EXPECT_EQ(complete, 99);
+  EXPECT_EQ(layers, 99);   // one real span per step of the chosen iteration
+  EXPECT_EQ(summary, 99);  // and the median layout, end to end
 }
 
 TEST(Report, RefusesMalformedTruncatedAndNewer) {

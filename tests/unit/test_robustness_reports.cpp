@@ -54,7 +54,8 @@ const std::vector<RunReport>& sample_reports() {
     k.end_ns = 1500;
     k.grid = {2, 1, 1};
     k.block = {128, 1, 1};
-    report.trace = {k, k};
+    if (!report.timeline) throw Error("the cpu profile made no timeline");
+    report.timeline->records = {k, k};
     return std::vector<RunReport>{report};
   }();
   return reports;
@@ -87,7 +88,8 @@ TEST(RobustReports, TheSampleReadsBack) {
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].layers.size(), 3u);
   ASSERT_TRUE(back[0].diff.has_value());
-  EXPECT_EQ(back[0].trace.size(), 2u);
+  ASSERT_TRUE(back[0].timeline.has_value());
+  EXPECT_EQ(back[0].timeline->records.size(), 2u);
 }
 
 TEST(RobustReports, WrongTypesAndOutOfRangeValuesAreRefused) {
@@ -122,8 +124,8 @@ TEST(RobustReports, WrongTypesAndOutOfRangeValuesAreRefused) {
       {"runs/0/steps/0/layers", "[]", "covers no layer"},
       {"runs/0/steps/0/layers", "[1000000000000000]", "out of range"},
       {"runs/0/steps/1/layers", "[5]", "covers layer 5"},
-      {"runs/0/kernel_records/0/grid", "[1, 2]", "3 values"},
-      {"runs/0/kernel_records/0/start_ns", "1e20", "'start_ns': expected an integer"},
+      {"runs/0/timeline/records/0/grid", "[1, 2]", "3 values"},
+      {"runs/0/timeline/records/0/start_ns", "1e20", "'start_ns': expected an integer"},
       {"runs/0/diff/compared", "[true]", "different number of layers"},
       {"runs/0/diff/first_divergent_layer", "4294967296", "out of range"},
       {"runs/0/warnings", "[1, 2]", "expected a string"},
@@ -148,9 +150,22 @@ TEST(RobustReports, WrongTypesAndOutOfRangeValuesAreRefused) {
       {"runs/0/steps/0/bytes", "-4096", "bytes -4096 is negative"},
       {"runs/0/end_to_end/images_per_s", "-100", "not a non-negative figure"},
       {"runs/0/memory/weight_bytes", "-1", "weight_bytes -1 is negative"},
-      {"runs/0/kernel_records/0/start_ns", "9000000000000000", "ends before it starts"},
-      {"runs/0/kernel_records/0/grid", "[1, -2, 1]", "grid -2 is negative"},
-      {"runs/0/kernel_records/0/step", "4000", "names step 4000"},
+      {"runs/0/timeline/records/0/start_ns", "9000000000000000", "ends before it starts"},
+      {"runs/0/timeline/records/0/grid", "[1, -2, 1]", "grid -2 is negative"},
+      {"runs/0/timeline/records/0/step", "4000", "names step 4000"},
+      {"runs/0/timeline/records/0/stream", "-7", "stream -7 is negative"},
+      {"runs/0/timeline/steps/0/start_ns", "9000000000000000", "layer span ends before it starts"},
+      {"runs/0/timeline/steps/0/end_ns", "-1", "end_ns -1 is negative"},
+      {"runs/0/timeline/steps/0/step", "99", "timeline step 99 is outside"},
+      {"runs/0/timeline/steps/1/step", "0", "spans step 0 twice"},
+      {"runs/0/timeline/iteration", "2", "timeline iteration 2 is outside 0..1"},
+      {"runs/0/timeline/iterations", "3", "timeline iterations 3 is outside 1..2"},
+      {"runs/0/timeline/total_ns", "-5", "not a non-negative figure"},
+      {"runs/0/timeline/clock", "\"sundial\"", "sundial"},
+      {"runs/0/timeline/threads", "[{\"step\": 0, \"thread\": 5000, \"start_ns\": 0, \"end_ns\": 1}]",
+       "timeline thread 5000 is outside 0..4095"},
+      {"runs/0/timeline/threads", "[{\"step\": 0, \"thread\": 1, \"start_ns\": 5, \"end_ns\": 1}]",
+       "thread span ends before it starts"},
       {"runs/0/per_kind/0/macs", "-9", "macs -9 is negative"},
       {"runs/0/diff/first_divergent_layer", "1000", "first_divergent_layer 1000 is outside"},
       {"runs/0/diff/top5", "[-1, 2, 3, 4, 5]", "class -1"},

@@ -43,6 +43,7 @@
 #include "widgets/run_settings_panel.h"
 #include "widgets/runs_panel.h"
 #include "widgets/sweep_page.h"
+#include "widgets/timeline_page.h"
 #include "widgets/timings_page.h"
 #include "widgets/topology_page.h"
 
@@ -156,6 +157,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_tabs->setObjectName(QStringLiteral("tabs"));
   m_topology = new TopologyPage(m_layers, m_selection, m_tabs);
   m_timings = new TimingsPage(m_selection, m_tabs);
+  m_timeline = new TimelinePage(m_tabs);
   m_diffs = new DiffsPage(m_selection, m_tabs);
   m_comparison = new ComparisonPage(m_catalog, m_selection, m_tabs);
   m_graph = new GraphPage(m_selection, m_tabs);
@@ -165,6 +167,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_accuracy->setObjectName(QStringLiteral("accuracyPage"));
   m_tabs->addTab(m_topology, QStringLiteral("Topology"));
   m_tabs->addTab(m_timings, QStringLiteral("Timings"));
+  m_tabs->addTab(m_timeline, QStringLiteral("Timeline"));
   m_tabs->addTab(m_diffs, QStringLiteral("Diffs"));
   m_tabs->addTab(m_comparison, QStringLiteral("Run comparison"));
   m_tabs->addTab(m_graph, QStringLiteral("Graph"));
@@ -740,6 +743,7 @@ void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QStrin
                         .arg(left);
   m_layers->setReport(same.front());
   m_timings->setReports(same, m_shownTitle);
+  m_timeline->setReports(same);
   m_graph->view()->setReport(same.front());
   m_roofline->setReports(same);
   QStringList unreliable;  // one line per shown run whose figures are not to be trusted, with the reasons
@@ -1060,6 +1064,7 @@ bool MainWindow::selectTab(const QString& name) {
   const QString n = name.toLower();
   QWidget* page = n == QLatin1String("topology")     ? static_cast<QWidget*>(m_topology)
                   : n == QLatin1String("timings")    ? static_cast<QWidget*>(m_timings)
+                  : n == QLatin1String("timeline")   ? static_cast<QWidget*>(m_timeline)
                   : n == QLatin1String("diffs")      ? static_cast<QWidget*>(m_diffs)
                   : n == QLatin1String("comparison") ? static_cast<QWidget*>(m_comparison)
                   : n == QLatin1String("graph")      ? static_cast<QWidget*>(m_graph)

@@ -33,6 +33,7 @@ class RunController;
 class RunSettingsPanel;
 class RunsPanel;
 class TimingsPage;
+class TimelinePage;
 class TopologyPage;
 
 class MainWindow : public QMainWindow {
@@ -85,6 +86,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* runsDock() const { return m_runsDock; }
   TopologyPage* topologyPage() const { return m_topology; }
   TimingsPage* timingsPage() const { return m_timings; }
+  TimelinePage* timelinePage() const { return m_timeline; }
   DiffsPage* diffsPage() const { return m_diffs; }
   ComparisonPage* comparisonPage() const { return m_comparison; }
   GraphPage* graphPage() const { return m_graph; }
@@ -150,6 +152,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* m_tabs = nullptr;
   TopologyPage* m_topology = nullptr;
   TimingsPage* m_timings = nullptr;
+  TimelinePage* m_timeline = nullptr;
   DiffsPage* m_diffs = nullptr;
   ComparisonPage* m_comparison = nullptr;
   GraphPage* m_graph = nullptr;

@@ -7,6 +7,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,28 @@
 
 namespace mnv2::cpu {
 namespace {
+
+thread_local ThreadSpanLog* t_active_log = nullptr;
+
+int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// One worker's part of a parallel region, noted when it leaves the region; nothing without a log.
+class WorkerSpan {
+ public:
+  explicit WorkerSpan(ThreadSpanLog* log) : log_(log), begin_ns_(log ? steady_now_ns() : 0) {}
+  ~WorkerSpan() {
+    if (log_) log_->note(omp_get_thread_num(), begin_ns_, steady_now_ns());
+  }
+  WorkerSpan(const WorkerSpan&) = delete;
+  WorkerSpan& operator=(const WorkerSpan&) = delete;
+
+ private:
+  ThreadSpanLog* log_;
+  int64_t begin_ns_;
+};
 
 // Column slices handed to threads start on a multiple of this many floats (one 64-byte cache line),
 // so two threads never write the same line of an output row.
@@ -65,8 +88,10 @@ void conv_pointwise(const ConvShape& s, const float* input, const float* weight,
                     int threads) {
   const int64_t m = s.out_channels, k = s.in_channels;
   const int64_t n = static_cast<int64_t>(s.out_h) * s.out_w;
+  ThreadSpanLog* const log = t_active_log;
 #pragma omp parallel num_threads(threads)
   {
+    const WorkerSpan span(log);
     const int part = omp_get_thread_num(), parts = omp_get_num_threads();
     int64_t m0 = 0, m1 = m, n0 = 0, n1 = n;
     if (parts > 1) {
@@ -124,8 +149,10 @@ void conv_im2col(const ConvShape& s, const float* input, const float* weight, co
   const int64_t in_plane = static_cast<int64_t>(s.in_h) * s.in_w;
   // Threads own column slices of the one unfolded matrix, so they never wait for each other and the
   // buffer is reused for every image and group.
+  ThreadSpanLog* const log = t_active_log;
 #pragma omp parallel num_threads(threads)
   {
+    const WorkerSpan span(log);
     int64_t n0 = 0, n1 = n;
     split_range(n, omp_get_num_threads(), omp_get_thread_num(), kColumnAlign, &n0, &n1);
     if (n0 < n1) {
@@ -221,11 +248,16 @@ void conv_depthwise(const ConvShape& s, const float* input, const float* weight,
   const int64_t in_plane = static_cast<int64_t>(s.in_h) * s.in_w;
   const int64_t out_plane = static_cast<int64_t>(s.out_h) * s.out_w;
   const int64_t taps = static_cast<int64_t>(s.kernel_h) * s.kernel_w;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t p = 0; p < planes; ++p) {
-    const int64_t c = p % s.in_channels;
-    depthwise_plane(s, input + p * in_plane, weight + c * taps, bias ? bias[c] : 0.0f, output + p * out_plane,
-                    zero_row);
+  ThreadSpanLog* const log = t_active_log;
+#pragma omp parallel num_threads(threads)
+  {
+    const WorkerSpan span(log);
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < planes; ++p) {
+      const int64_t c = p % s.in_channels;
+      depthwise_plane(s, input + p * in_plane, weight + c * taps, bias ? bias[c] : 0.0f, output + p * out_plane,
+                      zero_row);
+    }
   }
 }
 
@@ -255,8 +287,10 @@ void mean_planes(const float* in, float* out, int64_t planes, int64_t plane_size
 template <typename Fn>
 void parallel_spans(int64_t count, int threads, Fn fn) {
   const int team = count >= kMinParallelFloats ? threads : 1;
+  ThreadSpanLog* const log = t_active_log;
 #pragma omp parallel num_threads(team)
   {
+    const WorkerSpan span(log);
     int64_t begin = 0, end = 0;
     split_range(count, omp_get_num_threads(), omp_get_thread_num(), kColumnAlign, &begin, &end);
     if (begin < end) fn(begin, end);
@@ -264,6 +298,9 @@ void parallel_spans(int64_t count, int threads, Fn fn) {
 }
 
 }  // namespace
+
+ScopedThreadSpanLog::ScopedThreadSpanLog(ThreadSpanLog* log) : previous_(t_active_log) { t_active_log = log; }
+ScopedThreadSpanLog::~ScopedThreadSpanLog() { t_active_log = previous_; }
 
 int conv_output_extent(int in, int pad_begin, int pad_end, int kernel, int stride, int dilation) {
   const int64_t span = static_cast<int64_t>(dilation) * (kernel - 1) + 1;
@@ -329,8 +366,10 @@ void add(const float* a, const float* b, float* out, int64_t count, int threads)
 
 void global_average_pool(const float* in, float* out, int64_t planes, int64_t plane_size, int threads) {
   const int team = planes * plane_size >= kMinParallelFloats ? threads : 1;
+  ThreadSpanLog* const log = t_active_log;
 #pragma omp parallel num_threads(team)
   {
+    const WorkerSpan span(log);
     int64_t begin = 0, end = 0;
     split_range(planes, omp_get_num_threads(), omp_get_thread_num(), 1, &begin, &end);
     if (begin < end) mean_planes(in + begin * plane_size, out + begin, end - begin, plane_size);
@@ -341,8 +380,10 @@ void linear(const float* in, const float* weight, const float* bias, float* out,
             int out_features, int threads) {
   // Split the output features: every thread streams its own rows of the weight matrix, the largest
   // operand here, once for the whole batch.
+  ThreadSpanLog* const log = t_active_log;
 #pragma omp parallel num_threads(threads)
   {
+    const WorkerSpan span(log);
     int64_t n0 = 0, n1 = 0;
     split_range(out_features, omp_get_num_threads(), omp_get_thread_num(), kColumnAlign, &n0, &n1);
     if (n0 < n1) {

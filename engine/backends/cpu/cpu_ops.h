@@ -3,9 +3,47 @@
 // work over.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace mnv2::cpu {
+
+// Each worker thread's part of the kernels run while a log is active on the calling thread (the timeline's
+// worker spans): first start and last end of the thread's work in its parallel regions, steady-clock
+// nanoseconds since the clock's epoch. One slot per thread, a cache line each, so workers never share one.
+class ThreadSpanLog {
+ public:
+  struct alignas(64) Span {
+    int64_t begin_ns = -1;  // -1: the thread did no work since reset()
+    int64_t end_ns = -1;
+  };
+  void reset(int threads) { spans_.assign(static_cast<size_t>(threads > 0 ? threads : 0), Span{}); }
+  // Called by worker `thread` only; threads beyond the reset size are not noted.
+  void note(int thread, int64_t begin_ns, int64_t end_ns) {
+    if (thread < 0 || static_cast<size_t>(thread) >= spans_.size()) return;
+    Span& s = spans_[static_cast<size_t>(thread)];
+    if (s.begin_ns < 0) s.begin_ns = begin_ns;
+    s.end_ns = end_ns;
+  }
+  const std::vector<Span>& spans() const { return spans_; }
+
+ private:
+  std::vector<Span> spans_;
+};
+
+// Makes `log` the active one of the calling thread while it lives (the kernels read it before they open a
+// parallel region, so their workers note into it); the previous one is restored after.
+class ScopedThreadSpanLog {
+ public:
+  explicit ScopedThreadSpanLog(ThreadSpanLog* log);
+  ~ScopedThreadSpanLog();
+  ScopedThreadSpanLog(const ScopedThreadSpanLog&) = delete;
+  ScopedThreadSpanLog& operator=(const ScopedThreadSpanLog&) = delete;
+
+ private:
+  ThreadSpanLog* previous_;
+};
 
 // One convolution over a whole batch. Layouts: input [batch, in_channels, in_h, in_w], weight
 // [out_channels, in_channels / groups, kernel_h, kernel_w], output [batch, out_channels, out_h, out_w].

@@ -69,10 +69,25 @@ class ReferencePreparedNet final : public PreparedNet {
     cpu::ScopedOmpThreads team(threads_);
     if (options.keep_layer_outputs) allocate_kept_outputs();
 
+    // Worker spans only for an observer that asks (the timeline's host clock): the kernels then note each
+    // thread's part of its parallel regions; otherwise they skip it.
+    const bool thread_spans = options.observer && options.observer->wants_thread_spans();
     for (size_t i = 0; i < steps_.size(); ++i) {
       const int step_index = static_cast<int>(i);
       if (options.observer) options.observer->step_begin(step_index, nullptr);
-      execute(steps_[i], input.data.data());
+      if (thread_spans) {
+        thread_log_.reset(threads_);
+        {
+          const cpu::ScopedThreadSpanLog active(&thread_log_);
+          execute(steps_[i], input.data.data());
+        }
+        const auto& spans = thread_log_.spans();
+        for (size_t t = 0; t < spans.size(); ++t)
+          if (spans[t].begin_ns >= 0)
+            options.observer->thread_span(step_index, static_cast<int>(t), spans[t].begin_ns, spans[t].end_ns);
+      } else {
+        execute(steps_[i], input.data.data());
+      }
       if (options.observer) options.observer->step_end(step_index, nullptr);
       if (options.keep_layer_outputs) {
         const std::vector<float>& out = slots_[steps_[i].output_slot];
@@ -334,6 +349,7 @@ class ReferencePreparedNet final : public PreparedNet {
 
   PrepareConfig config_;
   int threads_ = 1;
+  cpu::ThreadSpanLog thread_log_;  // the workers' parts of the current step, when an observer wants them
   Shape input_shape_;
   Shape output_shape_;  // of the last layer
   std::vector<Step> steps_;

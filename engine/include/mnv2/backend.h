@@ -97,6 +97,13 @@ class StepObserver {
   virtual void instantiate_graph(const GraphStepMap& /*map*/, const std::function<void()>& instantiate) {
     instantiate();
   }
+
+  // Worker threads of a host backend that splits a step over a team (the cpu-ref kernels' OpenMP regions): an
+  // observer that wants their spans says so, and the backend then reports, between step_begin and step_end of
+  // `step`, each thread's first start and last end of work in the step, as steady-clock nanoseconds
+  // (std::chrono::steady_clock::now().time_since_epoch()). Backends skip the bookkeeping for other observers.
+  virtual bool wants_thread_spans() const { return false; }
+  virtual void thread_span(int /*step*/, int /*thread*/, int64_t /*begin_ns*/, int64_t /*end_ns*/) {}
 };
 
 struct RunOptions {

@@ -98,6 +98,31 @@ struct DiffReport {
   double threshold = 1e-4;
 };
 
+// One iteration of the per-layer phase at its own timestamps, chosen as the iteration whose per-layer total
+// (the sum of its step times) is closest to the median of all timed iterations' totals. Times are
+// nanoseconds from the iteration's origin: host clock (steady clock from the start of the iteration),
+// cudaEvent (GPU time from the run's first event), CUPTI (GPU timestamps from the iteration's first record).
+struct Timeline {
+  std::string clock;  // "host_clock", "cuda_event", "cupti_kernel": the source of the timestamps
+  // Which iteration: its index among the timed iterations of the per-layer phase (0-based) and how it was
+  // chosen ("median per-layer total"; "last iteration" in reports written before the choice existed).
+  int iteration = -1;
+  int iterations = 0;  // timed iterations the choice was made from
+  std::string choice;
+  double total_ns = 0;                // this iteration's per-layer total
+  double median_total_ns = 0;         // the median of every timed iteration's per-layer total
+  std::vector<StepSpan> steps;        // layer spans, in start order (CUPTI: first record start to last record end)
+  std::vector<ThreadSpan> threads;    // host backends that report their worker threads
+  std::vector<KernelRecord> records;  // CUPTI: every kernel, memcpy and memset of the iteration, in start order
+};
+// At most this many iterations are kept as candidates for the timeline (spread evenly over the phase); the
+// median of the totals is always taken over every iteration.
+inline constexpr int kMaxTimelineCandidates = 256;
+
+// The name a step's spans carry in timelines and traces: its layers' structural names joined by "+"
+// ("stem.conv", "block2.expand+block2.expand_relu6"); "step N" where the topology lacks a layer.
+std::string step_span_name(const std::vector<Layer>& topology, const std::vector<int>& layers, int step);
+
 struct RunReport {
   int schema_version = 1;
   std::string run_id;
@@ -123,9 +148,11 @@ struct RunReport {
   std::vector<Layer> topology;       // weights dropped: kind, name, attributes, block
   std::vector<LayerStats> layer_stats;
   std::vector<GroupTotal> per_kind, per_block;
-  double sum_of_steps_ms = 0;       // sum of step medians (instrumented run)
-  double gap_ms = 0;                // end-to-end median (gpu if measured, else host) minus sum_of_steps_ms
-  std::vector<KernelRecord> trace;  // the last instrumented iteration's records (cupti), ns from its first record
+  double sum_of_steps_ms = 0;  // sum of step medians (instrumented run)
+  double gap_ms = 0;           // end-to-end median (gpu if measured, else host) minus sum_of_steps_ms
+  // Timeline (item "a real timeline" of issue 15): one iteration at its own timestamps; absent in reports
+  // written before it, except CUPTI ones, whose last iteration's records (the old "kernel_records") become one.
+  std::optional<Timeline> timeline;
   std::vector<std::string> warnings;
   std::optional<DiffReport> diff;
 

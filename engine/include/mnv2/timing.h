@@ -26,8 +26,27 @@ struct KernelRecord {
   int64_t end_ns = 0;
   std::array<int, 3> grid{0, 0, 0};
   std::array<int, 3> block{0, 0, 0};
-  int64_t bytes = 0;  // memcpy / memset size
+  int64_t bytes = 0;        // memcpy / memset size
+  int64_t stream = -1;      // CUPTI stream id (one timeline track per stream); -1 where not known
+  int64_t correlation = 0;  // CUPTI correlation id of the launching API call; 0 where not known
   int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+// Where one step ran within its iteration, nanoseconds from the iteration's origin on the source's clock
+// (host: steady clock from begin_iteration(); cudaEvent: GPU event time from the run's first event).
+struct StepSpan {
+  int step = -1;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// The part of a step one worker thread of a host backend ran (first start to last end of its work in the
+// step), on the same clock and origin as the step spans; `thread` is the worker's number in its team.
+struct ThreadSpan {
+  int step = -1;
+  int thread = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
 };
 
 // What one timed iteration produced.
@@ -36,6 +55,10 @@ struct IterationTiming {
   int64_t run_ns = -1;                // run_begin..run_end on this source's clock; -1 if not measured
   std::vector<KernelRecord> records;  // cupti_kernel only
   bool graph_replay = false;          // cupti_kernel: the records came from a CUDA graph replay (by graph node)
+  // Timestamps of this iteration (host clock and cudaEvent sources; CUPTI's are in `records`): the steps
+  // that ran, and the worker threads' parts where a host backend reports them (StepObserver::thread_span).
+  std::vector<StepSpan> step_spans;
+  std::vector<ThreadSpan> thread_spans;
 };
 
 class TimingSource : public StepObserver {

@@ -94,6 +94,7 @@ struct RawRecord {
   uint8_t copy_kind = 0;
   uint32_t correlation_id = 0;
   uint32_t runtime_correlation_id = 0;  // memcpy only; 0 elsewhere
+  uint32_t stream = 0;                  // CUPTI stream id
   uint64_t start = 0, end = 0;          // GPU clock, ns
   std::array<int, 3> grid{0, 0, 0};
   std::array<int, 3> block{0, 0, 0};
@@ -171,6 +172,7 @@ void parse_buffer(uint8_t* buffer, size_t valid_bytes, Delivery& out) {
         r.grid = {k->gridX, k->gridY, k->gridZ};
         r.block = {k->blockX, k->blockY, k->blockZ};
         r.graph_node = k->graphNodeId;
+        r.stream = k->streamId;
         r.name = k->name != nullptr ? k->name : "";
         out.records.push_back(std::move(r));
         break;
@@ -186,6 +188,7 @@ void parse_buffer(uint8_t* buffer, size_t valid_bytes, Delivery& out) {
         r.end = m->end;
         r.bytes = m->bytes;
         r.graph_node = m->graphNodeId;
+        r.stream = m->streamId;
         out.records.push_back(std::move(r));
         break;
       }
@@ -198,6 +201,7 @@ void parse_buffer(uint8_t* buffer, size_t valid_bytes, Delivery& out) {
         r.end = m->end;
         r.bytes = m->bytes;
         r.graph_node = m->graphNodeId;
+        r.stream = m->streamId;
         out.records.push_back(std::move(r));
         break;
       }
@@ -478,6 +482,8 @@ class CuptiTimingSource final : public TimingSource {
       k.start_ns = static_cast<int64_t>(r.start);
       k.end_ns = static_cast<int64_t>(r.end);
       k.bytes = static_cast<int64_t>(r.bytes);
+      k.stream = r.stream == CUPTI_INVALID_STREAM_ID ? -1 : static_cast<int64_t>(r.stream);  // synchronous copies
+      k.correlation = r.correlation_id;
       switch (r.kind) {
         case RawKind::kernel:
           k.kind = "kernel";

@@ -32,6 +32,14 @@ int64_t elapsed_ns(const EventPair& pair) {
   return std::llround(static_cast<double>(ms) * 1e6);
 }
 
+// Time from `origin` to `event` (both recorded on one stream, `event` not before `origin`), nanoseconds.
+int64_t since_ns(const Event& origin, const Event& event) {
+  MNV2_CHECK_CUDA(cudaEventSynchronize(event.get()));
+  float ms = 0.0f;
+  MNV2_CHECK_CUDA(cudaEventElapsedTime(&ms, origin.get(), event.get()));
+  return std::llround(static_cast<double>(ms) * 1e6);
+}
+
 // step_ns = stream time from step_begin's event to step_end's: GPU work of the step plus any time the
 // stream sat idle waiting for the host to submit it (launch gaps), so it is >= the GPU-only (CUPTI) time.
 class EventTimingSource final : public TimingSource {
@@ -84,6 +92,15 @@ class EventTimingSource final : public TimingSource {
     for (size_t s = 0; s < pool_.size(); ++s)
       if (begun_[s] && ended_[s]) timing.step_ns[s] = elapsed_ns(pool_[s]);
     if (run_begun_ && run_ended_) timing.run_ns = elapsed_ns(run_);
+    // Timestamps: every step's events against one origin on the same stream (the run's first event, or the
+    // first step's where the backend brackets no run), so the gaps between steps are real GPU time.
+    const Event* origin = run_begun_ ? &run_.begin : nullptr;
+    for (size_t s = 0; s < pool_.size() && origin == nullptr; ++s)
+      if (begun_[s] && ended_[s]) origin = &pool_[s].begin;
+    for (size_t s = 0; s < pool_.size() && origin != nullptr; ++s)
+      if (begun_[s] && ended_[s])
+        timing.step_spans.push_back(
+            StepSpan{static_cast<int>(s), since_ns(*origin, pool_[s].begin), since_ns(*origin, pool_[s].end)});
     return timing;
   }
 

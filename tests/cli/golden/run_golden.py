@@ -32,7 +32,7 @@ MASK_KEY = re.compile(
     r"(_ms|_ns|_us|_per_s|_gb_s|_s|_cv)$|^(cv|share|dur|ts|gflop_s|gbytes_s|ridge_flop_per_byte|date|run_id|commit|"
     r"backend_description|device|key|method|cudnn|cuda_runtime|driver|sm_clock_mhz_start|sm_clock_mhz_end|"
     r"bound|of_roof|attainable_gflop_s|roof_gflop_s|percent_of_roof|fraction_of_roof|timing|host|hostname|"
-    r"cpu|cpu_description|threads|created|generated|memory_bound)$")
+    r"cpu|cpu_description|threads|created|generated|memory_bound|iteration)$")
 # Added after the recording and machine-dependent by nature: a run's reliability findings (what else ran on
 # the machine) and the thread count it ran with. Dropped from JSON objects, CSV columns and stdout lines on
 # both sides.
@@ -44,6 +44,8 @@ COMMIT = re.compile(r"\b(commit[ \"=:]+)[0-9a-f]{7,40}\b")
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 DECIMAL = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?")
 MASKED = "<masked>"
+# Which iteration a timeline shows is the one with the median per-layer total: it moves from run to run.
+ITERATION = re.compile(r"\biteration \d+ of (\d+)")
 
 
 def case_list(tmp, shared):
@@ -113,6 +115,7 @@ def normalise_text(text, tmp, shared):
     text = text.replace(tmp, "<tmp>").replace(os.path.realpath(tmp), "<tmp>")
     text = text.replace(os.path.realpath(shared), "<shared>").replace(shared, "<shared>")
     text = CPU_DESCRIPTION.sub("<cpu>", text)
+    text = ITERATION.sub(lambda m: "iteration <masked> of " + m.group(1), text)
     return COMMIT.sub(lambda m: m.group(1) + "<commit>", text)
 
 
