@@ -4,12 +4,13 @@
 # In one call: every GPU test, profiles of the GPU backends with both timers, cross-backend comparisons on
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
-# MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu;
+# MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
+# timeline;
 # default all), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
-sections=",${MNV2_DEVICE_SECTIONS:-tests,base,cuda,studies,ncu,app,portable,exports,cpu},"
+sections=",${MNV2_DEVICE_SECTIONS:-tests,base,cuda,studies,ncu,app,portable,exports,cpu,timeline},"
 want() { [[ $sections == *",$1,"* ]]; }
 out=${OUT:-/tmp/mnv2-device-out}
 mkdir -p "$out"
@@ -298,6 +299,35 @@ if want app && [[ -f "$repo/.device/app.tar.xz" ]]; then
   cp "$work"/h200-app-accuracy.png "$work"/h200-app-sweep-sizes.png "$out/" 2>/dev/null
   cp "$work"/h200-app-timings.png "$work"/h200-app-cuda-vs-cudnn.png "$work"/h200-app-roofline.png \
     "$work/h200-app-compare.json" "$out/" 2>/dev/null
+fi
+
+# ---- timelines and reliability (issue 15) ----------------------------------------------------------------
+# One iteration at its own timestamps with every GPU timer and execution: cudaEvent spans, CUPTI records per
+# stream layer by layer and inside the graph replay, for both GPU backends; each run's reliability findings
+# (other GPU processes, SM clock) in its summary; the two cuda runs side by side with mnv2 runs.
+if want timeline; then
+for spec in "cuda event layers" "cuda cupti layers" "cuda cupti graph" "cudnn cupti layers" "cudnn event layers"; do
+  read -r b t e <<<"$spec"
+  name="timeline_${b}_${t}_${e}"
+  exec_flag=()
+  [[ $e == graph ]] && exec_flag=(--exec graph)
+  TAIL=14 run "$name" ./bin/mnv2 profile --backend "$b" --timing "$t" "${exec_flag[@]}" \
+    --tensor shared/golden/cat.input.f32 --warmup 10 --iters 50 --json "$work/$name.json" --trace "$work/$name.trace.json"
+done
+TAIL=40 run timeline_runs ./bin/mnv2 runs "$work/timeline_cuda_cupti_layers.json" "$work/timeline_cuda_cupti_graph.json"
+# The trace's tracks and event counts per track (process, thread name), for the note.
+python3 - "$work" >"$work/timeline_tracks.txt" 2>&1 <<'PY'
+import json, sys, glob, collections
+for f in sorted(glob.glob(sys.argv[1] + "/timeline_*.trace.json")):
+    ev = json.load(open(f))["traceEvents"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    count = collections.Counter((e["pid"], e["tid"]) for e in ev if e.get("ph") == "X")
+    print(f.split("/")[-1])
+    for k, n in sorted(count.items()):
+        print("  ", names.get(k, k), n)
+PY
+cat "$work/timeline_tracks.txt" >>"$summary"
+cp "$work"/timeline_cuda_cupti_graph.trace.json "$work"/timeline_cudnn_cupti_layers.trace.json "$out/" 2>/dev/null
 fi
 
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$summary" 2>&1

@@ -1,6 +1,7 @@
 // The run history (see report_catalog.h).
 #include "models/report_catalog.h"
 
+#include <QColor>
 #include <QFileInfo>
 #include <algorithm>
 
@@ -212,6 +213,9 @@ QVariant ReportCatalog::headerData(int section, Qt::Orientation orientation, int
         return QStringLiteral("Checked runs are shown on the pages; ★ marks the pinned baseline, ● the newest run");
       case EndToEnd:
         return QStringLiteral("Median of the un-instrumented end-to-end runs (host clock)");
+      case Reliability:
+        return QStringLiteral("Whether noise or contention (CV, tail, SM clock, other GPU processes, host load) "
+                              "makes the run's figures unreliable; the reasons as tool-tip");
       case Note:
         return QStringLiteral("Your note (double-click to edit); saved with the session");
       default:
@@ -283,6 +287,8 @@ QVariant ReportCatalog::data(const QModelIndex& index, int role) const {
         case EndToEnd:
           return r.end_to_end.host_ms.n > 0 ? QString::number(r.end_to_end.host_ms.median, 'f', 3)
                                             : QStringLiteral("—");
+        case Reliability:
+          return reliabilityMarker(r);
         case Taken: {
           const QDateTime when = QDateTime::fromString(QString::fromStdString(r.date), Qt::ISODate);
           return when.isValid() ? when.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"))
@@ -301,9 +307,14 @@ QVariant ReportCatalog::data(const QModelIndex& index, int role) const {
       return index.column() == Name ? QVariant(e.shown ? Qt::Checked : Qt::Unchecked) : QVariant();
     case Qt::ToolTipRole:
       if (index.column() == Note && !e.note.isEmpty()) return e.note;
+      if (index.column() == Reliability) return reliabilityText(r);
       return QStringLiteral("%1\nmodel %2\ninput %3\n%4 (commit %5)%6")
           .arg(reportSummary(r), shownText(r.model_source), shownText(r.config.input_name), shownText(r.date),
                shownText(r.commit), e.origin.isEmpty() ? QString() : QStringLiteral("\nfrom ") + e.origin);
+    case Qt::ForegroundRole:
+      if (index.column() == Reliability && r.reliability.verdict() == mnv2::Verdict::unreliable)
+        return QColor(0xb0, 0x2a, 0x37);
+      return {};
     case Qt::TextAlignmentRole:
       return index.column() == Batch || index.column() == EndToEnd ? QVariant(Qt::AlignRight | Qt::AlignVCenter)
                                                                    : QVariant();

@@ -718,6 +718,7 @@ void MainWindow::clearShown() {
   m_timings->setReports({}, QStringLiteral("No run is shown: check one or more runs in the Runs panel."));
   m_graph->view()->setReport(nullptr);
   m_roofline->setReports({});
+  m_timeline->setReports({});
   m_diffs->setSources(QStringLiteral("shown"), {}, false);
   updateTopologySummary();
   updateActions();
