@@ -27,6 +27,7 @@ namespace {
 
 QTableView* resultTable(QWidget* parent, QAbstractItemModel* model, const QString& objectName) {
   auto* view = new QTableView(parent);
+  view->setTabKeyNavigation(false);  // Tab leaves the table; arrows move between cells
   view->setObjectName(objectName);
   view->setModel(model);
   view->setSelectionBehavior(QAbstractItemView::SelectRows);

@@ -53,6 +53,7 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
   m_totalsPlot->yAxis->setLabel(QStringLiteral("sum of medians (ms)"));
   m_totals = new TotalsModel(this);
   m_totalsView = new QTableView(this);
+  m_totalsView->setTabKeyNavigation(false);  // Tab leaves the table; arrows move between cells
   m_totalsView->setObjectName(QStringLiteral("totalsTable"));
   m_totalsView->setModel(m_totals);
   m_totalsView->verticalHeader()->hide();

@@ -1,0 +1,243 @@
+// Issue 15's rough edges, each with a check that failed on the code before the fix: layouts that fit a laptop
+// (every page at 1280×720 and 1024×700 keeps Run, Compare, Cancel and the progress bar in view), Tab leaving
+// the tables, Ctrl+F to the name filter, stale panels and progress, the About box's licences.
+#include <QAbstractButton>
+#include <QApplication>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTableView>
+#include <QLabel>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "mnv2/report.h"
+#include "models/layer_selection.h"
+#include "ui_test_support.h"
+#include "widgets/network_graph_view.h"
+#include "run_controller.h"
+#include "widgets/main_window.h"
+#include "widgets/run_settings_panel.h"
+#include "widgets/topology_page.h"
+
+using namespace mnv2::ui;
+
+namespace {
+
+constexpr int kTimeoutMs = 120000;
+
+// The part of `w` the user can see, in window coordinates; empty when it is scrolled or clipped away.
+bool visibleInWindow(QWidget* w, QWidget* window, QString* why) {
+  const QRect r(w->mapTo(window, QPoint(0, 0)), w->size());
+  if (!w->isVisible()) {
+    *why = w->objectName() + QStringLiteral(" hidden");
+    return false;
+  }
+  if (!window->rect().contains(r)) {
+    *why = QStringLiteral("%1 at %2,%3 %4×%5 outside the window %6×%7")
+               .arg(w->objectName())
+               .arg(r.x())
+               .arg(r.y())
+               .arg(r.width())
+               .arg(r.height())
+               .arg(window->width())
+               .arg(window->height());
+    return false;
+  }
+  if (w->visibleRegion().isEmpty()) {
+    *why = w->objectName() + QStringLiteral(": scrolled or clipped out of view");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+class UiFixesTest : public QObject {
+  Q_OBJECT
+
+ private:
+  MainWindow* m_window = nullptr;
+  QTemporaryDir m_dir;
+
+  bool waitRun() {
+    QSignalSpy finished(m_window, &MainWindow::runFinished);
+    m_window->startRun(false);
+    if (!finished.wait(kTimeoutMs)) return false;
+    return finished.first().at(0).toBool();
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    MainWindow::Options options;
+    options.useSettings = false;
+    options.scripted = true;
+    m_window = new MainWindow(options);
+    m_window->show();
+    QSignalSpy env(m_window, &MainWindow::environmentReady);
+    QSignalSpy model(m_window, &MainWindow::modelReady);
+    m_window->start(test::mainModelPath());
+    QTRY_VERIFY_WITH_TIMEOUT(env.count() == 1 && model.count() == 1, kTimeoutMs);
+    QVERIFY(model.first().at(0).toBool());
+  }
+
+  void cleanupTestCase() { delete m_window; }
+
+  // Every page at 1280×720 and 1024×700: the run controls stay inside the window and are not scrolled away;
+  // the window can be 1024 px wide.
+  void runControlsVisibleOnEveryPageAtLaptopSizes() {
+    QVERIFY2(m_window->minimumSizeHint().width() <= 1024,
+             qPrintable(QStringLiteral("minimum width %1").arg(m_window->minimumSizeHint().width())));
+    QVERIFY2(m_window->minimumSize().width() <= 1024, qPrintable(QString::number(m_window->minimumSize().width())));
+    auto* tabs = m_window->findChild<QTabWidget*>(QStringLiteral("tabs"));
+    QVERIFY(tabs);
+    QWidget* controls[] = {m_window->findChild<QPushButton*>(QStringLiteral("runButton")),
+                           m_window->findChild<QPushButton*>(QStringLiteral("compareButton")),
+                           m_window->findChild<QPushButton*>(QStringLiteral("cancelButton")),
+                           m_window->runSettings()->progressBar()};
+    for (QWidget* w : controls) QVERIFY(w);
+    for (const QSize size : {QSize(1280, 720), QSize(1024, 700)}) {
+      m_window->resize(size);
+      QCoreApplication::processEvents();
+      QTRY_COMPARE(m_window->size(), size);
+      for (int i = 0; i < tabs->count(); ++i) {
+        tabs->setCurrentIndex(i);
+        QCoreApplication::processEvents();
+        for (QWidget* w : controls) {
+          QString why;
+          QVERIFY2(visibleInWindow(w, m_window, &why),
+                   qPrintable(QStringLiteral("%1×%2, page %3: %4")
+                                  .arg(size.width())
+                                  .arg(size.height())
+                                  .arg(tabs->tabText(i), why)));
+        }
+      }
+    }
+    tabs->setCurrentIndex(0);
+  }
+
+  // Tab moves focus out of a table (arrows move between cells); every table of the window says so.
+  void tabLeavesTables() {
+    const auto tables = m_window->findChildren<QTableView*>();
+    QVERIFY(tables.size() >= 5);
+    for (QTableView* t : tables) QVERIFY2(!t->tabKeyNavigation(), qPrintable(t->objectName()));
+    m_window->selectTab(QStringLiteral("topology"));
+    m_window->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(m_window));
+    QTableView* table = m_window->topologyPage()->view();
+    table->setFocus(Qt::OtherFocusReason);
+    QTRY_VERIFY(table->hasFocus());
+    table->setCurrentIndex(table->model()->index(0, 0));
+    QTest::keyClick(table, Qt::Key_Tab);
+    QVERIFY2(!table->hasFocus(), "Tab stayed in the table");
+    QCOMPARE(table->currentIndex().column(), 0);
+  }
+
+  // Find (Ctrl+F) from any page: the Topology page's name filter, with the focus.
+  void findFocusesTheNameFilter() {
+    m_window->selectTab(QStringLiteral("timings"));
+    m_window->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(m_window));
+    QLineEdit* filter = m_window->topologyPage()->nameFilter();
+    QVERIFY(filter);
+    QVERIFY(!filter->hasFocus());
+    QTest::keySequence(m_window, QKeySequence(QKeySequence::Find));
+    QTRY_VERIFY(filter->hasFocus());
+    QVERIFY(m_window->topologyPage()->isVisible());
+  }
+
+  // The About box names the project's licence, every third-party library with its licence, and the docs.
+  void aboutNamesEveryLicence() {
+    const QString about = MainWindow::aboutText();
+    for (const char* part : {"GPL-3.0-or-later", "Qt", "LGPL-3.0", "QCustomPlot", "OpenCV", "ONNX", "protobuf",
+                             "BSD-3-Clause", "oneDNN", "Apache-2.0", "nlohmann-json", "MIT", "CLI11", "CUDA runtime",
+                             "cuDNN", "cuBLAS", "CUPTI", "NVIDIA CUDA Toolkit EULA", "README", "https://"})
+      QVERIFY2(about.contains(QLatin1String(part)), part);
+  }
+
+  // After a run, the Graph page's detail panel shows the new run's figures of the selected layer at once.
+  void graphDetailsFollowANewRun() {
+    m_window->runSettings()->setCounts(1, 1, 3);
+    m_window->selection()->setCurrentLayer(5);
+    QLabel* details = m_window->graphPage()->details();
+    const QString before = details->text();
+    QVERIFY(waitRun());
+    const QString expected = m_window->graphPage()->view()->layerDetails(5);
+    QVERIFY(!expected.isEmpty());
+    QVERIFY(expected != before);  // the run added timings
+    QCOMPARE(details->text(), expected);
+    // The Topology page says whose timings it shows.
+    auto* summary = m_window->findChild<QLabel*>(QStringLiteral("topologySummary"));
+    QVERIFY(summary);
+    QVERIFY2(summary->text().contains(QStringLiteral("Timings from the current run")), qPrintable(summary->text()));
+    QCOMPARE(m_window->runSettings()->progressBar()->value(), m_window->runSettings()->progressBar()->maximum());
+  }
+
+  // A cancelled run leaves the progress bar empty, not full.
+  void progressEmptyAfterCancel() {
+    m_window->runSettings()->setCounts(1, 1, 100000);
+    QSignalSpy finished(m_window, &MainWindow::runFinished);
+    QSignalSpy progress(m_window->controller(), &RunController::progress);
+    m_window->startRun(false);
+    QVERIFY(progress.wait(kTimeoutMs));
+    m_window->cancelRun();
+    QVERIFY(finished.wait(kTimeoutMs));
+    QCOMPARE(finished.first().at(0).toBool(), false);
+    QCoreApplication::processEvents();
+    QCOMPARE(m_window->runSettings()->progressBar()->value(), 0);
+    m_window->runSettings()->setCounts(1, 1, 3);
+  }
+
+  // An image that could not be opened: its message goes when the next image opens.
+  void imageErrorGoesWithTheNextImage() {
+    QSignalSpy image(m_window, &MainWindow::imageReady);
+    const QString notes = m_dir.filePath(QStringLiteral("notes.txt"));
+    {
+      QFile f(notes);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("not an image\n");
+    }
+    m_window->openImage(notes);
+    QVERIFY(image.wait(kTimeoutMs));
+    QCOMPARE(image.takeFirst().at(0).toBool(), false);
+    QVERIFY(m_window->statusBar()->currentMessage().contains(QStringLiteral("Could not open")));
+    m_window->openImage(test::imagePath(QStringLiteral("cat.bmp")));
+    QVERIFY(image.wait(kTimeoutMs));
+    QCOMPARE(image.takeFirst().at(0).toBool(), true);
+    QVERIFY2(!m_window->statusBar()->currentMessage().contains(QStringLiteral("Could not open")),
+             qPrintable(m_window->statusBar()->currentMessage()));
+    auto* caption = m_window->findChild<QLabel*>(QStringLiteral("imageCaption"));
+    QVERIFY(caption && !caption->text().contains(QStringLiteral("Could not open")));
+  }
+
+  // An opened report's environment is labelled as the report's; this machine's fields keep this machine's.
+  void reportEnvironmentLabelledApart() {
+    auto* cudnn = m_window->findChild<QLabel*>(QStringLiteral("statusCudnn"));
+    QVERIFY(cudnn);
+    const QString local = cudnn->text();
+    mnv2::RunReport r = test::syntheticReport(test::mainModel().layers, "cudnn", 20000, 0.1, false);
+    r.device = "Imaginary GPU 9000";
+    r.cudnn = "7.7.7";
+    const QString path = m_dir.filePath(QStringLiteral("other-machine.json"));
+    mnv2::write_json_report(path.toStdString(), {r});
+    QVERIFY(m_window->openReport(path));
+    QCOMPARE(cudnn->text(), local);
+    QVERIFY2(!m_window->statusText().contains(QStringLiteral("cuDNN 7.7.7 |")), qPrintable(m_window->statusText()));
+    auto* shown = m_window->findChild<QLabel*>(QStringLiteral("statusShown"));
+    QVERIFY(shown && shown->isVisibleTo(m_window));
+    QVERIFY2(shown->text().contains(QStringLiteral("report other-machine.json")) &&
+                 shown->text().contains(QStringLiteral("Imaginary GPU 9000")) &&
+                 shown->text().contains(QStringLiteral("cuDNN 7.7.7")),
+             qPrintable(shown->text()));
+    auto* summary = m_window->findChild<QLabel*>(QStringLiteral("topologySummary"));
+    QVERIFY2(summary->text().contains(QStringLiteral("Timings from the report other-machine.json")),
+             qPrintable(summary->text()));
+  }
+};
+
+MNV2_UI_SUITE(UiFixesTest);
+
+#include "test_ui_fixes.moc"
