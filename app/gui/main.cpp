@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
   // The desktop entry's "Exec=mnv2-profiler %f": a file manager opens an image with the app.
   parser.addPositionalArgument(QStringLiteral("image"), QStringLiteral("An image to open (the same as --image IMG)."),
                                QStringLiteral("[IMAGE]"));
-  parser.process(*app);  // --help, --version: printed, exit 0
+  parser.process(*app);    // --help, --version: printed, exit 0
   if (textOnly) return 0;  // not reached: process() exits for them
 
   auto usage = [](const QString& text) {

@@ -1,26 +1,29 @@
 // Issue 15's rough edges, each with a check that failed on the code before the fix: layouts that fit a laptop
 // (every page at 1280×720 and 1024×700 keeps Run, Compare, Cancel and the progress bar in view), Tab leaving
 // the tables, Ctrl+F to the name filter, stale panels and progress, the About box's licences.
+#include <qcustomplot.h>
 #include <QAbstractButton>
 #include <QApplication>
+#include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
-#include <QLabel>
-#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "mnv2/report.h"
+#include "mnv2/roofline.h"
 #include "models/layer_selection.h"
-#include "ui_test_support.h"
-#include "widgets/network_graph_view.h"
 #include "run_controller.h"
+#include "ui_test_support.h"
 #include "widgets/main_window.h"
+#include "widgets/network_graph_view.h"
 #include "widgets/run_settings_panel.h"
+#include "widgets/timings_page.h"
 #include "widgets/topology_page.h"
 
 using namespace mnv2::ui;
@@ -108,11 +111,10 @@ class UiFixesTest : public QObject {
         QCoreApplication::processEvents();
         for (QWidget* w : controls) {
           QString why;
-          QVERIFY2(visibleInWindow(w, m_window, &why),
-                   qPrintable(QStringLiteral("%1×%2, page %3: %4")
-                                  .arg(size.width())
-                                  .arg(size.height())
-                                  .arg(tabs->tabText(i), why)));
+          QVERIFY2(visibleInWindow(w, m_window, &why), qPrintable(QStringLiteral("%1×%2, page %3: %4")
+                                                                      .arg(size.width())
+                                                                      .arg(size.height())
+                                                                      .arg(tabs->tabText(i), why)));
         }
       }
     }
@@ -152,14 +154,32 @@ class UiFixesTest : public QObject {
   // The About box names the project's licence, every third-party library with its licence, and the docs.
   void aboutNamesEveryLicence() {
     const QString about = MainWindow::aboutText();
-    for (const char* part : {"GPL-3.0-or-later", "Qt", "LGPL-3.0", "QCustomPlot", "OpenCV", "ONNX", "protobuf",
-                             "BSD-3-Clause", "oneDNN", "Apache-2.0", "nlohmann-json", "MIT", "CLI11", "CUDA runtime",
-                             "cuDNN", "cuBLAS", "CUPTI", "NVIDIA CUDA Toolkit EULA", "README", "https://"})
+    for (const char* part : {"GPL-3.0-or-later",
+                             "Qt",
+                             "LGPL-3.0",
+                             "QCustomPlot",
+                             "OpenCV",
+                             "ONNX",
+                             "protobuf",
+                             "BSD-3-Clause",
+                             "oneDNN",
+                             "Apache-2.0",
+                             "nlohmann-json",
+                             "MIT",
+                             "CLI11",
+                             "CUDA runtime",
+                             "cuDNN",
+                             "cuBLAS",
+                             "CUPTI",
+                             "NVIDIA CUDA Toolkit EULA",
+                             "README",
+                             "https://"})
       QVERIFY2(about.contains(QLatin1String(part)), part);
   }
 
   // After a run, the Graph page's detail panel shows the new run's figures of the selected layer at once.
   void graphDetailsFollowANewRun() {
+    QVERIFY(m_window->runSettings()->selectBackend(QStringLiteral("cpu-ref")));  // one step per layer
     m_window->runSettings()->setCounts(1, 1, 3);
     m_window->selection()->setCurrentLayer(5);
     QLabel* details = m_window->graphPage()->details();
@@ -174,6 +194,70 @@ class UiFixesTest : public QObject {
     QVERIFY(summary);
     QVERIFY2(summary->text().contains(QStringLiteral("Timings from the current run")), qPrintable(summary->text()));
     QCOMPARE(m_window->runSettings()->progressBar()->value(), m_window->runSettings()->progressBar()->maximum());
+  }
+
+  // One GFLOP/s everywhere: each step's figure (the report, its CSV, the Topology table) equals the roofline's,
+  // ReLU6 included (it was 0.0 in the table and the CSV, 32.6 in the roofline's tool-tip); the CSV has p10 and
+  // p90 and writes no "0.00" kernel count for a host-timed run.
+  void oneGflopsDefinitionAndCsvColumns() {
+    const mnv2::RunReport& r = *m_window->shownReports().front();
+    QCOMPARE(r.steps.size(), r.topology.size());
+    mnv2::Ceilings ceilings;
+    ceilings.bandwidth_gb_s = 100;
+    ceilings.gflop_s = 1000;
+    const std::vector<mnv2::RooflinePoint> points = mnv2::roofline_points(r, ceilings);
+    QVERIFY(!points.empty());
+    bool relu6 = false;
+    for (const mnv2::RooflinePoint& p : points) {
+      const mnv2::StepProfile& step = r.steps.at(static_cast<size_t>(p.step));
+      QVERIFY2(std::abs(step.gflops - p.gflop_s) <= 1e-9 * std::max(1.0, p.gflop_s), step.name.c_str());
+      if (p.kind == "ReLU6") {
+        relu6 = true;
+        QVERIFY2(step.gflops > 0, step.name.c_str());
+      }
+    }
+    QVERIFY(relu6);
+    const QStringList lines = QString::fromStdString(mnv2::report_csv({r})).split(QLatin1Char('\n'));
+    const QStringList header = test::csvFields(lines.front());
+    const int p10 = header.indexOf(QStringLiteral("p10_ns")), p90 = header.indexOf(QStringLiteral("p90_ns"));
+    const int median = header.indexOf(QStringLiteral("median_ns"));
+    QVERIFY(p10 >= 0 && p90 >= 0 && median >= 0);
+    const int kernels = header.indexOf(QStringLiteral("kernels_per_iter"));
+    QVERIFY(kernels >= 0);
+    const QStringList row = test::csvFields(lines.at(1));
+    QVERIFY(row.at(p10).toDouble() <= row.at(median).toDouble());
+    QVERIFY(row.at(median).toDouble() <= row.at(p90).toDouble());
+    QVERIFY2(row.at(kernels).isEmpty(), qPrintable(row.at(kernels)));  // the host clock records no kernels
+  }
+
+  // The wheel zooms the Timings chart along the layers only; Ctrl+wheel zooms the time axis.
+  void wheelZoomsLayersOnly() {
+    LayerSelection selection;
+    TimingsPage page(&selection);
+    page.setReports({std::make_shared<const mnv2::RunReport>(
+                        test::syntheticReport(test::mainModel().layers, "cpu", 5000, 0.1, false))},
+                    QStringLiteral("synthetic"));
+    page.resize(1000, 700);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    QCustomPlot* plot = page.plot();
+    plot->replot();
+    const QPointF centre = plot->axisRect()->rect().center();
+    auto wheel = [&](Qt::KeyboardModifiers modifiers) {
+      QWheelEvent event(centre, plot->mapToGlobal(centre), QPoint(), QPoint(0, 120), Qt::NoButton, modifiers,
+                        Qt::NoScrollPhase, false);
+      QCoreApplication::sendEvent(plot, &event);
+    };
+    const QCPRange x0 = plot->xAxis->range(), y0 = plot->yAxis->range();
+    wheel(Qt::NoModifier);
+    QVERIFY(plot->xAxis->range().size() < x0.size());  // zoomed in along the layers
+    QCOMPARE(plot->yAxis->range().lower, y0.lower);    // the floor stays
+    QCOMPARE(plot->yAxis->range().upper, y0.upper);
+    const QCPRange x1 = plot->xAxis->range();
+    wheel(Qt::ControlModifier);
+    QVERIFY(plot->yAxis->range().size() < y0.size());
+    QCOMPARE(plot->xAxis->range().lower, x1.lower);
+    QCOMPARE(plot->xAxis->range().upper, x1.upper);
   }
 
   // A cancelled run leaves the progress bar empty, not full.

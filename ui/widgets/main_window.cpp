@@ -332,8 +332,7 @@ void MainWindow::buildStatusBar() {
 
 QString MainWindow::statusText() const {
   QStringList parts;
-  for (QLabel* l : {m_statusModel, m_statusGpu, m_statusDriver, m_statusCuda, m_statusCudnn})
-    parts << l->text();
+  for (QLabel* l : {m_statusModel, m_statusGpu, m_statusDriver, m_statusCuda, m_statusCudnn}) parts << l->text();
   if (!m_statusShown->isHidden()) parts << m_statusShown->text();
   return parts.join(QStringLiteral(" | "));
 }
@@ -580,8 +579,7 @@ void MainWindow::openImage(const QString& path) {
 void MainWindow::onClassified(const ClassifyResult& result) {
   m_image = result;
   // A previous image's failure is not this image's: its message goes.
-  if (statusBar()->currentMessage().startsWith(QStringLiteral("Could not open the image")))
-    statusBar()->clearMessage();
+  if (statusBar()->currentMessage().startsWith(QStringLiteral("Could not open the image"))) statusBar()->clearMessage();
   // Non-finite logits: the probabilities shown are meaningless, and the warning names where they started.
   for (const QString& w : result.warnings) {
     qWarning().noquote() << "mnv2-profiler:" << w;

@@ -486,8 +486,8 @@ GraphPage::GraphPage(LayerSelection* selection, QWidget* parent) : QWidget(paren
 
 void GraphPage::showDetails() {
   const QString text = m_view->layerDetails(m_selection->currentLayer());
-  m_details->setText(text.isEmpty() ? QStringLiteral("Click a node (or a row, or a bar) to see the layer's figures here.")
-                                    : text);
+  m_details->setText(
+      text.isEmpty() ? QStringLiteral("Click a node (or a row, or a bar) to see the layer's figures here.") : text);
 }
 
 void GraphPage::setColorBy(NetworkGraphView::ColorBy colorBy) {

@@ -14,6 +14,7 @@
 #include <QTableView>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <QWheelEvent>
 #include <algorithm>
 
 #include "models/layer_selection.h"
@@ -29,7 +30,10 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
   m_log = new QCheckBox(QStringLiteral("Log scale"), this);
   m_log->setObjectName(QStringLiteral("logScale"));
   auto* reset = new QPushButton(QStringLiteral("Reset view"), this);
-  auto* hint = new QLabel(QStringLiteral("drag: pan · wheel: zoom · hover: statistics · click: select layer"), this);
+  auto* hint = new QLabel(
+      QStringLiteral(
+          "drag: pan · wheel: zoom layers · Ctrl+wheel: zoom time · hover: statistics · click: select layer"),
+      this);
   hint->setStyleSheet(QStringLiteral("color: #777;"));
 
   m_plot = new QCustomPlot(this);
@@ -37,6 +41,13 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
   m_plot->setMinimumHeight(260);
   applyPlotStyle(m_plot);
   m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  // Wheel and drag move along the layers only, so the time axis keeps its floor and no bar vanishes; Ctrl+wheel
+  // zooms the time axis.
+  m_plot->axisRect()->setRangeZoom(Qt::Horizontal);
+  m_plot->axisRect()->setRangeDrag(Qt::Horizontal);
+  connect(m_plot, &QCustomPlot::mouseWheel, this, [this](QWheelEvent* event) {
+    m_plot->axisRect()->setRangeZoom(event->modifiers() & Qt::ControlModifier ? Qt::Vertical : Qt::Horizontal);
+  });
   m_plot->xAxis->setLabel(QStringLiteral("layer (grouped by block)"));
   m_plot->yAxis->setLabel(QStringLiteral("median time per layer (µs)"));
   m_plot->legend->setVisible(false);
