@@ -12,17 +12,20 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "mnv2/report.h"
 #include "mnv2/roofline.h"
 #include "models/layer_selection.h"
+#include "models/layer_table_model.h"
 #include "run_controller.h"
 #include "ui_test_support.h"
 #include "widgets/main_window.h"
 #include "widgets/network_graph_view.h"
 #include "widgets/run_settings_panel.h"
+#include "widgets/sweep_page.h"
 #include "widgets/timings_page.h"
 #include "widgets/topology_page.h"
 
@@ -92,8 +95,15 @@ class UiFixesTest : public QObject {
   // Every page at 1280×720 and 1024×700: the run controls stay inside the window and are not scrolled away;
   // the window can be 1024 px wide.
   void runControlsVisibleOnEveryPageAtLaptopSizes() {
+    QString widths;  // what asks for the width, when too much
+    auto* tabWidget = m_window->findChild<QTabWidget*>(QStringLiteral("tabs"));
+    for (int i = 0; tabWidget && i < tabWidget->count(); ++i)
+      widths +=
+          QStringLiteral(" %1=%2").arg(tabWidget->tabText(i)).arg(tabWidget->widget(i)->minimumSizeHint().width());
+    if (auto* dock = m_window->findChild<QWidget*>(QStringLiteral("inputDock")))
+      widths += QStringLiteral(" dock=%1").arg(dock->minimumSizeHint().width());
     QVERIFY2(m_window->minimumSizeHint().width() <= 1024,
-             qPrintable(QStringLiteral("minimum width %1").arg(m_window->minimumSizeHint().width())));
+             qPrintable(QStringLiteral("minimum width %1:%2").arg(m_window->minimumSizeHint().width()).arg(widths)));
     QVERIFY2(m_window->minimumSize().width() <= 1024, qPrintable(QString::number(m_window->minimumSize().width())));
     auto* tabs = m_window->findChild<QTabWidget*>(QStringLiteral("tabs"));
     QVERIFY(tabs);
@@ -125,7 +135,10 @@ class UiFixesTest : public QObject {
   void tabLeavesTables() {
     const auto tables = m_window->findChildren<QTableView*>();
     QVERIFY(tables.size() >= 5);
-    for (QTableView* t : tables) QVERIFY2(!t->tabKeyNavigation(), qPrintable(t->objectName()));
+    for (QTableView* t : tables)
+      QVERIFY2(
+          !t->tabKeyNavigation(),
+          qPrintable(QStringLiteral("%1 in %2").arg(t->objectName(), t->parentWidget()->metaObject()->className())));
     m_window->selectTab(QStringLiteral("topology"));
     m_window->activateWindow();
     QVERIFY(QTest::qWaitForWindowActive(m_window));
@@ -260,6 +273,60 @@ class UiFixesTest : public QObject {
     QCOMPARE(plot->xAxis->range().upper, x1.upper);
   }
 
+  // The Sweep page: a sentence instead of empty axes before a sweep; then ticks at the batch sizes swept (no
+  // "1 2 2 3 3"), lines in clearly different colours, a tool-tip per point and a table of every figure.
+  void sweepTicksColoursTipsAndTable() {
+    SweepPage page;
+    page.resize(1000, 700);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    QCustomPlot* plot = page.latencyPlot();
+    QVERIFY(!page.emptyText(plot).isEmpty());
+    QVERIFY(!plot->xAxis->visible());
+    std::vector<mnv2::BenchResult> results;
+    for (const char* backend : {"cpu", "cpu-ref"})
+      for (int batch : {1, 2, 4}) {
+        mnv2::BenchResult r;
+        r.config.backend = backend;
+        r.config.batch = batch;
+        r.config.height = r.config.width = 224;
+        r.latency_ms.median = batch * (backend == std::string("cpu") ? 10.0 : 30.0);
+        r.latency_ms.p10 = r.latency_ms.median * 0.9;
+        r.latency_ms.p90 = r.latency_ms.median * 1.1;
+        r.latency_ms.n = 5;
+        r.images_per_s = batch * 1000.0 / r.latency_ms.median;
+        results.push_back(r);
+      }
+    page.setResults(results);
+    plot->replot();
+    QVERIFY(page.emptyText(plot).isEmpty());
+    QVERIFY(plot->xAxis->visible());
+    QCOMPARE(page.lineCount(), 2);
+    // Ticks: exactly the batch sizes.
+    auto ticker = plot->xAxis->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY(ticker);
+    QStringList labels;
+    for (auto it = ticker->ticks().constBegin(); it != ticker->ticks().constEnd(); ++it) labels << it.value();
+    QCOMPARE(labels, (QStringList{QStringLiteral("1"), QStringLiteral("2"), QStringLiteral("4")}));
+    // Colours far apart (the old shades of one hue were not).
+    const QColor a = plot->graph(0)->pen().color(), b = plot->graph(1)->pen().color();
+    const int distance = std::abs(a.red() - b.red()) + std::abs(a.green() - b.green()) + std::abs(a.blue() - b.blue());
+    QVERIFY2(distance > 150, qPrintable(QString::number(distance)));
+    // A tool-tip on a point, none far from every point.
+    const QPointF point(plot->xAxis->coordToPixel(2), plot->yAxis->coordToPixel(20.0));
+    const QString tip = page.toolTipAt(plot, point);
+    QVERIFY2(tip.contains(QStringLiteral("batch 2")) && tip.contains(QStringLiteral("20.000")), qPrintable(tip));
+    QVERIFY(page.toolTipAt(plot, QPointF(-100, -100)).isEmpty());
+    // The table.
+    QCOMPARE(page.table()->rowCount(), 6);
+    QVERIFY(!page.table()->tabKeyNavigation());
+    auto* exportButton = page.findChild<QPushButton*>(QStringLiteral("sweepExport"));
+    QVERIFY(exportButton && exportButton->isEnabled());
+    QSignalSpy exported(&page, &SweepPage::exportRequested);
+    exportButton->click();
+    QCOMPARE(exported.count(), 1);
+  }
+
   // A cancelled run leaves the progress bar empty, not full.
   void progressEmptyAfterCancel() {
     m_window->runSettings()->setCounts(1, 1, 100000);
@@ -306,7 +373,11 @@ class UiFixesTest : public QObject {
     r.device = "Imaginary GPU 9000";
     r.cudnn = "7.7.7";
     const QString path = m_dir.filePath(QStringLiteral("other-machine.json"));
-    mnv2::write_json_report(path.toStdString(), {r});
+    try {
+      mnv2::write_json_report(path.toStdString(), {r});
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
     QVERIFY(m_window->openReport(path));
     QCOMPARE(cudnn->text(), local);
     QVERIFY2(!m_window->statusText().contains(QStringLiteral("cuDNN 7.7.7 |")), qPrintable(m_window->statusText()));

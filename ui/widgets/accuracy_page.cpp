@@ -120,16 +120,19 @@ AccuracyPage::AccuracyPage(QWidget* parent) : QWidget(parent) {
   settingsRow->addWidget(new QLabel(QStringLiteral("Batch"), this));
   settingsRow->addWidget(m_batch);
   settingsRow->addSpacing(12);
-  settingsRow->addWidget(new QLabel(QStringLiteral("Loader threads"), this));
-  settingsRow->addWidget(m_threads);
   settingsRow->addStretch(1);
-  settingsRow->addWidget(m_run);
-  settingsRow->addWidget(m_cancel);
+  // Threads and the buttons on a row of their own: one row of everything was wider than a laptop's tab.
+  auto* runRow = new QHBoxLayout;
+  runRow->addWidget(m_threads);
+  runRow->addStretch(1);
+  runRow->addWidget(m_run);
+  runRow->addWidget(m_cancel);
   auto* form = new QFormLayout;
   form->addRow(QStringLiteral("Labelled set"), setRow);
   form->addRow(QStringLiteral("Images folder"), imagesRow);
   form->addRow(hint);
   form->addRow(QStringLiteral("Backend"), settingsRow);
+  form->addRow(QStringLiteral("Loader threads"), runRow);
 
   auto* resultRow = new QHBoxLayout;
   resultRow->addWidget(m_summary, 1);

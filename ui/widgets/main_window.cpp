@@ -357,6 +357,7 @@ void MainWindow::connectController() {
     Q_EMIT runFinished(true);
   });
   connect(m_sweep, &SweepPage::sweepRequested, this, [this] { startSweep(); });
+  connect(m_sweep, &SweepPage::exportRequested, this, [this] { exportInteractive(ExportFormat::SweepCsv); });
   connect(m_controller, &RunController::runningChanged, this, [this](bool running) {
     m_settings->setRunning(running);
     m_diffs->setComputing(running);

@@ -35,6 +35,7 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
           "drag: pan · wheel: zoom layers · Ctrl+wheel: zoom time · hover: statistics · click: select layer"),
       this);
   hint->setStyleSheet(QStringLiteral("color: #777;"));
+  hint->setWordWrap(true);  // wraps on a narrow window rather than widening it
 
   m_plot = new QCustomPlot(this);
   m_plot->setObjectName(QStringLiteral("timingsPlot"));
