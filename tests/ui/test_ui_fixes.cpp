@@ -3,6 +3,8 @@
 // the tables, Ctrl+F to the name filter, stale panels and progress, the About box's licences.
 #include <qcustomplot.h>
 #include <QAbstractButton>
+#include <QAbstractItemModelTester>
+#include <QAction>
 #include <QApplication>
 #include <QLabel>
 #include <QLineEdit>
@@ -18,10 +20,12 @@
 
 #include "mnv2/report.h"
 #include "mnv2/roofline.h"
+#include "models/eval_result_model.h"
 #include "models/layer_selection.h"
 #include "models/layer_table_model.h"
 #include "run_controller.h"
 #include "ui_test_support.h"
+#include "widgets/accuracy_page.h"
 #include "widgets/main_window.h"
 #include "widgets/network_graph_view.h"
 #include "widgets/run_settings_panel.h"
@@ -362,6 +366,41 @@ class UiFixesTest : public QObject {
              qPrintable(m_window->statusBar()->currentMessage()));
     auto* caption = m_window->findChild<QLabel*>(QStringLiteral("imageCaption"));
     QVERIFY(caption && !caption->text().contains(QStringLiteral("Could not open")));
+  }
+
+  // A misclassified row of the Accuracy page: double-clicking it opens and classifies its image.
+  void accuracyRowOpensItsImage() {
+    EvalOutcome outcome;
+    outcome.record.set = QStringLiteral("a set");
+    outcome.record.numClasses = 1001;
+    mnv2::EvalMiss miss;
+    miss.path = test::imagePath(QStringLiteral("cat.bmp")).toStdString();
+    miss.label = 1;
+    miss.top5 = {286, 285, 281, 282, 287};
+    outcome.record.result.images = 1;
+    outcome.record.result.misclassified = {miss};
+    m_window->accuracyPage()->setOutcome(outcome);
+    QAbstractItemModelTester tester(m_window->accuracyPage()->misclassifiedModel(),
+                                    QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const QModelIndex index = m_window->accuracyPage()->misclassifiedModel()->index(0, 1);
+    QCOMPARE(index.data(EvalResultModel::PathRole).toString(), test::imagePath(QStringLiteral("cat.bmp")));
+    m_window->selectTab(QStringLiteral("accuracy"));
+    auto* view = m_window->findChild<QTableView*>(QStringLiteral("evalMisclassified"));
+    QVERIFY(view);
+    QCoreApplication::processEvents();
+    QSignalSpy image(m_window, &MainWindow::imageReady);
+    Q_EMIT view->doubleClicked(index);  // what a double-click on the row sends
+    QVERIFY(image.wait(kTimeoutMs));
+    QVERIFY(image.takeFirst().at(0).toBool());
+    auto* caption = m_window->findChild<QLabel*>(QStringLiteral("imageCaption"));
+    QVERIFY2(caption->text().contains(QStringLiteral("cat.bmp")), qPrintable(caption->text()));
+    // The context menu's action does the same for the current row.
+    auto* action = view->findChild<QAction*>(QStringLiteral("openMisclassifiedImage"));
+    QVERIFY(action && view->actions().contains(action));
+    view->setCurrentIndex(index);
+    action->trigger();
+    QVERIFY(image.wait(kTimeoutMs));
+    QVERIFY(image.takeFirst().at(0).toBool());
   }
 
   // An opened report's environment is labelled as the report's; this machine's fields keep this machine's.

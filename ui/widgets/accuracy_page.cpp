@@ -1,6 +1,7 @@
 // The Accuracy tab (see accuracy_page.h).
 #include "widgets/accuracy_page.h"
 
+#include <QAction>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -101,6 +102,20 @@ AccuracyPage::AccuracyPage(QWidget* parent) : QWidget(parent) {
   m_skips = new EvalResultModel(EvalResultModel::Kind::Skipped, this);
   m_missView = resultTable(this, m_misses, QStringLiteral("evalMisclassified"));
   m_skipView = resultTable(this, m_skips, QStringLiteral("evalSkipped"));
+  // A misclassified row's image: double-click (or the context menu) opens and classifies it in the input panel.
+  m_missView->setToolTip(QStringLiteral("Double-click a row to open its image in the input panel"));
+  connect(m_missView, &QAbstractItemView::doubleClicked, this, [this](const QModelIndex& index) {
+    const QString path = index.data(EvalResultModel::PathRole).toString();
+    if (!path.isEmpty()) Q_EMIT imageRequested(path);
+  });
+  auto* openRow = new QAction(QStringLiteral("Open the image in the input panel"), m_missView);
+  openRow->setObjectName(QStringLiteral("openMisclassifiedImage"));
+  connect(openRow, &QAction::triggered, this, [this] {
+    const QString path = m_missView->currentIndex().data(EvalResultModel::PathRole).toString();
+    if (!path.isEmpty()) Q_EMIT imageRequested(path);
+  });
+  m_missView->addAction(openRow);
+  m_missView->setContextMenuPolicy(Qt::ActionsContextMenu);
   m_missTitle = new QLabel(this);
   m_skipTitle = new QLabel(this);
 

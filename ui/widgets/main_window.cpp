@@ -184,6 +184,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   });
   connect(m_accuracy, &AccuracyPage::runRequested, this, [this] { startEval(); });
   connect(m_accuracy, &AccuracyPage::cancelRequested, this, [this] { cancelRun(); });
+  connect(m_accuracy, &AccuracyPage::imageRequested, this, [this](const QString& path) { openImage(path); });
   connect(m_accuracy, &AccuracyPage::exportRequested, this, [this] {
     const QString path = QFileDialog::getSaveFileName(
         this, QStringLiteral("Export the evaluation"),
