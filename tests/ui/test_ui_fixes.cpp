@@ -6,6 +6,7 @@
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QApplication>
+#include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
@@ -275,6 +276,38 @@ class UiFixesTest : public QObject {
     QVERIFY(plot->yAxis->range().size() < y0.size());
     QCOMPARE(plot->xAxis->range().lower, x1.lower);
     QCOMPARE(plot->xAxis->range().upper, x1.upper);
+  }
+
+  // Timings: no ticks but a sentence before a run; the legend of three runs outside the plot area; per-block
+  // totals labels slanted so that "stem" and "b1" do not run together.
+  void timingsEmptyStateLegendAndBlockLabels() {
+    LayerSelection selection;
+    TimingsPage page(&selection);
+    page.resize(1000, 700);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    QCustomPlot* plot = page.plot();
+    QVERIFY(!plot->xAxis->ticks() && !plot->yAxis->tickLabels());
+    bool sentence = false;
+    for (int i = 0; i < plot->itemCount(); ++i)
+      if (auto* t = qobject_cast<QCPItemText*>(plot->item(i)))
+        sentence = t->text().contains(QStringLiteral("No timings"));
+    QVERIFY(sentence);
+    const auto& layers = test::mainModel().layers;
+    std::vector<ReportPtr> runs;
+    for (const char* backend : {"cpu", "cudnn", "cuda"})
+      runs.push_back(std::make_shared<const mnv2::RunReport>(test::syntheticReport(layers, backend, 3000, 0.1, false)));
+    page.setReports(runs, QStringLiteral("three runs"));
+    plot->replot();
+    QVERIFY(plot->xAxis->ticks() && plot->yAxis->tickLabels());
+    QVERIFY(plot->legend->visible());
+    QVERIFY2(!plot->legend->outerRect().intersects(plot->axisRect()->rect()), "the legend covers the plot area");
+    auto* grouping = page.findChild<QComboBox*>(QStringLiteral("totalsGrouping"));
+    QVERIFY(grouping);
+    grouping->setCurrentIndex(1);  // per block
+    QVERIFY(page.totalsPlot()->xAxis->tickLabelRotation() != 0);
+    grouping->setCurrentIndex(0);
+    QCOMPARE(page.totalsPlot()->xAxis->tickLabelRotation(), 0.0);
   }
 
   // The Sweep page: a sentence instead of empty axes before a sweep; then ticks at the batch sizes swept (no
