@@ -15,6 +15,8 @@
 #include <QTimer>
 #include <cstdio>
 #include <functional>
+#include <memory>
+#include <string_view>
 
 #include "common/omp_wait_policy.h"
 #include "mnv2/error.h"
@@ -60,11 +62,23 @@ void settle(int ms) {
 MNV2_DEFAULT_OMP_WAIT_POLICY();
 
 int main(int argc, char** argv) {
-  QApplication app(argc, argv);
-  QApplication::setOrganizationName(QStringLiteral("mnv2"));
-  QApplication::setApplicationName(QStringLiteral("mnv2-profiler"));
-  QApplication::setApplicationVersion(QStringLiteral(MNV2_VERSION));
-  QApplication::setWindowIcon(QIcon(QStringLiteral(":/mnv2/mnv2-profiler.png")));
+  // --help and --version print and exit before any window system is needed: a QCoreApplication for them (a
+  // QApplication aborts without a display), the QApplication otherwise.
+  bool textOnly = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a(argv[i]);
+    if (a == "--") break;
+    if (a == "-h" || a == "--help" || a == "-?" || a == "--help-all" || a == "-v" || a == "--version") textOnly = true;
+  }
+  std::unique_ptr<QCoreApplication> app;
+  if (textOnly)
+    app = std::make_unique<QCoreApplication>(argc, argv);
+  else
+    app = std::make_unique<QApplication>(argc, argv);
+  QCoreApplication::setOrganizationName(QStringLiteral("mnv2"));
+  QCoreApplication::setApplicationName(QStringLiteral("mnv2-profiler"));
+  QCoreApplication::setApplicationVersion(QStringLiteral(MNV2_VERSION));
+  if (!textOnly) QApplication::setWindowIcon(QIcon(QStringLiteral(":/mnv2/mnv2-profiler.png")));
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral(
@@ -161,7 +175,8 @@ int main(int argc, char** argv) {
   // The desktop entry's "Exec=mnv2-profiler %f": a file manager opens an image with the app.
   parser.addPositionalArgument(QStringLiteral("image"), QStringLiteral("An image to open (the same as --image IMG)."),
                                QStringLiteral("[IMAGE]"));
-  parser.process(app);
+  parser.process(*app);    // --help, --version: printed, exit 0
+  if (textOnly) return 0;  // not reached: process() exits for them
 
   auto usage = [](const QString& text) {
     say(QStringLiteral("error: ") + text);

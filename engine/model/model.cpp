@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mnv2/error.h"
+#include "mnv2/flops.h"
 #include "mnv2/model.h"
 
 namespace mnv2 {
@@ -221,6 +222,19 @@ std::vector<LayerStats> analyse(const Model& model, int batch, int height, int w
     s.bytes = mul(add(add(read, weights, where), s.output.numel(), where), kFloatBytes, where);
   }
   return stats;
+}
+
+double layer_flops(const Layer& layer, const LayerStats& stats) {
+  switch (layer.kind) {
+    case LayerKind::Conv2d:
+    case LayerKind::Linear:
+      return 2.0 * static_cast<double>(stats.macs);
+    case LayerKind::ReLU6:
+    case LayerKind::ReLU:
+      return 2.0 * static_cast<double>(stats.output.numel());
+    default:
+      return static_cast<double>(stats.macs);
+  }
 }
 
 std::string describe(const Layer& layer) {

@@ -12,6 +12,7 @@
 
 #include "mnv2/device.h"
 #include "mnv2/error.h"
+#include "mnv2/flops.h"
 #include "mnv2/labels.h"
 #include "mnv2/memory.h"
 #include "util/nvml.h"
@@ -395,14 +396,16 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
     p.kernels_per_iter = records_per_step[static_cast<size_t>(s)] / cfg.iters;
     p.grid = longest_grid[static_cast<size_t>(s)].second;
     p.block = longest_block[static_cast<size_t>(s)];
+    double flops = 0;
     for (int l : e.layers) {
       if (l < 0 || l >= static_cast<int>(r.layer_stats.size())) throw Error("backend step covers a bad layer index");
       p.macs += r.layer_stats[static_cast<size_t>(l)].macs;
       p.bytes += r.layer_stats[static_cast<size_t>(l)].bytes;
+      flops += layer_flops(model.layers[static_cast<size_t>(l)], r.layer_stats[static_cast<size_t>(l)]);
     }
     p.bytes = p.bytes * storage_bytes(cfg.precision) / 4;  // analyse() counts float32
     if (p.time_ns.median > 0) {
-      p.gflops = 2.0 * static_cast<double>(p.macs) / p.time_ns.median;  // FLOP per ns = GFLOP/s
+      p.gflops = flops / p.time_ns.median;  // FLOP per ns = GFLOP/s; FLOPs as layer_flops() counts them
       p.gbytes_per_s = static_cast<double>(p.bytes) / p.time_ns.median;
     }
     sum_medians += p.time_ns.median;

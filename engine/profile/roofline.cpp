@@ -17,6 +17,7 @@
 #include "gpu/plugin_api.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
+#include "mnv2/flops.h"
 #include "mnv2/input_files.h"
 #include "mnv2/json_io.h"
 #include "mnv2/output_files.h"
@@ -227,18 +228,7 @@ std::vector<RooflinePoint> roofline_points(const RunReport& r, const Ceilings& c
         if (in != kNetworkInput && produced_inside(in))
           read -= static_cast<double>(r.layer_stats.at(static_cast<size_t>(in)).activation_bytes);
       p.bytes += read + weights + (l == s.layers.back() ? static_cast<double>(st.activation_bytes) : 0.0);
-      switch (r.topology.at(static_cast<size_t>(l)).kind) {
-        case LayerKind::Conv2d:
-        case LayerKind::Linear:
-          p.flops += 2.0 * static_cast<double>(st.macs);
-          break;
-        case LayerKind::ReLU6:
-        case LayerKind::ReLU:
-          p.flops += 2.0 * static_cast<double>(st.output.numel());
-          break;
-        default:
-          p.flops += static_cast<double>(st.macs);
-      }
+      p.flops += layer_flops(layer, st);  // the one definition (mnv2/model.h)
     }
     p.bytes *= storage_bytes(r.config.precision) / 4.0;  // analyse() counts float32
     if (!(p.flops > 0) || !(p.bytes > 0)) continue;

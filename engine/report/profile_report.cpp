@@ -365,11 +365,24 @@ Reliability reliability_from_json(const Json& j) {
 
 // ---- CSV ------------------------------------------------------------------------------------------------
 
+namespace {
+
+// Kernels launched per iteration: a whole number as an integer ("3"), an average as one with two decimals
+// ("2.50"); empty where the timer recorded no kernels (the host clock, cudaEvent).
+std::string kernels_text(const StepProfile& p) {
+  if (p.kernels_per_iter == 0 && p.kernel_names.empty()) return "";
+  if (p.kernels_per_iter == std::floor(p.kernels_per_iter))
+    return std::to_string(static_cast<int64_t>(p.kernels_per_iter));
+  return fixed(p.kernels_per_iter, 2);
+}
+
+}  // namespace
+
 std::string report_csv(const std::vector<RunReport>& reports) {
   std::ostringstream out;
   out << "run_id,backend,precision,batch,input_hw,layer_index,layer_name,kind,block,fused_group,step,variant,"
-         "output_shape,params,macs,bytes,timer,n,median_ns,p90_ns,p99_ns,mean_ns,std_ns,min_ns,max_ns,share,"
-         "gflop_s,gbytes_s,event_median_ns,timers_disagree,kernel_count,kernel_names,grid,block_dim,"
+         "output_shape,params,macs,bytes,timer,n,p10_ns,median_ns,p90_ns,p99_ns,mean_ns,std_ns,min_ns,max_ns,share,"
+         "gflop_s,gbytes_s,event_median_ns,timers_disagree,kernels_per_iter,kernel_names,grid,block_dim,"
          "diff_reference,max_abs_err,rel_l2_err,cosine,activation_bytes,weight_bytes,reliability\n";
   for (const RunReport& r : reports) {
     const std::string hw = std::to_string(r.config.height) + "x" + std::to_string(r.config.width);
@@ -388,14 +401,14 @@ std::string report_csv(const std::vector<RunReport>& reports) {
           << ',' << csv_quote(r.timer) << ',';
       if (carries_time) {
         const Summary& s = p.time_ns;
-        out << s.n << ',' << ns_int(s.median) << ',' << ns_int(s.p90) << ',' << ns_int(s.p99) << ',' << ns_int(s.mean)
-            << ',' << ns_int(s.stddev) << ',' << ns_int(s.min) << ',' << ns_int(s.max) << ',' << fixed(p.share, 6)
-            << ',' << fixed(p.gflops, 3) << ',' << fixed(p.gbytes_per_s, 3) << ','
+        out << s.n << ',' << ns_int(s.p10) << ',' << ns_int(s.median) << ',' << ns_int(s.p90) << ',' << ns_int(s.p99)
+            << ',' << ns_int(s.mean) << ',' << ns_int(s.stddev) << ',' << ns_int(s.min) << ',' << ns_int(s.max) << ','
+            << fixed(p.share, 6) << ',' << fixed(p.gflops, 3) << ',' << fixed(p.gbytes_per_s, 3) << ','
             << (p.event_ns ? ns_int(p.event_ns->median) : "") << ','
-            << (p.event_ns ? (p.timers_disagree ? "1" : "0") : "") << ',' << fixed(p.kernels_per_iter, 2) << ','
+            << (p.event_ns ? (p.timers_disagree ? "1" : "0") : "") << ',' << kernels_text(p) << ','
             << csv_quote(join(p.kernel_names, ";")) << ',' << csv_quote(p.grid) << ',' << csv_quote(p.block) << ',';
       } else {
-        out << ",,,,,,,,,,,,,,,,,";  // the 17 fields above, empty
+        out << ",,,,,,,,,,,,,,,,,,";  // the 18 fields above, empty
       }
       if (r.diff) {
         const LayerDiff& d = r.diff->layers.at(static_cast<size_t>(lp.layer));

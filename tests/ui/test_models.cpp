@@ -270,12 +270,13 @@ class ModelsTest : public QObject {
     QCOMPARE(catalog.session().runs[0].note, std::string("idle machine"));
     // The reliability column: the verdict, its reasons as tool-tip.
     mnv2::RunReport noisy = test::syntheticReport(topology(), "cpu", 1000, 0.1, false);
-    noisy.reliability.findings.push_back(
-        {"e2e_cv", mnv2::Verdict::unreliable, "end-to-end CV 80% (> 10%)", 0.8});
+    noisy.reliability.findings.push_back({"e2e_cv", mnv2::Verdict::unreliable, "end-to-end CV 80% (> 10%)", 0.8});
     const int row = catalog.addRun({std::make_shared<const mnv2::RunReport>(noisy)});
     QVERIFY(catalog.index(row, ReportCatalog::Reliability).data().toString().contains(QStringLiteral("unreliable")));
-    QVERIFY(catalog.index(row, ReportCatalog::Reliability).data(Qt::ToolTipRole).toString().contains(
-        QStringLiteral("CV 80%")));
+    QVERIFY(catalog.index(row, ReportCatalog::Reliability)
+                .data(Qt::ToolTipRole)
+                .toString()
+                .contains(QStringLiteral("CV 80%")));
   }
 };
 

@@ -48,6 +48,8 @@ QVariant EvalResultModel::data(const QModelIndex& index, int role) const {
     const mnv2::EvalMiss& m = m_record->result.misclassified[row];
     const QString path = shownText(m.path);
     switch (role) {
+      case PathRole:
+        return QString::fromStdString(m.path);
       case Qt::DisplayRole:
         if (index.column() == File) return QFileInfo(path).fileName();
         if (index.column() == Second) return classText(m.label, m_record->numClasses);

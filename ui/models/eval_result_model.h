@@ -27,6 +27,7 @@ class EvalResultModel : public QAbstractTableModel {
   enum class Kind { Misclassified, Skipped };
   // Misclassified: file, true label, predicted top-5. Skipped: file, reason.
   enum Column { File, Second, Third, ColumnCountMax };
+  enum Role { PathRole = Qt::UserRole + 1 };  // QString: the row's image file, as the set listed it
 
   explicit EvalResultModel(Kind kind, QObject* parent = nullptr);
 

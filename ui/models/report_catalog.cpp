@@ -214,8 +214,9 @@ QVariant ReportCatalog::headerData(int section, Qt::Orientation orientation, int
       case EndToEnd:
         return QStringLiteral("Median of the un-instrumented end-to-end runs (host clock)");
       case Reliability:
-        return QStringLiteral("Whether noise or contention (CV, tail, SM clock, other GPU processes, host load) "
-                              "makes the run's figures unreliable; the reasons as tool-tip");
+        return QStringLiteral(
+            "Whether noise or contention (CV, tail, SM clock, other GPU processes, host load) "
+            "makes the run's figures unreliable; the reasons as tool-tip");
       case Note:
         return QStringLiteral("Your note (double-click to edit); saved with the session");
       default:

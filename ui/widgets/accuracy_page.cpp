@@ -1,6 +1,7 @@
 // The Accuracy tab (see accuracy_page.h).
 #include "widgets/accuracy_page.h"
 
+#include <QAction>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -27,6 +28,7 @@ namespace {
 
 QTableView* resultTable(QWidget* parent, QAbstractItemModel* model, const QString& objectName) {
   auto* view = new QTableView(parent);
+  view->setTabKeyNavigation(false);  // Tab leaves the table; arrows move between cells
   view->setObjectName(objectName);
   view->setModel(model);
   view->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -100,6 +102,20 @@ AccuracyPage::AccuracyPage(QWidget* parent) : QWidget(parent) {
   m_skips = new EvalResultModel(EvalResultModel::Kind::Skipped, this);
   m_missView = resultTable(this, m_misses, QStringLiteral("evalMisclassified"));
   m_skipView = resultTable(this, m_skips, QStringLiteral("evalSkipped"));
+  // A misclassified row's image: double-click (or the context menu) opens and classifies it in the input panel.
+  m_missView->setToolTip(QStringLiteral("Double-click a row to open its image in the input panel"));
+  connect(m_missView, &QAbstractItemView::doubleClicked, this, [this](const QModelIndex& index) {
+    const QString path = index.data(EvalResultModel::PathRole).toString();
+    if (!path.isEmpty()) Q_EMIT imageRequested(path);
+  });
+  auto* openRow = new QAction(QStringLiteral("Open the image in the input panel"), m_missView);
+  openRow->setObjectName(QStringLiteral("openMisclassifiedImage"));
+  connect(openRow, &QAction::triggered, this, [this] {
+    const QString path = m_missView->currentIndex().data(EvalResultModel::PathRole).toString();
+    if (!path.isEmpty()) Q_EMIT imageRequested(path);
+  });
+  m_missView->addAction(openRow);
+  m_missView->setContextMenuPolicy(Qt::ActionsContextMenu);
   m_missTitle = new QLabel(this);
   m_skipTitle = new QLabel(this);
 
@@ -119,16 +135,19 @@ AccuracyPage::AccuracyPage(QWidget* parent) : QWidget(parent) {
   settingsRow->addWidget(new QLabel(QStringLiteral("Batch"), this));
   settingsRow->addWidget(m_batch);
   settingsRow->addSpacing(12);
-  settingsRow->addWidget(new QLabel(QStringLiteral("Loader threads"), this));
-  settingsRow->addWidget(m_threads);
   settingsRow->addStretch(1);
-  settingsRow->addWidget(m_run);
-  settingsRow->addWidget(m_cancel);
+  // Threads and the buttons on a row of their own: one row of everything was wider than a laptop's tab.
+  auto* runRow = new QHBoxLayout;
+  runRow->addWidget(m_threads);
+  runRow->addStretch(1);
+  runRow->addWidget(m_run);
+  runRow->addWidget(m_cancel);
   auto* form = new QFormLayout;
   form->addRow(QStringLiteral("Labelled set"), setRow);
   form->addRow(QStringLiteral("Images folder"), imagesRow);
   form->addRow(hint);
   form->addRow(QStringLiteral("Backend"), settingsRow);
+  form->addRow(QStringLiteral("Loader threads"), runRow);
 
   auto* resultRow = new QHBoxLayout;
   resultRow->addWidget(m_summary, 1);

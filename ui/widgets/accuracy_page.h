@@ -59,6 +59,7 @@ class AccuracyPage : public QWidget {
  Q_SIGNALS:
   void runRequested();
   void cancelRequested();
+  void imageRequested(const QString& path);  // a misclassified row's image, to open in the input panel
   void exportRequested();
 
  private:

@@ -50,6 +50,7 @@ ComparisonPage::ComparisonPage(ReportCatalog* catalog, LayerSelection* selection
   m_proxy->setSourceModel(m_model);
   m_proxy->setSortRole(RunComparisonModel::SortRole);
   m_view = new QTableView(this);
+  m_view->setTabKeyNavigation(false);  // Tab leaves the table; arrows move between cells
   m_view->setObjectName(QStringLiteral("comparisonTable"));
   m_view->setModel(m_proxy);
   m_view->setSortingEnabled(true);

@@ -65,6 +65,7 @@ DiffsPage::DiffsPage(LayerSelection* selection, QWidget* parent) : QWidget(paren
   proxy->setSourceModel(m_model);
   proxy->setSortRole(DiffTableModel::SortRole);
   m_view = new QTableView(this);
+  m_view->setTabKeyNavigation(false);  // Tab leaves the table; arrows move between cells
   m_view->setObjectName(QStringLiteral("diffTable"));
   m_view->setModel(proxy);
   m_view->setSortingEnabled(true);

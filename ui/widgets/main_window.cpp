@@ -124,11 +124,21 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  // The run controls below the scrolling part: always in view, at 1024×700 too.
+  auto* dockBody = new QWidget(this);
+  auto* dockLayout = new QVBoxLayout(dockBody);
+  dockLayout->setContentsMargins(0, 0, 0, 0);
+  dockLayout->addWidget(scroll, 1);
+  auto* controlsBox = new QWidget(dockBody);
+  auto* controlsLayout = new QVBoxLayout(controlsBox);
+  controlsLayout->setContentsMargins(9, 0, 9, 6);
+  controlsLayout->addWidget(m_settings->runControls());
+  dockLayout->addWidget(controlsBox);
   auto* dock = new QDockWidget(QStringLiteral("Input and run"), this);
   dock->setObjectName(QStringLiteral("inputDock"));
   dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
-  dock->setWidget(scroll);
-  dock->setMinimumWidth(390);
+  dock->setWidget(dockBody);
+  dock->setMinimumWidth(330);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
 
   // Bottom: the run history. Every run is kept; checked runs are shown on the pages.
@@ -195,6 +205,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   });
   connect(m_accuracy, &AccuracyPage::runRequested, this, [this] { startEval(); });
   connect(m_accuracy, &AccuracyPage::cancelRequested, this, [this] { cancelRun(); });
+  connect(m_accuracy, &AccuracyPage::imageRequested, this, [this](const QString& path) { openImage(path); });
   connect(m_accuracy, &AccuracyPage::exportRequested, this, [this] {
     const QString path = QFileDialog::getSaveFileName(
         this, QStringLiteral("Export the evaluation"),
@@ -283,6 +294,14 @@ void MainWindow::buildMenus() {
   connect(m_cancelAction, &QAction::triggered, this, [this] { cancelRun(); });
 
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
+  QAction* find = view->addAction(QStringLiteral("&Find layer by name"));
+  find->setObjectName(QStringLiteral("findLayerAction"));
+  find->setShortcut(QKeySequence::Find);
+  connect(find, &QAction::triggered, this, [this] {
+    m_tabs->setCurrentWidget(m_topology);
+    m_topology->focusNameFilter();
+  });
+  view->addSeparator();
   for (int i = 0; i < m_tabs->count(); ++i) {
     QAction* a = view->addAction(m_tabs->tabText(i));
     a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
@@ -296,14 +315,39 @@ void MainWindow::buildMenus() {
   view->addAction(runsToggle);
 
   QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
-  connect(help->addAction(QStringLiteral("&About")), &QAction::triggered, this, [this] {
-    QMessageBox::about(this, QStringLiteral("About mnv2-profiler"),
-                       QStringLiteral("<b>mnv2-profiler</b> %1 (commit %2)<br>A visual profiler for MobileNetV2 "
-                                      "inference: per-layer timings, output diffs and comparisons of the cpu, cuDNN "
-                                      "and custom CUDA backends.")
-                           .arg(QStringLiteral(MNV2_VERSION), QStringLiteral(MNV2_GIT_COMMIT)));
-  });
+  connect(help->addAction(QStringLiteral("&About")), &QAction::triggered, this,
+          [this] { QMessageBox::about(this, QStringLiteral("About mnv2-profiler"), aboutText()); });
   rebuildRecentMenu();
+}
+
+QString MainWindow::aboutText() {
+  // Every library the programs link (or load: the GPU plugin), with its licence; what this build leaves out is
+  // said as such.
+  const bool cuda = mnv2::cuda_environment().built_with_cuda;
+  const QString nvidia =
+      cuda ? QStringLiteral("used by this build's GPU plugin") : QStringLiteral("not in this build (no GPU plugin)");
+  return QStringLiteral(
+             "<b>mnv2-profiler</b> %1 (commit %2)<br>A visual profiler for MobileNetV2 inference: per-layer timings, "
+             "output diffs and comparisons of the cpu, cuDNN and custom CUDA backends.<br><br>"
+             "Licence: <b>GPL-3.0-or-later</b> (the LICENSE file; QCustomPlot, which the app links, is GPL-3).<br>"
+             "Documentation: the README and docs/ (ARCHITECTURE.md, PERFORMANCE.md, LIMITS.md) — "
+             "<a href=\"https://github.com/mnv2-profiler/mnv2-profiler#readme\">"
+             "https://github.com/mnv2-profiler/mnv2-profiler</a><br><br>"
+             "Third-party software:<ul>"
+             "<li>Qt %3 — LGPL-3.0 (The Qt Company)</li>"
+             "<li>QCustomPlot — GPL-3.0 (Emanuel Eichhammer)</li>"
+             "<li>OpenCV — Apache-2.0 (image decoding and resizing)</li>"
+             "<li>ONNX — Apache-2.0 (model import)</li>"
+             "<li>Protocol Buffers (protobuf) — BSD-3-Clause</li>"
+             "<li>oneDNN — Apache-2.0 (the cpu backend)</li>"
+             "<li>GNU OpenMP runtime (libgomp) — GPL-3.0 with the GCC Runtime Library Exception</li>"
+             "<li>nlohmann-json — MIT (reports)</li>"
+             "<li>CLI11 — BSD-3-Clause (the mnv2 command line)</li>"
+             "<li>NVIDIA CUDA runtime, cuBLAS and CUPTI — NVIDIA CUDA Toolkit EULA; %4</li>"
+             "<li>NVIDIA cuDNN — NVIDIA cuDNN Software License Agreement; %4</li>"
+             "<li>NVIDIA NVTX — Apache-2.0; %4</li>"
+             "</ul>")
+      .arg(QStringLiteral(MNV2_VERSION), QStringLiteral(MNV2_GIT_COMMIT), QString::fromLatin1(qVersion()), nvidia);
 }
 
 void MainWindow::buildStatusBar() {
@@ -315,8 +359,10 @@ void MainWindow::buildStatusBar() {
   m_statusModel->setText(QStringLiteral("model: loading…"));
   m_statusGpu->setText(QStringLiteral("GPU: probing…"));
   m_statusCudnn->setText(QStringLiteral("cuDNN: —"));
-  m_statusCudnn->setToolTip(QStringLiteral("The cuDNN version is recorded by each run"));
-  for (QLabel* l : {m_statusModel, m_statusGpu, m_statusDriver, m_statusCuda, m_statusCudnn})
+  m_statusCudnn->setToolTip(QStringLiteral("This machine's cuDNN"));
+  m_statusShown = statusField(this, QStringLiteral("statusShown"));
+  m_statusShown->hide();  // until runs are shown
+  for (QLabel* l : {m_statusModel, m_statusGpu, m_statusDriver, m_statusCuda, m_statusCudnn, m_statusShown})
     statusBar()->addPermanentWidget(l);
   m_statusGpu->setMaximumWidth(420);
 }
@@ -324,6 +370,7 @@ void MainWindow::buildStatusBar() {
 QString MainWindow::statusText() const {
   QStringList parts;
   for (QLabel* l : {m_statusModel, m_statusGpu, m_statusDriver, m_statusCuda, m_statusCudnn}) parts << l->text();
+  if (!m_statusShown->isHidden()) parts << m_statusShown->text();
   return parts.join(QStringLiteral(" | "));
 }
 
@@ -342,10 +389,12 @@ void MainWindow::connectController() {
   connect(m_controller, &RunController::diffed, this, [this](const DiffResult& r) { onDiffed(r); });
   connect(m_controller, &RunController::swept, this, [this](const SweepResult& r) {
     m_sweep->setResults(r.results);
+    m_settings->setFinished(true);
     m_settings->setStatus(QStringLiteral("sweep done: %1 points").arg(r.results.size()));
     Q_EMIT runFinished(true);
   });
   connect(m_sweep, &SweepPage::sweepRequested, this, [this] { startSweep(); });
+  connect(m_sweep, &SweepPage::exportRequested, this, [this] { exportInteractive(ExportFormat::SweepCsv); });
   connect(m_controller, &RunController::runningChanged, this, [this](bool running) {
     m_settings->setRunning(running);
     m_diffs->setComputing(running);
@@ -361,6 +410,7 @@ void MainWindow::connectController() {
       return;
     }
     m_settings->setStatus(QStringLiteral("cancelled"));
+    m_settings->setFinished(false);
     statusBar()->showMessage(QStringLiteral("Run cancelled"), 5000);
     Q_EMIT runFinished(false);
   });
@@ -382,6 +432,7 @@ void MainWindow::connectController() {
       case JobKind::Profile:
       case JobKind::Diff:
         m_settings->setStatus(QStringLiteral("failed: ") + f.message);
+        m_settings->setFinished(false);
         reportError(f.kind == JobKind::Profile ? QStringLiteral("The run failed") : QStringLiteral("The diff failed"),
                     f.message);
         Q_EMIT runFinished(false);
@@ -461,7 +512,7 @@ void MainWindow::onEnvironment(const EnvironmentInfo& info) {
           ? QStringLiteral("driver: CUDA %1").arg(driverCuda)
           : QStringLiteral("driver %1 (CUDA %2)").arg(QString::fromStdString(env.driver_release), driverCuda));
   if (env.built_with_cuda)
-    m_statusCudnn->setText(QStringLiteral("cuDNN %1").arg(QString::fromStdString(env.cudnn_version)));
+    m_statusCudnn->setText(QStringLiteral("cuDNN %1 (this machine)").arg(QString::fromStdString(env.cudnn_version)));
   // The architectures this build's GPU code carries; the plugin's path (or why it did not load) in the tip.
   const mnv2::GpuPluginInfo plugin = mnv2::gpu_plugin_info();
   if (!env.built_with_cuda) {
@@ -535,11 +586,11 @@ void MainWindow::updateTopologySummary() {
                      .arg(blocks)
                      .arg(groupedNumber(params), groupedNumber(macs));
   if (report) {
-    text += QStringLiteral(" at batch %1, %2×%3.<br>Timings: %4")
+    text += QStringLiteral(" at batch %1, %2×%3.<br>Timings from the %4: %5")
                 .arg(report->config.batch)
                 .arg(report->config.height)
                 .arg(report->config.width)
-                .arg(reportSummary(*report));
+                .arg(m_shownOrigin.toHtmlEscaped(), reportSummary(*report));
   } else if (m_model) {
     text += QStringLiteral(" at batch 1, %1×%2. Run a profile to add timings.")
                 .arg(m_model->inputHeight)
@@ -565,6 +616,8 @@ void MainWindow::openImage(const QString& path) {
 
 void MainWindow::onClassified(const ClassifyResult& result) {
   m_image = result;
+  // A previous image's failure is not this image's: its message goes.
+  if (statusBar()->currentMessage().startsWith(QStringLiteral("Could not open the image"))) statusBar()->clearMessage();
   // Non-finite logits: the probabilities shown are meaningless, and the warning names where they started.
   for (const QString& w : result.warnings) {
     qWarning().noquote() << "mnv2-profiler:" << w;
@@ -720,11 +773,13 @@ void MainWindow::clearShown() {
   m_roofline->setReports({});
   m_timeline->setReports({});
   m_diffs->setSources(QStringLiteral("shown"), {}, false);
+  m_shownOrigin.clear();
+  m_statusShown->hide();
   updateTopologySummary();
   updateActions();
 }
 
-void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QString& title) {
+void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QString& title, const QString& origin) {
   if (reports.empty()) return;
   // Runs shown together must share the first one's network: others are left out, and the title says so.
   std::vector<ReportPtr> same;
@@ -753,8 +808,18 @@ void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QStrin
       unreliable << runLabel(*r) + QStringLiteral(" — ") + text;
   m_reliability->setText(unreliable.join(QLatin1Char('\n')));
   m_reliability->setVisible(!unreliable.isEmpty());
-  if (!same.front()->cudnn.empty() && same.front()->cudnn != "none")
-    m_statusCudnn->setText(QStringLiteral("cuDNN %1").arg(QString::fromStdString(same.front()->cudnn)));
+  // The status bar's other fields are this machine's; what the shown runs were measured on is said apart,
+  // labelled with where they come from.
+  const mnv2::RunReport& first = *same.front();
+  m_shownOrigin = origin;
+  m_statusShown->setText(
+      QStringLiteral("shown: %1 — %2, cuDNN %3")
+          .arg(origin, shownText(first.device),
+               first.cudnn.empty() || first.cudnn == "none" ? QStringLiteral("none") : shownText(first.cudnn)));
+  m_statusShown->setToolTip(QStringLiteral("The shown runs were measured on %1 (%2). The other fields of the status "
+                                           "bar describe this machine.")
+                                .arg(shownText(first.device), origin));
+  m_statusShown->show();
   updateTopologySummary();
   updateActions();
 }
@@ -777,6 +842,7 @@ void MainWindow::onProfiled(const ProfileResult& result) {
     m_comparison->selectRuns(previous >= 0 ? previous : first, first);
 
   const mnv2::RunReport& r = *m_currentRun.front();
+  m_settings->setFinished(true);
   m_settings->setStatus(QStringLiteral("done: %1 end to end %2 ms median; layers sum %3 ms")
                             .arg(runLabel(r))
                             .arg(r.end_to_end.host_ms.median, 0, 'f', 3)
@@ -798,7 +864,20 @@ void MainWindow::showShown() {
   }
   // The title: the newest run alone reads as before; any other choice names its runs, and what differs.
   QString title;
+  QString origin;  // for the status bar and the Topology page
   const std::vector<int> current = m_catalog->currentRows();
+  QStringList shownNames;
+  QString file = m_catalog->entry(rows.front()).origin;
+  for (int row : rows) {
+    shownNames << m_catalog->entry(row).name;
+    if (m_catalog->entry(row).origin != file) file.clear();
+  }
+  if (rows == current)
+    origin = QStringLiteral("current run (%1)").arg(m_catalog->entry(rows.front()).name);
+  else if (!file.isEmpty())
+    origin = QStringLiteral("report %1").arg(QFileInfo(file).fileName());
+  else
+    origin = QStringLiteral("runs %1").arg(shownNames.join(QStringLiteral(", ")));
   if (rows == current) {
     title = QStringLiteral("Current run (%1): ").arg(m_catalog->entry(rows.front()).name.toHtmlEscaped()) +
             describeRun(reports, m_requested);
@@ -814,7 +893,7 @@ void MainWindow::showShown() {
                           m_catalog->entry(rows.front()).name.toHtmlEscaped(), line.toHtmlEscaped());
     }
   }
-  showReports(reports, title);
+  showReports(reports, title, origin);
 
   // The diffs of the shown runs. Every diff of a compare is against the reference of its own run, in the
   // mode that run ran.
@@ -877,6 +956,7 @@ void MainWindow::onDiffed(const DiffResult& result) {
   // `sources` into the parameter before reading sources.front() read a destroyed element (a crash).
   const QString origin = sources.front().origin;
   m_diffs->setSources(origin, std::move(sources), true);
+  m_settings->setFinished(true);
   m_settings->setStatus(QStringLiteral("diff done"));
   m_tabs->setCurrentWidget(m_diffs);
   Q_EMIT runFinished(true);

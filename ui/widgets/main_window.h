@@ -99,6 +99,8 @@ class MainWindow : public QMainWindow {
   QString statusText() const;  // the permanent status bar fields, joined
   // The CUDA architectures the GPU code carries, as the status bar shows them ("sm_75/80/.../120 + PTX 120").
   static QString compactArchitectures();
+  // Help > About: the version, the project's licence, every third-party library with its licence, the docs.
+  static QString aboutText();
 
  Q_SIGNALS:
   void environmentReady();
@@ -119,7 +121,9 @@ class MainWindow : public QMainWindow {
   void connectController();
   void reportError(const QString& what, const QString& message);
   void classifyCurrent(const QString& path);
-  void showReports(const std::vector<ReportPtr>& reports, const QString& title);
+  // `origin`: where the runs come from, as the status bar and the Topology page name it ("current run",
+  // "report FILE", "runs run 1, run 3").
+  void showReports(const std::vector<ReportPtr>& reports, const QString& title, const QString& origin);
   void showShown();  // the runs checked in the Runs panel
   void clearShown();
   void saveSessionInteractive();
@@ -165,6 +169,7 @@ class MainWindow : public QMainWindow {
   QLabel* m_statusDriver = nullptr;
   QLabel* m_statusCuda = nullptr;
   QLabel* m_statusCudnn = nullptr;
+  QLabel* m_statusShown = nullptr;  // the shown runs' origin, device and cuDNN (not this machine's)
   QMenu* m_recentImages = nullptr;
   QMenu* m_recentReports = nullptr;
   QList<QAction*> m_exportActions;
@@ -182,6 +187,7 @@ class MainWindow : public QMainWindow {
   std::optional<mnv2::Precision> m_requested;  // the precision the newest Run asked for
   std::vector<ReportPtr> m_shown;
   QString m_shownTitle;
+  QString m_shownOrigin;  // "current run" or "report FILE"
   int m_diffCount = 0;
   JobId m_evalJob = 0;  // the last evaluation sent to the controller (its progress goes to the Accuracy page)
 };

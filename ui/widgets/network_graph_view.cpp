@@ -162,6 +162,7 @@ void NetworkGraphView::rebuild() {
   if (m_colorBy == ColorBy::Share) m_min = 0;
   layoutNodes();
   update();
+  Q_EMIT contentChanged();
 }
 
 void NetworkGraphView::layoutNodes() {
@@ -447,7 +448,7 @@ bool NetworkGraphView::event(QEvent* event) {
 
 // ---- GraphPage ---------------------------------------------------------------------------------------
 
-GraphPage::GraphPage(LayerSelection* selection, QWidget* parent) : QWidget(parent) {
+GraphPage::GraphPage(LayerSelection* selection, QWidget* parent) : QWidget(parent), m_selection(selection) {
   m_view = new NetworkGraphView(selection, this);
   m_color = new QComboBox(this);
   m_color->setObjectName(QStringLiteral("graphColor"));
@@ -476,12 +477,17 @@ GraphPage::GraphPage(LayerSelection* selection, QWidget* parent) : QWidget(paren
   layout->addLayout(bar);
   layout->addWidget(m_view, 1);
   layout->addWidget(m_details);
-  connect(selection, &LayerSelection::currentLayerChanged, this, [this](int layer) {
-    const QString text = m_view->layerDetails(layer);
-    if (!text.isEmpty()) m_details->setText(text);
-  });
+  connect(selection, &LayerSelection::currentLayerChanged, this, [this] { showDetails(); });
+  // A new run (or report, diff, colouring) changes the figures: the panel follows at once, not at the next click.
+  connect(m_view, &NetworkGraphView::contentChanged, this, [this] { showDetails(); });
   connect(m_color, &QComboBox::currentIndexChanged, this,
           [this] { m_view->setColorBy(static_cast<NetworkGraphView::ColorBy>(m_color->currentData().toInt())); });
+}
+
+void GraphPage::showDetails() {
+  const QString text = m_view->layerDetails(m_selection->currentLayer());
+  m_details->setText(
+      text.isEmpty() ? QStringLiteral("Click a node (or a row, or a bar) to see the layer's figures here.") : text);
 }
 
 void GraphPage::setColorBy(NetworkGraphView::ColorBy colorBy) {

@@ -38,7 +38,10 @@ class NetworkGraphView : public QWidget {
   QString layerDetails(int layer) const;  // rich text: description, shape, timing, error
 
   QSize sizeHint() const override { return {1200, 520}; }
-  QSize minimumSizeHint() const override { return {760, 360}; }
+  QSize minimumSizeHint() const override { return {480, 300}; }  // fits beside the dock at 1024 px
+
+ Q_SIGNALS:
+  void contentChanged();  // a new topology, report, diff or colouring: what a layer's details say may differ
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -90,8 +93,12 @@ class GraphPage : public QWidget {
   NetworkGraphView* view() const { return m_view; }
   QComboBox* colorCombo() const { return m_color; }
   void setColorBy(NetworkGraphView::ColorBy colorBy);
+  QLabel* details() const { return m_details; }
 
  private:
+  void showDetails();  // the selected layer's figures from the shown run, or the hint
+
+  LayerSelection* m_selection;
   NetworkGraphView* m_view;
   QComboBox* m_color;
   QLabel* m_info;

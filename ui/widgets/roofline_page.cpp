@@ -66,6 +66,7 @@ RooflinePage::RooflinePage(LayerSelection* selection, QWidget* parent) : QWidget
   m_memoryHeld = new QLabel(side);
   m_memoryHeld->setWordWrap(true);
   m_memory = new QTableWidget(0, 5, side);
+  m_memory->setTabKeyNavigation(false);  // Tab leaves the table; arrows move between cells
   m_memory->setHorizontalHeaderLabels({QStringLiteral("layer"), QStringLiteral("kind"), QStringLiteral("output"),
                                        QStringLiteral("activation bytes"), QStringLiteral("weight bytes")});
   m_memory->verticalHeader()->setVisible(false);

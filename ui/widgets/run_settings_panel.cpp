@@ -105,6 +105,10 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_compare->setToolTip(QStringLiteral("Profile every available backend and diff their outputs against cpu (F6)"));
   m_cancel = new QPushButton(QStringLiteral("Cancel"), this);
   m_cancel->setObjectName(QStringLiteral("cancelButton"));
+  // Run, Compare, Cancel, the progress bar and the status: one widget that the main window keeps outside the
+  // settings' scroll area, so that they stay in view on a short screen.
+  m_controls = new QWidget(this);
+  m_controls->setObjectName(QStringLiteral("runControls"));
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(m_run);
   buttons->addWidget(m_compare);
@@ -137,9 +141,12 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(form);
-  layout->addLayout(buttons);
-  layout->addWidget(m_progress);
-  layout->addWidget(m_status);
+  auto* controlsLayout = new QVBoxLayout(m_controls);
+  controlsLayout->setContentsMargins(0, 0, 0, 0);
+  controlsLayout->addLayout(buttons);
+  controlsLayout->addWidget(m_progress);
+  controlsLayout->addWidget(m_status);
+  layout->addWidget(m_controls);
 
   connect(m_run, &QPushButton::clicked, this, &RunSettingsPanel::runClicked);
   connect(m_compare, &QPushButton::clicked, this, &RunSettingsPanel::compareClicked);
@@ -240,12 +247,13 @@ void RunSettingsPanel::setModelInputSize(int height, int width) {
 
 void RunSettingsPanel::setRunning(bool running) {
   m_running = running;
-  if (!running)
-    m_progress->setValue(m_progress->maximum());
-  else
-    m_progress->setValue(0);
+  // The end of a job does not fill the bar: only a job that finished does (setFinished), not a cancelled or
+  // failed one.
+  if (running) m_progress->setValue(0);
   updateEnabled();
 }
+
+void RunSettingsPanel::setFinished(bool ok) { m_progress->setValue(ok ? m_progress->maximum() : 0); }
 
 void RunSettingsPanel::setProgress(const RunProgress& p) {
   m_progress->setValue(static_cast<int>(p.fraction * m_progress->maximum()));

@@ -61,8 +61,12 @@ class RunSettingsPanel : public QWidget {
 
   void setRunning(bool running);
   void setProgress(const RunProgress& progress);
+  void setFinished(bool ok);  // full when the job finished, empty when it failed or was cancelled
   void setStatus(const QString& text);
   QProgressBar* progressBar() const { return m_progress; }
+  // Run / Compare / Cancel, the progress bar and the status line: in this panel until a window places them
+  // elsewhere (the main window keeps them below the scrolling settings).
+  QWidget* runControls() const { return m_controls; }
 
   void loadSettings(const QSettings& settings);
   void saveSettings(QSettings& settings) const;
@@ -94,6 +98,7 @@ class RunSettingsPanel : public QWidget {
   QPushButton* m_run = nullptr;
   QPushButton* m_compare = nullptr;
   QPushButton* m_cancel = nullptr;
+  QWidget* m_controls = nullptr;
   QProgressBar* m_progress = nullptr;
   QLabel* m_status = nullptr;
   bool m_running = false;

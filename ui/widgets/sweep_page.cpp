@@ -6,12 +6,18 @@
 #include <QComboBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QToolTip>
 #include <QVBoxLayout>
+#include <cmath>
 #include <map>
+#include <set>
 
 #include "mnv2/error.h"
 #include "models/report_access.h"
@@ -19,6 +25,21 @@
 #include "widgets/chart_style.h"
 
 namespace mnv2::ui {
+
+namespace {
+
+// A qualitative palette (Okabe–Ito, colour-blind safe) for the sweep's lines: neighbours stay apart however
+// many lines one backend has.
+QColor lineColor(int index) {
+  static const QColor palette[] = {QColor(0, 114, 178),   QColor(230, 159, 0),  QColor(0, 158, 115),
+                                   QColor(204, 121, 167), QColor(86, 180, 233), QColor(213, 94, 0),
+                                   QColor(240, 228, 66),  QColor(0, 0, 0)};
+  return palette[index % 8];
+}
+
+const QString kEmptyText = QStringLiteral("No sweep yet: set the lists above and press Run sweep.");
+
+}  // namespace
 
 SweepPage::SweepPage(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -38,6 +59,10 @@ SweepPage::SweepPage(QWidget* parent) : QWidget(parent) {
   m_xAxis = new QComboBox(this);
   m_xAxis->addItems({QStringLiteral("batch size"), QStringLiteral("input size (pixels)")});
   m_run = new QPushButton(QStringLiteral("Run sweep"), this);
+  m_export = new QPushButton(QStringLiteral("Export CSV…"), this);
+  m_export->setObjectName(QStringLiteral("sweepExport"));
+  m_export->setToolTip(QStringLiteral("The sweep's figures as the engine's bench CSV (File ▸ Export ▸ Sweep CSV)"));
+  m_export->setEnabled(false);
   m_status = new QLabel(this);
   m_status->setWordWrap(true);
   auto* counts = new QHBoxLayout;
@@ -47,30 +72,64 @@ SweepPage::SweepPage(QWidget* parent) : QWidget(parent) {
   counts->addWidget(m_warmup);
   counts->addWidget(new QLabel(QStringLiteral("iterations"), this));
   counts->addWidget(m_iters);
-  counts->addWidget(new QLabel(QStringLiteral("x axis"), this));
-  counts->addWidget(m_xAxis);
   counts->addStretch(1);
-  counts->addWidget(m_run);
+  // The x axis and the buttons on a second row: one row was wider than a laptop's tab.
+  auto* actions = new QHBoxLayout;
+  actions->addWidget(new QLabel(QStringLiteral("x axis"), this));
+  actions->addWidget(m_xAxis);
+  actions->addStretch(1);
+  actions->addWidget(m_run);
+  actions->addWidget(m_export);
   form->addRow(QStringLiteral("Backends"), m_backends);
   form->addRow(QStringLiteral("Input sizes"), m_sizes);
   form->addRow(QStringLiteral("Batch sizes"), m_batches);
   form->addRow(counts);
+  form->addRow(actions);
   layout->addLayout(form);
   layout->addWidget(m_status);
-  auto* charts = new QHBoxLayout;
+  auto* chartsBox = new QWidget(this);
+  auto* charts = new QHBoxLayout(chartsBox);
+  charts->setContentsMargins(0, 0, 0, 0);
   for (QCustomPlot** plot : {&m_latency, &m_throughput}) {
     *plot = new QCustomPlot(this);
     applyPlotStyle(*plot);
     (*plot)->legend->setVisible(true);
-    (*plot)->setMinimumSize(320, 260);
+    (*plot)->setMinimumSize(240, 200);
     (*plot)->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     charts->addWidget(*plot, 1);
+    QCustomPlot* self = *plot;
+    connect(self, &QCustomPlot::mouseMove, this, [this, self](QMouseEvent* event) {
+      const QString tip = toolTipAt(self, event->position());
+      if (tip.isEmpty())
+        QToolTip::hideText();
+      else
+        QToolTip::showText(event->globalPosition().toPoint(), tip, self);
+    });
   }
+  m_latency->setObjectName(QStringLiteral("sweepLatencyPlot"));
+  m_throughput->setObjectName(QStringLiteral("sweepThroughputPlot"));
+  // Every point's figures, to read and copy (the charts round them to pixels).
+  m_table = new QTableWidget(this);
+  m_table->setObjectName(QStringLiteral("sweepTable"));
+  m_table->setTabKeyNavigation(false);
+  m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  m_table->verticalHeader()->hide();
+  m_table->setColumnCount(7);
+  m_table->setHorizontalHeaderLabels({QStringLiteral("backend"), QStringLiteral("input"), QStringLiteral("batch"),
+                                      QStringLiteral("median ms"), QStringLiteral("p10 – p90 ms"),
+                                      QStringLiteral("images/s"), QStringLiteral("runs")});
+  m_table->horizontalHeader()->setStretchLastSection(true);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(chartsBox);
+  split->addWidget(m_table);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
   m_latency->yAxis->setLabel(QStringLiteral("median latency per batch (ms, host)"));
   m_throughput->yAxis->setLabel(QStringLiteral("images/s (host median)"));
   m_throughput->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
   m_latency->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
-  layout->addLayout(charts, 1);
+  layout->addWidget(split, 1);
 
   connect(m_run, &QPushButton::clicked, this, [this] {
     QString error;
@@ -79,6 +138,7 @@ SweepPage::SweepPage(QWidget* parent) : QWidget(parent) {
     else
       m_status->setText(error);
   });
+  connect(m_export, &QPushButton::clicked, this, &SweepPage::exportRequested);
   connect(m_xAxis, &QComboBox::currentIndexChanged, this, [this] { rebuild(); });
   connect(m_backends, &QLineEdit::textChanged, this, [this] { updatePrecisions(); });
   rebuild();
@@ -136,7 +196,10 @@ void SweepPage::updatePrecisions() {
 
 bool SweepPage::setPrecision(mnv2::Precision precision) { return m_precision->setPrecision(precision); }
 
-void SweepPage::setRunning(bool running) { m_run->setEnabled(!running); }
+void SweepPage::setRunning(bool running) {
+  m_run->setEnabled(!running);
+  m_export->setEnabled(!running && !m_results.empty());
+}
 
 void SweepPage::setXAxis(bool inputSize) { m_xAxis->setCurrentIndex(inputSize ? 1 : 0); }
 
@@ -149,15 +212,92 @@ void SweepPage::setResults(std::vector<mnv2::BenchResult> results) {
                      "point's timed runs")
           .arg(m_results.size())
           .arg(m_results.empty() ? QStringLiteral("—") : precisionName(m_results.front().config.precision)));
+  m_export->setEnabled(!m_results.empty());
+  m_table->setRowCount(static_cast<int>(m_results.size()));
+  for (int row = 0; row < static_cast<int>(m_results.size()); ++row) {
+    const mnv2::BenchResult& r = m_results[static_cast<size_t>(row)];
+    const QString cells[] = {
+        runLabel(shownText(r.config.backend), r.config.precision),
+        QStringLiteral("%1×%2").arg(r.config.height).arg(r.config.width),
+        QString::number(r.config.batch),
+        QString::number(r.latency_ms.median, 'f', 3),
+        QStringLiteral("%1 – %2").arg(r.latency_ms.p10, 0, 'f', 3).arg(r.latency_ms.p90, 0, 'f', 3),
+        QString::number(r.images_per_s, 'f', 1),
+        QString::number(r.latency_ms.n)};
+    for (int c = 0; c < 7; ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      if (c >= 2) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      m_table->setItem(row, c, item);
+    }
+  }
+  m_table->resizeColumnsToContents();
   rebuild();
+}
+
+QString SweepPage::toolTipAt(QCustomPlot* plot, const QPointF& pos) const {
+  constexpr double kRadiusPx = 8;
+  QString best;
+  double bestDistance = kRadiusPx;
+  for (int g = 0; g < plot->graphCount(); ++g) {
+    if (g >= static_cast<int>(m_linePoints.size())) break;
+    const auto& points = m_linePoints.at(static_cast<size_t>(g));
+    const bool bySize = m_xAxis->currentIndex() == 1;
+    for (const mnv2::BenchResult* point : points) {
+      const double x = bySize ? double(point->config.height) * point->config.width : point->config.batch;
+      const double y = plot == m_latency ? point->latency_ms.median : point->images_per_s;
+      const QPointF px(plot->xAxis->coordToPixel(x), plot->yAxis->coordToPixel(y));
+      const double d = std::hypot(px.x() - pos.x(), px.y() - pos.y());
+      if (d > bestDistance) continue;
+      bestDistance = d;
+      const mnv2::BenchResult& r = *point;
+      best = QStringLiteral("%1\ninput %2×%3, batch %4\nmedian %5 ms (p10 %6, p90 %7)\n%8 images/s")
+                 .arg(runLabel(shownText(r.config.backend), r.config.precision))
+                 .arg(r.config.height)
+                 .arg(r.config.width)
+                 .arg(r.config.batch)
+                 .arg(r.latency_ms.median, 0, 'f', 3)
+                 .arg(r.latency_ms.p10, 0, 'f', 3)
+                 .arg(r.latency_ms.p90, 0, 'f', 3)
+                 .arg(r.images_per_s, 0, 'f', 1);
+    }
+  }
+  return best;
+}
+
+QString SweepPage::emptyText(QCustomPlot* plot) const {
+  for (int i = 0; i < plot->itemCount(); ++i)
+    if (auto* t = qobject_cast<QCPItemText*>(plot->item(i))) return t->text();
+  return QString();
 }
 
 void SweepPage::rebuild() {
   const bool bySize = m_xAxis->currentIndex() == 1;
+  m_linePoints.clear();
+  // Ticks at the values swept, labelled as typed ("1 2 4", "224×224"): no repeated or fractional labels.
+  std::map<double, QString> ticks;
+  for (const auto& r : m_results)
+    ticks[bySize ? double(r.config.height) * r.config.width : r.config.batch] =
+        bySize ? QStringLiteral("%1×%2").arg(r.config.height).arg(r.config.width) : QString::number(r.config.batch);
   for (QCustomPlot* plot : {m_latency, m_throughput}) {
     plot->clearGraphs();
+    plot->clearItems();
     plot->xAxis->setLabel(bySize ? QStringLiteral("input pixels (height x width)") : QStringLiteral("batch size"));
     applyLogScale(plot->xAxis, true);
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    for (const auto& [x, label] : ticks) ticker->addTick(x, label);
+    plot->xAxis->setTicker(ticker);
+    plot->xAxis->setSubTicks(false);
+    const bool empty = m_results.empty();
+    plot->xAxis->setVisible(!empty);
+    plot->yAxis->setVisible(!empty);
+    plot->legend->setVisible(!empty);
+    if (empty) {  // no axes 0.001–1 before a run: a sentence saying what to do
+      auto* text = new QCPItemText(plot);
+      text->position->setType(QCPItemPosition::ptAxisRectRatio);
+      text->position->setCoords(0.5, 0.5);
+      text->setText(kEmptyText);
+      text->setColor(QColor(110, 110, 110));
+    }
   }
   // One line per (backend, the other parameter), points ordered along x.
   std::map<std::pair<std::string, std::string>, std::vector<const mnv2::BenchResult*>> lines;
@@ -167,13 +307,10 @@ void SweepPage::rebuild() {
     lines[{runLabel(shownText(r.config.backend), r.config.precision).toStdString(), other}].push_back(&r);
   }
   int index = 0;
-  std::map<std::string, int> perBackend;
   for (const auto& [key, points] : lines) {
-    const mnv2::BenchConfig& first = points.front()->config;
-    const QColor base = runColor(shownText(first.backend), first.precision, index++);
-    const int shade = perBackend[first.backend]++;
-    const QColor color = base.darker(100 + 35 * shade);
+    const QColor color = lineColor(index++);
     const QString name = shownText(key.first + ", " + key.second);
+    m_linePoints.push_back(points);
     for (QCustomPlot* plot : {m_latency, m_throughput}) {
       QCPGraph* g = plot->addGraph();
       g->setName(name);
@@ -186,6 +323,10 @@ void SweepPage::rebuild() {
     }
   }
   for (QCustomPlot* plot : {m_latency, m_throughput}) {
+    if (m_results.empty()) {
+      plot->replot();
+      continue;
+    }
     plot->rescaleAxes();
     const QCPRange x = plot->xAxis->range();
     plot->xAxis->setRange(x.lower / 1.5, x.upper * 1.5);

@@ -16,6 +16,8 @@ class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
+class QTableWidget;
+class QPointF;
 
 namespace mnv2::ui {
 
@@ -38,9 +40,15 @@ class SweepPage : public QWidget {
   // X axis: batch size (a line per backend and input size) or input pixels (a line per backend and batch).
   void setXAxis(bool inputSize);
   int lineCount() const;
+  QCustomPlot* latencyPlot() const { return m_latency; }
+  QTableWidget* table() const { return m_table; }  // every point's figures
+  // The tool-tip for the point of `plot` nearest `pos` (widget pixels, within 8 px), empty when none.
+  QString toolTipAt(QCustomPlot* plot, const QPointF& pos) const;
+  QString emptyText(QCustomPlot* plot) const;  // the message shown instead of axes before a sweep
 
  Q_SIGNALS:
   void sweepRequested(const mnv2::SweepConfig& config);
+  void exportRequested();  // the page's Export button: the window writes the sweep CSV
 
  private:
   void rebuild();
@@ -56,6 +64,9 @@ class SweepPage : public QWidget {
   QSpinBox* m_iters = nullptr;
   QComboBox* m_xAxis = nullptr;
   QPushButton* m_run = nullptr;
+  QPushButton* m_export = nullptr;
+  QTableWidget* m_table = nullptr;
+  std::vector<std::vector<const mnv2::BenchResult*>> m_linePoints;  // per graph, its points in x order
   QLabel* m_status = nullptr;
   QCustomPlot* m_latency = nullptr;
   QCustomPlot* m_throughput = nullptr;

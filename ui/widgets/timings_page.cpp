@@ -14,6 +14,7 @@
 #include <QTableView>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <QWheelEvent>
 #include <algorithm>
 
 #include "models/layer_selection.h"
@@ -29,17 +30,33 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
   m_log = new QCheckBox(QStringLiteral("Log scale"), this);
   m_log->setObjectName(QStringLiteral("logScale"));
   auto* reset = new QPushButton(QStringLiteral("Reset view"), this);
-  auto* hint = new QLabel(QStringLiteral("drag: pan · wheel: zoom · hover: statistics · click: select layer"), this);
+  auto* hint = new QLabel(
+      QStringLiteral(
+          "drag: pan · wheel: zoom layers · Ctrl+wheel: zoom time · hover: statistics · click: select layer"),
+      this);
   hint->setStyleSheet(QStringLiteral("color: #777;"));
+  hint->setWordWrap(true);  // wraps on a narrow window rather than widening it
 
   m_plot = new QCustomPlot(this);
   m_plot->setObjectName(QStringLiteral("timingsPlot"));
   m_plot->setMinimumHeight(260);
   applyPlotStyle(m_plot);
   m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  // Wheel and drag move along the layers only, so the time axis keeps its floor and no bar vanishes; Ctrl+wheel
+  // zooms the time axis.
+  m_plot->axisRect()->setRangeZoom(Qt::Horizontal);
+  m_plot->axisRect()->setRangeDrag(Qt::Horizontal);
+  connect(m_plot, &QCustomPlot::mouseWheel, this, [this](QWheelEvent* event) {
+    m_plot->axisRect()->setRangeZoom(event->modifiers() & Qt::ControlModifier ? Qt::Vertical : Qt::Horizontal);
+  });
   m_plot->xAxis->setLabel(QStringLiteral("layer (grouped by block)"));
   m_plot->yAxis->setLabel(QStringLiteral("median time per layer (µs)"));
   m_plot->legend->setVisible(false);
+  // The legend in a row of its own above the plot: inside the axis rect it covered bars with three runs.
+  m_plot->plotLayout()->insertRow(0);
+  m_plot->plotLayout()->addElement(0, 0, m_plot->legend);
+  m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  m_plot->plotLayout()->setRowStretchFactor(0, 0.001);
   m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
 
   m_grouping = new QComboBox(this);
@@ -53,6 +70,7 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
   m_totalsPlot->yAxis->setLabel(QStringLiteral("sum of medians (ms)"));
   m_totals = new TotalsModel(this);
   m_totalsView = new QTableView(this);
+  m_totalsView->setTabKeyNavigation(false);  // Tab leaves the table; arrows move between cells
   m_totalsView->setObjectName(QStringLiteral("totalsTable"));
   m_totalsView->setModel(m_totals);
   m_totalsView->verticalHeader()->hide();
@@ -101,6 +119,7 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
     rebuildTotals();
   });
   connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) { onMouseMove(e); });
+  rebuildPlot();  // the empty state
   connect(m_plot, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable* p, int dataIndex, QMouseEvent*) {
     auto* bars = qobject_cast<QCPBars*>(p);
     if (!bars || dataIndex < 0 || dataIndex >= bars->data()->size()) return;
@@ -207,6 +226,19 @@ void TimingsPage::rebuildPlot() {
   }
   m_plot->xAxis->grid()->setVisible(false);
   m_plot->legend->setVisible(series > 1);
+  // No run: no axis ticks to misread, a sentence instead.
+  m_plot->xAxis->setTicks(series > 0);
+  m_plot->yAxis->setTicks(series > 0);
+  m_plot->xAxis->setTickLabels(series > 0);
+  m_plot->yAxis->setTickLabels(series > 0);
+  if (series == 0) {
+    auto* text = new QCPItemText(m_plot);
+    text->setObjectName(QStringLiteral("timingsEmpty"));
+    text->position->setType(QCPItemPosition::ptAxisRectRatio);
+    text->position->setCoords(0.5, 0.5);
+    text->setText(QStringLiteral("No timings yet: press Run, or open a report."));
+    text->setColor(QColor(110, 110, 110));
+  }
   resetView();
   highlight(m_selection->currentLayer());
 }
@@ -245,6 +277,8 @@ void TimingsPage::rebuildTotals() {
     ticker->addTick(
         g, m_totals->grouping() == TotalsModel::Grouping::Block ? blockShortName(groups[g]) : kindShortName(groups[g]));
   m_totalsPlot->xAxis->setTicker(ticker);
+  // Twenty block names side by side ran into each other ("stemb1"): slanted, they each keep their room.
+  m_totalsPlot->xAxis->setTickLabelRotation(m_totals->grouping() == TotalsModel::Grouping::Block ? -60 : 0);
   m_totalsPlot->xAxis->grid()->setVisible(false);
   m_totalsPlot->xAxis->setRange(-0.6, std::max<double>(groups.size(), 1) - 0.4);
   m_totalsPlot->yAxis->setRange(0, hi > 0 ? hi * 1.1 : 1);

@@ -23,6 +23,7 @@ TopologyPage::TopologyPage(LayerTableModel* model, LayerSelection* selection, QW
   m_proxy = new LayerFilterProxy(this);
   m_proxy->setSourceModel(model);
   m_view = new QTableView(this);
+  m_view->setTabKeyNavigation(false);  // Tab leaves the table; arrows move between cells
   m_view->setObjectName(QStringLiteral("topologyTable"));
   m_view->setModel(m_proxy);
   m_view->setSortingEnabled(true);
@@ -39,6 +40,7 @@ TopologyPage::TopologyPage(LayerTableModel* model, LayerSelection* selection, QW
   m_kind = new QComboBox(this);
   m_kind->setObjectName(QStringLiteral("kindFilter"));
   m_name = new QLineEdit(this);
+  m_name->setObjectName(QStringLiteral("nameFilter"));
   m_name->setPlaceholderText(QStringLiteral("name contains…"));
   m_name->setClearButtonEnabled(true);
   auto* clear = new QPushButton(QStringLiteral("Show all"), this);
@@ -86,6 +88,11 @@ TopologyPage::TopologyPage(LayerTableModel* model, LayerSelection* selection, QW
   });
   connect(m_selection, &LayerSelection::currentLayerChanged, this, [this](int layer) { showLayer(layer); });
   refillFilters();
+}
+
+void TopologyPage::focusNameFilter() {
+  m_name->setFocus(Qt::ShortcutFocusReason);
+  m_name->selectAll();
 }
 
 void TopologyPage::setSummary(const QString& html) { m_summary->setText(html); }

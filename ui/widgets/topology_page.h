@@ -26,6 +26,8 @@ class TopologyPage : public QWidget {
   TopologyPage(LayerTableModel* model, LayerSelection* selection, QWidget* parent = nullptr);
 
   QTableView* view() const { return m_view; }
+  QLineEdit* nameFilter() const { return m_name; }
+  void focusNameFilter();  // Find (Ctrl+F): the name filter, its text selected
   LayerFilterProxy* proxy() const { return m_proxy; }
   QComboBox* blockCombo() const { return m_block; }
   QComboBox* kindCombo() const { return m_kind; }
