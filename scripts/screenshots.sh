@@ -95,6 +95,7 @@ STEPS=(
   "roofline          | tab 'Roofline & memory'"
   "sweep             | tab Sweep"
   "accuracy          | tab Accuracy"
+  "timeline          | tab Timeline"
 )
 
 # ---- the accessibility helper: reads the app's widget tree (never acts on it) ----

@@ -43,6 +43,16 @@ inline void default_omp_wait_policy(int, char** argv, char** envp) {
     if (n + 2 >= sizeof env / sizeof env[0]) return;  // an environment this large keeps the runtime's default
     env[n] = envp[n];
   }
+  // Started through the dynamic loader (`ld-linux-x86-64.so.2 --library-path L mnv2 ...`, as a relocated
+  // package does), /proc/self/exe is the loader, and argv no longer names the program: starting it again
+  // would run "the first argument" as a program. Keep the runtime's default there.
+  static char self[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return;
+  self[len] = '\0';
+  const char* base = std::strrchr(self, '/');
+  base = base ? base + 1 : self;
+  if (std::strncmp(base, "ld-", 3) == 0 || std::strncmp(base, "ld.so", 5) == 0) return;
   env[n] = spin;
   env[n + 1] = nullptr;
   if (argv && argv[0]) ::execve("/proc/self/exe", argv, env);  // returns only on failure

@@ -27,6 +27,8 @@ RunsPanel::RunsPanel(ReportCatalog* catalog, QWidget* parent) : QWidget(parent),
   m_view->verticalHeader()->hide();
   m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 6);
   m_view->setWordWrap(false);
+  // A laptop screen (1024×700) keeps the pages usable: the table may shrink to a row or two and scroll.
+  m_view->setMinimumHeight(m_view->fontMetrics().height() * 3);
   QHeaderView* header = m_view->horizontalHeader();
   header->setSectionResizeMode(QHeaderView::Interactive);
   header->setStretchLastSection(false);
@@ -55,7 +57,8 @@ RunsPanel::RunsPanel(ReportCatalog* catalog, QWidget* parent) : QWidget(parent),
   buttons->addStretch(1);
   buttons->addWidget(m_save);
   auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
+  layout->setContentsMargins(2, 2, 2, 2);
+  layout->setSpacing(2);
   layout->addWidget(m_view, 1);
   layout->addLayout(buttons);
 
