@@ -78,6 +78,7 @@ image_name=$(basename "$image")
 #   retype VALUE              replace the text of the focused field, then Tab (after set_field: the next box)
 #   choose NAME ITEM          open the combo box labelled NAME with the keyboard and pick ITEM
 #   click ROLE NAME           click a widget, e.g. "click 'push button' Run"
+#   ctrl_click ROLE NAME      the same with Ctrl held (adds a table row to the selection)
 #   run_wait                  wait until the run that was just started has finished (fails if it failed)
 #   wait_title TEXT           wait until the window title contains TEXT
 #   scroll_to ROLE NAME       wheel-scroll until the widget is inside its scroll area's viewport
@@ -90,7 +91,7 @@ STEPS=(
   "topology          | tab Topology"
   "timings           | tab Timings"
   "diffs             | tab Diffs; click 'push button' 'Compute diff'; run_wait"
-  "comparison        | key ctrl+4"
+  "runs-compare      | click 'table cell' 'run 1'; ctrl_click 'table cell' 'run 2'; click 'push button' 'Compare two'"
   "graph             | tab Graph"
   "roofline          | tab 'Roofline & memory'"
   "sweep             | tab Sweep"
@@ -348,6 +349,14 @@ click() {  # ROLE NAME
   scroll_into_view find "$1" "$2"
   [ "${located[9]}" = 1 ] || die "'$2' ($1) is disabled (step '$step')"
   click_at "$((located[0] + located[2] / 2))" "$((located[1] + located[3] / 2))"
+}
+
+ctrl_click() {  # ROLE NAME
+  scroll_into_view find "$1" "$2"
+  xdotool mousemove "$((located[0] + located[2] / 2))" "$((located[1] + located[3] / 2))" sleep 0.15 \
+    keydown ctrl click 1 keyup ctrl
+  sleep 0.2
+  pointer_away
 }
 
 tab() { click "page tab" "$1"; }

@@ -152,8 +152,10 @@ RunComparability compare_settings(const RunReport& a, const RunReport& b) {
   if ((a.backend == "cuda" || b.backend == "cuda") && !(ca.cuda == cb.cuda))
     add("cuda options", cuda_text(ca.cuda), cuda_text(cb.cuda), Weight::note,
         "different kernels or fusion chosen for the cuda backend");
-  if (a.input_checksum != b.input_checksum || ca.input_name != cb.input_name) {
-    // The same name over different data (a random batch of another shape) shows the checksums.
+  // The checksum covers the whole input tensor: another batch or size of the same image changes it, and that
+  // difference is stated above. Same name, same shape, other data (an image file changed) shows the checksums.
+  const bool same_shape = ca.batch == cb.batch && ca.height == cb.height && ca.width == cb.width;
+  if (ca.input_name != cb.input_name || (same_shape && a.input_checksum != b.input_checksum)) {
     const bool same_name = ca.input_name == cb.input_name;
     add("input", same_name ? ca.input_name + " [" + a.input_checksum.substr(0, 12) + "]" : ca.input_name,
         same_name ? cb.input_name + " [" + b.input_checksum.substr(0, 12) + "]" : cb.input_name, Weight::note,

@@ -5,6 +5,9 @@
 #include <QComboBox>
 #include <QFile>
 #include <QLabel>
+#include <QMenuBar>
+#include <QStatusBar>
+#include <QTabWidget>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
@@ -572,10 +575,27 @@ class MainWindowTest : public QObject {
     QVERIFY(m_window->openReport(noisy));
     QLabel* banner = m_window->reliabilityBanner();
     QVERIFY(banner->isVisible());
-    QVERIFY2(banner->text().contains(QStringLiteral("⚠ unreliable: end-to-end CV 80% (> 10%); host busy: other "
-                                                    "processes used 1.9 of 2 cores")),
+    // One line per run with its first reason; every reason in the tooltip.
+    QVERIFY2(banner->text().contains(QStringLiteral("⚠ unreliable: end-to-end CV 80% (> 10%) (+1 more")),
              qPrintable(banner->text()));
+    QVERIFY(!banner->text().contains(QLatin1Char('\n')));
+    QVERIFY2(banner->toolTip().contains(QStringLiteral("⚠ unreliable: end-to-end CV 80% (> 10%); host busy: other "
+                                                       "processes used 1.9 of 2 cores")),
+             qPrintable(banner->toolTip()));
     QVERIFY(banner->text().startsWith(runLabel(runs.front())));
+    // The banner does not push the window past a 1280×720 screen (700 px under a title bar), nor widen it.
+    QString heights;  // what asks for the height, when too much
+    for (QWidget* w : {m_window->centralWidget(), m_window->findChild<QWidget*>(QStringLiteral("inputDock")),
+                       m_window->findChild<QWidget*>(QStringLiteral("runsDock")),
+                       static_cast<QWidget*>(m_window->statusBar()), static_cast<QWidget*>(m_window->menuBar()),
+                       static_cast<QWidget*>(banner)})
+      heights += QStringLiteral(" %1=%2").arg(w ? w->objectName() : QStringLiteral("?")).arg(w ? w->minimumSizeHint().height() : -1);
+    if (auto* tabs = m_window->findChild<QTabWidget*>(QStringLiteral("tabs")))
+      for (int i = 0; i < tabs->count(); ++i)
+        heights += QStringLiteral(" %1=%2").arg(tabs->tabText(i)).arg(tabs->widget(i)->minimumSizeHint().height());
+    QVERIFY2(m_window->minimumSizeHint().height() <= 700,
+             qPrintable(QStringLiteral("minimum height %1:%2").arg(m_window->minimumSizeHint().height()).arg(heights)));
+    QVERIFY2(m_window->minimumSizeHint().width() <= 1024, qPrintable(QString::number(m_window->minimumSizeHint().width())));
     QVERIFY(reportSummary(runs.front()).endsWith(QStringLiteral(" · ⚠ unreliable")));
 
     runs.front().reliability.findings = {{"host_busy", mnv2::Verdict::unknown, "unknown", 0, 0.5}};

@@ -144,6 +144,13 @@ class TimelinePageTest : public QObject {
     old.timeline.reset();
     page.setReports({shared(hostReport()), shared(old)});
     QCOMPARE(page.runCombo()->count(), 2);
+    // Each item tells the runs apart by batch and size too, and is not cut (the combo fits its text).
+    const mnv2::RunReport& first = hostReport();
+    const QString item = page.runCombo()->itemText(0);
+    QVERIFY2(item.contains(QStringLiteral(" · b%1 · %2×%3").arg(first.config.batch).arg(first.config.height).arg(first.config.width)),
+             qPrintable(item));
+    QVERIFY2(page.runCombo()->minimumSizeHint().width() >= page.runCombo()->fontMetrics().horizontalAdvance(item),
+             qPrintable(item));
     QCOMPARE(page.laneCount(), 4);
     page.runCombo()->setCurrentIndex(1);
     QCOMPARE(page.laneCount(), 1);  // the median summary only

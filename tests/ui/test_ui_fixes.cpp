@@ -11,6 +11,8 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -124,6 +126,14 @@ class UiFixesTest : public QObject {
       for (int i = 0; i < tabs->count(); ++i) {
         tabs->setCurrentIndex(i);
         QCoreApplication::processEvents();
+        // The input column never scrolls sideways (its content fits beside the vertical scroll bar).
+        auto* inputScroll = m_window->findChild<QScrollArea*>(QStringLiteral("inputScroll"));
+        QVERIFY(inputScroll);
+        QVERIFY2(inputScroll->horizontalScrollBar()->maximum() == 0,
+                 qPrintable(QStringLiteral("%1×%2: the input column scrolls sideways by %3 px")
+                                .arg(size.width())
+                                .arg(size.height())
+                                .arg(inputScroll->horizontalScrollBar()->maximum())));
         for (QWidget* w : controls) {
           QString why;
           QVERIFY2(visibleInWindow(w, m_window, &why), qPrintable(QStringLiteral("%1×%2, page %3: %4")

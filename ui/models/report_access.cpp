@@ -72,13 +72,19 @@ QString reliabilityMarker(const mnv2::RunReport& r) {
   return {};
 }
 
-QString reliabilityText(const mnv2::RunReport& r) {
-  const QString marker = reliabilityMarker(r);
-  if (marker.isEmpty()) return {};
+QStringList reliabilityReasons(const mnv2::RunReport& r) {
+  if (reliabilityMarker(r).isEmpty()) return {};
   QStringList reasons;
-  for (const mnv2::ReliabilityFinding& f : r.reliability.findings)
-    if (f.verdict >= mnv2::Verdict::noted) reasons << shownText(f.reason);
-  return marker + QStringLiteral(": ") + reasons.join(QStringLiteral("; "));
+  for (const mnv2::Verdict level : {mnv2::Verdict::unreliable, mnv2::Verdict::noted})
+    for (const mnv2::ReliabilityFinding& f : r.reliability.findings)
+      if (f.verdict == level) reasons << shownText(f.reason);
+  return reasons;
+}
+
+QString reliabilityText(const mnv2::RunReport& r) {
+  const QStringList reasons = reliabilityReasons(r);
+  if (reasons.isEmpty()) return {};
+  return reliabilityMarker(r) + QStringLiteral(": ") + reasons.join(QStringLiteral("; "));
 }
 
 QString shapeText(const mnv2::Shape& s) { return QStringLiteral("%1×%2×%3×%4").arg(s.n).arg(s.c).arg(s.h).arg(s.w); }

@@ -60,6 +60,9 @@ QString reliabilityMarker(const mnv2::RunReport& report);
 // The verdict and every finding at noted or above, with the measured numbers: "⚠ unreliable: end-to-end CV
 // 80% (> 10%); host busy: other processes used 1.9 of 2 cores ..."; empty where the marker is.
 QString reliabilityText(const mnv2::RunReport& report);
+// The reasons of the findings at noted or above, the unreliable ones first (each group in the engine's
+// order); empty where the marker is.
+QStringList reliabilityReasons(const mnv2::RunReport& report);
 QString shapeText(const mnv2::Shape& shape);        // "1×32×112×112"
 QString groupedNumber(qint64 value);                // "3,504,872"
 QString micros(double ns, int decimals = 2);        // "123.45"

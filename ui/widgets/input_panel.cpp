@@ -12,7 +12,7 @@
 namespace mnv2::ui {
 
 namespace {
-constexpr int kPictureSide = 168;  // pixels of the panel's two thumbnails
+constexpr int kPictureSide = 150;  // pixels of the panel's two thumbnails
 }
 
 InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {

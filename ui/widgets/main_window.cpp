@@ -17,10 +17,12 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <map>
 
 #include "mnv2/bench_report.h"
@@ -112,6 +114,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_settings = new RunSettingsPanel(this);
   auto* left = new QWidget(this);
   auto* leftLayout = new QVBoxLayout(left);
+  leftLayout->setContentsMargins(4, 4, 4, 4);  // the group boxes have margins of their own
   auto* inputBox = new QGroupBox(QStringLiteral("Input"), left);
   (new QVBoxLayout(inputBox))->addWidget(m_input);
   auto* runBox = new QGroupBox(QStringLiteral("Run"), left);
@@ -138,7 +141,11 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   dock->setObjectName(QStringLiteral("inputDock"));
   dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
   dock->setWidget(dockBody);
-  dock->setMinimumWidth(330);
+  // Never narrower than its content beside the vertical scroll bar: a wider content would scroll sideways
+  // (the scroll area follows the focused field), cutting the labels at the left edge.
+  scroll->setObjectName(QStringLiteral("inputScroll"));
+  dock->setMinimumWidth(std::max(330, left->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() +
+                                          2 * scroll->frameWidth()));
   addDockWidget(Qt::LeftDockWidgetArea, dock);
 
   // Bottom: the run history. Every run is kept; checked runs are shown on the pages.
@@ -158,8 +165,9 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_banner->hide();
   m_reliability = new QLabel(this);
   m_reliability->setObjectName(QStringLiteral("reliabilityBanner"));
-  m_reliability->setWordWrap(true);
+  m_reliability->setWordWrap(false);  // one line per run, clipped at the right when narrow; all in the tooltip
   m_reliability->setTextFormat(Qt::PlainText);
+  m_reliability->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
   m_reliability->setStyleSheet(
       QStringLiteral("background: #f8d7da; color: #58151c; border: 1px solid #e0a0a6; padding: 4px;"));
   m_reliability->hide();
@@ -802,12 +810,27 @@ void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QStrin
   m_timeline->setReports(same);
   m_graph->view()->setReport(same.front());
   m_roofline->setReports(same);
-  QStringList unreliable;  // one line per shown run whose figures are not to be trusted, with the reasons
-  for (const ReportPtr& r : same)
-    if (const QString text = reliabilityText(*r); !text.isEmpty())
-      unreliable << runLabel(*r) + QStringLiteral(" — ") + text;
-  m_reliability->setText(unreliable.join(QLatin1Char('\n')));
-  m_reliability->setVisible(!unreliable.isEmpty());
+  // One short line per shown run whose figures are not to be trusted (its first reason), at most two lines
+  // so that a laptop screen keeps the pages; every reason is in the tooltip and the Runs panel.
+  QStringList lines, full;
+  for (const ReportPtr& r : same) {
+    const QStringList reasons = reliabilityReasons(*r);
+    if (reasons.isEmpty()) continue;
+    const QString head = runLabel(*r) + QStringLiteral(" — ") + reliabilityMarker(*r) + QStringLiteral(": ");
+    full << head + reasons.join(QStringLiteral("; "));
+    lines << head + reasons.front() +
+                 (reasons.size() > 1 ? QStringLiteral(" (+%1 more: hover here, or the Runs panel's Reliability)")
+                                           .arg(reasons.size() - 1)
+                                     : QString());
+  }
+  if (lines.size() > 2) {
+    const qsizetype more = lines.size() - 1;
+    lines.resize(1);
+    lines << QStringLiteral("and %1 more shown runs are unreliable (hover here)").arg(more);
+  }
+  m_reliability->setText(lines.join(QLatin1Char('\n')));
+  m_reliability->setToolTip(full.join(QLatin1Char('\n')));
+  m_reliability->setVisible(!lines.isEmpty());
   // The status bar's other fields are this machine's; what the shown runs were measured on is said apart,
   // labelled with where they come from.
   const mnv2::RunReport& first = *same.front();

@@ -472,7 +472,7 @@ GraphPage::GraphPage(LayerSelection* selection, QWidget* parent) : QWidget(paren
   m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_details->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   m_details->setFrameShape(QFrame::StyledPanel);
-  m_details->setMinimumHeight(120);
+  m_details->setMinimumHeight(90);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(bar);
   layout->addWidget(m_view, 1);

@@ -235,7 +235,9 @@ void RooflinePage::rebuild() {
 
   // Memory: per layer from the model analysis, what the backend held from its own account.
   m_memoryHeld->setText(QStringLiteral("Held by %1: %2").arg(runLabel(r), shownText(mnv2::describe_memory(r.memory))));
-  const auto layers = mnv2::layer_memory(mnv2::Model{r.topology}, r.layer_stats);
+  mnv2::Model network;
+  network.layers = r.topology;
+  const auto layers = mnv2::layer_memory(network, r.layer_stats);
   m_memory->setRowCount(static_cast<int>(layers.size()));
   for (const auto& l : layers) {
     const mnv2::Layer& layer = r.topology[static_cast<size_t>(l.layer)];

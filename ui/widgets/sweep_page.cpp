@@ -94,7 +94,7 @@ SweepPage::SweepPage(QWidget* parent) : QWidget(parent) {
     *plot = new QCustomPlot(this);
     applyPlotStyle(*plot);
     (*plot)->legend->setVisible(true);
-    (*plot)->setMinimumSize(240, 200);
+    (*plot)->setMinimumSize(240, 170);
     (*plot)->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     charts->addWidget(*plot, 1);
     QCustomPlot* self = *plot;

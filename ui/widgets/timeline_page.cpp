@@ -39,12 +39,15 @@ QString microseconds(int64_t ns) { return QString::number(static_cast<double>(ns
 TimelinePage::TimelinePage(QWidget* parent) : QWidget(parent) {
   m_run = new QComboBox(this);
   m_run->setObjectName(QStringLiteral("timelineRun"));
+  // As wide as its longest item (the list is of the shown runs: a few short labels).
+  m_run->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   m_message = new QLabel(QStringLiteral("No run yet: press Run, or open a report (File ▸ Open report)."), this);
   m_message->setObjectName(QStringLiteral("timelineMessage"));
   m_message->setWordWrap(true);
   auto* reset = new QPushButton(QStringLiteral("Reset view"), this);
   auto* hint = new QLabel(QStringLiteral("drag: pan · wheel: zoom time · hover: details"), this);
   hint->setStyleSheet(QStringLiteral("color: #777;"));
+  hint->setWordWrap(true);  // wraps on a narrow window rather than widening it
 
   m_plot = new QCustomPlot(this);
   m_plot->setObjectName(QStringLiteral("timelinePlot"));
@@ -80,7 +83,12 @@ void TimelinePage::setReports(std::vector<ReportPtr> reports) {
     const QSignalBlocker block(m_run);
     m_run->clear();
     for (size_t i = 0; i < m_reports.size(); ++i)
-      m_run->addItem(QStringLiteral("%1: %2").arg(i + 1).arg(runLabel(*m_reports[i])));
+      m_run->addItem(QStringLiteral("%1: %2 · b%3 · %4×%5")
+                         .arg(i + 1)
+                         .arg(runLabel(*m_reports[i]))
+                         .arg(m_reports[i]->config.batch)
+                         .arg(m_reports[i]->config.height)
+                         .arg(m_reports[i]->config.width));
   }
   showRun(m_reports.empty() ? -1 : 0);
 }

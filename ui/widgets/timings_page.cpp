@@ -39,7 +39,7 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
 
   m_plot = new QCustomPlot(this);
   m_plot->setObjectName(QStringLiteral("timingsPlot"));
-  m_plot->setMinimumHeight(260);
+  m_plot->setMinimumHeight(200);
   applyPlotStyle(m_plot);
   m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   // Wheel and drag move along the layers only, so the time axis keeps its floor and no bar vanishes; Ctrl+wheel
@@ -65,7 +65,7 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
   m_grouping->addItem(QStringLiteral("per block"));
   m_totalsPlot = new QCustomPlot(this);
   m_totalsPlot->setObjectName(QStringLiteral("totalsPlot"));
-  m_totalsPlot->setMinimumHeight(170);
+  m_totalsPlot->setMinimumHeight(140);
   applyPlotStyle(m_totalsPlot);
   m_totalsPlot->yAxis->setLabel(QStringLiteral("sum of medians (ms)"));
   m_totals = new TotalsModel(this);
