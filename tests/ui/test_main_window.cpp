@@ -6,8 +6,6 @@
 #include <QFile>
 #include <QLabel>
 #include <QMenuBar>
-#include <QStatusBar>
-#include <QTabWidget>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
@@ -15,6 +13,8 @@
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
 #include <QStandardItemModel>
+#include <QStatusBar>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -585,17 +585,20 @@ class MainWindowTest : public QObject {
     QVERIFY(banner->text().startsWith(runLabel(runs.front())));
     // The banner does not push the window past a 1280×720 screen (700 px under a title bar), nor widen it.
     QString heights;  // what asks for the height, when too much
-    for (QWidget* w : {m_window->centralWidget(), m_window->findChild<QWidget*>(QStringLiteral("inputDock")),
-                       m_window->findChild<QWidget*>(QStringLiteral("runsDock")),
-                       static_cast<QWidget*>(m_window->statusBar()), static_cast<QWidget*>(m_window->menuBar()),
-                       static_cast<QWidget*>(banner)})
-      heights += QStringLiteral(" %1=%2").arg(w ? w->objectName() : QStringLiteral("?")).arg(w ? w->minimumSizeHint().height() : -1);
+    for (QWidget* w :
+         {m_window->centralWidget(), m_window->findChild<QWidget*>(QStringLiteral("inputDock")),
+          m_window->findChild<QWidget*>(QStringLiteral("runsDock")), static_cast<QWidget*>(m_window->statusBar()),
+          static_cast<QWidget*>(m_window->menuBar()), static_cast<QWidget*>(banner)})
+      heights += QStringLiteral(" %1=%2")
+                     .arg(w ? w->objectName() : QStringLiteral("?"))
+                     .arg(w ? w->minimumSizeHint().height() : -1);
     if (auto* tabs = m_window->findChild<QTabWidget*>(QStringLiteral("tabs")))
       for (int i = 0; i < tabs->count(); ++i)
         heights += QStringLiteral(" %1=%2").arg(tabs->tabText(i)).arg(tabs->widget(i)->minimumSizeHint().height());
     QVERIFY2(m_window->minimumSizeHint().height() <= 700,
              qPrintable(QStringLiteral("minimum height %1:%2").arg(m_window->minimumSizeHint().height()).arg(heights)));
-    QVERIFY2(m_window->minimumSizeHint().width() <= 1024, qPrintable(QString::number(m_window->minimumSizeHint().width())));
+    QVERIFY2(m_window->minimumSizeHint().width() <= 1024,
+             qPrintable(QString::number(m_window->minimumSizeHint().width())));
     QVERIFY(reportSummary(runs.front()).endsWith(QStringLiteral(" · ⚠ unreliable")));
 
     runs.front().reliability.findings = {{"host_busy", mnv2::Verdict::unknown, "unknown", 0, 0.5}};

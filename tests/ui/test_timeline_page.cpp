@@ -147,8 +147,10 @@ class TimelinePageTest : public QObject {
     // Each item tells the runs apart by batch and size too, and is not cut (the combo fits its text).
     const mnv2::RunReport& first = hostReport();
     const QString item = page.runCombo()->itemText(0);
-    QVERIFY2(item.contains(QStringLiteral(" · b%1 · %2×%3").arg(first.config.batch).arg(first.config.height).arg(first.config.width)),
-             qPrintable(item));
+    QVERIFY2(
+        item.contains(
+            QStringLiteral(" · b%1 · %2×%3").arg(first.config.batch).arg(first.config.height).arg(first.config.width)),
+        qPrintable(item));
     QVERIFY2(page.runCombo()->minimumSizeHint().width() >= page.runCombo()->fontMetrics().horizontalAdvance(item),
              qPrintable(item));
     QCOMPARE(page.laneCount(), 4);

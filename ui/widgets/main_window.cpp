@@ -144,8 +144,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   // Never narrower than its content beside the vertical scroll bar: a wider content would scroll sideways
   // (the scroll area follows the focused field), cutting the labels at the left edge.
   scroll->setObjectName(QStringLiteral("inputScroll"));
-  dock->setMinimumWidth(std::max(330, left->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() +
-                                          2 * scroll->frameWidth()));
+  dock->setMinimumWidth(std::max(330, left->minimumSizeHint().width() +
+                                          scroll->verticalScrollBar()->sizeHint().width() + 2 * scroll->frameWidth()));
   addDockWidget(Qt::LeftDockWidgetArea, dock);
 
   // Bottom: the run history. Every run is kept; checked runs are shown on the pages.
@@ -818,10 +818,11 @@ void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QStrin
     if (reasons.isEmpty()) continue;
     const QString head = runLabel(*r) + QStringLiteral(" — ") + reliabilityMarker(*r) + QStringLiteral(": ");
     full << head + reasons.join(QStringLiteral("; "));
-    lines << head + reasons.front() +
-                 (reasons.size() > 1 ? QStringLiteral(" (+%1 more: hover here, or the Runs panel's Reliability)")
-                                           .arg(reasons.size() - 1)
-                                     : QString());
+    lines
+        << head + reasons.front() +
+               (reasons.size() > 1
+                    ? QStringLiteral(" (+%1 more: hover here, or the Runs panel's Reliability)").arg(reasons.size() - 1)
+                    : QString());
   }
   if (lines.size() > 2) {
     const qsizetype more = lines.size() - 1;
