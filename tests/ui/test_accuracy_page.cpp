@@ -135,11 +135,7 @@ class AccuracyPageTest : public QObject {
     options.decoder = ImageDecoder::QtImage;  // the GPU machine's decoder (its build has no OpenCV codecs)
     m_window = new MainWindow(options);
     m_window->show();
-    QSignalSpy env(m_window, &MainWindow::environmentReady);
-    QSignalSpy model(m_window, &MainWindow::modelReady);
-    m_window->start(test::mainModelPath());
-    QTRY_VERIFY_WITH_TIMEOUT(env.count() == 1 && model.count() == 1, kTimeoutMs);
-    QVERIFY(model.first().at(0).toBool());
+    QVERIFY(test::startOnMainModel(*m_window, kTimeoutMs));
   }
 
   void cleanupTestCase() { delete m_window; }

@@ -78,11 +78,7 @@ class MainWindowTest : public QObject {
     options.useSettings = false;
     m_window = new MainWindow(options);
     m_window->show();
-    QSignalSpy env(m_window, &MainWindow::environmentReady);
-    QSignalSpy model(m_window, &MainWindow::modelReady);
-    m_window->start(test::mainModelPath());
-    QTRY_VERIFY_WITH_TIMEOUT(env.count() == 1 && model.count() == 1, kTimeoutMs);
-    QVERIFY(model.first().at(0).toBool());
+    QVERIFY(test::startOnMainModel(*m_window, kTimeoutMs));
     QVERIFY(m_window->hasModel());
     m_window->runSettings()->setCounts(1, 1, 3);  // a short profile keeps the test quick
   }

@@ -68,10 +68,7 @@ class RunHistoryTest : public QObject {
     m_window = new MainWindow(options);
     m_window->resize(1280, 720);
     m_window->show();
-    QSignalSpy model(m_window, &MainWindow::modelReady);
-    m_window->start(test::mainModelPath());
-    QTRY_VERIFY_WITH_TIMEOUT(model.count() == 1, kTimeoutMs);
-    QVERIFY(model.first().at(0).toBool());
+    QVERIFY(test::startOnMainModel(*m_window, kTimeoutMs, false));
     QVERIFY(m_window->runSettings()->selectBackend(QStringLiteral("cpu")));
   }
 

@@ -2,6 +2,7 @@
 // CTest runs each suite as its own test with QT_QPA_PLATFORM=offscreen.
 #include <QApplication>
 #include <QDir>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QtTest>
 #include <cstring>
@@ -9,12 +10,31 @@
 #include "mnv2/model.h"
 #include "models/report_access.h"
 #include "ui_test_support.h"
+#include "widgets/main_window.h"
 
 namespace mnv2::ui::test {
 
 std::vector<Suite>& suites() {
   static std::vector<Suite> all;
   return all;
+}
+
+bool startOnMainModel(MainWindow& window, int timeoutMs, bool waitEnvironment) {
+  QSignalSpy env(&window, &MainWindow::environmentReady);
+  QSignalSpy model(&window, &MainWindow::modelReady);
+  window.start(mainModelPath());
+  const bool ready =
+      QTest::qWaitFor([&] { return model.count() == 1 && (!waitEnvironment || env.count() == 1); }, timeoutMs);
+  if (!ready) {
+    qWarning("startOnMainModel: not ready after %d ms (model signals %d, environment signals %d)", timeoutMs,
+             static_cast<int>(model.count()), static_cast<int>(env.count()));
+    return false;
+  }
+  if (!model.first().at(0).toBool()) {
+    qWarning("startOnMainModel: the main model failed to load (%s)", qPrintable(mainModelPath()));
+    return false;
+  }
+  return true;
 }
 
 QString sharedPath(const QString& relative) {

@@ -10,6 +10,10 @@
 #include "mnv2/model.h"
 #include "mnv2/profiler.h"
 
+namespace mnv2::ui {
+class MainWindow;
+}
+
 namespace mnv2::ui::test {
 
 struct Suite {
@@ -32,6 +36,11 @@ std::vector<Suite>& suites();
 QString sharedPath(const QString& relative);
 QString mainModelPath();
 QString imagePath(const QString& name);  // shared/images/<name>
+
+// Starts a shown `window` on the main model and waits up to `timeoutMs` for its model (and, when
+// `waitEnvironment`, its environment probe) to be ready. False, with a warning saying which, when the model
+// failed to load or the time ran out.
+[[nodiscard]] bool startOnMainModel(MainWindow& window, int timeoutMs, bool waitEnvironment = true);
 
 // One CSV line's fields, double-quoted fields honoured ("" inside quotes is a quote).
 QStringList csvFields(const QString& line);
