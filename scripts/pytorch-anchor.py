@@ -40,7 +40,6 @@ import onnx
 from onnx import numpy_helper
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 SCHEMA = "mnv2.bench/1"
 FNV_BASIS = 0xCBF29CE484222325
@@ -86,8 +85,11 @@ class Flatten(nn.Module):
         self.axis = axis
 
     def forward(self, x):
-        # ONNX Flatten: always 2-D, (prod of dims before axis, prod of the rest).
-        return x.reshape(int(np.prod(x.shape[: self.axis])) if self.axis else 1, -1)
+        # ONNX Flatten: always 2-D, (product of the dims before axis, product of the rest). Torch ops only,
+        # so that torch.compile sees one graph (a numpy call on the shape would break it there).
+        if self.axis == 0:
+            return x.reshape(1, -1)
+        return torch.flatten(torch.flatten(x, self.axis), 0, self.axis - 1)
 
 
 class Reshape(nn.Module):
@@ -400,6 +402,12 @@ def check_logits(base, precision, device, golden):
 # ---- timing -----------------------------------------------------------------------------------------------
 
 
+def rel_l2(y, ref):
+    """||y - ref|| / ||ref|| in float64: how far a mode's logits are from the eager logits of the same input."""
+    ref = ref.double()
+    return float(torch.linalg.vector_norm(y.double() - ref) / torch.linalg.vector_norm(ref))
+
+
 class CompileTimeout(Exception):
     pass
 
@@ -443,6 +451,9 @@ def measure_point(base, precision, batch, hw, args, device, compile_state, log):
     x_host = input_for(x_cpu, precision).pin_memory()
     x_static = input_for(x_cpu, precision).to(device)
     weight_bytes = sum(p.numel() * p.element_size() for p in m.parameters())
+    torch.backends.cudnn.benchmark = False
+    with torch.inference_mode():
+        eager_out = m(x_static).double()  # every mode's output is compared with this (same precision)
     results = []
     for exec_mode in ("eager", "cuda_graph"):
         for bench in (True, False):
@@ -473,6 +484,7 @@ def measure_point(base, precision, batch, hw, args, device, compile_state, log):
                         return out
                 out_host = torch.empty(out_static.shape, dtype=out_static.dtype, pin_memory=True)
                 fig = time_mode(run, x_static, x_host, out_host, args.warmup, args.iters)
+                fig["rel_l2_vs_eager"] = rel_l2(run(), eager_out)
             free1, _ = torch.cuda.mem_get_info()
             fig["memory"] = memory_block(weight_bytes, total, free0, free1)
             results.append((mode, fig, ""))
@@ -480,11 +492,9 @@ def measure_point(base, precision, batch, hw, args, device, compile_state, log):
             if exec_mode == "cuda_graph":
                 del graph
     if not args.no_compile:
-        results.append(measure_compiled(m, precision, batch, x_static, x_host, weight_bytes, args, compile_state,
-                                        log))
-    del m
-    torch.cuda.empty_cache()
-    return results
+        results.append(measure_compiled(m, precision, batch, x_static, x_host, weight_bytes, eager_out, args,
+                                        compile_state, log))
+    return results  # the model and its buffers go with this frame
 
 
 def memory_block(weight_bytes, total, free_before, free_after):
@@ -495,7 +505,7 @@ def memory_block(weight_bytes, total, free_before, free_after):
             "device_total_bytes": total, "driver_held_bytes": 0}
 
 
-def measure_compiled(m, precision, batch, x_static, x_host, weight_bytes, args, state, log):
+def measure_compiled(m, precision, batch, x_static, x_host, weight_bytes, eager_out, args, state, log):
     mode = {"exec": "torch.compile " + args.compile_mode, "cudnn_benchmark": True, "compile": args.compile_mode}
     if state["disabled"]:
         return (mode, None, state["disabled"])
@@ -506,7 +516,8 @@ def measure_compiled(m, precision, batch, x_static, x_host, weight_bytes, args, 
         return (mode, None, state["disabled"])
     torch.backends.cudnn.benchmark = True
     torch._dynamo.reset()  # a fresh cache: each shape and precision compiles on its own, no recompile limit
-    compiled = torch.compile(m, mode=args.compile_mode, dynamic=False)
+    # fullgraph: a graph break would time a mix of compiled and eager code; it fails here instead.
+    compiled = torch.compile(m, mode=args.compile_mode, dynamic=False, fullgraph=True)
 
     def on_alarm(signum, frame):
         raise CompileTimeout()
@@ -549,10 +560,10 @@ def measure_compiled(m, precision, batch, x_static, x_host, weight_bytes, args, 
             return compiled(x_static)
 
         fig = time_mode(run, x_static, x_host, out_host, args.warmup, args.iters)
+        fig["rel_l2_vs_eager"] = rel_l2(run(), eager_out)
     free1, _ = torch.cuda.mem_get_info()
     fig["memory"] = memory_block(weight_bytes, total, free0, free1)
     fig["compile_s"] = took
-    del compiled
     torch._dynamo.reset()
     return (mode, fig, f"compiled in {took:.1f} s")
 
@@ -581,7 +592,10 @@ def record(mode, fig, precision, batch, hw, args, device_name, best):
          # The host wall clock of the device-resident loop (forward + event + synchronise): not in mnv2's schema.
          "device_resident_host_median_ms": fig["device_host"]["median"],
          "memory_bytes": fig["memory"]["total_bytes"], "memory": fig["memory"], "cpu_threads": 0,
-         "mode": mode, "best_mode": best}
+         "mode": mode, "best_mode": best,
+         # The mode's logits of the timed input against eager's in the same precision (a wrong capture or a
+         # compile that changes the arithmetic shows here).
+         "output_rel_l2_vs_eager": fig["rel_l2_vs_eager"]}
     if "compile_s" in fig:
         r["compile_s"] = fig["compile_s"]
     return r
@@ -607,7 +621,7 @@ def write_json(path, doc):
 
 def print_table(rows):
     head = (f"{'prec':5} {'batch':>5} {'size':>8} {'mode':46} {'dev_med_ms':>10} {'dev_p90_ms':>10} "
-            f"{'dev_host_ms':>11} {'e2e_gpu_ms':>10} {'e2e_host_ms':>11} {'dev_img/s':>10}")
+            f"{'dev_host_ms':>11} {'e2e_gpu_ms':>10} {'e2e_host_ms':>11} {'dev_img/s':>10} {'vs_eager':>9}")
     print(head)
     for r in rows:
         mode = r["mode"]
@@ -616,7 +630,8 @@ def print_table(rows):
         print(f"{r['precision']:5} {r['batch']:>5} {str(r['height']) + 'x' + str(r['width']):>8} "
               f"{name + (' *' if r['best_mode'] else ''):46} {r['device_resident_median_ms']:10.3f} "
               f"{r['device_resident_p90_ms']:10.3f} {r['device_resident_host_median_ms']:11.3f} "
-              f"{r['gpu_median_ms']:10.3f} {r['median_ms']:11.3f} {r['device_resident_images_per_s']:10.1f}")
+              f"{r['gpu_median_ms']:10.3f} {r['median_ms']:11.3f} {r['device_resident_images_per_s']:10.1f} "
+              f"{r['output_rel_l2_vs_eager']:9.1e}")
 
 
 # ---- main -------------------------------------------------------------------------------------------------
@@ -697,7 +712,7 @@ def main(argv):
         checks[prec] = {"images": per_image, "worst_rel_l2": worst, "top1_agree": top1, "bound": bound,
                         "passed": ok if bound is not None else None}
         log(f"logits check {prec}: worst rel L2 {worst:.3e} over {len(per_image)} images ("
-            + ", ".join(f"{c['image']} {c['rel_l2']:.2e}" for c in per_image) + f"); top-1 "
+            + ", ".join(f"{c['image']} {c['rel_l2']:.2e}" for c in per_image) + "); top-1 "
             + ("agrees" if top1 else "DIFFERS") + (f"; bound {bound:g}: {'pass' if ok else 'FAIL'}" if bound else
                                                      " (reported, no bound)"))
         if not ok:
@@ -746,7 +761,8 @@ def main(argv):
     print()
     print("device-resident (dev_*): input on the GPU, CUDA events around each forward/replay; dev_host: host wall "
           "clock of the same; e2e: pinned copy in + forward + copy out, events (gpu) and host wall clock; "
-          "* = the best mode (lowest dev median), the record in \"results\"")
+          "* = the best mode (lowest dev median), the record in \"results\"; vs_eager: rel L2 of the mode's logits "
+          "against eager's, same input and precision")
     print_table(doc["all_modes"])
     for n in doc["anchor"]["notes"]:
         print("note: " + n)
