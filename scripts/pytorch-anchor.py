@@ -303,7 +303,8 @@ def summarize(samples):
     mean = sum(s) / n
     std = math.sqrt(sum((x - mean) ** 2 for x in s) / (n - 1)) if n > 1 else 0.0
     return {"n": n, "mean": mean, "median": percentile_sorted(s, 0.5), "min": s[0], "max": s[-1], "std": std,
-            "p90": percentile_sorted(s, 0.9), "p95": percentile_sorted(s, 0.95), "p99": percentile_sorted(s, 0.99),
+            "p10": percentile_sorted(s, 0.1), "p90": percentile_sorted(s, 0.9), "p95": percentile_sorted(s, 0.95),
+            "p99": percentile_sorted(s, 0.99),
             "cv": std / mean if mean > 0 else 0.0}
 
 
@@ -584,7 +585,8 @@ def record(mode, fig, precision, batch, hw, args, device_name, best):
     r = {"backend": "pytorch", "backend_description": describe(mode, precision, device_name), "precision": precision,
          "batch": batch, "height": hw[0], "width": hw[1], "warmup": args.warmup, "iters": args.iters,
          "median_ms": host["median"], "mean_ms": host["mean"], "min_ms": host["min"], "max_ms": host["max"],
-         "std_ms": host["std"], "p90_ms": host["p90"], "p95_ms": host["p95"], "p99_ms": host["p99"],
+         "std_ms": host["std"], "p10_ms": host["p10"], "p90_ms": host["p90"], "p95_ms": host["p95"],
+         "p99_ms": host["p99"],
          "cv": host["cv"], "images_per_s": batch * 1e3 / host["median"],
          "gpu_median_ms": gpu["median"], "gpu_p90_ms": gpu["p90"], "gpu_min_ms": gpu["min"],
          "device_resident_median_ms": dev["median"], "device_resident_p90_ms": dev["p90"],
