@@ -83,7 +83,6 @@ std::string bench_json(const std::vector<BenchResult>& results, const ReportMode
                {"min_ms", s.min},
                {"max_ms", s.max},
                {"std_ms", s.stddev},
-               {"p10_ms", s.p10},
                {"p90_ms", s.p90},
                {"p95_ms", s.p95},
                {"p99_ms", s.p99},
@@ -197,7 +196,7 @@ BenchResult result_from(const json::Json& j) {
   s.min = figure_at(j, "min_ms");
   s.max = figure_at(j, "max_ms");
   s.stddev = figure_at(j, "std_ms");
-  s.p10 = optional_figure(j, "p10_ms").value_or(0);  // absent in files written before it
+  s.p10 = optional_figure(j, "p10_ms").value_or(0);  // written by the PyTorch anchor; absent from ours (0)
   s.p90 = figure_at(j, "p90_ms");
   s.p95 = figure_at(j, "p95_ms");
   s.p99 = figure_at(j, "p99_ms");
