@@ -5,12 +5,12 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline;
+# timeline, anchor;
 # default all), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
-sections=",${MNV2_DEVICE_SECTIONS:-tests,base,cuda,studies,ncu,app,portable,exports,cpu,timeline},"
+sections=",${MNV2_DEVICE_SECTIONS:-tests,base,cuda,studies,ncu,app,portable,exports,cpu,timeline,anchor},"
 want() { [[ $sections == *",$1,"* ]]; }
 out=${OUT:-/tmp/mnv2-device-out}
 mkdir -p "$out"
@@ -328,6 +328,20 @@ for f in sorted(glob.glob(sys.argv[1] + "/timeline_*.trace.json")):
 PY
 cat "$work/timeline_tracks.txt" >>"$summary"
 cp "$work"/timeline_cuda_cupti_graph.trace.json "$work"/timeline_cudnn_cupti_layers.trace.json "$out/" 2>/dev/null
+fi
+
+# ---- the PyTorch anchor (issue 16) ------------------------------------------------------------------------
+# The same ONNX model and weights rebuilt as a torch module (scripts/pytorch-anchor.py): its logits against
+# the float64 golden references (fp32 must pass), then eager / CUDA graph / torch.compile, cudnn.benchmark on
+# and off, fp32 (TF32 off) / tf32 / fp16 channels-last, device-resident and end to end, as mnv2.bench/1;
+# then mnv2 reads it back beside nothing (--show). MNV2_ANCHOR_COMPILE_BUDGET_S bounds all compiles (s).
+if want anchor; then
+TAIL=80 run pytorch_anchor python3 "$repo/scripts/pytorch-anchor.py" --model "$MNV2_MODEL" --golden shared/golden \
+  --batch 1,8,64,256 --precision fp32,tf32,fp16 --warmup 20 --iters 100 \
+  --compile-budget-s "${MNV2_ANCHOR_COMPILE_BUDGET_S:-300}" --json "$out/pytorch-anchor.json"
+cp "$out/pytorch-anchor.json" "$work/" 2>/dev/null  # written to $out after each point: a cut-off call keeps it
+TAIL=20 run pytorch_anchor_show ./bin/mnv2 bench --show "$work/pytorch-anchor.json"
+cp "$work/pytorch_anchor.log" "$out/" 2>/dev/null
 fi
 
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$summary" 2>&1

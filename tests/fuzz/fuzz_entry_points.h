@@ -26,7 +26,8 @@ inline constexpr size_t kScratchDataBytes = 4096;
 const std::string& scratch_dir();
 // decode_image_file(), then preprocess() with the ImageNet defaults.
 Outcome image_decode(const uint8_t* data, size_t size);
-// read_reports_file(), then every writer (JSON, CSV, trace) over what was read.
+// read_reports_file(), then every writer (JSON, CSV, trace) over what was read; bytes it refuses go to
+// read_bench_file() (mnv2.bench/1), whose results are written and read back.
 Outcome report_reader(const uint8_t* data, size_t size);
 
 // An OutputSet (mnv2/output_files.h) over a scratch folder the bytes lay out (files, links, folders, FIFOs,

@@ -40,6 +40,7 @@
 #include "widgets/main_window.h"
 #include "widgets/network_graph_view.h"
 #include "widgets/run_settings_panel.h"
+#include "widgets/sweep_page.h"
 #include "widgets/timeline_page.h"
 #include "widgets/timings_page.h"
 #include "widgets/topology_page.h"
@@ -432,6 +433,38 @@ class MainWindowTest : public QObject {
       QVERIFY(window.openReport(m_dir.filePath(QStringLiteral("profile.json"))));
       QCOMPARE(window.timingsPage()->barCount(), 99);
     }
+  }
+
+  // File > Open report on a mnv2.bench/1 file (the PyTorch anchor's): its results go to the Sweep page beside
+  // the app's own; a bad one is refused with a message naming the file and the key, and changes nothing.
+  void openReportAddsBenchFilesToTheSweepPage() {
+    MainWindow::Options options;
+    options.useSettings = false;
+    MainWindow window(options);
+    window.show();
+    const QString anchor = QStringLiteral(MNV2_TEST_DATA_DIR "/bench/pytorch-anchor-h200-excerpt.json");
+    QVERIFY(window.openReport(anchor));
+    QCOMPARE(window.sweepPage()->results().size(), size_t{4});
+    QCOMPARE(window.sweepPage()->results().front().config.backend, std::string("pytorch"));
+    QCOMPARE(window.sweepPage()->lineCount(), 2);  // pytorch fp32 and fp16
+    QCOMPARE(window.findChild<QTabWidget*>()->currentWidget(), static_cast<QWidget*>(window.sweepPage()));
+
+    mnv2::json::Json j = mnv2::json::parse_file(anchor.toStdString());
+    j["results"][2].erase("device_resident_p90_ms");
+    const QString bad = m_dir.filePath(QStringLiteral("bad-bench.json"));
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(mnv2::json::dump(j, 2)));
+    f.close();
+    QSignalSpy errors(&window, &MainWindow::errorReported);
+    QVERIFY(!window.openReport(bad));
+    QCOMPARE(errors.count(), 1);
+    const QString message = errors.first().at(0).toString();
+    QVERIFY2(message.contains(bad) && message.contains(QStringLiteral("result 2")) &&
+                 message.contains(QStringLiteral("device_resident_p90_ms")),
+             qPrintable(message));
+    QCOMPARE(window.sweepPage()->results().size(), size_t{4});
+    for (QMessageBox* box : window.findChildren<QMessageBox*>()) box->close();
   }
 
   void outOfRangeValuesAreClampedOrRefused() {

@@ -1,9 +1,11 @@
 // The Roofline & memory page: points for every step with work, the roof when ceilings are given, the
 // memory table, and the Nsight Compute command of the selected layer (the run's own step name, fused or not).
+#include <qcustomplot.h>
 #include <QLineEdit>
 #include <QTableWidget>
 #include <QtTest>
 
+#include "mnv2/bench_report.h"
 #include "models/layer_selection.h"
 #include "ui_test_support.h"
 #include "widgets/roofline_page.h"
@@ -97,6 +99,42 @@ class SweepPageTest : public QObject {
     QCOMPARE(page.lineCount(), 2);  // x = batch: one line per input size
     page.setXAxis(true);
     QCOMPARE(page.lineCount(), 3);  // x = input size: one line per batch
+  }
+
+  // Saved results (a mnv2.bench/1 file: here the PyTorch anchor's, fp32 and fp16) join the sweep's: rows in
+  // the table, a line per backend and precision in the charts; a new sweep keeps them, the same file again
+  // replaces its rows.
+  void savedResultsJoinTheSweep() {
+    SweepPage page;
+    std::vector<mnv2::BenchResult> fresh;
+    for (int batch : {1, 8}) {
+      mnv2::BenchResult r;
+      r.config.backend = "cuda";
+      r.config.batch = batch;
+      r.latency_ms.median = batch * 0.1;
+      r.images_per_s = batch * 1000.0 / r.latency_ms.median;
+      fresh.push_back(r);
+    }
+    page.setResults(fresh);
+    QCOMPARE(page.lineCount(), 1);
+    const std::string anchor = std::string(MNV2_TEST_DATA_DIR) + "/bench/pytorch-anchor-h200-excerpt.json";
+    page.addSavedResults(mnv2::read_bench_file(anchor).results, QStringLiteral("anchor.json"));
+    QCOMPARE(page.table()->rowCount(), 6);
+    QCOMPARE(page.savedCount(), 4);
+    QCOMPARE(page.lineCount(), 3);  // cuda fp32, pytorch fp32, pytorch fp16
+    QStringList names;
+    for (int g = 0; g < page.latencyPlot()->graphCount(); ++g) names << page.latencyPlot()->graph(g)->name();
+    QVERIFY2(names.filter(QStringLiteral("pytorch")).size() == 2, qPrintable(names.join(QStringLiteral(" | "))));
+    QVERIFY2(page.table()->item(5, 0)->text().contains(QStringLiteral("pytorch")),
+             qPrintable(page.table()->item(5, 0)->text()));
+    page.addSavedResults(mnv2::read_bench_file(anchor).results, QStringLiteral("anchor.json"));
+    QCOMPARE(page.table()->rowCount(), 6);
+    page.setResults({fresh.front()});
+    QCOMPARE(page.table()->rowCount(), 5);
+    QCOMPARE(page.results().size(), size_t{5});
+    page.clearSavedResults();
+    QCOMPARE(page.lineCount(), 1);
+    QCOMPARE(page.table()->rowCount(), 1);
   }
 };
 

@@ -987,6 +987,26 @@ void MainWindow::onDiffed(const DiffResult& result) {
 }
 
 bool MainWindow::openReport(const QString& path) {
+  // A bench or sweep file (mnv2.bench/1: `mnv2 bench --json`, the Sweep export, scripts/pytorch-anchor.py):
+  // its results join the Sweep page's, beside the app's own sweep.
+  if (mnv2::is_bench_file(path.toStdString())) {
+    mnv2::BenchFile bench;
+    try {
+      bench = mnv2::read_bench_file(path.toStdString());
+      if (bench.results.empty()) throw mnv2::Error(path.toStdString() + ": the bench file holds no results");
+    } catch (const std::exception& e) {
+      reportError(QStringLiteral("Could not open the report"), QString::fromUtf8(e.what()));
+      return false;
+    }
+    const int n = static_cast<int>(bench.results.size());
+    m_sweep->addSavedResults(std::move(bench.results), QFileInfo(path).fileName());
+    m_tabs->setCurrentWidget(m_sweep);
+    addRecent(kRecentReports, path);
+    setLastFolder(QStringLiteral("reports"), path);
+    statusBar()->showMessage(QStringLiteral("Opened %1 (%2 bench result(s), on the Sweep page)").arg(path).arg(n),
+                             10000);
+    return true;
+  }
   mnv2::Session session;
   try {
     session = mnv2::read_session_file(path.toStdString());

@@ -12,6 +12,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStringList>
 #include <QTableWidget>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -206,12 +207,46 @@ void SweepPage::setXAxis(bool inputSize) { m_xAxis->setCurrentIndex(inputSize ? 
 int SweepPage::lineCount() const { return m_latency->graphCount(); }
 
 void SweepPage::setResults(std::vector<mnv2::BenchResult> results) {
-  m_results = std::move(results);
-  m_status->setText(
-      QStringLiteral("%1 points in %2; host wall time per run (input upload to logits download), median of each "
-                     "point's timed runs")
-          .arg(m_results.size())
-          .arg(m_results.empty() ? QStringLiteral("—") : precisionName(m_results.front().config.precision)));
+  m_fresh = std::move(results);
+  showResults();
+}
+
+void SweepPage::addSavedResults(std::vector<mnv2::BenchResult> results, const QString& source) {
+  for (auto it = m_saved.begin(); it != m_saved.end(); ++it)
+    if (it->first == source) {
+      m_saved.erase(it);
+      break;
+    }
+  m_saved.emplace_back(source, std::move(results));
+  showResults();
+}
+
+void SweepPage::clearSavedResults() {
+  m_saved.clear();
+  showResults();
+}
+
+int SweepPage::savedCount() const {
+  size_t n = 0;
+  for (const auto& [source, results] : m_saved) n += results.size();
+  return static_cast<int>(n);
+}
+
+void SweepPage::showResults() {
+  m_results = m_fresh;
+  QStringList sources;
+  for (const auto& [source, results] : m_saved) {
+    m_results.insert(m_results.end(), results.begin(), results.end());
+    sources << source;
+  }
+  QString status = QStringLiteral(
+                       "%1 points in %2; host wall time per run (input upload to logits download), median of each "
+                       "point's timed runs")
+                       .arg(m_fresh.size())
+                       .arg(m_fresh.empty() ? QStringLiteral("—") : precisionName(m_fresh.front().config.precision));
+  if (!m_saved.empty())
+    status += QStringLiteral("; %1 saved points from %2").arg(savedCount()).arg(sources.join(QStringLiteral(", ")));
+  m_status->setText(status);
   m_export->setEnabled(!m_results.empty());
   m_table->setRowCount(static_cast<int>(m_results.size()));
   for (int row = 0; row < static_cast<int>(m_results.size()); ++row) {

@@ -5,6 +5,7 @@
 #include <QString>
 #include <QWidget>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "mnv2/sweep.h"
@@ -34,7 +35,15 @@ class SweepPage : public QWidget {
   // The probed backends: the precision choice offers the modes every listed backend runs.
   void setBackends(const std::vector<BackendStatus>& backends);
   bool setPrecision(mnv2::Precision precision);  // false when a listed backend does not run it
+  // A sweep's results: they replace the previous sweep's (saved results stay).
   void setResults(std::vector<mnv2::BenchResult> results);
+  // Results read from a saved mnv2.bench/1 file (File > Open report: ours, or the PyTorch anchor's), shown
+  // beside the sweep's in the table and the charts (one line per backend and precision, as any result), until
+  // clearSavedResults(). `source` names the file in the status line; the same source again replaces its results.
+  void addSavedResults(std::vector<mnv2::BenchResult> results, const QString& source);
+  void clearSavedResults();
+  int savedCount() const;
+  // Everything shown: the sweep's results, then the saved ones (what the sweep exports write).
   const std::vector<mnv2::BenchResult>& results() const { return m_results; }
   void setRunning(bool running);
   // X axis: batch size (a line per backend and input size) or input pixels (a line per backend and batch).
@@ -55,7 +64,10 @@ class SweepPage : public QWidget {
   void updatePrecisions();
   std::vector<BackendStatus> m_known;
 
-  std::vector<mnv2::BenchResult> m_results;
+  void showResults();
+  std::vector<mnv2::BenchResult> m_fresh;                                   // the last sweep's
+  std::vector<std::pair<QString, std::vector<mnv2::BenchResult>>> m_saved;  // per file, in the order opened
+  std::vector<mnv2::BenchResult> m_results;                                 // m_fresh then m_saved
   QLineEdit* m_backends = nullptr;
   QLineEdit* m_sizes = nullptr;
   QLineEdit* m_batches = nullptr;
