@@ -330,6 +330,27 @@ cat "$work/timeline_tracks.txt" >>"$summary"
 cp "$work"/timeline_cuda_cupti_graph.trace.json "$work"/timeline_cudnn_cupti_layers.trace.json "$out/" 2>/dev/null
 fi
 
+# The cudnn backend's fused variant (issue 16): its tests and the engine list, then device-resident benches of
+# fused cudnn, naive cudnn and cuda in fp32 and fp16, and per-step CUPTI profiles of the fused graph replay.
+if want cudnn; then
+export MNV2_CUDNN_PLAN_CACHE=$work/cudnn_plans.json
+MNV2_CUDNN_ENGINE_LIST=$work/cudnn_engines.txt TAIL=${CUDNN_TEST_TAIL:-60} run cudnn_tests ./bin/mnv2_gpu_tests \
+  --gtest_filter="${CUDNN_TEST_FILTER:-Cudnn*}"
+grep -E "^\[ +(OK|FAILED) +\]|graph .* run as one|Failure|Expected|error" "$work/cudnn_tests.log" | head -80 >>"$summary"
+for p in ${CUDNN_BENCH_PRECISIONS:-fp32 fp16}; do
+  TAIL=14 run "bench_cudnn_fused_$p" ./bin/mnv2 bench --backends cudnn,cuda --precision $p --batch ${CUDNN_BATCHES:-1,8,64,256} \
+    --warmup 20 --iters 100 --json "$work/bench_cudnn_fused_$p.json"
+  TAIL=10 run "bench_cudnn_naive_$p" ./bin/mnv2 bench --backends cudnn --cudnn-variant naive --precision $p \
+    --batch ${CUDNN_BATCHES:-1,8,64,256} --warmup 20 --iters 100 --json "$work/bench_cudnn_naive_$p.json"
+done
+for pb in ${CUDNN_PROFILES:-fp32:1 fp16:1 fp16:256 fp32:256}; do
+  TAIL=0 run "profile_cudnn_${pb/:/_b}" ./bin/mnv2 profile --backend cudnn --precision ${pb%%:*} --batch ${pb##*:} \
+    --timing cupti --exec graph --warmup 5 --iters 20 --csv "$work/profile_cudnn_${pb/:/_b}.csv"
+  grep -E "end to end|per layer|per kind|WARNING" "$work/profile_cudnn_${pb/:/_b}.log" >>"$summary"
+done
+cp "$work"/cudnn_engines.txt "$work"/cudnn_tests.log "$work"/bench_cudnn_*.json "$work"/profile_cudnn_*.csv "$out/" 2>/dev/null
+fi
+
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$summary" 2>&1
 
 cp "$summary" "$out/summary.txt"

@@ -39,6 +39,9 @@ std::vector<std::string> ncu_argv(const NcuTarget& t) {
                        "--cuda-graph", to_string(t.cuda.graph)});
     if (!t.cuda.gemm_tile.empty()) a.insert(a.end(), {"--cuda-gemm-tile", t.cuda.gemm_tile});
   }
+  if (t.backend == "cudnn")
+    a.insert(a.end(), {"--cudnn-variant", to_string(t.cudnn.variant), "--cudnn-graph", to_string(t.cudnn.graph),
+                       "--cudnn-layout", to_string(t.cudnn.layout)});
   // Event timing: CUPTI cannot run beside Nsight Compute, which owns the profiling interfaces.
   a.insert(a.end(), {"--warmup", "0", "--iters", "1", "--timing", "event"});
   return a;
