@@ -5,12 +5,12 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor;
+# timeline, anchor, cudnn, baseline;
 # default all), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
-sections=",${MNV2_DEVICE_SECTIONS:-tests,base,cuda,studies,ncu,app,portable,exports,cpu,timeline,anchor},"
+sections=",${MNV2_DEVICE_SECTIONS:-tests,base,cuda,studies,ncu,app,portable,exports,cpu,timeline,anchor,cudnn,baseline},"
 want() { [[ $sections == *",$1,"* ]]; }
 out=${OUT:-/tmp/mnv2-device-out}
 mkdir -p "$out"
@@ -342,6 +342,54 @@ TAIL=80 run pytorch_anchor python3 "$repo/scripts/pytorch-anchor.py" --model "$M
 cp "$out/pytorch-anchor.json" "$work/" 2>/dev/null  # written to $out after each point: a cut-off call keeps it
 TAIL=20 run pytorch_anchor_show ./bin/mnv2 bench --show "$work/pytorch-anchor.json"
 cp "$work/pytorch_anchor.log" "$out/" 2>/dev/null
+fi
+
+# The cudnn backend's fused variant (issue 16): its tests and the engine list, then device-resident benches of
+# fused cudnn, naive cudnn and cuda in fp32 and fp16, and per-step CUPTI profiles of the fused graph replay.
+if want cudnn; then
+export MNV2_CUDNN_PLAN_CACHE=$work/cudnn_plans.json
+MNV2_CUDNN_ENGINE_LIST=$work/cudnn_engines.txt TAIL=${CUDNN_TEST_TAIL:-60} run cudnn_tests ./bin/mnv2_gpu_tests \
+  --gtest_filter="${CUDNN_TEST_FILTER:-Cudnn*}"
+grep -E "^\[ +(OK|FAILED) +\]|graph .* run as one|Failure|Expected|error" "$work/cudnn_tests.log" | head -80 >>"$summary"
+for p in ${CUDNN_BENCH_PRECISIONS:-fp32 fp16}; do
+  TAIL=14 run "bench_cudnn_fused_$p" ./bin/mnv2 bench --backends cudnn,cuda --precision $p --batch ${CUDNN_BATCHES:-1,8,64,256} \
+    --warmup 20 --iters 100 --json "$work/bench_cudnn_fused_$p.json"
+  TAIL=10 run "bench_cudnn_naive_$p" ./bin/mnv2 bench --backends cudnn --cudnn-variant naive --precision $p \
+    --batch ${CUDNN_BATCHES:-1,8,64,256} --warmup 20 --iters 100 --json "$work/bench_cudnn_naive_$p.json"
+done
+for pb in ${CUDNN_PROFILES:-fp32:1 fp16:1 fp16:256 fp32:256}; do
+  TAIL=0 run "profile_cudnn_${pb/:/_b}" ./bin/mnv2 profile --backend cudnn --precision ${pb%%:*} --batch ${pb##*:} \
+    --timing cupti --exec graph --warmup 5 --iters 20 --csv "$work/profile_cudnn_${pb/:/_b}.csv"
+  grep -E "end to end|per layer|per kind|WARNING" "$work/profile_cudnn_${pb/:/_b}.log" >>"$summary"
+done
+cp "$work"/cudnn_engines.txt "$work"/cudnn_tests.log "$work"/bench_cudnn_*.json "$work"/profile_cudnn_*.csv "$out/" 2>/dev/null
+fi
+
+# ---- the cuDNN baseline beside the PyTorch anchor (issue 16) -------------------------------------------------
+# One call, so that every ratio is of figures taken together: the cudnn tests; cuda, cudnn (fused, the default)
+# and cudnn naive at batch 1/8/64/256 in fp32 and fp16 (end to end and device-resident); the PyTorch anchor over
+# the same points; the table of all of them; cuda against cudnn on a photograph (the app's Run comparison
+# screenshot opens that report); per-layer CUPTI profiles of the fused cudnn at batch 1 and 256.
+if want baseline; then
+TAIL=20 run baseline_cudnn_tests ./bin/mnv2_gpu_tests --gtest_filter='CudnnBackendTest*' --gtest_brief=1
+for p in fp32 fp16; do
+  TAIL=16 run "baseline_bench_$p" ./bin/mnv2 bench --backends cuda,cudnn --precision $p --batch 1,8,64,256 \
+    --warmup 20 --iters 100 --json "$work/baseline_bench_$p.json"
+  TAIL=10 run "baseline_bench_naive_$p" ./bin/mnv2 bench --backends cudnn --cudnn-variant naive --precision $p \
+    --batch 1,8,64,256 --warmup 20 --iters 100 --json "$work/baseline_bench_naive_$p.json"
+done
+TAIL=60 run baseline_anchor python3 "$repo/scripts/pytorch-anchor.py" --model "$MNV2_MODEL" --golden shared/golden \
+  --batch 1,8,64,256 --precision fp32,fp16 --warmup 20 --iters 100 \
+  --compile-budget-s "${MNV2_ANCHOR_COMPILE_BUDGET_S:-100}" --json "$work/baseline_anchor.json"
+TAIL=60 run baseline_table ./bin/mnv2 bench --show "$work/baseline_bench_fp32.json,$work/baseline_bench_naive_fp32.json,$work/baseline_bench_fp16.json,$work/baseline_bench_naive_fp16.json,$work/baseline_anchor.json"
+TAIL=14 run baseline_compare ./bin/mnv2 compare --backends cuda,cudnn --tensor shared/golden/cat.input.f32 --timing cupti \
+  --warmup 10 --iters 50 --json "$work/baseline_compare_cuda_cudnn.json"
+for p in fp32 fp16; do
+  for b in 1 256; do
+    TAIL=6 run "baseline_profile_cudnn_${p}_b$b" ./bin/mnv2 profile --backend cudnn --precision $p --batch $b \
+      --timing cupti --warmup 5 --iters 20 --csv "$work/baseline_profile_cudnn_${p}_b$b.csv"
+  done
+done
 fi
 
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$summary" 2>&1

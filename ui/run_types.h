@@ -77,6 +77,7 @@ struct ClassifyRequest {
   QString backend;
   ImageDecoder decoder = ImageDecoder::Auto;
   mnv2::CudaOptions cuda;
+  mnv2::CudnnOptions cudnn;  // the cudnn backend's options (PrepareConfig::cudnn)
 };
 
 struct ClassifyResult {
@@ -132,6 +133,7 @@ struct DiffRequest {
   QString inputName;
   int height = 224;
   int width = 224;
+  mnv2::CudnnOptions cudnn;  // the cudnn backend's options (PrepareConfig::cudnn)
 };
 
 struct DiffResult {

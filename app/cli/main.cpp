@@ -65,6 +65,9 @@ mode; diffs are judged in the mode asked for.
 --cuda-variant, --cuda-fusion, --cuda-graph, --cuda-gemm-tile: the cuda backend's options; unset, the
 environment's MNV2_CUDA_VARIANT, MNV2_CUDA_FUSE, MNV2_CUDA_GRAPH, MNV2_CUDA_GEMM_TILE, else fast, none, auto
 and the planner's tile.
+--cudnn-variant fused|naive, --cudnn-graph auto|on|off, --cudnn-layout auto|nchw|nhwc: the cudnn backend's
+options (default fused, auto, auto). The fused variant keeps its tuned plans in
+$XDG_CACHE_HOME/mnv2-profiler/cudnn_plans.json ($MNV2_CUDNN_PLAN_CACHE: another file, or off).
 --threads N: the cpu backends' thread count (default $MNV2_CPU_THREADS, else one per core). Their idle OpenMP
 threads spin ~10 us, then sleep (GOMP_SPINCOUNT=1000), unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set: on a
 busy machine long spins turn into long tails; OMP_WAIT_POLICY=passive gives the best median there.
@@ -170,6 +173,15 @@ LoadedModel load_model(const Args& args) {
 CudaOptions cuda_options(const Args& args) {
   return frontend::resolve_cuda_options(args.get_or("--cuda-variant", ""), args.get_or("--cuda-fusion", ""),
                                         args.get_or("--cuda-graph", ""), args.get_or("--cuda-gemm-tile", ""));
+}
+
+// --cudnn-variant/--cudnn-graph/--cudnn-layout over the defaults (no environment overrides).
+CudnnOptions cudnn_options(const Args& args) {
+  CudnnOptions o;
+  if (auto v = args.get("--cudnn-variant")) o.variant = parse_cudnn_variant(*v);
+  if (auto g = args.get("--cudnn-graph")) o.graph = parse_cudnn_graph(*g);
+  if (auto l = args.get("--cudnn-layout")) o.layout = parse_cudnn_layout(*l);
+  return o;
 }
 
 json::Json warnings_json(const Model& model) { return json::Json(model.warnings); }
@@ -389,6 +401,7 @@ int cmd_plan(const Args& args) {
                                       : std::pair<int, int>{m.model.input_height, m.model.input_width};
   pc.precision = parse_precision(args.get_or("--precision", "fp32"));
   pc.cuda = cuda_options(args);
+  pc.cudnn = cudnn_options(args);
   print_warnings(std::cout, m.model);
   std::cout << describe(plan_cuda_network(m.model, pc, gpu));
   return 0;
@@ -490,7 +503,8 @@ int cmd_classify(const Args& args) {
   }
   Classifier classifier;
   const ClassifyResult classified = classifier.classify(
-      m.model, labels, ClassifyConfig{backend_name, precision, cuda_options(args), std::max(top, 5)}, input);
+      m.model, labels,
+      ClassifyConfig{backend_name, precision, cuda_options(args), std::max(top, 5), cudnn_options(args)}, input);
   // NaN/Inf logits: the results still print (exit 0, as for a model with NaN weights), the warning naming the
   // first layer that produced them goes to stderr, whatever the output format.
   for (const auto& w : classified.warnings) std::cerr << "WARNING: " << w << "\n";
@@ -645,6 +659,7 @@ int cmd_bench(const Args& args) {
   sweep.iters = iters;
   sweep.precision = precision;
   sweep.cuda = cuda_options(args);
+  sweep.cudnn = cudnn_options(args);
   sweep.cpu_threads = cpu_threads(args);
   const std::vector<BenchConfig> points = sweep_points(sweep);
   const bool tty = isatty(2);
@@ -697,6 +712,7 @@ int cmd_memory(const Args& args) {
   pc.batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 65536);
   pc.precision = parse_precision(args.get_or("--precision", "fp32"));
   pc.cuda = cuda_options(args);
+  pc.cudnn = cudnn_options(args);
   LoadedModel m = load_model(args);
   std::tie(pc.height, pc.width) = args.get("--input-size")
                                       ? parse_size(*args.get("--input-size"))
@@ -760,6 +776,7 @@ int cmd_eval(const Args& args) {
   cfg.loader_threads = parse_int(args.get_or("--threads", "0"), "--threads", 0, 256);
   cfg.precision = parse_precision(args.get_or("--precision", "fp32"));
   cfg.cuda = cuda_options(args);
+  cfg.cudnn = cudnn_options(args);
   make_backend(cfg.backend);  // unknown names are usage errors, before any file work
   if (!std::filesystem::is_directory(*images_dir)) throw Error(*images_dir + ": no such folder");
   LoadedModel m = load_model(args);
@@ -835,6 +852,7 @@ ProfileRequest parse_profile_request(const Args& args, bool compare) {
   c.iters = parse_int(args.get_or("--iters", "100"), "--iters", 1, 1000000);
   c.precision = parse_precision(args.get_or("--precision", "fp32"));
   c.cuda = cuda_options(args);
+  c.cudnn = cudnn_options(args);
   c.cpu_threads = cpu_threads(args);
   const std::string timing = args.get_or("--timing", "event");
   c.timer = parse_timer(timing);
@@ -986,12 +1004,14 @@ int print_ncu_command(const Args& args, const ProfileRequest& req) {
   t.width = req.base.width;
   t.precision = req.base.precision;
   t.cuda = req.base.cuda;
+  t.cudnn = req.base.cudnn;
   if (auto image = args.get("--image")) t.image = std::filesystem::absolute(*image).string();
   if (auto tensor = args.get("--tensor")) t.tensor = std::filesystem::absolute(*tensor).string();
   t.layer = layer;
   auto b = make_backend(backend);
   if (Availability a = b->availability(); a.available) {
-    auto net = b->prepare(model, PrepareConfig{t.batch, t.height, t.width, t.precision, req.base.cuda});
+    auto net =
+        b->prepare(model, PrepareConfig{t.batch, t.height, t.width, t.precision, req.base.cuda, 0, req.base.cudnn});
     t.nvtx_range = net->steps().at(static_cast<size_t>(step_of_layer(net->steps(), layer))).name;
   } else {
     t.nvtx_range = default_step_name(model, layer);
@@ -1214,6 +1234,11 @@ void cuda_option_set(Args& a) {
   a.value("--cuda-graph", "cuda backend: auto, on or off (default auto, or $MNV2_CUDA_GRAPH)");
   a.value("--cuda-gemm-tile",
           "cuda backend: force a GEMM tile, e.g. 128x64 (default: the planner's, or $MNV2_CUDA_GEMM_TILE)");
+  a.value("--cudnn-variant",
+          "cudnn backend: fused (graph-API conv+bias+ReLU6+add, autotuned) or naive (a legacy call per layer); "
+          "default fused");
+  a.value("--cudnn-graph", "cudnn backend: replay a CUDA graph: auto, on or off (default auto)");
+  a.value("--cudnn-layout", "cudnn backend, fused: auto (NHWC in tf32/fp16), nchw or nhwc (default auto)");
 }
 void threads_option(Args& a) {
   a.value("--threads", "cpu backends: host threads, 1..4096 (default $MNV2_CPU_THREADS, else OpenMP's: every core)");

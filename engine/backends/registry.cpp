@@ -129,6 +129,46 @@ CudaOptions::Graph parse_cuda_graph(const std::string& text) {
                      {CudaOptions::Graph::automatic, CudaOptions::Graph::on, CudaOptions::Graph::off});
 }
 
+const char* to_string(CudnnOptions::Variant v) { return v == CudnnOptions::Variant::fused ? "fused" : "naive"; }
+
+const char* to_string(CudnnOptions::Graph g) {
+  switch (g) {
+    case CudnnOptions::Graph::automatic:
+      return "auto";
+    case CudnnOptions::Graph::on:
+      return "on";
+    case CudnnOptions::Graph::off:
+      return "off";
+  }
+  return "?";
+}
+
+const char* to_string(CudnnOptions::Layout l) {
+  switch (l) {
+    case CudnnOptions::Layout::automatic:
+      return "auto";
+    case CudnnOptions::Layout::nchw:
+      return "nchw";
+    case CudnnOptions::Layout::nhwc:
+      return "nhwc";
+  }
+  return "?";
+}
+
+CudnnOptions::Variant parse_cudnn_variant(const std::string& text) {
+  return parse_named(text, "cudnn variant", {CudnnOptions::Variant::fused, CudnnOptions::Variant::naive});
+}
+
+CudnnOptions::Graph parse_cudnn_graph(const std::string& text) {
+  return parse_named(text, "cudnn graph mode",
+                     {CudnnOptions::Graph::automatic, CudnnOptions::Graph::on, CudnnOptions::Graph::off});
+}
+
+CudnnOptions::Layout parse_cudnn_layout(const std::string& text) {
+  return parse_named(text, "cudnn layout",
+                     {CudnnOptions::Layout::automatic, CudnnOptions::Layout::nchw, CudnnOptions::Layout::nhwc});
+}
+
 bool is_host_backend(const std::string& name) { return name == "cpu" || name == "cpu-ref"; }
 
 std::vector<std::string> backend_names() {

@@ -304,7 +304,7 @@ EvalResult evaluate(const Model& model, const std::vector<EvalItem>& items, cons
   const int ahead = config.queue_batches > 0 ? config.queue_batches : threads + 1;
   const int crop = model.preprocess.crop;
   std::unique_ptr<PreparedNet> net =
-      backend->prepare(model, PrepareConfig{config.batch, crop, crop, config.precision, config.cuda});
+      backend->prepare(model, PrepareConfig{config.batch, crop, crop, config.precision, config.cuda, 0, config.cudnn});
 
   EvalResult r;
   r.config = config;

@@ -27,7 +27,8 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
   if (Availability a = backend->availability(); !a.available)
     throw Error("backend '" + config.backend + "' is not available: " + a.reason);
 
-  PrepareConfig pc{config.batch, config.height, config.width, config.precision, config.cuda, config.cpu_threads};
+  PrepareConfig pc{config.batch, config.height,      config.width, config.precision,
+                   config.cuda,  config.cpu_threads, config.cudnn};
   DeviceMemoryProbe memory_probe(!is_host_backend(backend->name()));  // the driver's view of what the network takes
   auto net = backend->prepare(model, pc);
   memory_probe.sample();

@@ -39,6 +39,13 @@ std::vector<std::string> ncu_argv(const NcuTarget& t) {
                        "--cuda-graph", to_string(t.cuda.graph)});
     if (!t.cuda.gemm_tile.empty()) a.insert(a.end(), {"--cuda-gemm-tile", t.cuda.gemm_tile});
   }
+  // The cudnn options have no environment overrides: only those other than the defaults.
+  if (t.backend == "cudnn") {
+    const CudnnOptions d;
+    if (t.cudnn.variant != d.variant) a.insert(a.end(), {"--cudnn-variant", to_string(t.cudnn.variant)});
+    if (t.cudnn.graph != d.graph) a.insert(a.end(), {"--cudnn-graph", to_string(t.cudnn.graph)});
+    if (t.cudnn.layout != d.layout) a.insert(a.end(), {"--cudnn-layout", to_string(t.cudnn.layout)});
+  }
   // Event timing: CUPTI cannot run beside Nsight Compute, which owns the profiling interfaces.
   a.insert(a.end(), {"--warmup", "0", "--iters", "1", "--timing", "event"});
   return a;

@@ -240,7 +240,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   r.layer_stats = analyse(model, cfg.batch, cfg.height, cfg.width);
   DeviceMemoryProbe memory_probe(gpu);  // the driver's view of the memory the network takes
   auto net = backend->prepare(
-      model, PrepareConfig{cfg.batch, cfg.height, cfg.width, cfg.precision, cfg.cuda, cfg.cpu_threads});
+      model, PrepareConfig{cfg.batch, cfg.height, cfg.width, cfg.precision, cfg.cuda, cfg.cpu_threads, cfg.cudnn});
   memory_probe.sample();
   // The count the net runs with (the cpu backends resolve 0 to their default), and its description with it.
   cfg.cpu_threads = gpu ? 0 : net->config().cpu_threads;

@@ -21,6 +21,7 @@ std::vector<BenchConfig> sweep_points(const SweepConfig& c) {
         b.iters = c.iters;
         b.precision = c.precision;
         b.cuda = c.cuda;
+        b.cudnn = c.cudnn;
         b.cpu_threads = c.cpu_threads;
         points.push_back(b);
       }

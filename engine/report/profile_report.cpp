@@ -487,6 +487,10 @@ Json report_json(const RunReport& r) {
   meta["iterations"] = r.config.iters;
   meta["cpu_threads"] = r.config.cpu_threads;          // the cpu backends' threads as run; 0 for GPU backends
   meta["cuda_graph"] = r.execution == "graph replay";  // of the per-layer phase
+  if (r.backend == "cudnn")  // the cudnn backend's options (absent in older reports and for other backends)
+    meta["cudnn_options"] = Json{{"variant", to_string(r.config.cudnn.variant)},
+                                 {"graph", to_string(r.config.cudnn.graph)},
+                                 {"layout", to_string(r.config.cudnn.layout)}};
   meta["execution"] = r.execution;
   meta["device"] = r.device;
   meta["sm_clock_mhz_start"] = r.sm_clock_mhz_start;
@@ -625,6 +629,15 @@ RunReport report_from(const Json& j) {
   r.config.input_name = json::string_at(m, "input");
   if (const Json* t = json::find(m, "cpu_threads"))  // absent in older reports: unknown, read as 0
     r.config.cpu_threads = int_in(*t, "cpu_threads", 0, 4096);
+  if (const Json* o = json::find(m, "cudnn_options")) {  // absent in older reports: the defaults
+    try {
+      r.config.cudnn.variant = parse_cudnn_variant(json::string_at(*o, "variant"));
+      r.config.cudnn.graph = parse_cudnn_graph(json::string_at(*o, "graph"));
+      r.config.cudnn.layout = parse_cudnn_layout(json::string_at(*o, "layout"));
+    } catch (const UsageError& e) {
+      throw Error(std::string("json: 'cudnn_options': ") + e.what());
+    }
+  }
   r.device = json::string_at(m, "device");
   r.sm_clock_mhz_start = int_from(json::at(m, "sm_clock_mhz_start"), "sm_clock_mhz_start");
   r.sm_clock_mhz_end = int_from(json::at(m, "sm_clock_mhz_end"), "sm_clock_mhz_end");

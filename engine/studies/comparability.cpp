@@ -24,6 +24,11 @@ std::string cuda_text(const CudaOptions& o) {
   return t;
 }
 
+std::string cudnn_text(const CudnnOptions& o) {
+  return std::string("variant ") + to_string(o.variant) + ", graph " + to_string(o.graph) + ", layout " +
+         to_string(o.layout);
+}
+
 std::string clock_text(const RunReport& r) {
   if (r.sm_clock_mhz_start < 0 && r.sm_clock_mhz_end < 0) return "not recorded";
   if (r.sm_clock_mhz_start == r.sm_clock_mhz_end || r.sm_clock_mhz_end < 0)
@@ -152,6 +157,9 @@ RunComparability compare_settings(const RunReport& a, const RunReport& b) {
   if ((a.backend == "cuda" || b.backend == "cuda") && !(ca.cuda == cb.cuda))
     add("cuda options", cuda_text(ca.cuda), cuda_text(cb.cuda), Weight::note,
         "different kernels or fusion chosen for the cuda backend");
+  if ((a.backend == "cudnn" || b.backend == "cudnn") && !(ca.cudnn == cb.cudnn))
+    add("cudnn options", cudnn_text(ca.cudnn), cudnn_text(cb.cudnn), Weight::note,
+        "different fusion, layout or CUDA graph use chosen for the cudnn backend");
   // The checksum covers the whole input tensor: another batch or size of the same image changes it, and that
   // difference is stated above. Same name, same shape, other data (an image file changed) shows the checksums.
   const bool same_shape = ca.batch == cb.batch && ca.height == cb.height && ca.width == cb.width;

@@ -64,7 +64,8 @@ CompareResult run_compare(const Model& model, const CompareConfig& config, const
   if (!config.diffs || n < 2) return result;
   const Tensor first = first_image(model, config.base);
   const std::string& reference = config.backends.front();
-  const PrepareConfig pc{1, config.base.height, config.base.width, result.rule.judged, config.base.cuda};
+  const PrepareConfig pc{1, config.base.height, config.base.width, result.rule.judged, config.base.cuda,
+                         0, config.base.cudnn};
   for (int i = 1; i < n; ++i) {
     const std::string& backend = config.backends[static_cast<size_t>(i)];
     if (progress && !progress(i, backend, "diff", 0, 1)) throw Error("cancelled");
@@ -79,8 +80,9 @@ DiffResult run_diff(const Model& model, const DiffConfig& config) {
   result.rule = resolve_compare({config.reference, config.backend}, config.precision);
   Tensor input = config.input;
   if (input.empty()) input = random_input(Shape{1, model.input_channels, config.height, config.width}, 1);
-  const PrepareConfig pc{1, static_cast<int>(input.shape.h), static_cast<int>(input.shape.w), result.rule.judged,
-                         config.cuda};
+  const PrepareConfig pc{
+      1,           static_cast<int>(input.shape.h), static_cast<int>(input.shape.w), result.rule.judged, config.cuda, 0,
+      config.cudnn};
   result.diff = diff_backends(model, config.backend, config.reference, pc, input);
   return result;
 }

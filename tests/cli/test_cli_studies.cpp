@@ -244,3 +244,29 @@ TEST(CliPlan, PrintsTheStepsForEachGpuAndRefusesWhatItCannotRun) {
 
 }  // namespace
 }  // namespace mnv2::test
+
+namespace mnv2::test {
+namespace {
+
+// The cudnn flags: every command that takes the cuda flags takes them; a bad value is a usage error (exit 2)
+// naming the accepted values, before any work.
+TEST(CliCudnnOptions, BadValuesAreUsageErrorsNamingTheChoices) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"bench", "--backend", "cpu", "--cudnn-variant", "turbo", "--iters", "1"},
+        std::vector<std::string>{"profile", "--cudnn-graph", "sometimes"},
+        std::vector<std::string>{"compare", "--backends", "cpu-ref,cpu", "--cudnn-layout", "nchwc"},
+        std::vector<std::string>{"memory", "--backend", "cpu", "--cudnn-variant", "x"}}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.code, 2) << describe(r);
+    EXPECT_NE(r.err.find("cudnn"), std::string::npos) << describe(r);
+  }
+  const auto variant = run_cli({"bench", "--backend", "cpu", "--cudnn-variant", "turbo"});
+  EXPECT_NE(variant.err.find("fused, naive"), std::string::npos) << describe(variant);
+  const auto help = run_cli({"bench", "--help"});
+  EXPECT_EQ(help.code, 0) << describe(help);
+  for (const char* flag : {"--cudnn-variant", "--cudnn-graph", "--cudnn-layout"})
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+}
+
+}  // namespace
+}  // namespace mnv2::test

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cudnn/plan_cache.h"  // the plan cache file and the process's plans
 #include "gpu_backend_test_support.h"
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
@@ -29,8 +32,31 @@
 namespace mnv2::test {
 namespace {
 
+using cudnn_backend::clear_process_plans;
+using cudnn_backend::PlanCache;
+
 // Float32 throughout, like the cpu reference; only the summation order differs.
 const double kMaxRelL2 = precision_logits_bound(Precision::fp32);
+
+CudnnOptions naive_options() {
+  CudnnOptions o;
+  o.variant = CudnnOptions::Variant::naive;
+  return o;
+}
+CudnnOptions fused_options() { return CudnnOptions{}; }
+const char* variant_text(const CudnnOptions& o) { return to_string(o.variant); }
+
+// The test process keeps its plans in a file of its own (not the user's cache).
+std::string test_cache_file() {
+  static const std::string path = [] {
+    const std::string p =
+        (std::filesystem::temp_directory_path() / ("mnv2-test-cudnn-plans-" + std::to_string(fresh_seed()) + ".json"))
+            .string();
+    setenv("MNV2_CUDNN_PLAN_CACHE", p.c_str(), 1);
+    return p;
+  }();
+  return path;
+}
 
 class CudnnBackendTest : public ::testing::Test {
  protected:
@@ -40,13 +66,16 @@ class CudnnBackendTest : public ::testing::Test {
     backend_ = make_backend("cudnn");
     const Availability a = backend_->availability();
     ASSERT_TRUE(a.available) << "a CUDA device is present but cudnn is unavailable: " << a.reason;
+    test_cache_file();
   }
 
-  std::unique_ptr<PreparedNet> prepare(const Model& model, int batch, int height, int width) const {
+  std::unique_ptr<PreparedNet> prepare(const Model& model, int batch, int height, int width,
+                                       const CudnnOptions& options = {}) const {
     PrepareConfig config;
     config.batch = batch;
     config.height = height;
     config.width = width;
+    config.cudnn = options;
     return backend_->prepare(model, config);
   }
 
@@ -77,15 +106,17 @@ TEST_F(CudnnBackendTest, LogitsMatchEveryGoldenFile) {
 // Runs `model` through cpu and cudnn on the same random input, keeping every layer output, and checks
 // each layer and the logits.
 void expect_layers_match_cpu(const Backend& cudnn, const Model& model, int batch, int height, int width,
-                             const std::string& what) {
+                             const std::string& what, const CudnnOptions& options) {
   const uint64_t seed = fresh_seed();
-  const std::string where = what + ", batch " + std::to_string(batch) + ", " + std::to_string(height) + "x" +
-                            std::to_string(width) + ", MNV2_TEST_SEED=" + std::to_string(seed);
+  const std::string where = what + " (" + variant_text(options) + "), batch " + std::to_string(batch) + ", " +
+                            std::to_string(height) + "x" + std::to_string(width) +
+                            ", MNV2_TEST_SEED=" + std::to_string(seed);
   SCOPED_TRACE(where);
   PrepareConfig config;
   config.batch = batch;
   config.height = height;
   config.width = width;
+  config.cudnn = options;
   const Tensor input = random_input(Shape{batch, model.input_channels, height, width}, seed);
   RunOptions keep;
   keep.keep_layer_outputs = true;
@@ -95,10 +126,20 @@ void expect_layers_match_cpu(const Backend& cudnn, const Model& model, int batch
   auto gpu_net = cudnn.prepare(model, config);
   const Tensor gpu_logits = gpu_net->run(input, keep);
 
-  // One step per layer, in order, each covering exactly its own layer.
+  // Naive: one step per layer, in order. Fused: the steps cover every layer once, in order, and each step's
+  // last layer is materialised.
   const std::vector<ExecStep>& steps = gpu_net->steps();
-  ASSERT_EQ(steps.size(), model.layers.size());
-  for (size_t i = 0; i < steps.size(); ++i) ASSERT_EQ(steps[i].layers, std::vector<int>{static_cast<int>(i)});
+  std::vector<int> covered;
+  std::vector<size_t> step_of(model.layers.size(), 0);
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (int l : steps[s].layers) {
+      covered.push_back(l);
+      step_of[static_cast<size_t>(l)] = s;
+    }
+  std::vector<int> all(model.layers.size());
+  std::iota(all.begin(), all.end(), 0);
+  ASSERT_EQ(covered, all);
+  if (options.variant == CudnnOptions::Variant::naive) ASSERT_EQ(steps.size(), model.layers.size());
 
   ASSERT_EQ(gpu_logits.shape, cpu_logits.shape);
   EXPECT_LT(rel_l2_of(gpu_logits, cpu_logits), kMaxRelL2) << "logits";
@@ -111,6 +152,10 @@ void expect_layers_match_cpu(const Backend& cudnn, const Model& model, int batch
   size_t worst_layer = 0;
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const Layer& layer = model.layers[i];
+    const ExecStep& step = steps[step_of[i]];
+    if (gpu_out[i].empty() && static_cast<int>(i) != step.layers.back() &&
+        options.variant == CudnnOptions::Variant::fused)
+      continue;  // fused away inside the step's operation graph
     ASSERT_EQ(gpu_out[i].shape, cpu_out[i].shape) << "layer " << i;
     const double err = rel_l2_of(gpu_out[i], cpu_out[i]);
     if (!(err <= worst)) {
@@ -118,27 +163,36 @@ void expect_layers_match_cpu(const Backend& cudnn, const Model& model, int batch
       worst_layer = i;
     }
     EXPECT_LT(err, kMaxRelL2) << "layer " << i << " '" << layer.name << "' " << describe(layer) << " output "
-                              << cpu_out[i].shape.str() << ", step '" << steps[i].name << "' variant '"
-                              << steps[i].variant << "'";
+                              << cpu_out[i].shape.str() << ", step '" << step.name << "' variant '" << step.variant
+                              << "'";
   }
   std::printf("%s: logits rel L2 %.3g, worst layer %zu '%s' rel L2 %.3g\n", where.c_str(),
               rel_l2_of(gpu_logits, cpu_logits), worst_layer, model.layers[worst_layer].name.c_str(), worst);
 }
 
 TEST_F(CudnnBackendTest, EveryLayerMatchesCpuBatch1) {
-  expect_layers_match_cpu(*backend_, main_model(), 1, 224, 224, "main");
+  for (const CudnnOptions& o : {fused_options(), naive_options()})
+    expect_layers_match_cpu(*backend_, main_model(), 1, 224, 224, "main", o);
 }
 TEST_F(CudnnBackendTest, EveryLayerMatchesCpuBatch3) {
-  expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, "main");
+  for (const CudnnOptions& o : {fused_options(), naive_options()})
+    expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, "main", o);
 }
 TEST_F(CudnnBackendTest, EveryLayerMatchesCpuOddInputSize) {
   // Odd sizes: every stride-2 convolution with pads [0,0,1,1] sees odd and even maps, so the padded copy
   // meets both parities.
-  expect_layers_match_cpu(*backend_, main_model(), 1, 193, 257, "main");
-  expect_layers_match_cpu(*backend_, main_model(), 2, 97, 131, "main");
+  for (const CudnnOptions& o : {fused_options(), naive_options()}) {
+    expect_layers_match_cpu(*backend_, main_model(), 1, 193, 257, "main", o);
+    expect_layers_match_cpu(*backend_, main_model(), 2, 97, 131, "main", o);
+  }
+  // The fused variant in NHWC too (fp32 keeps FMA engines; the default there is NCHW).
+  CudnnOptions nhwc;
+  nhwc.layout = CudnnOptions::Layout::nhwc;
+  expect_layers_match_cpu(*backend_, main_model(), 3, 97, 131, "main nhwc", nhwc);
 }
 TEST_F(CudnnBackendTest, EveryLayerMatchesCpuTorchvisionModel) {
-  expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "torchvision");
+  for (const CudnnOptions& o : {fused_options(), naive_options()})
+    expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "torchvision", o);
 }
 
 TEST_F(CudnnBackendTest, ConvolutionTableMatchesCpu) {
@@ -163,12 +217,18 @@ TEST_F(CudnnBackendTest, ConvolutionTableMatchesCpu) {
     config.width = c.width;
     const Tensor input = random_input(Shape{2, c.in_channels, c.height, c.width}, seed + 1);
     const Tensor ref = make_backend("cpu-ref")->prepare(model, config)->run(input);
-    auto net = backend_->prepare(model, config);
-    const Tensor got = net->run(input);
-    ASSERT_EQ(got.shape.numel(), ref.shape.numel());
-    EXPECT_LT(rel_l2_of(got, ref), kMaxRelL2) << "variant '" << net->steps()[0].variant << "'";
-    const bool asymmetric = c.pad_top != c.pad_bottom || c.pad_left != c.pad_right;
-    EXPECT_EQ(net->steps()[0].variant.find("+padcopy") != std::string::npos, asymmetric) << net->steps()[0].variant;
+    for (const CudnnOptions& o : {fused_options(), naive_options()}) {
+      config.cudnn = o;
+      auto net = backend_->prepare(model, config);
+      const Tensor got = net->run(input);
+      ASSERT_EQ(got.shape.numel(), ref.shape.numel());
+      EXPECT_LT(rel_l2_of(got, ref), kMaxRelL2) << variant_text(o) << " variant '" << net->steps()[0].variant << "'";
+      const bool asymmetric = c.pad_top != c.pad_bottom || c.pad_left != c.pad_right;
+      if (o.variant == CudnnOptions::Variant::naive)
+        EXPECT_EQ(net->steps()[0].variant.find("+padcopy") != std::string::npos, asymmetric) << net->steps()[0].variant;
+      else
+        std::printf("  fused %s: %s\n", describe_case(c).c_str(), net->steps()[0].variant.c_str());
+    }
   }
 }
 
@@ -206,7 +266,8 @@ TEST_F(CudnnBackendTest, SmallNetworkOfEveryOpMatchesCpu) {
   fc.bias = random_floats(gen, 5, -1.0f, 1.0f);
   m.num_classes = 5;
   for (const Layer& l : m.layers) ASSERT_FALSE(backend_->unsupported_reason(l)) << describe(l);
-  expect_layers_match_cpu(*backend_, m, 3, 10, 12, "every op");
+  for (const CudnnOptions& o : {fused_options(), naive_options()})
+    expect_layers_match_cpu(*backend_, m, 3, 10, 12, "every op", o);
 }
 
 TEST_F(CudnnBackendTest, RepeatedRunsAreBitwiseIdentical) {
@@ -287,6 +348,7 @@ TEST_F(CudnnBackendTest, Fp16AtBatch3AndAnOddSizeStaysWithinItsBoundOfCpu) {
   EXPECT_LT(err, precision_logits_bound(Precision::fp16));
   ASSERT_EQ(gpu->layer_outputs().size(), cpu->layer_outputs().size());
   for (size_t i = 0; i < cpu->layer_outputs().size(); ++i) {
+    if (gpu->layer_outputs()[i].empty()) continue;  // fused away (the fused variant's virtual tensors)
     const double e = rel_l2_of(gpu->layer_outputs()[i], cpu->layer_outputs()[i]);
     EXPECT_TRUE(std::isfinite(e)) << "layer " << i;
     EXPECT_LT(e, 0.1) << "layer " << i << " '" << main_model().layers[i].name << "'";
@@ -336,7 +398,7 @@ TEST_F(CudnnBackendTest, ObserverSeesEveryStepInOrder) {
 // Prints the algorithm Find chose for each convolution (and checks each is a direct-summation one).
 TEST_F(CudnnBackendTest, ReportsTheChosenAlgorithmPerConvolution) {
   for (int batch : {1, 64}) {
-    auto net = prepare(main_model(), batch, 224, 224);
+    auto net = prepare(main_model(), batch, 224, 224, naive_options());
     std::printf("batch %d:\n", batch);
     const std::vector<ExecStep>& steps = net->steps();
     const std::vector<LayerStats> stats = analyse(main_model(), batch, 224, 224);
@@ -357,6 +419,149 @@ TEST_F(CudnnBackendTest, ReportsTheChosenAlgorithmPerConvolution) {
                 static_cast<long long>(m.weight_bytes), static_cast<long long>(m.activation_bytes),
                 static_cast<long long>(m.workspace_bytes));
   }
+}
+
+// ---- the fused variant -----------------------------------------------------------------------------------
+
+// Each convolution and the ReLU6 or residual add after it are one step; strict fp32 plans carry no
+// tensor-core, down-conversion, FFT or Winograd note; every step's variant says what runs.
+TEST_F(CudnnBackendTest, FusedStepsCoverConvolutionGroupsAndStrictFp32HasNoTensorCoreEngine) {
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16}) {
+    SCOPED_TRACE(to_string(p));
+    PrepareConfig config;
+    config.precision = p;
+    auto net = backend_->prepare(main_model(), config);
+    const std::vector<ExecStep>& steps = net->steps();
+    EXPECT_LT(steps.size(), main_model().layers.size());
+    int graphs = 0, groups = 0;
+    std::printf("fused %s:\n", to_string(p));
+    for (const ExecStep& s : steps) {
+      const Layer& first = main_model().layers[static_cast<size_t>(s.layers.front())];
+      if (first.kind == LayerKind::Conv2d) {
+        ++groups;
+        if (s.variant.rfind("graph ", 0) == 0) ++graphs;
+        // A conv followed by its ReLU6 is one step.
+        const size_t next = static_cast<size_t>(s.layers.front()) + 1;
+        if (next < main_model().layers.size() && main_model().layers[next].kind == LayerKind::ReLU6)
+          EXPECT_GE(s.layers.size(), 2u) << s.name;
+      }
+      if (p == Precision::fp32)
+        for (const char* note : {"tensor_core", "down_convert", "fft", "winograd", "reduced_precision"})
+          EXPECT_EQ(s.variant.find(note), std::string::npos) << s.name << ": " << s.variant;
+      std::printf("  %-40s %s\n", s.name.c_str(), s.variant.c_str());
+    }
+    std::printf("  %d of %d convolution groups run as one cuDNN operation graph\n", graphs, groups);
+    EXPECT_GT(graphs, 0);
+  }
+}
+
+// The graph replay runs exactly the kernels of the layer-by-layer run: bitwise the same logits.
+TEST_F(CudnnBackendTest, GraphReplayIsBitwiseIdenticalToLayerByLayer) {
+  for (const CudnnOptions& o : {fused_options(), naive_options()}) {
+    for (Precision p : {Precision::fp32, Precision::fp16}) {
+      SCOPED_TRACE(std::string(variant_text(o)) + " " + to_string(p));
+      PrepareConfig config;
+      config.batch = 2;
+      config.precision = p;
+      config.cudnn = o;
+      auto net = backend_->prepare(main_model(), config);
+      ASSERT_TRUE(net->has_graph());
+      ASSERT_TRUE(net->runs_device_resident());
+      const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
+      const Tensor replayed = net->run(input);  // no observer: the graph
+      RecordingObserver observer;               // times steps: layer by layer
+      RunOptions layers;
+      layers.observer = &observer;
+      const Tensor stepped = net->run(input, layers);
+      ASSERT_EQ(observer.calls.size(), 2 * net->steps().size() + 2);
+      ASSERT_EQ(replayed.data.size(), stepped.data.size());
+      EXPECT_EQ(std::memcmp(replayed.data.data(), stepped.data.data(), stepped.data.size() * sizeof(float)), 0);
+      // cudaEvent-style observers cannot time steps inside a replay.
+      RunOptions replay;
+      replay.observer = &observer;
+      replay.graph_replay = true;
+      EXPECT_THROW(net->run(input, replay), UsageError);
+
+      // Device resident: the input stays on the device; nothing comes back; a per-step observer is refused.
+      RunOptions resident;
+      resident.device_resident = true;
+      EXPECT_TRUE(net->run(input, resident).empty());
+      resident.observer = &observer;
+      EXPECT_THROW(net->run(input, resident), UsageError);
+      const Tensor after = net->run(input);
+      EXPECT_EQ(std::memcmp(after.data.data(), replayed.data.data(), replayed.data.size() * sizeof(float)), 0);
+    }
+  }
+  CudnnOptions off;
+  off.graph = CudnnOptions::Graph::off;
+  auto net = prepare(main_model(), 1, 224, 224, off);
+  EXPECT_FALSE(net->has_graph());
+  RunOptions resident;
+  resident.device_resident = true;
+  net->run(random_input(Shape{1, 3, 224, 224}, 5));
+  EXPECT_TRUE(net->run(random_input(Shape{1, 3, 224, 224}, 5), resident).empty());
+}
+
+std::string first_graph_variant(const PreparedNet& net) {
+  for (const ExecStep& s : net.steps())
+    if (s.variant.rfind("graph ", 0) == 0) return s.variant;
+  return {};
+}
+
+// The second prepare takes its plans from the cache file and gives bitwise the same output; a corrupt file is
+// ignored with a warning (and rewritten); an entry whose engine no longer finalizes is re-tuned.
+TEST_F(CudnnBackendTest, PlanCacheIsReadBackAndBadFilesAreIgnored) {
+  const std::string file = test_cache_file();
+  std::filesystem::remove(file);
+  clear_process_plans();
+  const Tensor input = random_input(Shape{1, 3, 224, 224}, fresh_seed());
+  auto first = prepare(main_model(), 1, 224, 224);
+  const std::string tuned = first_graph_variant(*first);
+  EXPECT_EQ(tuned.find("cached"), std::string::npos) << tuned;
+  const Tensor a = first->run(input);
+  first.reset();
+  std::string warning;
+  const PlanCache cache = PlanCache::load(file, &warning);
+  EXPECT_TRUE(warning.empty()) << warning;
+  EXPECT_GT(cache.size(), 0u);
+
+  clear_process_plans();
+  auto second = prepare(main_model(), 1, 224, 224);
+  for (const ExecStep& s : second->steps())
+    if (s.variant.rfind("graph ", 0) == 0)
+      EXPECT_NE(s.variant.find("cached (plan cache file)"), std::string::npos) << s.variant;
+  const Tensor b = second->run(input);
+  EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)), 0);
+  second.reset();
+
+  {  // corrupt: ignored, the net still prepares (tuning again), the file is rewritten valid
+    std::ofstream(file, std::ios::trunc) << "{\"format\": \"mnv2-cudnn-plan-cache\", \"version\": 1, \"entr";
+  }
+  clear_process_plans();
+  auto third = prepare(main_model(), 1, 224, 224);
+  EXPECT_NE(third->description().find("ignored"), std::string::npos) << third->description();
+  const Tensor c = third->run(input);
+  EXPECT_LT(rel_l2_of(c, a), kMaxRelL2);
+  third.reset();
+  warning.clear();
+  EXPECT_GT(PlanCache::load(file, &warning).size(), 0u);
+  EXPECT_TRUE(warning.empty()) << warning;
+
+  {  // every entry names an engine that does not exist: re-tuned
+    PlanCache bad = PlanCache::load(file, nullptr);
+    PlanCache rewritten = PlanCache::parse(bad.dump());
+    std::string text = rewritten.dump();
+    for (size_t at = text.find("\"engine\": "); at != std::string::npos; at = text.find("\"engine\": ", at + 1)) {
+      const size_t end = text.find_first_of(",\n}", at + 10);
+      text.replace(at + 10, end - at - 10, "987654");
+    }
+    std::ofstream(file, std::ios::trunc) << text;
+  }
+  clear_process_plans();
+  auto fourth = prepare(main_model(), 1, 224, 224);
+  const std::string retuned = first_graph_variant(*fourth);
+  EXPECT_NE(retuned.find("re-tuned"), std::string::npos) << retuned;
+  std::filesystem::remove(file);
 }
 
 }  // namespace

@@ -514,6 +514,29 @@ class MainWindowTest : public QObject {
       QVERIFY(defaults.cudaOptions() == mnv2::CudaOptions{});
       s.clear();
     }
+    // The cudnn options too: combos in the panel, saved and restored, a bad saved value keeps the defaults.
+    {
+      QSettings s;
+      RunSettingsPanel panel;
+      QVERIFY(panel.findChild<QComboBox*>(QStringLiteral("cudnnVariantCombo")));
+      QVERIFY(panel.findChild<QComboBox*>(QStringLiteral("cudnnGraphCombo")));
+      QVERIFY(panel.findChild<QComboBox*>(QStringLiteral("cudnnLayoutCombo")));
+      QVERIFY(panel.cudnnOptions() == mnv2::CudnnOptions{});
+      mnv2::CudnnOptions o;
+      o.variant = mnv2::CudnnOptions::Variant::naive;
+      o.graph = mnv2::CudnnOptions::Graph::on;
+      o.layout = mnv2::CudnnOptions::Layout::nhwc;
+      panel.setCudnnOptions(o);
+      panel.saveSettings(s);
+      RunSettingsPanel restored;
+      restored.loadSettings(s);
+      QVERIFY(restored.cudnnOptions() == o);
+      s.setValue(QStringLiteral("run/cudnnVariant"), QStringLiteral("turbo"));
+      RunSettingsPanel defaults;
+      defaults.loadSettings(s);
+      QVERIFY(defaults.cudnnOptions() == mnv2::CudnnOptions{});
+      s.clear();
+    }
     // The largest run the panel allows (batch 4096 at 4096x4096) is refused before anything is allocated,
     // with a message; a normal run follows in the same process.
     auto* input = m_window->findChild<QComboBox*>(QStringLiteral("inputCombo"));

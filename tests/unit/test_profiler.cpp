@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "mnv2/error.h"
+#include "mnv2/json_io.h"
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
 #include "test_support.h"
@@ -388,6 +389,35 @@ TEST(Report, FailedWriteLeavesNothing) {
   TempDir tmp;
   EXPECT_THROW(write_csv_report(tmp.file("no/dir/r.csv"), {cpu_report()}), Error);
   EXPECT_TRUE(std::filesystem::is_empty(tmp.path()));
+}
+
+}  // namespace
+}  // namespace mnv2::test
+
+namespace mnv2::test {
+namespace {
+
+// The cudnn backend's options travel with a cudnn report; older reports without them read as the defaults.
+TEST(Report, CudnnOptionsRoundTripAndOldReportsStillOpen) {
+  RunReport r = cpu_report();
+  r.backend = "cudnn";
+  r.config.cudnn.variant = CudnnOptions::Variant::naive;
+  r.config.cudnn.graph = CudnnOptions::Graph::off;
+  r.config.cudnn.layout = CudnnOptions::Layout::nhwc;
+  json::Json j = reports_json({r});
+  std::vector<RunReport> back = reports_from_json(j);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].config.cudnn, r.config.cudnn);
+  json::Json& meta = j["runs"][0]["metadata"];
+  ASSERT_TRUE(meta.contains("cudnn_options"));
+  // Without the field (an older report): the defaults.
+  meta.erase("cudnn_options");
+  back = reports_from_json(j);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].config.cudnn, CudnnOptions{});
+  // A bad value is a clear error, not a crash.
+  meta["cudnn_options"] = json::Json{{"variant", "turbo"}, {"graph", "auto"}, {"layout", "auto"}};
+  EXPECT_THROW(reports_from_json(j), Error);
 }
 
 }  // namespace

@@ -54,6 +54,12 @@ TEST(Ncu, CommandLineQuotesTheRangeAndReproducesTheRun) {
   EXPECT_NE(line.find("--image '/img/it'\\''s.jpg'"), std::string::npos) << line;
   EXPECT_EQ(line.find("--input-size"), std::string::npos) << line;  // an image sets its own size
   EXPECT_EQ(line.find("--cuda-"), std::string::npos) << line;       // the cudnn backend has no such options
+  EXPECT_EQ(line.find("--cudnn-"), std::string::npos) << line;      // its own options at their defaults: none
+  t.cudnn.variant = CudnnOptions::Variant::naive;                   // the profiled run must run the same steps
+  const std::string naive = shell_join(ncu_argv(t));
+  EXPECT_NE(naive.find("--cudnn-variant naive"), std::string::npos) << naive;
+  EXPECT_EQ(naive.find("--cudnn-graph"), std::string::npos) << naive;
+  t.cudnn = CudnnOptions{};
   // The cuda backend's options travel with the command: the profiled run must plan the same steps.
   t.backend = "cuda";
   t.cuda.fusion = CudaOptions::Fusion::expand_dw;

@@ -613,6 +613,7 @@ void MainWindow::classifyCurrent(const QString& path) {
   request.backend = m_settings->backend().isEmpty() ? QStringLiteral("cpu") : m_settings->backend();
   request.decoder = m_options.decoder;
   request.cuda = m_settings->cudaOptions();
+  request.cudnn = m_settings->cudnnOptions();
   m_controller->classify(request);
 }
 
@@ -649,6 +650,7 @@ bool MainWindow::startSweep() {
   m_settings->setStatus(QStringLiteral("sweep of %1 points…").arg(mnv2::sweep_points(*config).size()));
   SweepRequest sweep{*config};
   sweep.config.cuda = m_settings->cudaOptions();
+  sweep.config.cudnn = m_settings->cudnnOptions();
   sweep.config.cpu_threads = m_settings->cpuThreads();
   m_controller->sweep(sweep);
   return true;
@@ -665,6 +667,7 @@ bool MainWindow::startEval() {
   }
   request->decoder = m_options.decoder;
   request->config.cuda = m_settings->cudaOptions();
+  request->config.cudnn = m_settings->cudnnOptions();
   m_accuracy->evalStarted(
       QStringLiteral("evaluating %1 on %2…")
           .arg(request->set, runLabel(QString::fromStdString(request->config.backend), request->config.precision)));
@@ -722,6 +725,7 @@ void MainWindow::startRun(bool compare) {
   c.timer = m_settings->timer();
   c.precision = m_settings->precision();
   c.cuda = m_settings->cudaOptions();
+  c.cudnn = m_settings->cudnnOptions();
   c.cpu_threads = m_settings->cpuThreads();
   if (m_settings->useImage() && m_image) {
     c.input = m_image->input;
@@ -760,6 +764,7 @@ void MainWindow::computeDiff(const QString& backend, const QString& reference) {
   request.reference = reference;
   request.precision = m_settings->precision();
   request.cuda = m_settings->cudaOptions();
+  request.cudnn = m_settings->cudnnOptions();
   if (m_image) {
     request.input = m_image->input;
     request.inputName = QFileInfo(m_image->imagePath).fileName();

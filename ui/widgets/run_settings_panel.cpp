@@ -74,6 +74,27 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
       QStringLiteral("cuda backend: force one GEMM tile (128x128, 128x64, 64x64, 128x32, 32x32) "
                      "for tuning experiments; empty: the planner chooses"));
   setCudaOptions(frontend::resolve_cuda_options({}, {}, {}, {}));
+  m_cudnnVariant = new QComboBox(this);
+  m_cudnnVariant->setObjectName(QStringLiteral("cudnnVariantCombo"));
+  for (auto v : {mnv2::CudnnOptions::Variant::fused, mnv2::CudnnOptions::Variant::naive})
+    m_cudnnVariant->addItem(QString::fromLatin1(mnv2::to_string(v)), static_cast<int>(v));
+  m_cudnnVariant->setToolTip(
+      QStringLiteral("cudnn backend: fused (cuDNN graph API: conv + bias + ReLU6 + residual add in one step, "
+                     "autotuned, plan cache) or naive (one legacy cuDNN call per layer, NCHW)"));
+  m_cudnnGraph = new QComboBox(this);
+  m_cudnnGraph->setObjectName(QStringLiteral("cudnnGraphCombo"));
+  for (auto g : {mnv2::CudnnOptions::Graph::automatic, mnv2::CudnnOptions::Graph::on, mnv2::CudnnOptions::Graph::off})
+    m_cudnnGraph->addItem(QString::fromLatin1(mnv2::to_string(g)), static_cast<int>(g));
+  m_cudnnGraph->setToolTip(
+      QStringLiteral("cudnn backend: replay one CUDA graph per run (auto: unless steps are timed by events; on: "
+                     "also for CUPTI per-step timing; off: never)"));
+  m_cudnnLayout = new QComboBox(this);
+  m_cudnnLayout->setObjectName(QStringLiteral("cudnnLayoutCombo"));
+  for (auto l :
+       {mnv2::CudnnOptions::Layout::automatic, mnv2::CudnnOptions::Layout::nchw, mnv2::CudnnOptions::Layout::nhwc})
+    m_cudnnLayout->addItem(QString::fromLatin1(mnv2::to_string(l)), static_cast<int>(l));
+  m_cudnnLayout->setToolTip(
+      QStringLiteral("cudnn backend, fused variant: activation layout (auto: NHWC in tf32 and fp16, NCHW in fp32)"));
   m_input = new QComboBox(this);
   m_input->setObjectName(QStringLiteral("inputCombo"));
   m_input->addItem(QStringLiteral("opened image"));
@@ -138,6 +159,9 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   form->addRow(QStringLiteral("cuda fusion"), m_cudaFusion);
   form->addRow(QStringLiteral("cuda graph"), m_cudaGraph);
   form->addRow(QStringLiteral("cuda GEMM tile"), m_cudaTile);
+  form->addRow(QStringLiteral("cudnn variant"), m_cudnnVariant);
+  form->addRow(QStringLiteral("cudnn graph"), m_cudnnGraph);
+  form->addRow(QStringLiteral("cudnn layout"), m_cudnnLayout);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(form);
@@ -198,6 +222,20 @@ mnv2::CudaOptions RunSettingsPanel::cudaOptions() const {
   o.graph = static_cast<mnv2::CudaOptions::Graph>(m_cudaGraph->currentData().toInt());
   o.gemm_tile = m_cudaTile->text().trimmed().toStdString();
   return o;
+}
+
+mnv2::CudnnOptions RunSettingsPanel::cudnnOptions() const {
+  mnv2::CudnnOptions o;
+  o.variant = static_cast<mnv2::CudnnOptions::Variant>(m_cudnnVariant->currentData().toInt());
+  o.graph = static_cast<mnv2::CudnnOptions::Graph>(m_cudnnGraph->currentData().toInt());
+  o.layout = static_cast<mnv2::CudnnOptions::Layout>(m_cudnnLayout->currentData().toInt());
+  return o;
+}
+
+void RunSettingsPanel::setCudnnOptions(const mnv2::CudnnOptions& o) {
+  m_cudnnVariant->setCurrentIndex(m_cudnnVariant->findData(static_cast<int>(o.variant)));
+  m_cudnnGraph->setCurrentIndex(m_cudnnGraph->findData(static_cast<int>(o.graph)));
+  m_cudnnLayout->setCurrentIndex(m_cudnnLayout->findData(static_cast<int>(o.layout)));
 }
 
 void RunSettingsPanel::setCudaOptions(const mnv2::CudaOptions& o) {
@@ -333,6 +371,18 @@ void RunSettingsPanel::loadSettings(const QSettings& s) {
     setCudaOptions(o);
   } catch (const std::exception&) {
   }
+  try {
+    const mnv2::CudnnOptions start_cudnn = cudnnOptions();
+    auto text = [&s](const char* key, const char* fallback) {
+      return s.value(QString::fromLatin1(key), QString::fromLatin1(fallback)).toString().toStdString();
+    };
+    mnv2::CudnnOptions o;
+    o.variant = mnv2::parse_cudnn_variant(text("run/cudnnVariant", mnv2::to_string(start_cudnn.variant)));
+    o.graph = mnv2::parse_cudnn_graph(text("run/cudnnGraph", mnv2::to_string(start_cudnn.graph)));
+    o.layout = mnv2::parse_cudnn_layout(text("run/cudnnLayout", mnv2::to_string(start_cudnn.layout)));
+    setCudnnOptions(o);
+  } catch (const std::exception&) {
+  }
 }
 
 void RunSettingsPanel::saveSettings(QSettings& s) const {
@@ -350,6 +400,10 @@ void RunSettingsPanel::saveSettings(QSettings& s) const {
   s.setValue(QStringLiteral("run/cudaFusion"), QString::fromLatin1(mnv2::to_string(o.fusion)));
   s.setValue(QStringLiteral("run/cudaGraph"), QString::fromLatin1(mnv2::to_string(o.graph)));
   s.setValue(QStringLiteral("run/cudaGemmTile"), QString::fromStdString(o.gemm_tile));
+  const mnv2::CudnnOptions c = cudnnOptions();
+  s.setValue(QStringLiteral("run/cudnnVariant"), QString::fromLatin1(mnv2::to_string(c.variant)));
+  s.setValue(QStringLiteral("run/cudnnGraph"), QString::fromLatin1(mnv2::to_string(c.graph)));
+  s.setValue(QStringLiteral("run/cudnnLayout"), QString::fromLatin1(mnv2::to_string(c.layout)));
 }
 
 }  // namespace mnv2::ui

@@ -48,6 +48,9 @@ class RunSettingsPanel : public QWidget {
   // environment give the start values (app/common/cuda_options.h).
   mnv2::CudaOptions cudaOptions() const;
   void setCudaOptions(const mnv2::CudaOptions& options);
+  // The cudnn backend's options (variant fused/naive, CUDA graph, layout), passed on like the cuda ones.
+  mnv2::CudnnOptions cudnnOptions() const;
+  void setCudnnOptions(const mnv2::CudnnOptions& options);
   // The cpu backends' thread count (PrepareConfig::cpu_threads): 0 = their default.
   int cpuThreads() const;
   int batch() const;
@@ -88,6 +91,9 @@ class RunSettingsPanel : public QWidget {
   QComboBox* m_cudaFusion = nullptr;
   QComboBox* m_cudaGraph = nullptr;
   QLineEdit* m_cudaTile = nullptr;
+  QComboBox* m_cudnnVariant = nullptr;
+  QComboBox* m_cudnnGraph = nullptr;
+  QComboBox* m_cudnnLayout = nullptr;
   QComboBox* m_input = nullptr;
   QSpinBox* m_height = nullptr;
   QSpinBox* m_width = nullptr;

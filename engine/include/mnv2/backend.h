@@ -39,6 +39,28 @@ CudaOptions::Variant parse_cuda_variant(const std::string& text);
 CudaOptions::Fusion parse_cuda_fusion(const std::string& text);
 CudaOptions::Graph parse_cuda_graph(const std::string& text);
 
+// How the cudnn backend runs a network (PrepareConfig::cudnn); other backends ignore them.
+struct CudnnOptions {
+  // fused: one cuDNN graph-API operation graph per convolution group (conv + bias + ReLU6/ReLU + residual add),
+  // autotuned engine configurations, a persistent plan cache; naive: one legacy cuDNN call per layer (NCHW).
+  enum class Variant { fused, naive };
+  enum class Graph { automatic, on, off };  // replay one CUDA graph: auto (unless steps are timed), always, never
+  // Activation layout of the fused variant: auto (NHWC in tf32 and fp16, NCHW in fp32), or forced. The naive
+  // variant is NCHW always.
+  enum class Layout { automatic, nchw, nhwc };
+  Variant variant = Variant::fused;
+  Graph graph = Graph::automatic;
+  Layout layout = Layout::automatic;
+  bool operator==(const CudnnOptions&) const = default;
+};
+const char* to_string(CudnnOptions::Variant v);  // "fused", "naive"
+const char* to_string(CudnnOptions::Graph g);    // "auto", "on", "off"
+const char* to_string(CudnnOptions::Layout l);   // "auto", "nchw", "nhwc"
+// Parsers for flags; throw UsageError naming the accepted values.
+CudnnOptions::Variant parse_cudnn_variant(const std::string& text);
+CudnnOptions::Graph parse_cudnn_graph(const std::string& text);
+CudnnOptions::Layout parse_cudnn_layout(const std::string& text);
+
 struct PrepareConfig {
   int batch = 1;
   int height = 224;
@@ -49,6 +71,7 @@ struct PrepareConfig {
   // count); 1..4096 pins it (benchmarks). prepare() resolves 0, and PreparedNet::config() carries the count the
   // net runs with. GPU backends ignore it.
   int cpu_threads = 0;
+  CudnnOptions cudnn;  // last, so the positional initialisers above stay valid
 };
 
 struct Availability {

@@ -22,6 +22,7 @@ struct BenchConfig {
   CudaOptions cuda;     // the cuda backend's options (PrepareConfig::cuda)
   int cpu_threads = 0;  // the cpu backends' threads (PrepareConfig::cpu_threads); in a result: the count used
   uint64_t seed = 1;    // the input is uniform random in [-1, 1] from this seed (never zeros)
+  CudnnOptions cudnn;   // the cudnn backend's options (PrepareConfig::cudnn)
 };
 
 struct BenchResult {

@@ -25,6 +25,7 @@ struct NcuTarget {
   std::string tensor;      // absolute path, or empty
   std::string nvtx_range;  // the step's range name
   int layer = 0;           // the topology layer asked for (names the ncu report file)
+  CudnnOptions cudnn;      // the cudnn backend's options (PrepareConfig::cudnn)
 };
 
 // The argument vector, starting with "ncu".

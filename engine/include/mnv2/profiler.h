@@ -38,6 +38,7 @@ struct ProfileConfig {
   // Input: when empty, a deterministic random batch (seed 1). A single image is repeated over the batch.
   std::optional<Tensor> input;
   std::string input_name;  // shown in reports ("cat.input.f32", "random(seed=1)")
+  CudnnOptions cudnn;      // the cudnn backend's options (PrepareConfig::cudnn)
 };
 
 // One execution step of the prepared network (one topology layer, or several when the backend fused them).

@@ -78,6 +78,7 @@ struct DiffConfig {
   Tensor input;  // one image; empty: the random image of seed 1 at height x width
   int height = 224;
   int width = 224;
+  CudnnOptions cudnn;  // the cudnn backend's options (PrepareConfig::cudnn)
 };
 struct DiffResult {
   CompareRule rule;  // rule.run[0] is the reference's precision, rule.run[1] the backend's
@@ -96,6 +97,7 @@ struct ClassifyConfig {
   Precision precision = Precision::fp32;
   CudaOptions cuda;
   int top = 5;
+  CudnnOptions cudnn;  // the cudnn backend's options (PrepareConfig::cudnn)
 };
 struct Classification {
   std::vector<Prediction> top;  // the `top` most probable, most probable first

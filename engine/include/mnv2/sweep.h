@@ -20,6 +20,7 @@ struct SweepConfig {
   Precision precision = Precision::fp32;
   CudaOptions cuda;     // the cuda backend's options (PrepareConfig::cuda)
   int cpu_threads = 0;  // the cpu backends' threads (PrepareConfig::cpu_threads)
+  CudnnOptions cudnn;   // the cudnn backend's options (PrepareConfig::cudnn)
 };
 
 // (configuration index, configurations, runs done in it, its runs); false cancels (Error "cancelled").

@@ -1,0 +1,135 @@
+// The cudnn backend's plan cache file (plan_cache.h).
+#include "backends/cudnn/plan_cache.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "mnv2/error.h"
+#include "mnv2/input_files.h"
+#include "mnv2/json_io.h"
+#include "mnv2/output_files.h"
+
+namespace mnv2::cudnn_backend {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kFormat = "mnv2-cudnn-plan-cache";
+constexpr int64_t kVersion = 1;
+// A few hundred entries of about 200 bytes each: 4 MiB is far beyond any real cache.
+constexpr InputBudget kBudget{"cudnn plan cache", 4 * inputs::kMiB, 64 * inputs::kMiB, 4 * inputs::kKiB};
+constexpr int64_t kMaxKnobs = 64;
+
+}  // namespace
+
+PlanCache PlanCache::parse(std::string_view text) {
+  const json::Json doc = json::parse(text, kBudget);
+  if (json::string_at(doc, "format") != kFormat) throw Error("not a cudnn plan cache (format)");
+  if (json::int_at(doc, "version") != kVersion)
+    throw Error("cache version " + std::to_string(json::int_at(doc, "version")) + ", this build reads " +
+                std::to_string(kVersion));
+  PlanCache cache;
+  const json::Json& entries = json::at(doc, "entries");
+  json::as_object(entries);
+  for (auto it = entries.begin(); it != entries.end(); ++it) {
+    const json::Json& e = it.value();
+    CachedPlan p;
+    p.engine = json::int_at(e, "engine");
+    if (p.engine < 0) throw Error("'" + it.key() + "': negative engine index");
+    const json::Json& knobs = json::array_at(e, "knobs");
+    if (static_cast<int64_t>(knobs.size()) > kMaxKnobs) throw Error("'" + it.key() + "': too many knobs");
+    for (const json::Json& k : knobs) {
+      const json::Json& pair = json::as_array(k);
+      if (pair.size() != 2) throw Error("'" + it.key() + "': a knob is not a [type, value] pair");
+      p.knobs.emplace_back(json::as_int(pair[0]), json::as_int(pair[1]));
+    }
+    p.workspace_bytes = json::int_at(e, "workspace_bytes");
+    if (p.workspace_bytes < 0) throw Error("'" + it.key() + "': negative workspace");
+    if (const json::Json* t = json::find(e, "time_ms")) p.time_ms = t->is_null() ? -1 : json::as_number(*t);
+    cache.entries_[it.key()] = p;
+  }
+  return cache;
+}
+
+std::string PlanCache::dump() const {
+  json::Json entries = json::Json::object();
+  for (const auto& [key, p] : entries_) {
+    json::Json knobs = json::Json::array();
+    for (const auto& [type, value] : p.knobs) knobs.push_back(json::Json::array({type, value}));
+    entries[key] = json::Json{
+        {"engine", p.engine}, {"knobs", knobs}, {"workspace_bytes", p.workspace_bytes}, {"time_ms", p.time_ms}};
+  }
+  const json::Json doc{{"format", kFormat}, {"version", kVersion}, {"entries", entries}};
+  return json::dump(doc, 1) + "\n";
+}
+
+PlanCache PlanCache::load(const std::string& path, std::string* warning) {
+  std::error_code ec;
+  if (path.empty() || !fs::exists(path, ec)) return {};
+  try {
+    return parse(read_input_file(path, kBudget));
+  } catch (const std::exception& e) {
+    if (warning) *warning = path + ": ignored (" + e.what() + ")";
+    return {};
+  }
+}
+
+void PlanCache::save(const std::string& path) const {
+  PlanCache merged = load(path, nullptr);
+  for (const auto& [key, p] : entries_) merged.entries_[key] = p;
+  std::error_code ec;
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  write_output_file(path, merged.dump());
+}
+
+const CachedPlan* PlanCache::find(const std::string& key) const {
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+namespace {
+std::mutex process_mutex;
+std::map<std::string, CachedPlan>& process_plans() {
+  static std::map<std::string, CachedPlan> plans;
+  return plans;
+}
+}  // namespace
+
+std::optional<CachedPlan> find_process_plan(const std::string& key) {
+  std::lock_guard<std::mutex> lock(process_mutex);
+  auto it = process_plans().find(key);
+  if (it == process_plans().end()) return std::nullopt;
+  return it->second;
+}
+
+void put_process_plan(const std::string& key, const CachedPlan& plan) {
+  std::lock_guard<std::mutex> lock(process_mutex);
+  process_plans()[key] = plan;
+}
+
+void clear_process_plans() {
+  std::lock_guard<std::mutex> lock(process_mutex);
+  process_plans().clear();
+}
+
+std::string plan_cache_file() {
+  if (const char* f = std::getenv("MNV2_CUDNN_PLAN_CACHE"); f && *f)
+    return std::string_view(f) == "off" ? std::string() : std::string(f);
+  fs::path dir;
+  if (const char* d = std::getenv("MNV2_CACHE_DIR"); d && *d)
+    dir = d;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    dir = fs::path(x) / "mnv2-profiler";
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    dir = fs::path(h) / ".cache" / "mnv2-profiler";
+  else
+    dir = fs::temp_directory_path() / "mnv2-profiler";
+  return (dir / "cudnn_plans.json").string();
+}
+
+}  // namespace mnv2::cudnn_backend
