@@ -25,9 +25,13 @@ class ProfilerGpu : public ::testing::Test {
     static const Model m = load_onnx(main_model_path());
     return m;
   }
+  // The naive cudnn variant: one step per topology layer, so every layer has its own figures (the per-layer
+  // attribution these tests check). The fused default is checked in EventTimesEveryLayer and in
+  // test_cudnn_backend.cpp.
   static ProfileConfig config(TimerKind timer, int batch) {
     ProfileConfig c;
     c.backend = "cudnn";
+    c.cudnn.variant = CudnnOptions::Variant::naive;
     c.batch = batch;
     c.timer = timer;
     c.warmup = 5;
@@ -42,7 +46,11 @@ class ProfilerGpu : public ::testing::Test {
 };
 
 TEST_F(ProfilerGpu, EventTimesEveryLayer) {
-  RunReport r = profile(model(), config(TimerKind::cuda_event, 2));
+  // No CUDA graph: the end-to-end phase then runs the same launches as the per-layer phase, so the layers'
+  // sum can be held against it (a graph replay has no launch gaps, which the per-layer events include).
+  ProfileConfig c = config(TimerKind::cuda_event, 2);
+  c.cudnn.graph = CudnnOptions::Graph::off;
+  RunReport r = profile(model(), c);
   EXPECT_EQ(r.timer, "cuda_event");
   ASSERT_EQ(r.steps.size(), 99u);
   for (const auto& s : r.steps) {
@@ -54,6 +62,19 @@ TEST_F(ProfilerGpu, EventTimesEveryLayer) {
   // The layers run inside the measured run, so their sum cannot exceed it by more than noise.
   EXPECT_LT(r.sum_of_steps_ms, r.end_to_end.gpu_ms->median * 1.5);
   EXPECT_GT(r.sm_clock_mhz_start, 0);
+
+  // The fused default: fewer steps, each timed, together covering every layer once.
+  ProfileConfig fused = config(TimerKind::cuda_event, 2);
+  fused.cudnn = CudnnOptions{};
+  const RunReport f = profile(model(), fused);
+  EXPECT_LT(f.steps.size(), 99u);
+  size_t covered = 0;
+  for (const auto& s : f.steps) {
+    covered += s.layers.size();
+    EXPECT_EQ(s.time_ns.n, 20) << s.name;
+    EXPECT_GT(s.time_ns.median, 0) << s.name;
+  }
+  EXPECT_EQ(covered, 99u);
 }
 
 TEST_F(ProfilerGpu, CuptiTimesEveryLayerWithKernelsAndAgreesWithEvents) {
@@ -155,14 +176,25 @@ TEST_F(ProfilerGpu, CudaGraphReplayIsProfiledPerStepWithCupti) {
   EXPECT_THROW(profile(model(), c), UsageError);
   c.timer = TimerKind::cupti_kernel;
   c.backend = "cudnn";
+  c.cudnn.graph = CudnnOptions::Graph::off;  // no graph captured: nothing to replay
   EXPECT_THROW(profile(model(), c), UsageError);
+  // The fused cudnn with its graph: replayed and profiled per step the same way.
+  c.cudnn = CudnnOptions{};
+  const RunReport cg = profile(model(), c);
+  EXPECT_EQ(cg.execution, "graph replay");
+  for (const auto& s : cg.steps) {
+    EXPECT_EQ(s.time_ns.n, 20) << s.name;
+    EXPECT_GE(s.kernels_per_iter, 1.0) << s.name;
+  }
 }
 
 TEST_F(ProfilerGpu, CudnnAgreesWithCpuLayerByLayer) {
   Golden g = read_golden("grace_hopper");
   Tensor input(Shape{1, 3, 224, 224});
   input.data = g.input;
-  DiffReport d = diff_backends(model(), "cudnn", "cpu-ref", PrepareConfig{1, 224, 224}, input);
+  PrepareConfig naive{1, 224, 224};
+  naive.cudnn.variant = CudnnOptions::Variant::naive;  // every layer materialised, so every layer compared
+  DiffReport d = diff_backends(model(), "cudnn", "cpu-ref", naive, input);
   EXPECT_TRUE(d.top5_agree);
   EXPECT_LT(d.logits.rel_l2, 1e-5);
   EXPECT_EQ(d.first_divergent_layer, -1);
