@@ -20,6 +20,7 @@
 #include "mnv2/flops.h"
 #include "mnv2/input_files.h"
 #include "mnv2/json_io.h"
+#include "mnv2/model_lookup.h"
 #include "mnv2/output_files.h"
 
 namespace mnv2 {
@@ -116,18 +117,7 @@ std::string ceilings_key(const std::string& backend, Precision precision) {
   return key;
 }
 
-std::string roofline_cache_file() {
-  fs::path dir;
-  if (const char* d = std::getenv("MNV2_CACHE_DIR"); d && *d)
-    dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    dir = fs::path(x) / "mnv2-profiler";
-  else if (const char* h = std::getenv("HOME"); h && *h)
-    dir = fs::path(h) / ".cache" / "mnv2-profiler";
-  else
-    dir = fs::temp_directory_path() / "mnv2-profiler";
-  return (dir / "roofline.json").string();
-}
+std::string roofline_cache_file() { return (fs::path(cache_dir()) / "roofline.json").string(); }
 
 void to_json(json::Json& j, const Ceilings& c) {
   j = json::Json{{"device", c.device},

@@ -60,6 +60,13 @@ std::vector<fs::path> xdg_data_dirs() {
 
 }  // namespace
 
+std::string cache_dir() {
+  if (const char* d = std::getenv("MNV2_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "mnv2-profiler").string();
+  if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "mnv2-profiler").string();
+  return (fs::temp_directory_path() / "mnv2-profiler").string();
+}
+
 std::string executable_dir() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);

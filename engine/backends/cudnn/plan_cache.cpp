@@ -11,6 +11,7 @@
 #include "mnv2/error.h"
 #include "mnv2/input_files.h"
 #include "mnv2/json_io.h"
+#include "mnv2/model_lookup.h"
 #include "mnv2/output_files.h"
 
 namespace mnv2::cudnn_backend {
@@ -120,16 +121,7 @@ void clear_process_plans() {
 std::string plan_cache_file() {
   if (const char* f = std::getenv("MNV2_CUDNN_PLAN_CACHE"); f && *f)
     return std::string_view(f) == "off" ? std::string() : std::string(f);
-  fs::path dir;
-  if (const char* d = std::getenv("MNV2_CACHE_DIR"); d && *d)
-    dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    dir = fs::path(x) / "mnv2-profiler";
-  else if (const char* h = std::getenv("HOME"); h && *h)
-    dir = fs::path(h) / ".cache" / "mnv2-profiler";
-  else
-    dir = fs::temp_directory_path() / "mnv2-profiler";
-  return (dir / "cudnn_plans.json").string();
+  return (fs::path(cache_dir()) / "cudnn_plans.json").string();
 }
 
 }  // namespace mnv2::cudnn_backend

@@ -26,4 +26,8 @@ Model load_located_model(const ModelLocation& location);
 // The folder holding the running executable (from /proc/self/exe).
 std::string executable_dir();
 
+// The folder of the engine's caches (roofline ceilings, cuDNN plans): $MNV2_CACHE_DIR, else
+// $XDG_CACHE_HOME/mnv2-profiler, else ~/.cache/mnv2-profiler, else <temp>/mnv2-profiler. Not created here.
+std::string cache_dir();
+
 }  // namespace mnv2
