@@ -569,6 +569,27 @@ void print_bench_table(const std::vector<BenchResult>& results) {
   }
 }
 
+// The 8-bit input path's figures (mnv2 bench --u8), under the main table: only where results have them.
+void print_u8_table(const std::vector<BenchResult>& results) {
+  bool any = false;
+  for (const BenchResult& r : results) any = any || r.u8_ms.has_value();
+  if (!any) return;
+  std::cout << "8-bit input path (host clock: network-size RGB bytes on the host .. logits on the host):\n";
+  char line[320];
+  std::snprintf(line, sizeof line, "%-8s %6s %9s %11s %11s %12s %12s  %s\n", "backend", "batch", "sub_batch",
+                "u8_med_ms", "u8_p90_ms", "u8_images/s", "dev_images/s", "path");
+  std::cout << line;
+  for (const BenchResult& r : results) {
+    if (!r.u8_ms) continue;
+    char dips[32] = "-";
+    if (r.device_ms) std::snprintf(dips, sizeof dips, "%.1f", r.device_images_per_s);
+    std::snprintf(line, sizeof line, "%-8s %6d %9d %11.3f %11.3f %12.1f %12s  %s\n", r.config.backend.c_str(),
+                  r.config.batch, r.config.sub_batch, r.u8_ms->median, r.u8_ms->p90, r.u8_images_per_s, dips,
+                  r.u8_path.c_str());
+    std::cout << line;
+  }
+}
+
 // The files of --with or --show, all read before anything runs or prints: a bad one stops the command with
 // its message alone.
 std::vector<std::pair<std::string, BenchFile>> read_bench_files(const std::string& option, const std::string& list) {
@@ -620,7 +641,7 @@ int cmd_bench(const Args& args) {
   if (const auto show = args.get("--show")) {
     for (const char* o :
          {"--with", "--backends", "--backend", "--batch", "--input-size", "--warmup", "--iters", "--precision",
-          "--model", "--threads", "--cuda-variant", "--cuda-fusion", "--cuda-graph", "--cuda-gemm-tile"})
+          "--model", "--threads", "--cuda-variant", "--cuda-fusion", "--cuda-graph", "--cuda-gemm-tile", "--sub-batch"})
       if (args.get(o))
         throw UsageError(std::string("--show prints saved files and runs nothing: ") + o + " does not apply");
     const auto files = read_bench_files("--show", *show);
@@ -631,6 +652,7 @@ int cmd_bench(const Args& args) {
                  " pair around the same run; device-resident (dev): input already on the GPU, event pair around one"
                  " forward or graph replay; each file's backend_description says how it ran\n";
     print_bench_table(results);
+    print_u8_table(results);
     print_saved_reliability(files);
     std::fflush(stdout);
     if (args.wants("--csv")) args.put("--csv", bench_csv(results));
@@ -661,6 +683,11 @@ int cmd_bench(const Args& args) {
   sweep.cuda = cuda_options(args);
   sweep.cudnn = cudnn_options(args);
   sweep.cpu_threads = cpu_threads(args);
+  sweep.u8_input = args.flag("--u8");
+  if (args.get("--sub-batch")) {
+    if (!sweep.u8_input) throw UsageError("--sub-batch applies to the 8-bit input path: add --u8");
+    sweep.sub_batch = parse_int(*args.get("--sub-batch"), "--sub-batch", 1, 65536);
+  }
   const std::vector<BenchConfig> points = sweep_points(sweep);
   const bool tty = isatty(2);
   std::vector<BenchResult> results = run_sweep(m.model, sweep, [&](int i, int count, int done, int total) {
@@ -686,6 +713,7 @@ int cmd_bench(const Args& args) {
                " (what PyTorch CUDA-graph timings measure); '-' where the backend has no such mode\n";
   print_saved_files(saved, m.model.checksum);
   print_bench_table(results);
+  print_u8_table(results);
   for (size_t i = 0; i < fresh; ++i) {
     const BenchResult& r = results[i];
     std::cout << std::flush;
@@ -1130,6 +1158,8 @@ int cmd_compare(const Args& args) {
                 d.top5_agree ? "agrees" : "DIFFERS");
     if (d.first_divergent_layer >= 0)
       std::printf("first layer over rel L2 %.0e: %d\n", d.threshold, d.first_divergent_layer);
+    if (!d.outputs_plan.empty())
+      std::printf("%s: %s\n", d.backend.c_str(), d.outputs_plan.c_str());
     else
       std::printf("no layer over rel L2 %.0e\n", d.threshold);
   }
@@ -1337,6 +1367,12 @@ const Command kCommands[] = {
        precision_option(a);
        cuda_option_set(a);
        threads_option(a);
+       a.flag("--u8",
+              "also time the 8-bit input path: random network-size RGB bytes per image, converted and normalised by "
+              "the backend (on the GPU for cuda), host clock from bytes to logits");
+       a.value("--sub-batch",
+               "N: with --u8, run each batch as sub-batches of N images (a net prepared at N), each upload "
+               "overlapping the previous sub-batch's compute; batches up to N run whole (default: whole batches)");
      },
      cmd_bench},
     {"profile", "an end-to-end run, then a per-layer run: table and reports",

@@ -1,5 +1,6 @@
 // The backend registry: every backend this build knows by name, and the Precision names. The GPU backends
 // come from the GPU plugin; where it is not loaded they are stand-ins that say why they cannot run.
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <initializer_list>
@@ -183,6 +184,27 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
   std::string choices;
   for (const RegistryEntry& entry : kRegistry) choices += std::string(choices.empty() ? "" : ", ") + entry.name;
   throw UsageError("unknown backend '" + name + "' (choose " + choices + ")");
+}
+
+Tensor PreparedNet::run_u8(const uint8_t* hwc, int64_t images, const InputNormaliser& n) {
+  const PrepareConfig& c = config();
+  if (hwc == nullptr || images < 1 || images % c.batch != 0)
+    throw UsageError("run_u8: " + std::to_string(images) + " images are not a whole number of batches of " +
+                     std::to_string(c.batch));
+  const int64_t per_image = int64_t{3} * c.height * c.width;
+  Tensor sub(Shape{c.batch, 3, c.height, c.width});
+  Tensor out;
+  int64_t classes = 0;
+  for (int64_t first = 0; first < images; first += c.batch) {
+    normalise_u8(hwc + first * per_image, c.batch, c.height, c.width, n, sub.data.data());
+    const Tensor logits = run(sub);
+    if (first == 0) {
+      classes = logits.shape.per_image();
+      out = Tensor(Shape{images, logits.shape.c, logits.shape.h, logits.shape.w});
+    }
+    std::copy(logits.data.begin(), logits.data.end(), out.data.begin() + first * classes);
+  }
+  return out;
 }
 
 Precision reference_precision(const std::string& backend, Precision wanted) {

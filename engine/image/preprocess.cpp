@@ -48,18 +48,7 @@ void validate(const Image8& image, const Preprocess& p) {
     throw Error("preprocess: the model's crop must be 1..resize (" + std::to_string(p.resize) + ") pixels, got " +
                 std::to_string(p.crop));
   }
-  if (p.color != "RGB" && p.color != "BGR") {
-    throw Error("preprocess: the model's color must be RGB or BGR, got '" + p.color + "'");
-  }
-  for (int c = 0; c < 3; ++c) {
-    // Bounds of mnv2/model.h: the normalised input stays finite. Written so that NaN fails too.
-    if (!(std::fabs(p.mean[c]) <= kMaxAbsPreprocessMean) ||
-        !(p.std[c] >= kMinPreprocessStd && p.std[c] <= kMaxPreprocessStd)) {
-      throw Error("preprocess: the model's mean must be finite within +-1e6 and its std within 1e-6..1e6 (channel " +
-                  std::to_string(c) + ": mean " + std::to_string(p.mean[c]) + ", std " + std::to_string(p.std[c]) +
-                  ")");
-    }
-  }
+  (void)make_input_normaliser(p);  // mean, std and color
 }
 
 // Where one destination pixel of a cv::resize(INTER_LINEAR) of an 8-bit image reads from, along one axis,
@@ -142,7 +131,7 @@ cv::Mat resize_and_crop(const Image8& image, const Preprocess& p) {
 
 }  // namespace
 
-Tensor preprocess(const Image8& image, const Preprocess& p, Image8* crop_out) {
+Image8 resize_crop(const Image8& image, const Preprocess& p) {
   validate(image, p);
   cv::Mat crop;
   try {
@@ -150,41 +139,23 @@ Tensor preprocess(const Image8& image, const Preprocess& p, Image8* crop_out) {
   } catch (const cv::Exception& e) {
     throw Error(std::string("preprocess: OpenCV failed to resize the image: ") + e.what());
   }
-
-  const bool bgr = p.color == "BGR";
-  // One table per output channel: 256 grey levels -> normalised value. Computed in double and rounded once
-  // to float, as the reference does; float32 arithmetic throughout is off by an ulp on half the values.
-  std::array<std::array<float, 256>, 3> table{};
-  std::array<int, 3> source_channel{};
-  for (int c = 0; c < 3; ++c) {
-    const int rgb_c = bgr ? 2 - c : c;  // mean/std are given in RGB order
-    source_channel[c] = rgb_c;
-    for (int v = 0; v < 256; ++v) {
-      table[c][v] = static_cast<float>((v / 255.0 - static_cast<double>(p.mean[rgb_c])) / p.std[rgb_c]);
-    }
-  }
-
   const int n = p.crop;
-  Tensor t(Shape{1, 3, n, n});
-  const size_t plane = static_cast<size_t>(n) * n;
+  Image8 out;
+  out.width = n;
+  out.height = n;
+  out.rgb.resize(static_cast<size_t>(n) * n * 3);
   for (int y = 0; y < n; ++y) {
-    const uint8_t* row = crop.ptr<uint8_t>(y);
-    for (int c = 0; c < 3; ++c) {
-      float* out = t.data.data() + c * plane + static_cast<size_t>(y) * n;
-      const int sc = source_channel[c];
-      for (int x = 0; x < n; ++x) out[x] = table[c][row[3 * x + sc]];
-    }
+    std::copy_n(crop.ptr<uint8_t>(y), static_cast<size_t>(n) * 3, out.rgb.data() + static_cast<size_t>(y) * n * 3);
   }
+  return out;
+}
 
-  if (crop_out) {
-    crop_out->width = n;
-    crop_out->height = n;
-    crop_out->rgb.resize(plane * 3);
-    for (int y = 0; y < n; ++y) {
-      std::copy_n(crop.ptr<uint8_t>(y), static_cast<size_t>(n) * 3,
-                  crop_out->rgb.data() + static_cast<size_t>(y) * n * 3);
-    }
-  }
+Tensor preprocess(const Image8& image, const Preprocess& p, Image8* crop_out) {
+  Image8 crop = resize_crop(image, p);
+  const InputNormaliser n = make_input_normaliser(p);
+  Tensor t(Shape{1, 3, p.crop, p.crop});
+  normalise_u8(crop.rgb.data(), 1, p.crop, p.crop, n, t.data.data());
+  if (crop_out) *crop_out = std::move(crop);
   return t;
 }
 

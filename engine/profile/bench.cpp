@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <random>
+#include <vector>
 
 #include "mnv2/error.h"
+#include "mnv2/image.h"
 #include "mnv2/memory.h"
 #include "mnv2/timing.h"
 
@@ -19,10 +22,60 @@ Tensor random_input(Shape shape, uint64_t seed) {
   return t;
 }
 
+namespace {
+
+// Uniform random bytes: `images` RGB images of height x width, HWC.
+std::vector<uint8_t> random_u8_images(int64_t images, int height, int width, uint64_t seed) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(images * height * width * 3));
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    uint64_t r = rng();
+    for (size_t b = i; b < std::min(bytes.size(), i + 8); ++b, r >>= 8) bytes[b] = static_cast<uint8_t>(r);
+  }
+  return bytes;
+}
+
+// The 8-bit path (BenchConfig::u8_input): `batch` images per timed run, in sub-batches run by a net prepared at
+// the sub-batch (the main one where they are equal), host clock.
+void bench_u8(const Backend& backend, const Model& model, const PrepareConfig& pc, PreparedNet& net,
+              BenchResult& result, const ProgressFn& progress) {
+  const BenchConfig& config = result.config;
+  const int sub = config.sub_batch > 0 ? config.sub_batch : config.batch;
+  std::unique_ptr<PreparedNet> sub_net;
+  if (sub != config.batch) {
+    PrepareConfig spc = pc;
+    spc.batch = sub;
+    sub_net = backend.prepare(model, spc);
+  }
+  PreparedNet& runner = sub_net ? *sub_net : net;
+  const InputNormaliser norm = make_input_normaliser(model.preprocess);
+  const std::vector<uint8_t> images = random_u8_images(config.batch, config.height, config.width, config.seed);
+  const int total = config.warmup + config.iters;
+  std::vector<double> ms;
+  ms.reserve(static_cast<size_t>(config.iters));
+  for (int i = 0; i < total; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    runner.run_u8(images.data(), config.batch, norm);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (i >= config.warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (progress && !progress(i + 1, total)) throw Error("cancelled");
+  }
+  result.u8_ms = summarize(std::move(ms));
+  result.u8_images_per_s = result.u8_ms->median > 0 ? config.batch * 1000.0 / result.u8_ms->median : 0.0;
+  result.u8_path = runner.u8_path();
+  result.config.sub_batch = sub;
+}
+
+}  // namespace
+
 BenchResult run_bench(const Model& model, const BenchConfig& config, const ProgressFn& progress) {
   if (config.batch < 1 || config.batch > 65536) throw UsageError("batch must be in 1..65536");
   if (config.warmup < 0 || config.warmup > 1000000) throw UsageError("warm-up count must be in 0..1000000");
   if (config.iters < 1 || config.iters > 1000000) throw UsageError("iteration count must be in 1..1000000");
+  if (config.sub_batch < 0 || (config.sub_batch > 0 && config.batch % config.sub_batch != 0))
+    throw UsageError("the sub-batch must divide the batch (" + std::to_string(config.batch) + "), got " +
+                     std::to_string(config.sub_batch));
+  if (config.sub_batch > 0 && !config.u8_input) throw UsageError("a sub-batch applies to the 8-bit input path only");
   auto backend = make_backend(config.backend);
   if (Availability a = backend->availability(); !a.available)
     throw Error("backend '" + config.backend + "' is not available: " + a.reason);
@@ -83,6 +136,7 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
     result.device_ms = summarize(std::move(device_ms));
     result.device_images_per_s = result.device_ms->median > 0 ? config.batch * 1000.0 / result.device_ms->median : 0.0;
   }
+  if (config.u8_input) bench_u8(*backend, model, pc, *net, result, progress);
   result.memory = net->memory();
   memory_probe.sample();
   memory_probe.finish(result.memory);

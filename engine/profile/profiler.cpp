@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <ctime>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "mnv2/device.h"
@@ -453,6 +454,24 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   return r;
 }
 
+namespace {
+
+// What differs between the plan that gave the logits and the one that gave every layer's output, in words.
+std::string describe_plan_change(const PrepareConfig& timed, const PrepareConfig& full) {
+  std::string text;
+  if (timed.cuda.fusion != full.cuda.fusion)
+    text = std::string("layer outputs from cuda fusion ") + to_string(full.cuda.fusion) +
+           " (every layer materialised, the per-op kernels); logits and times from fusion " +
+           to_string(timed.cuda.fusion);
+  else if (timed.cudnn.variant != full.cudnn.variant)
+    text = std::string("layer outputs from the cudnn ") + to_string(full.cudnn.variant) +
+           " variant (every layer materialised); logits and times from the " + to_string(timed.cudnn.variant) +
+           " variant";
+  return text.empty() ? std::string("layer outputs from a second net that materialises every layer") : text;
+}
+
+}  // namespace
+
 DiffReport diff_backends(const Model& model, const std::string& backend, const std::string& reference,
                          const PrepareConfig& config, const Tensor& input) {
   DiffReport d;
@@ -471,8 +490,19 @@ DiffReport diff_backends(const Model& model, const std::string& backend, const s
     PrepareConfig pc = config;
     if (name == reference) pc.precision = reference_precision(reference, config.precision);
     auto net = b->prepare(model, pc);
-    Tensor logits = net->run(input, keep);
-    outputs = net->layer_outputs();
+    const std::optional<PrepareConfig> every = net->every_layer_config();
+    if (!every) {
+      Tensor logits = net->run(input, keep);
+      outputs = net->layer_outputs();
+      return logits;
+    }
+    // The logits from the plan as prepared (the one profiles time), the layer outputs from one that has them all.
+    Tensor logits = net->run(input);
+    net.reset();
+    auto full = b->prepare(model, *every);
+    full->run(input, keep);
+    outputs = full->layer_outputs();
+    if (name == backend) d.outputs_plan = describe_plan_change(pc, *every);
     return logits;
   };
   std::vector<Tensor> out_a, out_ref;

@@ -23,6 +23,11 @@ std::vector<BenchConfig> sweep_points(const SweepConfig& c) {
         b.cuda = c.cuda;
         b.cudnn = c.cudnn;
         b.cpu_threads = c.cpu_threads;
+        b.u8_input = c.u8_input;
+        b.sub_batch = c.sub_batch > 0 && batch > c.sub_batch ? c.sub_batch : 0;
+        if (b.sub_batch > 0 && batch % b.sub_batch != 0)
+          throw UsageError("the sub-batch " + std::to_string(c.sub_batch) + " does not divide the batch " +
+                           std::to_string(batch));
         points.push_back(b);
       }
   return points;

@@ -100,6 +100,14 @@ std::string bench_json(const std::vector<BenchResult>& results, const ReportMode
       rj["device_resident_min_ms"] = r.device_ms->min;
       rj["device_resident_images_per_s"] = r.device_images_per_s;
     }
+    if (r.u8_ms) {  // from 8-bit pixels on the host to logits on the host, sub-batches pipelined
+      rj["end_to_end_u8_median_ms"] = r.u8_ms->median;
+      rj["end_to_end_u8_p90_ms"] = r.u8_ms->p90;
+      rj["end_to_end_u8_min_ms"] = r.u8_ms->min;
+      rj["end_to_end_u8_images_per_s"] = r.u8_images_per_s;
+      rj["u8_sub_batch"] = r.config.sub_batch;
+      rj["u8_path"] = r.u8_path;
+    }
     rj["memory_bytes"] = r.memory.total();
     rj["memory"] = r.memory;
     rj["cpu_threads"] = r.config.cpu_threads;  // the cpu backends' threads as run; 0 for GPU backends
@@ -206,6 +214,13 @@ BenchResult result_from(const json::Json& j) {
   r.gpu_ms = optional_summary(j, "gpu", c.iters);
   r.device_ms = optional_summary(j, "device_resident", c.iters);
   if (r.device_ms) r.device_images_per_s = figure_at(j, "device_resident_images_per_s");
+  r.u8_ms = optional_summary(j, "end_to_end_u8", c.iters);
+  if (r.u8_ms) {
+    c.u8_input = true;
+    r.u8_images_per_s = figure_at(j, "end_to_end_u8_images_per_s");
+    c.sub_batch = int_in(j, "u8_sub_batch", 1, c.batch);
+    r.u8_path = json::string_at(j, "u8_path");
+  }
   if (const json::Json* m = json::find(j, "memory")) {
     try {
       r.memory = m->get<MemoryReport>();

@@ -587,6 +587,7 @@ Json report_json(const RunReport& r) {
     dj["reference_top5"] = ints_json(d.reference_top5);
     dj["first_divergent_layer"] = d.first_divergent_layer;
     dj["threshold_rel_l2"] = d.threshold;
+    if (!d.outputs_plan.empty()) dj["outputs_plan"] = d.outputs_plan;
     Json compared = Json::array();
     for (const LayerDiff& ld : d.layers) compared.emplace_back(ld.compared);
     dj["compared"] = compared;
@@ -798,6 +799,7 @@ RunReport report_from(const Json& j) {
     d.first_divergent_layer = int_in(json::at(*dj, "first_divergent_layer"), "first_divergent_layer", -1,
                                      static_cast<int>(layers.size()) - 1);
     d.threshold = figure_at(*dj, "threshold_rel_l2");
+    if (json::find(*dj, "outputs_plan")) d.outputs_plan = json::string_at(*dj, "outputs_plan");
     for (const std::vector<int>* top : {&d.top5, &d.reference_top5})
       for (int c : *top)
         if (c < 0) throw Error("diff top-5 names class " + std::to_string(c));

@@ -1,5 +1,6 @@
 #include "test_support.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -79,6 +80,27 @@ double rel_l2(const std::vector<float>& a, const std::vector<double>& ref) {
     den += ref[i] * ref[i];
   }
   return std::sqrt(num / den);
+}
+
+std::vector<uint8_t> bytes_of_normalised(const std::vector<float>& nchw, int height, int width,
+                                         const InputNormaliser& n, double* max_abs) {
+  const size_t plane = static_cast<size_t>(height) * static_cast<size_t>(width);
+  if (nchw.size() != plane * 3) throw std::runtime_error("bytes_of_normalised: not a 3-channel image");
+  std::vector<uint8_t> hwc(plane * 3);
+  double worst = 0;
+  for (size_t c = 0; c < 3; ++c) {
+    const auto& table = n.value[c];
+    for (size_t px = 0; px < plane; ++px) {
+      const double v = nchw[c * plane + px];
+      int best = 0;
+      for (int b = 1; b < 256; ++b)
+        if (std::fabs(table[static_cast<size_t>(b)] - v) < std::fabs(table[static_cast<size_t>(best)] - v)) best = b;
+      worst = std::max(worst, std::fabs(table[static_cast<size_t>(best)] - v));
+      hwc[px * 3 + static_cast<size_t>(n.source[c])] = static_cast<uint8_t>(best);
+    }
+  }
+  if (max_abs != nullptr) *max_abs = worst;
+  return hwc;
 }
 
 }  // namespace mnv2::test

@@ -3,9 +3,11 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "mnv2/image.h"
 #include "mnv2/json_io.h"
 
 namespace mnv2::test {
@@ -48,5 +50,11 @@ void save_model(const onnx::ModelProto& model, const std::string& path);
 
 // rel L2 of a float vector against a double reference.
 double rel_l2(const std::vector<float>& a, const std::vector<double>& ref);
+
+// The 8-bit RGB image (HWC) a normalised [1, 3, height, width] tensor was made from: for each value the byte
+// whose normalised value under `n` is nearest. `max_abs` (if given) gets the largest difference left, 0 where
+// the tensor came from n's own table (the golden inputs: within 1e-6, ImageU8 tests).
+std::vector<uint8_t> bytes_of_normalised(const std::vector<float>& nchw, int height, int width,
+                                         const InputNormaliser& n, double* max_abs = nullptr);
 
 }  // namespace mnv2::test

@@ -206,5 +206,30 @@ TEST_F(ProfilerGpu, CudnnAgreesWithCpuLayerByLayer) {
   }
 }
 
+// Plans that keep intermediate maps on chip (fused cudnn, cuda fusion expand_dw) give the logits and times, and a
+// plan of the same backend that materialises every layer gives the layer outputs; the diff says so.
+TEST_F(ProfilerGpu, FusedPlansTakeLayerOutputsFromAnEveryLayerPlan) {
+  Golden g = read_golden("cat");
+  Tensor input(Shape{1, 3, 224, 224});
+  input.data = g.input;
+  PrepareConfig fused{1, 224, 224};  // cudnn's default: the fused variant
+  DiffReport d = diff_backends(model(), "cudnn", "cpu-ref", fused, input);
+  EXPECT_NE(d.outputs_plan.find("naive"), std::string::npos) << d.outputs_plan;
+  EXPECT_TRUE(d.top5_agree);
+  for (const auto& l : d.layers) EXPECT_TRUE(l.compared) << l.layer;  // every layer, from the naive plan
+  EXPECT_EQ(d.first_divergent_layer, -1);
+
+  PrepareConfig plain{1, 224, 224};
+  const DiffReport dn = diff_backends(model(), "cuda", "cpu-ref", plain, input);
+  EXPECT_TRUE(dn.outputs_plan.empty()) << dn.outputs_plan;
+  PrepareConfig expand_dw = plain;
+  expand_dw.cuda.fusion = CudaOptions::Fusion::expand_dw;
+  const DiffReport de = diff_backends(model(), "cuda", "cpu-ref", expand_dw, input);
+  EXPECT_NE(de.outputs_plan.find("fusion none"), std::string::npos) << de.outputs_plan;
+  ASSERT_EQ(de.layers.size(), dn.layers.size());
+  for (size_t l = 0; l < de.layers.size(); ++l) EXPECT_EQ(de.layers[l].compared, dn.layers[l].compared) << l;
+  EXPECT_EQ(de.first_divergent_layer, -1);
+}
+
 }  // namespace
 }  // namespace mnv2::test

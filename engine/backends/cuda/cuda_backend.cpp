@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -35,6 +36,7 @@
 #include "gpu/check.h"    // MNV2_CHECK_CUDA / MNV2_CHECK_LOG
 #include "gpu/runtime.h"  // stream, device and pinned buffers, graphs
 #include "kernels/common.cuh"
+#include "kernels/input_u8.cuh"
 #include "kernels/layout.cuh"
 #include "mnv2/backend.h"
 #include "mnv2/cuda_plan.h"
@@ -143,19 +145,21 @@ void copy_to_host(float* dst, const Value& v, const void* src, cudaStream_t stre
   }
 }
 
-// Host memcpy over all cores: the batch's trip from the caller's (pageable) tensor into the pinned upload
-// buffer was 20 ms of the 32.6 ms host time at batch 256 with one thread (run 1, H200 machine).
-void parallel_copy(float* dst, const float* src, size_t count) {
-  constexpr size_t kChunk = size_t{1} << 20;  // floats per task (4 MiB)
-  if (count <= kChunk) {
-    std::memcpy(dst, src, count * sizeof(float));
+// Host memcpy over all cores: the batch's trip from the caller's (pageable) memory into a pinned upload buffer
+// was 20 ms of the 32.6 ms host time at batch 256 with one thread (run 1, H200 machine).
+void parallel_copy(void* dst, const void* src, size_t bytes) {
+  constexpr size_t kChunk = size_t{4} << 20;  // bytes per task
+  auto* d = static_cast<char*>(dst);
+  const auto* s = static_cast<const char*>(src);
+  if (bytes <= kChunk) {
+    std::memcpy(d, s, bytes);
     return;
   }
-  const auto chunks = static_cast<int64_t>((count + kChunk - 1) / kChunk);
+  const auto chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
     const size_t begin = static_cast<size_t>(c) * kChunk;
-    std::memcpy(dst + begin, src + begin, std::min(kChunk, count - begin) * sizeof(float));
+    std::memcpy(d + begin, s + begin, std::min(kChunk, bytes - begin));
   }
 }
 
@@ -233,7 +237,9 @@ class CudaPreparedNet final : public PreparedNet {
     MemoryReport m;
     m.weight_bytes = lw_->weight_bytes;
     m.activation_bytes = lw_->activation_bytes;
-    m.workspace_bytes = lw_->workspace_bytes + static_cast<int64_t>(download_scratch_.bytes());
+    m.workspace_bytes = lw_->workspace_bytes + static_cast<int64_t>(download_scratch_.bytes()) +
+                        static_cast<int64_t>(u8_table_.bytes());
+    for (const U8Slot& slot : u8_slots_) m.workspace_bytes += static_cast<int64_t>(slot.device.bytes());
     return m;
   }
 
@@ -260,7 +266,7 @@ class CudaPreparedNet final : public PreparedNet {
 
     MNV2_CHECK_CUDA(cudaSetDevice(device_));
     cudaStream_t stream = stream_.get();
-    parallel_copy(static_cast<float*>(pinned_input_.get()), input.data.data(), input.data.size());
+    parallel_copy(pinned_input_.get(), input.data.data(), input.data.size() * sizeof(float));
 
     if (observer) observer->run_begin(stream);
     if (exec != nullptr) {
@@ -281,7 +287,103 @@ class CudaPreparedNet final : public PreparedNet {
     return logits;
   }
 
+  // A fusion of whole ops (expand_dw, block) leaves intermediate maps on chip: diffs take their layer outputs
+  // from the per-op plan. (The epilogue fusions of the plain fast plan, bias/ReLU6/residual, stay as they are:
+  // no plan of this backend materialises a convolution's output before its clip.)
+  std::optional<PrepareConfig> every_layer_config() const override {
+    bool op_fusion = false;
+    for (const CudaStep& step : plan_.steps) op_fusion = op_fusion || step.kernel == CudaKernel::expand_depthwise;
+    if (!op_fusion) return std::nullopt;
+    PrepareConfig unfused = config_;
+    unfused.cuda.fusion = CudaOptions::Fusion::none;
+    return unfused;
+  }
+
+  std::string u8_path() const override {
+    return "gpu: two pinned staging buffers, each sub-batch uploaded on a copy stream while the previous one "
+           "computes, converted and normalised on the GPU";
+  }
+
+  // The 8-bit input path (PreparedNet::run_u8): sub-batch k's bytes go host -> pinned slot k % 2 (all cores) ->
+  // device slot on the copy stream, while the compute stream still runs sub-batch k - 1; the compute stream waits
+  // for the upload, converts the bytes into the network input (a table lookup, bit for bit the host's
+  // normalisation), runs the steps (the device-resident graph) and downloads the logits into the slot. Before a
+  // slot is reused (k + 2) its download is waited for, which orders every use of both of its buffers.
+  Tensor run_u8(const uint8_t* hwc, int64_t images, const InputNormaliser& n) override {
+    const int64_t batch = config_.batch;
+    if (hwc == nullptr || images < 1 || images % batch != 0)
+      throw UsageError("cuda: " + std::to_string(images) + " images are not a whole number of sub-batches of " +
+                       std::to_string(batch) + " (the prepared batch)");
+    if (input_shape_.c != 3)
+      throw UsageError("cuda: the 8-bit input path takes RGB images; this model's input has " +
+                       std::to_string(input_shape_.c) + " channels");
+    MNV2_CHECK_CUDA(cudaSetDevice(device_));
+    prepare_u8_path(n);
+    const size_t bytes = static_cast<size_t>(input_shape_.numel());  // one byte per input value
+    const int64_t per_sub = output_shape_.numel();                   // logits of one sub-batch
+    Tensor out(Shape{images, output_shape_.c, output_shape_.h, output_shape_.w});
+    cudaStream_t compute = stream_.get(), copy = u8_copy_stream_.get();
+    auto finish = [&](int64_t k) {  // sub-batch k's logits, once its download is done, into `out`
+      U8Slot& slot = u8_slots_[static_cast<size_t>(k % 2)];
+      MNV2_CHECK_CUDA(cudaEventSynchronize(slot.downloaded.get()));
+      std::memcpy(out.data.data() + k * per_sub, slot.logits.get(), static_cast<size_t>(per_sub) * sizeof(float));
+    };
+    const int64_t subs = images / batch;
+    try {
+      for (int64_t k = 0; k < subs; ++k) {
+        U8Slot& slot = u8_slots_[static_cast<size_t>(k % 2)];
+        if (k >= 2) finish(k - 2);  // the slot's upload, conversion and download of sub-batch k - 2 are done
+        parallel_copy(slot.host.get(), hwc + static_cast<size_t>(k) * bytes, bytes);
+        MNV2_CHECK_CUDA(cudaMemcpyAsync(slot.device.get(), slot.host.get(), bytes, cudaMemcpyHostToDevice, copy));
+        MNV2_CHECK_CUDA(cudaEventRecord(slot.uploaded.get(), copy));
+        MNV2_CHECK_CUDA(cudaStreamWaitEvent(compute, slot.uploaded.get(), 0));
+        k::NormaliseU8Params p;
+        p.images = batch;
+        p.pixels = input_shape_.h * input_shape_.w;
+        p.input = static_cast<const uint8_t*>(slot.device.get());
+        p.table = static_cast<const float*>(u8_table_.get());
+        for (size_t c = 0; c < 3; ++c) p.source[c] = u8_normaliser_.source[c];
+        p.output = lw_->input.f32();
+        k::launch_normalise_u8(p, compute);
+        if (compute_exec_) {
+          MNV2_CHECK_CUDA(cudaGraphLaunch(compute_exec_.get(), compute));
+        } else {
+          enqueue_steps(compute, nullptr);
+        }
+        copy_to_host(static_cast<float*>(slot.logits.get()), logits_, logits_.data, compute);
+        MNV2_CHECK_CUDA(cudaEventRecord(slot.downloaded.get(), compute));
+      }
+      for (int64_t k = std::max<int64_t>(0, subs - 2); k < subs; ++k) finish(k);
+    } catch (const Error& e) {
+      throw Error(std::string("cuda: the 8-bit input path failed: ") + e.what());
+    }
+    return out;
+  }
+
  private:
+  // The 8-bit path's buffers and copy stream on first use; the normaliser's table uploaded when it changes.
+  void prepare_u8_path(const InputNormaliser& n) {
+    const size_t bytes = static_cast<size_t>(input_shape_.numel());
+    if (!u8_copy_stream_) {
+      u8_copy_stream_ = gpu::make_stream();
+      u8_table_ = DeviceBuffer(3 * 256 * sizeof(float));
+      for (U8Slot& slot : u8_slots_) {
+        slot.host = PinnedBuffer(bytes);
+        slot.device = DeviceBuffer(bytes);
+        slot.logits = PinnedBuffer(static_cast<size_t>(output_shape_.numel()) * sizeof(float));
+        slot.uploaded = gpu::make_event(cudaEventDisableTiming);
+        slot.downloaded = gpu::make_event(cudaEventDisableTiming);
+      }
+      u8_table_valid_ = false;
+    }
+    if (!u8_table_valid_ || !(n == u8_normaliser_)) {
+      MNV2_CHECK_CUDA(cudaStreamSynchronize(stream_.get()));  // no conversion may still read the old table
+      MNV2_CHECK_CUDA(cudaMemcpy(u8_table_.get(), n.value.data(), u8_table_.bytes(), cudaMemcpyHostToDevice));
+      u8_normaliser_ = n;
+      u8_table_valid_ = true;
+    }
+  }
+
   // Plan (made by the backend) -> allocate and lower every step -> the logits' tail -> warm-up -> capture.
   void build(const Model& model) {
     const size_t n = model.layers.size();
@@ -501,6 +603,18 @@ class CudaPreparedNet final : public PreparedNet {
   DeviceBuffer download_scratch_;  // keep_layer_outputs: NHWC -> NCHW and half -> float32, allocated on first use
   std::vector<ExecStep> exec_steps_;
   std::vector<Tensor> layer_outputs_;
+
+  // The 8-bit input path (run_u8), allocated on first use: two slots of staging buffers, a copy stream.
+  struct U8Slot {
+    PinnedBuffer host, logits;
+    DeviceBuffer device;
+    gpu::Event uploaded, downloaded;
+  };
+  gpu::Stream u8_copy_stream_;
+  std::array<U8Slot, 2> u8_slots_;
+  DeviceBuffer u8_table_;
+  InputNormaliser u8_normaliser_;
+  bool u8_table_valid_ = false;
 };
 
 class CudaBackend final : public Backend {

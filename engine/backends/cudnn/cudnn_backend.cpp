@@ -310,6 +310,13 @@ class CudnnPreparedNet final : public PreparedNet {
   bool has_graph() const override { return static_cast<bool>(graph_exec_); }
   bool runs_device_resident() const override { return true; }
   std::string description() const override { return description_; }
+  // The fused variant keeps a group's intermediate tensors virtual: diffs take every layer from the naive one.
+  std::optional<PrepareConfig> every_layer_config() const override {
+    if (!fused_) return std::nullopt;
+    PrepareConfig naive = config_;
+    naive.cudnn.variant = CudnnOptions::Variant::naive;
+    return naive;
+  }
 
   MemoryReport memory() const override {
     MemoryReport m;

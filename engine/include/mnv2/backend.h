@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "mnv2/image.h"
 #include "mnv2/model.h"
 #include "mnv2/tensor.h"
 
@@ -184,6 +185,23 @@ class PreparedNet {
   virtual bool has_graph() const { return false; }
   // True where run() takes RunOptions::device_resident.
   virtual bool runs_device_resident() const { return false; }
+
+  // Where this net's plan fuses layers away (their layer_outputs() are empty: the cuda backend's block or
+  // expand_dw fusion), the configuration of a plan of the same backend that materialises every layer; nullopt
+  // where every layer's output exists already. A run that needs every layer's output (diffs) prepares that
+  // plan, and its report says which plan produced the times and logits and which the layer outputs.
+  virtual std::optional<PrepareConfig> every_layer_config() const { return std::nullopt; }
+
+  // The end-to-end input path from 8-bit pixels: `images` network-size RGB images, interleaved (HWC; what
+  // resize_crop() makes, height x width as prepared), back to back, a whole multiple of the prepared batch. They
+  // run as images / batch sub-batches, each converted and normalised by `n` exactly as preprocess() does, and
+  // the logits [images, classes, 1, 1] come back. The default normalises on the host and calls run() per
+  // sub-batch; a backend that can (u8_path()) uploads the bytes through pinned staging buffers, converts them on
+  // the GPU and overlaps each sub-batch's upload with the previous sub-batch's compute.
+  // Throws UsageError on a count or shape mismatch, Error on a failure.
+  virtual Tensor run_u8(const uint8_t* hwc, int64_t images, const InputNormaliser& n);
+  // How run_u8() works here, for reports: "host" (the default above) or what the backend does instead.
+  virtual std::string u8_path() const { return "host: normalised on the host, then run()"; }
 };
 
 class Backend {

@@ -23,6 +23,11 @@ struct BenchConfig {
   int cpu_threads = 0;  // the cpu backends' threads (PrepareConfig::cpu_threads); in a result: the count used
   uint64_t seed = 1;    // the input is uniform random in [-1, 1] from this seed (never zeros)
   CudnnOptions cudnn;   // the cudnn backend's options (PrepareConfig::cudnn)
+  // Also time the end-to-end path from 8-bit pixels (PreparedNet::run_u8): `batch` network-size RGB images
+  // (uniform random bytes from the seed) per run, in sub-batches of `sub_batch` (0: one of `batch`), the net
+  // prepared at the sub-batch; host clock from the caller's bytes to the logits on the host.
+  bool u8_input = false;
+  int sub_batch = 0;
 };
 
 struct BenchResult {
@@ -36,6 +41,10 @@ struct BenchResult {
   // the figure PyTorch's "CUDA graph" anchors give. Never a replacement for the end-to-end figures above.
   std::optional<Summary> device_ms;
   double device_images_per_s = 0;  // batch / median device-resident time
+  // The 8-bit path (BenchConfig::u8_input): host time per `batch` images, from bytes to logits.
+  std::optional<Summary> u8_ms;
+  double u8_images_per_s = 0;  // batch / median of u8_ms
+  std::string u8_path;         // how the backend did it (PreparedNet::u8_path())
   MemoryReport memory;
   Reliability reliability;  // of the end-to-end figures (mnv2/reliability.h)
 };

@@ -97,6 +97,9 @@ struct DiffReport {
   std::vector<int> top5, reference_top5;  // of the first image
   int first_divergent_layer = -1;         // first compared layer whose rel L2 exceeds the threshold
   double threshold = 1e-4;
+  // "" where the backend's layer outputs come from the net that gave its logits; else which plan gave them
+  // (PreparedNet::every_layer_config(): "cuda fusion none (every layer materialised); logits from fusion block").
+  std::string outputs_plan;
 };
 
 // One iteration of the per-layer phase at its own timestamps, chosen as the iteration whose per-layer total

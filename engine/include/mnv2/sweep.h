@@ -18,9 +18,11 @@ struct SweepConfig {
   int warmup = 5;
   int iters = 50;
   Precision precision = Precision::fp32;
-  CudaOptions cuda;     // the cuda backend's options (PrepareConfig::cuda)
-  int cpu_threads = 0;  // the cpu backends' threads (PrepareConfig::cpu_threads)
-  CudnnOptions cudnn;   // the cudnn backend's options (PrepareConfig::cudnn)
+  CudaOptions cuda;       // the cuda backend's options (PrepareConfig::cuda)
+  int cpu_threads = 0;    // the cpu backends' threads (PrepareConfig::cpu_threads)
+  CudnnOptions cudnn;     // the cudnn backend's options (PrepareConfig::cudnn)
+  bool u8_input = false;  // BenchConfig::u8_input
+  int sub_batch = 0;      // sub-batches of the 8-bit path: batches larger than this run as sub-batches of it
 };
 
 // (configuration index, configurations, runs done in it, its runs); false cancels (Error "cancelled").
