@@ -127,7 +127,7 @@ const std::vector<LabSlot>& lab_slots() {
       {"pool", "global average pool", "", "", "", kNotYet},
       {"classifier", "the classifier (Linear, +bias)", "", "", "", kNotYet},
       {"block", "a whole inverted-residual block", "", "", "",
-       "refused until the planner makes whole-block steps: the lab replaces one step's kernel, and no step covers a "
+       "waits for the planner to make whole-block steps: the lab replaces one step's kernel, and no step covers a "
        "whole block yet"},
   };
   return slots;
