@@ -1326,10 +1326,11 @@ void print_lab_table(const LabResult& r) {
   }
   if (r.end_to_end) {
     const LabEndToEnd& e = *r.end_to_end;
-    std::printf("\nend to end (GPU time of one CUDA graph replay, median, ms): user %s | ours unfused %s | ours default "
-                "%s | cudnn fused %s\n",
-                opt_us(e.user_ms).c_str(), opt_us(e.ours_unfused_ms).c_str(), opt_us(e.ours_default_ms).c_str(),
-                opt_us(e.cudnn_ms).c_str());
+    std::printf(
+        "\nend to end (GPU time of one CUDA graph replay, median, ms): user %s | ours unfused %s | ours default "
+        "%s | cudnn fused %s\n",
+        opt_us(e.user_ms).c_str(), opt_us(e.ours_unfused_ms).c_str(), opt_us(e.ours_default_ms).c_str(),
+        opt_us(e.cudnn_ms).c_str());
   }
 }
 
@@ -1407,7 +1408,8 @@ int cmd_lab(const Args& args) {
     std::printf("Nsight Compute: %s\n", r.ncu_command.c_str());
   }
   std::string out_json = json_path;
-  if (out_json.empty() && args.get("--out")) out_json = (std::filesystem::path(*args.get("--out")) / "lab.json").string();
+  if (out_json.empty() && args.get("--out"))
+    out_json = (std::filesystem::path(*args.get("--out")) / "lab.json").string();
   if (!out_json.empty()) write_output_file(out_json, lab_result_json(r).dump(2) + "\n");
   std::fflush(stdout);
   return lab_exit_code(r);

@@ -10,9 +10,9 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "gpu/plugin_api.h"
-#include "mnv2/lab.h"
 #include "mnv2/backend.h"
 #include "mnv2/error.h"
+#include "mnv2/lab.h"
 
 namespace mnv2 {
 

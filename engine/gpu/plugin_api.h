@@ -35,11 +35,11 @@ struct LabModuleInfo {
   int shared_bytes = 0;
 };
 struct LabNvrtcOutput {
-  bool ok = false;       // compiled; cubin holds the module
-  std::string log;       // NVRTC's program log
-  std::string cubin;     // the module's bytes
-  std::string error;     // why NVRTC itself failed (not a compile error of the source)
-  std::string version;   // "13.0"
+  bool ok = false;              // compiled; cubin holds the module
+  std::string log;              // NVRTC's program log
+  std::string cubin;            // the module's bytes
+  std::string error;            // why NVRTC itself failed (not a compile error of the source)
+  std::string version;          // "13.0"
   std::string toolkit_include;  // the CUDA headers' folder NVRTC's library sits beside, "" if not found
 };
 

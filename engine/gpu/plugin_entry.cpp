@@ -9,8 +9,8 @@
 
 namespace mnv2 {
 
-std::unique_ptr<Backend> make_cudnn_backend();  // engine/backends/cudnn
-std::unique_ptr<Backend> make_cuda_backend();   // engine/backends/cuda
+std::unique_ptr<Backend> make_cudnn_backend();                              // engine/backends/cudnn
+std::unique_ptr<Backend> make_cuda_backend();                               // engine/backends/cuda
 std::unique_ptr<Backend> make_cuda_lab_backend(const LabKernelSpec& spec);  // engine/backends/cuda
 namespace cuda_backend {
 void lab_module_info(const std::string& cubin_path, gpu_plugin::LabModuleInfo& info);  // lab_kernel.cpp

@@ -37,14 +37,14 @@ namespace fs = std::filesystem;
 // ---- SHA-256 (FIPS 180-4) ------------------------------------------------------------------------------------
 
 constexpr std::array<uint32_t, 64> kSha256K = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
-    0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
-    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
-    0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
-    0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
-    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2};
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
 uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
@@ -65,7 +65,8 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
 
 // The first __global__ function's name in `source` (comments not stripped: display only).
 std::string first_kernel_name(const std::string& source) {
-  static const std::regex kGlobal(R"(__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:void\s+)?(\w+)\s*\()");
+  static const std::regex kGlobal(
+      R"(__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:void\s+)?(\w+)\s*\()");
   std::smatch m;
   return std::regex_search(source, m, kGlobal) ? m[1].str() : std::string();
 }
@@ -217,8 +218,7 @@ std::vector<LabDiagnostic> parse_nvrtc_log(const std::string& log) {
     if (i + 2 < lines.size()) {
       const std::string& caret = lines[i + 2];
       const size_t at = caret.find('^');
-      if (at != std::string::npos && caret.find_first_not_of(' ') == at && at >= 2)
-        d.column = static_cast<int>(at) - 1;
+      if (at != std::string::npos && caret.find_first_not_of(' ') == at && at >= 2) d.column = static_cast<int>(at) - 1;
     }
     out.push_back(d);
   }
@@ -228,6 +228,8 @@ std::vector<LabDiagnostic> parse_nvrtc_log(const std::string& log) {
 // ---- compilation -------------------------------------------------------------------------------------------------
 
 LabCompileResult lab_compile(const LabCompileConfig& config) {
+  if (!config.arch.empty() && !std::regex_match(config.arch, std::regex(R"(sm_\d{2,3}[af]?)")))
+    throw UsageError("architecture '" + config.arch + "' is not of the form sm_XX (e.g. sm_90)");
   const gpu_plugin::Api* gpu = gpu_plugin::api();
   if (gpu == nullptr || gpu->lab_nvrtc_compile == nullptr)
     throw Error("the kernel lab needs NVRTC from the GPU plugin: " + gpu_plugin::status().problem);
@@ -251,13 +253,14 @@ LabCompileResult lab_compile(const LabCompileConfig& config) {
   std::string toolkit = probe.toolkit_include;
   std::error_code ec;
   for (const char* env : {"CUDA_PATH", "CUDA_HOME"})
-    if (const char* d = std::getenv(env); toolkit.empty() && d != nullptr && *d != '\0' &&
-                                          fs::exists(fs::path(d) / "include" / "cuda_fp16.h", ec))
+    if (const char* d = std::getenv(env);
+        toolkit.empty() && d != nullptr && *d != '\0' && fs::exists(fs::path(d) / "include" / "cuda_fp16.h", ec))
       toolkit = (fs::path(d) / "include").string();
   if (toolkit.empty() && fs::exists("/usr/local/cuda/include/cuda_fp16.h", ec)) toolkit = "/usr/local/cuda/include";
   if (toolkit.empty())
-    throw Error("the CUDA toolkit's headers (cuda_fp16.h) were not found beside NVRTC's library, in $CUDA_PATH or "
-                "/usr/local/cuda/include; NVRTC needs them");
+    throw Error(
+        "the CUDA toolkit's headers (cuda_fp16.h) were not found beside NVRTC's library, in $CUDA_PATH or "
+        "/usr/local/cuda/include; NVRTC needs them");
 
   const fs::path dir = lab_dir();
   r.options = {"-arch=" + r.arch, "-lineinfo", "-std=c++17", "-I" + (dir / "include").string(), "-I" + toolkit};
@@ -347,7 +350,8 @@ LabResult run_worker(const LabConfig& c, const std::string& request, LabResult b
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(c.timeout_s);
   bool timed_out = false;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
@@ -453,10 +457,10 @@ LabResult run_lab(const LabConfig& c, const LabProgress& progress) {
     const LabDiagnostic* first = nullptr;
     for (const LabDiagnostic& d : compiled.diagnostics)
       if (d.severity == "error" && errors++ == 0) first = &d;
-    r.message = first != nullptr ? std::to_string(errors) + " compile error(s); first: " + first->file + ":" +
-                                       std::to_string(first->line) + ":" + std::to_string(first->column) + ": " +
-                                       first->message
-                                 : "NVRTC refused the kernel (see the log)";
+    r.message = first != nullptr
+                    ? std::to_string(errors) + " compile error(s); first: " + first->file + ":" +
+                          std::to_string(first->line) + ":" + std::to_string(first->column) + ": " + first->message
+                    : "NVRTC refused the kernel (see the log)";
     return r;
   }
   say(std::string("compiled for ") + compiled.arch + (compiled.cached ? " (cache hit)" : "") + " in " +

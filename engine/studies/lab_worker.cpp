@@ -320,9 +320,8 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
     return finish(1);
   }
   if (!all_passed) {
-    const LabLayer& bad = *std::find_if(r.layers.begin(), r.layers.end(), [&](const LabLayer& l) {
-      return l.index == first_failed;
-    });
+    const LabLayer& bad =
+        *std::find_if(r.layers.begin(), r.layers.end(), [&](const LabLayer& l) { return l.index == first_failed; });
     const LabFailure& f = *bad.check.first_failure;
     r.status = "check_failed";
     r.message = "check failed at layer " + std::to_string(bad.index) + " '" + bad.name + "', element (n,c,h,w) = (" +

@@ -22,7 +22,7 @@ __device__ __forceinline__ void load4(const void* base, long long i, int dtype, 
     return;
   }
   for (int j = 0; j < kVec; ++j)
-    v[j] = j >= valid ? 0.0f
+    v[j] = j >= valid                ? 0.0f
            : dtype == mnv2_lab::kF16 ? __half2float(static_cast<const __half*>(base)[i + j])
                                      : static_cast<const float*>(base)[i + j];
 }

@@ -1,5 +1,6 @@
 // Example, slot "depthwise": a deliberate bug. The left padding is ignored (iw = ow * stride + s), so every
-// output column is shifted by one: layers with pad_left 1 fail, first at a border element. mnv2 lab --slot depthwise --kernel examples/lab/dw_wrong.cu
+// output column is shifted by one: layers with pad_left 1 fail, first at a border element. mnv2 lab --slot depthwise
+// --kernel examples/lab/dw_wrong.cu
 #include <cuda_fp16.h>
 
 #include "mnv2_lab/depthwise.h"

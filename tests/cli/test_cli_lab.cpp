@@ -62,9 +62,9 @@ TEST(CliLab, TemplateAndSlotList) {
 TEST(CliLab, ACompileErrorExits3WithItsLineAndTheResultFile) {
   TempDir d;
   const std::string json = d.file("lab.json");
-  const CliResult r = run_cli({"lab", "--slot", "depthwise", "--kernel", kExamples + "/dw_syntax.cu", "--arch", "sm_90",
-                               "--json", json},
-                              {"MNV2_CACHE_DIR=" + d.file("cache")});
+  const CliResult r = run_cli(
+      {"lab", "--slot", "depthwise", "--kernel", kExamples + "/dw_syntax.cu", "--arch", "sm_90", "--json", json},
+      {"MNV2_CACHE_DIR=" + d.file("cache")});
   if (r.code == 1 && r.err.find("NVRTC") != std::string::npos) GTEST_SKIP() << "no NVRTC here: " << r.err;
   EXPECT_EQ(r.code, 3) << r.out << r.err;
   EXPECT_NE(r.out.find("dw_syntax.cu:28:"), std::string::npos) << r.out;

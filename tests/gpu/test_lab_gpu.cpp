@@ -142,9 +142,10 @@ TEST_F(LabGpu, ASyntaxErrorReportsItsLineAndNeverStartsAWorker) {
 
 TEST_F(LabGpu, AHangingKernelIsKilledAtTheTimeOut) {
   const std::string hang = dir_.file("dw_hang.cu");
-  test::write_file(hang, "#include \"mnv2_lab/depthwise.h\"\n"
-                         "__global__ void spin(const mnv2_lab::DepthwiseParams p) {\n"
-                         "  volatile int x = 1;\n  while (x) {}\n}\n");
+  test::write_file(hang,
+                   "#include \"mnv2_lab/depthwise.h\"\n"
+                   "__global__ void spin(const mnv2_lab::DepthwiseParams p) {\n"
+                   "  volatile int x = 1;\n  while (x) {}\n}\n");
   LabConfig c = config("dw_naive.cu");
   c.kernel_file = hang;
   c.timeout_s = 10;

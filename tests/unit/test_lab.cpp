@@ -159,13 +159,15 @@ TEST_F(LabCompile, TemplateAndExamplesCompileWithTheSlotHeaders) {
   // Every slot header on its own (no standard library, device code only).
   for (const auto& e : fs::directory_iterator(fs::path(lab_dir()) / "include" / "mnv2_lab")) {
     const std::string h = e.path().filename().string();
-    const LabCompileResult r = compile("#include \"mnv2_lab/" + h + "\"\n__global__ void k() {}\n", "only_" + h + ".cu");
+    const LabCompileResult r =
+        compile("#include \"mnv2_lab/" + h + "\"\n__global__ void k() {}\n", "only_" + h + ".cu");
     EXPECT_TRUE(r.ok) << h << ":\n" << r.log;
   }
 }
 
 TEST_F(LabCompile, ABrokenKernelReportsItsLine) {
-  const LabCompileResult r = compile(test::read_file(std::string(MNV2_LAB_EXAMPLES_DIR) + "/dw_syntax.cu"), "dw_syntax.cu");
+  const LabCompileResult r =
+      compile(test::read_file(std::string(MNV2_LAB_EXAMPLES_DIR) + "/dw_syntax.cu"), "dw_syntax.cu");
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(r.cubin_path.empty());
   ASSERT_FALSE(r.diagnostics.empty()) << r.log;

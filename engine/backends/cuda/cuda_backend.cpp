@@ -681,8 +681,9 @@ class CudaBackend final : public Backend {
     std::shared_ptr<const LabKernel> lab;
     if (lab_) {
       if (config.cuda.variant != CudaOptions::Variant::fast || config.cuda.fusion != CudaOptions::Fusion::none)
-        throw UsageError(name() + ": the kernel lab runs the fast variant's unfused plan (--cuda-variant fast, "
-                                  "--cuda-fusion none)");
+        throw UsageError(name() +
+                         ": the kernel lab runs the fast variant's unfused plan (--cuda-variant fast, "
+                         "--cuda-fusion none)");
       MNV2_CHECK_CUDA(cudaSetDevice(0));
       lab = std::make_shared<const LabKernel>(*lab_);
     }

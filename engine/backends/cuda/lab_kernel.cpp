@@ -42,8 +42,7 @@ LabKernel::LabKernel(const LabKernelSpec& spec) : spec_(spec) {
   }
   MNV2_CHECK_CUDA(cudaLibraryEnumerateKernels(&kernel_, 1, library_));
   const char* name = nullptr;
-  if (cudaFuncGetName(&name, reinterpret_cast<const void*>(kernel_)) == cudaSuccess && name != nullptr)
-    name_ = name;
+  if (cudaFuncGetName(&name, reinterpret_cast<const void*>(kernel_)) == cudaSuccess && name != nullptr) name_ = name;
   cudaGetLastError();
   int block[3] = {256, 1, 1};
   read_global(library_, "mnv2_lab_block", block, 3);

@@ -43,7 +43,7 @@ std::string lab_template(const std::string& slot);
 struct LabDiagnostic {
   std::string file;  // as NVRTC names it (the kernel file's name, or a header's path)
   int line = 0;
-  int column = 0;  // 0 where NVRTC gives none
+  int column = 0;        // 0 where NVRTC gives none
   std::string severity;  // "error" or "warning" (NVRTC's "remark"s are warnings)
   std::string message;
   bool operator==(const LabDiagnostic&) const = default;
@@ -81,9 +81,9 @@ std::string sha256_hex(std::string_view bytes);
 // ---- a compiled kernel as a backend: "cuda+lab:NAME" --------------------------------------------------------
 
 struct LabKernelSpec {
-  std::string name;        // the kernel file's stem: the backend is "cuda+lab:NAME"
-  std::string slot;        // lab_slots()[...].name
-  std::string cubin_path;  // the compiled module
+  std::string name;         // the kernel file's stem: the backend is "cuda+lab:NAME"
+  std::string slot;         // lab_slots()[...].name
+  std::string cubin_path;   // the compiled module
   std::vector<int> layers;  // topology layers to replace; empty: every layer of the slot
 };
 // Makes make_backend("cuda+lab:" + spec.name) return our cuda backend (fast variant, unfused plan) with the
@@ -148,16 +148,16 @@ struct LabConfig {
   std::vector<int> layers;  // empty: all of the slot's layers
   Precision precision = Precision::fp32;
   int batch = 1;
-  std::string input;          // "" or "random": random (seed 1); else a raw float32 NCHW tensor file
-  std::string model_path;     // the located model ("" = the built-in network)
-  double timeout_s = 60;      // the worker's wall time
-  int runs = 100;             // timed iterations per phase
-  bool compile_only = false;  // stop after compiling
-  bool no_time = false;       // stop after the check
-  std::string arch;           // compile for this architecture ("" = the device's)
+  std::string input;                    // "" or "random": random (seed 1); else a raw float32 NCHW tensor file
+  std::string model_path;               // the located model ("" = the built-in network)
+  double timeout_s = 60;                // the worker's wall time
+  int runs = 100;                       // timed iterations per phase
+  bool compile_only = false;            // stop after compiling
+  bool no_time = false;                 // stop after the check
+  std::string arch;                     // compile for this architecture ("" = the device's)
   std::string report_json, report_csv;  // the usual profile reports of the cuda+lab run
-  std::string program;        // the mnv2 executable the worker is started from
-  std::vector<std::string> argv;  // the user's command line, for the sanitizer and ncu lines
+  std::string program;                  // the mnv2 executable the worker is started from
+  std::vector<std::string> argv;        // the user's command line, for the sanitizer and ncu lines
 };
 using LabProgress = std::function<void(const std::string& line)>;
 

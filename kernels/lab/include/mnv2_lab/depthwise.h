@@ -12,17 +12,17 @@ namespace mnv2_lab {
 
 struct DepthwiseParams {
   int batch;
-  int channels;              // input and output channels (one 3x3 filter each)
-  int in_h, in_w;            // input map, pixels
-  int out_h, out_w;          // output map, pixels
-  int stride_h, stride_w;    // 1 or 2 in MobileNetV2
-  int pad_top, pad_left;     // leading zero padding; trailing padding is implied by out_h / out_w
-  int dtype;                 // DType of input and output
-  const void* input;         // NHWC [batch, in_h, in_w, channels] of dtype
-  const float* weight;       // [3][3][channels]: tap-major (tap t = 3 * r + s), then channel
-  const float* bias;         // [channels] or null
-  Clip clip;                 // applied to conv + bias
-  void* output;              // NHWC [batch, out_h, out_w, channels] of dtype; never aliases input
+  int channels;            // input and output channels (one 3x3 filter each)
+  int in_h, in_w;          // input map, pixels
+  int out_h, out_w;        // output map, pixels
+  int stride_h, stride_w;  // 1 or 2 in MobileNetV2
+  int pad_top, pad_left;   // leading zero padding; trailing padding is implied by out_h / out_w
+  int dtype;               // DType of input and output
+  const void* input;       // NHWC [batch, in_h, in_w, channels] of dtype
+  const float* weight;     // [3][3][channels]: tap-major (tap t = 3 * r + s), then channel
+  const float* bias;       // [channels] or null
+  Clip clip;               // applied to conv + bias
+  void* output;            // NHWC [batch, out_h, out_w, channels] of dtype; never aliases input
 };
 
 }  // namespace mnv2_lab
