@@ -50,7 +50,7 @@ uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
 // ---- slots -----------------------------------------------------------------------------------------------------
 
-const char* kNotYet = "not in the lab yet: the depthwise slot comes first (docs/KERNEL_LAB.md lists what is planned)";
+const char* kNotYet = "not in the lab yet: the depthwise and pointwise slots came first (docs/KERNEL_LAB.md)";
 
 std::string read_text(const std::string& path, const char* what) {
   const InputBudget budget{what, 16 * inputs::kMiB};
@@ -123,7 +123,11 @@ const std::vector<LabSlot>& lab_slots() {
        "one work item = tile a channels x tile b output columns of one output row of one image; items = batch * "
        "out_h * ceil(out_w / b) * ceil(channels / a); grid.x = ceil(items / threads per block)",
        ""},
-      {"pointwise", "1x1 convolution / GEMM (+bias, clip/ReLU6, residual add)", "", "", "", kNotYet},
+      {"pointwise", "1x1 convolution as a GEMM on NHWC maps (+bias, clip/ReLU6, residual add)", "mnv2_lab/pointwise.h",
+       "mnv2_lab::PointwiseParams",
+       "one work item = tile a output channels x tile b pixels; items = ceil(out_channels / a) * ceil(pixels / b); "
+       "grid.x = ceil(items / threads per block)",
+       ""},
       {"stem", "the stem's 3x3 stride-2 convolution (+bias, ReLU6) on the NCHW input", "", "", "", kNotYet},
       {"pool", "global average pool", "", "", "", kNotYet},
       {"classifier", "the classifier (Linear, +bias)", "", "", "", kNotYet},
@@ -150,8 +154,13 @@ std::vector<int> lab_slot_layers(const Model& model, const std::string& slot) {
   std::vector<int> layers;
   for (const Layer& l : model.layers) {
     const ConvParams& c = l.conv;
-    if (slot == "depthwise" && l.kind == LayerKind::Conv2d && c.depthwise() && c.kernel_h == 3 && c.kernel_w == 3 &&
-        c.dilation_h == 1 && c.dilation_w == 1)
+    // As the cuda planner's fast variant picks its kernels (planner.cpp, plan_fast_conv).
+    if (l.kind != LayerKind::Conv2d || l.inputs.empty() || l.inputs.front() == kNetworkInput) continue;
+    if (slot == "depthwise" && c.depthwise() && c.kernel_h == 3 && c.kernel_w == 3 && c.dilation_h == 1 &&
+        c.dilation_w == 1)
+      layers.push_back(l.index);
+    if (slot == "pointwise" && c.pointwise() && c.stride_h == 1 && c.stride_w == 1 && c.pad_top == 0 &&
+        c.pad_left == 0 && c.pad_bottom == 0 && c.pad_right == 0)
       layers.push_back(l.index);
   }
   return layers;
@@ -434,8 +443,10 @@ LabResult run_lab(const LabConfig& c, const LabProgress& progress) {
     check_args += " --layers " + list;
   }
   if (!c.model_path.empty()) check_args += " --model " + quote(fs::absolute(c.model_path, ec).string());
-  r.compute_sanitizer_command = "compute-sanitizer --tool memcheck --target-processes all " + quote(c.program) +
-                                check_args + " --no-time --timeout 600";
+  // --report-api-errors no: the lab asks for optional symbols (MNV2_LAB_SHARED, ...) the kernel may not declare;
+  // those "named symbol not found" answers are API errors memcheck would list beside real faults.
+  r.compute_sanitizer_command = "compute-sanitizer --tool memcheck --report-api-errors no --target-processes all " +
+                                quote(c.program) + check_args + " --no-time --timeout 600";
   r.ncu_command = "ncu --clock-control none --target-processes all --kernel-name regex:'" +
                   (first_kernel_name(source).empty() ? std::string(".*") : first_kernel_name(source)) +
                   "' --launch-count 5 -o lab-%p " + quote(c.program) + check_args + " --no-time --timeout 600";

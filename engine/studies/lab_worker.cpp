@@ -231,7 +231,9 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
     if (gpu == nullptr) throw Error("the GPU plugin is not loaded: " + gpu_plugin::status().problem);
     gpu_plugin::LabModuleInfo info;
     gpu->lab_module_info(spec.cubin_path, info);
-    r.kernel_name = info.kernel_name.empty() ? r.kernel_name : info.kernel_name;
+    // The source's name where the module's (mangled) one contains it, else the module's.
+    if (r.kernel_name.empty() || info.kernel_name.find(r.kernel_name) == std::string::npos)
+      r.kernel_name = info.kernel_name;
     r.has_launch = true;
     std::copy(info.block, info.block + 3, r.block);
     std::copy(info.tile, info.tile + 2, r.tile);
@@ -253,7 +255,13 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
   } catch (const std::exception& e) {
     const std::string what = e.what();
     r.status = what.rfind("lab:", 0) == 0 ? "error" : "crashed";
-    r.message = (r.status == "crashed" ? "the kernel crashed the worker's CUDA context: " : "") + what;
+    // A fault inside a kernel is reported by the next CUDA call on the stream, which may be a later layer's
+    // launch or a synchronisation: the text names that call.
+    r.message =
+        (r.status == "crashed" ? "the kernel crashed the worker's CUDA context (a kernel's fault is reported by "
+                                 "the next CUDA call on the stream): "
+                               : "") +
+        what;
     say(r.message);
     return finish(r.status == "crashed" ? 4 : 1);
   }
@@ -286,7 +294,13 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
     LabLayer l;
     l.index = index;
     l.name = layer.name;
-    l.op = "depthwise 3x3 s" + std::to_string(layer.conv.stride_h);
+    if (spec.slot == "depthwise") {
+      l.op = "depthwise 3x3 s" + std::to_string(layer.conv.stride_h);
+    } else {
+      l.op = "1x1 " + std::to_string(layer.conv.in_channels) + "->" + std::to_string(layer.conv.out_channels);
+      for (int j : step.layers)
+        if (model.layers[static_cast<size_t>(j)].kind == LayerKind::ResidualAdd) l.op += " +res";
+    }
     const Tensor& got = user_out[static_cast<size_t>(out)];
     l.shape = shape_text(got.shape);
     if (got.empty() || ref_out[static_cast<size_t>(out)].empty() || ours_out[static_cast<size_t>(out)].empty()) {

@@ -22,7 +22,7 @@ TEST(CliLab, UsageErrorsExit2AndWriteNoResult) {
       {"lab", "--kernel", naive},
       {"lab", "--slot", "nope", "--kernel", naive},
       {"lab", "--slot", "block", "--kernel", naive},
-      {"lab", "--slot", "pointwise", "--kernel", naive},
+      {"lab", "--slot", "stem", "--kernel", naive},
       {"lab", "--slot", "depthwise"},
       {"lab", "--slot", "depthwise", "--kernel", d.file("missing.cu")},
       {"lab", "--slot", "depthwise", "--kernel", naive, "--layers", "3"},

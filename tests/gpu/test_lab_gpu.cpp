@@ -3,6 +3,7 @@
 // element, the out-of-bounds one crashes only its worker, the broken one reports its line. Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -142,16 +143,32 @@ TEST_F(LabGpu, ASyntaxErrorReportsItsLineAndNeverStartsAWorker) {
 
 TEST_F(LabGpu, AHangingKernelIsKilledAtTheTimeOut) {
   const std::string hang = dir_.file("dw_hang.cu");
+  // clock64() is an asm volatile read: the loop cannot be optimised away (an empty infinite loop may be).
   test::write_file(hang,
                    "#include \"mnv2_lab/depthwise.h\"\n"
                    "__global__ void spin(const mnv2_lab::DepthwiseParams p) {\n"
-                   "  volatile int x = 1;\n  while (x) {}\n}\n");
+                   "  const long long t0 = clock64();\n"
+                   "  while (clock64() - t0 >= 0) {}\n"
+                   "}\n");
   LabConfig c = config("dw_naive.cu");
   c.kernel_file = hang;
   c.timeout_s = 10;
   const LabResult r = run_lab(c);
   EXPECT_EQ(r.status, "timeout") << r.message;
   EXPECT_EQ(lab_exit_code(r), 4);
+}
+
+TEST_F(LabGpu, PointwiseNaivePassesEveryPointwiseLayerInFp32AndFp16) {
+  for (Precision p : {Precision::fp32, Precision::fp16}) {
+    LabConfig c = config("pw_naive.cu", p, 2);
+    c.slot = "pointwise";
+    const LabResult r = run_lab(c);
+    const std::vector<int> all = lab_slot_layers(load_located_model(ModelLocation{c.model_path, "", {}}), "pointwise");
+    expect_all_passed(r, all.size());
+    bool residual = false;
+    for (const LabLayer& l : r.layers) residual = residual || l.op.find("+res") != std::string::npos;
+    EXPECT_TRUE(residual) << "the projections with a residual add run the user's kernel too";
+  }
 }
 
 }  // namespace

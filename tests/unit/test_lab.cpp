@@ -59,6 +59,13 @@ TEST(LabSlots, TableLayersAndRefusals) {
     EXPECT_EQ(m.layers[static_cast<size_t>(i)].conv.kernel_h, 3);
   }
   EXPECT_EQ(lab_slot("depthwise").header, "mnv2_lab/depthwise.h");
+  // Pointwise: every 1x1 convolution but none reading the network input (17 expansions less the first block's
+  // missing one, 17 projections, the head's 1x1).
+  const std::vector<int> pw = lab_slot_layers(m, "pointwise");
+  EXPECT_EQ(pw.size(), 16u + 17u + 1u);
+  for (int i : pw) EXPECT_TRUE(m.layers[static_cast<size_t>(i)].conv.pointwise());
+  EXPECT_EQ(lab_slot("pointwise").header, "mnv2_lab/pointwise.h");
+  EXPECT_THROW(lab_slot("stem"), UsageError);
   EXPECT_THROW(lab_slot("nope"), UsageError);
   try {
     lab_slot("block");
@@ -152,7 +159,10 @@ TEST_F(LabCompile, TemplateAndExamplesCompileWithTheSlotHeaders) {
   EXPECT_EQ(t.kernel_name, "depthwise3x3");
   EXPECT_FALSE(t.cached);
   EXPECT_TRUE(fs::file_size(t.cubin_path) > 0);
-  for (const char* ex : {"dw_naive.cu", "dw_improved.cu", "dw_wrong.cu", "dw_oob.cu"}) {
+  const LabCompileResult pw = compile(lab_template("pointwise"), "pointwise.cu");
+  EXPECT_TRUE(pw.ok) << pw.log;
+  EXPECT_EQ(pw.kernel_name, "pointwise1x1");
+  for (const char* ex : {"dw_naive.cu", "dw_improved.cu", "dw_wrong.cu", "dw_oob.cu", "pw_naive.cu"}) {
     const LabCompileResult r = compile(test::read_file(std::string(MNV2_LAB_EXAMPLES_DIR) + "/" + ex), ex);
     EXPECT_TRUE(r.ok) << ex << ":\n" << r.log;
   }
