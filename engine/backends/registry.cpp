@@ -12,6 +12,7 @@
 #include "gpu/plugin_api.h"
 #include "mnv2/backend.h"
 #include "mnv2/error.h"
+#include "mnv2/lab.h"
 
 namespace mnv2 {
 
@@ -179,6 +180,13 @@ std::vector<std::string> backend_names() {
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
+  // The kernel lab's backends ("cuda+lab:NAME", mnv2/lab.h) exist once their kernel is registered.
+  if (name.rfind("cuda+lab:", 0) == 0) {
+    const std::optional<LabKernelSpec> spec = registered_lab_kernel(name.substr(9));
+    if (!spec) throw UsageError("backend '" + name + "' has no compiled kernel in this process (run 'mnv2 lab')");
+    if (const gpu_plugin::Api* gpu = gpu_plugin::api()) return gpu->make_cuda_lab_backend(*spec);
+    return std::make_unique<UnloadedBackend>(name, "custom CUDA kernels", gpu_plugin::status().problem);
+  }
   for (const RegistryEntry& entry : kRegistry)
     if (name == entry.name) return entry.factory();
   std::string choices;

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "backends/cuda/lab_kernel.h"
 #include "gpu/runtime.h"
 #include "kernels/common.cuh"
 #include "mnv2/cuda_plan.h"
@@ -51,6 +53,9 @@ class Lowering {
   float* im2col_workspace = nullptr;  // the baseline's columns
   int64_t weight_bytes = 0, activation_bytes = 0, workspace_bytes = 0;
   std::vector<gpu::DeviceBuffer> buffers;  // every weight, activation and workspace allocation
+  // The kernel lab's user kernel, when this net is "cuda+lab:NAME": the lowering of its slot launches it in
+  // place of ours for the layers it replaces (lab_kernel.h).
+  std::shared_ptr<const LabKernel> lab;
 
   const Layer& layer(int i) const { return model.layers[static_cast<size_t>(i)]; }
   const Shape& out_shape(int i) const { return stats[static_cast<size_t>(i)].output; }
