@@ -414,7 +414,7 @@ class KernelLabTest : public QObject {
     KernelLabPage page;
     page.setConfirmations(false);
     const QString path = m_dir.filePath(QStringLiteral("my_dw.cu"));
-    setSource(page, QStringLiteral("__global__ void k() {}\n"));
+    page.editor()->insertPlainText(QStringLiteral("__global__ void k() {}\n"));  // typed: an edit
     QVERIFY(page.isModified());
     QVERIFY(page.saveAs(path));
     QVERIFY(!page.isModified());
@@ -432,7 +432,7 @@ class KernelLabTest : public QObject {
     QVERIFY(calls().last().contains(QStringLiteral("--kernel ") + path));
     KernelLabPage other;
     QVERIFY(other.openFile(path));
-    QCOMPARE(other.editor()->toPlainText(), QStringLiteral("__global__ void k() {}\n// more"));
+    QCOMPARE(other.editor()->toPlainText(), QStringLiteral("__global__ void k() {}\n\n// more"));
     QVERIFY(!other.openFile(m_dir.filePath(QStringLiteral("absent.cu"))));
   }
 

@@ -69,12 +69,6 @@ std::optional<double> optionalNumber(const QJsonObject& o, const QString& key, c
   return v.toDouble();
 }
 
-double requiredNumber(const QJsonObject& o, const QString& key, const QString& path) {
-  const QJsonValue v = o.value(key);
-  if (!v.isDouble()) wrongType(path + key, QStringLiteral("a number"), v);
-  return v.toDouble();
-}
-
 bool requiredBool(const QJsonObject& o, const QString& key, const QString& path) {
   const QJsonValue v = o.value(key);
   if (!v.isBool()) wrongType(path + key, QStringLiteral("true or false"), v);

@@ -6,6 +6,7 @@
 #include <QMouseEvent>
 #include <QPaintEvent>
 #include <QPainter>
+#include <QScrollBar>
 #include <QTextBlock>
 #include <QToolTip>
 #include <algorithm>
@@ -305,6 +306,8 @@ void CodeEditor::goToLine(int line, int column) {
   QTextCursor c(block);
   if (column > 1) c.movePosition(QTextCursor::Right, QTextCursor::MoveAnchor, std::min(column - 1, block.length() - 1));
   setTextCursor(c);
+  // From the left edge when the column fits (a jump made while the page was narrow or hidden scrolled sideways).
+  horizontalScrollBar()->setValue(0);
   centerCursor();
   setFocus(Qt::OtherFocusReason);
 }

@@ -184,7 +184,6 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   m_chart->setMinimumSize(200, 100);
   m_chart->yAxis->setLabel(QStringLiteral("median kernel time (µs, CUPTI)"));
   m_chart->xAxis->setLabel(QStringLiteral("layer"));
-  m_chart->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
   m_endToEnd = new QLabel(chartBox);
   m_endToEnd->setObjectName(QStringLiteral("labEndToEnd"));
   m_endToEnd->setWordWrap(true);
@@ -590,14 +589,21 @@ void KernelLabPage::onFinished(const LabProcess::Outcome& o) {
   const int row =
       m_history->record(m_jobSource, LabProcess::actionName(o.action), status, r.message, o.result);
   rebuildHistoryChart();
-  QString head = QStringLiteral("v%1 %2 — %3").arg(row + 1).arg(LabProcess::actionName(o.action), labStatusText(status));
-  if (!r.message.isEmpty()) head += QStringLiteral(": ") + r.message;
+  // "v2 run — check failed: layer 7, ..." (the engine's message alone when it already starts with the status).
+  const QString said = labStatusText(status);
+  QString head = QStringLiteral("v%1 %2 — ").arg(row + 1).arg(LabProcess::actionName(o.action));
+  if (r.message.startsWith(said, Qt::CaseInsensitive))
+    head += r.message;
+  else
+    head += r.message.isEmpty() ? said : said + QStringLiteral(": ") + r.message;
   if (r.status == QLatin1String("passed") && r.timed())
     head += QStringLiteral(" · yours %1 vs ours %2 vs cuDNN %3 (sum of layers)")
                 .arg(micro(r.totalUserUs()), micro(r.totalOursUs()), micro(r.totalCudnnUs()));
   if (!r.device.isEmpty()) head += QStringLiteral(" · ") + r.device;
   setStatus(head, labStatusColor(status));
   showResult(o.result, m_jobFile);
+  m_output->moveCursor(QTextCursor::End);
+  m_output->ensureCursorVisible();
   m_historyTable->selectionModel()->blockSignals(true);
   m_historyTable->selectRow(row);
   m_historyTable->selectionModel()->blockSignals(false);
@@ -628,7 +634,9 @@ void KernelLabPage::showResult(const std::optional<LabResult>& result, const QSt
   // still shows that source: a version viewed from the history marks nothing in another text).
   m_diagnostics->clear();
   std::vector<CodeEditor::Marker> markers;
-  const QString compiledName = QFileInfo(compiledFile).fileName();
+  // The file the diagnostics name as the editor's: the result's own record of it, else the one this page wrote.
+  const QString compiledName =
+      QFileInfo(result && !result->kernelFile.isEmpty() ? result->kernelFile : compiledFile).fileName();
   int errors = 0, warnings = 0;
   if (result) {
     for (const LabDiagnostic& d : result->compile.diagnostics) {
@@ -708,14 +716,16 @@ void KernelLabPage::rebuildChart() {
       if (l.userUs || l.oursUs || l.cudnnUs) timed.push_back(&l);
   const bool any = !timed.empty();
   m_chart->legend->setVisible(any);
+  if (QCPLayoutInset* inset = m_chart->axisRect()->insetLayout(); inset->elementCount() > 0)
+    inset->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
   for (QCPAxis* axis : {m_chart->xAxis, m_chart->yAxis}) {
     axis->setTicks(any);
     axis->setTickLabels(any);
   }
   if (!any) {
-    QString why = QStringLiteral("No timings yet: Run times every chosen layer (yours, ours, cuDNN).");
+    QString why = QStringLiteral("No timings yet:\nRun times every chosen layer (yours, ours, cuDNN).");
     if (m_shown && m_shown->status != QLatin1String("passed"))
-      why = QStringLiteral("Not timed: %1 (a kernel is timed only after it passes the check).")
+      why = QStringLiteral("Not timed: %1.\nA kernel is timed only after it passes the check.")
                 .arg(labStatusText(m_shown->status));
     else if (m_shown)
       why = QStringLiteral("Checked, not timed: press Run to time it.");
@@ -756,7 +766,7 @@ void KernelLabPage::rebuildChart() {
   m_chart->xAxis->setTickLabelRotation(timed.size() > 12 ? -60 : 0);
   m_chart->xAxis->grid()->setVisible(false);
   m_chart->xAxis->setRange(-0.6, static_cast<double>(timed.size()) - 0.4);
-  m_chart->yAxis->setRange(0, hi > 0 ? hi * 1.15 : 1);
+  m_chart->yAxis->setRange(0, hi > 0 ? hi * 1.4 : 1);  // headroom: the legend sits over the tallest bars otherwise
   m_chart->replot();
 }
 
