@@ -31,6 +31,7 @@ class LabProcess : public QObject {
     QString layers;      // "2,7"; empty: every layer of the slot
     QString precision = QStringLiteral("fp32");
     int batch = 1;
+    QString model;  // the app's model file, so that the lab runs the network the app shows; empty: mnv2's lookup
   };
   // How a job ended. `result` is there when the process wrote a readable result; `error` says why not (or
   // what else went wrong); `output` is the template's source for Template.

@@ -120,6 +120,7 @@ class KernelLabTest : public QObject {
     QVERIFY(!parseLabResult(R"({"format": "mnv2.lab", "version": 2, "status": "passed"})", &error));
     QVERIFY2(error.contains(QStringLiteral("version 2")) && error.contains(QStringLiteral("reads version 1")),
              qPrintable(error));
+    QVERIFY(parseLabResult(minimalResult().replace("\"passed\"", "\"error\""), &error));
     QVERIFY(!parseLabResult(minimalResult().replace("\"passed\"", "\"fine\""), &error));
     QVERIFY2(error.contains(QStringLiteral("status 'fine'")), qPrintable(error));
     // A field of the wrong type is named with its path.
@@ -175,6 +176,15 @@ class KernelLabTest : public QObject {
     QVERIFY(args.contains(QStringLiteral("--compile-only")));
     QCOMPARE(args.at(args.indexOf(QStringLiteral("--layers")) + 1), QStringLiteral("2,7"));
     QCOMPARE(args.at(args.indexOf(QStringLiteral("--json")) + 1), QStringLiteral("/t/r.json"));
+    QVERIFY(!args.contains(QStringLiteral("--model")));  // mnv2's own lookup unless the app has a model file
+    r.model = QStringLiteral("/m/mobilenet.onnx");
+    const QStringList withModel = LabProcess::arguments(r, QStringLiteral("/t/r.json"));
+    QCOMPARE(withModel.at(withModel.indexOf(QStringLiteral("--model")) + 1), QStringLiteral("/m/mobilenet.onnx"));
+    r.action = LabProcess::Action::Check;
+    QVERIFY(LabProcess::arguments(r, {}).contains(QStringLiteral("--no-time")));
+    r.action = LabProcess::Action::Run;
+    const QStringList run = LabProcess::arguments(r, {});
+    QVERIFY(!run.contains(QStringLiteral("--no-time")) && !run.contains(QStringLiteral("--compile-only")));
   }
 
   // ---- the page ----

@@ -109,7 +109,8 @@ QJsonObject optionalObject(const QJsonObject& o, const QString& key, const QStri
 
 const QStringList& statuses() {
   static const QStringList s = {QStringLiteral("passed"), QStringLiteral("check_failed"),
-                                QStringLiteral("compile_error"), QStringLiteral("crashed"), QStringLiteral("timeout")};
+                                QStringLiteral("compile_error"), QStringLiteral("crashed"), QStringLiteral("timeout"),
+                                QStringLiteral("error")};
   return s;
 }
 
@@ -375,7 +376,9 @@ std::optional<std::vector<int>> parseLabLayers(const QString& text, QString* err
 QColor labStatusColor(const QString& status) {
   if (status == QLatin1String("passed")) return QColor(40, 140, 60);
   if (status == QLatin1String("compiled")) return QColor(60, 110, 170);
-  if (status == QLatin1String("check_failed") || status == QLatin1String("compile_error")) return QColor(200, 40, 40);
+  if (status == QLatin1String("check_failed") || status == QLatin1String("compile_error") ||
+      status == QLatin1String("error"))
+    return QColor(200, 40, 40);
   if (status == QLatin1String("crashed") || status == QLatin1String("timeout")) return QColor(130, 0, 0);
   return QColor(110, 110, 110);
 }

@@ -51,7 +51,8 @@ struct LabEndToEnd {
   std::optional<double> userMs, oursUnfusedMs, oursDefaultMs, cudnnMs;
 };
 
-// A whole `mnv2 lab` result. Status values: "passed", "check_failed", "compile_error", "crashed", "timeout".
+// A whole `mnv2 lab` result. Status values: "passed", "check_failed", "compile_error", "crashed", "timeout",
+// "error" (anything else that stopped the run: a module with two __global__ functions, a bad input file).
 struct LabResult {
   QString slot, kernelFile, kernelName, sourceSha256, precision, device;
   int batch = 1;

@@ -119,6 +119,8 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   m_layerMenu->setToolTip(QStringLiteral("Choose among the slot's layers"));
   m_layerMenu->setPopupMode(QToolButton::InstantPopup);
   m_layerMenu->setMenu(new QMenu(m_layerMenu));
+  // Three short rows, so that the page fits a 1024-pixel window beside the input column: what runs; the layers
+  // and the jobs; the file, over the editor.
   auto* row1 = new QHBoxLayout;
   row1->addWidget(new QLabel(QStringLiteral("Slot"), this));
   row1->addWidget(m_slot);
@@ -128,9 +130,7 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   row1->addWidget(m_precision);
   row1->addWidget(new QLabel(QStringLiteral("Batch"), this));
   row1->addWidget(m_batch);
-  row1->addWidget(new QLabel(QStringLiteral("Layers"), this));
-  row1->addWidget(m_layers, 1);
-  row1->addWidget(m_layerMenu);
+  row1->addStretch(1);
 
   m_open = button(QStringLiteral("Open…"), QStringLiteral("labOpen"), QStringLiteral("Open kernel"), this);
   m_save = button(QStringLiteral("Save"), QStringLiteral("labSave"), QStringLiteral("Save kernel"), this);
@@ -149,9 +149,10 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   m_cancel = button(QStringLiteral("Cancel"), QStringLiteral("labCancel"), QStringLiteral("Cancel kernel job"), this);
   m_cancel->setEnabled(false);
   auto* row2 = new QHBoxLayout;
-  row2->addWidget(m_open);
-  row2->addWidget(m_save);
-  row2->addWidget(m_file, 1);
+  row2->addWidget(new QLabel(QStringLiteral("Layers"), this));
+  row2->addWidget(m_layers, 1);
+  row2->addWidget(m_layerMenu);
+  row2->addSpacing(6);
   row2->addWidget(m_compile);
   row2->addWidget(m_check);
   row2->addWidget(m_run);
@@ -171,6 +172,16 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   m_editor->setPlaceholderText(QStringLiteral("Your kernel: New from template starts from our simplest correct kernel "
                                               "for the slot; Open… reads a .cu file."));
   m_editor->setMinimumSize(200, 100);
+  auto* editorBox = new QWidget(this);
+  auto* editorLayout = new QVBoxLayout(editorBox);
+  editorLayout->setContentsMargins(0, 0, 0, 0);
+  editorLayout->setSpacing(2);
+  auto* fileRow = new QHBoxLayout;
+  fileRow->addWidget(m_file, 1);
+  fileRow->addWidget(m_open);
+  fileRow->addWidget(m_save);
+  editorLayout->addLayout(fileRow);
+  editorLayout->addWidget(m_editor, 1);
 
   // Results: the chart with the end-to-end line, the check table, the history.
   m_results = new QTabWidget(this);
@@ -262,7 +273,7 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
 
   auto* top = new QSplitter(Qt::Horizontal, this);
   top->setObjectName(QStringLiteral("labTopSplit"));
-  top->addWidget(m_editor);
+  top->addWidget(editorBox);
   top->addWidget(m_results);
   top->setStretchFactor(0, 3);
   top->setStretchFactor(1, 2);
@@ -536,6 +547,7 @@ bool KernelLabPage::startJob(LabProcess::Action action) {
   r.layers = formatLabLayers(*layers);
   r.precision = m_precision->currentText();
   r.batch = m_batch->value();
+  r.model = m_modelPath;
   m_action = action;
   m_jobSource = source;
   m_jobFile = file;

@@ -41,6 +41,8 @@ class KernelLabPage : public QWidget {
 
   // The loaded model's layers: the layer chooser offers the slot's layers from them.
   void setTopology(std::vector<mnv2::Layer> topology);
+  // The app's model file (empty for the built-in topology): `mnv2 lab --model` gets it.
+  void setModelPath(const QString& path) { m_modelPath = path; }
   // Ask before discarding unsaved edits (message boxes); off in the scripted mode and the tests.
   void setConfirmations(bool ask) { m_confirm = ask; }
 
@@ -112,6 +114,7 @@ class KernelLabPage : public QWidget {
   std::unique_ptr<QTemporaryDir> m_scratch;  // where an edited source is written for `mnv2 lab --kernel`
   std::vector<mnv2::Layer> m_topology;
   QString m_path;  // the file the editor shows; empty: untitled
+  QString m_modelPath;
   bool m_confirm = true;
   LabProcess::Action m_action = LabProcess::Action::Run;
   QString m_jobSource;  // the source the running job compiles

@@ -590,6 +590,7 @@ void MainWindow::onModel(const ModelInfo& info) {
   m_model = info;
   m_layers->setTopology(info.topology, info.stats);
   m_lab->setTopology(info.topology);
+  m_lab->setModelPath(info.synthetic ? QString() : info.source);
   m_graph->view()->setTopology(info.topology, info.stats);
   m_settings->setModelInputSize(info.inputHeight, info.inputWidth);
   const QString file =
