@@ -35,8 +35,9 @@ QString findLabCli(QString* why) {
   if (!env.isEmpty()) {
     if (isProgram(env)) return QFileInfo(env).absoluteFilePath();
     if (why)
-      *why = QStringLiteral("MNV2_CLI is set to %1, which is not an executable file. Point it at the mnv2 "
-                            "command-line program, or unset it to use the mnv2 beside the app or on the PATH.")
+      *why = QStringLiteral(
+                 "MNV2_CLI is set to %1, which is not an executable file. Point it at the mnv2 "
+                 "command-line program, or unset it to use the mnv2 beside the app or on the PATH.")
                  .arg(env);
     return {};
   }
@@ -45,16 +46,15 @@ QString findLabCli(QString* why) {
   const QString onPath = QStandardPaths::findExecutable(QStringLiteral("mnv2"));
   if (!onPath.isEmpty()) return onPath;
   if (why)
-    *why = QStringLiteral("The mnv2 command-line program was not found (not in MNV2_CLI, not beside the app at %1, "
-                          "not on the PATH). The Kernel lab runs `mnv2 lab`: install mnv2 with the app, or set "
-                          "MNV2_CLI to its path.")
+    *why = QStringLiteral(
+               "The mnv2 command-line program was not found (not in MNV2_CLI, not beside the app at %1, "
+               "not on the PATH). The Kernel lab runs `mnv2 lab`: install mnv2 with the app, or set "
+               "MNV2_CLI to its path.")
                .arg(QDir::toNativeSeparators(beside));
   return {};
 }
 
-LabProcess::LabProcess(QObject* parent) : QObject(parent) {
-  qRegisterMetaType<mnv2::ui::LabProcess::Outcome>();
-}
+LabProcess::LabProcess(QObject* parent) : QObject(parent) { qRegisterMetaType<mnv2::ui::LabProcess::Outcome>(); }
 
 LabProcess::~LabProcess() {
   if (m_process && m_process->state() != QProcess::NotRunning) {
@@ -188,8 +188,10 @@ void LabProcess::onError(QProcess::ProcessError error) {
 
 void LabProcess::onFinished(int exitCode, QProcess::ExitStatus status) {
   if (m_done) return;
-  if (m_request.action == Action::Template) m_captured += m_process->readAllStandardOutput();
-  else m_pending += m_process->readAllStandardOutput();
+  if (m_request.action == Action::Template)
+    m_captured += m_process->readAllStandardOutput();
+  else
+    m_pending += m_process->readAllStandardOutput();
   if (m_request.action == Action::Template) m_pending += m_process->readAllStandardError();
   flushLines(true);
   Outcome o;
@@ -219,11 +221,13 @@ void LabProcess::onFinished(int exitCode, QProcess::ExitStatus status) {
         o.error = QStringLiteral("could not read the result %1: %2").arg(m_jsonPath, file.errorString());
       }
     } else if (o.crashed) {
-      o.error = QStringLiteral("mnv2 lab itself crashed (%1) and wrote no result%2").arg(m_process->errorString(), tail);
+      o.error =
+          QStringLiteral("mnv2 lab itself crashed (%1) and wrote no result%2").arg(m_process->errorString(), tail);
     } else if (exitCode == 2) {
       o.error = QStringLiteral("mnv2 lab refused the request (usage error)%1").arg(tail);
     } else if (exitCode == 4) {
-      o.error = QStringLiteral("crashed: the kernel crashed the worker or timed out, and no result was written%1").arg(tail);
+      o.error =
+          QStringLiteral("crashed: the kernel crashed the worker or timed out, and no result was written%1").arg(tail);
     } else {
       o.error = QStringLiteral("mnv2 lab ended with exit code %1 and wrote no result%2").arg(exitCode).arg(tail);
     }

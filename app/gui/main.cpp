@@ -25,8 +25,8 @@
 #include "mnv2/error.h"
 #include "models/layer_selection.h"
 #include "widgets/accuracy_page.h"
-#include "widgets/kernel_lab_page.h"
 #include "widgets/comparison_page.h"
+#include "widgets/kernel_lab_page.h"
 #include "widgets/main_window.h"
 #include "widgets/network_graph_view.h"
 #include "widgets/roofline_page.h"
@@ -169,19 +169,20 @@ int main(int argc, char** argv) {
   const QCommandLineOption decoder(QStringLiteral("decoder"),
                                    QStringLiteral("Image decoder: auto (OpenCV when built with it), opencv, qimage."),
                                    QStringLiteral("D"));
-  const QCommandLineOption labSlot(QStringLiteral("lab-slot"),
-                                   QStringLiteral("Kernel lab: the slot (depthwise, pointwise, stem, pool, classifier)."),
-                                   QStringLiteral("S"));
+  const QCommandLineOption labSlot(
+      QStringLiteral("lab-slot"),
+      QStringLiteral("Kernel lab: the slot (depthwise, pointwise, stem, pool, classifier)."), QStringLiteral("S"));
   const QCommandLineOption labKernel(QStringLiteral("lab-kernel"),
                                      QStringLiteral("Kernel lab: open this kernel source in the editor."),
                                      QStringLiteral("F.cu"));
-  const QCommandLineOption labTemplate(QStringLiteral("lab-template"),
-                                       QStringLiteral("Kernel lab: start from the slot's template (mnv2 lab --template)."));
+  const QCommandLineOption labTemplate(
+      QStringLiteral("lab-template"),
+      QStringLiteral("Kernel lab: start from the slot's template (mnv2 lab --template)."));
   const QCommandLineOption labPrecision(QStringLiteral("lab-precision"), QStringLiteral("Kernel lab: fp32 or fp16."),
                                         QStringLiteral("P"));
-  const QCommandLineOption labLayers(QStringLiteral("lab-layers"),
-                                     QStringLiteral("Kernel lab: the layers to replace, e.g. 2,7 (default: all of the slot)."),
-                                     QStringLiteral("L"));
+  const QCommandLineOption labLayers(
+      QStringLiteral("lab-layers"),
+      QStringLiteral("Kernel lab: the layers to replace, e.g. 2,7 (default: all of the slot)."), QStringLiteral("L"));
   const QCommandLineOption labBatch(QStringLiteral("lab-batch"), QStringLiteral("Kernel lab: batch size."),
                                     QStringLiteral("N"));
   const QCommandLineOption lab(QStringLiteral("lab"),
@@ -280,7 +281,8 @@ int main(int argc, char** argv) {
       parser.value(labPrecision) != QLatin1String("fp16"))
     return usage(QStringLiteral("--lab-precision must be fp32 or fp16"));
   int labBatchValue = -1;
-  if (!toInt(labBatch, 1, 4096, &labBatchValue)) return usage(QStringLiteral("--lab-batch must be an integer in 1..4096"));
+  if (!toInt(labBatch, 1, 4096, &labBatchValue))
+    return usage(QStringLiteral("--lab-batch must be an integer in 1..4096"));
   if (parser.isSet(labKernel) && parser.isSet(labTemplate))
     return usage(QStringLiteral("give the Kernel lab either --lab-kernel F or --lab-template, not both"));
   if (parser.isSet(lab) && !parser.isSet(labKernel) && !parser.isSet(labTemplate))
@@ -294,8 +296,8 @@ int main(int argc, char** argv) {
   // Any scripting option makes the run reproducible: no saved settings, errors on stderr instead of boxes.
   const bool scripted = parser.isSet(run) || parser.isSet(compare) || parser.isSet(screenshot) || parser.isSet(quit) ||
                         parser.isSet(exportCsv) || parser.isSet(exportJson) || parser.isSet(exportTrace) ||
-                        parser.isSet(diff) || parser.isSet(sweep) || parser.isSet(eval) || parser.isSet(exportEvalCsv) ||
-                        parser.isSet(lab) || parser.isSet(labTemplate);
+                        parser.isSet(diff) || parser.isSet(sweep) || parser.isSet(eval) ||
+                        parser.isSet(exportEvalCsv) || parser.isSet(lab) || parser.isSet(labTemplate);
   MainWindow::Options options;
   options.scripted = scripted;
   options.useSettings = !scripted;

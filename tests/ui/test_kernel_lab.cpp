@@ -152,7 +152,8 @@ class KernelLabTest : public QObject {
     QCOMPARE(labSlotLayers(QStringLiteral("stem"), topology), std::vector<int>{0});
     QCOMPARE(labSlotLayers(QStringLiteral("pool"), topology).size(), size_t{1});
     QCOMPARE(labSlotLayers(QStringLiteral("classifier"), topology).back(), static_cast<int>(topology.size()) - 1);
-    for (int l : labSlotLayers(QStringLiteral("pointwise"), topology)) QVERIFY(topology[static_cast<size_t>(l)].conv.pointwise());
+    for (int l : labSlotLayers(QStringLiteral("pointwise"), topology))
+      QVERIFY(topology[static_cast<size_t>(l)].conv.pointwise());
     QVERIFY(labSlotRefusal(QStringLiteral("depthwise")).isEmpty());
     QVERIFY(!labSlotRefusal(QStringLiteral("block")).isEmpty());
     QString error;
@@ -453,7 +454,8 @@ class KernelLabTest : public QObject {
     QCOMPARE(CudaHighlighter::classify(QStringLiteral("for")), QStringLiteral("keyword"));
     QVERIFY(CudaHighlighter::classify(QStringLiteral("myVariable")).isEmpty());
     CodeEditor editor;
-    editor.setPlainText(QStringLiteral("__shared__ float t; // for \"x\"\n/* a\n for */ int i = 42;\n#include <cuda_fp16.h>"));
+    editor.setPlainText(
+        QStringLiteral("__shared__ float t; // for \"x\"\n/* a\n for */ int i = 42;\n#include <cuda_fp16.h>"));
     auto formatAt = [&](int blockNumber, int position) {
       const QTextBlock b = editor.document()->findBlockByNumber(blockNumber);
       for (const QTextLayout::FormatRange& r : b.layout()->formats())

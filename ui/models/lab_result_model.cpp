@@ -108,9 +108,9 @@ QJsonObject optionalObject(const QJsonObject& o, const QString& key, const QStri
 }
 
 const QStringList& statuses() {
-  static const QStringList s = {QStringLiteral("passed"), QStringLiteral("check_failed"),
-                                QStringLiteral("compile_error"), QStringLiteral("crashed"), QStringLiteral("timeout"),
-                                QStringLiteral("error")};
+  static const QStringList s = {QStringLiteral("passed"),        QStringLiteral("check_failed"),
+                                QStringLiteral("compile_error"), QStringLiteral("crashed"),
+                                QStringLiteral("timeout"),       QStringLiteral("error")};
   return s;
 }
 
@@ -135,7 +135,8 @@ LabResult readResult(const QJsonObject& root) {
     const QString p = QStringLiteral("compile.");
     r.compile.present = true;
     r.compile.ok = requiredBool(compile, QStringLiteral("ok"), p);
-    if (compile.contains(QStringLiteral("cached"))) r.compile.cached = requiredBool(compile, QStringLiteral("cached"), p);
+    if (compile.contains(QStringLiteral("cached")))
+      r.compile.cached = requiredBool(compile, QStringLiteral("cached"), p);
     r.compile.seconds = optionalNumber(compile, QStringLiteral("seconds"), p).value_or(0);
     r.compile.log = optionalString(compile, QStringLiteral("log"), p);
     const QJsonValue options = compile.value(QStringLiteral("options"));
@@ -179,8 +180,8 @@ LabResult readResult(const QJsonObject& root) {
         r.launch.block[i] = static_cast<int>(wholeNumber(block.toArray().at(i), QStringLiteral("launch.block[]")));
     }
     r.launch.gridRule = optionalString(launch, QStringLiteral("grid_rule"), QStringLiteral("launch."));
-    r.launch.sharedBytes =
-        static_cast<qint64>(optionalNumber(launch, QStringLiteral("shared_bytes"), QStringLiteral("launch.")).value_or(0));
+    r.launch.sharedBytes = static_cast<qint64>(
+        optionalNumber(launch, QStringLiteral("shared_bytes"), QStringLiteral("launch.")).value_or(0));
   }
 
   const QJsonValue layers = root.value(QStringLiteral("layers"));
@@ -237,7 +238,8 @@ LabResult readResult(const QJsonObject& root) {
   }
   const QJsonObject commands = optionalObject(root, QStringLiteral("commands"), {}, &present);
   if (present) {
-    r.computeSanitizerCommand = optionalString(commands, QStringLiteral("compute_sanitizer"), QStringLiteral("commands."));
+    r.computeSanitizerCommand =
+        optionalString(commands, QStringLiteral("compute_sanitizer"), QStringLiteral("commands."));
     r.ncuCommand = optionalString(commands, QStringLiteral("ncu"), QStringLiteral("commands."));
   }
   const QJsonObject reports = optionalObject(root, QStringLiteral("reports"), {}, &present);
@@ -287,22 +289,20 @@ std::optional<LabResult> parseLabResult(const QByteArray& json, QString* error) 
   QJsonParseError parseError;
   const QJsonDocument doc = QJsonDocument::fromJson(json, &parseError);
   if (parseError.error != QJsonParseError::NoError)
-    return fail(QStringLiteral("the result is not JSON (%1 at byte %2)")
-                    .arg(parseError.errorString())
-                    .arg(parseError.offset));
+    return fail(
+        QStringLiteral("the result is not JSON (%1 at byte %2)").arg(parseError.errorString()).arg(parseError.offset));
   if (!doc.isObject()) return fail(QStringLiteral("the result is not a JSON object"));
   const QJsonObject root = doc.object();
   const QJsonValue format = root.value(QStringLiteral("format"));
   const QJsonValue version = root.value(QStringLiteral("version"));
   if (!format.isString() || format.toString() != kLabFormat)
-    return fail(QStringLiteral("the result's format is %1, not \"%2\": this app reads %2 version %3")
-                    .arg(format.isString() ? QStringLiteral("\"%1\"").arg(format.toString()) : typeName(format),
-                         kLabFormat)
-                    .arg(kLabVersion));
+    return fail(
+        QStringLiteral("the result's format is %1, not \"%2\": this app reads %2 version %3")
+            .arg(format.isString() ? QStringLiteral("\"%1\"").arg(format.toString()) : typeName(format), kLabFormat)
+            .arg(kLabVersion));
   if (!version.isDouble() || version.toDouble() != kLabVersion)
     return fail(QStringLiteral("the result is %1 version %2; this app reads version %3 (update the app or mnv2)")
-                    .arg(kLabFormat,
-                         version.isDouble() ? QString::number(version.toDouble()) : typeName(version))
+                    .arg(kLabFormat, version.isDouble() ? QString::number(version.toDouble()) : typeName(version))
                     .arg(kLabVersion));
   try {
     return readResult(root);
@@ -315,8 +315,8 @@ std::optional<LabResult> parseLabResult(const QByteArray& json, QString* error) 
 }
 
 QStringList labSlots() {
-  return {QStringLiteral("depthwise"), QStringLiteral("pointwise"), QStringLiteral("stem"), QStringLiteral("pool"),
-          QStringLiteral("classifier"), QStringLiteral("block")};
+  return {QStringLiteral("depthwise"), QStringLiteral("pointwise"),  QStringLiteral("stem"),
+          QStringLiteral("pool"),      QStringLiteral("classifier"), QStringLiteral("block")};
 }
 
 QString labSlotRefusal(const QString& slot) {
@@ -364,7 +364,8 @@ std::optional<std::vector<int>> parseLabLayers(const QString& text, QString* err
     bool ok = false;
     const int v = part.toInt(&ok);
     if (!ok || v < 0) {
-      if (error) *error = QStringLiteral("layers must be layer numbers separated by commas (e.g. 2,7), not '%1'").arg(part);
+      if (error)
+        *error = QStringLiteral("layers must be layer numbers separated by commas (e.g. 2,7), not '%1'").arg(part);
       return std::nullopt;
     }
     if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
@@ -417,7 +418,8 @@ QVariant LabLayerTableModel::data(const QModelIndex& index, int role) const {
   const std::optional<LabFailure>& f = l.firstFailure;
   if (role == PassedRole) return l.checked ? QVariant(l.passed) : QVariant();
   if (role == LayerIndexRole) return l.index;
-  if (role == Qt::ForegroundRole && index.column() == Check && l.checked) return labStatusColor(l.passed ? "passed" : "check_failed");
+  if (role == Qt::ForegroundRole && index.column() == Check && l.checked)
+    return labStatusColor(l.passed ? "passed" : "check_failed");
   if (role == Qt::BackgroundRole && l.checked && !l.passed) return QColor(253, 226, 226);
   if (role == Qt::TextAlignmentRole && index.column() != Name && index.column() != Op && index.column() != FirstFailure)
     return QVariant(Qt::AlignRight | Qt::AlignVCenter);
@@ -471,8 +473,19 @@ QVariant LabLayerTableModel::data(const QModelIndex& index, int role) const {
 
 QVariant LabLayerTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal) return {};
-  static const char* names[] = {"layer", "name",     "op",  "check",  "max abs vs ref", "rel L2 vs ref", "max abs vs ours",
-                                "first failure (N,C,H,W)", "expected", "got", "yours µs", "ours µs", "cuDNN µs"};
+  static const char* names[] = {"layer",
+                                "name",
+                                "op",
+                                "check",
+                                "max abs vs ref",
+                                "rel L2 vs ref",
+                                "max abs vs ours",
+                                "first failure (N,C,H,W)",
+                                "expected",
+                                "got",
+                                "yours µs",
+                                "ours µs",
+                                "cuDNN µs"};
   static const char* tips[] = {"Topology layer index",
                                "Layer name",
                                "The operation the slot runs for this layer",
@@ -497,8 +510,8 @@ QVariant LabLayerTableModel::headerData(int section, Qt::Orientation orientation
 
 LabHistoryModel::LabHistoryModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-int LabHistoryModel::record(const QString& source, const QString& action, const QString& status,
-                            const QString& message, const std::optional<LabResult>& result, const QDateTime& time) {
+int LabHistoryModel::record(const QString& source, const QString& action, const QString& status, const QString& message,
+                            const std::optional<LabResult>& result, const QDateTime& time) {
   const bool same = !m_versions.empty() && m_versions.back().source == source;
   if (!same) {
     const int row = static_cast<int>(m_versions.size());

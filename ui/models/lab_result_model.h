@@ -37,8 +37,8 @@ struct LabFailure {
 struct LabLayer {
   int index = 0;
   QString name;
-  QString op;     // "depthwise 3x3 s1"
-  QString shape;  // "N,C,H,W" of the output
+  QString op;            // "depthwise 3x3 s1"
+  QString shape;         // "N,C,H,W" of the output
   bool checked = false;  // the layer has a check object (false when the run stopped before it)
   bool passed = false;
   std::optional<double> maxAbsVsReference, relL2VsReference, maxAbsVsOurs, bound;
@@ -106,8 +106,22 @@ std::optional<std::vector<int>> parseLabLayers(const QString& text, QString* err
 class LabLayerTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Layer, Name, Op, Check, MaxAbs, RelL2, VsOurs, FirstFailure, Expected, Got, UserUs, OursUs, CudnnUs,
-                ColumnCount };
+  enum Column {
+    Layer,
+    Name,
+    Op,
+    Check,
+    MaxAbs,
+    RelL2,
+    VsOurs,
+    FirstFailure,
+    Expected,
+    Got,
+    UserUs,
+    OursUs,
+    CudnnUs,
+    ColumnCount
+  };
   enum Role { PassedRole = Qt::UserRole, LayerIndexRole };
 
   explicit LabLayerTableModel(QObject* parent = nullptr);
@@ -132,7 +146,7 @@ struct LabVersion {
   QString status;  // the result's status, or "error" when no result came
   QString message;
   std::optional<double> totalUserUs, totalOursUs, totalCudnnUs;  // from the newest timed run of this source
-  std::optional<LabResult> result;  // the newest result of this source
+  std::optional<LabResult> result;                               // the newest result of this source
 };
 
 class LabHistoryModel : public QAbstractTableModel {

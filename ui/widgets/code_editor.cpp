@@ -23,51 +23,100 @@ const QColor kWarningMark(225, 160, 0);
 const QColor kCurrentLine(238, 244, 252);
 
 const QStringList& keywords() {
-  static const QStringList k = {
-      QStringLiteral("alignas"),   QStringLiteral("alignof"),       QStringLiteral("auto"),
-      QStringLiteral("break"),     QStringLiteral("case"),          QStringLiteral("class"),
-      QStringLiteral("const"),     QStringLiteral("constexpr"),     QStringLiteral("const_cast"),
-      QStringLiteral("continue"),  QStringLiteral("decltype"),      QStringLiteral("default"),
-      QStringLiteral("delete"),    QStringLiteral("do"),            QStringLiteral("else"),
-      QStringLiteral("enum"),      QStringLiteral("explicit"),      QStringLiteral("extern"),
-      QStringLiteral("false"),     QStringLiteral("for"),           QStringLiteral("goto"),
-      QStringLiteral("if"),        QStringLiteral("inline"),        QStringLiteral("mutable"),
-      QStringLiteral("namespace"), QStringLiteral("new"),           QStringLiteral("noexcept"),
-      QStringLiteral("nullptr"),   QStringLiteral("operator"),      QStringLiteral("private"),
-      QStringLiteral("protected"), QStringLiteral("public"),        QStringLiteral("reinterpret_cast"),
-      QStringLiteral("return"),    QStringLiteral("sizeof"),        QStringLiteral("static"),
-      QStringLiteral("static_assert"), QStringLiteral("static_cast"), QStringLiteral("struct"),
-      QStringLiteral("switch"),    QStringLiteral("template"),      QStringLiteral("this"),
-      QStringLiteral("true"),      QStringLiteral("typedef"),       QStringLiteral("typename"),
-      QStringLiteral("union"),     QStringLiteral("using"),         QStringLiteral("virtual"),
-      QStringLiteral("volatile"),  QStringLiteral("while"),         QStringLiteral("restrict")};
+  static const QStringList k = {QStringLiteral("alignas"),
+                                QStringLiteral("alignof"),
+                                QStringLiteral("auto"),
+                                QStringLiteral("break"),
+                                QStringLiteral("case"),
+                                QStringLiteral("class"),
+                                QStringLiteral("const"),
+                                QStringLiteral("constexpr"),
+                                QStringLiteral("const_cast"),
+                                QStringLiteral("continue"),
+                                QStringLiteral("decltype"),
+                                QStringLiteral("default"),
+                                QStringLiteral("delete"),
+                                QStringLiteral("do"),
+                                QStringLiteral("else"),
+                                QStringLiteral("enum"),
+                                QStringLiteral("explicit"),
+                                QStringLiteral("extern"),
+                                QStringLiteral("false"),
+                                QStringLiteral("for"),
+                                QStringLiteral("goto"),
+                                QStringLiteral("if"),
+                                QStringLiteral("inline"),
+                                QStringLiteral("mutable"),
+                                QStringLiteral("namespace"),
+                                QStringLiteral("new"),
+                                QStringLiteral("noexcept"),
+                                QStringLiteral("nullptr"),
+                                QStringLiteral("operator"),
+                                QStringLiteral("private"),
+                                QStringLiteral("protected"),
+                                QStringLiteral("public"),
+                                QStringLiteral("reinterpret_cast"),
+                                QStringLiteral("return"),
+                                QStringLiteral("sizeof"),
+                                QStringLiteral("static"),
+                                QStringLiteral("static_assert"),
+                                QStringLiteral("static_cast"),
+                                QStringLiteral("struct"),
+                                QStringLiteral("switch"),
+                                QStringLiteral("template"),
+                                QStringLiteral("this"),
+                                QStringLiteral("true"),
+                                QStringLiteral("typedef"),
+                                QStringLiteral("typename"),
+                                QStringLiteral("union"),
+                                QStringLiteral("using"),
+                                QStringLiteral("virtual"),
+                                QStringLiteral("volatile"),
+                                QStringLiteral("while"),
+                                QStringLiteral("restrict")};
   return k;
 }
 
 // CUDA's qualifiers, launch bounds, built-in variables and the intrinsics a kernel writer meets first.
 const QStringList& cudaWords() {
-  static const QStringList k = {
-      QStringLiteral("__global__"),       QStringLiteral("__device__"),      QStringLiteral("__host__"),
-      QStringLiteral("__shared__"),       QStringLiteral("__constant__"),    QStringLiteral("__managed__"),
-      QStringLiteral("__restrict__"),     QStringLiteral("__forceinline__"), QStringLiteral("__noinline__"),
-      QStringLiteral("__launch_bounds__"), QStringLiteral("__grid_constant__"), QStringLiteral("__syncthreads"),
-      QStringLiteral("__syncwarp"),       QStringLiteral("__shfl_sync"),     QStringLiteral("__shfl_down_sync"),
-      QStringLiteral("__shfl_xor_sync"),  QStringLiteral("__ldg"),           QStringLiteral("__fmaf_rn"),
-      QStringLiteral("__half2float"),     QStringLiteral("__float2half"),    QStringLiteral("atomicAdd"),
-      QStringLiteral("threadIdx"),        QStringLiteral("blockIdx"),        QStringLiteral("blockDim"),
-      QStringLiteral("gridDim"),          QStringLiteral("warpSize")};
+  static const QStringList k = {QStringLiteral("__global__"),
+                                QStringLiteral("__device__"),
+                                QStringLiteral("__host__"),
+                                QStringLiteral("__shared__"),
+                                QStringLiteral("__constant__"),
+                                QStringLiteral("__managed__"),
+                                QStringLiteral("__restrict__"),
+                                QStringLiteral("__forceinline__"),
+                                QStringLiteral("__noinline__"),
+                                QStringLiteral("__launch_bounds__"),
+                                QStringLiteral("__grid_constant__"),
+                                QStringLiteral("__syncthreads"),
+                                QStringLiteral("__syncwarp"),
+                                QStringLiteral("__shfl_sync"),
+                                QStringLiteral("__shfl_down_sync"),
+                                QStringLiteral("__shfl_xor_sync"),
+                                QStringLiteral("__ldg"),
+                                QStringLiteral("__fmaf_rn"),
+                                QStringLiteral("__half2float"),
+                                QStringLiteral("__float2half"),
+                                QStringLiteral("atomicAdd"),
+                                QStringLiteral("threadIdx"),
+                                QStringLiteral("blockIdx"),
+                                QStringLiteral("blockDim"),
+                                QStringLiteral("gridDim"),
+                                QStringLiteral("warpSize")};
   return k;
 }
 
 const QStringList& typeWords() {
   static const QStringList k = {
-      QStringLiteral("void"),     QStringLiteral("bool"),     QStringLiteral("char"),     QStringLiteral("short"),
-      QStringLiteral("int"),      QStringLiteral("long"),     QStringLiteral("float"),    QStringLiteral("double"),
-      QStringLiteral("signed"),   QStringLiteral("unsigned"), QStringLiteral("size_t"),   QStringLiteral("int8_t"),
-      QStringLiteral("int16_t"),  QStringLiteral("int32_t"),  QStringLiteral("int64_t"),  QStringLiteral("uint8_t"),
-      QStringLiteral("uint16_t"), QStringLiteral("uint32_t"), QStringLiteral("uint64_t"), QStringLiteral("half"),
-      QStringLiteral("__half"),   QStringLiteral("__half2"),  QStringLiteral("half2"),    QStringLiteral("float2"),
-      QStringLiteral("float4"),   QStringLiteral("int2"),     QStringLiteral("int4"),     QStringLiteral("uint4"),
+      QStringLiteral("void"),     QStringLiteral("bool"),         QStringLiteral("char"),     QStringLiteral("short"),
+      QStringLiteral("int"),      QStringLiteral("long"),         QStringLiteral("float"),    QStringLiteral("double"),
+      QStringLiteral("signed"),   QStringLiteral("unsigned"),     QStringLiteral("size_t"),   QStringLiteral("int8_t"),
+      QStringLiteral("int16_t"),  QStringLiteral("int32_t"),      QStringLiteral("int64_t"),  QStringLiteral("uint8_t"),
+      QStringLiteral("uint16_t"), QStringLiteral("uint32_t"),     QStringLiteral("uint64_t"), QStringLiteral("half"),
+      QStringLiteral("__half"),   QStringLiteral("__half2"),      QStringLiteral("half2"),    QStringLiteral("float2"),
+      QStringLiteral("float4"),   QStringLiteral("int2"),         QStringLiteral("int4"),     QStringLiteral("uint4"),
       QStringLiteral("dim3"),     QStringLiteral("__nv_bfloat16")};
   return k;
 }
@@ -125,7 +174,8 @@ void CudaHighlighter::highlightBlock(const QString& text) {
   if (d.hasMatch()) setFormat(0, static_cast<int>(d.capturedEnd()), m_preprocessor);
   static const QRegularExpression include(QStringLiteral("^\\s*#\\s*include\\s*(<[^>]*>)"));
   const auto inc = include.match(text);
-  if (inc.hasMatch()) setFormat(static_cast<int>(inc.capturedStart(1)), static_cast<int>(inc.capturedLength(1)), m_string);
+  if (inc.hasMatch())
+    setFormat(static_cast<int>(inc.capturedStart(1)), static_cast<int>(inc.capturedLength(1)), m_string);
 
   // Strings, characters and comments, scanned left to right (a // inside a string is not a comment); block
   // state 1: inside a /* */ comment at the end of the line.
@@ -204,7 +254,8 @@ CodeEditor::CodeEditor(QWidget* parent) : QPlainTextEdit(parent) {
   setTabStopDistance(fontMetrics().horizontalAdvance(QLatin1Char(' ')) * 4);
   m_lineNumbers = new LineNumberArea(this);
   m_highlighter = new CudaHighlighter(document());
-  connect(this, &QPlainTextEdit::blockCountChanged, this, [this] { setViewportMargins(lineNumberAreaWidth(), 0, 0, 0); });
+  connect(this, &QPlainTextEdit::blockCountChanged, this,
+          [this] { setViewportMargins(lineNumberAreaWidth(), 0, 0, 0); });
   connect(this, &QPlainTextEdit::updateRequest, this, [this](const QRect& rect, int dy) {
     if (dy)
       m_lineNumbers->scroll(0, dy);

@@ -93,12 +93,14 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
     slotModel->appendRow(item);
   }
   m_slot->setModel(slotModel);
-  m_slot->setToolTip(QStringLiteral("The kind of layer your kernel replaces: every layer of that kind, or the ones "
-                                    "chosen under Layers"));
+  m_slot->setToolTip(
+      QStringLiteral("The kind of layer your kernel replaces: every layer of that kind, or the ones "
+                     "chosen under Layers"));
   m_template = button(QStringLiteral("New from template"), QStringLiteral("labTemplate"),
                       QStringLiteral("New from template"), this);
-  m_template->setToolTip(QStringLiteral("Replace the editor's text with the slot's template (mnv2 lab --template): "
-                                        "our simplest correct kernel for it, with its parameter struct"));
+  m_template->setToolTip(
+      QStringLiteral("Replace the editor's text with the slot's template (mnv2 lab --template): "
+                     "our simplest correct kernel for it, with its parameter struct"));
   m_precision = new QComboBox(this);
   m_precision->setObjectName(QStringLiteral("labPrecision"));
   m_precision->setAccessibleName(QStringLiteral("Precision"));
@@ -142,8 +144,9 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   m_compile = button(QStringLiteral("Compile"), QStringLiteral("labCompile"), QStringLiteral("Compile kernel"), this);
   m_compile->setToolTip(QStringLiteral("Compile with NVRTC only (Ctrl+B)"));
   m_check = button(QStringLiteral("Check"), QStringLiteral("labCheck"), QStringLiteral("Check kernel"), this);
-  m_check->setToolTip(QStringLiteral("Compile and check every chosen layer against the CPU reference and our kernel, "
-                                     "without timing (Ctrl+T)"));
+  m_check->setToolTip(
+      QStringLiteral("Compile and check every chosen layer against the CPU reference and our kernel, "
+                     "without timing (Ctrl+T)"));
   m_run = button(QStringLiteral("Run"), QStringLiteral("labRun"), QStringLiteral("Run kernel"), this);
   m_run->setToolTip(QStringLiteral("Compile, check, then time per layer against ours and cuDNN (Ctrl+R)"));
   m_cancel = button(QStringLiteral("Cancel"), QStringLiteral("labCancel"), QStringLiteral("Cancel kernel job"), this);
@@ -169,8 +172,9 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   m_editor = new CodeEditor(this);
   m_editor->setObjectName(QStringLiteral("labEditor"));
   m_editor->setAccessibleName(QStringLiteral("Kernel source"));
-  m_editor->setPlaceholderText(QStringLiteral("Your kernel: New from template starts from our simplest correct kernel "
-                                              "for the slot; Open… reads a .cu file."));
+  m_editor->setPlaceholderText(
+      QStringLiteral("Your kernel: New from template starts from our simplest correct kernel "
+                     "for the slot; Open… reads a .cu file."));
   m_editor->setMinimumSize(200, 100);
   auto* editorBox = new QWidget(this);
   auto* editorLayout = new QVBoxLayout(editorBox);
@@ -223,8 +227,9 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   m_historyTable->verticalHeader()->hide();
   m_historyTable->verticalHeader()->setDefaultSectionSize(20);
   m_historyTable->horizontalHeader()->setStretchLastSection(true);
-  m_historyTable->setToolTip(QStringLiteral("Click a version to see its result; double-click (or Restore) to put "
-                                            "its source back in the editor"));
+  m_historyTable->setToolTip(
+      QStringLiteral("Click a version to see its result; double-click (or Restore) to put "
+                     "its source back in the editor"));
   m_historyChart = new QCustomPlot(historyBox);
   m_historyChart->setObjectName(QStringLiteral("labHistoryChart"));
   applyPlotStyle(m_historyChart);
@@ -324,8 +329,7 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
           });
   connect(m_historyTable, &QTableView::doubleClicked, this,
           [this](const QModelIndex& index) { restoreVersion(index.row()); });
-  connect(m_restore, &QPushButton::clicked, this,
-          [this] { restoreVersion(m_historyTable->currentIndex().row()); });
+  connect(m_restore, &QPushButton::clicked, this, [this] { restoreVersion(m_historyTable->currentIndex().row()); });
 
   updateFileLabel();
   rebuildChart();
@@ -448,9 +452,9 @@ bool KernelLabPage::openFile(const QString& path) {
 
 void KernelLabPage::openInteractive() {
   if (!confirmDiscard(QStringLiteral("Open another file"))) return;
-  const QString path = QFileDialog::getOpenFileName(
-      this, QStringLiteral("Open a kernel"), m_path.isEmpty() ? QString() : QFileInfo(m_path).absolutePath(),
-      QStringLiteral("CUDA sources (*.cu *.cuh);;All files (*)"));
+  const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open a kernel"),
+                                                    m_path.isEmpty() ? QString() : QFileInfo(m_path).absolutePath(),
+                                                    QStringLiteral("CUDA sources (*.cu *.cuh);;All files (*)"));
   if (!path.isEmpty()) openFile(path);
 }
 
@@ -598,8 +602,7 @@ void KernelLabPage::onFinished(const LabProcess::Outcome& o) {
   // A compile-only job that compiled is "compiled" in the history (nothing was checked).
   const bool compiledOnly = o.action == LabProcess::Action::Compile && r.status == QLatin1String("passed");
   const QString status = compiledOnly ? QStringLiteral("compiled") : r.status;
-  const int row =
-      m_history->record(m_jobSource, LabProcess::actionName(o.action), status, r.message, o.result);
+  const int row = m_history->record(m_jobSource, LabProcess::actionName(o.action), status, r.message, o.result);
   rebuildHistoryChart();
   // "v2 run — check failed: layer 7, ..." (the engine's message alone when it already starts with the status).
   const QString said = labStatusText(status);
@@ -671,13 +674,13 @@ void KernelLabPage::showResult(const std::optional<LabResult>& result, const QSt
   }
   const bool sameText = result && m_editor->toPlainText() == m_jobSource;
   m_editor->setMarkers(sameText ? markers : std::vector<CodeEditor::Marker>{});
-  m_bottom->setTabText(m_bottom->indexOf(m_diagnostics),
-                       errors + warnings > 0 ? QStringLiteral("Diagnostics (%1 error%2, %3 warning%4)")
-                                                   .arg(errors)
-                                                   .arg(errors == 1 ? "" : "s")
-                                                   .arg(warnings)
-                                                   .arg(warnings == 1 ? "" : "s")
-                                             : QStringLiteral("Diagnostics"));
+  m_bottom->setTabText(m_bottom->indexOf(m_diagnostics), errors + warnings > 0
+                                                             ? QStringLiteral("Diagnostics (%1 error%2, %3 warning%4)")
+                                                                   .arg(errors)
+                                                                   .arg(errors == 1 ? "" : "s")
+                                                                   .arg(warnings)
+                                                                   .arg(warnings == 1 ? "" : "s")
+                                                             : QStringLiteral("Diagnostics"));
 
   // The commands to dig deeper, the launch and the compile facts.
   QStringList lines;
@@ -708,13 +711,14 @@ void KernelLabPage::showResult(const std::optional<LabResult>& result, const QSt
   // End to end.
   if (result && result->endToEnd) {
     const LabEndToEnd& e = *result->endToEnd;
-    m_endToEnd->setText(QStringLiteral("<b>End to end</b> (batch %1, %2): yours %3 · ours unfused %4 · ours default "
-                                       "(fused) %5 · cuDNN %6")
-                            .arg(result->batch)
-                            .arg(result->precision, milli(e.userMs), milli(e.oursUnfusedMs), milli(e.oursDefaultMs),
-                                 milli(e.cudnnMs)));
+    m_endToEnd->setText(
+        QStringLiteral("<b>End to end</b> (batch %1, %2): yours %3 · ours unfused %4 · ours default "
+                       "(fused) %5 · cuDNN %6")
+            .arg(result->batch)
+            .arg(result->precision, milli(e.userMs), milli(e.oursUnfusedMs), milli(e.oursDefaultMs), milli(e.cudnnMs)));
   } else {
-    m_endToEnd->setText(QStringLiteral("<span style='color:#777'>End to end: after a Run that passes the check.</span>"));
+    m_endToEnd->setText(
+        QStringLiteral("<span style='color:#777'>End to end: after a Run that passes the check.</span>"));
   }
 }
 
@@ -735,12 +739,11 @@ void KernelLabPage::rebuildChart() {
     axis->setTickLabels(any);
   }
   if (!any) {
-    QString why = QStringLiteral("No timings yet:\nRun times every chosen layer (yours, ours, cuDNN).");
+    QString why = QStringLiteral("No timings yet:\nRun times each chosen layer\n(yours, ours, cuDNN)");
     if (m_shown && m_shown->status != QLatin1String("passed"))
-      why = QStringLiteral("Not timed: %1.\nA kernel is timed only after it passes the check.")
-                .arg(labStatusText(m_shown->status));
+      why = QStringLiteral("Not timed: %1\n(timed once it passes the check)").arg(labStatusText(m_shown->status));
     else if (m_shown)
-      why = QStringLiteral("Checked, not timed: press Run to time it.");
+      why = QStringLiteral("Checked, not timed:\npress Run to time it");
     emptyText(m_chart, why);
     m_chart->replot();
     return;
@@ -801,7 +804,7 @@ void KernelLabPage::rebuildHistoryChart() {
     axis->setTickLabels(any);
   }
   if (!any) {
-    emptyText(p, QStringLiteral("Each timed Run of a new version adds a point here."));
+    emptyText(p, QStringLiteral("Each timed Run of a new\nversion adds a point here"));
     p->replot();
     return;
   }
@@ -826,8 +829,9 @@ void KernelLabPage::rebuildHistoryChart() {
   p->xAxis->setTicker(ticker);
   p->xAxis->setRange(keys.front() - 0.5, keys.back() + 0.5);
   p->yAxis->setRange(0, hi * 1.15);
-  p->setToolTip(QStringLiteral("Your kernel's time per version (sum over the slot's layers); dashed: ours (orange) "
-                               "and cuDNN (green) on the same layers, from the newest run"));
+  p->setToolTip(
+      QStringLiteral("Your kernel's time per version (sum over the slot's layers); dashed: ours (orange) "
+                     "and cuDNN (green) on the same layers, from the newest run"));
   p->replot();
 }
 

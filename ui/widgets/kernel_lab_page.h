@@ -55,7 +55,7 @@ class KernelLabPage : public QWidget {
   bool newFromTemplate();  // `mnv2 lab --template SLOT`: replaces the editor's text (asks first if edited)
 
   bool openFile(const QString& path);
-  bool save();                        // to the file shown; without one, asks where (saveAsInteractive)
+  bool save();                       // to the file shown; without one, asks where (saveAsInteractive)
   bool saveAs(const QString& path);  // writes atomically; the page then shows that file
   void openInteractive();
   void saveAsInteractive();

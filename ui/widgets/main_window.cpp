@@ -229,7 +229,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   });
   connect(m_lab, &KernelLabPage::runningChanged, this, [this] { updateActions(); });
   connect(m_lab, &KernelLabPage::modifiedChanged, this, [this](bool modified) {
-    m_tabs->setTabText(m_tabs->indexOf(m_lab), modified ? QStringLiteral("Kernel lab *") : QStringLiteral("Kernel lab"));
+    m_tabs->setTabText(m_tabs->indexOf(m_lab),
+                       modified ? QStringLiteral("Kernel lab *") : QStringLiteral("Kernel lab"));
   });
   connect(m_diffs, &DiffsPage::computeRequested, this,
           [this](const QString& backend, const QString& reference) { computeDiff(backend, reference); });
@@ -331,14 +332,22 @@ void MainWindow::buildMenus() {
     const QString name = QString::fromUtf8(item.name);
     connect(a, &QAction::triggered, this, [this, name] {
       m_tabs->setCurrentWidget(m_lab);
-      if (name == QLatin1String("compile")) m_lab->compile();
-      else if (name == QLatin1String("check")) m_lab->check();
-      else if (name == QLatin1String("run")) m_lab->run();
-      else if (name == QLatin1String("cancel")) m_lab->cancel();
-      else if (name == QLatin1String("template")) m_lab->newFromTemplate();
-      else if (name == QLatin1String("open")) m_lab->openInteractive();
-      else if (name == QLatin1String("save")) m_lab->save();
-      else if (name == QLatin1String("saveAs")) m_lab->saveAsInteractive();
+      if (name == QLatin1String("compile"))
+        m_lab->compile();
+      else if (name == QLatin1String("check"))
+        m_lab->check();
+      else if (name == QLatin1String("run"))
+        m_lab->run();
+      else if (name == QLatin1String("cancel"))
+        m_lab->cancel();
+      else if (name == QLatin1String("template"))
+        m_lab->newFromTemplate();
+      else if (name == QLatin1String("open"))
+        m_lab->openInteractive();
+      else if (name == QLatin1String("save"))
+        m_lab->save();
+      else if (name == QLatin1String("saveAs"))
+        m_lab->saveAsInteractive();
     });
     if (name == QLatin1String("cancel") || name == QLatin1String("open")) m_labMenu->addSeparator();
     m_labActions << a;
@@ -1282,13 +1291,12 @@ void MainWindow::updateLabActions() {
   const bool busy = m_lab->isRunning();
   for (QAction* a : m_labActions) {
     const QString name = a->data().toString();
-    const bool job = name == QLatin1String("compile") || name == QLatin1String("check") || name == QLatin1String("run") ||
-                     name == QLatin1String("template") || name == QLatin1String("open");
+    const bool job = name == QLatin1String("compile") || name == QLatin1String("check") ||
+                     name == QLatin1String("run") || name == QLatin1String("template") || name == QLatin1String("open");
     a->setEnabled(name == QLatin1String("cancel") ? busy : !(job && busy));
     // The job and file shortcuts act while the page is in front (Ctrl+R elsewhere would start a kernel job the
     // user does not see); the menu items work from anywhere and bring the page to the front.
-    if (name == QLatin1String("save"))
-      a->setShortcut(lab ? QKeySequence(QKeySequence::Save) : QKeySequence());
+    if (name == QLatin1String("save")) a->setShortcut(lab ? QKeySequence(QKeySequence::Save) : QKeySequence());
     a->setShortcutContext(lab ? Qt::WindowShortcut : Qt::WidgetShortcut);
   }
 }

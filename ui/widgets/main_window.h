@@ -1,7 +1,7 @@
 // The main window of mnv2-profiler: the input and run-settings panel on the left; tabs for the topology,
-// timings, output diffs, run comparison, network graph, roofline, sweep, accuracy and the Kernel lab; menus for files, exports and
-// runs; a status bar with the model and GPU environment. It only shows what the engine produced: all engine work goes
-// through the RunController's worker thread.
+// timings, output diffs, run comparison, network graph, roofline, sweep, accuracy and the Kernel lab; menus for files,
+// exports and runs; a status bar with the model and GPU environment. It only shows what the engine produced: all engine
+// work goes through the RunController's worker thread.
 #pragma once
 
 #include <QMainWindow>
