@@ -445,6 +445,7 @@ int main(int argc, char** argv) {
     if (failed) say(QStringLiteral("--lab-template: %1").arg(labPage->statusText()));
   }
   if (parser.isSet(lab) && labFieldsOk && !failed) {
+    window.selectTab(QStringLiteral("lab"));  // in front while it runs: its output scrolls as it comes
     const int before = events.lab;
     const bool started = labAction == QLatin1String("compile") ? labPage->compile()
                          : labAction == QLatin1String("check") ? labPage->check()

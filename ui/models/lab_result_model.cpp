@@ -9,6 +9,7 @@
 #include <QSet>
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 
@@ -473,33 +474,25 @@ QVariant LabLayerTableModel::data(const QModelIndex& index, int role) const {
 
 QVariant LabLayerTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal) return {};
-  static const char* names[] = {"layer",
-                                "name",
-                                "op",
-                                "check",
-                                "max abs vs ref",
-                                "rel L2 vs ref",
-                                "max abs vs ours",
-                                "first failure (N,C,H,W)",
-                                "expected",
-                                "got",
-                                "yours µs",
-                                "ours µs",
-                                "cuDNN µs"};
+  // In the order of Column.
+  static const char* names[] = {
+      "layer",         "check",           "op",       "failing element", "expected", "got", "max abs vs ref",
+      "rel L2 vs ref", "max abs vs ours", "yours µs", "ours µs",         "cuDNN µs", "name"};
   static const char* tips[] = {"Topology layer index",
-                               "Layer name",
-                               "The operation the slot runs for this layer",
                                "Pass: every element within the bound of the CPU reference; NaN/Inf and unwritten "
                                "(poisoned) elements fail",
+                               "The operation the slot runs for this layer",
+                               "The first element over the bound: its coordinates (N,C,H,W) in the output",
+                               "The reference's value there",
+                               "Your kernel's value there",
                                "Largest absolute difference from the CPU reference (float32)",
                                "Relative L2 error against the CPU reference",
                                "Largest absolute difference from our own kernel's output",
-                               "The first element over the bound, with its coordinates in the output",
-                               "The reference's value there",
-                               "Your kernel's value there",
                                "Your kernel's median time (CUPTI), microseconds",
                                "Our kernel's median time for this layer (unfused plan), microseconds",
-                               "The fused cuDNN baseline's median time for this layer, microseconds"};
+                               "The fused cuDNN baseline's median time for this layer, microseconds",
+                               "Layer name"};
+  static_assert(std::size(names) == ColumnCount && std::size(tips) == ColumnCount);
   if (section < 0 || section >= ColumnCount) return {};
   if (role == Qt::DisplayRole) return QString::fromUtf8(names[section]);
   if (role == Qt::ToolTipRole) return QString::fromUtf8(tips[section]);

@@ -106,20 +106,22 @@ std::optional<std::vector<int>> parseLabLayers(const QString& text, QString* err
 class LabLayerTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
+  // What a failure needs first (which layer, which element, expected and got), then the errors, the times, the
+  // name: the table is narrow beside the editor.
   enum Column {
     Layer,
-    Name,
-    Op,
     Check,
-    MaxAbs,
-    RelL2,
-    VsOurs,
+    Op,
     FirstFailure,
     Expected,
     Got,
+    MaxAbs,
+    RelL2,
+    VsOurs,
     UserUs,
     OursUs,
     CudnnUs,
+    Name,
     ColumnCount
   };
   enum Role { PassedRole = Qt::UserRole, LayerIndexRole };

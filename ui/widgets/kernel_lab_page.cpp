@@ -199,6 +199,11 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   m_chart->setMinimumSize(200, 100);
   m_chart->yAxis->setLabel(QStringLiteral("median kernel time (µs, CUPTI)"));
   m_chart->xAxis->setLabel(QStringLiteral("layer"));
+  // The legend in one row (yours, ours, cuDNN): three rows covered the bars of a laptop-sized chart.
+  m_chart->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  m_chart->setToolTip(
+      QStringLiteral("Median kernel time per layer (CUPTI): your kernel, our kernel for the slot "
+                     "(unfused plan) and the fused cuDNN baseline"));
   m_endToEnd = new QLabel(chartBox);
   m_endToEnd->setObjectName(QStringLiteral("labEndToEnd"));
   m_endToEnd->setWordWrap(true);
@@ -631,7 +636,12 @@ void KernelLabPage::onFinished(const LabProcess::Outcome& o) {
     }
   } else if (r.status == QLatin1String("check_failed")) {
     m_results->setCurrentWidget(m_checkTable);
-    if (const LabLayer* l = r.firstFailingLayer()) m_checkTable->selectRow(m_checkModel->rowOfLayer(l->index));
+    // The failing row current and in view, not selected: its red stays visible.
+    if (const LabLayer* l = r.firstFailingLayer()) {
+      const QModelIndex failing = m_checkModel->index(m_checkModel->rowOfLayer(l->index), 0);
+      m_checkTable->selectionModel()->setCurrentIndex(failing, QItemSelectionModel::NoUpdate);
+      m_checkTable->scrollTo(failing);
+    }
   } else if (r.status == QLatin1String("passed") && r.timed()) {
     m_results->setCurrentIndex(0);
   }
@@ -752,10 +762,9 @@ void KernelLabPage::rebuildChart() {
   group->setSpacingType(QCPBarsGroup::stAbsolute);
   group->setSpacing(1);
   const std::pair<QString, std::optional<double> LabLayer::*> series[] = {
-      {QStringLiteral("yours (%1)").arg(m_shown->kernelName.isEmpty() ? QStringLiteral("lab") : m_shown->kernelName),
-       &LabLayer::userUs},
+      {QStringLiteral("yours"), &LabLayer::userUs},
       {QStringLiteral("ours (cuda)"), &LabLayer::oursUs},
-      {QStringLiteral("cuDNN (fused baseline)"), &LabLayer::cudnnUs}};
+      {QStringLiteral("cuDNN"), &LabLayer::cudnnUs}};
   const QColor colors[] = {userColor(), oursColor(), cudnnColor()};
   double hi = 0;
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
@@ -781,7 +790,7 @@ void KernelLabPage::rebuildChart() {
   m_chart->xAxis->setTickLabelRotation(timed.size() > 12 ? -60 : 0);
   m_chart->xAxis->grid()->setVisible(false);
   m_chart->xAxis->setRange(-0.6, static_cast<double>(timed.size()) - 0.4);
-  m_chart->yAxis->setRange(0, hi > 0 ? hi * 1.4 : 1);  // headroom: the legend sits over the tallest bars otherwise
+  m_chart->yAxis->setRange(0, hi > 0 ? hi * 1.25 : 1);  // headroom: the legend's row sits over the tallest bars
   m_chart->replot();
 }
 
