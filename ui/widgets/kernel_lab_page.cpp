@@ -238,9 +238,10 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   m_historyChart = new QCustomPlot(historyBox);
   m_historyChart->setObjectName(QStringLiteral("labHistoryChart"));
   applyPlotStyle(m_historyChart);
-  m_historyChart->setMinimumSize(200, 90);
+  m_historyChart->setMinimumSize(200, 110);
+  m_historyChart->yAxis->ticker()->setTickCount(3);
   m_historyChart->xAxis->setLabel(QStringLiteral("version"));
-  m_historyChart->yAxis->setLabel(QStringLiteral("yours, µs (sum of layers)"));
+  m_historyChart->yAxis->setLabel(QStringLiteral("yours, µs"));
   m_restore = button(QStringLiteral("Restore source"), QStringLiteral("labRestore"),
                      QStringLiteral("Restore version source"), historyBox);
   m_restore->setEnabled(false);
@@ -248,6 +249,8 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   historySplit->addWidget(m_historyTable);
   historySplit->addWidget(m_historyChart);
   historySplit->setChildrenCollapsible(false);
+  historySplit->setStretchFactor(0, 1);
+  historySplit->setStretchFactor(1, 2);
   historyLayout->addWidget(historySplit, 1);
   auto* restoreRow = new QHBoxLayout;
   restoreRow->addStretch(1);
@@ -627,6 +630,8 @@ void KernelLabPage::onFinished(const LabProcess::Outcome& o) {
   m_historyTable->selectionModel()->blockSignals(true);
   m_historyTable->selectRow(row);
   m_historyTable->selectionModel()->blockSignals(false);
+  m_historyTable->resizeColumnsToContents();
+  m_restore->setEnabled(true);
   // What to look at first.
   if (r.status == QLatin1String("compile_error")) {
     m_bottom->setCurrentWidget(m_diagnostics);
