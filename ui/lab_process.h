@@ -31,6 +31,7 @@ class LabProcess : public QObject {
     QString layers;      // "2,7"; empty: every layer of the slot
     QString precision = QStringLiteral("fp32");
     int batch = 1;
+    QString arch;   // "sm_90": compile for this architecture (a machine without a GPU); empty: the GPU's
     QString model;  // the app's model file, so that the lab runs the network the app shows; empty: mnv2's lookup
   };
   // How a job ended. `result` is there when the process wrote a readable result; `error` says why not (or

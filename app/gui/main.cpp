@@ -4,7 +4,7 @@
 //   mnv2-profiler --backend B [--precision P] --eval SET [--eval-images DIR] [--eval-batch N] --tab accuracy
 //                 [--export-eval-csv F] [--screenshot FILE.png] [--quit]
 //   mnv2-profiler --tab lab --lab-slot S (--lab-kernel F.cu | --lab-template) [--lab-precision P] [--lab-layers L]
-//                 [--lab-batch N] --lab compile|check|run [--lab-view V] [--screenshot FILE.png] [--quit]
+//                 [--lab-batch N] [--lab-arch sm_XX] --lab compile|check|run [--lab-view V] [--screenshot F] [--quit]
 //     (the Kernel lab runs `mnv2 lab` as a process: MNV2_CLI, else the mnv2 beside this program, else the PATH)
 // Exit codes with --quit: 0 success, 1 a step failed (model, image, report, run, export, screenshot),
 // 2 bad arguments.
@@ -185,6 +185,9 @@ int main(int argc, char** argv) {
       QStringLiteral("Kernel lab: the layers to replace, e.g. 2,7 (default: all of the slot)."), QStringLiteral("L"));
   const QCommandLineOption labBatch(QStringLiteral("lab-batch"), QStringLiteral("Kernel lab: batch size."),
                                     QStringLiteral("N"));
+  const QCommandLineOption labArch(
+      QStringLiteral("lab-arch"),
+      QStringLiteral("Kernel lab: compile for this architecture, e.g. sm_90 (no GPU here)."), QStringLiteral("ARCH"));
   const QCommandLineOption lab(QStringLiteral("lab"),
                                QStringLiteral("Kernel lab: compile, check or run the editor's kernel with mnv2 lab."),
                                QStringLiteral("ACTION"));
@@ -200,7 +203,7 @@ int main(int argc, char** argv) {
                      sweepSizes, sweepBatches, sweepX,      exportCsv, exportJson,  exportTrace, screenshot,
                      size,       decoder,      quit});
   parser.addOptions({precision, eval, evalImages, evalBatch, evalThreads, exportEvalCsv});
-  parser.addOptions({labSlot, labKernel, labTemplate, labPrecision, labLayers, labBatch, lab, labView});
+  parser.addOptions({labSlot, labKernel, labTemplate, labPrecision, labLayers, labBatch, labArch, lab, labView});
   // The desktop entry's "Exec=mnv2-profiler %f": a file manager opens an image with the app.
   parser.addPositionalArgument(QStringLiteral("image"), QStringLiteral("An image to open (the same as --image IMG)."),
                                QStringLiteral("[IMAGE]"));
@@ -342,6 +345,11 @@ int main(int argc, char** argv) {
   if (parser.isSet(labPrecision)) labPage->setPrecision(parser.value(labPrecision));
   if (parser.isSet(labLayers)) labPage->setLayers(parser.value(labLayers));
   if (labBatchValue > 0) labPage->setBatch(labBatchValue);
+  if (parser.isSet(labArch) && !labPage->setArch(parser.value(labArch))) {
+    say(QStringLiteral("--lab-arch: '%1' is not offered (sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120)")
+            .arg(parser.value(labArch)));
+    labFieldsOk = false;
+  }
   if (parser.isSet(labKernel) && !labPage->openFile(parser.value(labKernel))) {
     say(QStringLiteral("--lab-kernel: %1").arg(labPage->statusText()));
     labFieldsOk = false;

@@ -26,6 +26,7 @@ while [[ $# -gt 0 ]]; do
     --layers) layers=$2; shift 2 ;;
     --precision) precision=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
+    --arch) shift 2 ;;
     --model) [[ -f $2 ]] || { echo "mnv2 lab: no model at $2" >&2; exit 2; }; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --compile-only) mode=compile; shift ;;

@@ -178,6 +178,10 @@ class KernelLabTest : public QObject {
     QCOMPARE(args.at(args.indexOf(QStringLiteral("--layers")) + 1), QStringLiteral("2,7"));
     QCOMPARE(args.at(args.indexOf(QStringLiteral("--json")) + 1), QStringLiteral("/t/r.json"));
     QVERIFY(!args.contains(QStringLiteral("--model")));  // mnv2's own lookup unless the app has a model file
+    QVERIFY(!args.contains(QStringLiteral("--arch")));   // the GPU's own unless chosen
+    r.arch = QStringLiteral("sm_90");
+    QCOMPARE(LabProcess::arguments(r, {}).mid(LabProcess::arguments(r, {}).indexOf(QStringLiteral("--arch")), 2),
+             (QStringList{QStringLiteral("--arch"), QStringLiteral("sm_90")}));
     r.model = QStringLiteral("/m/mobilenet.onnx");
     const QStringList withModel = LabProcess::arguments(r, QStringLiteral("/t/r.json"));
     QCOMPARE(withModel.at(withModel.indexOf(QStringLiteral("--model")) + 1), QStringLiteral("/m/mobilenet.onnx"));
@@ -225,8 +229,11 @@ class KernelLabTest : public QObject {
              : i == 9 ? QStringLiteral("ERROR_HERE\n")
                       : QStringLiteral("  // line %1\n").arg(i);
     setSource(page, src);
+    QVERIFY(page.setArch(QStringLiteral("sm_90")));  // as on a machine without a GPU
+    QVERIFY(!page.setArch(QStringLiteral("sm_1")));
     QVERIFY(job(page, &KernelLabPage::compile));
     QVERIFY(calls().last().contains(QStringLiteral("--compile-only")));
+    QVERIFY(calls().last().contains(QStringLiteral("--arch sm_90")));
     QVERIFY2(page.statusText().contains(QStringLiteral("compile error")), qPrintable(page.statusText()));
     // The list: the two errors and the warning of the editor's file at their lines, and the header's note.
     QListWidget* list = page.diagnosticsList();

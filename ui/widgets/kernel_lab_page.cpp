@@ -109,6 +109,16 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   m_batch->setObjectName(QStringLiteral("labBatch"));
   m_batch->setAccessibleName(QStringLiteral("Batch"));
   m_batch->setRange(1, 4096);
+  // Compiling needs no GPU, but without one NVRTC must be told the architecture (mnv2 lab --arch).
+  m_arch = new QComboBox(this);
+  m_arch->setObjectName(QStringLiteral("labArch"));
+  m_arch->setAccessibleName(QStringLiteral("Architecture"));
+  m_arch->addItem(QStringLiteral("GPU's arch"), QString());
+  for (const char* a : {"sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"})
+    m_arch->addItem(QString::fromLatin1(a), QString::fromLatin1(a));
+  m_arch->setToolTip(
+      QStringLiteral("The architecture NVRTC compiles for: the GPU's own, or a chosen one (needed to "
+                     "compile on a machine without a GPU; Check and Run need the GPU's)"));
   m_layers = new QLineEdit(this);
   m_layers->setObjectName(QStringLiteral("labLayers"));
   m_layers->setAccessibleName(QStringLiteral("Layers"));
@@ -132,6 +142,7 @@ KernelLabPage::KernelLabPage(QWidget* parent) : QWidget(parent) {
   row1->addWidget(m_precision);
   row1->addWidget(new QLabel(QStringLiteral("Batch"), this));
   row1->addWidget(m_batch);
+  row1->addWidget(m_arch);
   row1->addStretch(1);
 
   m_open = button(QStringLiteral("Open…"), QStringLiteral("labOpen"), QStringLiteral("Open kernel"), this);
@@ -370,6 +381,12 @@ bool KernelLabPage::setPrecision(const QString& precision) {
 
 void KernelLabPage::setLayers(const QString& layers) { m_layers->setText(layers); }
 void KernelLabPage::setBatch(int batch) { m_batch->setValue(batch); }
+bool KernelLabPage::setArch(const QString& arch) {
+  const int i = m_arch->findData(arch);
+  if (i < 0) return false;
+  m_arch->setCurrentIndex(i);
+  return true;
+}
 bool KernelLabPage::isRunning() const { return m_process->isRunning(); }
 bool KernelLabPage::isModified() const { return m_editor->document()->isModified(); }
 QString KernelLabPage::statusText() const { return m_status->text(); }
@@ -560,6 +577,7 @@ bool KernelLabPage::startJob(LabProcess::Action action) {
   r.precision = m_precision->currentText();
   r.batch = m_batch->value();
   r.model = m_modelPath;
+  r.arch = m_arch->currentData().toString();
   m_action = action;
   m_jobSource = source;
   m_jobFile = file;

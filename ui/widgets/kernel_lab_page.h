@@ -65,6 +65,7 @@ class KernelLabPage : public QWidget {
   bool setPrecision(const QString& precision);  // fp32 or fp16
   void setLayers(const QString& layers);        // "2,7"; empty: every layer of the slot
   void setBatch(int batch);
+  bool setArch(const QString& arch);  // "sm_90", or empty for the GPU's own; false for one not offered
   // Shows a version's result (chart, table, diagnostics); restoreVersion also puts its source in the editor.
   bool showVersion(int row);
   bool restoreVersion(int row);
@@ -126,6 +127,7 @@ class KernelLabPage : public QWidget {
   QPushButton* m_template = nullptr;
   QComboBox* m_precision = nullptr;
   QSpinBox* m_batch = nullptr;
+  QComboBox* m_arch = nullptr;
   QLineEdit* m_layers = nullptr;
   QToolButton* m_layerMenu = nullptr;
   QPushButton* m_open = nullptr;
