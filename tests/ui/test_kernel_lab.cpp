@@ -8,6 +8,7 @@
 #include <QComboBox>
 #include <QFile>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QPlainTextEdit>
 #include <QSignalSpy>
@@ -17,6 +18,7 @@
 #include <QTemporaryDir>
 #include <QTextBlock>
 #include <QTextLayout>
+#include <QToolButton>
 #include <QtTest>
 #include <cmath>
 
@@ -205,6 +207,31 @@ class KernelLabTest : public QObject {
     QVERIFY(!page.selectSlot(QStringLiteral("block")));
     QVERIFY(page.selectSlot(QStringLiteral("pool")));
     QCOMPARE(page.slot(), QStringLiteral("pool"));
+  }
+
+  // The layer chooser offers the slot's layers of the loaded model; choosing toggles them in the list.
+  void layerChooserFollowsTheSlot() {
+    KernelLabPage page;
+    page.setTopology(mainModel().layers);
+    auto* button = page.findChild<QToolButton*>(QStringLiteral("labLayerMenu"));
+    QVERIFY(button && button->menu());
+    auto layerActions = [&] {
+      QList<QAction*> out;
+      for (QAction* a : button->menu()->actions())
+        if (!a->isSeparator() && !a->text().startsWith(QStringLiteral("All"))) out << a;
+      return out;
+    };
+    QCOMPARE(layerActions().size(), 17);  // MobileNetV2's depthwise convolutions
+    const std::vector<int> dw = labSlotLayers(QStringLiteral("depthwise"), mainModel().layers);
+    layerActions().at(2)->trigger();
+    layerActions().at(0)->trigger();
+    auto* layers = page.findChild<QLineEdit*>(QStringLiteral("labLayers"));
+    QCOMPARE(layers->text(), QStringLiteral("%1,%2").arg(dw[0]).arg(dw[2]));
+    layerActions().at(0)->trigger();  // again: off
+    QCOMPARE(layers->text(), QString::number(dw[2]));
+    QVERIFY(page.selectSlot(QStringLiteral("classifier")));
+    QVERIFY(layers->text().isEmpty());  // another slot's layers would be refused
+    QCOMPARE(layerActions().size(), 1);
   }
 
   void templateFillsTheEditor() {
