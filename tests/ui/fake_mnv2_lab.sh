@@ -9,6 +9,7 @@
 #   FAKE_CRASH           crashed (exit 4): an illegal address, with a result file
 #   FAKE_NO_RESULT_CRASH exit 4 and no result file (a worker that took the parent's writer with it)
 #   FAKE_BAD_FORMAT      a result of version 2 (the app must refuse it by name)
+#   FAKE_CLI_SEGV        the fake itself dies on SIGSEGV (mnv2 lab crashing, not the kernel)
 #   FAKE_SLEEP           prints a line, then waits a minute (Cancel)
 #   otherwise            passed (exit 0); timed unless --no-time: yours FAKE_US=<n> (default 10) + layer/10 µs,
 #                        ours 8 + layer/10, cuDNN 12 + layer/10
@@ -71,6 +72,9 @@ EOF
 }
 
 echo "compiling $name for the $slot slot (NVRTC, sm_90, $precision)"
+if has FAKE_CLI_SEGV; then
+  kill -SEGV $$
+fi
 if has FAKE_SLEEP; then
   trap 'kill $! 2>/dev/null; exit 143' TERM
   sleep 60 &

@@ -406,6 +406,11 @@ class KernelLabTest : public QObject {
     QVERIFY2(page.statusText().contains(QStringLiteral("crashed")), qPrintable(page.statusText()));
     QVERIFY2(page.statusText().contains(QStringLiteral("signal 11")), qPrintable(page.statusText()));
     QCOMPARE(page.history()->rowCount(), 2);
+    // mnv2 lab itself dying on a signal: said as such, and no version (nothing is known of the kernel).
+    setSource(page, QStringLiteral("// FAKE_CLI_SEGV\n"));
+    QVERIFY(!job(page, &KernelLabPage::run));
+    QVERIFY2(page.statusText().contains(QStringLiteral("mnv2 lab itself crashed")), qPrintable(page.statusText()));
+    QCOMPARE(page.history()->rowCount(), 2);
     // The page still runs the next kernel.
     setSource(page, QStringLiteral("// fine\n"));
     QVERIFY(job(page, &KernelLabPage::run));
