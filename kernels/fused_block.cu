@@ -40,8 +40,7 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 }
 // 16 bytes global -> shared without registers; inside false: zero-filled, nothing read.
 __device__ __forceinline__ void cp16(void* dst, const void* src, bool inside) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(inside ? 16 : 0));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(inside ? 16 : 0));
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
@@ -154,8 +153,8 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
 
   for (int c = 0; c < g.chunks; ++c) {
     const int buf = c & 1;
-    cp_wait_all();     // chunk c (and, at c = 0, the window) has landed for this thread ...
-    __syncthreads();   // ... for every thread; every warp is done with chunk c - 1's projection
+    cp_wait_all();    // chunk c (and, at c = 0, the window) has landed for this thread ...
+    __syncthreads();  // ... for every thread; every warp is done with chunk c - 1's projection
     if (c + 1 < g.chunks) load_chunk(c + 1, buf ^ 1);
     cp_commit();
 
@@ -358,8 +357,7 @@ FusedBlockWeights fused_block_pack(const FusedBlockShape& s, const std::vector<f
   FusedBlockWeights w;
   std::vector<float> we(static_cast<size_t>(l.k_pad) * l.e_pad, 0.0f);
   for (int o = 0; o < E; ++o)
-    for (int k = 0; k < cin; ++k)
-      we[static_cast<size_t>(k) * l.e_pad + o] = expand[static_cast<size_t>(o) * cin + k];
+    for (int k = 0; k < cin; ++k) we[static_cast<size_t>(k) * l.e_pad + o] = expand[static_cast<size_t>(o) * cin + k];
   w.expand = to_half_bits(we);
   w.expand_bias.assign(static_cast<size_t>(l.e_pad), 0.0f);
   std::copy(expand_bias.begin(), expand_bias.end(), w.expand_bias.begin());
@@ -370,8 +368,7 @@ FusedBlockWeights fused_block_pack(const FusedBlockShape& s, const std::vector<f
   std::copy(dw_bias.begin(), dw_bias.end(), w.dw_bias.begin());
   std::vector<float> wp(static_cast<size_t>(l.e_pad) * l.co_pad, 0.0f);
   for (int o = 0; o < cout; ++o)
-    for (int e = 0; e < E; ++e)
-      wp[static_cast<size_t>(e) * l.co_pad + o] = project[static_cast<size_t>(o) * E + e];
+    for (int e = 0; e < E; ++e) wp[static_cast<size_t>(e) * l.co_pad + o] = project[static_cast<size_t>(o) * E + e];
   w.project = to_half_bits(wp);
   w.project_bias.assign(static_cast<size_t>(l.co_pad), 0.0f);
   std::copy(project_bias.begin(), project_bias.end(), w.project_bias.begin());

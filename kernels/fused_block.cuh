@@ -18,11 +18,11 @@ namespace mnv2::kernels {
 // float32 depthwise weights and biases padded to e_pad (co_pad for the projection's bias). Padded expanded
 // channels have zero weights and biases, so they contribute nothing.
 struct FusedBlockWeights {
-  std::vector<uint16_t> expand;   // half bits [k_pad][e_pad]: row k holds every expanded channel's weight
-  std::vector<float> expand_bias;  // [e_pad]
-  std::vector<float> dw;          // [9][e_pad], tap-major
-  std::vector<float> dw_bias;     // [e_pad]
-  std::vector<uint16_t> project;  // half bits [e_pad][co_pad]
+  std::vector<uint16_t> expand;     // half bits [k_pad][e_pad]: row k holds every expanded channel's weight
+  std::vector<float> expand_bias;   // [e_pad]
+  std::vector<float> dw;            // [9][e_pad], tap-major
+  std::vector<float> dw_bias;       // [e_pad]
+  std::vector<uint16_t> project;    // half bits [e_pad][co_pad]
   std::vector<float> project_bias;  // [co_pad]
 };
 // From the model's layouts: expand [expanded][in] (ONNX 1x1), dw [expanded][3][3], project [out][expanded];
@@ -34,7 +34,7 @@ FusedBlockWeights fused_block_pack(const FusedBlockShape& s, const std::vector<f
 
 struct FusedBlockParams {
   FusedBlockShape shape;
-  const void* input = nullptr;  // half NHWC [batch, in_h, in_w, in_channels]; also the residual
+  const void* input = nullptr;          // half NHWC [batch, in_h, in_w, in_channels]; also the residual
   const void* expand_weight = nullptr;  // FusedBlockWeights::expand on the device (and so on)
   const float* expand_bias = nullptr;
   Clip expand_clip;

@@ -429,8 +429,8 @@ std::string fused_block_shape_refusal(const FusedBlockShape& s, int code_arch) {
       s.out_h < 1 || s.out_w < 1 || s.pad_top < 0 || s.pad_left < 0)
     return "sizes must be positive";
   if (s.in_channels % 8 != 0 || s.out_channels % 8 != 0)
-    return "input and output channels must be multiples of 8 (16-byte accesses), got " +
-           std::to_string(s.in_channels) + " and " + std::to_string(s.out_channels);
+    return "input and output channels must be multiples of 8 (16-byte accesses), got " + std::to_string(s.in_channels) +
+           " and " + std::to_string(s.out_channels);
   if (s.stride != 1 && s.stride != 2) return "depthwise stride " + std::to_string(s.stride) + " (1 or 2 only)";
   if (s.residual && (s.stride != 1 || s.in_channels != s.out_channels || s.in_h != s.out_h || s.in_w != s.out_w))
     return "the residual's shape differs from the output's";
@@ -456,7 +456,8 @@ FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const Dev
         const int by_smem = std::max(1, caps.smem_per_sm / (l.total + 1024));
         const int occ = std::max(1, std::min({by_smem, fused_block_regs_blocks(variant_items),
                                               caps.max_threads_per_sm / kFusedBlockThreads, caps.max_blocks_per_sm}));
-        const double tc = (static_cast<double>(l.m1) * l.k_pad * l.e_pad + static_cast<double>(l.m2) * l.e_pad * l.co_pad) / 512.0;
+        const double tc =
+            (static_cast<double>(l.m1) * l.k_pad * l.e_pad + static_cast<double>(l.m2) * l.e_pad * l.co_pad) / 512.0;
         const double dw = static_cast<double>(th) * tw * 9.0 * l.e_pad / 64.0;
         const double bytes = (static_cast<double>(l.k_pad) * l.e_pad + static_cast<double>(l.e_pad) * l.co_pad) * 2.0 +
                              l.e_pad * 11.0 * 4.0 + static_cast<double>(l.window_h) * l.window_w * s.in_channels * 2.0 +
@@ -472,9 +473,9 @@ FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const Dev
         }
       }
     }
-    if (best.tile_h == 0) why = "no tile fits " + std::to_string(caps.smem_per_block_optin) +
-                                " bytes of shared memory and " + std::to_string(kFusedBlockMaxItems) +
-                                " projection items per warp";
+    if (best.tile_h == 0)
+      why = "no tile fits " + std::to_string(caps.smem_per_block_optin) + " bytes of shared memory and " +
+            std::to_string(kFusedBlockMaxItems) + " projection items per warp";
   }
   if (why_not != nullptr) *why_not = why;
   return best;

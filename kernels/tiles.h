@@ -309,7 +309,7 @@ struct FusedBlockLayout {
   int window_h = 0, window_w = 0, m1 = 0, m2 = 0, k_pad = 0, e_pad = 0, co_pad = 0;
   int ld_x = 0, ld_e = 0, ld_p = 0;
   int x = 0, ex = 0, d = 0, we = 0, wp = 0, dw = 0, eb = 0, db = 0;  // we..db: two buffers each
-  int we_bytes = 0, wp_bytes = 0, dw_bytes = 0, bias_bytes = 0;       // one buffer's size
+  int we_bytes = 0, wp_bytes = 0, dw_bytes = 0, bias_bytes = 0;      // one buffer's size
   int total = 0;
 };
 FusedBlockLayout fused_block_layout(const FusedBlockShape& s, int tile_h, int tile_w);

@@ -132,7 +132,8 @@ CudaOptions::Variant parse_cuda_variant(const std::string& text) {
 }
 
 CudaOptions::Fusion parse_cuda_fusion(const std::string& text) {
-  return parse_named(text, "cuda fusion", {CudaOptions::Fusion::none, CudaOptions::Fusion::expand_dw, CudaOptions::Fusion::block});
+  return parse_named(text, "cuda fusion",
+                     {CudaOptions::Fusion::none, CudaOptions::Fusion::expand_dw, CudaOptions::Fusion::block});
 }
 
 CudaOptions::Graph parse_cuda_graph(const std::string& text) {

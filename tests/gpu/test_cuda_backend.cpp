@@ -902,7 +902,8 @@ TEST_F(CudaBackendTest, FusedBlockMatchesGoldenLogitsAndIsAttributedAsFused) {
       ASSERT_GE(step.layers.size(), 5u) << step.name;
       EXPECT_LE(step.layers.size(), 6u) << step.name;
       size_t convs = 0;
-      for (size_t at = step.name.find("Conv2d"); at != std::string::npos; at = step.name.find("Conv2d", at + 1)) ++convs;
+      for (size_t at = step.name.find("Conv2d"); at != std::string::npos; at = step.name.find("Conv2d", at + 1))
+        ++convs;
       EXPECT_EQ(convs, 3u) << step.name;  // expansion, depthwise and projection named
       if (step.layers.size() == 6u) {
         ++residuals;
@@ -910,8 +911,8 @@ TEST_F(CudaBackendTest, FusedBlockMatchesGoldenLogitsAndIsAttributedAsFused) {
         EXPECT_NE(step.variant.find("+residual"), std::string::npos) << step.variant;
       }
     }
-    std::printf("fusion block, fp16 batch %d: %d fused blocks (%d with residual), %zu steps\n", batch, fused,
-                residuals, net->steps().size());
+    std::printf("fusion block, fp16 batch %d: %d fused blocks (%d with residual), %zu steps\n", batch, fused, residuals,
+                net->steps().size());
     expect_steps_cover_layers(net->steps(), main_model().layers.size());
     if (!old_code.empty()) {
       EXPECT_EQ(fused, 0);

@@ -66,7 +66,7 @@ void run_case(const BlockCase& c) {
   // Scales: the expansion's sums reach a few units (the clip at 6 cuts some, not most), the rest stays O(1).
   const float se = 3.0f / std::sqrt(static_cast<float>(cin)), sp = 2.0f / std::sqrt(static_cast<float>(E));
   const std::vector<float> x = round_half(random_vector(gen, static_cast<size_t>(in_px * cin)));  // NHWC
-  const std::vector<float> we = random_vector(gen, static_cast<size_t>(E) * cin, -se, se);          // [E][cin]
+  const std::vector<float> we = random_vector(gen, static_cast<size_t>(E) * cin, -se, se);        // [E][cin]
   const std::vector<float> eb = random_vector(gen, static_cast<size_t>(E));
   const std::vector<float> dw = random_vector(gen, static_cast<size_t>(E) * 9, -0.5f, 0.5f);  // [E][3][3]
   const std::vector<float> db = random_vector(gen, static_cast<size_t>(E));
@@ -190,17 +190,17 @@ TEST(KernelFusedBlock, MatchesTheReferenceOverBlockShapes) {
   if (ptx_version() < 80) GTEST_SKIP() << "the kernels run compute_" << ptx_version() << " code: fused_block needs 80";
   const BlockCase mobilenet[] = {
       // cin, E, cout, map, stride, pads [t, l, b, r] as the main model's (TF-style for stride 2), residual
-      {1, 16, 96, 24, 112, 112, 2, 0, 0, 1, 1, false, true},   // block2
-      {1, 24, 144, 24, 56, 56, 1, 1, 1, 1, 1, true, true},     // block3
-      {1, 24, 144, 32, 56, 56, 2, 0, 0, 1, 1, false, true},    // block4
-      {1, 32, 192, 32, 28, 28, 1, 1, 1, 1, 1, true, true},     // block5, 6
-      {1, 32, 192, 64, 28, 28, 2, 0, 0, 1, 1, false, true},    // block7
-      {1, 64, 384, 64, 14, 14, 1, 1, 1, 1, 1, true, true},     // block8-10
-      {1, 64, 384, 96, 14, 14, 1, 1, 1, 1, 1, false, true},    // block11
-      {1, 96, 576, 96, 14, 14, 1, 1, 1, 1, 1, true, true},     // block12, 13
-      {1, 96, 576, 160, 14, 14, 2, 0, 0, 1, 1, false, true},   // block14
-      {1, 160, 960, 160, 7, 7, 1, 1, 1, 1, 1, true, true},     // block15, 16
-      {1, 160, 960, 320, 7, 7, 1, 1, 1, 1, 1, false, true},    // block17
+      {1, 16, 96, 24, 112, 112, 2, 0, 0, 1, 1, false, true},  // block2
+      {1, 24, 144, 24, 56, 56, 1, 1, 1, 1, 1, true, true},    // block3
+      {1, 24, 144, 32, 56, 56, 2, 0, 0, 1, 1, false, true},   // block4
+      {1, 32, 192, 32, 28, 28, 1, 1, 1, 1, 1, true, true},    // block5, 6
+      {1, 32, 192, 64, 28, 28, 2, 0, 0, 1, 1, false, true},   // block7
+      {1, 64, 384, 64, 14, 14, 1, 1, 1, 1, 1, true, true},    // block8-10
+      {1, 64, 384, 96, 14, 14, 1, 1, 1, 1, 1, false, true},   // block11
+      {1, 96, 576, 96, 14, 14, 1, 1, 1, 1, 1, true, true},    // block12, 13
+      {1, 96, 576, 160, 14, 14, 2, 0, 0, 1, 1, false, true},  // block14
+      {1, 160, 960, 160, 7, 7, 1, 1, 1, 1, 1, true, true},    // block15, 16
+      {1, 160, 960, 320, 7, 7, 1, 1, 1, 1, 1, false, true},   // block17
   };
   for (BlockCase c : mobilenet) {
     run_case(c);
@@ -208,12 +208,12 @@ TEST(KernelFusedBlock, MatchesTheReferenceOverBlockShapes) {
     run_case(c);
   }
   const BlockCase odd[] = {
-      {2, 24, 72, 24, 13, 13, 1, 1, 1, 1, 1, true, true},    // odd map, E not a chunk multiple
-      {3, 16, 40, 24, 9, 11, 2, 0, 0, 1, 1, false, true},    // odd, non-square, stride 2 TF pads
-      {2, 8, 20, 16, 5, 7, 1, 1, 1, 1, 1, false, false},     // E not a multiple of 8, no clips
-      {1, 32, 96, 40, 15, 17, 2, 1, 1, 1, 1, false, true},   // symmetric stride-2 pads, cout not a multiple of 32
-      {2, 48, 288, 48, 3, 3, 1, 1, 1, 1, 1, true, true},     // a 3x3 map
-      {1, 40, 120, 40, 1, 1, 1, 1, 1, 1, 1, true, true},     // a 1x1 map: only the centre tap
+      {2, 24, 72, 24, 13, 13, 1, 1, 1, 1, 1, true, true},   // odd map, E not a chunk multiple
+      {3, 16, 40, 24, 9, 11, 2, 0, 0, 1, 1, false, true},   // odd, non-square, stride 2 TF pads
+      {2, 8, 20, 16, 5, 7, 1, 1, 1, 1, 1, false, false},    // E not a multiple of 8, no clips
+      {1, 32, 96, 40, 15, 17, 2, 1, 1, 1, 1, false, true},  // symmetric stride-2 pads, cout not a multiple of 32
+      {2, 48, 288, 48, 3, 3, 1, 1, 1, 1, 1, true, true},    // a 3x3 map
+      {1, 40, 120, 40, 1, 1, 1, 1, 1, 1, 1, true, true},    // a 1x1 map: only the centre tap
   };
   for (const BlockCase& c : odd) run_case(c);
 }
@@ -251,7 +251,7 @@ TEST(KernelFusedBlock, RefusesWhatItCannotRun) {
   bad.shape.out_channels = 160;  // 8x8 pixels x 160 channels: 3 projection items per warp
   bad.shape.residual = false;
   EXPECT_THROW(k::launch_fused_block(bad, k::FusedBlockVariant{8, 8, 2}, nullptr), Error);
-  EXPECT_THROW(k::launch_fused_block(p, k::FusedBlockVariant{4, 4, 3}, nullptr), Error);    // not built
+  EXPECT_THROW(k::launch_fused_block(p, k::FusedBlockVariant{4, 4, 3}, nullptr), Error);  // not built
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   k::launch_fused_block(p, ok, nullptr);  // the refusals left nothing behind
   MNV2_CHECK_CUDA(cudaDeviceSynchronize());

@@ -383,9 +383,8 @@ TEST(CudaPlanner, BlockFusionNeedsFp16AndCompute80Code) {
     EXPECT_EQ(noted, 16);
   }
   for (Precision p : {Precision::fp32, Precision::tf32}) {
-    const CudaPlan plan =
-        plan_cuda_network(model(), config(256, p, CudaOptions::Variant::fast, CudaOptions::Fusion::block),
-                          GpuProperties::h200());
+    const CudaPlan plan = plan_cuda_network(
+        model(), config(256, p, CudaOptions::Variant::fast, CudaOptions::Fusion::block), GpuProperties::h200());
     EXPECT_EQ(plan.steps.size(), 54u);
     int noted = 0;
     for (const CudaStep& s : plan.steps)
@@ -433,8 +432,15 @@ Model block_model(int c) {
   fc.in_features = c;
   fc.out_features = 10;
   fc.weight.assign(static_cast<size_t>(10) * c, 0.01f);
-  m.layers = {conv(3, c, 3, 1, kNetworkInput), conv(c, 4 * c, 1, 1, 0), relu6(1), conv(4 * c, 4 * c, 3, 4 * c, 2),
-              relu6(3), conv(4 * c, c, 1, 1, 4), add, pool, fc};
+  m.layers = {conv(3, c, 3, 1, kNetworkInput),
+              conv(c, 4 * c, 1, 1, 0),
+              relu6(1),
+              conv(4 * c, 4 * c, 3, 4 * c, 2),
+              relu6(3),
+              conv(4 * c, c, 1, 1, 4),
+              add,
+              pool,
+              fc};
   for (size_t i = 0; i < m.layers.size(); ++i) m.layers[i].index = static_cast<int>(i);
   return m;
 }
@@ -472,8 +478,8 @@ TEST(CudaPlanner, FusedBlockLayoutIsAlignedAndEveryBlockShapeHasATile) {
   for (int off : {l.x, l.ex, l.d, l.we, l.wp, l.dw, l.eb, l.db, l.total}) EXPECT_EQ(off % 16, 0);
   for (int ld : {l.ld_x, l.ld_e, l.ld_p}) EXPECT_EQ((ld * 2 / 16) % 2, 1) << ld;
   const kernels::DeviceCaps caps;  // the H200's defaults
-  const int shapes[][5] = {{16, 96, 24, 112, 2},  {24, 144, 24, 56, 1}, {24, 144, 32, 56, 2}, {32, 192, 32, 28, 1},
-                           {32, 192, 64, 28, 2},  {64, 384, 64, 14, 1}, {64, 384, 96, 14, 1}, {96, 576, 96, 14, 1},
+  const int shapes[][5] = {{16, 96, 24, 112, 2},  {24, 144, 24, 56, 1},  {24, 144, 32, 56, 2}, {32, 192, 32, 28, 1},
+                           {32, 192, 64, 28, 2},  {64, 384, 64, 14, 1},  {64, 384, 96, 14, 1}, {96, 576, 96, 14, 1},
                            {96, 576, 160, 14, 2}, {160, 960, 160, 7, 1}, {160, 960, 320, 7, 1}};
   for (const auto& b : shapes) {
     kernels::FusedBlockShape t;

@@ -55,8 +55,8 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
                      "im2col + tiled GEMM, fp32 only: the optimisation story's start)"));
   m_cudaFusion = new QComboBox(this);
   m_cudaFusion->setObjectName(QStringLiteral("cudaFusionCombo"));
-  for (auto f : {mnv2::CudaOptions::Fusion::none, mnv2::CudaOptions::Fusion::expand_dw,
-                 mnv2::CudaOptions::Fusion::block})
+  for (auto f :
+       {mnv2::CudaOptions::Fusion::none, mnv2::CudaOptions::Fusion::expand_dw, mnv2::CudaOptions::Fusion::block})
     m_cudaFusion->addItem(QString::fromLatin1(mnv2::to_string(f)), static_cast<int>(f));
   m_cudaFusion->setToolTip(
       QStringLiteral("cuda backend: expand_dw runs a block's expansion 1x1 and depthwise 3x3 as "

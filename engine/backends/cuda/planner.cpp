@@ -313,7 +313,8 @@ class Planner {
               // The whole-block kernel is fp16 only: fp32 and tf32 keep the unfused steps and say so.
               std::string why_not;
               if (half_) last = plan_fused_block(i, step, &why_not);
-              if (!half_ && block_pattern(i) >= 0) why_not = "fp16 only, not fused in " + std::string(to_string(plan_.config.precision));
+              if (!half_ && block_pattern(i) >= 0)
+                why_not = "fp16 only, not fused in " + std::string(to_string(plan_.config.precision));
               if (last < 0) {
                 last = plan_fast_conv(i, step);
                 if (!why_not.empty()) step.variant += " (fusion block: " + why_not + ")";

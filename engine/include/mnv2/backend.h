@@ -23,7 +23,7 @@ Precision parse_precision(const std::string& text);  // throws UsageError
 // How the cuda backend runs a network: fields of the prepare configuration, chosen by the front ends (mnv2
 // flags, the app's run settings); the engine reads no environment for them. Other backends ignore them.
 struct CudaOptions {
-  enum class Variant { fast, baseline };    // fast: tensor-core GEMMs, fused steps; baseline: the v1 kernels
+  enum class Variant { fast, baseline };  // fast: tensor-core GEMMs, fused steps; baseline: the v1 kernels
   // expand_dw: expansion 1x1 + depthwise 3x3 in one kernel (fp32); block: each inverted-residual block (expand,
   // depthwise, project, residual) in one kernel (fp16)
   enum class Fusion { none, expand_dw, block };
