@@ -242,7 +242,7 @@ TEST(KernelFusedBlock, RefusesWhatItCannotRun) {
   EXPECT_THROW(k::launch_fused_block(bad, ok, nullptr), Error);
   EXPECT_NE(k::fused_block_shape_refusal(bad.shape, 90).find("multiples of 8"), std::string::npos);
   bad = p;
-  bad.output = bad.input;
+  bad.output = buf.get();  // the input itself
   EXPECT_THROW(k::launch_fused_block(bad, ok, nullptr), Error);
   bad = p;
   bad.shape.stride = 3;
