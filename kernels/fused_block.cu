@@ -5,8 +5,8 @@
 //   2. per chunk of 32 expanded channels (the next chunk's weights in flight meanwhile): the expansion of the
 //      whole window on tensor cores (ldmatrix + mma.sync m16n8k16, float32 accumulators), bias and clip in
 //      registers, half into shared memory (zero for window pixels outside the map: the depthwise padding);
-//      the depthwise taps from there (8 channels per thread, float32 FFMA), bias and clip, half into a second
-//      buffer; the projection of that buffer on tensor cores into accumulators that stay in registers;
+//      the depthwise taps from there (4 pixels x 4 channels per thread, float32 FFMA), bias and clip, half into
+//      a second buffer; the projection of that buffer on tensor cores into accumulators that stay in registers;
 //   3. the projection's bias, the residual from the input window already on chip, half NHWC stores.
 // Each warp owns up to kItems projection items (16 output pixels x 32 output channels).
 #include <algorithm>
@@ -196,39 +196,70 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
     }
     __syncthreads();
 
-    // Depthwise 3x3: one output pixel x 8 channels per item.
+    // Depthwise 3x3: 4 output pixels of a row x 4 channels per item. The taps' weights come from shared memory
+    // once per item and serve 4 pixels; each window column is loaded once (4 halves) and feeds every pixel and tap
+    // it belongs to: 9 + 18 (stride 1) or 9 + 27 (stride 2) loads for 144 FFMA.
     const float* dwv = reinterpret_cast<const float*>(smem + l.dw + buf * l.dw_bytes);
     const float* db = reinterpret_cast<const float*>(smem + l.db + buf * l.bias_bytes);
-    for (int i = tid; i < pout * (kChunk / 8); i += kThreads) {
-      const int px = i / (kChunk / 8), c8 = (i % (kChunk / 8)) * 8;
-      const int oy = px / g.tile_w, ox = px - oy * g.tile_w;
-      float a[8];
-#pragma unroll
-      for (int q = 0; q < 8; ++q) a[q] = 0.0f;
-#pragma unroll
-      for (int ky = 0; ky < 3; ++ky)
-#pragma unroll
-        for (int kx = 0; kx < 3; ++kx) {
-          const int r = (oy * s.stride + ky) * l.window_w + ox * s.stride + kx;
-          const uint4 raw = *reinterpret_cast<const uint4*>(Ex + r * l.ld_e + c8);
-          const __half2* h2 = reinterpret_cast<const __half2*>(&raw);
-          const float4 w0 = *reinterpret_cast<const float4*>(dwv + (ky * 3 + kx) * kChunk + c8);
-          const float4 w1 = *reinterpret_cast<const float4*>(dwv + (ky * 3 + kx) * kChunk + c8 + 4);
-          const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const float2 f = __half22float2(h2[q]);
-            a[2 * q] = fmaf(f.x, w[2 * q], a[2 * q]);
-            a[2 * q + 1] = fmaf(f.y, w[2 * q + 1], a[2 * q + 1]);
-          }
-        }
-      uint4 packed;
-      __half2* o2 = reinterpret_cast<__half2*>(&packed);
+    const int groups_x = (g.tile_w + 3) / 4;
+    for (int i = tid; i < g.tile_h * groups_x * (kChunk / 4); i += kThreads) {
+      const int c4 = (i % (kChunk / 4)) * 4;
+      const int rest = i / (kChunk / 4);
+      const int oy = rest / groups_x, ox0 = (rest - oy * groups_x) * 4;
+      float a[4][4];
 #pragma unroll
       for (int q = 0; q < 4; ++q)
-        o2[q] = __floats2half2_rn(apply_clip(a[2 * q] + db[c8 + 2 * q], p.dw_clip),
-                                  apply_clip(a[2 * q + 1] + db[c8 + 2 * q + 1], p.dw_clip));
-      *reinterpret_cast<uint4*>(D + px * l.ld_e + c8) = packed;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) a[q][j] = 0.0f;
+#pragma unroll
+      for (int ky = 0; ky < 3; ++ky) {
+        const __half* row = Ex + (oy * s.stride + ky) * l.window_w * l.ld_e + c4;
+        float4 w[3];
+#pragma unroll
+        for (int kx = 0; kx < 3; ++kx) w[kx] = *reinterpret_cast<const float4*>(dwv + (ky * 3 + kx) * kChunk + c4);
+        // Window column c of this row feeds pixel q through tap kx = c - q * stride. Columns past the window
+        // (pixels past the tile's last column) are clamped: those pixels are not stored.
+        auto column = [&](int c) {
+          const int col = min(ox0 * s.stride + c, l.window_w - 1);
+          const uint2 raw = *reinterpret_cast<const uint2*>(row + col * l.ld_e);
+          const __half2* h2 = reinterpret_cast<const __half2*>(&raw);
+          const float2 lo = __half22float2(h2[0]), hi = __half22float2(h2[1]);
+          return make_float4(lo.x, lo.y, hi.x, hi.y);
+        };
+        auto tap = [&](float(&acc)[4], const float4& v, const float4& wk) {
+          acc[0] = fmaf(v.x, wk.x, acc[0]);
+          acc[1] = fmaf(v.y, wk.y, acc[1]);
+          acc[2] = fmaf(v.z, wk.z, acc[2]);
+          acc[3] = fmaf(v.w, wk.w, acc[3]);
+        };
+        if (s.stride == 1) {
+#pragma unroll
+          for (int c = 0; c < 6; ++c) {
+            const float4 v = column(c);
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+              if (c - q >= 0 && c - q < 3) tap(a[q], v, w[c - q]);
+          }
+        } else {
+#pragma unroll
+          for (int c = 0; c < 9; ++c) {
+            const float4 v = column(c);
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+              if (c - 2 * q >= 0 && c - 2 * q < 3) tap(a[q], v, w[c - 2 * q]);
+          }
+        }
+      }
+      const float4 b = *reinterpret_cast<const float4*>(db + c4);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        if (ox0 + q >= g.tile_w) break;
+        uint2 packed;
+        __half2* o2 = reinterpret_cast<__half2*>(&packed);
+        o2[0] = __floats2half2_rn(apply_clip(a[q][0] + b.x, p.dw_clip), apply_clip(a[q][1] + b.y, p.dw_clip));
+        o2[1] = __floats2half2_rn(apply_clip(a[q][2] + b.z, p.dw_clip), apply_clip(a[q][3] + b.w, p.dw_clip));
+        *reinterpret_cast<uint2*>(D + (oy * g.tile_w + ox0 + q) * l.ld_e + c4) = packed;
+      }
     }
     __syncthreads();
 

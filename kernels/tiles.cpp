@@ -452,6 +452,8 @@ FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const Dev
         const FusedBlockLayout l = fused_block_layout(s, th, tw);
         const int items = fused_block_items(s, th, tw);
         if (l.m2 > 256 || items > kFusedBlockMaxItems || l.total > caps.smem_per_block_optin) continue;
+        // Tiles whose halos more than double the expansion's work are never worth it (small tiles at batch 1).
+        if (fused_block_recompute_factor(s, FusedBlockVariant{th, tw, 2}) > kFusedBlockMaxRecompute) continue;
         const int variant_items = items <= 2 ? 2 : items <= 4 ? 4 : 6;
         const int by_smem = std::max(1, caps.smem_per_sm / (l.total + 1024));
         const int occ = std::max(1, std::min({by_smem, fused_block_regs_blocks(variant_items),
@@ -475,7 +477,8 @@ FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const Dev
     }
     if (best.tile_h == 0)
       why = "no tile fits " + std::to_string(caps.smem_per_block_optin) + " bytes of shared memory and " +
-            std::to_string(kFusedBlockMaxItems) + " projection items per warp";
+            std::to_string(kFusedBlockMaxItems) + " projection items per warp with halos costing at most x" +
+            std::to_string(kFusedBlockMaxRecompute).substr(0, 3);
   }
   if (why_not != nullptr) *why_not = why;
   return best;
@@ -496,16 +499,18 @@ int64_t fused_block_blocks(const FusedBlockShape& s, const FusedBlockVariant& v)
 
 double fused_block_recompute_factor(const FusedBlockShape& s, const FusedBlockVariant& v) {
   if (v.tile_h < 1 || v.tile_w < 1) return 1.0;
-  double computed = 0;
-  for (int oh0 = 0; oh0 < s.out_h; oh0 += v.tile_h)
-    for (int ow0 = 0; ow0 < s.out_w; ow0 += v.tile_w) {
-      const int h0 = oh0 * s.stride - s.pad_top, w0 = ow0 * s.stride - s.pad_left;
-      const int h1 = h0 + (v.tile_h - 1) * s.stride + 3, w1 = w0 + (v.tile_w - 1) * s.stride + 3;
-      const int rows = std::max(0, std::min(h1, s.in_h) - std::max(h0, 0));
-      const int cols = std::max(0, std::min(w1, s.in_w) - std::max(w0, 0));
-      computed += static_cast<double>(rows) * cols;
+  // Window pixels inside the map, summed over the tiles: separable into rows and columns.
+  auto covered = [&s](int out, int tile, int pad, int in) {
+    double sum = 0;
+    for (int o0 = 0; o0 < out; o0 += tile) {
+      const int a = o0 * s.stride - pad, b = a + (tile - 1) * s.stride + 3;
+      sum += std::max(0, std::min(b, in) - std::max(a, 0));
     }
+    return sum;
+  };
   const double exact = static_cast<double>(s.in_h) * s.in_w;
+  const double computed =
+      covered(s.out_h, v.tile_h, s.pad_top, s.in_h) * covered(s.out_w, v.tile_w, s.pad_left, s.in_w);
   return exact > 0 ? computed / exact : 1.0;
 }
 

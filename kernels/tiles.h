@@ -288,6 +288,8 @@ inline constexpr int kFusedBlockThreads = 256;
 inline constexpr int kFusedBlockWarps = kFusedBlockThreads / 32;
 // Projection work items (16 output pixels x 32 output channels) per warp the kernel is built for.
 inline constexpr int kFusedBlockMaxItems = 6;
+// The most expansion work (halo recomputation included) over the exact count a tile may cost.
+inline constexpr double kFusedBlockMaxRecompute = 2.0;
 
 struct FusedBlockShape {
   int batch = 0, in_channels = 0, expanded = 0, out_channels = 0;
@@ -327,7 +329,8 @@ std::string fused_block_shape_refusal(const FusedBlockShape& s, int code_arch);
 // The tile by a cost model: per block the tensor-core multiply-adds (halo and padding included), the
 // depthwise FFMA, the weights streamed from L2 and a fixed cost per chunk (barriers), times the waves of
 // blocks the resident blocks per multiprocessor (shared memory, registers by items) give. Only tiles whose
-// layout fits caps.smem_per_block_optin and whose items fit kFusedBlockMaxItems. *why_not as
+// layout fits caps.smem_per_block_optin, whose items fit kFusedBlockMaxItems and whose halos cost at most
+// kFusedBlockMaxRecompute. *why_not as
 // fused_block_refusal (then the variant must not be launched).
 FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const DeviceCaps& caps, int code_arch,
                                              std::string* why_not);
