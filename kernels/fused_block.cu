@@ -6,7 +6,9 @@
 //      whole window on tensor cores (ldmatrix + mma.sync m16n8k16, float32 accumulators), bias and clip in
 //      registers, half into shared memory (zero for window pixels outside the map: the depthwise padding);
 //      the depthwise taps from there (4 pixels x 4 channels per thread, float32 FFMA), bias and clip, half into
-//      a second buffer; the projection of that buffer on tensor cores into accumulators that stay in registers;
+//      a second buffer; the projection of that buffer on tensor cores into accumulators that stay in registers.
+//      Two barriers per chunk: the projection of chunk c and the expansion of chunk c + 1 run between the same
+//      two barriers (see the loop);
 //   3. the projection's bias, the residual from the input window already on chip, half NHWC stores.
 // Each warp owns up to kItems projection items (16 output pixels x 32 output channels).
 #include <algorithm>
@@ -151,14 +153,8 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
 #pragma unroll
       for (int q = 0; q < 4; ++q) acc[j][t][q] = 0.0f;
 
-  for (int c = 0; c < g.chunks; ++c) {
-    const int buf = c & 1;
-    cp_wait_all();    // chunk c (and, at c = 0, the window) has landed for this thread ...
-    __syncthreads();  // ... for every thread; every warp is done with chunk c - 1's projection
-    if (c + 1 < g.chunks) load_chunk(c + 1, buf ^ 1);
-    cp_commit();
-
-    // Expansion of the window: row tiles of 16 pixels over the warps, 32 channels each.
+  // Phase 1 of a chunk (weights from buffer buf): the expansion of the window into Ex.
+  auto expand_chunk = [&](int buf) {  // row tiles of 16 window pixels over the warps, 32 channels each
     const __half* we = reinterpret_cast<const __half*>(smem + l.we + buf * l.we_bytes);
     const float* eb = reinterpret_cast<const float*>(smem + l.eb + buf * l.bias_bytes);
     for (int rt = warp; rt < l.m1 / 16; rt += kWarps) {
@@ -194,8 +190,9 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
         }
       }
     }
-    __syncthreads();
-
+  };
+  // Phase 2: the depthwise from Ex into D.
+  auto depthwise_chunk = [&](int buf) {
     // Depthwise 3x3: 4 output pixels of a row x 4 channels per item. The taps' weights come from shared memory
     // once per item and serve 4 pixels; each window column is loaded once (4 halves) and feeds every pixel and tap
     // it belongs to: 9 + 18 (stride 1) or 9 + 27 (stride 2) loads for 144 FFMA.
@@ -261,9 +258,9 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
         *reinterpret_cast<uint2*>(D + (oy * g.tile_w + ox0 + q) * l.ld_e + c4) = packed;
       }
     }
-    __syncthreads();
-
-    // Projection of the chunk into the warp's items.
+  };
+  // Phase 3: the projection of D into the warp's items' accumulators.
+  auto project_chunk = [&](int buf) {
     const __half* wp = reinterpret_cast<const __half*>(smem + l.wp + buf * l.wp_bytes);
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
@@ -284,6 +281,26 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
         }
       }
     }
+  };
+
+  // Software-pipelined over two barriers per chunk (v3; v2 had three): the projection of chunk c and the expansion
+  // of chunk c + 1 share one interval (they touch D and Ex, the depthwise of chunk c has finished with Ex), so the
+  // warps have tensor-core work from both between the barriers and idle warps of one phase take the other's.
+  //   interval A(c): load chunk c + 1's weights (buffer c + 1 is free: chunk c - 1 is done), depthwise c: Ex -> D
+  //   interval B(c): projection c (D, buffer c), expansion c + 1 (buffer c + 1) -> Ex
+  cp_wait_all();    // the window and chunk 0 have landed for this thread ...
+  __syncthreads();  // ... for every thread
+  expand_chunk(0);
+  for (int c = 0; c < g.chunks; ++c) {
+    const int buf = c & 1;
+    __syncthreads();  // Ex holds chunk c; every warp is done with chunk c - 1 (its weights' buffer, D)
+    if (c + 1 < g.chunks) load_chunk(c + 1, buf ^ 1);
+    cp_commit();
+    depthwise_chunk(buf);
+    cp_wait_all();    // chunk c + 1 has landed for this thread ...
+    __syncthreads();  // ... for every thread; D holds chunk c; every warp is done with Ex
+    project_chunk(buf);
+    if (c + 1 < g.chunks) expand_chunk(buf ^ 1);
   }
   cp_wait_all();
 
