@@ -88,7 +88,17 @@ Precision parse_precision(const std::string& text) {
 
 const char* to_string(CudaOptions::Variant v) { return v == CudaOptions::Variant::fast ? "fast" : "baseline"; }
 
-const char* to_string(CudaOptions::Fusion f) { return f == CudaOptions::Fusion::none ? "none" : "expand_dw"; }
+const char* to_string(CudaOptions::Fusion f) {
+  switch (f) {
+    case CudaOptions::Fusion::none:
+      return "none";
+    case CudaOptions::Fusion::expand_dw:
+      return "expand_dw";
+    case CudaOptions::Fusion::block:
+      return "block";
+  }
+  return "?";
+}
 
 const char* to_string(CudaOptions::Graph g) {
   switch (g) {
@@ -123,7 +133,8 @@ CudaOptions::Variant parse_cuda_variant(const std::string& text) {
 }
 
 CudaOptions::Fusion parse_cuda_fusion(const std::string& text) {
-  return parse_named(text, "cuda fusion", {CudaOptions::Fusion::none, CudaOptions::Fusion::expand_dw});
+  return parse_named(text, "cuda fusion",
+                     {CudaOptions::Fusion::none, CudaOptions::Fusion::expand_dw, CudaOptions::Fusion::block});
 }
 
 CudaOptions::Graph parse_cuda_graph(const std::string& text) {

@@ -295,7 +295,8 @@ class CudaPreparedNet final : public PreparedNet {
   // no plan of this backend materialises a convolution's output before its clip.)
   std::optional<PrepareConfig> every_layer_config() const override {
     bool op_fusion = false;
-    for (const CudaStep& step : plan_.steps) op_fusion = op_fusion || step.kernel == CudaKernel::expand_depthwise;
+    for (const CudaStep& step : plan_.steps)
+      op_fusion = op_fusion || step.kernel == CudaKernel::expand_depthwise || step.kernel == CudaKernel::fused_block;
     if (!op_fusion) return std::nullopt;
     PrepareConfig unfused = config_;
     unfused.cuda.fusion = CudaOptions::Fusion::none;

@@ -77,6 +77,8 @@ class Lowering {
   const float* upload(const std::vector<float>& host);
   // GEMM weights in the mode's operand type: half in fp16 (rounded to nearest on the host), else float32.
   const void* upload_gemm_weights(const std::vector<float>& host);
+  // Half values already rounded (their bits), as weights.
+  const void* upload_half_bits(const std::vector<uint16_t>& bits);
   const float* upload_bias(const Layer& l) { return l.bias.empty() ? nullptr : upload(l.bias); }
 
  private:
@@ -90,6 +92,7 @@ int checked_int(int64_t v, const std::string& what);
 void lower_direct_conv(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);       // lower_conv.cpp
 void lower_depthwise_conv(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);    // lower_depthwise.cpp
 void lower_expand_depthwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);  // lower_depthwise.cpp
+void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);       // lower_block.cpp
 void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);         // lower_gemm.cpp
 void lower_linear(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);            // lower_gemm.cpp
 void lower_im2col_gemm(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);       // lower_gemm.cpp
