@@ -17,9 +17,9 @@
 
 #include "mnv2_lab/depthwise.h"
 
-constexpr int kVec = 4;   // channels per thread
-constexpr int kCols = 2;  // output columns per thread
-MNV2_LAB_BLOCK(128, 1, 1);
+constexpr int kVec = 4;      // channels per thread
+constexpr int kCols = 2;     // output columns per thread
+MNV2_LAB_BLOCK(64, 1, 1);    // small blocks: at batch 1 the 7x7 and 14x14 layers then reach more multiprocessors
 MNV2_LAB_TILE(kVec, kCols);  // grid rule: items = batch * out_h * ceil(out_w / kCols) * ceil(channels / kVec)
 
 // kVec consecutive channels from element i of an activation map. kWhole: the channel count is a multiple of
@@ -157,7 +157,7 @@ __device__ __forceinline__ void depthwise_dispatch(const mnv2_lab::DepthwisePara
   }
 }
 
-__global__ void __launch_bounds__(128) depthwise3x3_tiled(const mnv2_lab::DepthwiseParams p) {
+__global__ void __launch_bounds__(64) depthwise3x3_tiled(const mnv2_lab::DepthwiseParams p) {
   const int groups = mnv2_lab::ceil_div(p.channels, kVec);
   const int col_groups = mnv2_lab::ceil_div(p.out_w, kCols);
   const long long items = static_cast<long long>(p.batch) * p.out_h * col_groups * groups;
