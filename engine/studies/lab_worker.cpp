@@ -231,12 +231,12 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
     if (gpu == nullptr) throw Error("the GPU plugin is not loaded: " + gpu_plugin::status().problem);
     gpu_plugin::LabModuleInfo info;
     gpu->lab_module_info(spec.cubin_path, info);
-    // A kernel written for another slot would read this slot's struct as its own: its (mangled) name says which
-    // struct it takes ("_Z6linearN8mnv2_lab16ClassifierParamsE"); an extern "C" kernel's name does not.
-    if (slot != nullptr && info.kernel_name.rfind("_Z", 0) == 0 &&
-        info.kernel_name.find("mnv2_lab") != std::string::npos) {
+    // A kernel written for another slot (or taking anything else) would read this slot's struct as its own: its
+    // (mangled) name says what it takes ("_Z6linearN8mnv2_lab16ClassifierParamsE"); an extern "C" kernel's name
+    // does not, and is trusted.
+    if (slot != nullptr && info.kernel_name.rfind("_Z", 0) == 0) {
       const std::string type = slot->params_struct.substr(slot->params_struct.rfind(':') + 1);
-      if (info.kernel_name.find(std::to_string(type.size()) + type) == std::string::npos) {
+      if (info.kernel_name.find("8mnv2_lab" + std::to_string(type.size()) + type) == std::string::npos) {
         r.message = "lab: the kernel " + info.kernel_name + " does not take " + slot->params_struct +
                     ", the parameter struct of slot '" + spec.slot + "' (a kernel written for another slot?)";
         say(r.message);
