@@ -50,8 +50,6 @@ uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
 // ---- slots -----------------------------------------------------------------------------------------------------
 
-const char* kNotYet = "not in the lab yet: the depthwise and pointwise slots came first (docs/KERNEL_LAB.md)";
-
 std::string read_text(const std::string& path, const char* what) {
   const InputBudget budget{what, 16 * inputs::kMiB};
   return read_input_file(path, budget);
@@ -128,12 +126,25 @@ const std::vector<LabSlot>& lab_slots() {
        "one work item = tile a output channels x tile b pixels; items = ceil(out_channels / a) * ceil(pixels / b); "
        "grid.x = ceil(items / threads per block)",
        ""},
-      {"stem", "the stem's 3x3 stride-2 convolution (+bias, ReLU6) on the NCHW input", "", "", "", kNotYet},
-      {"pool", "global average pool", "", "", "", kNotYet},
-      {"classifier", "the classifier (Linear, +bias)", "", "", "", kNotYet},
+      {"stem",
+       "the convolution reading the network input (the stem's 3x3 stride 2, +bias, clip/ReLU6), NCHW float32 in, NHWC "
+       "out",
+       "mnv2_lab/stem.h", "mnv2_lab::StemParams",
+       "one work item = tile a output channels x tile b output columns of one output row of one image; items = "
+       "batch * out_h * ceil(out_w / b) * ceil(out_channels / a); grid.x = ceil(items / threads per block)",
+       ""},
+      {"pool", "global average pool (mean over each channel's map), NHWC", "mnv2_lab/pool.h", "mnv2_lab::PoolParams",
+       "one work item = tile a channels of one image (tile b not used); items = batch * ceil(channels / a); grid.x = "
+       "ceil(items / threads per block)",
+       ""},
+      {"classifier", "the classifier (Linear as a GEMM, +bias)", "mnv2_lab/classifier.h", "mnv2_lab::ClassifierParams",
+       "one work item = tile a output features x tile b images; items = ceil(out_features / a) * ceil(batch / b); "
+       "grid.x = ceil(items / threads per block)",
+       ""},
       {"block", "a whole inverted-residual block", "", "", "",
-       "waits for the planner to make whole-block steps: the lab replaces one step's kernel, and no step covers a "
-       "whole block yet"},
+       "the lab runs the unfused plan, where each layer of a block is its own step (the depthwise and pointwise "
+       "slots replace those); a whole-block slot needs the planner's whole-block step (--cuda-fusion block) with a "
+       "slot header and a lowering hook of its own, which the lab does not have yet"},
   };
   return slots;
 }
@@ -153,9 +164,21 @@ const LabSlot& lab_slot(const std::string& name) {
 std::vector<int> lab_slot_layers(const Model& model, const std::string& slot) {
   std::vector<int> layers;
   for (const Layer& l : model.layers) {
+    // As the cuda planner's fast variant picks its kernels (planner.cpp, plan_fast_conv, plan_pool, plan_linear).
+    if (l.kind == LayerKind::GlobalAveragePool) {
+      if (slot == "pool") layers.push_back(l.index);
+      continue;
+    }
+    if (l.kind == LayerKind::Linear) {
+      if (slot == "classifier") layers.push_back(l.index);
+      continue;
+    }
+    if (l.kind != LayerKind::Conv2d || l.inputs.empty()) continue;
     const ConvParams& c = l.conv;
-    // As the cuda planner's fast variant picks its kernels (planner.cpp, plan_fast_conv).
-    if (l.kind != LayerKind::Conv2d || l.inputs.empty() || l.inputs.front() == kNetworkInput) continue;
+    if (l.inputs.front() == kNetworkInput) {  // the direct convolution on the NCHW input, whatever its shape
+      if (slot == "stem") layers.push_back(l.index);
+      continue;
+    }
     if (slot == "depthwise" && c.depthwise() && c.kernel_h == 3 && c.kernel_w == 3 && c.dilation_h == 1 &&
         c.dilation_w == 1)
       layers.push_back(l.index);

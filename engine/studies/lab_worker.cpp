@@ -231,6 +231,18 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
     if (gpu == nullptr) throw Error("the GPU plugin is not loaded: " + gpu_plugin::status().problem);
     gpu_plugin::LabModuleInfo info;
     gpu->lab_module_info(spec.cubin_path, info);
+    // A kernel written for another slot (or taking anything else) would read this slot's struct as its own: its
+    // (mangled) name says what it takes ("_Z6linearN8mnv2_lab16ClassifierParamsE"); an extern "C" kernel's name
+    // does not, and is trusted.
+    if (slot != nullptr && info.kernel_name.rfind("_Z", 0) == 0) {
+      const std::string type = slot->params_struct.substr(slot->params_struct.rfind(':') + 1);
+      if (info.kernel_name.find("8mnv2_lab" + std::to_string(type.size()) + type) == std::string::npos) {
+        r.message = "lab: the kernel " + info.kernel_name + " does not take " + slot->params_struct +
+                    ", the parameter struct of slot '" + spec.slot + "' (a kernel written for another slot?)";
+        say(r.message);
+        return finish(1);
+      }
+    }
     // The source's name where the module's (mangled) one contains it, else the module's.
     if (r.kernel_name.empty() || info.kernel_name.find(r.kernel_name) == std::string::npos)
       r.kernel_name = info.kernel_name;
@@ -294,12 +306,24 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
     LabLayer l;
     l.index = index;
     l.name = layer.name;
+    const ConvParams& conv = layer.conv;
     if (spec.slot == "depthwise") {
-      l.op = "depthwise 3x3 s" + std::to_string(layer.conv.stride_h);
-    } else {
-      l.op = "1x1 " + std::to_string(layer.conv.in_channels) + "->" + std::to_string(layer.conv.out_channels);
+      l.op = "depthwise 3x3 s" + std::to_string(conv.stride_h);
+    } else if (spec.slot == "pointwise") {
+      l.op = "1x1 " + std::to_string(conv.in_channels) + "->" + std::to_string(conv.out_channels);
       for (int j : step.layers)
         if (model.layers[static_cast<size_t>(j)].kind == LayerKind::ResidualAdd) l.op += " +res";
+    } else if (spec.slot == "stem") {
+      l.op = "conv " + std::to_string(conv.kernel_h) + "x" + std::to_string(conv.kernel_w) + " s" +
+             std::to_string(conv.stride_h) + " " + std::to_string(conv.in_channels) + "->" +
+             std::to_string(conv.out_channels);
+    } else if (spec.slot == "pool") {
+      const Shape& in = layer.inputs.front() == kNetworkInput
+                            ? Shape{batch, model.input_channels, config.height, config.width}
+                            : stats[static_cast<size_t>(layer.inputs.front())].output;
+      l.op = "avgpool " + std::to_string(in.h) + "x" + std::to_string(in.w);
+    } else {
+      l.op = "linear " + std::to_string(layer.in_features) + "->" + std::to_string(layer.out_features);
     }
     const Tensor& got = user_out[static_cast<size_t>(out)];
     l.shape = shape_text(got.shape);

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_runner.h"
 #include "mnv2/json_io.h"
@@ -22,7 +25,8 @@ TEST(CliLab, UsageErrorsExit2AndWriteNoResult) {
       {"lab", "--kernel", naive},
       {"lab", "--slot", "nope", "--kernel", naive},
       {"lab", "--slot", "block", "--kernel", naive},
-      {"lab", "--slot", "stem", "--kernel", naive},
+      {"lab", "--slot", "stem", "--kernel", naive, "--layers", "2"},
+      {"lab", "--slot", "classifier", "--kernel", naive, "--layers", "0"},
       {"lab", "--slot", "depthwise"},
       {"lab", "--slot", "depthwise", "--kernel", d.file("missing.cu")},
       {"lab", "--slot", "depthwise", "--kernel", naive, "--layers", "3"},
@@ -52,11 +56,28 @@ TEST(CliLab, TemplateAndSlotList) {
   EXPECT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("MNV2_LAB_BLOCK("), std::string::npos);
   EXPECT_NE(t.out.find("#include \"mnv2_lab/depthwise.h\""), std::string::npos);
+  for (const char* slot : {"stem", "pool", "classifier"}) {
+    const CliResult st = run_cli({"lab", "--template", slot});
+    EXPECT_EQ(st.code, 0) << slot << ": " << st.err;
+    EXPECT_NE(st.out.find(std::string("#include \"mnv2_lab/") + slot + ".h\""), std::string::npos) << st.out;
+    EXPECT_NE(st.out.find("MNV2_LAB_TILE("), std::string::npos) << st.out;
+  }
   const CliResult l = run_cli({"lab", "--list-slots"});
   EXPECT_EQ(l.code, 0) << l.err;
   EXPECT_NE(l.out.find("depthwise"), std::string::npos);
   EXPECT_NE(l.out.find("2,7,12,18"), std::string::npos) << l.out;
   EXPECT_NE(l.out.find("block"), std::string::npos);
+  // Only the block slot is refused: the stem, pool and classifier lines name their layers (0, the pool, the last).
+  size_t refused = 0;
+  for (size_t at = l.out.find("(refused:"); at != std::string::npos; at = l.out.find("(refused:", at + 1)) ++refused;
+  EXPECT_EQ(refused, 1u) << l.out;
+  for (const std::string slot : {"stem", "pool", "classifier"}) {
+    const size_t at = l.out.find("\n" + slot + " ");
+    ASSERT_NE(at, std::string::npos) << slot << ": " << l.out;
+    const std::string line = l.out.substr(at + 1, l.out.find('\n', at + 1) - at - 1);
+    EXPECT_EQ(line.find("layers: -"), std::string::npos) << line;
+    EXPECT_EQ(line.find("refused"), std::string::npos) << line;
+  }
 }
 
 TEST(CliLab, ACompileErrorExits3WithItsLineAndTheResultFile) {
@@ -78,6 +99,15 @@ TEST(CliLab, ACompileErrorExits3WithItsLineAndTheResultFile) {
                                {"MNV2_CACHE_DIR=" + d.file("cache")});
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
   EXPECT_EQ(json::parse_file(json)["status"], "passed");
+  for (const auto& [slot, file] : std::vector<std::pair<std::string, std::string>>{
+           {"stem", "stem_naive.cu"}, {"pool", "pool_naive.cu"}, {"classifier", "fc_naive.cu"}}) {
+    const CliResult c = run_cli({"lab", "--slot", slot, "--kernel", kExamples + "/" + file, "--arch", "sm_90",
+                                 "--compile-only", "--json", json},
+                                {"MNV2_CACHE_DIR=" + d.file("cache")});
+    EXPECT_EQ(c.code, 0) << slot << ": " << c.out << c.err;
+    EXPECT_EQ(json::parse_file(json)["status"], "passed") << slot;
+    EXPECT_EQ(json::parse_file(json)["slot"], slot);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "mnv2/device.h"
 #include "mnv2/lab.h"
@@ -169,6 +171,86 @@ TEST_F(LabGpu, PointwiseNaivePassesEveryPointwiseLayerInFp32AndFp16) {
     for (const LabLayer& l : r.layers) residual = residual || l.op.find("+res") != std::string::npos;
     EXPECT_TRUE(residual) << "the projections with a residual add run the user's kernel too";
   }
+}
+
+// The stem, pool and classifier slots: the naive examples (the templates) pass on their one layer each, fp32 and
+// fp16 (where the stem writes half NHWC from the float32 NCHW input, the pool reads and writes half, the classifier
+// reads half and writes float32 logits), odd batch; one timed run per slot beside ours and cuDNN.
+TEST_F(LabGpu, StemPoolAndClassifierNaivePassInFp32AndFp16) {
+  const Model m = load_located_model(ModelLocation{config("dw_naive.cu").model_path, "", {}});
+  for (const auto& [slot, example, op] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{"stem", "stem_naive.cu", "conv 3x3 s2"},
+                                                                      {"pool", "pool_naive.cu", "avgpool"},
+                                                                      {"classifier", "fc_naive.cu", "linear"}}) {
+    const std::vector<int> layers = lab_slot_layers(m, slot);
+    ASSERT_EQ(layers.size(), 1u) << slot;
+    for (Precision p : {Precision::fp32, Precision::fp16}) {
+      LabConfig c = config(example, p, 3);
+      c.slot = slot;
+      const LabResult r = run_lab(c);
+      SCOPED_TRACE(slot + " " + to_string(p));
+      expect_all_passed(r, 1);
+      if (r.layers.empty()) continue;
+      EXPECT_EQ(r.layers[0].index, layers[0]);
+      EXPECT_EQ(r.layers[0].op.rfind(op, 0), 0u) << r.layers[0].op;
+      EXPECT_EQ(r.layers[0].shape.rfind("3,", 0), 0u) << r.layers[0].shape;  // the batch
+    }
+    LabConfig timed = config(example, Precision::fp32, 1);
+    timed.slot = slot;
+    timed.no_time = false;
+    timed.runs = 10;
+    const LabResult r = run_lab(timed);
+    expect_all_passed(r, 1);
+    if (r.layers.empty()) continue;
+    EXPECT_TRUE(r.layers[0].user_us && *r.layers[0].user_us > 0) << slot;
+    EXPECT_TRUE(r.layers[0].ours_us && *r.layers[0].ours_us > 0) << slot;
+    EXPECT_TRUE(r.layers[0].cudnn_us.has_value()) << slot;
+    EXPECT_TRUE(r.end_to_end && r.end_to_end->user_ms) << slot;
+  }
+}
+
+// A bug in each of those kernels is caught at the slot's layer, with the element: proof that the user's kernel,
+// not ours, computed the checked output.
+TEST_F(LabGpu, StemPoolAndClassifierBugsAreCaughtAtTheirLayer) {
+  const Model m = load_located_model(ModelLocation{config("dw_naive.cu").model_path, "", {}});
+  for (const auto& [slot, example, from, to] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
+           {"stem", "stem_naive.cu", "ow * p.stride_w - p.pad_left + kw", "ow * p.stride_w + kw"},
+           {"pool", "pool_naive.cu", "sum / static_cast<float>(p.plane)", "sum"},  // forgets to divide
+           {"classifier", "fc_naive.cu", "n * p.ld_output + o;", "n * p.ld_output + (o + 1) % p.out_features;"}}) {
+    SCOPED_TRACE(slot);
+    std::string source = test::read_file(examples_dir() + "/" + example);
+    const size_t at = source.find(from);
+    ASSERT_NE(at, std::string::npos) << example << " changed: update this test";
+    source.replace(at, from.size(), to);
+    const std::string wrong = dir_.file(slot + "_wrong.cu");
+    test::write_file(wrong, source);
+    for (Precision p : {Precision::fp32, Precision::fp16}) {
+      LabConfig c = config(example, p, 2);
+      c.slot = slot;
+      c.kernel_file = wrong;
+      const LabResult r = run_lab(c);
+      EXPECT_EQ(r.status, "check_failed") << r.message;
+      EXPECT_EQ(lab_exit_code(r), 1);
+      ASSERT_EQ(r.layers.size(), 1u) << r.message;
+      EXPECT_EQ(r.layers[0].index, lab_slot_layers(m, slot).front());
+      ASSERT_TRUE(r.layers[0].check.first_failure);
+      EXPECT_EQ(r.layers[0].check.first_failure->coords.size(), 4u);
+      EXPECT_NE(r.message.find("layer " + std::to_string(r.layers[0].index)), std::string::npos) << r.message;
+    }
+  }
+}
+
+// A kernel written for another slot is refused by its parameter struct (the module's mangled name) before it
+// runs with a struct it would misread.
+TEST_F(LabGpu, AKernelForAnotherSlotIsRefusedByItsParameterStruct) {
+  LabConfig c = config("fc_naive.cu");
+  c.slot = "pool";
+  const LabResult r = run_lab(c);
+  EXPECT_EQ(r.status, "error") << r.message;
+  EXPECT_EQ(lab_exit_code(r), 1);
+  EXPECT_NE(r.message.find("mnv2_lab::PoolParams"), std::string::npos) << r.message;
+  EXPECT_TRUE(r.layers.empty());
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // compiling with NVRTC (no GPU needed), the compile cache, the "mnv2.lab" document's round trip, the slot table.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -65,13 +66,34 @@ TEST(LabSlots, TableLayersAndRefusals) {
   EXPECT_EQ(pw.size(), 16u + 17u + 1u);
   for (int i : pw) EXPECT_TRUE(m.layers[static_cast<size_t>(i)].conv.pointwise());
   EXPECT_EQ(lab_slot("pointwise").header, "mnv2_lab/pointwise.h");
-  EXPECT_THROW(lab_slot("stem"), UsageError);
+  // The stem (the one convolution reading the network input), the pool and the classifier: one layer each.
+  const std::vector<int> stem = lab_slot_layers(m, "stem");
+  ASSERT_EQ(stem.size(), 1u);
+  EXPECT_EQ(m.layers[static_cast<size_t>(stem[0])].inputs.front(), kNetworkInput);
+  EXPECT_EQ(m.layers[static_cast<size_t>(stem[0])].conv.stride_h, 2);
+  const std::vector<int> pool = lab_slot_layers(m, "pool");
+  ASSERT_EQ(pool.size(), 1u);
+  EXPECT_EQ(m.layers[static_cast<size_t>(pool[0])].kind, LayerKind::GlobalAveragePool);
+  const std::vector<int> fc = lab_slot_layers(m, "classifier");
+  ASSERT_EQ(fc.size(), 1u);
+  EXPECT_EQ(fc[0], static_cast<int>(m.layers.size()) - 1);
+  EXPECT_EQ(m.layers.back().kind, LayerKind::Linear);
+  // No layer is in two slots.
+  std::vector<int> all = dw;
+  for (const std::vector<int>* v : {&pw, &stem, &pool, &fc}) all.insert(all.end(), v->begin(), v->end());
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
+  EXPECT_EQ(lab_slot("stem").header, "mnv2_lab/stem.h");
+  EXPECT_EQ(lab_slot("pool").header, "mnv2_lab/pool.h");
+  EXPECT_EQ(lab_slot("classifier").header, "mnv2_lab/classifier.h");
+  EXPECT_TRUE(lab_slot_layers(m, "block").empty());
   EXPECT_THROW(lab_slot("nope"), UsageError);
   try {
     lab_slot("block");
     FAIL() << "the block slot must be refused";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("whole-block steps"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unfused plan"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("whole-block step"), std::string::npos) << e.what();
   }
 }
 
@@ -162,7 +184,15 @@ TEST_F(LabCompile, TemplateAndExamplesCompileWithTheSlotHeaders) {
   const LabCompileResult pw = compile(lab_template("pointwise"), "pointwise.cu");
   EXPECT_TRUE(pw.ok) << pw.log;
   EXPECT_EQ(pw.kernel_name, "pointwise1x1");
-  for (const char* ex : {"dw_naive.cu", "dw_improved.cu", "dw_wrong.cu", "dw_oob.cu", "pw_naive.cu"}) {
+  for (const auto& [slot, name] : std::vector<std::pair<std::string, std::string>>{
+           {"stem", "stem_conv"}, {"pool", "global_avg_pool"}, {"classifier", "linear"}}) {
+    const LabCompileResult r = compile(lab_template(slot), slot + ".cu");
+    EXPECT_TRUE(r.ok) << slot << ":\n" << r.log;
+    EXPECT_EQ(r.kernel_name, name);
+    EXPECT_TRUE(r.diagnostics.empty()) << slot << ":\n" << r.log;  // the templates compile without warnings
+  }
+  for (const char* ex : {"dw_naive.cu", "dw_improved.cu", "dw_wrong.cu", "dw_oob.cu", "pw_naive.cu", "stem_naive.cu",
+                         "pool_naive.cu", "fc_naive.cu"}) {
     const LabCompileResult r = compile(test::read_file(std::string(MNV2_LAB_EXAMPLES_DIR) + "/" + ex), ex);
     EXPECT_TRUE(r.ok) << ex << ":\n" << r.log;
   }

@@ -323,8 +323,9 @@ QStringList labSlots() {
 QString labSlotRefusal(const QString& slot) {
   if (slot == QLatin1String("block"))
     return QStringLiteral(
-        "Whole inverted-residual blocks: not yet — the lab offers a block slot once the planner makes whole-block "
-        "steps; until then `mnv2 lab --slot block` is refused.");
+        "Whole inverted-residual blocks: not yet — the lab runs the unfused plan, where each layer of a block is "
+        "its own step; a block slot needs the planner's whole-block step (--cuda-fusion block) with a slot header "
+        "and lowering of its own, so `mnv2 lab --slot block` is refused.");
   return {};
 }
 

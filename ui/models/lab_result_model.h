@@ -92,7 +92,7 @@ struct LabResult {
 std::optional<LabResult> parseLabResult(const QByteArray& json, QString* error);
 
 // The slots `mnv2 lab --slot` takes, in the order the page offers them, and "block", which the lab lists but
-// refuses until the planner makes whole-block steps (labSlotRefusal says why).
+// refuses: the lab runs the unfused plan, and no slot takes a whole-block step (labSlotRefusal says why).
 QStringList labSlots();
 QString labSlotRefusal(const QString& slot);  // empty when the slot can be run
 // The layers of `topology` a slot replaces (for the layer chooser; the engine decides what runs and refuses

@@ -404,11 +404,7 @@ class CudaPreparedNet final : public PreparedNet {
       step.label = layer_label(model.layers[static_cast<size_t>(planned.layers.front())]);
       step.exec = ExecStep{planned.name, planned.layers, planned.variant};
       // The kernel lab's user kernel: its steps say so in reports (the variant that actually ran).
-      const bool pointwise = planned.kernel == CudaKernel::pointwise_gemm || planned.kernel == CudaKernel::pointwise_tc;
-      if (lab_ &&
-          ((planned.kernel == CudaKernel::depthwise_conv && lab_->replaces("depthwise", planned.layers.front())) ||
-           (pointwise && lab_->replaces("pointwise", planned.layers.front()))))
-        step.exec.variant = "lab:" + lab_->spec().name + " (" + lab_->kernel_name() + ")";
+      if (lab_runs(*lw_, planned)) step.exec.variant = "lab:" + lab_->spec().name + " (" + lab_->kernel_name() + ")";
       try {
         lower_step(*lw_, planned, step.launches);
       } catch (const Error& e) {

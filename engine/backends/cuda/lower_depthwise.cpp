@@ -73,7 +73,7 @@ void lower_depthwise_conv(Lowering& lw, const CudaStep& step, std::vector<Launch
   p.bias = bias;
   if (step.clip_layer >= 0) p.clip = clip_of(lw.layer(step.clip_layer));
   p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
-  if (lw.lab && lw.lab->replaces("depthwise", i)) return lower_lab_depthwise(lw, p, launches);
+  if (lab_runs(lw, step)) return lower_lab_depthwise(lw, p, launches);
   const k::DepthwiseVariant v{step.launch.vec_width, step.launch.cols, step.launch.stride, lw.act};
   launches.push_back([p, v](cudaStream_t s) { k::launch_depthwise_conv3x3(p, v, s); });
 }

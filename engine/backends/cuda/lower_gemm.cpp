@@ -9,7 +9,8 @@
 #include "kernels/im2col.cuh"
 #include "kernels/pointwise_conv.cuh"
 #include "mnv2/error.h"
-#include "mnv2_lab/pointwise.h"  // kernels/lab/include: the kernel lab's slot header
+#include "mnv2_lab/classifier.h"  // kernels/lab/include: the kernel lab's slot headers
+#include "mnv2_lab/pointwise.h"
 
 namespace mnv2::cuda_backend {
 
@@ -56,7 +57,7 @@ void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& la
   const k::Clip clip = step.clip_layer >= 0 ? clip_of(lw.layer(step.clip_layer)) : k::Clip{};
   const void* residual = step.residual >= 0 ? lw.values[static_cast<size_t>(step.residual)].data : nullptr;
   float* workspace = lw.gemm_workspace;
-  if (lw.lab && lw.lab->replaces("pointwise", i)) {
+  if (lab_runs(lw, step)) {
     // The kernel lab's slot "pointwise" (mnv2_lab/pointwise.h): weights in the activations' type, as the
     // tensor-core path keeps them; items = ceil(out_channels / tile a) * ceil(pixels / tile b).
     mnv2_lab::PointwiseParams u{};
@@ -140,6 +141,31 @@ void lower_linear(Lowering& lw, const CudaStep& step, std::vector<Launch>& launc
   }
   const Value& out = lw.values[static_cast<size_t>(i)];
   const int batch = lw.plan.config.batch;
+  if (lab_runs(lw, step)) {
+    // The kernel lab's slot "classifier" (mnv2_lab/classifier.h): what our GEMMs get, the weights in the
+    // activations' type (as the tensor-core path keeps them); items = ceil(out_features / tile a) *
+    // ceil(batch / tile b).
+    mnv2_lab::ClassifierParams u{};
+    u.batch = batch;
+    u.in_features = K;
+    u.out_features = O;
+    u.ld_weight = padded;
+    u.ld_output = padded;
+    u.dtype = lw.act == k::DType::f16 ? mnv2_lab::kF16 : mnv2_lab::kF32;
+    u.out_dtype = out.dtype == k::DType::f16 ? mnv2_lab::kF16 : mnv2_lab::kF32;
+    u.input = lw.step_input(step, in);
+    u.weight = lw.upload_gemm_weights(w);
+    u.bias = bias.empty() ? nullptr : lw.upload(bias);
+    u.output = out.data;
+    const int64_t items = ((int64_t{O} + lw.lab->tile(0) - 1) / lw.lab->tile(0)) *
+                          ((int64_t{batch} + lw.lab->tile(1) - 1) / lw.lab->tile(1));
+    std::shared_ptr<const LabKernel> keep = lw.lab;
+    launches.push_back([keep, u, items](cudaStream_t s) {
+      mnv2_lab::ClassifierParams params = u;
+      keep->launch(items, &params, s);
+    });
+    return;
+  }
   if (step.kernel == CudaKernel::linear_tc) {
     k::TcGemmParams g;
     g.m = batch;

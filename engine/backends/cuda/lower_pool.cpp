@@ -2,6 +2,7 @@
 // NCHW float32 network input or the baseline's NCHW maps otherwise.
 #include "backends/cuda/lowering.h"
 #include "kernels/global_avg_pool.cuh"
+#include "mnv2_lab/pool.h"  // kernels/lab/include: the kernel lab's slot header
 
 namespace mnv2::cuda_backend {
 
@@ -18,6 +19,24 @@ void lower_pool(Lowering& lw, const CudaStep& step, std::vector<Launch>& launche
   p.layout = fast && (in != kNetworkInput || step.reads_input_copy) ? k::Layout::nhwc : k::Layout::nchw;
   p.input = lw.step_input(step, in);
   p.output = lw.values[static_cast<size_t>(i)].data;
+  if (lab_runs(lw, step)) {
+    // The kernel lab's slot "pool" (mnv2_lab/pool.h): items = batch * ceil(channels / tile a).
+    mnv2_lab::PoolParams u{};
+    u.batch = p.batch;
+    u.channels = p.channels;
+    u.plane = checked_int(p.plane, "pooled map pixels");
+    u.layout = p.layout == k::Layout::nhwc ? mnv2_lab::kNHWC : mnv2_lab::kNCHW;
+    u.dtype = p.dtype == k::DType::f16 ? mnv2_lab::kF16 : mnv2_lab::kF32;
+    u.input = p.input;
+    u.output = p.output;
+    const int64_t items = int64_t{u.batch} * ((int64_t{u.channels} + lw.lab->tile(0) - 1) / lw.lab->tile(0));
+    std::shared_ptr<const LabKernel> keep = lw.lab;
+    launches.push_back([keep, u, items](cudaStream_t s) {
+      mnv2_lab::PoolParams params = u;
+      keep->launch(items, &params, s);
+    });
+    return;
+  }
   launches.push_back([p](cudaStream_t s) { k::launch_global_avg_pool(p, s); });
 }
 

@@ -75,6 +75,31 @@ int checked_int(int64_t v, const std::string& what) {
   return static_cast<int>(v);
 }
 
+std::string lab_slot_of(const Lowering& lw, const CudaStep& step) {
+  switch (step.kernel) {
+    case CudaKernel::depthwise_conv:
+      return "depthwise";
+    case CudaKernel::pointwise_gemm:
+    case CudaKernel::pointwise_tc:
+      return "pointwise";
+    case CudaKernel::direct_conv:  // the stem reads the NCHW network input; other direct convolutions are no slot
+      return lw.layer(step.layers.front()).inputs.at(0) == kNetworkInput ? "stem" : "";
+    case CudaKernel::avg_pool:
+      return "pool";
+    case CudaKernel::linear_gemm:
+    case CudaKernel::linear_tc:
+      return "classifier";
+    default:
+      return "";
+  }
+}
+
+bool lab_runs(const Lowering& lw, const CudaStep& step) {
+  if (!lw.lab) return false;
+  const std::string slot = lab_slot_of(lw, step);
+  return !slot.empty() && lw.lab->replaces(slot, step.layers.front());
+}
+
 void lower_step(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches) {
   const int out = step.output_layer;
   if (out < 0 || out >= static_cast<int>(lw.values.size()))

@@ -86,6 +86,14 @@ class Lowering {
 };
 
 k::Clip clip_of(const Layer& l);
+
+// The kernel lab's slot that covers `step` ("depthwise", "pointwise", "stem", "pool", "classifier"), or "" where
+// none does: by the step's kernel, as lab_slot_layers (mnv2/lab.h) picks the slot's layers from the topology.
+std::string lab_slot_of(const Lowering& lw, const CudaStep& step);
+// Whether this net's lab kernel (lw.lab) runs `step` in place of ours: its slot covers the step and the step's
+// layer is selected. Each lowering launches the user's kernel exactly where this holds, and the backend labels
+// those steps "lab:NAME" from it.
+bool lab_runs(const Lowering& lw, const CudaStep& step);
 int checked_int(int64_t v, const std::string& what);
 
 // The per-op lowerings; each appends its launches to `launches` (the step's output is already allocated).

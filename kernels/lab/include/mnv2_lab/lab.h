@@ -17,6 +17,12 @@ enum DType : int {
   kF16 = 1,  // __half (cuda_fp16.h)
 };
 
+// Storage order of a map: NHWC on the fast path (channels fastest), NCHW for the network input as it is given.
+enum Layout : int {
+  kNCHW = 0,  // [batch, channels, height, width]
+  kNHWC = 1,  // [batch, height, width, channels]
+};
+
 // The clamp applied after conv + bias: ReLU6 is {true, 0, 6}. NaN must propagate (compare, do not fminf/fmaxf).
 struct Clip {
   bool enabled;  // false: values pass unchanged
