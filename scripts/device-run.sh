@@ -5,8 +5,8 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2;
-# default all but round2), e.g.
+# timeline, anchor, cudnn, baseline, round2, lab;
+# default all but round2 and lab), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -296,6 +296,15 @@ if want app && [[ -f "$repo/.device/app.tar.xz" ]]; then
     --export-json "$work/h200-app-compare-fp16.json" --quit
   TAIL=6 run app_roofline_fp16 app --backend cuda --precision fp16 --batch 256 --warmup 5 --iters 20 --timing cupti \
     --run --ceilings --tab roofline --roofline-run 0 --screenshot "$work/h200-app-roofline-fp16.png" --quit
+  # Kernel lab page (issue 18): the app runs the bundle's `mnv2 lab` as a process; a compile error in the editor and
+  # the per-layer chart of a user kernel against ours and cuDNN.
+  lab_examples=$PWD/share/mnv2-profiler/lab/examples
+  MNV2_CLI=$PWD/bin/mnv2 TAIL=6 run app_lab_compile_error app --tab lab --lab-slot depthwise \
+    --lab-kernel "$lab_examples/dw_syntax.cu" --lab compile --lab-view diagnostics \
+    --screenshot "$work/h200-app-lab-compile-error.png" --quit
+  MNV2_CLI=$PWD/bin/mnv2 TAIL=6 run app_lab_run app --tab lab --lab-slot depthwise \
+    --lab-kernel "$lab_examples/dw_improved.cu" --lab run --lab-view chart --screenshot "$work/h200-app-lab-run.png" --quit
+  cp "$work"/h200-app-lab-*.png "$out/" 2>/dev/null
   cp "$work"/h200-app-accuracy.png "$work"/h200-app-sweep-sizes.png "$out/" 2>/dev/null
   cp "$work"/h200-app-timings.png "$work"/h200-app-cuda-vs-cudnn.png "$work"/h200-app-roofline.png \
     "$work/h200-app-compare.json" "$out/" 2>/dev/null
@@ -425,6 +434,42 @@ for spec in ${R2_PROFILES:-fp16:block:1 fp16:block:256 fp32:none:256}; do
   grep -E "end to end|per layer|per kind|WARNING" "$work/r2_profile_${p}_${f}_b$b.log" >>"$summary"
 done
 cp "$work"/r2_bench_*.json "$work"/r2_u8_*.json "$work"/r2_anchor.json "$out/" 2>/dev/null
+fi
+
+# ---- the kernel lab (issue 18) ------------------------------------------------------------------------------
+# Its GPU tests, then `mnv2 lab` on every example as a user runs it: the good ones pass and are timed beside ours and
+# cuDNN, the wrong one names its layer and element (exit 1), the out-of-bounds one is reported by the worker (exit
+# 4), the non-compiling one gives its line (exit 3), a kernel for another slot is refused (exit 1); each stdout is
+# kept whole (labx_*.log); the summary lists each exit against the expected one. Then compute-sanitizer on the good
+# depthwise kernel through the command line the lab prints.
+if want lab; then
+labx=$PWD/share/mnv2-profiler/lab/examples
+export MNV2_CACHE_DIR=$work/cache
+TAIL=30 run lab_gpu_tests ./bin/mnv2_gpu_tests --gtest_filter='LabGpu.*:*FusedBlock*' --gtest_brief=1
+lab_case() {  # lab_case NAME EXPECTED_EXIT ARGS...
+  local name=$1 expected=$2; shift 2
+  TAIL=${LAB_TAIL:-16} run "labx_$name" ./bin/mnv2 lab "$@" --timeout 120 --json "$work/labx_$name.json"
+  local rc; rc=$(sed -n "s/^-- labx_$name: exit \([0-9]*\).*/\1/p" "$summary" | tail -1)
+  echo "   lab $name: exit $rc, expected $expected $([[ $rc == "$expected" ]] && echo ok || echo MISMATCH)" | tee -a "$summary"
+}
+lab_case dw_naive 0 --slot depthwise --kernel "$labx/dw_naive.cu"
+lab_case dw_improved 0 --slot depthwise --kernel "$labx/dw_improved.cu"
+lab_case dw_naive_b8 0 --slot depthwise --kernel "$labx/dw_naive.cu" --batch 8
+lab_case dw_improved_b8 0 --slot depthwise --kernel "$labx/dw_improved.cu" --batch 8
+lab_case dw_improved_fp16_b8 0 --slot depthwise --kernel "$labx/dw_improved.cu" --batch 8 --precision fp16
+lab_case dw_wrong 1 --slot depthwise --kernel "$labx/dw_wrong.cu"
+lab_case dw_oob 4 --slot depthwise --kernel "$labx/dw_oob.cu"
+lab_case dw_syntax 3 --slot depthwise --kernel "$labx/dw_syntax.cu"
+lab_case pw_naive 0 --slot pointwise --kernel "$labx/pw_naive.cu"
+lab_case stem_naive 0 --slot stem --kernel "$labx/stem_naive.cu"
+lab_case pool_naive_fp16_b8 0 --slot pool --kernel "$labx/pool_naive.cu" --precision fp16 --batch 8
+lab_case fc_naive 0 --slot classifier --kernel "$labx/fc_naive.cu"
+lab_case fc_in_pool_slot 1 --slot pool --kernel "$labx/fc_naive.cu" --no-time
+lab_case block_refused 2 --slot block --kernel "$labx/dw_naive.cu"
+sanitizer=$(grep -m1 -o "compute-sanitizer .*" "$work/labx_dw_naive.log")
+if [[ -n $sanitizer ]]; then
+  TAIL=12 run labx_sanitizer_dw_naive bash -c "$sanitizer"
+fi
 fi
 
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$summary" 2>&1
