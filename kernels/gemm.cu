@@ -36,26 +36,24 @@ using Tile32x32 = Tile<32, 32, 8, 4, 4>;
 // latency-bound problems, where each slice costs about one load latency whatever its depth.
 using Tile32x32k32 = Tile<32, 32, 32, 4, 4>;
 
-// The split-K epilogue of the kernel and of splitk_reduce_kernel, on kW consecutive columns (m, n): the
-// partials of every split added in split order (the same order every run: deterministic), then bias, clip,
-// residual, as the single-pass epilogue does. kCoherent: the partials were written by other blocks of the same
-// kernel (in-kernel reduction), so they are read through L2 (__ldcg), never a stale L1 line or the read-only path.
+// A split's partial sums for kW consecutive columns. kCoherent: written by other blocks of the same kernel
+// (in-kernel reduction), so read through L2 (__ldcg), never a stale L1 line or the read-only path.
 template <int kW, bool kCoherent>
-__device__ __forceinline__ void splitk_finish(const GemmParams& p, int splits, int m, int n) {
+__device__ __forceinline__ typename Vec<kW>::Type load_partial(const float* at) {
+  if constexpr (!kCoherent) {
+    return Vec<kW>::load(at);
+  } else if constexpr (kW == 4) {
+    return __ldcg(reinterpret_cast<const float4*>(at));
+  } else {
+    return __ldcg(at);
+  }
+}
+
+// The split-K epilogue on the sum of kW consecutive columns (m, n): bias, clip, residual, as the single-pass
+// epilogue does.
+template <int kW>
+__device__ __forceinline__ void splitk_epilogue(const GemmParams& p, int m, int n, typename Vec<kW>::Type sum) {
   using V = Vec<kW>;
-  const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
-  const float* part = p.workspace + static_cast<int64_t>(m) * p.n + n;
-  auto load_part = [](const float* at) -> typename V::Type {
-    if constexpr (!kCoherent) {
-      return V::load(at);
-    } else if constexpr (kW == 4) {
-      return __ldcg(reinterpret_cast<const float4*>(at));
-    } else {
-      return __ldcg(at);
-    }
-  };
-  typename V::Type sum = load_part(part);
-  for (int s = 1; s < splits; ++s) sum = V::add(sum, load_part(part + s * matrix));
   if (p.bias_mode == BiasMode::per_col) sum = V::add(sum, V::load(p.bias + n));
   if (p.bias_mode == BiasMode::per_row) {
     const float b = __ldg(p.bias + m);
@@ -71,11 +69,13 @@ __device__ __forceinline__ void splitk_finish(const GemmParams& p, int splits, i
 }
 
 // In-kernel split-K: after a block has stored its partial tile, it counts itself in at the tile's counter; the
-// last of the tile's gridDim.z blocks adds every split's partials (splitk_finish, the bits of the separate
-// reduction), stores C and puts the counter back to zero for the next GEMM or replay. Returns whether this
-// block was the last. The threadfence-before-arrival / threadfence-after pattern of the CUDA programming guide.
+// last of the tile's gridDim.z blocks adds every split's partials, stores C and puts the counter back to zero for
+// the next GEMM or replay. The sums run in split order, as splitk_reduce_kernel's (the same bits); each thread
+// keeps all its column groups in flight at once, split by split, so the loads of one split overlap. The
+// threadfence-before-arrival / threadfence-after pattern of the CUDA programming guide.
 template <int BM, int BN, int kThreads, int kW>
 __device__ __forceinline__ void splitk_reduce_in_kernel(const GemmParams& p, int m0, int n0) {
+  using V = Vec<kW>;
   __shared__ bool last_arrival;
   __threadfence();  // this thread's partial sums are visible to every block before the block counts itself in
   __syncthreads();
@@ -87,10 +87,27 @@ __device__ __forceinline__ void splitk_reduce_in_kernel(const GemmParams& p, int
   if (!last_arrival) return;
   __threadfence();  // the other blocks' partial sums, published before their arrival, are read after ours
   constexpr int kCols = BN / kW;
-  for (int e = threadIdx.x; e < BM * kCols; e += kThreads) {
+  constexpr int kGroups = (BM * kCols + kThreads - 1) / kThreads;  // column groups per thread
+  const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
+  const int splits = static_cast<int>(gridDim.z);
+  int64_t at[kGroups];
+  bool inside[kGroups];
+  typename V::Type sum[kGroups];
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    const int e = threadIdx.x + g * kThreads;
     const int m = m0 + e / kCols, n = n0 + (e % kCols) * kW;
-    if (m < p.m && n < p.n) splitk_finish<kW, true>(p, static_cast<int>(gridDim.z), m, n);
+    inside[g] = e < BM * kCols && m < p.m && n < p.n;
+    at[g] = static_cast<int64_t>(m) * p.n + n;
+    if (inside[g]) sum[g] = load_partial<kW, true>(p.workspace + at[g]);
   }
+  for (int s = 1; s < splits; ++s)
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g)
+      if (inside[g]) sum[g] = V::add(sum[g], load_partial<kW, true>(p.workspace + s * matrix + at[g]));
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g)
+    if (inside[g]) splitk_epilogue<kW>(p, static_cast<int>(at[g] / p.n), static_cast<int>(at[g] % p.n), sum[g]);
   if (threadIdx.x == 0) p.tile_counters[blockIdx.x] = 0u;
 }
 
@@ -296,15 +313,24 @@ __global__ void __launch_bounds__(T::kThreads) gemm_kernel(const GemmParams p, c
   }
 }
 
-// The separate split-K pass (CudaOptions::SplitK::separate): one thread per kW columns of the result.
+// The separate split-K pass (CudaOptions::SplitK::separate): one thread per kW columns of the result, the
+// partials added in split order (the same order every run: deterministic).
 template <int kW>
 __global__ void __launch_bounds__(kBlockThreads) splitk_reduce_kernel(const GemmParams p, const int splits) {
   pdl_enter();
+  using V = Vec<kW>;
   const int groups = p.n / kW;
   const int64_t total = static_cast<int64_t>(p.m) * groups;
+  const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    splitk_finish<kW, false>(p, splits, static_cast<int>(idx / groups), static_cast<int>(idx % groups) * kW);
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int m = static_cast<int>(idx / groups);
+    const int n = static_cast<int>(idx % groups) * kW;
+    const float* part = p.workspace + static_cast<int64_t>(m) * p.n + n;
+    typename V::Type sum = load_partial<kW, false>(part);
+    for (int s = 1; s < splits; ++s) sum = V::add(sum, load_partial<kW, false>(part + s * matrix));
+    splitk_epilogue<kW>(p, m, n, sum);
+  }
 }
 
 // Rounded to whole slices so every split but the last starts on a slice (and a float4) boundary.

@@ -264,16 +264,34 @@ __device__ __forceinline__ void gemm_tc_body(const TcGemmParams& p, const int k_
   }
 }
 
-// The split-K epilogue of splitk_reduce_tc_kernel and of the in-kernel reduction, on kW consecutive columns
-// (m, n): every split's partials added in split order (deterministic), then bias, clip, residual, conversion.
-// kCoherent: the partials come from other blocks of the same kernel, read through L2 (__ldcg).
-template <class TOut, int kW, bool kCoherent>
+// The separate split-K pass's work on kW consecutive columns (m, n): every split's partials added in split order
+// (deterministic), then bias, clip, residual, conversion.
+template <class TOut, int kW>
 __device__ __forceinline__ void splitk_finish_tc(const TcGemmParams& p, int splits, int64_t m, int n) {
   const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
-  auto load_part = [](const float* at, float(&v)[kW]) {
-    if constexpr (!kCoherent) {
-      load_floats<float, kW>(at, v);
-    } else if constexpr (kW % 4 == 0) {
+  float acc[kW];
+  load_floats<float, kW>(p.workspace + m * p.n + n, acc);
+  for (int z = 1; z < splits; ++z) {
+    float part[kW];
+    load_floats<float, kW>(p.workspace + z * matrix + m * p.n + n, part);
+#pragma unroll
+    for (int j = 0; j < kW; ++j) acc[j] += part[j];
+  }
+  const TOut* res = p.residual != nullptr ? static_cast<const TOut*>(p.residual) + m * p.ldr + n : nullptr;
+  epilogue_store<TOut, kW>(static_cast<TOut*>(p.c) + m * p.ldc + n, acc, p.bias != nullptr ? p.bias + n : nullptr,
+                           p.clip, res);
+}
+
+// The in-kernel reduction's part for kW-column groups: every group of this thread in flight at once, split by
+// split (the loads of one split overlap), each group's partials added in split order as the separate pass does.
+template <class TOut, class S, int kW>
+__device__ __forceinline__ void splitk_reduce_tc_groups(const TcGemmParams& p, int m0, int n0) {
+  constexpr int kCols = S::kBN / kW;
+  constexpr int kGroups = (S::kBM * kCols + S::kThreads - 1) / S::kThreads;
+  const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
+  const int splits = static_cast<int>(gridDim.z);
+  auto load = [](const float* at, float (&v)[kW]) {  // through L2: other blocks of this kernel wrote them
+    if constexpr (kW % 4 == 0) {
 #pragma unroll
       for (int c = 0; c < kW / 4; ++c) {
         const float4 q = __ldcg(reinterpret_cast<const float4*>(at) + c);
@@ -287,17 +305,34 @@ __device__ __forceinline__ void splitk_finish_tc(const TcGemmParams& p, int spli
       for (int j = 0; j < kW; ++j) v[j] = __ldcg(at + j);
     }
   };
-  float acc[kW];
-  load_part(p.workspace + m * p.n + n, acc);
-  for (int z = 1; z < splits; ++z) {
-    float part[kW];
-    load_part(p.workspace + z * matrix + m * p.n + n, part);
+  int64_t row[kGroups];
+  int col[kGroups];
+  bool inside[kGroups];
+  float acc[kGroups][kW];
 #pragma unroll
-    for (int j = 0; j < kW; ++j) acc[j] += part[j];
+  for (int g = 0; g < kGroups; ++g) {
+    const int e = threadIdx.x + g * S::kThreads;
+    row[g] = m0 + e / kCols;
+    col[g] = n0 + (e % kCols) * kW;
+    inside[g] = e < S::kBM * kCols && row[g] < p.m && col[g] < p.n;
+    if (inside[g]) load(p.workspace + row[g] * p.n + col[g], acc[g]);
   }
-  const TOut* res = p.residual != nullptr ? static_cast<const TOut*>(p.residual) + m * p.ldr + n : nullptr;
-  epilogue_store<TOut, kW>(static_cast<TOut*>(p.c) + m * p.ldc + n, acc, p.bias != nullptr ? p.bias + n : nullptr,
-                           p.clip, res);
+  for (int z = 1; z < splits; ++z)
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      if (!inside[g]) continue;
+      float part[kW];
+      load(p.workspace + z * matrix + row[g] * p.n + col[g], part);
+#pragma unroll
+      for (int j = 0; j < kW; ++j) acc[g][j] += part[j];
+    }
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    if (!inside[g]) continue;
+    const TOut* res = p.residual != nullptr ? static_cast<const TOut*>(p.residual) + row[g] * p.ldr + col[g] : nullptr;
+    epilogue_store<TOut, kW>(static_cast<TOut*>(p.c) + row[g] * p.ldc + col[g], acc[g],
+                             p.bias != nullptr ? p.bias + col[g] : nullptr, p.clip, res);
+  }
 }
 
 // In-kernel split-K (gemm.cu's splitk_reduce_in_kernel): the tile's last block to count itself in adds every
@@ -317,18 +352,10 @@ __device__ __forceinline__ void splitk_reduce_tc_in_kernel(const TcGemmParams& p
   const int n_tiles = (p.n + S::kBN - 1) / S::kBN;
   const int m0 = static_cast<int>(blockIdx.x / n_tiles) * S::kBM;
   const int n0 = static_cast<int>(blockIdx.x % n_tiles) * S::kBN;
-  const int splits = static_cast<int>(gridDim.z);
-  if (kVec && p.n % 8 == 0) {  // the separate pass's "wide" form: 8 columns per thread
-    constexpr int kCols = S::kBN / 8;
-    for (int e = threadIdx.x; e < S::kBM * kCols; e += S::kThreads) {
-      const int m = m0 + e / kCols, n = n0 + (e % kCols) * 8;
-      if (m < p.m && n < p.n) splitk_finish_tc<TOut, 8, true>(p, splits, m, n);
-    }
+  if (kVec && p.n % 8 == 0) {  // the separate pass's "wide" form: 8 columns per group
+    splitk_reduce_tc_groups<TOut, S, 8>(p, m0, n0);
   } else {
-    for (int e = threadIdx.x; e < S::kBM * S::kBN; e += S::kThreads) {
-      const int m = m0 + e / S::kBN, n = n0 + e % S::kBN;
-      if (m < p.m && n < p.n) splitk_finish_tc<TOut, 1, true>(p, splits, m, n);
-    }
+    splitk_reduce_tc_groups<TOut, S, 1>(p, m0, n0);
   }
   if (threadIdx.x == 0) p.tile_counters[blockIdx.x] = 0u;
 }
@@ -362,7 +389,7 @@ __global__ void __launch_bounds__(kBlockThreads) splitk_reduce_tc_kernel(const T
   const int64_t total = static_cast<int64_t>(p.m) * groups;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    splitk_finish_tc<TOut, kW, false>(p, splits, i / groups, static_cast<int>(i % groups) * kW);
+    splitk_finish_tc<TOut, kW>(p, splits, i / groups, static_cast<int>(i % groups) * kW);
 }
 
 int split_k_chunk(int k, int splits, int bk) { return static_cast<int>(ceil_div(ceil_div(k, splits), bk) * bk); }

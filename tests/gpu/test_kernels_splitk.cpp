@@ -9,6 +9,7 @@
 #ifdef MNV2_HAVE_KERNELS
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>

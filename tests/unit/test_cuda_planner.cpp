@@ -338,10 +338,13 @@ TEST(CudaPlanner, KernelCountFollowsTheSplitKReduction) {
     EXPECT_NE(describe(in_kernel).find("54 kernels per run"), std::string::npos) << describe(in_kernel);
     EXPECT_NE(describe(separate).find(std::to_string(54 + splits) + " kernels per run"), std::string::npos);
   }
-  // Batch 256 splits nothing: one kernel per step either way.
-  const CudaPlan large = plan_cuda_network(model(), config(256, Precision::fp16), GpuProperties::h200());
+  // Batch 256 splits the classifier alone: one kernel per step in the kernel, one more separately.
+  PrepareConfig big = config(256, Precision::fp16);
+  const CudaPlan large = plan_cuda_network(model(), big, GpuProperties::h200());
   EXPECT_EQ(planned_kernels(large), static_cast<int64_t>(large.steps.size()));
-  EXPECT_EQ(large.gemm_tile_counters, 0);
+  big.cuda.splitk = CudaOptions::SplitK::separate;
+  EXPECT_EQ(planned_kernels(plan_cuda_network(model(), big, GpuProperties::h200())),
+            static_cast<int64_t>(large.steps.size()) + 1);
   // The baseline: im2col + GEMM per convolution (GEMM alone for 1x1 stride-1), one kernel per other layer.
   const CudaPlan base =
       plan_cuda_network(model(), config(3, Precision::fp32, CudaOptions::Variant::baseline), GpuProperties::a100());
