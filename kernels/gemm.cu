@@ -101,10 +101,22 @@ __device__ __forceinline__ void splitk_reduce_in_kernel(const GemmParams& p, int
     at[g] = static_cast<int64_t>(m) * p.n + n;
     if (inside[g]) sum[g] = load_partial<kW, true>(p.workspace + at[g]);
   }
-  for (int s = 1; s < splits; ++s)
+  // kBatch splits' loads are issued before any of them is added (about 64 floats in flight per thread): the
+  // chain of L2 round trips is splits / kBatch long, not splits.
+  constexpr int kBatch = 64 / (kGroups * kW) > 1 ? 64 / (kGroups * kW) : 1;
+  for (int s0 = 1; s0 < splits; s0 += kBatch) {
+    typename V::Type part[kBatch][kGroups];
 #pragma unroll
-    for (int g = 0; g < kGroups; ++g)
-      if (inside[g]) sum[g] = V::add(sum[g], load_partial<kW, true>(p.workspace + s * matrix + at[g]));
+    for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+        if (inside[g] && s0 + u < splits) part[u][g] = load_partial<kW, true>(p.workspace + (s0 + u) * matrix + at[g]);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+        if (inside[g] && s0 + u < splits) sum[g] = V::add(sum[g], part[u][g]);
+  }
 #pragma unroll
   for (int g = 0; g < kGroups; ++g)
     if (inside[g]) splitk_epilogue<kW>(p, static_cast<int>(at[g] / p.n), static_cast<int>(at[g] % p.n), sum[g]);

@@ -290,7 +290,7 @@ __device__ __forceinline__ void splitk_reduce_tc_groups(const TcGemmParams& p, i
   constexpr int kGroups = (S::kBM * kCols + S::kThreads - 1) / S::kThreads;
   const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
   const int splits = static_cast<int>(gridDim.z);
-  auto load = [](const float* at, float (&v)[kW]) {  // through L2: other blocks of this kernel wrote them
+  auto load = [](const float* at, float(&v)[kW]) {  // through L2: other blocks of this kernel wrote them
     if constexpr (kW % 4 == 0) {
 #pragma unroll
       for (int c = 0; c < kW / 4; ++c) {
@@ -317,15 +317,23 @@ __device__ __forceinline__ void splitk_reduce_tc_groups(const TcGemmParams& p, i
     inside[g] = e < S::kBM * kCols && row[g] < p.m && col[g] < p.n;
     if (inside[g]) load(p.workspace + row[g] * p.n + col[g], acc[g]);
   }
-  for (int z = 1; z < splits; ++z)
+  // kBatch splits' loads in flight before any is added (about 64 floats per thread; gemm.cu does the same).
+  constexpr int kBatch = 64 / (kGroups * kW) > 1 ? 64 / (kGroups * kW) : 1;
+  for (int z0 = 1; z0 < splits; z0 += kBatch) {
+    float part[kBatch][kGroups][kW];
 #pragma unroll
-    for (int g = 0; g < kGroups; ++g) {
-      if (!inside[g]) continue;
-      float part[kW];
-      load(p.workspace + z * matrix + row[g] * p.n + col[g], part);
+    for (int u = 0; u < kBatch; ++u)
 #pragma unroll
-      for (int j = 0; j < kW; ++j) acc[g][j] += part[j];
-    }
+      for (int g = 0; g < kGroups; ++g)
+        if (inside[g] && z0 + u < splits) load(p.workspace + (z0 + u) * matrix + row[g] * p.n + col[g], part[u][g]);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+        if (inside[g] && z0 + u < splits)
+#pragma unroll
+          for (int j = 0; j < kW; ++j) acc[g][j] += part[u][g][j];
+  }
 #pragma unroll
   for (int g = 0; g < kGroups; ++g) {
     if (!inside[g]) continue;
