@@ -64,7 +64,7 @@ backend is the reference and alone may run fp32 in place of a mode it lacks; eve
 mode; diffs are judged in the mode asked for.
 --cuda-variant, --cuda-fusion, --cuda-graph, --cuda-gemm-tile, --cuda-pdl, --cuda-splitk: the cuda backend's
 options; unset, the environment's MNV2_CUDA_VARIANT, MNV2_CUDA_FUSE, MNV2_CUDA_GRAPH, MNV2_CUDA_GEMM_TILE,
-MNV2_CUDA_PDL, MNV2_CUDA_SPLITK, else fast, none, auto, the planner's tile, auto and in_kernel.
+MNV2_CUDA_PDL, MNV2_CUDA_SPLITK, else fast, none, auto, the planner's tile, auto and separate.
 --cudnn-variant fused|naive, --cudnn-graph auto|on|off, --cudnn-layout auto|nchw|nhwc: the cudnn backend's
 options (default fused, auto, auto). The fused variant keeps its tuned plans in
 $XDG_CACHE_HOME/mnv2-profiler/cudnn_plans.json ($MNV2_CUDNN_PLAN_CACHE: another file, or off).
@@ -1274,8 +1274,8 @@ void cuda_option_set(Args& a) {
           "cuda backend: Programmatic Dependent Launch between the graph's kernels: auto (on for sm_90+ code on an "
           "sm_90+ GPU), on or off (default auto, or $MNV2_CUDA_PDL)");
   a.value("--cuda-splitk",
-          "cuda backend: split-K GEMMs reduced in_kernel (the tile's last block) or by a separate kernel (default "
-          "in_kernel, or $MNV2_CUDA_SPLITK)");
+          "cuda backend: split-K GEMMs reduced by a separate kernel or in_kernel (the tile's last block; no extra "
+          "launch, slower on the H200) (default separate, or $MNV2_CUDA_SPLITK)");
   a.value("--cudnn-variant",
           "cudnn backend: fused (graph-API conv+bias+ReLU6+add, autotuned) or naive (a legacy call per layer); "
           "default fused");

@@ -6,7 +6,7 @@
 //   MNV2_CUDA_GRAPH     auto | on | off          --cuda-graph
 //   MNV2_CUDA_GEMM_TILE 128x64, ... (forced)     --cuda-gemm-tile
 //   MNV2_CUDA_PDL       auto | on | off          --cuda-pdl
-//   MNV2_CUDA_SPLITK    in_kernel | separate     --cuda-splitk
+//   MNV2_CUDA_SPLITK    separate | in_kernel     --cuda-splitk
 #pragma once
 
 #include <cstdlib>

@@ -149,7 +149,7 @@ CudaOptions::Pdl parse_cuda_pdl(const std::string& text) {
 }
 
 CudaOptions::SplitK parse_cuda_splitk(const std::string& text) {
-  return parse_named(text, "cuda split-K reduction", {CudaOptions::SplitK::in_kernel, CudaOptions::SplitK::separate});
+  return parse_named(text, "cuda split-K reduction", {CudaOptions::SplitK::separate, CudaOptions::SplitK::in_kernel});
 }
 
 const char* to_string(CudnnOptions::Variant v) { return v == CudnnOptions::Variant::fused ? "fused" : "naive"; }

@@ -309,9 +309,10 @@ TEST(CudaPlanner, KernelCountFollowsTheSplitKReduction) {
   for (Precision precision : {Precision::fp32, Precision::fp16}) {
     SCOPED_TRACE(to_string(precision));
     PrepareConfig c = config(1, precision);
-    const CudaPlan in_kernel = plan_cuda_network(model(), c, GpuProperties::h200());
-    c.cuda.splitk = CudaOptions::SplitK::separate;
+    EXPECT_EQ(c.cuda.splitk, CudaOptions::SplitK::separate) << "the default: measured faster (PERFORMANCE.md 9b)";
     const CudaPlan separate = plan_cuda_network(model(), c, GpuProperties::h200());
+    c.cuda.splitk = CudaOptions::SplitK::in_kernel;
+    const CudaPlan in_kernel = plan_cuda_network(model(), c, GpuProperties::h200());
     ASSERT_EQ(in_kernel.steps.size(), 54u);
     ASSERT_EQ(separate.steps.size(), 54u);
     int splits = 0;
@@ -340,6 +341,7 @@ TEST(CudaPlanner, KernelCountFollowsTheSplitKReduction) {
   }
   // Batch 256 splits the classifier alone: one kernel per step in the kernel, one more separately.
   PrepareConfig big = config(256, Precision::fp16);
+  big.cuda.splitk = CudaOptions::SplitK::in_kernel;
   const CudaPlan large = plan_cuda_network(model(), big, GpuProperties::h200());
   EXPECT_EQ(planned_kernels(large), static_cast<int64_t>(large.steps.size()));
   big.cuda.splitk = CudaOptions::SplitK::separate;

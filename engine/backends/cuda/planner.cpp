@@ -260,8 +260,8 @@ class Planner {
 
   // ---- the tile choices -----------------------------------------------------------------------------------
 
-  // A split GEMM reduces in the kernel unless the options ask for the separate pass (CudaOptions::splitk); the
-  // tile counters are shared by every split GEMM, so the plan keeps the most any of them needs.
+  // A split GEMM reduces in the kernel where the options ask for it (CudaOptions::splitk; the separate pass is
+  // the default); the tile counters are shared by every split GEMM, so the plan keeps the most any of them needs.
   bool splitk_in_kernel() const { return plan_.config.cuda.splitk == CudaOptions::SplitK::in_kernel; }
   k::GemmVariant gemm(const k::GemmShape& s) {
     k::GemmVariant v = k::choose_gemm_variant(s, caps_, s.batch == 1, has_forced_tile_ ? &forced_tile_ : nullptr);

@@ -30,22 +30,23 @@ struct CudaOptions {
   // kernel may start while the previous one finishes and waits on the GPU for its output. auto: on where the
   // device and the code allow it; on: refused (Error) where they do not; off: plain stream order.
   enum class Pdl { automatic, on, off };
-  // How a split-K GEMM's partial sums are added: in_kernel (the last block of each output tile to finish adds
-  // them and applies the epilogue, no extra launch) or separate (a reduction kernel after the GEMM, the v1 path).
-  enum class SplitK { in_kernel, separate };
+  // How a split-K GEMM's partial sums are added: separate (a reduction kernel after the GEMM, the default: faster
+  // on the H200, docs/PERFORMANCE.md run 9b) or in_kernel (the last block of each output tile to finish adds them
+  // and applies the epilogue: no extra launch, the same bits).
+  enum class SplitK { separate, in_kernel };
   Variant variant = Variant::fast;
   Fusion fusion = Fusion::none;
   Graph graph = Graph::automatic;
   std::string gemm_tile;  // "" = the planner's choice; "128x64" etc. forces one GEMM tile (tuning experiments)
   Pdl pdl = Pdl::automatic;
-  SplitK splitk = SplitK::in_kernel;
+  SplitK splitk = SplitK::separate;
   bool operator==(const CudaOptions&) const = default;
 };
 const char* to_string(CudaOptions::Variant v);  // "fast", "baseline"
 const char* to_string(CudaOptions::Fusion f);   // "none", "expand_dw"
 const char* to_string(CudaOptions::Graph g);    // "auto", "on", "off"
 const char* to_string(CudaOptions::Pdl p);      // "auto", "on", "off"
-const char* to_string(CudaOptions::SplitK s);   // "in_kernel", "separate"
+const char* to_string(CudaOptions::SplitK s);   // "separate", "in_kernel"
 // Parsers for flags and overrides; throw UsageError naming the accepted values.
 CudaOptions::Variant parse_cuda_variant(const std::string& text);
 CudaOptions::Fusion parse_cuda_fusion(const std::string& text);
