@@ -50,10 +50,13 @@ set(CPACK_DEBIAN_CUDA_DESCRIPTION
     "GPU backends for mnv2-profiler (cuDNN, custom CUDA kernels, CUPTI)
  The plugin the mnv2-profiler programs load at run time for the cudnn and cuda backends and GPU timing.
  It carries code for the CUDA architectures ${MNV2_CUDA_ARCHITECTURES_DEFINE}. NVIDIA's CUDA runtime, cuDNN, cuBLAS and
- CUPTI come from NVIDIA's packages; the NVIDIA driver 580 or newer must be installed.")
+ CUPTI come from NVIDIA's packages (NVRTC too, for the kernel lab, which also wants the toolkit's headers);
+ the NVIDIA driver 580 or newer must be installed.")
 # NVIDIA's package names in their CUDA repository for Debian and Ubuntu (CUDA 13.0, cuDNN 9 for CUDA 13).
 set(MNV2_CUDA_PACKAGE_MAJOR_MINOR "${CUDAToolkit_VERSION_MAJOR}-${CUDAToolkit_VERSION_MINOR}")
 set(CPACK_DEBIAN_CUDA_PACKAGE_DEPENDS
-    "mnv2-profiler (= ${PROJECT_VERSION}), cuda-cudart-${MNV2_CUDA_PACKAGE_MAJOR_MINOR}, libcublas-${MNV2_CUDA_PACKAGE_MAJOR_MINOR}, cuda-cupti-${MNV2_CUDA_PACKAGE_MAJOR_MINOR}, libcudnn9-cuda-${CUDAToolkit_VERSION_MAJOR}")
+    "mnv2-profiler (= ${PROJECT_VERSION}), cuda-cudart-${MNV2_CUDA_PACKAGE_MAJOR_MINOR}, libcublas-${MNV2_CUDA_PACKAGE_MAJOR_MINOR}, cuda-cupti-${MNV2_CUDA_PACKAGE_MAJOR_MINOR}, cuda-nvrtc-${MNV2_CUDA_PACKAGE_MAJOR_MINOR}, libcudnn9-cuda-${CUDAToolkit_VERSION_MAJOR}")
+# The kernel lab compiles user kernels that include cuda_fp16.h and friends: the toolkit's headers.
+set(CPACK_DEBIAN_CUDA_PACKAGE_RECOMMENDS "cuda-cudart-dev-${MNV2_CUDA_PACKAGE_MAJOR_MINOR}")
 set(CPACK_DEBIAN_CUDA_PACKAGE_SECTION science)
 include(CPack)

@@ -384,4 +384,153 @@ std::string to_string(const ExpandDepthwiseVariant& v) {
          std::to_string(kExpandDwSlice);
 }
 
+// ---- whole inverted-residual block (fp16) ---------------------------------------------------------------
+
+namespace {
+int round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+// ptxas' register counts are not known here: a guess that the device run checks (the items' accumulators,
+// 16 floats each, over a base of about 64): 2 resident blocks of 256 threads up to 4 items, 1 at 6.
+int fused_block_regs_blocks(int items) { return items <= 4 ? 2 : 1; }
+}  // namespace
+
+FusedBlockLayout fused_block_layout(const FusedBlockShape& s, int tile_h, int tile_w) {
+  FusedBlockLayout l;
+  const int st = std::max(1, s.stride);
+  l.window_h = (tile_h - 1) * st + 3;
+  l.window_w = (tile_w - 1) * st + 3;
+  l.m1 = round_up(l.window_h * l.window_w, 16);
+  l.m2 = round_up(tile_h * tile_w, 16);
+  l.k_pad = round_up(std::max(1, s.in_channels), 16);
+  l.e_pad = round_up(std::max(1, s.expanded), kFusedBlockChunk);
+  l.co_pad = round_up(std::max(1, s.out_channels), 32);
+  l.ld_x = l.k_pad + 8;
+  l.ld_e = kFusedBlockChunk + 8;
+  l.ld_p = l.co_pad + 8;
+  l.we_bytes = l.k_pad * l.ld_e * 2;
+  l.wp_bytes = kFusedBlockChunk * l.ld_p * 2;
+  l.dw_bytes = 9 * kFusedBlockChunk * 4;
+  l.bias_bytes = kFusedBlockChunk * 4;
+  int at = 0;
+  l.x = at;
+  at += l.m1 * l.ld_x * 2;
+  l.ex = at;
+  at += l.m1 * l.ld_e * 2;
+  l.d = at;
+  at += l.m2 * l.ld_e * 2;
+  l.we = at;
+  at += 2 * l.we_bytes;
+  l.wp = at;
+  at += 2 * l.wp_bytes;
+  l.dw = at;
+  at += 2 * l.dw_bytes;
+  l.eb = at;
+  at += 2 * l.bias_bytes;
+  l.db = at;
+  at += 2 * l.bias_bytes;
+  l.total = at;
+  return l;
+}
+
+int fused_block_items(const FusedBlockShape& s, int tile_h, int tile_w) {
+  const FusedBlockLayout l = fused_block_layout(s, tile_h, tile_w);
+  const int items = (l.m2 / 16) * (l.co_pad / 32);
+  return (items + kFusedBlockWarps - 1) / kFusedBlockWarps;
+}
+
+std::string fused_block_shape_refusal(const FusedBlockShape& s, int code_arch) {
+  if (s.batch < 1 || s.in_channels < 1 || s.expanded < 1 || s.out_channels < 1 || s.in_h < 1 || s.in_w < 1 ||
+      s.out_h < 1 || s.out_w < 1 || s.pad_top < 0 || s.pad_left < 0)
+    return "sizes must be positive";
+  if (s.in_channels % 8 != 0 || s.out_channels % 8 != 0)
+    return "input and output channels must be multiples of 8 (16-byte accesses), got " + std::to_string(s.in_channels) +
+           " and " + std::to_string(s.out_channels);
+  if (s.stride != 1 && s.stride != 2) return "depthwise stride " + std::to_string(s.stride) + " (1 or 2 only)";
+  if (s.residual && (s.stride != 1 || s.in_channels != s.out_channels || s.in_h != s.out_h || s.in_w != s.out_w))
+    return "the residual's shape differs from the output's";
+  if (code_arch > 0 && code_arch < 80)
+    return "needs kernels compiled for compute_80 or newer (mma.sync m16n8k16, cp.async); this build runs compute_" +
+           std::to_string(code_arch);
+  return "";
+}
+
+FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const DeviceCaps& caps, int code_arch,
+                                             std::string* why_not) {
+  FusedBlockVariant best;
+  std::string why = fused_block_shape_refusal(s, code_arch);
+  double best_cost = 0;
+  if (why.empty()) {
+    const int sms = std::max(1, caps.num_sms);
+    for (int th = 1; th <= std::min(s.out_h, 16); ++th) {
+      for (int tw = 1; tw <= std::min(s.out_w, 16); ++tw) {
+        const FusedBlockLayout l = fused_block_layout(s, th, tw);
+        const int items = fused_block_items(s, th, tw);
+        if (l.m2 > 256 || items > kFusedBlockMaxItems || l.total > caps.smem_per_block_optin) continue;
+        // Tiles whose halos more than double the expansion's work are never worth it (small tiles at batch 1).
+        if (fused_block_recompute_factor(s, FusedBlockVariant{th, tw, 2}) > kFusedBlockMaxRecompute) continue;
+        const int variant_items = items <= 2 ? 2 : items <= 4 ? 4 : 6;
+        const int by_smem = std::max(1, caps.smem_per_sm / (l.total + 1024));
+        const int occ = std::max(1, std::min({by_smem, fused_block_regs_blocks(variant_items),
+                                              caps.max_threads_per_sm / kFusedBlockThreads, caps.max_blocks_per_sm}));
+        const double tc =
+            (static_cast<double>(l.m1) * l.k_pad * l.e_pad + static_cast<double>(l.m2) * l.e_pad * l.co_pad) / 512.0;
+        const double dw = static_cast<double>(th) * tw * 9.0 * l.e_pad / 64.0;
+        const double bytes = (static_cast<double>(l.k_pad) * l.e_pad + static_cast<double>(l.e_pad) * l.co_pad) * 2.0 +
+                             l.e_pad * 11.0 * 4.0 + static_cast<double>(l.window_h) * l.window_w * s.in_channels * 2.0 +
+                             static_cast<double>(th) * tw * s.out_channels * 2.0;
+        const double throughput = tc + dw + bytes / 32.0;
+        const double latency = (l.e_pad / kFusedBlockChunk) * 600.0 + 2000.0;
+        const int64_t blocks = ceil_div(s.out_h, th) * ceil_div(s.out_w, tw) * static_cast<int64_t>(s.batch);
+        const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sms) * occ));
+        const double cost = waves * std::max(occ * throughput, throughput + latency);
+        if (best.tile_h == 0 || cost < best_cost * 0.999) {
+          best = FusedBlockVariant{th, tw, variant_items};
+          best_cost = cost;
+        }
+      }
+    }
+    if (best.tile_h == 0)
+      why = "no tile fits " + std::to_string(caps.smem_per_block_optin) + " bytes of shared memory and " +
+            std::to_string(kFusedBlockMaxItems) + " projection items per warp with halos costing at most x" +
+            std::to_string(kFusedBlockMaxRecompute).substr(0, 3);
+  }
+  if (why_not != nullptr) *why_not = why;
+  return best;
+}
+
+std::string fused_block_refusal(const FusedBlockShape& s, int code_arch, int smem_per_block_optin) {
+  DeviceCaps caps;
+  caps.smem_per_block_optin = smem_per_block_optin;
+  std::string why;
+  choose_fused_block_variant(s, caps, code_arch, &why);
+  return why;
+}
+
+int64_t fused_block_blocks(const FusedBlockShape& s, const FusedBlockVariant& v) {
+  if (v.tile_h < 1 || v.tile_w < 1) return 0;
+  return ceil_div(s.out_h, v.tile_h) * ceil_div(s.out_w, v.tile_w) * static_cast<int64_t>(s.batch);
+}
+
+double fused_block_recompute_factor(const FusedBlockShape& s, const FusedBlockVariant& v) {
+  if (v.tile_h < 1 || v.tile_w < 1) return 1.0;
+  // Window pixels inside the map, summed over the tiles: separable into rows and columns.
+  auto covered = [&s](int out, int tile, int pad, int in) {
+    double sum = 0;
+    for (int o0 = 0; o0 < out; o0 += tile) {
+      const int a = o0 * s.stride - pad, b = a + (tile - 1) * s.stride + 3;
+      sum += std::max(0, std::min(b, in) - std::max(a, 0));
+    }
+    return sum;
+  };
+  const double exact = static_cast<double>(s.in_h) * s.in_w;
+  const double computed =
+      covered(s.out_h, v.tile_h, s.pad_top, s.in_h) * covered(s.out_w, v.tile_w, s.pad_left, s.in_w);
+  return exact > 0 ? computed / exact : 1.0;
+}
+
+std::string to_string(const FusedBlockVariant& v) {
+  return "block tile " + std::to_string(v.tile_h) + "x" + std::to_string(v.tile_w) + " chunk " +
+         std::to_string(kFusedBlockChunk) + " items " + std::to_string(v.items);
+}
+
 }  // namespace mnv2::kernels

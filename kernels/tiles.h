@@ -282,4 +282,69 @@ double expand_depthwise_recompute_factor(const ExpandDepthwiseShape& s, const Ex
 
 std::string to_string(const ExpandDepthwiseVariant& v);  // "expand1x1+dw3x3 tile 8x8 slice 16"
 
+// ---- the whole inverted-residual block in one kernel (fused_block.cuh), fp16 ---------------------------------
+
+// A block of kFusedBlockThreads threads owns tile_h x tile_w output pixels of one image. It loads the tile's
+// input window ((tile - 1) * stride + 3 pixels a side, the halo recomputed by neighbouring tiles) into shared
+// memory once; the expanded channels then stream through shared memory kFusedBlockChunk at a time: expansion of
+// the window on tensor cores (mma.sync m16n8k16, float32 accumulators) + bias + clip -> half, depthwise 3x3 +
+// bias + clip -> half, projection on tensor cores into accumulators that stay in registers across all chunks;
+// the projection's bias (and the residual, from the window already on chip) at the end.
+inline constexpr int kFusedBlockChunk = 32;
+inline constexpr int kFusedBlockThreads = 256;
+inline constexpr int kFusedBlockWarps = kFusedBlockThreads / 32;
+// Projection work items (16 output pixels x 32 output channels) per warp the kernel is built for.
+inline constexpr int kFusedBlockMaxItems = 6;
+// The most expansion work (halo recomputation included) over the exact count a tile may cost.
+inline constexpr double kFusedBlockMaxRecompute = 2.0;
+
+struct FusedBlockShape {
+  int batch = 0, in_channels = 0, expanded = 0, out_channels = 0;
+  int in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int stride = 1, pad_top = 0, pad_left = 0;
+  bool residual = false;
+};
+
+struct FusedBlockVariant {
+  int tile_h = 0, tile_w = 0;
+  int items = 0;  // projection items per warp the launch is built for: 2, 4 or 6 (kFusedBlockMaxItems)
+};
+
+// Shared-memory layout of one block (offsets in bytes, each a multiple of 16) and the padded sizes: the
+// window's rows padded to 16 (m1), the tile's (m2), the input channels to 16 (k_pad), the expanded channels
+// to the chunk (e_pad), the output channels to 32 (co_pad). Row strides are in halves, 16 bytes more than the
+// row, so the 8 rows an ldmatrix reads fall into different banks.
+struct FusedBlockLayout {
+  int window_h = 0, window_w = 0, m1 = 0, m2 = 0, k_pad = 0, e_pad = 0, co_pad = 0;
+  int ld_x = 0, ld_e = 0, ld_p = 0;
+  int x = 0, ex = 0, d = 0, we = 0, wp = 0, dw = 0, eb = 0, db = 0;  // we..db: two buffers each
+  int we_bytes = 0, wp_bytes = 0, dw_bytes = 0, bias_bytes = 0;      // one buffer's size
+  int total = 0;
+};
+FusedBlockLayout fused_block_layout(const FusedBlockShape& s, int tile_h, int tile_w);
+
+// Projection items (16 pixels x 32 channels) per warp for a tile: ceil(m2 / 16 * co_pad / 32 / warps).
+int fused_block_items(const FusedBlockShape& s, int tile_h, int tile_w);
+
+// Why this block cannot run fused ("" when it can): channel counts not multiples of 8 (16-byte accesses), a
+// stride other than 1 or 2, a residual whose shapes differ, code compiled below compute_80 (mma.sync
+// m16n8k16 and cp.async), or no tile that fits the shared memory and the accumulators.
+std::string fused_block_refusal(const FusedBlockShape& s, int code_arch, int smem_per_block_optin);
+// The same without the tile search (what every launch checks); code_arch 0: not checked.
+std::string fused_block_shape_refusal(const FusedBlockShape& s, int code_arch);
+
+// The tile by a cost model: per block the tensor-core multiply-adds (halo and padding included), the
+// depthwise FFMA, the weights streamed from L2 and a fixed cost per chunk (barriers), times the waves of
+// blocks the resident blocks per multiprocessor (shared memory, registers by items) give. Only tiles whose
+// layout fits caps.smem_per_block_optin, whose items fit kFusedBlockMaxItems and whose halos cost at most
+// kFusedBlockMaxRecompute. *why_not as
+// fused_block_refusal (then the variant must not be launched).
+FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const DeviceCaps& caps, int code_arch,
+                                             std::string* why_not);
+// Blocks of one launch (tiles x batch) and the expansion's multiply-adds computed over the exact count (>= 1).
+int64_t fused_block_blocks(const FusedBlockShape& s, const FusedBlockVariant& v);
+double fused_block_recompute_factor(const FusedBlockShape& s, const FusedBlockVariant& v);
+
+std::string to_string(const FusedBlockVariant& v);  // "block tile 8x8 chunk 32 items 2"
+
 }  // namespace mnv2::kernels

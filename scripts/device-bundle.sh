@@ -31,6 +31,12 @@ extra_plugin() {  # extra_plugin NAME PRESET
 # Machine code for sm_80 only and no PTX: nothing of it runs on a Hopper GPU, so there `mnv2 info` must say so in
 # one line and the cuda backend must be unavailable with that reason (cudnn still runs).
 [[ ${MNV2_DEVICE_SM80:-1} == 0 ]] || extra_plugin 80 device-sm80
+# The kernel lab's slot headers and templates where an installed program finds them (bin/../share/...), and its
+# example kernels beside them for the GPU tests and the closing note's runs.
+lab=$stage/bundle/share/mnv2-profiler/lab
+mkdir -p "$lab"
+cp -r "$root/kernels/lab/include" "$root/kernels/lab/templates" "$lab/"
+cp -r "$root/examples/lab" "$lab/examples"
 mkdir -p "$stage/bundle/shared/weights" "$stage/bundle/shared/golden"
 cp "$shared"/weights/*.onnx "$shared"/weights/*.txt "$stage/bundle/shared/weights/"
 cp "$shared"/golden/* "$stage/bundle/shared/golden/"

@@ -5,8 +5,8 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline;
-# default all), e.g.
+# timeline, anchor, cudnn, baseline, round2;
+# default all but round2), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -390,6 +390,41 @@ for p in fp32 fp16; do
       --timing cupti --warmup 5 --iters 20 --csv "$work/baseline_profile_cudnn_${p}_b$b.csv"
   done
 done
+fi
+
+# ---- custom kernels round 2 (issue 17) ------------------------------------------------------------------------
+# One call, every ratio of figures taken together: cuda (default plan and whole-block fusion in fp16) and fused
+# cudnn at batch 1/8/64/256 in fp32 and fp16, device-resident and end to end, with kernels per run; the 8-bit
+# input path at batch 256 as sub-batches overlapping upload and compute; the PyTorch anchor over the same points;
+# the table of all; per-layer CUPTI profiles inside the graph replay of the fused plan at batch 1 and 256.
+if want round2; then
+R2_ITERS=${R2_ITERS:-200}
+for p in fp32 fp16; do
+  TAIL=16 run "r2_bench_$p" ./bin/mnv2 bench --backends cuda,cudnn --precision $p --batch 1,8,64,256 \
+    --warmup 20 --iters "$R2_ITERS" --json "$work/r2_bench_$p.json"
+done
+for p in ${R2_BLOCK_PRECISIONS:-fp16}; do
+  TAIL=12 run "r2_bench_${p}_block" ./bin/mnv2 bench --backends cuda --cuda-fusion block --precision $p \
+    --batch 1,8,64,256 --warmup 20 --iters "$R2_ITERS" --json "$work/r2_bench_${p}_block.json"
+done
+for spec in ${R2_U8:-fp16:none fp16:block fp32:none}; do
+  p=${spec%%:*} f=${spec##*:}
+  TAIL=12 run "r2_u8_${p}_$f" ./bin/mnv2 bench --backends cuda --cuda-fusion "$f" --precision $p --batch 1,256 \
+    --u8 --sub-batch "${R2_SUB_BATCH:-64}" --warmup 10 --iters 100 --json "$work/r2_u8_${p}_$f.json"
+done
+TAIL=60 run r2_anchor python3 "$repo/scripts/pytorch-anchor.py" --model "$MNV2_MODEL" --golden shared/golden \
+  --batch 1,8,64,256 --precision fp32,fp16 --warmup 20 --iters 100 \
+  --compile-budget-s "${MNV2_ANCHOR_COMPILE_BUDGET_S:-100}" --json "$work/r2_anchor.json"
+shown=$(ls "$work"/r2_bench_*.json "$work"/r2_u8_*.json "$work"/r2_anchor.json 2>/dev/null | paste -sd,)
+TAIL=80 run r2_table ./bin/mnv2 bench --show "$shown"
+for spec in ${R2_PROFILES:-fp16:block:1 fp16:block:256 fp32:none:256}; do
+  IFS=: read -r p f b <<<"$spec"
+  TAIL=0 run "r2_profile_${p}_${f}_b$b" ./bin/mnv2 profile --backend cuda --cuda-fusion "$f" --precision $p --batch $b \
+    --timing cupti --exec graph --warmup 5 --iters 20 --csv "$work/r2_profile_${p}_${f}_b$b.csv" \
+    --json "$work/r2_profile_${p}_${f}_b$b.json"
+  grep -E "end to end|per layer|per kind|WARNING" "$work/r2_profile_${p}_${f}_b$b.log" >>"$summary"
+done
+cp "$work"/r2_bench_*.json "$work"/r2_u8_*.json "$work"/r2_anchor.json "$out/" 2>/dev/null
 fi
 
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$summary" 2>&1

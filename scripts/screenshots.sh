@@ -9,7 +9,8 @@
 # buttons, tabs and form fields from their labels); that is read-only, every action is an X input event.
 #
 #   scripts/screenshots.sh [--app PATH] [--model F] [--image IMG] [--out DIR] [--sizes WxH,WxH]
-#                          [--timeout S] [--only SUBSTRING] [--install]
+#                          [--timeout S] [--only SUBSTRING] [--lab-kernel F.cu [--lab-slot S] [--lab-layers L]]
+#                          [--install]
 #
 # Defaults: --app build/app/mnv2-profiler, --model ../shared/weights/mobilenet_v2_1.0_224.onnx,
 # --image ../shared/images/cat.bmp, --out docs/screenshots, --sizes 1280x720,1920x1080, --timeout 300
@@ -17,6 +18,14 @@
 # still runs: later steps build on earlier ones). Files: OUT/session-WxH-STEP.png. Exit 0 when every step
 # ran; non-zero with a message on the first step that failed or timed out (a run failing, an error dialog,
 # a widget not found, the app exiting).
+#
+# --lab-kernel F.cu adds the Kernel lab (issue 18): the app starts with F in the lab's editor (slot --lab-slot,
+# default depthwise), and two more steps run `mnv2 lab` through the page as a user does: "lab-run" presses Run
+# and waits for the per-layer chart of the kernel against ours and cuDNN (it must pass the check), then
+# "lab-compile-error" types a line with an undeclared name at the end of the source, presses Ctrl+B (Compile)
+# and waits for the compile error, its diagnostics and the marked line. The page runs the mnv2 that
+# MNV2_CLI names, else the one beside the app, else the PATH's: on a machine with a GPU, a real one; with the
+# tests' fake (MNV2_CLI=tests/ui/fake_mnv2_lab.sh) only the layout can be checked (its figures are made up).
 #
 # Needs (Debian packages; --install runs apt-get for them, nothing is installed otherwise; not part of
 # scripts/install-deps.sh because CI does not take screenshots):
@@ -32,6 +41,9 @@ out="$root/docs/screenshots"
 sizes="1280x720,1920x1080"
 timeout_s=300
 only=""
+lab_kernel=""
+lab_slot=depthwise
+lab_layers=""
 packages=(xvfb openbox xdotool x11-utils x11-apps imagemagick dbus at-spi2-core python3-gi gir1.2-atspi-2.0 pngquant)
 
 die() {
@@ -48,10 +60,13 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
+    --lab-kernel) lab_kernel=$2; shift 2 ;;
+    --lab-slot) lab_slot=$2; shift 2 ;;
+    --lab-layers) lab_layers=$2; shift 2 ;;
     --install)
       apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${packages[@]}"
       shift ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "screenshots.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -66,6 +81,12 @@ done
 [ -f "$model" ] || die "no model at $model (--model F)"
 [ -f "$image" ] || die "no image at $image (--image IMG)"
 [[ "$timeout_s" =~ ^[1-9][0-9]*$ ]] || die "--timeout wants a whole number of seconds, not '$timeout_s'"
+lab_args=()
+if [ -n "$lab_kernel" ]; then
+  [ -f "$lab_kernel" ] || die "no kernel at $lab_kernel (--lab-kernel F.cu)"
+  lab_args=(--lab-slot "$lab_slot" --lab-kernel "$(cd "$(dirname "$lab_kernel")" && pwd)/$(basename "$lab_kernel")")
+  [ -z "$lab_layers" ] || lab_args+=(--lab-layers "$lab_layers")
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 image_name=$(basename "$image")
@@ -82,6 +103,8 @@ image_name=$(basename "$image")
 #   run_wait                  wait until the run that was just started has finished (fails if it failed)
 #   wait_title TEXT           wait until the window title contains TEXT
 #   scroll_to ROLE NAME       wheel-scroll until the widget is inside its scroll area's viewport
+#   lab_wait WORDS            wait until the Kernel lab's job has ended; fail unless its status has WORDS
+#   lab_type_error            put the cursor at the end of the lab's editor and type a line that cannot compile
 STEPS=(
   "classify          | wait_title '$image_name'"
   "-                 | tab Timings"
@@ -98,6 +121,12 @@ STEPS=(
   "accuracy          | tab Accuracy"
   "timeline          | tab Timeline"
 )
+if [ -n "$lab_kernel" ]; then
+  STEPS+=(
+    "lab-run           | tab 'Kernel lab'; click 'push button' 'Run kernel'; lab_wait 'passed'"
+    "lab-compile-error | lab_type_error; key ctrl+b; lab_wait 'compile error'"
+  )
+fi
 
 # ---- the accessibility helper: reads the app's widget tree (never acts on it) ----
 atspi_py=$(mktemp /tmp/mnv2-screens-atspi.XXXXXX.py)
@@ -226,6 +255,19 @@ def main():
         if run is None:
             sys.exit(1)
         print("enabled" if run else "disabled", status.replace("\n", " "))
+    elif cmd == "lab-state":  # -> "busy|idle <status>" of the Kernel lab (its Cancel button and status line)
+        busy, status = None, None
+        for node, parents in walk(app()):
+            try:
+                if node.get_role_name() == "push button" and node.get_name() == "Cancel kernel job":
+                    busy = node.get_state_set().contains(S.ENABLED)
+                elif node.get_role_name() == "label" and node.get_name() == "Kernel lab status":
+                    status = node.get_description() or ""
+            except Exception:
+                continue
+        if busy is None or status is None:
+            sys.exit(1)
+        print("busy" if busy else "idle", status.replace("\n", " "))
     elif cmd == "dialogs":  # top-level windows other than the main one: "title: text"
         a = app()
         for i in range(a.get_child_count()):
@@ -392,6 +434,32 @@ choose() {  # LABEL ITEM: focus the combo box with a click, then keyboard: Home,
 }
 
 run_before=""
+lab_before=""
+# Waits for the Kernel lab's job just started: idle again (its Cancel button disabled) with a status line other
+# than before the step (each job's status names its version: "v2 run — passed: ..."), then checks the words.
+lab_wait() {
+  local state status deadline=$((SECONDS + timeout_s))
+  while :; do
+    [ "$SECONDS" -lt "$deadline" ] || die "timed out after ${timeout_s}s waiting for the lab job (step '$step')"
+    app_alive
+    state=$(atspi lab-state 2>/dev/null) || { sleep 0.25; continue; }
+    status=${state#* }
+    if [ "${state%% *}" = idle ] && [ "$status" != "$lab_before" ] && [[ "$status" != *… ]]; then
+      break
+    fi
+    sleep 0.25
+  done
+  echo "  lab: $status"
+  [[ "$status" == *"$1"* ]] || die "the lab job ended '$status', not '$1' (step '$step')"
+  check_dialogs
+}
+lab_type_error() {
+  click text 'Kernel source'
+  key ctrl+End
+  # A name NVRTC cannot know: the compile error and its marked line are what the picture shows.
+  xdotool type --delay 30 -- "
+__device__ float lab_typo() { return undefined_scale * 2.0f; }"
+}
 # Waits for the run (or diff) just started: the Run button goes disabled, or the status line changes, and
 # then the Run button is enabled again with a status line that says how it went.
 run_wait() {
@@ -418,6 +486,8 @@ remember_run_state() {
   local s
   s=$(atspi run-state 2>/dev/null) || s="? "
   run_before=${s#* }
+  s=$(atspi lab-state 2>/dev/null) || s="? "
+  lab_before=${s#* }
 }
 
 maximize() {
@@ -465,7 +535,7 @@ session() {  # WxH
   # The app as a user starts it (its saved settings left alone: a throw-away home).
   mkdir -p "$tmp/home"
   HOME="$tmp/home" XDG_CONFIG_HOME="$tmp/home/.config" QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 QT_QPA_PLATFORM=xcb \
-    "$app" --model "$model" --image "$image" >"$tmp/app.log" 2>&1 &
+    "$app" --model "$model" --image "$image" "${lab_args[@]}" >"$tmp/app.log" 2>&1 &
   app_pid=$!
   pids+=("$app_pid")
   step=start

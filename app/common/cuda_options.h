@@ -2,7 +2,7 @@
 // environment override, then the engine's default. The engine itself never reads the environment for them.
 //
 //   MNV2_CUDA_VARIANT   fast | baseline          --cuda-variant     (app: Run settings > cuda)
-//   MNV2_CUDA_FUSE      none | expand_dw         --cuda-fusion
+//   MNV2_CUDA_FUSE      none | expand_dw | block --cuda-fusion
 //   MNV2_CUDA_GRAPH     auto | on | off          --cuda-graph
 //   MNV2_CUDA_GEMM_TILE 128x64, ... (forced)     --cuda-gemm-tile
 //   MNV2_CUDA_PDL       auto | on | off          --cuda-pdl

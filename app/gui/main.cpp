@@ -3,6 +3,9 @@
 //   mnv2-profiler --model F --image IMG --backend B [--precision P] --run [--compare] [--screenshot FILE.png] [--quit]
 //   mnv2-profiler --backend B [--precision P] --eval SET [--eval-images DIR] [--eval-batch N] --tab accuracy
 //                 [--export-eval-csv F] [--screenshot FILE.png] [--quit]
+//   mnv2-profiler --tab lab --lab-slot S (--lab-kernel F.cu | --lab-template) [--lab-precision P] [--lab-layers L]
+//                 [--lab-batch N] [--lab-arch sm_XX] --lab compile|check|run [--lab-view V] [--screenshot F] [--quit]
+//     (the Kernel lab runs `mnv2 lab` as a process: MNV2_CLI, else the mnv2 beside this program, else the PATH)
 // Exit codes with --quit: 0 success, 1 a step failed (model, image, report, run, export, screenshot),
 // 2 bad arguments.
 #include <QApplication>
@@ -23,6 +26,7 @@
 #include "models/layer_selection.h"
 #include "widgets/accuracy_page.h"
 #include "widgets/comparison_page.h"
+#include "widgets/kernel_lab_page.h"
 #include "widgets/main_window.h"
 #include "widgets/network_graph_view.h"
 #include "widgets/roofline_page.h"
@@ -40,7 +44,8 @@ void say(const QString& text) { std::fprintf(stderr, "mnv2-profiler: %s\n", qPri
 struct Events {
   int environment = 0;
   int model = 0, image = 0, run = 0, eval = 0;
-  bool modelOk = false, imageOk = false, runOk = false, evalOk = false;
+  int lab = 0;
+  bool modelOk = false, imageOk = false, runOk = false, evalOk = false, labOk = false;
 };
 
 // Sleeps in the event loop until `done`: the worker's results arrive as events. (No timed processEvents
@@ -127,7 +132,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption tab(
       QStringLiteral("tab"),
       QStringLiteral("Tab to show: topology, timings, timeline, diffs, comparison, graph, roofline, "
-                     "sweep, accuracy."),
+                     "sweep, accuracy, lab."),
       QStringLiteral("NAME"));
   const QCommandLineOption colorBy(
       QStringLiteral("color-by"), QStringLiteral("Graph colours: time, share, error or kind."), QStringLiteral("WHAT"));
@@ -164,6 +169,32 @@ int main(int argc, char** argv) {
   const QCommandLineOption decoder(QStringLiteral("decoder"),
                                    QStringLiteral("Image decoder: auto (OpenCV when built with it), opencv, qimage."),
                                    QStringLiteral("D"));
+  const QCommandLineOption labSlot(
+      QStringLiteral("lab-slot"),
+      QStringLiteral("Kernel lab: the slot (depthwise, pointwise, stem, pool, classifier)."), QStringLiteral("S"));
+  const QCommandLineOption labKernel(QStringLiteral("lab-kernel"),
+                                     QStringLiteral("Kernel lab: open this kernel source in the editor."),
+                                     QStringLiteral("F.cu"));
+  const QCommandLineOption labTemplate(
+      QStringLiteral("lab-template"),
+      QStringLiteral("Kernel lab: start from the slot's template (mnv2 lab --template)."));
+  const QCommandLineOption labPrecision(QStringLiteral("lab-precision"), QStringLiteral("Kernel lab: fp32 or fp16."),
+                                        QStringLiteral("P"));
+  const QCommandLineOption labLayers(
+      QStringLiteral("lab-layers"),
+      QStringLiteral("Kernel lab: the layers to replace, e.g. 2,7 (default: all of the slot)."), QStringLiteral("L"));
+  const QCommandLineOption labBatch(QStringLiteral("lab-batch"), QStringLiteral("Kernel lab: batch size."),
+                                    QStringLiteral("N"));
+  const QCommandLineOption labArch(
+      QStringLiteral("lab-arch"),
+      QStringLiteral("Kernel lab: compile for this architecture, e.g. sm_90 (no GPU here)."), QStringLiteral("ARCH"));
+  const QCommandLineOption lab(QStringLiteral("lab"),
+                               QStringLiteral("Kernel lab: compile, check or run the editor's kernel with mnv2 lab."),
+                               QStringLiteral("ACTION"));
+  const QCommandLineOption labView(
+      QStringLiteral("lab-view"),
+      QStringLiteral("Kernel lab: the view in front: chart, check, history, output, diagnostics, commands."),
+      QStringLiteral("V"));
   const QCommandLineOption quit(QStringLiteral("quit"),
                                 QStringLiteral("Quit when the script is done (exit 1 if a step failed)."));
   parser.addOptions({model,      image,        backend,     timing,    batch,       warmup,      iters,
@@ -172,6 +203,7 @@ int main(int argc, char** argv) {
                      sweepSizes, sweepBatches, sweepX,      exportCsv, exportJson,  exportTrace, screenshot,
                      size,       decoder,      quit});
   parser.addOptions({precision, eval, evalImages, evalBatch, evalThreads, exportEvalCsv});
+  parser.addOptions({labSlot, labKernel, labTemplate, labPrecision, labLayers, labBatch, labArch, lab, labView});
   // The desktop entry's "Exec=mnv2-profiler %f": a file manager opens an image with the app.
   parser.addPositionalArgument(QStringLiteral("image"), QStringLiteral("An image to open (the same as --image IMG)."),
                                QStringLiteral("[IMAGE]"));
@@ -244,6 +276,20 @@ int main(int argc, char** argv) {
     else if (t != QLatin1String("event"))
       return usage(QStringLiteral("--timing must be event or cupti"));
   }
+  const QString labAction = parser.value(lab);
+  if (parser.isSet(lab) && labAction != QLatin1String("compile") && labAction != QLatin1String("check") &&
+      labAction != QLatin1String("run"))
+    return usage(QStringLiteral("--lab must be compile, check or run"));
+  if (parser.isSet(labPrecision) && parser.value(labPrecision) != QLatin1String("fp32") &&
+      parser.value(labPrecision) != QLatin1String("fp16"))
+    return usage(QStringLiteral("--lab-precision must be fp32 or fp16"));
+  int labBatchValue = -1;
+  if (!toInt(labBatch, 1, 4096, &labBatchValue))
+    return usage(QStringLiteral("--lab-batch must be an integer in 1..4096"));
+  if (parser.isSet(labKernel) && parser.isSet(labTemplate))
+    return usage(QStringLiteral("give the Kernel lab either --lab-kernel F or --lab-template, not both"));
+  if (parser.isSet(lab) && !parser.isSet(labKernel) && !parser.isSet(labTemplate))
+    return usage(QStringLiteral("--lab needs a source: --lab-kernel F.cu or --lab-template"));
   const QString colorValue = parser.value(colorBy);
   const QStringList colors = {QStringLiteral("time"), QStringLiteral("share"), QStringLiteral("error"),
                               QStringLiteral("kind")};
@@ -253,7 +299,8 @@ int main(int argc, char** argv) {
   // Any scripting option makes the run reproducible: no saved settings, errors on stderr instead of boxes.
   const bool scripted = parser.isSet(run) || parser.isSet(compare) || parser.isSet(screenshot) || parser.isSet(quit) ||
                         parser.isSet(exportCsv) || parser.isSet(exportJson) || parser.isSet(exportTrace) ||
-                        parser.isSet(diff) || parser.isSet(sweep) || parser.isSet(eval) || parser.isSet(exportEvalCsv);
+                        parser.isSet(diff) || parser.isSet(sweep) || parser.isSet(eval) ||
+                        parser.isSet(exportEvalCsv) || parser.isSet(lab) || parser.isSet(labTemplate);
   MainWindow::Options options;
   options.scripted = scripted;
   options.useSettings = !scripted;
@@ -281,7 +328,32 @@ int main(int argc, char** argv) {
     events.evalOk = ok;
   });
 
+  mnv2::ui::KernelLabPage* labPage = window.kernelLabPage();
+  QObject::connect(labPage, &mnv2::ui::KernelLabPage::finished, &window, [&](bool ok) {
+    ++events.lab;
+    events.labOk = ok;
+  });
+
   window.start(parser.value(model));
+  // The Kernel lab's fields (no job yet): interactive sessions start with them too (scripts/screenshots.sh).
+  bool labFieldsOk = true;
+  if (parser.isSet(labSlot) && !labPage->selectSlot(parser.value(labSlot))) {
+    say(QStringLiteral("--lab-slot: '%1' is not a slot the lab runs (depthwise, pointwise, stem, pool, classifier)")
+            .arg(parser.value(labSlot)));
+    labFieldsOk = false;
+  }
+  if (parser.isSet(labPrecision)) labPage->setPrecision(parser.value(labPrecision));
+  if (parser.isSet(labLayers)) labPage->setLayers(parser.value(labLayers));
+  if (labBatchValue > 0) labPage->setBatch(labBatchValue);
+  if (parser.isSet(labArch) && !labPage->setArch(parser.value(labArch))) {
+    say(QStringLiteral("--lab-arch: '%1' is not offered (sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120)")
+            .arg(parser.value(labArch)));
+    labFieldsOk = false;
+  }
+  if (parser.isSet(labKernel) && !labPage->openFile(parser.value(labKernel))) {
+    say(QStringLiteral("--lab-kernel: %1").arg(labPage->statusText()));
+    labFieldsOk = false;
+  }
   mnv2::ui::RunSettingsPanel* settings = window.runSettings();
   settings->setCounts(batchValue, warmupValue, itersValue);
   if (parser.isSet(ceilings)) window.rooflinePage()->setMeasureCeilings(true);
@@ -294,6 +366,7 @@ int main(int argc, char** argv) {
   if (evalThreadsValue >= 0) accuracy->setLoaderThreads(evalThreadsValue);
 
   if (!scripted) {
+    if (parser.isSet(tab)) window.selectTab(parser.value(tab));
     if (parser.isSet(backend)) settings->selectBackend(parser.value(backend));
     if (parser.isSet(precision)) settings->setPrecision(precisionValue);
     if (imageSet) window.openImage(imageValue);
@@ -301,7 +374,7 @@ int main(int argc, char** argv) {
     return QApplication::exec();
   }
 
-  bool failed = false;
+  bool failed = !labFieldsOk;
   waitUntil([&] { return events.environment > 0 && events.model > 0; });
   if (!events.modelOk) failed = true;
   if (parser.isSet(backend) && !settings->selectBackend(parser.value(backend))) {
@@ -366,6 +439,32 @@ int main(int argc, char** argv) {
     } else {
       failed = true;
     }
+  }
+  // The Kernel lab: a template, then the job. A compile error or a failed check is a result like any other
+  // (what a screenshot of the page may want to show); no result at all (no mnv2, a refused request) fails.
+  if (parser.isSet(labTemplate) && labFieldsOk) {
+    const int before = events.lab;
+    if (labPage->newFromTemplate()) {
+      waitUntil([&] { return events.lab > before; });
+      if (!events.labOk) failed = true;
+    } else {
+      failed = true;
+    }
+    if (failed) say(QStringLiteral("--lab-template: %1").arg(labPage->statusText()));
+  }
+  if (parser.isSet(lab) && labFieldsOk && !failed) {
+    window.selectTab(QStringLiteral("lab"));  // in front while it runs: its output scrolls as it comes
+    const int before = events.lab;
+    const bool started = labAction == QLatin1String("compile") ? labPage->compile()
+                         : labAction == QLatin1String("check") ? labPage->check()
+                                                               : labPage->run();
+    if (started) waitUntil([&] { return events.lab > before; });
+    if (!started || !events.labOk) failed = true;
+    say(QStringLiteral("lab %1: %2").arg(labAction, labPage->statusText()));
+  }
+  if (parser.isSet(labView) && !labPage->showView(parser.value(labView))) {
+    say(QStringLiteral("unknown --lab-view '%1'").arg(parser.value(labView)));
+    failed = true;
   }
   if (parser.isSet(exportEvalCsv)) {
     if (window.exportEvalCsv(parser.value(exportEvalCsv)))

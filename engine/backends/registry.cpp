@@ -12,6 +12,7 @@
 #include "gpu/plugin_api.h"
 #include "mnv2/backend.h"
 #include "mnv2/error.h"
+#include "mnv2/lab.h"
 
 namespace mnv2 {
 
@@ -87,7 +88,17 @@ Precision parse_precision(const std::string& text) {
 
 const char* to_string(CudaOptions::Variant v) { return v == CudaOptions::Variant::fast ? "fast" : "baseline"; }
 
-const char* to_string(CudaOptions::Fusion f) { return f == CudaOptions::Fusion::none ? "none" : "expand_dw"; }
+const char* to_string(CudaOptions::Fusion f) {
+  switch (f) {
+    case CudaOptions::Fusion::none:
+      return "none";
+    case CudaOptions::Fusion::expand_dw:
+      return "expand_dw";
+    case CudaOptions::Fusion::block:
+      return "block";
+  }
+  return "?";
+}
 
 const char* to_string(CudaOptions::Graph g) {
   switch (g) {
@@ -136,7 +147,8 @@ CudaOptions::Variant parse_cuda_variant(const std::string& text) {
 }
 
 CudaOptions::Fusion parse_cuda_fusion(const std::string& text) {
-  return parse_named(text, "cuda fusion", {CudaOptions::Fusion::none, CudaOptions::Fusion::expand_dw});
+  return parse_named(text, "cuda fusion",
+                     {CudaOptions::Fusion::none, CudaOptions::Fusion::expand_dw, CudaOptions::Fusion::block});
 }
 
 CudaOptions::Graph parse_cuda_graph(const std::string& text) {
@@ -201,6 +213,13 @@ std::vector<std::string> backend_names() {
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
+  // The kernel lab's backends ("cuda+lab:NAME", mnv2/lab.h) exist once their kernel is registered.
+  if (name.rfind("cuda+lab:", 0) == 0) {
+    const std::optional<LabKernelSpec> spec = registered_lab_kernel(name.substr(9));
+    if (!spec) throw UsageError("backend '" + name + "' has no compiled kernel in this process (run 'mnv2 lab')");
+    if (const gpu_plugin::Api* gpu = gpu_plugin::api()) return gpu->make_cuda_lab_backend(*spec);
+    return std::make_unique<UnloadedBackend>(name, "custom CUDA kernels", gpu_plugin::status().problem);
+  }
   for (const RegistryEntry& entry : kRegistry)
     if (name == entry.name) return entry.factory();
   std::string choices;

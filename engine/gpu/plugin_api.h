@@ -14,12 +14,34 @@
 
 #include "mnv2/backend.h"
 #include "mnv2/device.h"
+#include "mnv2/lab.h"
 #include "mnv2/roofline.h"
 #include "mnv2/timing.h"
 
 namespace mnv2::gpu_plugin {
 
 inline constexpr int kApiVersion = 1;
+
+// One NVRTC compilation of the kernel lab (engine/gpu/lab_nvrtc.cpp).
+struct LabNvrtcJob {
+  std::string source;
+  std::string file_name;             // the program's name in diagnostics
+  std::vector<std::string> options;  // -arch=sm_XX, -I..., -lineinfo, ...
+};
+struct LabModuleInfo {
+  std::string kernel_name;
+  int block[3] = {256, 1, 1};
+  int tile[2] = {1, 1};
+  int shared_bytes = 0;
+};
+struct LabNvrtcOutput {
+  bool ok = false;              // compiled; cubin holds the module
+  std::string log;              // NVRTC's program log
+  std::string cubin;            // the module's bytes
+  std::string error;            // why NVRTC itself failed (not a compile error of the source)
+  std::string version;          // "13.0"
+  std::string toolkit_include;  // the CUDA headers' folder NVRTC's library sits beside, "" if not found
+};
 
 struct Api {
   int api_version = kApiVersion;
@@ -53,6 +75,13 @@ struct Api {
   bool (*memory_use)(int device, int64_t* used_bytes, int64_t* total_bytes) = nullptr;
   // Creates the CUDA context (cudaFree(nullptr)); false when that fails.
   bool (*create_context)() = nullptr;
+
+  // The kernel lab (mnv2/lab.h): NVRTC, which needs no GPU, and the cuda backend with a user's kernel in a slot.
+  void (*lab_nvrtc_compile)(const LabNvrtcJob& job, LabNvrtcOutput& out) = nullptr;
+  std::unique_ptr<Backend> (*make_cuda_lab_backend)(const LabKernelSpec& spec) = nullptr;
+  // Loads a compiled lab module into the current device's context and reads its kernel's name and launch
+  // geometry (MNV2_LAB_BLOCK, _TILE, _SHARED); throws Error naming what is wrong.
+  void (*lab_module_info)(const std::string& cubin_path, LabModuleInfo& info) = nullptr;
 };
 
 // The plugin's one exported symbol, looked up by name with dlsym.

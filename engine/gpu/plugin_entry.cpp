@@ -9,8 +9,16 @@
 
 namespace mnv2 {
 
-std::unique_ptr<Backend> make_cudnn_backend();  // engine/backends/cudnn
-std::unique_ptr<Backend> make_cuda_backend();   // engine/backends/cuda
+std::unique_ptr<Backend> make_cudnn_backend();                              // engine/backends/cudnn
+std::unique_ptr<Backend> make_cuda_backend();                               // engine/backends/cuda
+std::unique_ptr<Backend> make_cuda_lab_backend(const LabKernelSpec& spec);  // engine/backends/cuda
+namespace cuda_backend {
+void lab_module_info(const std::string& cubin_path, gpu_plugin::LabModuleInfo& info);  // lab_kernel.cpp
+}  // namespace cuda_backend
+
+namespace gpu_plugin {
+void lab_nvrtc_compile(const LabNvrtcJob& job, LabNvrtcOutput& out);  // engine/gpu/lab_nvrtc.cpp
+}  // namespace gpu_plugin
 
 namespace gpu_plugin {
 namespace {
@@ -117,6 +125,9 @@ const Api kApi = [] {
   a.kernel_code_arch = &kernel_code_arch;
   a.make_cudnn_backend = &make_cudnn_backend;
   a.make_cuda_backend = &make_cuda_backend;
+  a.lab_nvrtc_compile = &lab_nvrtc_compile;
+  a.make_cuda_lab_backend = &make_cuda_lab_backend;
+  a.lab_module_info = &cuda_backend::lab_module_info;
   a.make_event_timing_source = &gpu::make_event_timing_source_with_warnings;
   a.make_cupti_timing_source = &cupti_source;
   a.make_event_run_timer = &gpu::make_event_run_timer;

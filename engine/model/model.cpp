@@ -224,6 +224,36 @@ std::vector<LayerStats> analyse(const Model& model, int batch, int height, int w
   return stats;
 }
 
+double step_bytes(const std::vector<Layer>& topology, const std::vector<LayerStats>& stats,
+                  const std::vector<int>& layers) {
+  auto inside = [&layers](int l) { return std::find(layers.begin(), layers.end(), l) != layers.end(); };
+  std::vector<int> outside_read;  // inputs from outside the step already counted by an earlier layer
+  double bytes = 0;
+  for (int l : layers) {
+    const Layer& layer = topology.at(static_cast<size_t>(l));
+    const LayerStats& st = stats.at(static_cast<size_t>(l));
+    const double weights = 4.0 * static_cast<double>(st.params);
+    // The layer's own figure is inputs + weights + output; keep the inputs that come from outside the step,
+    // once each across the step's layers (the network input is counted per reader).
+    double read = static_cast<double>(st.bytes) - static_cast<double>(st.activation_bytes) - weights;
+    std::vector<int> seen_here;
+    for (int in : layer.inputs) {
+      if (in == kNetworkInput) continue;
+      const double size = static_cast<double>(stats.at(static_cast<size_t>(in)).activation_bytes);
+      if (inside(in)) {
+        read -= size;
+      } else if (std::find(outside_read.begin(), outside_read.end(), in) != outside_read.end()) {
+        read -= size;
+      } else {
+        seen_here.push_back(in);
+      }
+    }
+    outside_read.insert(outside_read.end(), seen_here.begin(), seen_here.end());
+    bytes += read + weights + (l == layers.back() ? static_cast<double>(st.activation_bytes) : 0.0);
+  }
+  return bytes;
+}
+
 double layer_flops(const Layer& layer, const LayerStats& stats) {
   switch (layer.kind) {
     case LayerKind::Conv2d:

@@ -202,24 +202,10 @@ std::vector<RooflinePoint> roofline_points(const RunReport& r, const Ceilings& c
     p.layer = s.layers.front();
     p.name = s.name;
     p.kind = to_string(r.topology.at(static_cast<size_t>(p.layer)).kind);
-    // Bytes a step must move: its layers' weights, the inputs it reads from outside itself and the last
-    // layer's output. A fused step's inner tensors never reach memory, so summing each layer's own traffic
-    // would overstate the step's bytes and place it left of where it runs (above the roof).
-    auto produced_inside = [&s](int input) {
-      return std::find(s.layers.begin(), s.layers.end(), input) != s.layers.end();
-    };
-    for (int l : s.layers) {
-      const Layer& layer = r.topology.at(static_cast<size_t>(l));
-      const LayerStats& st = r.layer_stats.at(static_cast<size_t>(l));
-      const double weights = 4.0 * static_cast<double>(st.params);
-      // The layer's own figure is inputs + weights + output; keep the inputs that come from outside the step.
-      double read = static_cast<double>(st.bytes) - static_cast<double>(st.activation_bytes) - weights;
-      for (int in : layer.inputs)
-        if (in != kNetworkInput && produced_inside(in))
-          read -= static_cast<double>(r.layer_stats.at(static_cast<size_t>(in)).activation_bytes);
-      p.bytes += read + weights + (l == s.layers.back() ? static_cast<double>(st.activation_bytes) : 0.0);
-      p.flops += layer_flops(layer, st);  // the one definition (mnv2/model.h)
-    }
+    // Bytes that cross the step's boundary (mnv2/flops.h): a fused step's inner tensors never reach memory.
+    p.bytes = step_bytes(r.topology, r.layer_stats, s.layers);
+    for (int l : s.layers)
+      p.flops += layer_flops(r.topology.at(static_cast<size_t>(l)), r.layer_stats.at(static_cast<size_t>(l)));
     p.bytes *= storage_bytes(r.config.precision) / 4.0;  // analyse() counts float32
     if (!(p.flops > 0) || !(p.bytes > 0)) continue;
     p.intensity = p.flops / p.bytes;

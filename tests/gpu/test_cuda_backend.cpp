@@ -964,5 +964,85 @@ TEST_F(CudaBackendTest, ReducedPrecisionDoesNotFuseExpandDepthwiseAndSaysSo) {
   EXPECT_GT(noted, 0);
 }
 
+// Fusion block (fp16): each inverted-residual block with an expansion in one kernel (expansion, depthwise,
+// projection, residual) where the launch fills the GPU. The golden logits within the fp16 bound with the top
+// class agreeing, the materialised layers (the blocks' outputs) against cpu at batch 3 and an odd size, graph
+// replay bitwise equal to layer-by-layer runs, and each fused step named after every layer it covers. Where the
+// code is older than compute_80 nothing is fused and the plan says why.
+TEST_F(CudaBackendTest, FusedBlockMatchesGoldenLogitsAndIsAttributedAsFused) {
+  ScopedOption variant("variant", "fast");
+  ScopedOption fuse("fusion", "block");
+  const std::string old_code = tf32_kernels_missing();  // the same condition: compute_80 code on an sm_80+ GPU
+  for (int batch : {1, 8}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    auto net = prepare(main_model(), batch, 224, 224, Precision::fp16);
+    int fused = 0, residuals = 0, noted = 0;
+    for (const ExecStep& step : net->steps()) {
+      noted += step.variant.find("fusion block: not fused") != std::string::npos;
+      if (step.variant.find("block tile ") == std::string::npos) continue;
+      ++fused;
+      ASSERT_GE(step.layers.size(), 5u) << step.name;
+      EXPECT_LE(step.layers.size(), 6u) << step.name;
+      size_t convs = 0;
+      for (size_t at = step.name.find("Conv2d"); at != std::string::npos; at = step.name.find("Conv2d", at + 1))
+        ++convs;
+      EXPECT_EQ(convs, 3u) << step.name;  // expansion, depthwise and projection named
+      if (step.layers.size() == 6u) {
+        ++residuals;
+        EXPECT_NE(step.name.find("ResidualAdd"), std::string::npos) << step.name;
+        EXPECT_NE(step.variant.find("+residual"), std::string::npos) << step.variant;
+      }
+    }
+    std::printf("fusion block, fp16 batch %d: %d fused blocks (%d with residual), %zu steps\n", batch, fused, residuals,
+                net->steps().size());
+    expect_steps_cover_layers(net->steps(), main_model().layers.size());
+    if (!old_code.empty()) {
+      EXPECT_EQ(fused, 0);
+      EXPECT_EQ(noted, 16) << "every expanding block says why it is not fused";
+      continue;
+    }
+    EXPECT_GT(fused, 0);
+    EXPECT_EQ(fused + noted, 16) << "every expanding block is fused or says why not";
+    EXPECT_EQ(net->steps().size(), 54u - 2u * static_cast<size_t>(fused));
+    if (batch == 1)
+      for (const std::string& name : golden_image_names()) {
+        SCOPED_TRACE("golden " + name);
+        const GoldenRun r = run_golden(*net, name, "cuda fp16 block", precision_logits_bound(Precision::fp16));
+        EXPECT_LT(r.rel_l2, precision_logits_bound(Precision::fp16));
+        expect_top_agrees(r.top5, r.golden.top5);
+      }
+  }
+  if (!old_code.empty()) GTEST_SKIP() << "fused_block not run: " << old_code;
+  expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, "fused block", Precision::fp16);
+  expect_layers_match_cpu(*backend_, main_model(), 3, 193, 257, "fused block", Precision::fp16);
+  expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "fused block torchvision", Precision::fp16);
+
+  auto batch2 = prepare(main_model(), 2, 224, 224, Precision::fp16);
+  const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
+  const Tensor graph = batch2->run(input);
+  RecordingObserver observer;
+  RunOptions per_step;
+  per_step.observer = &observer;
+  const Tensor layers = batch2->run(input, per_step);
+  ASSERT_EQ(graph.data.size(), layers.data.size());
+  EXPECT_EQ(std::memcmp(graph.data.data(), layers.data.data(), graph.data.size() * sizeof(float)), 0);
+}
+
+// fp32 and tf32 keep the unfused steps under fusion block and say so.
+TEST_F(CudaBackendTest, BlockFusionIsFp16OnlyAndSaysSo) {
+  ScopedOption fuse("fusion", "block");
+  for (Precision p : {Precision::fp32, Precision::tf32}) {
+    if (!backend_->supports(p)) continue;
+    auto net = prepare(main_model(), 1, 224, 224, p);
+    EXPECT_EQ(net->steps().size(), 54u);
+    int noted = 0;
+    for (const ExecStep& s : net->steps()) {
+      EXPECT_EQ(s.variant.find("block tile"), std::string::npos) << s.variant;
+      noted += s.variant.find("fusion block: fp16 only") != std::string::npos;
+    }
+    EXPECT_EQ(noted, 16) << to_string(p);
+  }
+}
+
 }  // namespace
 }  // namespace mnv2::test

@@ -28,7 +28,8 @@ echo "mnv2-profiler Depends: $depends"
 contents=$(dpkg-deb -c "$core" | awk '{print $6}')
 for f in ./usr/bin/mnv2 ./usr/share/applications/mnv2-profiler.desktop \
          ./usr/share/icons/hicolor/256x256/apps/mnv2-profiler.png ./usr/share/mnv2-profiler/imagenet_labels_1001.txt \
-         ./usr/share/doc/mnv2-profiler/copyright; do
+         ./usr/share/doc/mnv2-profiler/copyright ./usr/share/mnv2-profiler/lab/include/mnv2_lab/depthwise.h \
+         ./usr/share/mnv2-profiler/lab/templates/depthwise.cu; do
   grep -qx "$f" <<<"$contents" || fail "$f is not in $core"
 done
 grep -Eq '^./usr/lib/(.*/)?mnv2-profiler/libmnv2_engine.so$' <<<"$contents" || fail "no engine library in $core"
@@ -56,6 +57,10 @@ out=$(run "$root1/usr/bin/mnv2" classify --model "$shared/weights/mobilenet_v2_1
       "$shared/images/cat.bmp")
 echo "$out"
 grep -q "Egyptian cat" <<<"$out" || fail "the installed mnv2 does not classify the cat"
+# The kernel lab finds its slot headers and templates installed beside the program (no GPU needed); started
+# directly (not through the loader, which would make /proc/self/exe the loader's path).
+env -u LD_LIBRARY_PATH "$root1/usr/bin/mnv2" lab --template depthwise | grep -q 'mnv2_lab/depthwise.h' ||
+  fail "the installed mnv2 does not find the kernel lab's templates"
 # No weights in the package: a model placed in the user's data folder is found without --model.
 mkdir -p "$scratch/xdg/mnv2-profiler"
 cp "$shared/weights/mobilenet_v2_1.0_224.onnx" "$scratch/xdg/mnv2-profiler/"

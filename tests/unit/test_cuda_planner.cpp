@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <string>
 #include <vector>
@@ -86,6 +87,31 @@ void check_plan(const CudaPlan& plan, const std::string& what) {
       EXPECT_GE(s.launch.tile_h, 1);
       EXPECT_NE(s.variant.find("tile " + s.launch.tile), std::string::npos);
       EXPECT_GE(s.layers.size(), 3u);
+    }
+    if (s.kernel == CudaKernel::fused_block) {
+      // fp16 only, compute_80 code only; the layout fits the device and the accumulators the build.
+      EXPECT_EQ(plan.config.precision, Precision::fp16);
+      EXPECT_GE(plan.gpu.effective_code_arch(), 80);
+      EXPECT_TRUE(s.half && s.half_output && s.nhwc_output && s.tensor_cores);
+      const int first = s.layers.front();
+      const Layer& expand = model().layers[static_cast<size_t>(first)];
+      const Layer& dw = model().layers[static_cast<size_t>(first + 2)];
+      const Layer& project = model().layers[static_cast<size_t>(first + 4)];
+      ASSERT_TRUE(s.layers.size() == 5u || s.layers.size() == 6u);
+      EXPECT_TRUE(expand.conv.pointwise() && dw.conv.depthwise() && project.conv.pointwise());
+      EXPECT_EQ(s.clip_layer, first + 1);
+      EXPECT_EQ(s.dw_clip_layer, first + 3);
+      EXPECT_EQ(s.residual >= 0, s.layers.size() == 6u);
+      if (s.residual >= 0) EXPECT_EQ(s.residual, expand.inputs.front());
+      kernels::FusedBlockShape fs;
+      fs.in_channels = expand.conv.in_channels;
+      fs.expanded = expand.conv.out_channels;
+      fs.out_channels = project.conv.out_channels;
+      fs.stride = dw.conv.stride_h;
+      EXPECT_LE(kernels::fused_block_layout(fs, s.launch.tile_h, s.launch.tile_w).total, plan.gpu.smem_per_block_optin);
+      EXPECT_LE(kernels::fused_block_items(fs, s.launch.tile_h, s.launch.tile_w), s.launch.items);
+      EXPECT_TRUE(s.launch.items == 2 || s.launch.items == 4 || s.launch.items == 6);
+      EXPECT_NE(s.variant.find("block tile " + s.launch.tile), std::string::npos);
     }
     if (s.launch.splits > 1) EXPECT_NE(s.variant.find("splitk" + std::to_string(s.launch.splits)), std::string::npos);
   }
@@ -399,6 +425,179 @@ TEST(CudaPlanner, PdlOnlyWhereTheGpuAndTheCodeHaveIt) {
     EXPECT_EQ(parse_cuda_splitk(to_string(v)), v);
   EXPECT_THROW(parse_cuda_pdl("maybe"), UsageError);
   EXPECT_THROW(parse_cuda_splitk("later"), UsageError);
+}
+
+// Fusion block: which blocks become one fused_block step on each preset. Blocks 2..17 of MobileNetV2 have an
+// expansion (block 1 starts with its depthwise convolution and stays unfused).
+std::vector<int> fused_blocks(const CudaPlan& plan) {
+  std::vector<int> first_layers;
+  for (const CudaStep& s : plan.steps)
+    if (s.kernel == CudaKernel::fused_block) first_layers.push_back(s.layers.front());
+  return first_layers;
+}
+
+TEST(CudaPlanner, BlockFusionFusesEveryExpandingBlockAtLargeBatchesInFp16) {
+  for (const GpuProperties& gpu : {GpuProperties::a100(), GpuProperties::rtx4090(), GpuProperties::h200()}) {
+    SCOPED_TRACE(gpu.name);
+    for (int batch : {1, 8, 64, 256}) {
+      SCOPED_TRACE("batch " + std::to_string(batch));
+      const CudaPlan plan = plan_cuda_network(
+          model(), config(batch, Precision::fp16, CudaOptions::Variant::fast, CudaOptions::Fusion::block), gpu);
+      check_plan(plan, gpu.name + " block");
+      const std::vector<int> fused = fused_blocks(plan);
+      EXPECT_EQ(plan.steps.size(), 54u - 2u * fused.size());
+      int residuals = 0, noted = 0;
+      for (const CudaStep& s : plan.steps) {
+        residuals += s.kernel == CudaKernel::fused_block && s.residual >= 0;
+        noted += s.variant.find("(fusion block: not fused: ") != std::string::npos;
+        if (s.kernel == CudaKernel::fused_block) {
+          EXPECT_EQ(s.name.find("Conv2d " + std::to_string(s.layers.front()) + " + "), 0u) << s.name;
+          EXPECT_NE(s.name.find(" + Conv2d " + std::to_string(s.layers.front() + 4)), std::string::npos) << s.name;
+        }
+      }
+      EXPECT_EQ(static_cast<int>(fused.size()) + noted, 16) << "each expanding block fused or says why not";
+      if (batch == 256) {
+        EXPECT_EQ(fused.size(), 16u);
+        EXPECT_EQ(residuals, 10);  // every residual block has an expansion
+        EXPECT_EQ(plan.steps.size(), 22u);
+      }
+      // Small maps at batch 1 give too few blocks: not fused, and said so.
+      if (batch == 1) EXPECT_LT(fused.size(), 16u);
+    }
+  }
+}
+
+TEST(CudaPlanner, BlockFusionNeedsFp16AndCompute80Code) {
+  // T4 (sm_75) and an H200 running compute_75 PTX: nothing fused, each expanding block says why.
+  GpuProperties old_code = GpuProperties::h200();
+  old_code.code_arch = 75;
+  for (const GpuProperties& gpu : {GpuProperties::t4(), old_code}) {
+    const CudaPlan plan = plan_cuda_network(
+        model(), config(256, Precision::fp16, CudaOptions::Variant::fast, CudaOptions::Fusion::block), gpu);
+    check_plan(plan, gpu.name + " block, old code");
+    EXPECT_TRUE(fused_blocks(plan).empty());
+    int noted = 0;
+    for (const CudaStep& s : plan.steps) noted += s.variant.find("compute_80") != std::string::npos;
+    EXPECT_EQ(noted, 16);
+  }
+  for (Precision p : {Precision::fp32, Precision::tf32}) {
+    const CudaPlan plan = plan_cuda_network(
+        model(), config(256, p, CudaOptions::Variant::fast, CudaOptions::Fusion::block), GpuProperties::h200());
+    EXPECT_EQ(plan.steps.size(), 54u);
+    int noted = 0;
+    for (const CudaStep& s : plan.steps)
+      noted += s.variant.find("(fusion block: fp16 only, not fused in " + std::string(to_string(p)) + ")") !=
+               std::string::npos;
+    EXPECT_EQ(noted, 16) << to_string(p);
+  }
+}
+
+// A block whose channels are not multiples of 8 stays unfused (the kernel's 16-byte accesses) and says so; with
+// 16 channels the same network fuses. stem 3x3 (3 -> C), expand 1x1 (C -> 4C), ReLU6, dw 3x3, ReLU6, project
+// 1x1 (4C -> C), add, pool, Linear.
+Model block_model(int c) {
+  Model m;
+  m.input_channels = 3;
+  m.num_classes = 10;
+  auto conv = [](int in, int out, int k, int groups, int input) {
+    Layer l;
+    l.kind = LayerKind::Conv2d;
+    l.inputs = {input};
+    l.conv.in_channels = in;
+    l.conv.out_channels = out;
+    l.conv.kernel_h = l.conv.kernel_w = k;
+    l.conv.groups = groups;
+    l.conv.pad_top = l.conv.pad_left = l.conv.pad_bottom = l.conv.pad_right = k / 2;
+    l.weight.assign(static_cast<size_t>(out) * (in / groups) * k * k, 0.01f);
+    l.bias.assign(static_cast<size_t>(out), 0.0f);
+    return l;
+  };
+  auto relu6 = [](int input) {
+    Layer l;
+    l.kind = LayerKind::ReLU6;
+    l.inputs = {input};
+    return l;
+  };
+  Layer add;
+  add.kind = LayerKind::ResidualAdd;
+  add.inputs = {5, 0};
+  Layer pool;
+  pool.kind = LayerKind::GlobalAveragePool;
+  pool.inputs = {6};
+  Layer fc;
+  fc.kind = LayerKind::Linear;
+  fc.inputs = {7};
+  fc.in_features = c;
+  fc.out_features = 10;
+  fc.weight.assign(static_cast<size_t>(10) * c, 0.01f);
+  m.layers = {conv(3, c, 3, 1, kNetworkInput),
+              conv(c, 4 * c, 1, 1, 0),
+              relu6(1),
+              conv(4 * c, 4 * c, 3, 4 * c, 2),
+              relu6(3),
+              conv(4 * c, c, 1, 1, 4),
+              add,
+              pool,
+              fc};
+  for (size_t i = 0; i < m.layers.size(); ++i) m.layers[i].index = static_cast<int>(i);
+  return m;
+}
+
+TEST(CudaPlanner, BlockFusionRefusesChannelsThatAreNotMultiplesOf8) {
+  PrepareConfig c = config(64, Precision::fp16, CudaOptions::Variant::fast, CudaOptions::Fusion::block);
+  c.height = c.width = 32;
+  const CudaPlan fused = plan_cuda_network(block_model(16), c, GpuProperties::h200());
+  ASSERT_EQ(fused_blocks(fused), std::vector<int>{1});
+  EXPECT_EQ(fused.steps[1].layers, (std::vector<int>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(fused.steps[1].residual, 0);
+  const CudaPlan refused = plan_cuda_network(block_model(12), c, GpuProperties::h200());
+  EXPECT_TRUE(fused_blocks(refused).empty());
+  EXPECT_NE(refused.steps[1].variant.find("multiples of 8"), std::string::npos) << refused.steps[1].variant;
+  kernels::FusedBlockShape s{64, 12, 48, 12, 32, 32, 32, 32, 1, 1, 1, true};
+  EXPECT_NE(kernels::fused_block_shape_refusal(s, 90).find("multiples of 8"), std::string::npos);
+  s.in_channels = s.out_channels = 16;
+  EXPECT_EQ(kernels::fused_block_shape_refusal(s, 90), "");
+  EXPECT_NE(kernels::fused_block_shape_refusal(s, 75).find("compute_80"), std::string::npos);
+  s.stride = 2;  // a residual needs the output's shape
+  EXPECT_NE(kernels::fused_block_shape_refusal(s, 90), "");
+}
+
+// The tile chooser's layout arithmetic: padded sizes, 16-byte aligned offsets, odd 16-byte row strides (the
+// 8 rows an ldmatrix reads in different banks), and a tile for every real block shape on the H200.
+TEST(CudaPlanner, FusedBlockLayoutIsAlignedAndEveryBlockShapeHasATile) {
+  kernels::FusedBlockShape s{256, 24, 144, 24, 56, 56, 56, 56, 1, 1, 1, true};
+  const kernels::FusedBlockLayout l = kernels::fused_block_layout(s, 8, 8);
+  EXPECT_EQ(l.window_h, 10);
+  EXPECT_EQ(l.m1, 112);  // 100 window pixels
+  EXPECT_EQ(l.m2, 64);
+  EXPECT_EQ(l.k_pad, 32);
+  EXPECT_EQ(l.e_pad, 160);
+  EXPECT_EQ(l.co_pad, 32);
+  for (int off : {l.x, l.ex, l.d, l.we, l.wp, l.dw, l.eb, l.db, l.total}) EXPECT_EQ(off % 16, 0);
+  for (int ld : {l.ld_x, l.ld_e, l.ld_p}) EXPECT_EQ((ld * 2 / 16) % 2, 1) << ld;
+  const kernels::DeviceCaps caps;  // the H200's defaults
+  const int shapes[][5] = {{16, 96, 24, 112, 2},  {24, 144, 24, 56, 1},  {24, 144, 32, 56, 2}, {32, 192, 32, 28, 1},
+                           {32, 192, 64, 28, 2},  {64, 384, 64, 14, 1},  {64, 384, 96, 14, 1}, {96, 576, 96, 14, 1},
+                           {96, 576, 160, 14, 2}, {160, 960, 160, 7, 1}, {160, 960, 320, 7, 1}};
+  for (const auto& b : shapes) {
+    kernels::FusedBlockShape t;
+    t.batch = 256;
+    t.in_channels = b[0];
+    t.expanded = b[1];
+    t.out_channels = b[2];
+    t.in_h = t.in_w = b[3];
+    t.stride = b[4];
+    t.out_h = t.out_w = b[4] == 2 ? b[3] / 2 : b[3];
+    t.pad_top = t.pad_left = b[4] == 2 ? 0 : 1;
+    std::string why;
+    const kernels::FusedBlockVariant v = kernels::choose_fused_block_variant(t, caps, 90, &why);
+    EXPECT_EQ(why, "") << b[0] << "->" << b[1] << "->" << b[2];
+    EXPECT_GE(v.tile_h, 1);
+    EXPECT_GE(kernels::fused_block_recompute_factor(t, v), 1.0);
+    std::printf("%3d->%3d->%3d %3dx%-3d s%d: %s, %lld blocks, expansion x%.2f\n", b[0], b[1], b[2], b[3], b[3], b[4],
+                kernels::to_string(v).c_str(), static_cast<long long>(kernels::fused_block_blocks(t, v)),
+                kernels::fused_block_recompute_factor(t, v));
+  }
 }
 
 TEST(CudaPlanner, DescribePrintsEveryStep) {

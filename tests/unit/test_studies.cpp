@@ -17,6 +17,7 @@
 #include "mnv2/bench_report.h"
 #include "mnv2/error.h"
 #include "mnv2/eval.h"
+#include "mnv2/flops.h"
 #include "mnv2/input_files.h"
 #include "mnv2/json_io.h"
 #include "mnv2/labels.h"
@@ -456,6 +457,27 @@ TEST(Roofline, AFusedStepMovesOnlyWhatCrossesItsBoundary) {
   EXPECT_DOUBLE_EQ(points[0].intensity,
                    points[0].flops / (input + 4.0 * conv.params + static_cast<double>(relu.activation_bytes)));
   EXPECT_LT(input + 4.0 * conv.params + relu.activation_bytes, static_cast<double>(conv.bytes + relu.bytes));
+}
+
+// A whole inverted-residual block as one step (the cuda backend's fusion block): it reads the block's input once
+// (for the expansion and for the residual add), its three convolutions' weights, and writes the add's output;
+// the expanded and depthwise maps never count. A single layer's figure is its own LayerStats::bytes.
+TEST(Roofline, AFusedBlockReadsItsInputOnce) {
+  const Model m = builtin_mobilenet_v2();
+  const std::vector<LayerStats> st = analyse(m, 2, 224, 224);
+  // block3: expand 10, ReLU6 11, dw 12, ReLU6 13, project 14, add 15 (inputs 14 and 9, block2's output).
+  ASSERT_EQ(m.layers[15].kind, LayerKind::ResidualAdd);
+  ASSERT_EQ(m.layers[10].inputs, std::vector<int>{9});
+  const std::vector<int> block{10, 11, 12, 13, 14, 15};
+  const double input = static_cast<double>(st[9].activation_bytes);
+  const double weights = 4.0 * static_cast<double>(st[10].params + st[12].params + st[14].params);
+  EXPECT_DOUBLE_EQ(step_bytes(m.layers, st, block), input + weights + static_cast<double>(st[15].activation_bytes));
+  for (int l : block)
+    EXPECT_DOUBLE_EQ(step_bytes(m.layers, st, {l}), static_cast<double>(st[static_cast<size_t>(l)].bytes));
+  // Unfused: the sum of the layers' own traffic, the expanded maps included, is 9x larger here.
+  double layers = 0;
+  for (int l : block) layers += static_cast<double>(st[static_cast<size_t>(l)].bytes);
+  EXPECT_GT(layers, 9.0 * step_bytes(m.layers, st, block));
 }
 
 TEST(Roofline, CpuCeilingsAreCachedPerDevice) {

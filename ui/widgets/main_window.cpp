@@ -40,6 +40,7 @@
 #include "widgets/comparison_page.h"
 #include "widgets/diffs_page.h"
 #include "widgets/input_panel.h"
+#include "widgets/kernel_lab_page.h"
 #include "widgets/network_graph_view.h"
 #include "widgets/roofline_page.h"
 #include "widgets/run_settings_panel.h"
@@ -192,6 +193,9 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_tabs->addTab(m_roofline, QStringLiteral("Roofline && memory"));
   m_tabs->addTab(m_sweep, QStringLiteral("Sweep"));
   m_tabs->addTab(m_accuracy, QStringLiteral("Accuracy"));
+  m_lab = new KernelLabPage(m_tabs);
+  m_lab->setConfirmations(!m_options.scripted);
+  m_tabs->addTab(m_lab, QStringLiteral("Kernel lab"));
   auto* centre = new QWidget(this);
   auto* centreLayout = new QVBoxLayout(centre);
   centreLayout->setContentsMargins(4, 4, 4, 0);
@@ -222,6 +226,11 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
                           .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))),
         QStringLiteral("CSV (*.csv)"));
     if (!path.isEmpty()) exportEvalCsv(path);
+  });
+  connect(m_lab, &KernelLabPage::runningChanged, this, [this] { updateActions(); });
+  connect(m_lab, &KernelLabPage::modifiedChanged, this, [this](bool modified) {
+    m_tabs->setTabText(m_tabs->indexOf(m_lab),
+                       modified ? QStringLiteral("Kernel lab *") : QStringLiteral("Kernel lab"));
   });
   connect(m_diffs, &DiffsPage::computeRequested, this,
           [this](const QString& backend, const QString& reference) { computeDiff(backend, reference); });
@@ -301,6 +310,50 @@ void MainWindow::buildMenus() {
   m_cancelAction->setShortcut(QKeySequence(Qt::Key_Escape));
   connect(m_cancelAction, &QAction::triggered, this, [this] { cancelRun(); });
 
+  // The Kernel lab: its jobs and its file, with shortcuts that act while its page is in front.
+  m_labMenu = menuBar()->addMenu(QStringLiteral("&Lab"));
+  const struct {
+    const char* name;
+    const char* text;
+    QKeySequence keys;
+  } labItems[] = {{"compile", "&Compile kernel", QKeySequence(Qt::CTRL | Qt::Key_B)},
+                  {"check", "C&heck kernel (no timing)", QKeySequence(Qt::CTRL | Qt::Key_T)},
+                  {"run", "&Run kernel", QKeySequence(Qt::CTRL | Qt::Key_R)},
+                  {"cancel", "C&ancel kernel job", QKeySequence()},
+                  {"template", "&New from template", QKeySequence()},
+                  {"open", "&Open kernel…", QKeySequence()},
+                  {"save", "&Save kernel", QKeySequence::Save},
+                  {"saveAs", "Save kernel &as…", QKeySequence::SaveAs}};
+  for (const auto& item : labItems) {
+    QAction* a = m_labMenu->addAction(QString::fromUtf8(item.text));
+    a->setObjectName(QStringLiteral("lab_") + QString::fromUtf8(item.name));
+    a->setData(QString::fromUtf8(item.name));
+    a->setShortcut(item.keys);
+    const QString name = QString::fromUtf8(item.name);
+    connect(a, &QAction::triggered, this, [this, name] {
+      m_tabs->setCurrentWidget(m_lab);
+      if (name == QLatin1String("compile"))
+        m_lab->compile();
+      else if (name == QLatin1String("check"))
+        m_lab->check();
+      else if (name == QLatin1String("run"))
+        m_lab->run();
+      else if (name == QLatin1String("cancel"))
+        m_lab->cancel();
+      else if (name == QLatin1String("template"))
+        m_lab->newFromTemplate();
+      else if (name == QLatin1String("open"))
+        m_lab->openInteractive();
+      else if (name == QLatin1String("save"))
+        m_lab->save();
+      else if (name == QLatin1String("saveAs"))
+        m_lab->saveAsInteractive();
+    });
+    if (name == QLatin1String("cancel") || name == QLatin1String("open")) m_labMenu->addSeparator();
+    m_labActions << a;
+  }
+  connect(m_tabs, &QTabWidget::currentChanged, this, [this] { updateLabActions(); });
+
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
   QAction* find = view->addAction(QStringLiteral("&Find layer by name"));
   find->setObjectName(QStringLiteral("findLayerAction"));
@@ -312,7 +365,8 @@ void MainWindow::buildMenus() {
   view->addSeparator();
   for (int i = 0; i < m_tabs->count(); ++i) {
     QAction* a = view->addAction(m_tabs->tabText(i));
-    a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
+    // Ctrl+1 .. Ctrl+9, then Ctrl+0 for the tenth tab.
+    if (i < 10) a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(i < 9 ? Qt::Key_1 + i : Qt::Key_0)));
     connect(a, &QAction::triggered, this, [this, i] { m_tabs->setCurrentIndex(i); });
   }
 
@@ -544,6 +598,8 @@ void MainWindow::onEnvironment(const EnvironmentInfo& info) {
 void MainWindow::onModel(const ModelInfo& info) {
   m_model = info;
   m_layers->setTopology(info.topology, info.stats);
+  m_lab->setTopology(info.topology);
+  m_lab->setModelPath(info.synthetic ? QString() : info.source);
   m_graph->view()->setTopology(info.topology, info.stats);
   m_settings->setModelInputSize(info.inputHeight, info.inputWidth);
   const QString file =
@@ -748,6 +804,10 @@ void MainWindow::startRun(bool compare) {
 }
 
 void MainWindow::cancelRun() {
+  if (m_lab->isRunning() && m_tabs->currentWidget() == m_lab) {
+    m_lab->cancel();  // Escape on the Kernel lab page ends its `mnv2 lab`
+    return;
+  }
   if (!m_controller->isRunning()) return;
   m_controller->cancel();
   m_settings->setStatus(QStringLiteral("cancelling…"));
@@ -1201,6 +1261,7 @@ bool MainWindow::selectTab(const QString& name) {
                   : n == QLatin1String("roofline")   ? static_cast<QWidget*>(m_roofline)
                   : n == QLatin1String("sweep")      ? static_cast<QWidget*>(m_sweep)
                   : n == QLatin1String("accuracy")   ? static_cast<QWidget*>(m_accuracy)
+                  : n == QLatin1String("lab")        ? static_cast<QWidget*>(m_lab)
                                                      : nullptr;
   if (!page) return false;
   m_tabs->setCurrentWidget(page);
@@ -1212,7 +1273,32 @@ void MainWindow::updateActions() {
   for (QAction* a : m_exportActions) a->setEnabled(canExport(static_cast<ExportFormat>(a->data().toInt())));
   m_runAction->setEnabled(!running);
   m_compareAction->setEnabled(!running);
-  m_cancelAction->setEnabled(running);
+  m_cancelAction->setEnabled(running || m_lab->isRunning());
+  updateLabActions();
+}
+
+QAction* MainWindow::labAction(const QString& name) const {
+  for (QAction* a : m_labActions)
+    if (a->data().toString() == name) return a;
+  return nullptr;
+}
+
+void MainWindow::updateLabActions() {
+  // Ctrl+S is "save the session" on every page but the Kernel lab's, where it saves the kernel; two enabled
+  // actions on one key would be ambiguous (neither fires), so the other one lets go of it.
+  const bool lab = m_tabs->currentWidget() == m_lab;
+  m_saveSessionAction->setShortcut(lab ? QKeySequence() : QKeySequence(QKeySequence::Save));
+  const bool busy = m_lab->isRunning();
+  for (QAction* a : m_labActions) {
+    const QString name = a->data().toString();
+    const bool job = name == QLatin1String("compile") || name == QLatin1String("check") ||
+                     name == QLatin1String("run") || name == QLatin1String("template") || name == QLatin1String("open");
+    a->setEnabled(name == QLatin1String("cancel") ? busy : !(job && busy));
+    // The job and file shortcuts act while the page is in front (Ctrl+R elsewhere would start a kernel job the
+    // user does not see); the menu items work from anywhere and bring the page to the front.
+    if (name == QLatin1String("save")) a->setShortcut(lab ? QKeySequence(QKeySequence::Save) : QKeySequence());
+    a->setShortcutContext(lab ? Qt::WindowShortcut : Qt::WidgetShortcut);
+  }
 }
 
 // ---- files, recent lists, settings -----------------------------------------------------------------
@@ -1283,6 +1369,15 @@ void MainWindow::saveSettings() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  if (!m_options.scripted && m_lab->isModified()) {
+    const auto answer = QMessageBox::question(this, QStringLiteral("Unsaved kernel"),
+                                              QStringLiteral("The Kernel lab's kernel has unsaved changes. Save them?"),
+                                              QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+    if (answer == QMessageBox::Cancel || (answer == QMessageBox::Save && !m_lab->save())) {
+      event->ignore();
+      return;
+    }
+  }
   if (m_options.useSettings) saveSettings();
   m_controller->cancel();
   QMainWindow::closeEvent(event);

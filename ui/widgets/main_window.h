@@ -1,7 +1,7 @@
 // The main window of mnv2-profiler: the input and run-settings panel on the left; tabs for the topology,
-// timings, output diffs, run comparison, network graph, roofline, sweep and accuracy; menus for files, exports and
-// runs; a status bar with the model and GPU environment. It only shows what the engine produced: all engine work goes
-// through the RunController's worker thread.
+// timings, output diffs, run comparison, network graph, roofline, sweep, accuracy and the Kernel lab; menus for files,
+// exports and runs; a status bar with the model and GPU environment. It only shows what the engine produced: all engine
+// work goes through the RunController's worker thread.
 #pragma once
 
 #include <QMainWindow>
@@ -26,6 +26,7 @@ class GraphPage;
 class RooflinePage;
 class SweepPage;
 class InputPanel;
+class KernelLabPage;
 class LayerSelection;
 class LayerTableModel;
 class ReportCatalog;
@@ -70,7 +71,7 @@ class MainWindow : public QMainWindow {
   bool exportEvalCsv(const QString& path);  // the Accuracy page's last result, written atomically
   bool exportTo(ExportFormat format, const QString& path);
   bool canExport(ExportFormat format) const;  // the data for it is there
-  // "topology", "timings", "diffs", "comparison", "graph", "roofline", "sweep", "accuracy"
+  // "topology", "timings", "timeline", "diffs", "comparison", "graph", "roofline", "sweep", "accuracy", "lab"
   bool selectTab(const QString& name);
 
   bool hasModel() const { return m_model.has_value(); }
@@ -93,6 +94,8 @@ class MainWindow : public QMainWindow {
   RooflinePage* rooflinePage() const { return m_roofline; }
   SweepPage* sweepPage() const { return m_sweep; }
   AccuracyPage* accuracyPage() const { return m_accuracy; }
+  KernelLabPage* kernelLabPage() const { return m_lab; }
+  QAction* labAction(const QString& name) const;  // "compile", "check", "run", "save" (tests)
   QLabel* banner() const { return m_banner; }
   // Over the tabs while a shown run's figures are unreliable or noted (reliabilityText of each such run).
   QLabel* reliabilityBanner() const { return m_reliability; }
@@ -135,6 +138,7 @@ class MainWindow : public QMainWindow {
   void onEvaluated(const EvalOutcome& outcome);
   void updateTopologySummary();
   void updateActions();
+  void updateLabActions();  // the Kernel lab's shortcuts (Ctrl+S saves the kernel there, the session elsewhere)
   void addRecent(const QString& key, const QString& path);
   void rebuildRecentMenu();
   void exportInteractive(ExportFormat format);
@@ -163,6 +167,9 @@ class MainWindow : public QMainWindow {
   RooflinePage* m_roofline = nullptr;
   SweepPage* m_sweep = nullptr;
   AccuracyPage* m_accuracy = nullptr;
+  KernelLabPage* m_lab = nullptr;
+  QMenu* m_labMenu = nullptr;
+  QList<QAction*> m_labActions;  // active while the Kernel lab page is in front
 
   QLabel* m_statusModel = nullptr;
   QLabel* m_statusGpu = nullptr;

@@ -55,11 +55,13 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
                      "im2col + tiled GEMM, fp32 only: the optimisation story's start)"));
   m_cudaFusion = new QComboBox(this);
   m_cudaFusion->setObjectName(QStringLiteral("cudaFusionCombo"));
-  for (auto f : {mnv2::CudaOptions::Fusion::none, mnv2::CudaOptions::Fusion::expand_dw})
+  for (auto f :
+       {mnv2::CudaOptions::Fusion::none, mnv2::CudaOptions::Fusion::expand_dw, mnv2::CudaOptions::Fusion::block})
     m_cudaFusion->addItem(QString::fromLatin1(mnv2::to_string(f)), static_cast<int>(f));
   m_cudaFusion->setToolTip(
       QStringLiteral("cuda backend: expand_dw runs a block's expansion 1x1 and depthwise 3x3 as "
-                     "one kernel where that pays (fp32)"));
+                     "one kernel where that pays (fp32); block runs each inverted-residual block "
+                     "(expansion, depthwise, projection, residual) as one kernel (fp16)"));
   m_cudaGraph = new QComboBox(this);
   m_cudaGraph->setObjectName(QStringLiteral("cudaGraphCombo"));
   for (auto g : {mnv2::CudaOptions::Graph::automatic, mnv2::CudaOptions::Graph::on, mnv2::CudaOptions::Graph::off})

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cuda/lab_kernel.h"
 #include "backends/cuda/lowering.h"
 #include "backends/layer_checks.h"  // malformed_reason, layer_label: the checks every backend shares
 #include "backends/nvtx_range.h"
@@ -43,6 +44,7 @@
 #include "mnv2/cuda_plan.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
+#include "mnv2/lab.h"
 #include "mnv2/model.h"
 
 namespace mnv2 {
@@ -184,8 +186,9 @@ struct Step {
 
 class CudaPreparedNet final : public PreparedNet {
  public:
-  CudaPreparedNet(const Model& model, const PrepareConfig& config, CudaPlan plan)
-      : config_(config), graph_mode_(config.cuda.graph), plan_(std::move(plan)) {
+  CudaPreparedNet(const Model& model, const PrepareConfig& config, CudaPlan plan,
+                  std::shared_ptr<const LabKernel> lab = nullptr)
+      : config_(config), graph_mode_(config.cuda.graph), plan_(std::move(plan)), lab_(std::move(lab)) {
     build(model);
   }
 
@@ -265,7 +268,8 @@ class CudaPreparedNet final : public PreparedNet {
   // no plan of this backend materialises a convolution's output before its clip.)
   std::optional<PrepareConfig> every_layer_config() const override {
     bool op_fusion = false;
-    for (const CudaStep& step : plan_.steps) op_fusion = op_fusion || step.kernel == CudaKernel::expand_depthwise;
+    for (const CudaStep& step : plan_.steps)
+      op_fusion = op_fusion || step.kernel == CudaKernel::expand_depthwise || step.kernel == CudaKernel::fused_block;
     if (!op_fusion) return std::nullopt;
     PrepareConfig unfused = config_;
     unfused.cuda.fusion = CudaOptions::Fusion::none;
@@ -367,10 +371,17 @@ class CudaPreparedNet final : public PreparedNet {
     MNV2_CHECK_CUDA(cudaSetDevice(device_));
     stream_ = gpu::make_stream();
     lw_ = std::make_unique<Lowering>(model, plan_, std::move(stats), stream_.get());
+    lw_->lab = lab_;
     for (const CudaStep& planned : plan_.steps) {
       Step step;
       step.label = layer_label(model.layers[static_cast<size_t>(planned.layers.front())]);
       step.exec = ExecStep{planned.name, planned.layers, planned.variant};
+      // The kernel lab's user kernel: its steps say so in reports (the variant that actually ran).
+      const bool pointwise = planned.kernel == CudaKernel::pointwise_gemm || planned.kernel == CudaKernel::pointwise_tc;
+      if (lab_ &&
+          ((planned.kernel == CudaKernel::depthwise_conv && lab_->replaces("depthwise", planned.layers.front())) ||
+           (pointwise && lab_->replaces("pointwise", planned.layers.front()))))
+        step.exec.variant = "lab:" + lab_->spec().name + " (" + lab_->kernel_name() + ")";
       try {
         lower_step(*lw_, planned, step.launches);
       } catch (const Error& e) {
@@ -592,6 +603,7 @@ class CudaPreparedNet final : public PreparedNet {
 
   PrepareConfig config_;
   CudaOptions::Graph graph_mode_;
+  std::shared_ptr<const LabKernel> lab_;  // the kernel lab's user kernel, or null
   CudaPlan plan_;
   int device_ = 0;  // the first visible CUDA device
   Shape input_shape_, output_shape_;
@@ -630,7 +642,11 @@ class CudaPreparedNet final : public PreparedNet {
 
 class CudaBackend final : public Backend {
  public:
-  std::string name() const override { return kBackendName; }
+  CudaBackend() = default;
+  // "cuda+lab:NAME": the fast variant's unfused plan with the user's kernel in its slot (mnv2/lab.h).
+  explicit CudaBackend(LabKernelSpec lab) : lab_(std::move(lab)) {}
+
+  std::string name() const override { return lab_ ? "cuda+lab:" + lab_->name : kBackendName; }
 
   // Both variants: the backend object has no options of its own, they come with each prepare().
   std::string description() const override { return backend_text(); }
@@ -669,14 +685,29 @@ class CudaBackend final : public Backend {
       throw Error("cuda: " + probe().tf32_why_not + " (fp32 and fp16 run here)");
     for (const Layer& layer : model.layers)
       if (auto reason = unsupported_reason(layer)) throw Error("cuda: " + layer_label(layer) + ": " + *reason);
+    std::shared_ptr<const LabKernel> lab;
+    if (lab_) {
+      if (config.cuda.variant != CudaOptions::Variant::fast || config.cuda.fusion != CudaOptions::Fusion::none)
+        throw UsageError(name() +
+                         ": the kernel lab runs the fast variant's unfused plan (--cuda-variant fast, "
+                         "--cuda-fusion none)");
+      MNV2_CHECK_CUDA(cudaSetDevice(0));
+      lab = std::make_shared<const LabKernel>(*lab_);
+    }
     CudaPlan plan = plan_cuda_network(model, config, probe().gpu);
-    return std::make_unique<CudaPreparedNet>(model, config, std::move(plan));
+    return std::make_unique<CudaPreparedNet>(model, config, std::move(plan), std::move(lab));
   }
+
+ private:
+  std::optional<LabKernelSpec> lab_;
 };
 
 }  // namespace
 }  // namespace cuda_backend
 
 std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<cuda_backend::CudaBackend>(); }
+std::unique_ptr<Backend> make_cuda_lab_backend(const LabKernelSpec& spec) {
+  return std::make_unique<cuda_backend::CudaBackend>(spec);
+}
 
 }  // namespace mnv2

@@ -3,6 +3,7 @@
 #include "backends/cuda/lowering.h"
 #include "kernels/depthwise_conv.cuh"
 #include "kernels/expand_depthwise.cuh"
+#include "mnv2_lab/depthwise.h"  // kernels/lab/include: the kernel lab's slot header
 
 namespace mnv2::cuda_backend {
 
@@ -14,6 +15,36 @@ std::vector<float> tap_major(const Layer& l) {
   for (int ch = 0; ch < channels; ++ch)
     for (int t = 0; t < 9; ++t) w[static_cast<size_t>(t) * channels + ch] = l.weight[ch * 9 + t];
   return w;
+}
+
+// The kernel lab's slot "depthwise": our parameters as the slot header declares them, and the grid rule of
+// mnv2_lab/depthwise.h (items = batch * out_h * ceil(out_w / tile b) * ceil(channels / tile a)).
+void lower_lab_depthwise(Lowering& lw, const k::DepthwiseConvParams& p, std::vector<Launch>& launches) {
+  mnv2_lab::DepthwiseParams u{};
+  u.batch = p.batch;
+  u.channels = p.channels;
+  u.in_h = p.in_h;
+  u.in_w = p.in_w;
+  u.out_h = p.out_h;
+  u.out_w = p.out_w;
+  u.stride_h = p.stride_h;
+  u.stride_w = p.stride_w;
+  u.pad_top = p.pad_top;
+  u.pad_left = p.pad_left;
+  u.dtype = p.dtype == k::DType::f16 ? mnv2_lab::kF16 : mnv2_lab::kF32;
+  u.input = p.input;
+  u.weight = p.weight;
+  u.bias = p.bias;
+  u.clip = mnv2_lab::Clip{p.clip.enabled, p.clip.lo, p.clip.hi};
+  u.output = p.output;
+  const LabKernel& kernel = *lw.lab;
+  const int64_t items = int64_t{u.batch} * u.out_h * ((u.out_w + kernel.tile(1) - 1) / kernel.tile(1)) *
+                        ((u.channels + kernel.tile(0) - 1) / kernel.tile(0));
+  std::shared_ptr<const LabKernel> keep = lw.lab;
+  launches.push_back([keep, u, items](cudaStream_t s) {
+    mnv2_lab::DepthwiseParams params = u;
+    keep->launch(items, &params, s);
+  });
 }
 }  // namespace
 
@@ -42,6 +73,7 @@ void lower_depthwise_conv(Lowering& lw, const CudaStep& step, std::vector<Launch
   p.bias = bias;
   if (step.clip_layer >= 0) p.clip = clip_of(lw.layer(step.clip_layer));
   p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
+  if (lw.lab && lw.lab->replaces("depthwise", i)) return lower_lab_depthwise(lw, p, launches);
   const k::DepthwiseVariant v{step.launch.vec_width, step.launch.cols, step.launch.stride, lw.act};
   launches.push_back([p, v](cudaStream_t s) { k::launch_depthwise_conv3x3(p, v, s); });
 }

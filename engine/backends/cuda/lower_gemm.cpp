@@ -9,6 +9,7 @@
 #include "kernels/im2col.cuh"
 #include "kernels/pointwise_conv.cuh"
 #include "mnv2/error.h"
+#include "mnv2_lab/pointwise.h"  // kernels/lab/include: the kernel lab's slot header
 
 namespace mnv2::cuda_backend {
 
@@ -57,6 +58,30 @@ void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& la
   const k::Clip clip = step.clip_layer >= 0 ? clip_of(lw.layer(step.clip_layer)) : k::Clip{};
   const void* residual = step.residual >= 0 ? lw.values[static_cast<size_t>(step.residual)].data : nullptr;
   float* workspace = lw.gemm_workspace;
+  if (lw.lab && lw.lab->replaces("pointwise", i)) {
+    // The kernel lab's slot "pointwise" (mnv2_lab/pointwise.h): weights in the activations' type, as the
+    // tensor-core path keeps them; items = ceil(out_channels / tile a) * ceil(pixels / tile b).
+    mnv2_lab::PointwiseParams u{};
+    u.pixels = checked_int(ys.n * ys.h * ys.w, "output pixels");
+    u.in_channels = c.in_channels;
+    u.out_channels = c.out_channels;
+    u.dtype = lw.act == k::DType::f16 ? mnv2_lab::kF16 : mnv2_lab::kF32;
+    u.input = lw.nhwc_input(in);
+    u.weight = lw.upload_gemm_weights(transposed(layer));
+    u.bias = bias;
+    u.clip = mnv2_lab::Clip{clip.enabled, clip.lo, clip.hi};
+    u.residual = residual;
+    u.output = y;
+    const LabKernel& kernel = *lw.lab;
+    const int64_t items = ((int64_t{u.out_channels} + kernel.tile(0) - 1) / kernel.tile(0)) *
+                          ((int64_t{u.pixels} + kernel.tile(1) - 1) / kernel.tile(1));
+    std::shared_ptr<const LabKernel> keep = lw.lab;
+    launches.push_back([keep, u, items](cudaStream_t s) {
+      mnv2_lab::PointwiseParams params = u;
+      keep->launch(items, &params, s);
+    });
+    return;
+  }
   if (step.kernel == CudaKernel::pointwise_tc) {
     // Pixels [pixels, in] by the weights [in, out]: TF32 operands on float32 storage, or half.
     k::TcGemmParams g;

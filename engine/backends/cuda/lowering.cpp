@@ -62,7 +62,10 @@ const float* Lowering::upload(const std::vector<float>& host) {
 
 const void* Lowering::upload_gemm_weights(const std::vector<float>& host) {
   if (act != k::DType::f16) return upload(host);
-  const std::vector<uint16_t> bits = k::to_half_bits(host);
+  return upload_half_bits(k::to_half_bits(host));
+}
+
+const void* Lowering::upload_half_bits(const std::vector<uint16_t>& bits) {
   void* p = allocate_bytes(static_cast<int64_t>(bits.size() * sizeof(uint16_t)), &weight_bytes);
   // A pageable source is staged before the call returns, so the temporary may go.
   MNV2_CHECK_CUDA(cudaMemcpyAsync(p, bits.data(), bits.size() * sizeof(uint16_t), cudaMemcpyHostToDevice, stream_));
@@ -97,6 +100,8 @@ void lower_step(Lowering& lw, const CudaStep& step, std::vector<Launch>& launche
       return lower_depthwise_conv(lw, step, launches);
     case CudaKernel::expand_depthwise:
       return lower_expand_depthwise(lw, step, launches);
+    case CudaKernel::fused_block:
+      return lower_fused_block(lw, step, launches);
     case CudaKernel::pointwise_gemm:
     case CudaKernel::pointwise_tc:
       return lower_pointwise(lw, step, launches);

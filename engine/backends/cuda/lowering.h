@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "backends/cuda/lab_kernel.h"
 #include "gpu/runtime.h"
 #include "kernels/common.cuh"
 #include "mnv2/cuda_plan.h"
@@ -52,6 +54,9 @@ class Lowering {
   float* im2col_workspace = nullptr;       // the baseline's columns
   int64_t weight_bytes = 0, activation_bytes = 0, workspace_bytes = 0;
   std::vector<gpu::DeviceBuffer> buffers;  // every weight, activation and workspace allocation
+  // The kernel lab's user kernel, when this net is "cuda+lab:NAME": the lowering of its slot launches it in
+  // place of ours for the layers it replaces (lab_kernel.h).
+  std::shared_ptr<const LabKernel> lab;
 
   const Layer& layer(int i) const { return model.layers[static_cast<size_t>(i)]; }
   const Shape& out_shape(int i) const { return stats[static_cast<size_t>(i)].output; }
@@ -73,6 +78,8 @@ class Lowering {
   const float* upload(const std::vector<float>& host);
   // GEMM weights in the mode's operand type: half in fp16 (rounded to nearest on the host), else float32.
   const void* upload_gemm_weights(const std::vector<float>& host);
+  // Half values already rounded (their bits), as weights.
+  const void* upload_half_bits(const std::vector<uint16_t>& bits);
   const float* upload_bias(const Layer& l) { return l.bias.empty() ? nullptr : upload(l.bias); }
 
  private:
@@ -86,6 +93,7 @@ int checked_int(int64_t v, const std::string& what);
 void lower_direct_conv(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);       // lower_conv.cpp
 void lower_depthwise_conv(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);    // lower_depthwise.cpp
 void lower_expand_depthwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);  // lower_depthwise.cpp
+void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);       // lower_block.cpp
 void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);         // lower_gemm.cpp
 void lower_linear(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);            // lower_gemm.cpp
 void lower_im2col_gemm(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);       // lower_gemm.cpp

@@ -96,6 +96,8 @@ const char* to_string(CudaKernel k) {
       return "pointwise_tc";
     case CudaKernel::expand_depthwise:
       return "expand_depthwise";
+    case CudaKernel::fused_block:
+      return "fused_block";
     case CudaKernel::im2col_gemm:
       return "im2col_gemm";
     case CudaKernel::clip:
@@ -383,6 +385,7 @@ class Planner {
       if (reads_input && (is_clip(l) || l.kind == LayerKind::ResidualAdd || typed_reader)) plan_.input_nhwc_copy = true;
     }
     const bool fuse = plan_.config.cuda.fusion == CudaOptions::Fusion::expand_dw;
+    const bool fuse_block = plan_.config.cuda.fusion == CudaOptions::Fusion::block;
     for (int i = 0; i < n();) {
       const Layer& layer = at(i);
       CudaStep step;
@@ -392,6 +395,17 @@ class Planner {
           case LayerKind::Conv2d:
             // The fused expansion + depthwise kernel is float32 FFMA only: the reduced modes keep two steps.
             last = fuse && !reduced_ ? plan_expand_depthwise(i, step) : -1;
+            if (fuse_block) {
+              // The whole-block kernel is fp16 only: fp32 and tf32 keep the unfused steps and say so.
+              std::string why_not;
+              if (half_) last = plan_fused_block(i, step, &why_not);
+              if (!half_ && block_pattern(i) >= 0)
+                why_not = "fp16 only, not fused in " + std::string(to_string(plan_.config.precision));
+              if (last < 0) {
+                last = plan_fast_conv(i, step);
+                if (!why_not.empty()) step.variant += " (fusion block: " + why_not + ")";
+              }
+            }
             if (last < 0) last = plan_fast_conv(i, step);
             if (fuse && reduced_ && step.variant.rfind("gemm", 0) == 0)
               step.variant +=
@@ -484,6 +498,111 @@ class Planner {
     step.variant = k::to_string(v) + " (expanded map in shared memory only" + recompute + ")" +
                    (expand.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 1)) +
                    (dw.bias.empty() ? "" : " +bias") + describe_clip(dw_clip ? &at(i + 3) : nullptr);
+    return last;
+  }
+
+  // Whether layers i.. are an inverted-residual block with an expansion: 1x1 conv, clip, depthwise 3x3, clip,
+  // 1x1 conv, each the only reader of the one before; returns the last layer (the projection, or the residual
+  // add after it when it adds the block's input), else -1.
+  int block_pattern(int i) const {
+    auto only_reader = [&](int j, int of) {
+      return at(j).inputs == std::vector<int>{of} && readers_[static_cast<size_t>(of)] == 1;
+    };
+    if (i + 4 >= n()) return -1;
+    const Layer& expand = at(i);
+    const ConvParams& ec = expand.conv;
+    const int in = expand.inputs.at(0);
+    auto plain_1x1 = [](const Layer& l) {
+      const ConvParams& c = l.conv;
+      return l.kind == LayerKind::Conv2d && c.pointwise() && c.stride_h == 1 && c.stride_w == 1 && c.pad_top == 0 &&
+             c.pad_left == 0 && c.pad_bottom == 0 && c.pad_right == 0;
+    };
+    if (in == kNetworkInput || !plain_1x1(expand)) return -1;
+    if (!is_clip(at(i + 1)) || !only_reader(i + 1, i)) return -1;
+    const Layer& dw = at(i + 2);
+    const ConvParams& dc = dw.conv;
+    if (dw.kind != LayerKind::Conv2d || !only_reader(i + 2, i + 1) || !dc.depthwise() || dc.kernel_h != 3 ||
+        dc.kernel_w != 3 || dc.dilation_h != 1 || dc.dilation_w != 1 || dc.in_channels != ec.out_channels)
+      return -1;
+    if (!is_clip(at(i + 3)) || !only_reader(i + 3, i + 2)) return -1;
+    const Layer& project = at(i + 4);
+    if (!plain_1x1(project) || !only_reader(i + 4, i + 3) || project.conv.in_channels != dc.out_channels) return -1;
+    if (i + 5 < n() && readers_[static_cast<size_t>(i + 4)] == 1) {
+      const Layer& add = at(i + 5);
+      if (add.kind == LayerKind::ResidualAdd && add.inputs.size() == 2 &&
+          ((add.inputs[0] == i + 4 && add.inputs[1] == in) || (add.inputs[1] == i + 4 && add.inputs[0] == in)))
+        return i + 5;
+    }
+    return i + 4;
+  }
+
+  // Fusion block: layers i.. as one fused_block step when block_pattern() holds, the kernel can run the shapes
+  // on this GPU and the launch has blocks for at least half the multiprocessors (below that the unfused
+  // GEMMs, which spread a layer over more blocks, are the better bet); returns the last covered layer, or -1
+  // with the reason in *why_not (empty where the layers are no block).
+  int plan_fused_block(int i, CudaStep& step, std::string* why_not) {
+    const int last = block_pattern(i);
+    if (last < 0) return -1;
+    const Layer& expand = at(i);
+    const Layer& dw = at(i + 2);
+    const Layer& project = at(i + 4);
+    const int in = expand.inputs.at(0);
+    const Shape& xs = shape_of(in);
+    const Shape& ys = out_shape(i + 4);
+    const bool residual = last == i + 5;
+    if (xs.c != expand.conv.in_channels) return -1;
+    if (residual) {
+      const PlannedValue& r = values_[static_cast<size_t>(in)];
+      if (!(r.materialised && r.nhwc && r.half && r.stride == xs.per_image() && xs == ys)) {
+        *why_not = "not fused: the residual is not a dense half NHWC map of the output's shape";
+        return -1;
+      }
+    }
+    k::FusedBlockShape s;
+    s.batch = checked_int(xs.n, "batch");
+    s.in_channels = expand.conv.in_channels;
+    s.expanded = expand.conv.out_channels;
+    s.out_channels = project.conv.out_channels;
+    s.in_h = checked_int(xs.h, "input height");
+    s.in_w = checked_int(xs.w, "input width");
+    s.out_h = checked_int(ys.h, "output height");
+    s.out_w = checked_int(ys.w, "output width");
+    const ConvParams& dc = dw.conv;
+    if (dc.stride_h != dc.stride_w) {
+      *why_not = "not fused: depthwise strides differ";
+      return -1;
+    }
+    s.stride = dc.stride_h;
+    s.pad_top = dc.pad_top;
+    s.pad_left = dc.pad_left;
+    s.residual = residual;
+    const k::FusedBlockVariant v = k::choose_fused_block_variant(s, caps_, gpu_.effective_code_arch(), why_not);
+    if (!why_not->empty()) {
+      *why_not = "not fused: " + *why_not;
+      return -1;
+    }
+    const int64_t blocks = k::fused_block_blocks(s, v);
+    if (blocks < gpu_.sm_count / 2) {
+      *why_not = "not fused: " + std::to_string(blocks) + " blocks would leave most of the " +
+                 std::to_string(gpu_.sm_count) + " multiprocessors idle";
+      return -1;
+    }
+    step.kernel = CudaKernel::fused_block;
+    step.tensor_cores = true;
+    step.clip_layer = i + 1;
+    step.dw_clip_layer = i + 3;
+    step.residual = residual ? in : -1;
+    step.launch.tile = std::to_string(v.tile_h) + "x" + std::to_string(v.tile_w);
+    step.launch.tile_h = v.tile_h;
+    step.launch.tile_w = v.tile_w;
+    step.launch.items = v.items;
+    set_output(step, last, true, true);
+    char recompute[96];
+    std::snprintf(recompute, sizeof recompute, " (expanded maps in shared memory only; expansion x%.2f for tile halos)",
+                  k::fused_block_recompute_factor(s, v));
+    step.variant = k::to_string(v) + recompute + (expand.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 1)) +
+                   (dw.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 3)) +
+                   (project.bias.empty() ? "" : " +bias") + (residual ? " +residual" : "");
     return last;
   }
 

@@ -23,8 +23,10 @@ Precision parse_precision(const std::string& text);  // throws UsageError
 // How the cuda backend runs a network: fields of the prepare configuration, chosen by the front ends (mnv2
 // flags, the app's run settings); the engine reads no environment for them. Other backends ignore them.
 struct CudaOptions {
-  enum class Variant { fast, baseline };    // fast: tensor-core GEMMs, fused steps; baseline: the v1 kernels
-  enum class Fusion { none, expand_dw };    // expand_dw: expansion 1x1 + depthwise 3x3 in one kernel (fp32)
+  enum class Variant { fast, baseline };  // fast: tensor-core GEMMs, fused steps; baseline: the v1 kernels
+  // expand_dw: expansion 1x1 + depthwise 3x3 in one kernel (fp32); block: each inverted-residual block (expand,
+  // depthwise, project, residual) in one kernel (fp16)
+  enum class Fusion { none, expand_dw, block };
   enum class Graph { automatic, on, off };  // replay one CUDA graph: auto (unless steps are timed), always, never
   // Programmatic Dependent Launch between the kernels of the CUDA graph (sm_90 and code compiled for it): each
   // kernel may start while the previous one finishes and waits on the GPU for its output. auto: on where the
@@ -43,7 +45,7 @@ struct CudaOptions {
   bool operator==(const CudaOptions&) const = default;
 };
 const char* to_string(CudaOptions::Variant v);  // "fast", "baseline"
-const char* to_string(CudaOptions::Fusion f);   // "none", "expand_dw"
+const char* to_string(CudaOptions::Fusion f);   // "none", "expand_dw", "block"
 const char* to_string(CudaOptions::Graph g);    // "auto", "on", "off"
 const char* to_string(CudaOptions::Pdl p);      // "auto", "on", "off"
 const char* to_string(CudaOptions::SplitK s);   // "separate", "in_kernel"

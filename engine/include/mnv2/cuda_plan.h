@@ -46,6 +46,8 @@ enum class CudaKernel {
   pointwise_gemm,    // 1x1 convolution as the FFMA GEMM (fp32)
   pointwise_tc,      // 1x1 convolution as the tensor-core GEMM (tf32, fp16)
   expand_depthwise,  // expansion 1x1 + depthwise 3x3 in one kernel (fusion expand_dw, fp32)
+  fused_block,       // a whole inverted-residual block in one kernel: expansion 1x1, depthwise 3x3, projection 1x1
+                     // (+ residual) (fusion block, fp16)
   im2col_gemm,       // the baseline's convolution: im2col (unless 1x1) + the FFMA GEMM, NCHW
   clip,              // a separate clip pass (ReLU6, ReLU)
   add,               // a separate residual add
@@ -66,7 +68,8 @@ struct CudaLaunchChoice {
   int stride = 0;                 // depthwise: the compile-time stride (1, 2; 0 any)
   int co = 1;                     // direct: output channels per thread
   bool taps27 = false;            // direct: the unrolled 3x3x3 stem
-  int tile_h = 0, tile_w = 0;     // expand_depthwise: output pixels per block
+  int tile_h = 0, tile_w = 0;     // expand_depthwise, fused_block: output pixels per block
+  int items = 0;                  // fused_block: projection items (16 pixels x 32 channels) per warp
   int images_per_launch = 0;      // im2col_gemm: images unfolded per launch (0: the whole batch)
 };
 
@@ -78,9 +81,10 @@ struct CudaStep {
   bool half = false;              // activations stored as half (fp16); else float32
   bool tensor_cores = false;      // TF32 or half tensor-core GEMM
   int clip_layer = -1;            // the clip fused into the epilogue (the convolution's; the expansion's for
-                                  // expand_depthwise), or -1
-  int dw_clip_layer = -1;         // expand_depthwise: the depthwise part's clip, or -1
-  int residual = -1;              // layer whose output the epilogue adds, or -1
+                                  // expand_depthwise and fused_block), or -1
+  int dw_clip_layer = -1;         // expand_depthwise, fused_block: the depthwise part's clip, or -1
+  int residual = -1;              // layer whose output the epilogue adds, or -1 (fused_block: the block's input,
+                                  // kNetworkInput never)
   int output_layer = -1;          // the layer whose value the step materialises (the last covered)
   bool nhwc_output = false;       // storage order of the output
   bool half_output = false;       // output element type half (else float32)

@@ -53,7 +53,8 @@ struct StepProfile {
   std::vector<std::string> kernel_names;  // distinct, in launch order (cupti)
   double kernels_per_iter = 0;            // cupti: activity records per iteration in this step
   std::string grid, block;                // of the longest kernel, "x,y,z" (cupti)
-  int64_t macs = 0, bytes = 0;            // summed over the covered layers
+  int64_t macs = 0, bytes = 0;            // macs summed over the covered layers; bytes crossing the step's boundary
+                                          // (step_bytes, mnv2/flops.h) in the storage type
   double gflops = 0, gbytes_per_s = 0;    // from the median time
   double share = 0;                       // of the sum of step medians
 };

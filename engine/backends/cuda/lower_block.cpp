@@ -1,0 +1,55 @@
+// Lowering of a whole inverted-residual block (fusion block, fp16): the three convolutions' weights packed as
+// the kernel reads them (kernels/fused_block.cuh: half matrices and float32 depthwise weights and biases,
+// zero-padded), one launch.
+#include <cstdint>
+#include <vector>
+
+#include "backends/cuda/lowering.h"
+#include "kernels/fused_block.cuh"
+#include "mnv2/error.h"
+
+namespace mnv2::cuda_backend {
+
+void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches) {
+  if (step.layers.size() < 5 || lw.act != k::DType::f16)
+    throw Error("cuda: step '" + step.name + "' is no fp16 inverted-residual block");
+  const int i = step.layers.front();
+  const Layer& expand = lw.layer(i);
+  const Layer& dw = lw.layer(i + 2);
+  const Layer& project = lw.layer(i + 4);
+  const int in = expand.inputs.at(0);
+  const Shape& xs = lw.shape_of(in);
+  const Shape& ys = lw.out_shape(i + 4);
+  k::FusedBlockParams p;
+  k::FusedBlockShape& s = p.shape;
+  s.batch = lw.plan.config.batch;
+  s.in_channels = expand.conv.in_channels;
+  s.expanded = expand.conv.out_channels;
+  s.out_channels = project.conv.out_channels;
+  s.in_h = checked_int(xs.h, "input height");
+  s.in_w = checked_int(xs.w, "input width");
+  s.out_h = checked_int(ys.h, "output height");
+  s.out_w = checked_int(ys.w, "output width");
+  s.stride = dw.conv.stride_h;
+  s.pad_top = dw.conv.pad_top;
+  s.pad_left = dw.conv.pad_left;
+  s.residual = step.residual >= 0;
+  if (s.residual && step.residual != in)
+    throw Error("cuda: step '" + step.name + "' adds a residual other than the block's input");
+  const k::FusedBlockWeights w =
+      k::fused_block_pack(s, expand.weight, expand.bias, dw.weight, dw.bias, project.weight, project.bias);
+  p.input = lw.nhwc_input(in);
+  p.expand_weight = lw.upload_half_bits(w.expand);
+  p.expand_bias = lw.upload(w.expand_bias);
+  p.expand_clip = clip_of(lw.layer(step.clip_layer));
+  p.dw_weight = lw.upload(w.dw);
+  p.dw_bias = lw.upload(w.dw_bias);
+  p.dw_clip = clip_of(lw.layer(step.dw_clip_layer));
+  p.project_weight = lw.upload_half_bits(w.project);
+  p.project_bias = lw.upload(w.project_bias);
+  p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
+  const k::FusedBlockVariant v{step.launch.tile_h, step.launch.tile_w, step.launch.items};
+  launches.push_back([p, v](cudaStream_t st) { k::launch_fused_block(p, v, st); });
+}
+
+}  // namespace mnv2::cuda_backend

@@ -1,0 +1,511 @@
+// The kernel lab study (mnv2/lab.h): slots, where the slot headers are, NVRTC compilation with its cache and
+// diagnostics, and the parent's side of a run: compile here, then check and time in a worker process under a
+// time-out (lab_worker.cpp is the worker's side).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <sstream>
+
+#include "gpu/plugin_api.h"
+#include "mnv2/device.h"
+#include "mnv2/error.h"
+#include "mnv2/input_files.h"
+#include "mnv2/lab.h"
+#include "mnv2/model_lookup.h"
+#include "mnv2/output_files.h"
+
+namespace mnv2 {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---- SHA-256 (FIPS 180-4) ------------------------------------------------------------------------------------
+
+constexpr std::array<uint32_t, 64> kSha256K = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+// ---- slots -----------------------------------------------------------------------------------------------------
+
+const char* kNotYet = "not in the lab yet: the depthwise and pointwise slots came first (docs/KERNEL_LAB.md)";
+
+std::string read_text(const std::string& path, const char* what) {
+  const InputBudget budget{what, 16 * inputs::kMiB};
+  return read_input_file(path, budget);
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+// The first __global__ function's name in `source` (comments not stripped: display only).
+std::string first_kernel_name(const std::string& source) {
+  static const std::regex kGlobal(
+      R"(__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:void\s+)?(\w+)\s*\()");
+  std::smatch m;
+  return std::regex_search(source, m, kGlobal) ? m[1].str() : std::string();
+}
+
+std::mutex g_lab_mutex;
+std::map<std::string, LabKernelSpec>& lab_registry() {
+  static std::map<std::string, LabKernelSpec> registry;
+  return registry;
+}
+
+}  // namespace
+
+std::string sha256_hex(std::string_view bytes) {
+  std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::string msg(bytes);
+  const uint64_t bits = static_cast<uint64_t>(bytes.size()) * 8;
+  msg.push_back(static_cast<char>(0x80));
+  while (msg.size() % 64 != 56) msg.push_back('\0');
+  for (int i = 7; i >= 0; --i) msg.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+  for (size_t chunk = 0; chunk < msg.size(); chunk += 64) {
+    std::array<uint32_t, 64> w{};
+    for (int i = 0; i < 16; ++i)
+      for (int b = 0; b < 4; ++b)
+        w[i] = (w[i] << 8) | static_cast<uint8_t>(msg[chunk + static_cast<size_t>(i) * 4 + static_cast<size_t>(b)]);
+    for (int i = 16; i < 64; ++i) {
+      const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    std::array<uint32_t, 8> v = h;
+    for (int i = 0; i < 64; ++i) {
+      const uint32_t s1 = rotr(v[4], 6) ^ rotr(v[4], 11) ^ rotr(v[4], 25);
+      const uint32_t ch = (v[4] & v[5]) ^ (~v[4] & v[6]);
+      const uint32_t t1 = v[7] + s1 + ch + kSha256K[static_cast<size_t>(i)] + w[static_cast<size_t>(i)];
+      const uint32_t s0 = rotr(v[0], 2) ^ rotr(v[0], 13) ^ rotr(v[0], 22);
+      const uint32_t maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
+      const uint32_t t2 = s0 + maj;
+      v = {t1 + t2, v[0], v[1], v[2], v[3] + t1, v[4], v[5], v[6]};
+    }
+    for (size_t i = 0; i < 8; ++i) h[i] += v[i];
+  }
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (uint32_t x : h)
+    for (int i = 7; i >= 0; --i) out.push_back(kHex[(x >> (4 * i)) & 0xf]);
+  return out;
+}
+
+const std::vector<LabSlot>& lab_slots() {
+  static const std::vector<LabSlot> slots = {
+      {"depthwise", "depthwise 3x3 convolution (+bias, clip/ReLU6), NHWC", "mnv2_lab/depthwise.h",
+       "mnv2_lab::DepthwiseParams",
+       "one work item = tile a channels x tile b output columns of one output row of one image; items = batch * "
+       "out_h * ceil(out_w / b) * ceil(channels / a); grid.x = ceil(items / threads per block)",
+       ""},
+      {"pointwise", "1x1 convolution as a GEMM on NHWC maps (+bias, clip/ReLU6, residual add)", "mnv2_lab/pointwise.h",
+       "mnv2_lab::PointwiseParams",
+       "one work item = tile a output channels x tile b pixels; items = ceil(out_channels / a) * ceil(pixels / b); "
+       "grid.x = ceil(items / threads per block)",
+       ""},
+      {"stem", "the stem's 3x3 stride-2 convolution (+bias, ReLU6) on the NCHW input", "", "", "", kNotYet},
+      {"pool", "global average pool", "", "", "", kNotYet},
+      {"classifier", "the classifier (Linear, +bias)", "", "", "", kNotYet},
+      {"block", "a whole inverted-residual block", "", "", "",
+       "waits for the planner to make whole-block steps: the lab replaces one step's kernel, and no step covers a "
+       "whole block yet"},
+  };
+  return slots;
+}
+
+const LabSlot& lab_slot(const std::string& name) {
+  std::vector<std::string> names;
+  for (const LabSlot& s : lab_slots()) {
+    if (s.name == name) {
+      if (!s.why_not.empty()) throw UsageError("lab slot '" + name + "': " + s.why_not);
+      return s;
+    }
+    names.push_back(s.name);
+  }
+  throw UsageError("unknown lab slot '" + name + "' (choose " + join(names, ", ") + ")");
+}
+
+std::vector<int> lab_slot_layers(const Model& model, const std::string& slot) {
+  std::vector<int> layers;
+  for (const Layer& l : model.layers) {
+    const ConvParams& c = l.conv;
+    // As the cuda planner's fast variant picks its kernels (planner.cpp, plan_fast_conv).
+    if (l.kind != LayerKind::Conv2d || l.inputs.empty() || l.inputs.front() == kNetworkInput) continue;
+    if (slot == "depthwise" && c.depthwise() && c.kernel_h == 3 && c.kernel_w == 3 && c.dilation_h == 1 &&
+        c.dilation_w == 1)
+      layers.push_back(l.index);
+    if (slot == "pointwise" && c.pointwise() && c.stride_h == 1 && c.stride_w == 1 && c.pad_top == 0 &&
+        c.pad_left == 0 && c.pad_bottom == 0 && c.pad_right == 0)
+      layers.push_back(l.index);
+  }
+  return layers;
+}
+
+std::string lab_dir() {
+  std::vector<fs::path> candidates;
+  if (const char* d = std::getenv("MNV2_LAB_DIR"); d != nullptr && *d != '\0') candidates.emplace_back(d);
+  const fs::path exe = executable_dir();
+  candidates.push_back(exe.parent_path() / "share" / "mnv2-profiler" / "lab");  // installed, or the device bundle
+#ifdef MNV2_SOURCE_DIR
+  candidates.push_back(fs::path(MNV2_SOURCE_DIR) / "kernels" / "lab");  // a build tree
+#endif
+  std::error_code ec;
+  std::vector<std::string> tried;
+  for (const fs::path& c : candidates) {
+    if (fs::exists(c / "include" / "mnv2_lab" / "lab.h", ec)) return fs::absolute(c, ec).string();
+    tried.push_back(c.string());
+  }
+  throw Error("the kernel lab's slot headers (include/mnv2_lab/lab.h) are not installed; looked in " +
+              join(tried, ", ") + " (MNV2_LAB_DIR names another folder)");
+}
+
+std::string lab_template(const std::string& slot) {
+  lab_slot(slot);
+  return read_text((fs::path(lab_dir()) / "templates" / (slot + ".cu")).string(), "lab template");
+}
+
+void register_lab_kernel(const LabKernelSpec& spec) {
+  std::lock_guard<std::mutex> lock(g_lab_mutex);
+  lab_registry()[spec.name] = spec;
+}
+
+std::optional<LabKernelSpec> registered_lab_kernel(const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_lab_mutex);
+  auto it = lab_registry().find(name);
+  if (it == lab_registry().end()) return std::nullopt;
+  return it->second;
+}
+
+// ---- diagnostics -------------------------------------------------------------------------------------------------
+
+std::vector<LabDiagnostic> parse_nvrtc_log(const std::string& log) {
+  // "FILE(LINE): error: TEXT", "FILE(LINE): warning #177-D: TEXT", "FILE(LINE): catastrophic error: TEXT"; EDG
+  // prints the source line and a caret under the column after a diagnostic.
+  static const std::regex kLine(R"(^(.+?)\((\d+)\): (catastrophic error|error|warning|remark)(?: #[\w-]+)?: (.*)$)");
+  std::vector<std::string> lines;
+  std::stringstream ss(log);
+  for (std::string line; std::getline(ss, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+  }
+  std::vector<LabDiagnostic> out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_match(lines[i], m, kLine)) continue;
+    LabDiagnostic d;
+    d.file = m[1].str();
+    d.line = std::atoi(m[2].str().c_str());
+    const std::string kind = m[3].str();
+    d.severity = kind == "warning" || kind == "remark" ? "warning" : "error";
+    d.message = m[4].str();
+    // The excerpt is the source line indented by two spaces, the caret line points at the column.
+    if (i + 2 < lines.size()) {
+      const std::string& caret = lines[i + 2];
+      const size_t at = caret.find('^');
+      if (at != std::string::npos && caret.find_first_not_of(' ') == at && at >= 2) d.column = static_cast<int>(at) - 1;
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+// ---- compilation -------------------------------------------------------------------------------------------------
+
+LabCompileResult lab_compile(const LabCompileConfig& config) {
+  if (!config.arch.empty() && !std::regex_match(config.arch, std::regex(R"(sm_\d{2,3}[af]?)")))
+    throw UsageError("architecture '" + config.arch + "' is not of the form sm_XX (e.g. sm_90)");
+  const gpu_plugin::Api* gpu = gpu_plugin::api();
+  if (gpu == nullptr || gpu->lab_nvrtc_compile == nullptr)
+    throw Error("the kernel lab needs NVRTC from the GPU plugin: " + gpu_plugin::status().problem);
+  LabCompileResult r;
+  r.kernel_name = first_kernel_name(config.source);
+  gpu_plugin::LabNvrtcOutput probe;
+  gpu->lab_nvrtc_compile(gpu_plugin::LabNvrtcJob{}, probe);  // the version and the toolkit's include folder
+  if (!probe.error.empty()) throw Error("NVRTC: " + probe.error);
+  r.nvrtc_version = probe.version;
+
+  r.arch = config.arch;
+  if (r.arch.empty()) {
+    const CudaEnvironment& env = cuda_environment();
+    if (env.devices.empty())
+      throw UsageError("no GPU to compile for (" + env.why_none + "): give the architecture, e.g. --arch sm_90");
+    r.arch = "sm_" + std::to_string(env.devices.front().cc_major) + std::to_string(env.devices.front().cc_minor);
+  }
+  if (!std::regex_match(r.arch, std::regex(R"(sm_\d{2,3}[af]?)")))
+    throw UsageError("architecture '" + r.arch + "' is not of the form sm_XX (e.g. sm_90)");
+
+  std::string toolkit = probe.toolkit_include;
+  std::error_code ec;
+  for (const char* env : {"CUDA_PATH", "CUDA_HOME"})
+    if (const char* d = std::getenv(env);
+        toolkit.empty() && d != nullptr && *d != '\0' && fs::exists(fs::path(d) / "include" / "cuda_fp16.h", ec))
+      toolkit = (fs::path(d) / "include").string();
+  if (toolkit.empty() && fs::exists("/usr/local/cuda/include/cuda_fp16.h", ec)) toolkit = "/usr/local/cuda/include";
+  if (toolkit.empty())
+    throw Error(
+        "the CUDA toolkit's headers (cuda_fp16.h) were not found beside NVRTC's library, in $CUDA_PATH or "
+        "/usr/local/cuda/include; NVRTC needs them");
+
+  const fs::path dir = lab_dir();
+  r.options = {"-arch=" + r.arch, "-lineinfo", "-std=c++17", "-I" + (dir / "include").string(), "-I" + toolkit};
+
+  // The key: source, options, NVRTC's version, every slot header's text, the architecture (in the options).
+  std::string keyed = config.source + '\0' + join(r.options, "\n") + '\0' + r.nvrtc_version + '\0';
+  std::vector<fs::path> headers;
+  for (const auto& e : fs::directory_iterator(dir / "include" / "mnv2_lab", ec)) headers.push_back(e.path());
+  std::sort(headers.begin(), headers.end());
+  for (const fs::path& h : headers) keyed += h.filename().string() + '\0' + read_text(h.string(), "slot header") + '\0';
+  r.key = sha256_hex(keyed);
+
+  const fs::path cache = config.cache_dir.empty() ? fs::path(cache_dir()) / "lab" : fs::path(config.cache_dir);
+  const fs::path cubin = cache / (r.key + ".cubin");
+  const fs::path log = cache / (r.key + ".log");
+  if (config.use_cache && fs::exists(cubin, ec)) {
+    r.ok = true;
+    r.cached = true;
+    r.cubin_path = cubin.string();
+    if (fs::exists(log, ec)) r.log = read_text(log.string(), "NVRTC log");
+    r.diagnostics = parse_nvrtc_log(r.log);
+    return r;
+  }
+  gpu_plugin::LabNvrtcOutput out;
+  const auto start = std::chrono::steady_clock::now();
+  gpu->lab_nvrtc_compile(gpu_plugin::LabNvrtcJob{config.source, config.file_name, r.options}, out);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!out.error.empty() && out.log.empty()) throw Error("NVRTC: " + out.error);
+  r.log = out.log;
+  r.diagnostics = parse_nvrtc_log(r.log);
+  r.ok = out.ok;
+  if (!r.ok) return r;
+  fs::create_directories(cache, ec);
+  if (ec) throw Error("cannot create the lab cache " + cache.string() + ": " + ec.message());
+  write_output_file(log.string(), r.log);
+  write_output_file(cubin.string(), out.cubin);  // last: its presence means a complete entry
+  r.cubin_path = cubin.string();
+  return r;
+}
+
+int lab_exit_code(const LabResult& r) {
+  if (r.status == "passed") return 0;
+  if (r.status == "compile_error") return 3;
+  if (r.status == "crashed" || r.status == "timeout") return 4;
+  return 1;
+}
+
+// ---- the parent's run ----------------------------------------------------------------------------------------------
+
+namespace {
+
+std::string quote(const std::string& s) {
+  if (!s.empty() && s.find_first_of(" \t\n'\"\\$`*?[]{}()<>|&;#~") == std::string::npos) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string signal_text(int sig) {
+  const char* name = sigabbrev_np(sig);
+  return std::string("signal ") + std::to_string(sig) + (name != nullptr ? std::string(" (SIG") + name + ")" : "");
+}
+
+// Runs the worker: `program lab-worker --request REQUEST --result-fd N`, its stdout and stderr the caller's.
+// Returns the result it wrote, or one that says how it died or that it was killed at the time-out.
+LabResult run_worker(const LabConfig& c, const std::string& request, LabResult base, const LabProgress& progress) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("lab: pipe: ") + std::strerror(errno));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error(std::string("lab: fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(fds[0]);
+    const int fd = ::dup(fds[1]);  // without O_CLOEXEC: the worker writes its result here
+    const std::string fd_text = std::to_string(fd);
+    std::vector<std::string> args = {c.program, "lab-worker", "--request", request, "--result-fd", fd_text};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(c.program.c_str(), argv.data());
+    std::fprintf(stderr, "lab: cannot start the worker %s: %s\n", c.program.c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  std::string bytes;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(c.timeout_s);
+  bool timed_out = false;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) continue;
+    char buffer[65536];
+    const ssize_t got = ::read(fds[0], buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // EOF: the worker closed its end (it ended)
+    bytes.append(buffer, static_cast<size_t>(got));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  if (timed_out) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    base.status = "timeout";
+    base.message = "the worker did not finish within " + std::to_string(static_cast<int>(c.timeout_s)) +
+                   " s and was killed (a kernel that hangs, or a run longer than --timeout)";
+    if (progress) progress(base.message);
+    return base;
+  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!bytes.empty()) {
+    try {
+      LabResult r = lab_result_from_json(json::parse(bytes));
+      r.compile = base.compile;
+      r.kernel_file = base.kernel_file;
+      r.source_sha256 = base.source_sha256;
+      r.compute_sanitizer_command = base.compute_sanitizer_command;
+      r.ncu_command = base.ncu_command;
+      return r;
+    } catch (const Error& e) {
+      base.message = std::string("the worker's result could not be read: ") + e.what();
+    }
+  }
+  base.status = "crashed";
+  if (WIFSIGNALED(status))
+    base.message = "the worker died with " + signal_text(WTERMSIG(status)) + " before it wrote a result";
+  else if (WIFEXITED(status))
+    base.message = "the worker exited with status " + std::to_string(WEXITSTATUS(status)) + " without a result" +
+                   (base.message.empty() ? "" : ": " + base.message);
+  return base;
+}
+
+}  // namespace
+
+LabResult run_lab(const LabConfig& c, const LabProgress& progress) {
+  const LabSlot& slot = lab_slot(c.slot);
+  if (c.kernel_file.empty()) throw UsageError("lab: --kernel FILE.cu is required");
+  std::error_code ec;
+  if (!fs::is_regular_file(c.kernel_file, ec)) throw UsageError("lab: kernel file not found: " + c.kernel_file);
+  if (c.batch < 1) throw UsageError("lab: --batch must be positive");
+  if (c.timeout_s <= 0) throw UsageError("lab: --timeout must be positive");
+  const auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+
+  LabResult r;
+  r.slot = slot.name;
+  r.kernel_file = fs::absolute(c.kernel_file, ec).string();
+  r.precision = to_string(c.precision);
+  r.batch = c.batch;
+  r.grid_rule = slot.grid_rule;
+  const std::string source = read_text(c.kernel_file, "kernel source");
+  r.source_sha256 = sha256_hex(source);
+
+  // The same run under the tools: the user's arguments, the check only (no timing), a generous time-out.
+  std::string args;
+  for (const std::string& a : c.argv) args += " " + quote(a);
+  std::string check_args = " lab --slot " + slot.name + " --kernel " + quote(r.kernel_file) + " --precision " +
+                           r.precision + " --batch " + std::to_string(c.batch);
+  if (!c.layers.empty()) {
+    std::string list;
+    for (int l : c.layers) list += (list.empty() ? "" : ",") + std::to_string(l);
+    check_args += " --layers " + list;
+  }
+  if (!c.model_path.empty()) check_args += " --model " + quote(fs::absolute(c.model_path, ec).string());
+  // --report-api-errors no: the lab asks for optional symbols (MNV2_LAB_SHARED, ...) the kernel may not declare;
+  // those "named symbol not found" answers are API errors memcheck would list beside real faults.
+  r.compute_sanitizer_command = "compute-sanitizer --tool memcheck --report-api-errors no --target-processes all " +
+                                quote(c.program) + check_args + " --no-time --timeout 600";
+  r.ncu_command = "ncu --clock-control none --target-processes all --kernel-name regex:'" +
+                  (first_kernel_name(source).empty() ? std::string(".*") : first_kernel_name(source)) +
+                  "' --launch-count 5 -o lab-%p " + quote(c.program) + check_args + " --no-time --timeout 600";
+
+  say("compiling " + c.kernel_file + " (slot " + slot.name + ") with NVRTC");
+  LabCompileConfig cc;
+  cc.source = source;
+  cc.file_name = fs::path(c.kernel_file).filename().string();
+  cc.arch = c.arch;
+  LabCompileResult compiled = lab_compile(cc);
+  r.kernel_name = compiled.kernel_name;
+  for (const LabDiagnostic& d : compiled.diagnostics)
+    say("  " + d.file + ":" + std::to_string(d.line) + ":" + std::to_string(d.column) + ": " + d.severity + ": " +
+        d.message);
+  r.compile = compiled;
+  if (!compiled.ok) {
+    r.status = "compile_error";
+    int errors = 0;
+    const LabDiagnostic* first = nullptr;
+    for (const LabDiagnostic& d : compiled.diagnostics)
+      if (d.severity == "error" && errors++ == 0) first = &d;
+    r.message = first != nullptr
+                    ? std::to_string(errors) + " compile error(s); first: " + first->file + ":" +
+                          std::to_string(first->line) + ":" + std::to_string(first->column) + ": " + first->message
+                    : "NVRTC refused the kernel (see the log)";
+    return r;
+  }
+  say(std::string("compiled for ") + compiled.arch + (compiled.cached ? " (cache hit)" : "") + " in " +
+      std::to_string(compiled.seconds).substr(0, 5) + " s");
+  if (c.compile_only) {
+    r.status = "passed";
+    r.message = "compiled (--compile-only: not checked, not timed)";
+    return r;
+  }
+
+  // The worker's request: everything it needs, nothing it must find again.
+  const fs::path run_dir = fs::path(cache_dir()) / "lab" / ("run-" + std::to_string(::getpid()));
+  fs::create_directories(run_dir, ec);
+  if (ec) throw Error("cannot create " + run_dir.string() + ": " + ec.message());
+  json::Json req = json::Json::object();
+  req["slot"] = slot.name;
+  req["name"] = fs::path(c.kernel_file).stem().string();
+  req["cubin"] = compiled.cubin_path;
+  req["kernel_name"] = compiled.kernel_name;
+  req["layers"] = c.layers;
+  req["precision"] = r.precision;
+  req["batch"] = c.batch;
+  req["input"] = c.input;
+  req["model"] = c.model_path;
+  req["runs"] = c.runs;
+  req["no_time"] = c.no_time;
+  req["report_json"] = c.report_json;
+  req["report_csv"] = c.report_csv;
+  const std::string request = (run_dir / "request.json").string();
+  write_output_file(request, req.dump(2));
+  say("checking in a worker process (time-out " + std::to_string(static_cast<int>(c.timeout_s)) + " s)");
+  LabResult done = run_worker(c, request, r, progress);
+  fs::remove_all(run_dir, ec);
+  return done;
+}
+
+}  // namespace mnv2

@@ -1,0 +1,464 @@
+// A whole inverted-residual block in one kernel (fused_block.cuh; the plan of a block in tiles.h). A block of
+// 256 threads owns tile_h x tile_w output pixels of one image:
+//   1. cp.async brings the tile's input window (zero outside the map) and the first chunk's weights into
+//      shared memory;
+//   2. per chunk of 32 expanded channels (the next chunk's weights in flight meanwhile): the expansion of the
+//      whole window on tensor cores (ldmatrix + mma.sync m16n8k16, float32 accumulators), bias and clip in
+//      registers, half into shared memory (zero for window pixels outside the map: the depthwise padding);
+//      the depthwise taps from there (4 pixels x 4 channels per thread, float32 FFMA), bias and clip, half into
+//      a second buffer; the projection of that buffer on tensor cores into accumulators that stay in registers.
+//      Two barriers per chunk: the projection of chunk c and the expansion of chunk c + 1 run between the same
+//      two barriers (see the loop);
+//   3. the projection's bias, the residual from the input window already on chip, half NHWC stores.
+// Each warp owns up to kItems projection items (16 output pixels x 32 output channels).
+#include <algorithm>
+#include <atomic>
+#include <string>
+
+#include "kernels/fused_block.cuh"
+#include "kernels/layout.cuh"  // to_half_bits
+
+namespace mnv2::kernels {
+namespace {
+
+constexpr int kChunk = kFusedBlockChunk;
+constexpr int kThreads = kFusedBlockThreads;
+[[maybe_unused]] constexpr int kWarps = kFusedBlockWarps;
+static_assert(kChunk == 32, "the expansion computes 4 n-tiles of 8 channels per row tile");
+
+// What the host derives once per launch.
+struct Geometry {
+  FusedBlockLayout l;
+  int tile_h = 0, tile_w = 0, tiles_w = 0, tiles = 0, chunks = 0;
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define MNV2_FUSED_BLOCK_HAS_MMA 1
+#endif
+
+#ifdef MNV2_FUSED_BLOCK_HAS_MMA
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// 16 bytes global -> shared without registers; inside false: zero-filled, nothing read.
+__device__ __forceinline__ void cp16(void* dst, const void* src, bool inside) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(inside ? 16 : 0));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
+
+// Four 8x8 half matrices; lane l gives the address of row l % 8 of matrix l / 8.
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+// c (16x8, float32) += a (16x16 half, row-major) * b (16x8 half).
+__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// A 16x16 slice at rows r0.., column k0 of a row-major half matrix with row stride ld, as the A operand; the
+// same addressing with .trans gives the B operands of two 8-column tiles of a [k][n] matrix.
+__device__ __forceinline__ const __half* frag_row(const __half* m, int r0, int k0, int ld, int lane) {
+  return m + (r0 + (lane & 15)) * ld + k0 + (lane >> 4) * 8;
+}
+#endif
+
+template <int kItems>
+__global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
+    fused_block_kernel(const FusedBlockParams p, const Geometry g) {
+#ifdef MNV2_FUSED_BLOCK_HAS_MMA
+  extern __shared__ __align__(128) unsigned char smem[];
+  const FusedBlockShape& s = p.shape;
+  const FusedBlockLayout& l = g.l;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int64_t n = blockIdx.x / g.tiles;
+  const int tile = static_cast<int>(blockIdx.x % g.tiles);
+  const int oh0 = (tile / g.tiles_w) * g.tile_h, ow0 = (tile % g.tiles_w) * g.tile_w;
+  const int ih0 = oh0 * s.stride - s.pad_top, iw0 = ow0 * s.stride - s.pad_left;
+  const int window = l.window_h * l.window_w;
+  const int pout = g.tile_h * g.tile_w;
+  __half* X = reinterpret_cast<__half*>(smem + l.x);
+  __half* Ex = reinterpret_cast<__half*>(smem + l.ex);
+  __half* D = reinterpret_cast<__half*>(smem + l.d);
+
+  // The input window: 8 channels per copy; zero outside the map, past the channels and in the padding rows.
+  {
+    const __half* in = static_cast<const __half*>(p.input);
+    const int kv = l.k_pad / 8;
+    for (int i = tid; i < l.m1 * kv; i += kThreads) {
+      const int r = i / kv, c8 = (i - r * kv) * 8;
+      const int wy = r / l.window_w, wx = r - wy * l.window_w;
+      const int ih = ih0 + wy, iw = iw0 + wx;
+      const bool inside = r < window && ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w && c8 < s.in_channels;
+      const __half* src = inside ? in + ((n * s.in_h + ih) * s.in_w + iw) * s.in_channels + c8 : in;
+      cp16(X + r * l.ld_x + c8, src, inside);
+    }
+  }
+  // One chunk's weights and biases into buffer `buf`.
+  auto load_chunk = [&](int c, int buf) {
+    const int e0 = c * kChunk;
+    __half* we = reinterpret_cast<__half*>(smem + l.we + buf * l.we_bytes);
+    const __half* gwe = static_cast<const __half*>(p.expand_weight);
+    for (int i = tid; i < l.k_pad * (kChunk / 8); i += kThreads) {
+      const int k = i / (kChunk / 8), c8 = (i % (kChunk / 8)) * 8;
+      cp16(we + k * l.ld_e + c8, gwe + static_cast<int64_t>(k) * l.e_pad + e0 + c8, true);
+    }
+    __half* wp = reinterpret_cast<__half*>(smem + l.wp + buf * l.wp_bytes);
+    const __half* gwp = static_cast<const __half*>(p.project_weight);
+    const int pv = l.co_pad / 8;
+    for (int i = tid; i < kChunk * pv; i += kThreads) {
+      const int e = i / pv, c8 = (i - e * pv) * 8;
+      cp16(wp + e * l.ld_p + c8, gwp + static_cast<int64_t>(e0 + e) * l.co_pad + c8, true);
+    }
+    float* dw = reinterpret_cast<float*>(smem + l.dw + buf * l.dw_bytes);
+    for (int i = tid; i < 9 * (kChunk / 4); i += kThreads) {
+      const int t = i / (kChunk / 4), c4 = (i % (kChunk / 4)) * 4;
+      cp16(dw + t * kChunk + c4, p.dw_weight + static_cast<int64_t>(t) * l.e_pad + e0 + c4, true);
+    }
+    float* eb = reinterpret_cast<float*>(smem + l.eb + buf * l.bias_bytes);
+    float* db = reinterpret_cast<float*>(smem + l.db + buf * l.bias_bytes);
+    if (tid < kChunk / 4) {
+      cp16(eb + tid * 4, p.expand_bias + e0 + tid * 4, true);
+    } else if (tid < kChunk / 2) {
+      const int q = tid - kChunk / 4;
+      cp16(db + q * 4, p.dw_bias + e0 + q * 4, true);
+    }
+  };
+  load_chunk(0, 0);
+  cp_commit();
+  // The projection's padding rows (pixels past the tile) read zeros.
+  for (int i = tid; i < (l.m2 - pout) * (kChunk / 8); i += kThreads) {
+    const int r = pout + i / (kChunk / 8), c8 = (i % (kChunk / 8)) * 8;
+    *reinterpret_cast<uint4*>(D + r * l.ld_e + c8) = make_uint4(0, 0, 0, 0);
+  }
+
+  const int col_groups = l.co_pad / 32;
+  const int items_total = (l.m2 / 16) * col_groups;
+  const int gq = lane >> 2, tq = lane & 3;  // the accumulator's row (and row + 8) and column pair
+  float acc[kItems][4][4];
+#pragma unroll
+  for (int j = 0; j < kItems; ++j)
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[j][t][q] = 0.0f;
+
+  // Phase 1 of a chunk (weights from buffer buf): the expansion of the window into Ex.
+  auto expand_chunk = [&](int buf) {  // row tiles of 16 window pixels over the warps, 32 channels each
+    const __half* we = reinterpret_cast<const __half*>(smem + l.we + buf * l.we_bytes);
+    const float* eb = reinterpret_cast<const float*>(smem + l.eb + buf * l.bias_bytes);
+    for (int rt = warp; rt < l.m1 / 16; rt += kWarps) {
+      float e[4][4];
+#pragma unroll
+      for (int t = 0; t < 4; ++t)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) e[t][q] = 0.0f;
+      for (int k0 = 0; k0 < l.k_pad; k0 += 16) {
+        unsigned a[4];
+        ldmatrix_x4(a, frag_row(X, rt * 16, k0, l.ld_x, lane));
+#pragma unroll
+        for (int np = 0; np < 2; ++np) {
+          unsigned b[4];
+          ldmatrix_x4_trans(b, frag_row(we, k0, np * 16, l.ld_e, lane));
+          mma16816(e[2 * np], a, b[0], b[1]);
+          mma16816(e[2 * np + 1], a, b[2], b[3]);
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = rt * 16 + gq + h * 8;
+        const int wy = r / l.window_w, wx = r - wy * l.window_w;
+        const int ih = ih0 + wy, iw = iw0 + wx;
+        const bool inside = r < window && ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w;
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          const int col = t * 8 + 2 * tq;
+          const float v0 = apply_clip(e[t][2 * h] + eb[col], p.expand_clip);
+          const float v1 = apply_clip(e[t][2 * h + 1] + eb[col + 1], p.expand_clip);
+          *reinterpret_cast<__half2*>(Ex + r * l.ld_e + col) =
+              inside ? __floats2half2_rn(v0, v1) : __float2half2_rn(0.0f);
+        }
+      }
+    }
+  };
+  // Phase 2: the depthwise from Ex into D.
+  auto depthwise_chunk = [&](int buf) {
+    // Depthwise 3x3: 4 output pixels of a row x 4 channels per item. The taps' weights come from shared memory
+    // once per item and serve 4 pixels; each window column is loaded once (4 halves) and feeds every pixel and tap
+    // it belongs to: 9 + 18 (stride 1) or 9 + 27 (stride 2) loads for 144 FFMA.
+    const float* dwv = reinterpret_cast<const float*>(smem + l.dw + buf * l.dw_bytes);
+    const float* db = reinterpret_cast<const float*>(smem + l.db + buf * l.bias_bytes);
+    const int groups_x = (g.tile_w + 3) / 4;
+    for (int i = tid; i < g.tile_h * groups_x * (kChunk / 4); i += kThreads) {
+      const int c4 = (i % (kChunk / 4)) * 4;
+      const int rest = i / (kChunk / 4);
+      const int oy = rest / groups_x, ox0 = (rest - oy * groups_x) * 4;
+      float a[4][4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) a[q][j] = 0.0f;
+#pragma unroll
+      for (int ky = 0; ky < 3; ++ky) {
+        const __half* row = Ex + (oy * s.stride + ky) * l.window_w * l.ld_e + c4;
+        float4 w[3];
+#pragma unroll
+        for (int kx = 0; kx < 3; ++kx) w[kx] = *reinterpret_cast<const float4*>(dwv + (ky * 3 + kx) * kChunk + c4);
+        // Window column c of this row feeds pixel q through tap kx = c - q * stride. Columns past the window
+        // (pixels past the tile's last column) are clamped: those pixels are not stored.
+        auto column = [&](int c) {
+          const int col = min(ox0 * s.stride + c, l.window_w - 1);
+          const uint2 raw = *reinterpret_cast<const uint2*>(row + col * l.ld_e);
+          const __half2* h2 = reinterpret_cast<const __half2*>(&raw);
+          const float2 lo = __half22float2(h2[0]), hi = __half22float2(h2[1]);
+          return make_float4(lo.x, lo.y, hi.x, hi.y);
+        };
+        auto tap = [&](float(&acc)[4], const float4& v, const float4& wk) {
+          acc[0] = fmaf(v.x, wk.x, acc[0]);
+          acc[1] = fmaf(v.y, wk.y, acc[1]);
+          acc[2] = fmaf(v.z, wk.z, acc[2]);
+          acc[3] = fmaf(v.w, wk.w, acc[3]);
+        };
+        if (s.stride == 1) {
+#pragma unroll
+          for (int c = 0; c < 6; ++c) {
+            const float4 v = column(c);
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+              if (c - q >= 0 && c - q < 3) tap(a[q], v, w[c - q]);
+          }
+        } else {
+#pragma unroll
+          for (int c = 0; c < 9; ++c) {
+            const float4 v = column(c);
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+              if (c - 2 * q >= 0 && c - 2 * q < 3) tap(a[q], v, w[c - 2 * q]);
+          }
+        }
+      }
+      const float4 b = *reinterpret_cast<const float4*>(db + c4);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        if (ox0 + q >= g.tile_w) break;
+        uint2 packed;
+        __half2* o2 = reinterpret_cast<__half2*>(&packed);
+        o2[0] = __floats2half2_rn(apply_clip(a[q][0] + b.x, p.dw_clip), apply_clip(a[q][1] + b.y, p.dw_clip));
+        o2[1] = __floats2half2_rn(apply_clip(a[q][2] + b.z, p.dw_clip), apply_clip(a[q][3] + b.w, p.dw_clip));
+        *reinterpret_cast<uint2*>(D + (oy * g.tile_w + ox0 + q) * l.ld_e + c4) = packed;
+      }
+    }
+  };
+  // Phase 3: the projection of D into the warp's items' accumulators.
+  auto project_chunk = [&](int buf) {
+    const __half* wp = reinterpret_cast<const __half*>(smem + l.wp + buf * l.wp_bytes);
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const int item = warp + j * kWarps;
+      if (item < items_total) {
+        const int rt = item / col_groups, cg = item - rt * col_groups;
+#pragma unroll
+        for (int k0 = 0; k0 < kChunk; k0 += 16) {
+          unsigned a[4];
+          ldmatrix_x4(a, frag_row(D, rt * 16, k0, l.ld_e, lane));
+#pragma unroll
+          for (int np = 0; np < 2; ++np) {
+            unsigned b[4];
+            ldmatrix_x4_trans(b, frag_row(wp, k0, cg * 32 + np * 16, l.ld_p, lane));
+            mma16816(acc[j][2 * np], a, b[0], b[1]);
+            mma16816(acc[j][2 * np + 1], a, b[2], b[3]);
+          }
+        }
+      }
+    }
+  };
+
+  // Software-pipelined over two barriers per chunk (v3; v2 had three): the projection of chunk c and the expansion
+  // of chunk c + 1 share one interval (they touch D and Ex, the depthwise of chunk c has finished with Ex), so the
+  // warps have tensor-core work from both between the barriers and idle warps of one phase take the other's.
+  //   interval A(c): load chunk c + 1's weights (buffer c + 1 is free: chunk c - 1 is done), depthwise c: Ex -> D
+  //   interval B(c): projection c (D, buffer c), expansion c + 1 (buffer c + 1) -> Ex
+  cp_wait_all();    // the window and chunk 0 have landed for this thread ...
+  __syncthreads();  // ... for every thread
+  expand_chunk(0);
+  for (int c = 0; c < g.chunks; ++c) {
+    const int buf = c & 1;
+    __syncthreads();  // Ex holds chunk c; every warp is done with chunk c - 1 (its weights' buffer, D)
+    if (c + 1 < g.chunks) load_chunk(c + 1, buf ^ 1);
+    cp_commit();
+    depthwise_chunk(buf);
+    cp_wait_all();    // chunk c + 1 has landed for this thread ...
+    __syncthreads();  // ... for every thread; D holds chunk c; every warp is done with Ex
+    project_chunk(buf);
+    if (c + 1 < g.chunks) expand_chunk(buf ^ 1);
+  }
+  cp_wait_all();
+
+  // Epilogue: bias, the residual (stride 1: output pixel (oy, ox) is window pixel (oy + pad_top, ox + pad_left)),
+  // half stores.
+  __half* out = static_cast<__half*>(p.output);
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const int item = warp + j * kWarps;
+    if (item >= items_total) continue;
+    const int rt = item / col_groups, cg = item - rt * col_groups;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int px = rt * 16 + gq + h * 8;
+      if (px >= pout) continue;
+      const int oy = px / g.tile_w, ox = px - oy * g.tile_w;
+      const int oh = oh0 + oy, ow = ow0 + ox;
+      if (oh >= s.out_h || ow >= s.out_w) continue;
+      __half* orow = out + ((n * s.out_h + oh) * s.out_w + ow) * s.out_channels;
+      const __half* xres = X + ((oy + s.pad_top) * l.window_w + ox + s.pad_left) * l.ld_x;
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int col = cg * 32 + t * 8 + 2 * tq;
+        if (col >= s.out_channels) continue;  // out_channels is even: col + 1 is inside too
+        float v0 = acc[j][t][2 * h] + __ldg(p.project_bias + col);
+        float v1 = acc[j][t][2 * h + 1] + __ldg(p.project_bias + col + 1);
+        if (s.residual) {
+          const float2 r = __half22float2(*reinterpret_cast<const __half2*>(xres + col));
+          v0 += r.x;
+          v1 += r.y;
+        }
+        *reinterpret_cast<__half2*>(orow + col) = __floats2half2_rn(v0, v1);
+      }
+    }
+  }
+#else
+  // Compiled below compute_80: the launch refuses before getting here.
+  __trap();
+#endif
+}
+
+// The architecture the current device's code was compiled for, cached per device (probe_kernel_image).
+int code_arch() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cached[kDevices];  // 0: not asked yet
+  int device = 0;
+  MNV2_KERNEL_CALL("fused_block", cudaGetDevice(&device));
+  if (device < 0 || device >= kDevices) device = kDevices - 1;
+  int arch = cached[device].load(std::memory_order_relaxed);
+  if (arch == 0) {
+    KernelImage image;
+    MNV2_KERNEL_CALL("fused_block", probe_kernel_image(&image));
+    arch = image.ptx_version;
+    cached[device].store(arch, std::memory_order_relaxed);
+  }
+  return arch;
+}
+
+int optin_limit() {
+  static const int limit = [] {
+    int device = 0, optin = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+      cudaGetLastError();
+      return 48 * 1024;
+    }
+    return optin;
+  }();
+  return limit;
+}
+
+template <int kItems>
+void launch_items(const FusedBlockParams& p, const Geometry& g, int64_t blocks, cudaStream_t stream) {
+  // Raised once to what the device allows, on the first (uncaptured) launch.
+  static const cudaError_t raised =
+      cudaFuncSetAttribute(fused_block_kernel<kItems>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin_limit());
+  MNV2_KERNEL_CALL("fused_block", raised);
+  fused_block_kernel<kItems><<<static_cast<unsigned>(blocks), kThreads, static_cast<size_t>(g.l.total), stream>>>(p, g);
+  MNV2_CHECK_LAUNCH("fused_block");
+}
+
+}  // namespace
+
+FusedBlockWeights fused_block_pack(const FusedBlockShape& s, const std::vector<float>& expand,
+                                   const std::vector<float>& expand_bias, const std::vector<float>& dw,
+                                   const std::vector<float>& dw_bias, const std::vector<float>& project,
+                                   const std::vector<float>& project_bias) {
+  const int cin = s.in_channels, E = s.expanded, cout = s.out_channels;
+  if (cin < 1 || E < 1 || cout < 1) throw Error("fused_block: channel counts must be positive");
+  auto expect = [](const std::vector<float>& v, size_t n, bool optional, const char* what) {
+    if (v.size() != n && !(optional && v.empty()))
+      throw Error(std::string("fused_block: ") + what + " has " + std::to_string(v.size()) + " values, expected " +
+                  std::to_string(n));
+  };
+  expect(expand, static_cast<size_t>(E) * cin, false, "expansion weight");
+  expect(expand_bias, static_cast<size_t>(E), true, "expansion bias");
+  expect(dw, static_cast<size_t>(E) * 9, false, "depthwise weight");
+  expect(dw_bias, static_cast<size_t>(E), true, "depthwise bias");
+  expect(project, static_cast<size_t>(cout) * E, false, "projection weight");
+  expect(project_bias, static_cast<size_t>(cout), true, "projection bias");
+  const FusedBlockLayout l = fused_block_layout(s, 1, 1);
+  FusedBlockWeights w;
+  std::vector<float> we(static_cast<size_t>(l.k_pad) * l.e_pad, 0.0f);
+  for (int o = 0; o < E; ++o)
+    for (int k = 0; k < cin; ++k) we[static_cast<size_t>(k) * l.e_pad + o] = expand[static_cast<size_t>(o) * cin + k];
+  w.expand = to_half_bits(we);
+  w.expand_bias.assign(static_cast<size_t>(l.e_pad), 0.0f);
+  std::copy(expand_bias.begin(), expand_bias.end(), w.expand_bias.begin());
+  w.dw.assign(static_cast<size_t>(9) * l.e_pad, 0.0f);
+  for (int e = 0; e < E; ++e)
+    for (int t = 0; t < 9; ++t) w.dw[static_cast<size_t>(t) * l.e_pad + e] = dw[static_cast<size_t>(e) * 9 + t];
+  w.dw_bias.assign(static_cast<size_t>(l.e_pad), 0.0f);
+  std::copy(dw_bias.begin(), dw_bias.end(), w.dw_bias.begin());
+  std::vector<float> wp(static_cast<size_t>(l.e_pad) * l.co_pad, 0.0f);
+  for (int o = 0; o < cout; ++o)
+    for (int e = 0; e < E; ++e) wp[static_cast<size_t>(e) * l.co_pad + o] = project[static_cast<size_t>(o) * E + e];
+  w.project = to_half_bits(wp);
+  w.project_bias.assign(static_cast<size_t>(l.co_pad), 0.0f);
+  std::copy(project_bias.begin(), project_bias.end(), w.project_bias.begin());
+  return w;
+}
+
+void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, cudaStream_t stream) {
+  const FusedBlockShape& s = p.shape;
+  if (const std::string why = fused_block_shape_refusal(s, code_arch()); !why.empty())
+    throw Error("fused_block: " + why);
+  if (v.tile_h < 1 || v.tile_w < 1 || (v.items != 2 && v.items != 4 && v.items != 6))
+    throw Error("fused_block: bad variant " + to_string(v));
+  if (fused_block_items(s, v.tile_h, v.tile_w) > v.items)
+    throw Error("fused_block: tile " + to_string(v) + " needs " +
+                std::to_string(fused_block_items(s, v.tile_h, v.tile_w)) + " projection items per warp");
+  if (p.input == nullptr || p.expand_weight == nullptr || p.expand_bias == nullptr || p.dw_weight == nullptr ||
+      p.dw_bias == nullptr || p.project_weight == nullptr || p.project_bias == nullptr || p.output == nullptr)
+    throw Error("fused_block: null operand");
+  if (p.output == p.input) throw Error("fused_block: the output must not alias the input");
+  if (!aligned16(p.input) || !aligned16(p.output) || !aligned16(p.expand_weight) || !aligned16(p.expand_bias) ||
+      !aligned16(p.dw_weight) || !aligned16(p.dw_bias) || !aligned16(p.project_weight))
+    throw Error("fused_block: operands must be 16-byte aligned");
+  Geometry g;
+  g.l = fused_block_layout(s, v.tile_h, v.tile_w);
+  if (g.l.total > optin_limit())
+    throw Error("fused_block: tile " + to_string(v) + " needs " + std::to_string(g.l.total) +
+                " bytes of shared memory; this GPU allows " + std::to_string(optin_limit()));
+  g.tile_h = v.tile_h;
+  g.tile_w = v.tile_w;
+  g.tiles_w = static_cast<int>(ceil_div(s.out_w, v.tile_w));
+  g.tiles = static_cast<int>(ceil_div(s.out_h, v.tile_h)) * g.tiles_w;
+  g.chunks = g.l.e_pad / kChunk;
+  const int64_t blocks = static_cast<int64_t>(g.tiles) * s.batch;
+  if (blocks > 0x7fffffff) throw Error("fused_block: too many tiles for one launch");
+  switch (v.items) {
+    case 2:
+      return launch_items<2>(p, g, blocks, stream);
+    case 4:
+      return launch_items<4>(p, g, blocks, stream);
+    default:
+      return launch_items<6>(p, g, blocks, stream);
+  }
+}
+
+}  // namespace mnv2::kernels

@@ -1,0 +1,265 @@
+// The whole inverted-residual block in one kernel (kernels/fused_block.cu, fp16) against a float64 reference on
+// fresh random data: the real MobileNetV2 block shapes at batch 1 and 3, odd maps (13x13, 9x11, 5x7), expanded
+// channel counts that are not multiples of the 32-channel chunk (and one not a multiple of 8), stride 1 and 2,
+// symmetric and TF-style pads, with and without residual and clips; the tile the chooser picks and forced ones
+// (partial tiles at the edges, a 1x1 tile, whole maps).
+//
+// Tolerance, derived: the reference takes the operands as the device holds them (half input and 1x1 weights,
+// float32 depthwise weights and biases) and rounds the expanded and depthwise maps to half where the kernel
+// does. The kernel then differs by its float32 accumulation (<= (k + 2) 2^-24 sum |terms|, tiny) and, where that
+// moves a value across a half rounding boundary, by one half ulp (<= 2u |v|, u = 2^-11) in an expanded or
+// depthwise value. Carried through the depthwise taps and the projection that is at most
+// 2u sum_e |wp_e| (|d_e| + sum_t |w_t| |ex_t|), plus the output's own rounding u |y|: the per-element bound.
+#include <gtest/gtest.h>
+
+#ifdef MNV2_HAVE_KERNELS
+#include <cmath>
+
+#include "backends/cpu/cpu_ops.h"  // conv_output_extent
+#include "kernels/fused_block.cuh"
+#include "test_kernels_support.h"
+
+namespace mnv2::test {
+namespace {
+
+namespace k = kernels;
+
+struct BlockCase {
+  int batch, cin, expanded, cout, h, w, stride;
+  int pad_top, pad_left, pad_bottom, pad_right;
+  bool residual, clip;
+};
+
+std::vector<float> round_half(const std::vector<float>& v) { return TypedArray::rounded(k::DType::f16, v); }
+
+class HalfBits {
+ public:
+  explicit HalfBits(const std::vector<uint16_t>& bits) : buffer_(std::max<size_t>(bits.size(), 1) * 2) {
+    MNV2_CHECK_CUDA(cudaMemcpy(buffer_.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
+  }
+  const void* get() const { return buffer_.get(); }
+
+ private:
+  gpu::DeviceBuffer buffer_;
+};
+
+int ptx_version() {
+  k::KernelImage image;
+  if (k::probe_kernel_image(&image) != cudaSuccess) return 0;
+  return image.ptx_version;
+}
+
+void run_case(const BlockCase& c) {
+  const uint64_t seed = kernel_test_seed();
+  std::mt19937_64 gen(seed);
+  std::ostringstream what;
+  what << "batch " << c.batch << " " << c.cin << "->" << c.expanded << "->" << c.cout << " map " << c.h << "x" << c.w
+       << " stride " << c.stride << " pads [" << c.pad_top << "," << c.pad_left << "," << c.pad_bottom << ","
+       << c.pad_right << "] residual " << c.residual << " clip " << c.clip << " MNV2_TEST_SEED=" << seed;
+  SCOPED_TRACE(what.str());
+  const int oh = cpu::conv_output_extent(c.h, c.pad_top, c.pad_bottom, 3, c.stride, 1);
+  const int ow = cpu::conv_output_extent(c.w, c.pad_left, c.pad_right, 3, c.stride, 1);
+  ASSERT_GT(oh, 0);
+  ASSERT_GT(ow, 0);
+  const int E = c.expanded, cin = c.cin, cout = c.cout;
+  const int64_t in_px = static_cast<int64_t>(c.batch) * c.h * c.w, out_px = static_cast<int64_t>(c.batch) * oh * ow;
+  // Scales: the expansion's sums reach a few units (the clip at 6 cuts some, not most), the rest stays O(1).
+  const float se = 3.0f / std::sqrt(static_cast<float>(cin)), sp = 2.0f / std::sqrt(static_cast<float>(E));
+  const std::vector<float> x = round_half(random_vector(gen, static_cast<size_t>(in_px * cin)));  // NHWC
+  const std::vector<float> we = random_vector(gen, static_cast<size_t>(E) * cin, -se, se);        // [E][cin]
+  const std::vector<float> eb = random_vector(gen, static_cast<size_t>(E));
+  const std::vector<float> dw = random_vector(gen, static_cast<size_t>(E) * 9, -0.5f, 0.5f);  // [E][3][3]
+  const std::vector<float> db = random_vector(gen, static_cast<size_t>(E));
+  const std::vector<float> wp = random_vector(gen, static_cast<size_t>(cout) * E, -sp, sp);  // [cout][E]
+  const std::vector<float> pb = random_vector(gen, static_cast<size_t>(cout));
+  const std::vector<float> weh = round_half(we), wph = round_half(wp);
+  auto clip = [&](double v) { return c.clip ? std::min(std::max(v, 0.0), 6.0) : v; };
+
+  // Expansion (NHWC), rounded to half as the kernel stores it.
+  std::vector<float> ex(static_cast<size_t>(in_px) * E);
+  for (int64_t p = 0; p < in_px; ++p)
+    for (int e = 0; e < E; ++e) {
+      double v = eb[static_cast<size_t>(e)];
+      for (int q = 0; q < cin; ++q)
+        v += static_cast<double>(x[static_cast<size_t>(p * cin + q)]) * weh[static_cast<size_t>(e) * cin + q];
+      ex[static_cast<size_t>(p * E + e)] = static_cast<float>(clip(v));
+    }
+  ex = round_half(ex);
+  // Depthwise (NHWC), rounded; and each value's magnitude for the bound.
+  std::vector<float> d(static_cast<size_t>(out_px) * E);
+  std::vector<double> dmag(d.size());
+  for (int n = 0; n < c.batch; ++n)
+    for (int y = 0; y < oh; ++y)
+      for (int xo = 0; xo < ow; ++xo)
+        for (int e = 0; e < E; ++e) {
+          double v = db[static_cast<size_t>(e)], mag = 0;
+          for (int ky = 0; ky < 3; ++ky)
+            for (int kx = 0; kx < 3; ++kx) {
+              const int ih = y * c.stride - c.pad_top + ky, iw = xo * c.stride - c.pad_left + kx;
+              if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
+              const double a = ex[((static_cast<size_t>(n) * c.h + ih) * c.w + iw) * E + e];
+              const double w = dw[static_cast<size_t>(e) * 9 + ky * 3 + kx];
+              v += a * w;
+              mag += std::fabs(a * w);
+            }
+          const size_t at = ((static_cast<size_t>(n) * oh + y) * ow + xo) * E + e;
+          d[at] = static_cast<float>(clip(v));
+          dmag[at] = mag;
+        }
+  d = round_half(d);
+  // Projection + bias (+ residual).
+  std::vector<double> ref(static_cast<size_t>(out_px) * cout), bound(ref.size());
+  for (int64_t p = 0; p < out_px; ++p)
+    for (int o = 0; o < cout; ++o) {
+      double v = pb[static_cast<size_t>(o)], flips = 0, terms = std::fabs(v);
+      for (int e = 0; e < E; ++e) {
+        const double w = wph[static_cast<size_t>(o) * E + e], a = d[static_cast<size_t>(p * E + e)];
+        v += a * w;
+        terms += std::fabs(a * w);
+        flips += std::fabs(w) * (std::fabs(a) + dmag[static_cast<size_t>(p * E + e)]);
+      }
+      if (c.residual) {
+        const double r = x[static_cast<size_t>(p * cin + o)];  // stride 1, same map: pixel p of the input
+        v += r;
+        terms += std::fabs(r);
+      }
+      ref[static_cast<size_t>(p * cout + o)] = v;
+      bound[static_cast<size_t>(p * cout + o)] =
+          2.0 * kU16 * flips + kU16 * std::fabs(v) + (E + cin + 4) * kU32 * (terms + flips) + 1e-7;
+    }
+
+  k::FusedBlockShape s;
+  s.batch = c.batch;
+  s.in_channels = cin;
+  s.expanded = E;
+  s.out_channels = cout;
+  s.in_h = c.h;
+  s.in_w = c.w;
+  s.out_h = oh;
+  s.out_w = ow;
+  s.stride = c.stride;
+  s.pad_top = c.pad_top;
+  s.pad_left = c.pad_left;
+  s.residual = c.residual;
+  const k::FusedBlockWeights pw = k::fused_block_pack(s, we, eb, dw, db, wp, pb);
+  TypedArray dx(k::DType::f16, x), dy(k::DType::f16, static_cast<size_t>(out_px) * cout);
+  HalfBits dwe(pw.expand), dwp(pw.project);
+  DeviceArray deb(pw.expand_bias), ddw(pw.dw), ddb(pw.dw_bias), dpb(pw.project_bias);
+  k::FusedBlockParams p;
+  p.shape = s;
+  p.input = dx.get();
+  p.expand_weight = dwe.get();
+  p.expand_bias = deb.get();
+  p.expand_clip = k::Clip{c.clip, 0.0f, 6.0f};
+  p.dw_weight = ddw.get();
+  p.dw_bias = ddb.get();
+  p.dw_clip = k::Clip{c.clip, 0.0f, 6.0f};
+  p.project_weight = dwp.get();
+  p.project_bias = dpb.get();
+  p.output = dy.get();
+
+  int device = 0;
+  MNV2_CHECK_CUDA(cudaGetDevice(&device));
+  const k::DeviceCaps caps = k::device_caps(device);
+  std::string why;
+  std::vector<k::FusedBlockVariant> variants{k::choose_fused_block_variant(s, caps, ptx_version(), &why)};
+  ASSERT_EQ(why, "");
+  for (const auto& [th, tw] : std::vector<std::pair<int, int>>{{1, 1}, {3, 5}, {4, 4}, {7, 7}, {oh, ow}}) {
+    const int items = k::fused_block_items(s, th, tw);
+    if (th > 16 || tw > 16 || items > k::kFusedBlockMaxItems || k::fused_block_layout(s, th, tw).m2 > 256 ||
+        k::fused_block_layout(s, th, tw).total > caps.smem_per_block_optin)
+      continue;
+    variants.push_back({th, tw, items <= 2 ? 2 : items <= 4 ? 4 : 6});
+  }
+  for (const k::FusedBlockVariant& v : variants) {
+    SCOPED_TRACE(k::to_string(v));
+    dy.poison();
+    k::launch_fused_block(p, v, nullptr);
+    const std::vector<float> got = dy.download();
+    const BoundCheck b = check_within(got, ref, bound);
+    EXPECT_TRUE(b.ok()) << b.str();
+    const Agreement a = agreement(got, ref);
+    EXPECT_EQ(a.non_finite, 0) << a.str();
+    EXPECT_LT(a.rel_l2, 2e-3) << a.str();  // the output's own half rounding alone gives about 3e-4
+    EXPECT_GE(k::fused_block_recompute_factor(s, v), 1.0 - 1e-12);
+  }
+}
+
+TEST(KernelFusedBlock, MatchesTheReferenceOverBlockShapes) {
+  MNV2_SKIP_WITHOUT_GPU();
+  if (ptx_version() < 80) GTEST_SKIP() << "the kernels run compute_" << ptx_version() << " code: fused_block needs 80";
+  const BlockCase mobilenet[] = {
+      // cin, E, cout, map, stride, pads [t, l, b, r] as the main model's (TF-style for stride 2), residual
+      {1, 16, 96, 24, 112, 112, 2, 0, 0, 1, 1, false, true},  // block2
+      {1, 24, 144, 24, 56, 56, 1, 1, 1, 1, 1, true, true},    // block3
+      {1, 24, 144, 32, 56, 56, 2, 0, 0, 1, 1, false, true},   // block4
+      {1, 32, 192, 32, 28, 28, 1, 1, 1, 1, 1, true, true},    // block5, 6
+      {1, 32, 192, 64, 28, 28, 2, 0, 0, 1, 1, false, true},   // block7
+      {1, 64, 384, 64, 14, 14, 1, 1, 1, 1, 1, true, true},    // block8-10
+      {1, 64, 384, 96, 14, 14, 1, 1, 1, 1, 1, false, true},   // block11
+      {1, 96, 576, 96, 14, 14, 1, 1, 1, 1, 1, true, true},    // block12, 13
+      {1, 96, 576, 160, 14, 14, 2, 0, 0, 1, 1, false, true},  // block14
+      {1, 160, 960, 160, 7, 7, 1, 1, 1, 1, 1, true, true},    // block15, 16
+      {1, 160, 960, 320, 7, 7, 1, 1, 1, 1, 1, false, true},   // block17
+  };
+  for (BlockCase c : mobilenet) {
+    run_case(c);
+    c.batch = 3;
+    run_case(c);
+  }
+  const BlockCase odd[] = {
+      {2, 24, 72, 24, 13, 13, 1, 1, 1, 1, 1, true, true},   // odd map, E not a chunk multiple
+      {3, 16, 40, 24, 9, 11, 2, 0, 0, 1, 1, false, true},   // odd, non-square, stride 2 TF pads
+      {2, 8, 20, 16, 5, 7, 1, 1, 1, 1, 1, false, false},    // E not a multiple of 8, no clips
+      {1, 32, 96, 40, 15, 17, 2, 1, 1, 1, 1, false, true},  // symmetric stride-2 pads, cout not a multiple of 32
+      {2, 48, 288, 48, 3, 3, 1, 1, 1, 1, 1, true, true},    // a 3x3 map
+      {1, 40, 120, 40, 1, 1, 1, 1, 1, 1, 1, true, true},    // a 1x1 map: only the centre tap
+  };
+  for (const BlockCase& c : odd) run_case(c);
+}
+
+TEST(KernelFusedBlock, RefusesWhatItCannotRun) {
+  MNV2_SKIP_WITHOUT_GPU();
+  TypedArray buf(k::DType::f16, 1 << 16), out(k::DType::f16, 1 << 16);
+  DeviceArray fbuf(1 << 14);
+  k::FusedBlockParams p;
+  p.shape = k::FusedBlockShape{1, 16, 64, 16, 8, 8, 8, 8, 1, 1, 1, true};
+  p.input = buf.get();
+  p.expand_weight = buf.get();
+  p.expand_bias = fbuf.get();
+  p.dw_weight = fbuf.get();
+  p.dw_bias = fbuf.get();
+  p.project_weight = buf.get();
+  p.project_bias = fbuf.get();
+  p.output = out.get();
+  const k::FusedBlockVariant ok{4, 4, 2};
+  if (ptx_version() < 80) {  // older code: every launch refuses, naming the architecture
+    EXPECT_THROW(k::launch_fused_block(p, ok, nullptr), Error);
+    GTEST_SKIP() << "the kernels run compute_" << ptx_version() << " code: the fused block refuses it";
+  }
+  k::FusedBlockParams bad = p;
+  bad.shape.in_channels = bad.shape.out_channels = 12;  // not multiples of 8
+  EXPECT_THROW(k::launch_fused_block(bad, ok, nullptr), Error);
+  EXPECT_NE(k::fused_block_shape_refusal(bad.shape, 90).find("multiples of 8"), std::string::npos);
+  bad = p;
+  bad.output = buf.get();  // the input itself
+  EXPECT_THROW(k::launch_fused_block(bad, ok, nullptr), Error);
+  bad = p;
+  bad.shape.stride = 3;
+  EXPECT_THROW(k::launch_fused_block(bad, ok, nullptr), Error);
+  bad = p;
+  bad.shape.out_channels = 160;  // 8x8 pixels x 160 channels: 3 projection items per warp
+  bad.shape.residual = false;
+  EXPECT_THROW(k::launch_fused_block(bad, k::FusedBlockVariant{8, 8, 2}, nullptr), Error);
+  EXPECT_THROW(k::launch_fused_block(p, k::FusedBlockVariant{4, 4, 3}, nullptr), Error);  // not built
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  k::launch_fused_block(p, ok, nullptr);  // the refusals left nothing behind
+  MNV2_CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+}  // namespace
+}  // namespace mnv2::test
+
+#else
+TEST(KernelFusedBlock, SkippedWithoutCuda) { GTEST_SKIP() << "this build has no CUDA kernels"; }
+#endif
