@@ -211,5 +211,28 @@ __device__ __forceinline__ void epilogue_store(T* out, float (&acc)[kW], const f
   store_floats<T, kW>(out, acc);
 }
 
+// Programmatic Dependent Launch (sm_90 and newer; no-ops in code compiled for older architectures, where the
+// cuda backend never makes programmatic graph edges). A kernel that may start before the previous kernel of
+// the stream has finished calls pdl_wait() before it reads anything an earlier kernel wrote or writes anything
+// an earlier kernel reads: it returns once every earlier kernel has completed and its writes are visible (so
+// the ordering is transitive along the chain). What it does before (loading weights, the block's setup) overlaps
+// the previous kernel's tail. pdl_launch_dependents() lets the next kernel's blocks be scheduled once every
+// block of this one has called it (or exited); it does not release any memory ordering.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+// Both, at the start of a kernel that loads nothing ahead.
+__device__ __forceinline__ void pdl_enter() {
+  pdl_wait();
+  pdl_launch_dependents();
+}
+
 }  // namespace mnv2::kernels
 #endif  // __CUDACC__

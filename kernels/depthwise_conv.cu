@@ -43,6 +43,9 @@ __global__ void __launch_bounds__(kBlockThreads) depthwise3x3_kernel(const Depth
 #pragma unroll
     for (int t = 0; t < 9; ++t) load_floats<float, kVec>(p.weight + t * C + c, w[t]);
   }
+  // PDL (common.cuh): the taps above are weights, constant since prepare(); the input and the output wait for
+  // the previous kernel to finish.
+  pdl_enter();
   float acc[kCols][kVec];
 #pragma unroll
   for (int o = 0; o < kCols; ++o)

@@ -15,6 +15,7 @@ constexpr int kMaxGridY = 65535;
 // TOut: float or __half; the input is float32 when NCHW (the network input), else TOut.
 template <bool kNchw, int kCo, class TOut>
 __global__ void __launch_bounds__(kBlockThreads) direct_conv_kernel(const DirectConvParams p, int image0) {
+  pdl_enter();  // PDL (common.cuh): the previous kernel has finished before anything is read or written
   using TIn = std::conditional_t<kNchw, float, TOut>;
   const TIn* input = static_cast<const TIn*>(p.input);
   // grid.y walks images (from image0), grid.x this image's threads: 32-bit index arithmetic.
@@ -88,6 +89,7 @@ __global__ void __launch_bounds__(kBlockThreads) direct_conv_kernel(const Direct
 // bounded the generic loop at 0.7 ms for the stem at batch 256, run 2), then multiplied by 27 x kCo weights.
 template <bool kNchw, int kCo, class TOut>
 __global__ void __launch_bounds__(kBlockThreads) conv3x3x3_kernel(const DirectConvParams p, int image0) {
+  pdl_enter();  // PDL (common.cuh): the previous kernel has finished before anything is read or written
   using TIn = std::conditional_t<kNchw, float, TOut>;
   const TIn* input = static_cast<const TIn*>(p.input);
   constexpr int kTaps = 27;

@@ -12,6 +12,7 @@ constexpr int64_t kMaxBlocks = 4096;
 // Plain (coherent) loads: the output may be the input.
 template <class T, int kW>
 __global__ void __launch_bounds__(kBlockThreads) clip_kernel(const ClipParams p) {
+  pdl_enter();  // PDL (common.cuh): the previous kernel has finished before anything is read or written
   const int64_t n = p.count / kW;
   const T* in = static_cast<const T*>(p.input);
   T* out = static_cast<T*>(p.output);
@@ -25,6 +26,7 @@ __global__ void __launch_bounds__(kBlockThreads) clip_kernel(const ClipParams p)
 
 template <class T, int kW>
 __global__ void __launch_bounds__(kBlockThreads) add_kernel(const AddParams p) {
+  pdl_enter();  // PDL (common.cuh): the previous kernel has finished before anything is read or written
   const int64_t n = p.count / kW;
   const T* a = static_cast<const T*>(p.a);
   const T* b = static_cast<const T*>(p.b);

@@ -25,6 +25,7 @@ __host__ __device__ inline Layout layout(const ExpandDepthwiseParams& p, int til
 
 __global__ void __launch_bounds__(kThreads)
     expand_depthwise_kernel(const ExpandDepthwiseParams p, int tile_h, int tile_w, int tiles_w, int image0) {
+  pdl_enter();  // PDL (common.cuh): the previous kernel has finished before anything is read or written
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
   const Layout l = layout(p, tile_h, tile_w);

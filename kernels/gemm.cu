@@ -36,10 +36,99 @@ using Tile32x32 = Tile<32, 32, 8, 4, 4>;
 // latency-bound problems, where each slice costs about one load latency whatever its depth.
 using Tile32x32k32 = Tile<32, 32, 32, 4, 4>;
 
+// A split's partial sums for kW consecutive columns. kCoherent: written by other blocks of the same kernel
+// (in-kernel reduction), so read through L2 (__ldcg), never a stale L1 line or the read-only path.
+template <int kW, bool kCoherent>
+__device__ __forceinline__ typename Vec<kW>::Type load_partial(const float* at) {
+  if constexpr (!kCoherent) {
+    return Vec<kW>::load(at);
+  } else if constexpr (kW == 4) {
+    return __ldcg(reinterpret_cast<const float4*>(at));
+  } else {
+    return __ldcg(at);
+  }
+}
+
+// The split-K epilogue on the sum of kW consecutive columns (m, n): bias, clip, residual, as the single-pass
+// epilogue does.
+template <int kW>
+__device__ __forceinline__ void splitk_epilogue(const GemmParams& p, int m, int n, typename Vec<kW>::Type sum) {
+  using V = Vec<kW>;
+  if (p.bias_mode == BiasMode::per_col) sum = V::add(sum, V::load(p.bias + n));
+  if (p.bias_mode == BiasMode::per_row) {
+    const float b = __ldg(p.bias + m);
+    if constexpr (kW == 4) {
+      sum = sum + make_float4(b, b, b, b);
+    } else {
+      sum += b;
+    }
+  }
+  sum = V::clip(sum, p.clip);
+  if (p.residual != nullptr) sum = V::add(sum, V::load(p.residual + static_cast<int64_t>(m) * p.ldr + n));
+  V::store(p.c + static_cast<int64_t>(m) * p.ldc + n, sum);
+}
+
+// In-kernel split-K: after a block has stored its partial tile, it counts itself in at the tile's counter; the
+// last of the tile's gridDim.z blocks adds every split's partials, stores C and puts the counter back to zero for
+// the next GEMM or replay. The sums run in split order, as splitk_reduce_kernel's (the same bits); each thread
+// keeps all its column groups in flight at once, split by split, so the loads of one split overlap. The
+// threadfence-before-arrival / threadfence-after pattern of the CUDA programming guide.
+template <int BM, int BN, int kThreads, int kW>
+__device__ __forceinline__ void splitk_reduce_in_kernel(const GemmParams& p, int m0, int n0) {
+  using V = Vec<kW>;
+  __shared__ bool last_arrival;
+  __threadfence();  // this thread's partial sums are visible to every block before the block counts itself in
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned arrived = atomicAdd(p.tile_counters + blockIdx.x, 1u);
+    last_arrival = arrived + 1 == gridDim.z;
+  }
+  __syncthreads();
+  if (!last_arrival) return;
+  __threadfence();  // the other blocks' partial sums, published before their arrival, are read after ours
+  constexpr int kCols = BN / kW;
+  constexpr int kGroups = (BM * kCols + kThreads - 1) / kThreads;  // column groups per thread
+  const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
+  const int splits = static_cast<int>(gridDim.z);
+  int64_t at[kGroups];
+  bool inside[kGroups];
+  typename V::Type sum[kGroups];
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    const int e = threadIdx.x + g * kThreads;
+    const int m = m0 + e / kCols, n = n0 + (e % kCols) * kW;
+    inside[g] = e < BM * kCols && m < p.m && n < p.n;
+    at[g] = static_cast<int64_t>(m) * p.n + n;
+    if (inside[g]) sum[g] = load_partial<kW, true>(p.workspace + at[g]);
+  }
+  // kBatch splits' loads are issued before any of them is added (about 64 floats in flight per thread): the
+  // chain of L2 round trips is splits / kBatch long, not splits.
+  constexpr int kBatch = 64 / (kGroups * kW) > 1 ? 64 / (kGroups * kW) : 1;
+  for (int s0 = 1; s0 < splits; s0 += kBatch) {
+    typename V::Type part[kBatch][kGroups];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+        if (inside[g] && s0 + u < splits) part[u][g] = load_partial<kW, true>(p.workspace + (s0 + u) * matrix + at[g]);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+        if (inside[g] && s0 + u < splits) sum[g] = V::add(sum[g], part[u][g]);
+  }
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g)
+    if (inside[g]) splitk_epilogue<kW>(p, static_cast<int>(at[g] / p.n), static_cast<int>(at[g] % p.n), sum[g]);
+  if (threadIdx.x == 0) p.tile_counters[blockIdx.x] = 0u;
+}
+
 // k_chunk > 0: split-K, blockIdx.z is the split; the block covers k in [z * k_chunk, z * k_chunk + k_chunk) and
-// stores raw partial sums to p.workspace (one m x n matrix per split, row stride n), no epilogue.
+// stores raw partial sums to p.workspace (one m x n matrix per split, row stride n), no epilogue; with
+// p.tile_counters the tile's last block then adds them (splitk_reduce_in_kernel).
 template <class T, bool kVec>
 __global__ void __launch_bounds__(T::kThreads) gemm_kernel(const GemmParams p, const int k_chunk) {
+  pdl_enter();  // every operand may come from the previous kernel (weights are A in NCHW, B in NHWC)
   constexpr int BM = T::kBM, BN = T::kBN, BK = T::kBK, TM = T::kTM, TN = T::kTN;
   constexpr int kThreads = T::kThreads;
   constexpr int kW = kVec ? 4 : 1;  // floats per global access
@@ -172,7 +261,7 @@ __global__ void __launch_bounds__(T::kThreads) gemm_kernel(const GemmParams p, c
   }
 
   if (split) {
-    // Raw partial sums; splitk_reduce_kernel applies the epilogue.
+    // Raw partial sums; splitk_reduce_kernel, or the tile's last block here, applies the epilogue.
     float* P = p.workspace + static_cast<int64_t>(blockIdx.z) * M * N;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
@@ -192,6 +281,7 @@ __global__ void __launch_bounds__(T::kThreads) gemm_kernel(const GemmParams p, c
         }
       }
     }
+    if (p.tile_counters != nullptr) splitk_reduce_in_kernel<BM, BN, kThreads, kVec ? 4 : 1>(p, m0, n0);
     return;
   }
 
@@ -235,10 +325,11 @@ __global__ void __launch_bounds__(T::kThreads) gemm_kernel(const GemmParams p, c
   }
 }
 
-// Sums the split-K partials in split order (the same order every run: deterministic), then bias, clip,
-// residual, as the single-pass epilogue does.
+// The separate split-K pass (CudaOptions::SplitK::separate): one thread per kW columns of the result, the
+// partials added in split order (the same order every run: deterministic).
 template <int kW>
 __global__ void __launch_bounds__(kBlockThreads) splitk_reduce_kernel(const GemmParams p, const int splits) {
+  pdl_enter();
   using V = Vec<kW>;
   const int groups = p.n / kW;
   const int64_t total = static_cast<int64_t>(p.m) * groups;
@@ -248,20 +339,9 @@ __global__ void __launch_bounds__(kBlockThreads) splitk_reduce_kernel(const Gemm
     const int m = static_cast<int>(idx / groups);
     const int n = static_cast<int>(idx % groups) * kW;
     const float* part = p.workspace + static_cast<int64_t>(m) * p.n + n;
-    typename V::Type sum = V::load(part);
-    for (int s = 1; s < splits; ++s) sum = V::add(sum, V::load(part + s * matrix));
-    if (p.bias_mode == BiasMode::per_col) sum = V::add(sum, V::load(p.bias + n));
-    if (p.bias_mode == BiasMode::per_row) {
-      const float b = __ldg(p.bias + m);
-      if constexpr (kW == 4) {
-        sum = sum + make_float4(b, b, b, b);
-      } else {
-        sum += b;
-      }
-    }
-    sum = V::clip(sum, p.clip);
-    if (p.residual != nullptr) sum = V::add(sum, V::load(p.residual + static_cast<int64_t>(m) * p.ldr + n));
-    V::store(p.c + static_cast<int64_t>(m) * p.ldc + n, sum);
+    typename V::Type sum = load_partial<kW, false>(part);
+    for (int s = 1; s < splits; ++s) sum = V::add(sum, load_partial<kW, false>(part + s * matrix));
+    splitk_epilogue<kW>(p, m, n, sum);
   }
 }
 
@@ -277,13 +357,16 @@ void launch_tile(const GemmParams& p, const GemmVariant& v, cudaStream_t stream)
     throw Error("gemm: " + std::to_string(v.splits) + " splits of " + std::to_string(T::kBK) +
                 "-deep slices do not fit k " + std::to_string(p.k) + " (a split would be empty)");
   const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(v.splits > 1 ? v.splits : p.batch));
+  const bool in_kernel = v.splits > 1 && v.reduce_in_kernel;
+  GemmParams q = p;
+  if (!in_kernel) q.tile_counters = nullptr;  // the kernel reduces in place exactly when it has counters
   if (v.vec4) {
-    gemm_kernel<T, true><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
+    gemm_kernel<T, true><<<grid, T::kThreads, 0, stream>>>(q, k_chunk);
   } else {
-    gemm_kernel<T, false><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
+    gemm_kernel<T, false><<<grid, T::kThreads, 0, stream>>>(q, k_chunk);
   }
   MNV2_CHECK_LAUNCH("gemm");
-  if (v.splits > 1) {
+  if (v.splits > 1 && !in_kernel) {
     const int64_t items = static_cast<int64_t>(p.m) * p.n / (v.vec4 ? 4 : 1);
     const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(items, kBlockThreads), 1, 4096));
     if (v.vec4) {
@@ -335,6 +418,8 @@ void launch_gemm(const GemmParams& p, const GemmVariant& v, cudaStream_t stream)
     if (p.batch != 1) throw Error("gemm: split-K runs single GEMMs only (batch " + std::to_string(p.batch) + ")");
     if (p.workspace == nullptr) throw Error("gemm: split-K needs a workspace");
     if (v.vec4 && !aligned16(p.workspace)) throw Error("gemm: the split-K workspace must be 16-byte aligned");
+    if (v.reduce_in_kernel && p.tile_counters == nullptr)
+      throw Error("gemm: the in-kernel split-K reduction needs tile counters");
   }
   switch (v.tile) {
     case GemmTile::t128x128:

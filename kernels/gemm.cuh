@@ -39,6 +39,10 @@ struct GemmParams {
   int64_t ldr = 0;                  // floats between rows of the residual
 
   float* workspace = nullptr;  // split-K partial sums, gemm_workspace_floats() floats; only split variants use it
+  // In-kernel split-K (GemmVariant::reduce_in_kernel): one arrival counter per output tile (gemm_tile_count()),
+  // zero before the launch and zero again after it (the last block of each tile resets its counter), so one
+  // array serves every split GEMM of a stream and every replay of a graph.
+  unsigned* tile_counters = nullptr;
 
   int batch = 1;                                   // GEMMs in the launch (grid.z), at most 65535
   int inner = 1;                                   // inner batch count (groups); the outer index is z / inner

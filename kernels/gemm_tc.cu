@@ -264,48 +264,146 @@ __device__ __forceinline__ void gemm_tc_body(const TcGemmParams& p, const int k_
   }
 }
 
+// The separate split-K pass's work on kW consecutive columns (m, n): every split's partials added in split order
+// (deterministic), then bias, clip, residual, conversion.
+template <class TOut, int kW>
+__device__ __forceinline__ void splitk_finish_tc(const TcGemmParams& p, int splits, int64_t m, int n) {
+  const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
+  float acc[kW];
+  load_floats<float, kW>(p.workspace + m * p.n + n, acc);
+  for (int z = 1; z < splits; ++z) {
+    float part[kW];
+    load_floats<float, kW>(p.workspace + z * matrix + m * p.n + n, part);
+#pragma unroll
+    for (int j = 0; j < kW; ++j) acc[j] += part[j];
+  }
+  const TOut* res = p.residual != nullptr ? static_cast<const TOut*>(p.residual) + m * p.ldr + n : nullptr;
+  epilogue_store<TOut, kW>(static_cast<TOut*>(p.c) + m * p.ldc + n, acc, p.bias != nullptr ? p.bias + n : nullptr,
+                           p.clip, res);
+}
+
+// The in-kernel reduction's part for kW-column groups: every group of this thread in flight at once, split by
+// split (the loads of one split overlap), each group's partials added in split order as the separate pass does.
+template <class TOut, class S, int kW>
+__device__ __forceinline__ void splitk_reduce_tc_groups(const TcGemmParams& p, int m0, int n0) {
+  constexpr int kCols = S::kBN / kW;
+  constexpr int kGroups = (S::kBM * kCols + S::kThreads - 1) / S::kThreads;
+  const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
+  const int splits = static_cast<int>(gridDim.z);
+  auto load = [](const float* at, float(&v)[kW]) {  // through L2: other blocks of this kernel wrote them
+    if constexpr (kW % 4 == 0) {
+#pragma unroll
+      for (int c = 0; c < kW / 4; ++c) {
+        const float4 q = __ldcg(reinterpret_cast<const float4*>(at) + c);
+        v[c * 4 + 0] = q.x;
+        v[c * 4 + 1] = q.y;
+        v[c * 4 + 2] = q.z;
+        v[c * 4 + 3] = q.w;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kW; ++j) v[j] = __ldcg(at + j);
+    }
+  };
+  int64_t row[kGroups];
+  int col[kGroups];
+  bool inside[kGroups];
+  float acc[kGroups][kW];
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    const int e = threadIdx.x + g * S::kThreads;
+    row[g] = m0 + e / kCols;
+    col[g] = n0 + (e % kCols) * kW;
+    inside[g] = e < S::kBM * kCols && row[g] < p.m && col[g] < p.n;
+    if (inside[g]) load(p.workspace + row[g] * p.n + col[g], acc[g]);
+  }
+  // kBatch splits' loads in flight before any is added (about 64 floats per thread; gemm.cu does the same).
+  constexpr int kBatch = 64 / (kGroups * kW) > 1 ? 64 / (kGroups * kW) : 1;
+  for (int z0 = 1; z0 < splits; z0 += kBatch) {
+    float part[kBatch][kGroups][kW];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+        if (inside[g] && z0 + u < splits) load(p.workspace + (z0 + u) * matrix + row[g] * p.n + col[g], part[u][g]);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+        if (inside[g] && z0 + u < splits)
+#pragma unroll
+          for (int j = 0; j < kW; ++j) acc[g][j] += part[u][g][j];
+  }
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    if (!inside[g]) continue;
+    const TOut* res = p.residual != nullptr ? static_cast<const TOut*>(p.residual) + row[g] * p.ldr + col[g] : nullptr;
+    epilogue_store<TOut, kW>(static_cast<TOut*>(p.c) + row[g] * p.ldc + col[g], acc[g],
+                             p.bias != nullptr ? p.bias + col[g] : nullptr, p.clip, res);
+  }
+}
+
+// In-kernel split-K (gemm.cu's splitk_reduce_in_kernel): the tile's last block to count itself in adds every
+// split's partials, stores C and resets the tile's counter to zero.
+template <class TOut, class S, bool kVec>
+__device__ __forceinline__ void splitk_reduce_tc_in_kernel(const TcGemmParams& p) {
+  __shared__ bool last_arrival;
+  __threadfence();  // this thread's partial sums are visible to every block before the block counts itself in
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned arrived = atomicAdd(p.tile_counters + blockIdx.x, 1u);
+    last_arrival = arrived + 1 == gridDim.z;
+  }
+  __syncthreads();
+  if (!last_arrival) return;
+  __threadfence();
+  const int n_tiles = (p.n + S::kBN - 1) / S::kBN;
+  const int m0 = static_cast<int>(blockIdx.x / n_tiles) * S::kBM;
+  const int n0 = static_cast<int>(blockIdx.x % n_tiles) * S::kBN;
+  if (kVec && p.n % 8 == 0) {  // the separate pass's "wide" form: 8 columns per group
+    splitk_reduce_tc_groups<TOut, S, 8>(p, m0, n0);
+  } else {
+    splitk_reduce_tc_groups<TOut, S, 1>(p, m0, n0);
+  }
+  if (threadIdx.x == 0) p.tile_counters[blockIdx.x] = 0u;
+}
+
+template <class TIn, class TOut, class S, bool kVec>
+__device__ __forceinline__ void gemm_tc_split_tail(const TcGemmParams& p, const int k_chunk) {
+  if (k_chunk > 0 && p.tile_counters != nullptr) splitk_reduce_tc_in_kernel<TOut, S, kVec>(p);
+}
+
 template <class TIn, class TOut, class S, bool kVec>
 __global__ void __launch_bounds__(S::kThreads) gemm_tc_kernel(const TcGemmParams p, const int k_chunk) {
+  pdl_enter();  // A (activations) comes from the previous kernel
 #ifdef MNV2_GEMM_TC_HAS_TF32
   gemm_tc_body<TIn, TOut, S, kVec>(p, k_chunk);
+  gemm_tc_split_tail<TIn, TOut, S, kVec>(p, k_chunk);
 #else
   if constexpr (std::is_same_v<TIn, float>) {
     __trap();  // never launched: the host refuses tf32 where the code is older than compute_80
   } else {
     gemm_tc_body<TIn, TOut, S, kVec>(p, k_chunk);
+    gemm_tc_split_tail<TIn, TOut, S, kVec>(p, k_chunk);
   }
 #endif
 }
 
-// Sums the split-K partials in split order (the same order every run: deterministic), then the epilogue of the
-// single pass: bias, clip, residual, conversion. kW consecutive columns per thread.
+// The separate split-K pass (CudaOptions::SplitK::separate): kW consecutive columns per thread.
 template <class TOut, int kW>
 __global__ void __launch_bounds__(kBlockThreads) splitk_reduce_tc_kernel(const TcGemmParams p, const int splits) {
+  pdl_enter();
   const int groups = p.n / kW;
   const int64_t total = static_cast<int64_t>(p.m) * groups;
-  const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t m = i / groups;
-    const int n = static_cast<int>(i % groups) * kW;
-    float acc[kW];
-    load_floats<float, kW>(p.workspace + m * p.n + n, acc);
-    for (int z = 1; z < splits; ++z) {
-      float part[kW];
-      load_floats<float, kW>(p.workspace + z * matrix + m * p.n + n, part);
-#pragma unroll
-      for (int j = 0; j < kW; ++j) acc[j] += part[j];
-    }
-    const TOut* res = p.residual != nullptr ? static_cast<const TOut*>(p.residual) + m * p.ldr + n : nullptr;
-    epilogue_store<TOut, kW>(static_cast<TOut*>(p.c) + m * p.ldc + n, acc, p.bias != nullptr ? p.bias + n : nullptr,
-                             p.clip, res);
-  }
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    splitk_finish_tc<TOut, kW>(p, splits, i / groups, static_cast<int>(i % groups) * kW);
 }
 
 int split_k_chunk(int k, int splits, int bk) { return static_cast<int>(ceil_div(ceil_div(k, splits), bk) * bk); }
 
 template <class TIn, class TOut, class S, bool kVec>
-void launch_shape(const TcGemmParams& p, int splits, cudaStream_t stream) {
+void launch_shape(const TcGemmParams& p, int splits, bool reduce_in_kernel, cudaStream_t stream) {
   using L = Smem<TIn, S>;
   auto* kernel = gemm_tc_kernel<TIn, TOut, S, kVec>;
   // Above 48 KB a kernel must opt in; once per instantiation (the first launch comes before any graph capture
@@ -319,10 +417,13 @@ void launch_shape(const TcGemmParams& p, int splits, cudaStream_t stream) {
   if (splits > 1 && ceil_div(p.k, k_chunk) != splits)
     throw Error("gemm_tc: " + std::to_string(splits) + " splits of " + std::to_string(L::kBK) +
                 "-deep slices do not fit k " + std::to_string(p.k) + " (a split would be empty)");
+  const bool in_kernel = splits > 1 && reduce_in_kernel;
+  TcGemmParams q = p;
+  if (!in_kernel) q.tile_counters = nullptr;  // the kernel reduces in place exactly when it has counters
   kernel<<<dim3(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(splits)), S::kThreads, L::kBytes, stream>>>(
-      p, k_chunk);
+      q, k_chunk);
   MNV2_CHECK_LAUNCH("gemm_tc");
-  if (splits > 1) {
+  if (splits > 1 && !in_kernel) {
     const bool wide = kVec && p.n % 8 == 0;
     const int64_t items = static_cast<int64_t>(p.m) * (wide ? p.n / 8 : p.n);
     const auto grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(items, kBlockThreads), 1, 4096));
@@ -339,15 +440,15 @@ template <class TIn, class TOut, bool kVec>
 void launch_types(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t stream) {
   switch (v.tile) {
     case TcTile::t128x128:
-      return launch_shape<TIn, TOut, Shape128x128, kVec>(p, v.splits, stream);
+      return launch_shape<TIn, TOut, Shape128x128, kVec>(p, v.splits, v.reduce_in_kernel, stream);
     case TcTile::t128x64:
-      return launch_shape<TIn, TOut, Shape128x64, kVec>(p, v.splits, stream);
+      return launch_shape<TIn, TOut, Shape128x64, kVec>(p, v.splits, v.reduce_in_kernel, stream);
     case TcTile::t64x64:
-      return launch_shape<TIn, TOut, Shape64x64, kVec>(p, v.splits, stream);
+      return launch_shape<TIn, TOut, Shape64x64, kVec>(p, v.splits, v.reduce_in_kernel, stream);
     case TcTile::t128x32:
-      return launch_shape<TIn, TOut, Shape128x32, kVec>(p, v.splits, stream);
+      return launch_shape<TIn, TOut, Shape128x32, kVec>(p, v.splits, v.reduce_in_kernel, stream);
     case TcTile::t32x32:
-      return launch_shape<TIn, TOut, Shape32x32, kVec>(p, v.splits, stream);
+      return launch_shape<TIn, TOut, Shape32x32, kVec>(p, v.splits, v.reduce_in_kernel, stream);
   }
   throw Error("gemm_tc: unknown tile " + std::to_string(static_cast<int>(v.tile)));
 }
@@ -424,6 +525,8 @@ void launch_gemm_tc(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t 
     throw Error("gemm_tc: split count " + std::to_string(v.splits) + " out of range");
   if (v.splits > 1 && p.workspace == nullptr) throw Error("gemm_tc: split-K needs a workspace");
   if (v.splits > 1 && !aligned16(p.workspace)) throw Error("gemm_tc: the split-K workspace must be 16-byte aligned");
+  if (v.splits > 1 && v.reduce_in_kernel && p.tile_counters == nullptr)
+    throw Error("gemm_tc: the in-kernel split-K reduction needs tile counters");
   if (v.vec && !gemm_tc_vec_ok(p))
     throw Error(
         "gemm_tc: the vec variant needs k, n and leading dimensions in 16-byte multiples and 16-byte "

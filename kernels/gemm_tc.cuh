@@ -32,6 +32,7 @@ struct TcGemmParams {
   const void* residual = nullptr;  // [m, n] of out_type, added after the clip; null: none
   int64_t ldr = 0;                 // elements between rows of the residual
   float* workspace = nullptr;      // split-K partial sums, gemm_tc_workspace_floats(); null: no split variants
+  unsigned* tile_counters = nullptr;  // in-kernel split-K: per output tile, zero before and after (gemm.cuh)
 };
 
 bool gemm_tc_vec_ok(const TcGemmParams& p);

@@ -9,6 +9,7 @@ constexpr int kWarp = 32;
 
 template <class T, int kW>
 __global__ void __launch_bounds__(kBlockThreads) pool_nhwc_kernel(const GlobalAvgPoolParams p) {
+  pdl_enter();  // PDL (common.cuh): the previous kernel has finished before anything is read or written
   const int groups = p.channels / kW;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= static_cast<int64_t>(p.batch) * groups) return;
@@ -46,6 +47,7 @@ void launch_nhwc(const GlobalAvgPoolParams& p, cudaStream_t stream) {
 }
 
 __global__ void __launch_bounds__(kBlockThreads) pool_nchw_kernel(const GlobalAvgPoolParams p) {
+  pdl_enter();  // PDL (common.cuh): the previous kernel has finished before anything is read or written
   const int64_t plane_index = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (plane_index >= static_cast<int64_t>(p.batch) * p.channels) return;  // whole warps leave together

@@ -6,6 +6,7 @@ namespace mnv2::kernels {
 namespace {
 
 __global__ void __launch_bounds__(kBlockThreads) im2col_kernel(const Im2colParams p) {
+  pdl_enter();  // PDL (common.cuh): the previous kernel has finished before anything is read or written
   const int64_t pixels = static_cast<int64_t>(p.out_h) * p.out_w;
   const int64_t rows = static_cast<int64_t>(p.channels) * p.kernel_h * p.kernel_w;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -13,6 +13,7 @@ constexpr int kPixelsPerThread = 4;
 constexpr int64_t kMaxGridY = 65535;
 
 __global__ void __launch_bounds__(kThreads) normalise_u8_kernel(const NormaliseU8Params p, int64_t image0) {
+  pdl_enter();  // PDL (common.cuh): the previous kernel has finished before anything is read or written
   __shared__ float table[3][256];
   for (int i = threadIdx.x; i < 3 * 256; i += kThreads) table[i / 256][i % 256] = p.table[i];
   __syncthreads();

@@ -16,6 +16,7 @@ constexpr int64_t kMaxGridY = 65535;
 // The tile holds float32 whatever the element types: converting on the way in and out costs nothing here.
 template <class TIn, class TOut>
 __global__ void __launch_bounds__(kTile* kRowsPerPass) transpose_kernel(const TransposeParams p, int64_t batch0) {
+  pdl_enter();  // PDL (common.cuh): the previous kernel has finished before anything is read or written
   __shared__ float tile[kTile][kTile + 1];
   const int64_t col_tiles = (p.cols + kTile - 1) / kTile;
   const int64_t r0 = blockIdx.x / col_tiles * kTile;
@@ -39,6 +40,7 @@ __global__ void __launch_bounds__(kTile* kRowsPerPass) transpose_kernel(const Tr
 
 template <class TIn, class TOut>
 __global__ void __launch_bounds__(kBlockThreads) convert_kernel(const ConvertParams p) {
+  pdl_enter();  // PDL (common.cuh): the previous kernel has finished before anything is read or written
   const TIn* in = static_cast<const TIn*>(p.input);
   TOut* out = static_cast<TOut*>(p.output);
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count;

@@ -25,6 +25,7 @@ GemmParams pointwise_gemm_params(const PointwiseConvParams& p) {
   g.residual = p.residual;
   g.ldr = p.out_channels;
   g.workspace = p.workspace;
+  g.tile_counters = p.tile_counters;
   return g;
 }
 

@@ -13,16 +13,17 @@
 namespace mnv2::kernels {
 
 struct PointwiseConvParams {
-  int64_t pixels = 0;               // batch * height * width: rows of the GEMM
-  int in_channels = 0;              // K
-  int out_channels = 0;             // N
-  const float* input = nullptr;     // NHWC [pixels, in_channels]
-  const float* weight = nullptr;    // [in_channels, out_channels] (the ONNX [out, in] transposed)
-  const float* bias = nullptr;      // [out_channels] or null
-  Clip clip;                        // applied to conv + bias
-  const float* residual = nullptr;  // NHWC [pixels, out_channels], added after the clip; null: none
-  float* output = nullptr;          // NHWC [pixels, out_channels]; must not alias input or residual
-  float* workspace = nullptr;       // split-K partial sums (gemm_workspace_floats); null: no split variants
+  int64_t pixels = 0;                 // batch * height * width: rows of the GEMM
+  int in_channels = 0;                // K
+  int out_channels = 0;               // N
+  const float* input = nullptr;       // NHWC [pixels, in_channels]
+  const float* weight = nullptr;      // [in_channels, out_channels] (the ONNX [out, in] transposed)
+  const float* bias = nullptr;        // [out_channels] or null
+  Clip clip;                          // applied to conv + bias
+  const float* residual = nullptr;    // NHWC [pixels, out_channels], added after the clip; null: none
+  float* output = nullptr;            // NHWC [pixels, out_channels]; must not alias input or residual
+  float* workspace = nullptr;         // split-K partial sums (gemm_workspace_floats); null: no split variants
+  unsigned* tile_counters = nullptr;  // in-kernel split-K arrival counters (GemmParams::tile_counters)
 };
 
 // The GEMM these parameters describe (throws mnv2::Error when the pixels exceed the GEMM's int rows).

@@ -141,7 +141,14 @@ bool parse_gemm_tile(const std::string& text, GemmTile* tile) {
 
 std::string to_string(const GemmVariant& v) {
   return std::string("gemm ") + to_string(v.tile) + (v.vec4 ? " vec4" : " scalar") +
-         (v.splits > 1 ? " splitk" + std::to_string(v.splits) : std::string());
+         (v.splits > 1 ? " splitk" + std::to_string(v.splits) : std::string()) +
+         (v.splits > 1 && v.reduce_in_kernel ? " in-kernel" : "");
+}
+
+int64_t gemm_tile_count(int m, int n, GemmTile tile) {
+  for (const GemmTileInfo& t : kGemmTiles)
+    if (t.tile == tile) return ceil_div(m, t.bm) * ceil_div(n, t.bn);
+  return 0;
 }
 
 // ---- tensor-core GEMM ---------------------------------------------------------------------------------------
@@ -257,7 +264,14 @@ bool parse_tc_tile(const std::string& text, TcTile* tile) {
 
 std::string to_string(const TcGemmVariant& v, DType in_type) {
   return std::string("gemm ") + (in_type == DType::f16 ? "tc-fp16 " : "tc-tf32 ") + to_string(v.tile) +
-         (v.vec ? " vec" : " scalar") + (v.splits > 1 ? " splitk" + std::to_string(v.splits) : std::string());
+         (v.vec ? " vec" : " scalar") + (v.splits > 1 ? " splitk" + std::to_string(v.splits) : std::string()) +
+         (v.splits > 1 && v.reduce_in_kernel ? " in-kernel" : "");
+}
+
+int64_t gemm_tc_tile_count(int m, int n, TcTile tile) {
+  for (const TcTileInfo& t : kTcTiles)
+    if (t.tile == tile) return ceil_div(m, t.bm) * ceil_div(n, t.bn);
+  return 0;
 }
 
 // ---- depthwise 3x3 ------------------------------------------------------------------------------------------

@@ -76,6 +76,9 @@ struct GemmVariant {
   // the epilogue. Gives small-M problems (7x7 maps at batch 1, the classifier) enough blocks, and each
   // block a short k loop. Single GEMMs only (batch 1).
   int splits = 1;
+  // With splits: the last block to finish each output tile adds the pieces (in split order, as the separate
+  // kernel does: the same bits) and applies the epilogue, counted by GemmParams::tile_counters; no second launch.
+  bool reduce_in_kernel = false;
 };
 
 // What the FFMA GEMM's cost model reads of a problem.
@@ -101,6 +104,8 @@ GemmVariant choose_gemm_variant(const GemmShape& s, const DeviceCaps& caps, bool
 inline int64_t gemm_workspace_floats(int m, int n, const GemmVariant& v) {
   return v.splits > 1 ? static_cast<int64_t>(v.splits) * m * n : 0;
 }
+// Output tiles of an m x n result with this tile: the arrival counters an in-kernel split-K reduction needs.
+int64_t gemm_tile_count(int m, int n, GemmTile tile);
 
 // "gemm 128x64 vec4", "gemm 64x64 vec4 splitk16"
 std::string to_string(const GemmVariant& v);
@@ -132,6 +137,7 @@ struct TcGemmVariant {
   // and applies the epilogue. For small M (7x7 maps at batch 1, the classifier), where a single pass has too
   // few blocks and too long a k loop.
   int splits = 1;
+  bool reduce_in_kernel = false;  // as GemmVariant::reduce_in_kernel (TcGemmParams::tile_counters)
 };
 
 // What the tensor-core GEMM's cost model reads of a problem.
@@ -171,6 +177,7 @@ TcGemmVariant choose_gemm_tc_variant(const TcGemmShape& s, const DeviceCaps& cap
 inline int64_t gemm_tc_workspace_floats(int m, int n, const TcGemmVariant& v) {
   return v.splits > 1 ? static_cast<int64_t>(v.splits) * m * n : 0;
 }
+int64_t gemm_tc_tile_count(int m, int n, TcTile tile);  // as gemm_tile_count
 
 // "gemm tc-fp16 128x64 vec" / "gemm tc-tf32 32x32 scalar" / "gemm tc-fp16 32x32 vec splitk6"
 std::string to_string(const TcGemmVariant& v, DType in_type);

@@ -64,9 +64,9 @@ none, a built-in MobileNetV2 with synthetic weights runs (timing only: its predi
 backend supports). A reduced mode is judged against the cpu reference, which stays fp32. compare: the first
 backend is the reference and alone may run fp32 in place of a mode it lacks; every other backend must have the
 mode; diffs are judged in the mode asked for.
---cuda-variant, --cuda-fusion, --cuda-graph, --cuda-gemm-tile: the cuda backend's options; unset, the
-environment's MNV2_CUDA_VARIANT, MNV2_CUDA_FUSE, MNV2_CUDA_GRAPH, MNV2_CUDA_GEMM_TILE, else fast, none, auto
-and the planner's tile.
+--cuda-variant, --cuda-fusion, --cuda-graph, --cuda-gemm-tile, --cuda-pdl, --cuda-splitk: the cuda backend's
+options; unset, the environment's MNV2_CUDA_VARIANT, MNV2_CUDA_FUSE, MNV2_CUDA_GRAPH, MNV2_CUDA_GEMM_TILE,
+MNV2_CUDA_PDL, MNV2_CUDA_SPLITK, else fast, none, auto, the planner's tile, auto and separate.
 --cudnn-variant fused|naive, --cudnn-graph auto|on|off, --cudnn-layout auto|nchw|nhwc: the cudnn backend's
 options (default fused, auto, auto). The fused variant keeps its tuned plans in
 $XDG_CACHE_HOME/mnv2-profiler/cudnn_plans.json ($MNV2_CUDNN_PLAN_CACHE: another file, or off).
@@ -171,10 +171,12 @@ LoadedModel load_model(const Args& args) {
   return m;
 }
 
-// --cuda-variant/--cuda-fusion/--cuda-graph/--cuda-gemm-tile over the MNV2_CUDA_* overrides over the defaults.
+// --cuda-variant/--cuda-fusion/--cuda-graph/--cuda-gemm-tile/--cuda-pdl/--cuda-splitk over the MNV2_CUDA_*
+// overrides over the defaults.
 CudaOptions cuda_options(const Args& args) {
   return frontend::resolve_cuda_options(args.get_or("--cuda-variant", ""), args.get_or("--cuda-fusion", ""),
-                                        args.get_or("--cuda-graph", ""), args.get_or("--cuda-gemm-tile", ""));
+                                        args.get_or("--cuda-graph", ""), args.get_or("--cuda-gemm-tile", ""),
+                                        args.get_or("--cuda-pdl", ""), args.get_or("--cuda-splitk", ""));
 }
 
 // --cudnn-variant/--cudnn-graph/--cudnn-layout over the defaults (no environment overrides).
@@ -542,9 +544,9 @@ void print_bench_table(const std::vector<BenchResult>& results) {
   }
   const bool several = sizes || precisions;
   char line[320];
-  std::snprintf(line, sizeof line, "%-8s %6s %11s %11s %11s %11s %7s %12s %8s | %10s %10s %12s\n", "backend", "batch",
-                "host_med_ms", "host_p90_ms", "gpu_med_ms", "gpu_p90_ms", "cv", "images/s", "x_cudnn", "dev_med_ms",
-                "dev_p90_ms", "dev_images/s");
+  std::snprintf(line, sizeof line, "%-8s %6s %11s %11s %11s %11s %7s %12s %8s | %10s %10s %12s | %7s\n", "backend",
+                "batch", "host_med_ms", "host_p90_ms", "gpu_med_ms", "gpu_p90_ms", "cv", "images/s", "x_cudnn",
+                "dev_med_ms", "dev_p90_ms", "dev_images/s", "kernels");
   std::cout << line;
   for (size_t i = 0; i < results.size(); ++i) {
     const BenchResult& r = results[i];
@@ -553,7 +555,10 @@ void print_bench_table(const std::vector<BenchResult>& results) {
          r.config.backend != results[i - 1].config.backend || r.config.precision != results[i - 1].config.precision))
       std::cout << "-- " << r.config.backend << ", input " << r.config.height << "x" << r.config.width
                 << (precisions ? std::string(", ") + to_string(r.config.precision) : "") << "\n";
-    char gmed[32] = "-", gp90[32] = "-", ratio[32] = "-", dmed[32] = "-", dp90[32] = "-", dips[32] = "-";
+    char gmed[32] = "-", gp90[32] = "-", ratio[32] = "-", dmed[32] = "-", dp90[32] = "-", dips[32] = "-",
+         kernels[32] = "-";
+    if (r.kernels_per_run >= 0)
+      std::snprintf(kernels, sizeof kernels, "%lld", static_cast<long long>(r.kernels_per_run));
     if (r.gpu_ms) {
       std::snprintf(gmed, sizeof gmed, "%.3f", r.gpu_ms->median);
       std::snprintf(gp90, sizeof gp90, "%.3f", r.gpu_ms->p90);
@@ -564,9 +569,9 @@ void print_bench_table(const std::vector<BenchResult>& results) {
       std::snprintf(dp90, sizeof dp90, "%.3f", r.device_ms->p90);
       std::snprintf(dips, sizeof dips, "%.1f", r.device_images_per_s);
     }
-    std::snprintf(line, sizeof line, "%-8s %6d %11.3f %11.3f %11s %11s %7.3f %12.1f %8s | %10s %10s %12s\n",
+    std::snprintf(line, sizeof line, "%-8s %6d %11.3f %11.3f %11s %11s %7.3f %12.1f %8s | %10s %10s %12s | %7s\n",
                   r.config.backend.c_str(), r.config.batch, r.latency_ms.median, r.latency_ms.p90, gmed, gp90,
-                  r.latency_ms.cv, r.images_per_s, ratio, dmed, dp90, dips);
+                  r.latency_ms.cv, r.images_per_s, ratio, dmed, dp90, dips, kernels);
     std::cout << line;
   }
 }
@@ -641,9 +646,9 @@ void print_saved_reliability(const std::vector<std::pair<std::string, BenchFile>
 int cmd_bench(const Args& args) {
   if (!args.positionals().empty()) throw UsageError("bench takes no positional arguments");
   if (const auto show = args.get("--show")) {
-    for (const char* o :
-         {"--with", "--backends", "--backend", "--batch", "--input-size", "--warmup", "--iters", "--precision",
-          "--model", "--threads", "--cuda-variant", "--cuda-fusion", "--cuda-graph", "--cuda-gemm-tile", "--sub-batch"})
+    for (const char* o : {"--with", "--backends", "--backend", "--batch", "--input-size", "--warmup", "--iters",
+                          "--precision", "--model", "--threads", "--cuda-variant", "--cuda-fusion", "--cuda-graph",
+                          "--cuda-gemm-tile", "--cuda-pdl", "--cuda-splitk", "--sub-batch"})
       if (args.get(o))
         throw UsageError(std::string("--show prints saved files and runs nothing: ") + o + " does not apply");
     const auto files = read_bench_files("--show", *show);
@@ -712,7 +717,8 @@ int cmd_bench(const Args& args) {
                " synchronised), images/s from its median; gpu = cudaEvent pair on the stream around the same run;"
                " x_cudnn = cudnn's gpu median / this gpu median, same batch\n  device-resident (dev): the network"
                " alone on an input already on the GPU, one CUDA graph replay, event pair; no upload, no download"
-               " (what PyTorch CUDA-graph timings measure); '-' where the backend has no such mode\n";
+               " (what PyTorch CUDA-graph timings measure); '-' where the backend has no such mode\n  kernels: kernel"
+               " launches per run (the CUDA graph's kernel nodes; '-' where the backend does not count them)\n";
   print_saved_files(saved, m.model.checksum);
   print_bench_table(results);
   print_u8_table(results);
@@ -1266,6 +1272,12 @@ void cuda_option_set(Args& a) {
   a.value("--cuda-graph", "cuda backend: auto, on or off (default auto, or $MNV2_CUDA_GRAPH)");
   a.value("--cuda-gemm-tile",
           "cuda backend: force a GEMM tile, e.g. 128x64 (default: the planner's, or $MNV2_CUDA_GEMM_TILE)");
+  a.value("--cuda-pdl",
+          "cuda backend: Programmatic Dependent Launch between the graph's kernels: auto (on for sm_90+ code on an "
+          "sm_90+ GPU), on or off (default auto, or $MNV2_CUDA_PDL)");
+  a.value("--cuda-splitk",
+          "cuda backend: split-K GEMMs reduced by a separate kernel or in_kernel (the tile's last block; no extra "
+          "launch, slower on the H200) (default separate, or $MNV2_CUDA_SPLITK)");
   a.value("--cudnn-variant",
           "cudnn backend: fused (graph-API conv+bias+ReLU6+add, autotuned) or naive (a legacy call per layer); "
           "default fused");

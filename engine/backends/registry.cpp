@@ -112,6 +112,20 @@ const char* to_string(CudaOptions::Graph g) {
   return "?";
 }
 
+const char* to_string(CudaOptions::Pdl p) {
+  switch (p) {
+    case CudaOptions::Pdl::automatic:
+      return "auto";
+    case CudaOptions::Pdl::on:
+      return "on";
+    case CudaOptions::Pdl::off:
+      return "off";
+  }
+  return "?";
+}
+
+const char* to_string(CudaOptions::SplitK s) { return s == CudaOptions::SplitK::in_kernel ? "in_kernel" : "separate"; }
+
 namespace {
 
 // The value of `values` whose name is `text` (case-insensitive), else a UsageError listing the names.
@@ -140,6 +154,14 @@ CudaOptions::Fusion parse_cuda_fusion(const std::string& text) {
 CudaOptions::Graph parse_cuda_graph(const std::string& text) {
   return parse_named(text, "cuda graph mode",
                      {CudaOptions::Graph::automatic, CudaOptions::Graph::on, CudaOptions::Graph::off});
+}
+
+CudaOptions::Pdl parse_cuda_pdl(const std::string& text) {
+  return parse_named(text, "cuda PDL mode", {CudaOptions::Pdl::automatic, CudaOptions::Pdl::on, CudaOptions::Pdl::off});
+}
+
+CudaOptions::SplitK parse_cuda_splitk(const std::string& text) {
+  return parse_named(text, "cuda split-K reduction", {CudaOptions::SplitK::separate, CudaOptions::SplitK::in_kernel});
 }
 
 const char* to_string(CudnnOptions::Variant v) { return v == CudnnOptions::Variant::fused ? "fused" : "naive"; }

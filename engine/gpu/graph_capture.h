@@ -1,10 +1,11 @@
 // Capturing a backend's run as one CUDA graph with each node tied to the step that enqueued it (GraphStepMap,
-// mnv2/backend.h), so a CUPTI observer can time steps inside replays. Used by the cudnn backend; the cuda
-// backend keeps its own copy of the same logic (cuda_backend.cpp).
+// mnv2/backend.h), so a CUPTI observer can time steps inside replays; counting a graph's kernels and turning its
+// kernel-to-kernel edges into Programmatic Dependent Launch edges. Used by both GPU backends.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <unordered_set>
@@ -15,6 +16,13 @@
 #include "gpu/runtime.h"
 #include "mnv2/backend.h"
 #include "mnv2/error.h"
+
+// The graph calls that carry edge data are the plain names from CUDA 13 on, the _v2 ones in CUDA 12.3 .. 12.9.
+#if CUDART_VERSION >= 13000
+#define MNV2_GRAPH_EDGE_CALL(name) name
+#else
+#define MNV2_GRAPH_EDGE_CALL(name) name##_v2
+#endif
 
 namespace mnv2::gpu {
 
@@ -75,6 +83,66 @@ inline Graph capture_graph(cudaStream_t stream, const std::function<void(cudaStr
   cudaGraph_t graph = nullptr;
   MNV2_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
   return Graph(graph);
+}
+
+// The kernel nodes of `graph` (memory copies, memsets and empty nodes are not kernels).
+inline int64_t count_kernel_nodes(cudaGraph_t graph) {
+  size_t count = 0;
+  MNV2_CHECK_CUDA(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (count > 0) MNV2_CHECK_CUDA(cudaGraphGetNodes(graph, nodes.data(), &count));
+  int64_t kernels = 0;
+  for (size_t i = 0; i < count; ++i) {
+    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+    MNV2_CHECK_CUDA(cudaGraphNodeGetType(nodes[i], &type));
+    kernels += type == cudaGraphNodeTypeKernel ? 1 : 0;
+  }
+  return kernels;
+}
+
+// A copy of `graph` (the original keeps its nodes, and so the GraphStepMap recorded for it).
+inline Graph clone_graph(cudaGraph_t graph) {
+  cudaGraph_t copy = nullptr;
+  MNV2_CHECK_CUDA(cudaGraphClone(&copy, graph));
+  return Graph(copy);
+}
+
+// Programmatic Dependent Launch (sm_90 on): every edge of `graph` from a kernel node into a kernel node that
+// `may_start_early` accepts becomes a programmatic edge (out of the upstream kernel's programmatic port, what
+// stream capture makes of a launch with cudaLaunchAttributeProgrammaticStreamSerialization): the downstream
+// kernel may start once every block of the upstream one has called griddepcontrol.launch_dependents (or
+// exited), and must itself wait (griddepcontrol.wait, kernels/common.cuh pdl_wait) before touching what the
+// upstream kernels write or read. Returns the edges changed.
+inline int make_programmatic_edges(cudaGraph_t graph, const std::function<bool(cudaGraphNode_t)>& may_start_early) {
+  auto is_kernel = [](cudaGraphNode_t node) {
+    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+    MNV2_CHECK_CUDA(cudaGraphNodeGetType(node, &type));
+    return type == cudaGraphNodeTypeKernel;
+  };
+  size_t count = 0;
+  MNV2_CHECK_CUDA(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (count > 0) MNV2_CHECK_CUDA(cudaGraphGetNodes(graph, nodes.data(), &count));
+  int changed = 0;
+  for (cudaGraphNode_t to : nodes) {
+    if (!is_kernel(to) || !may_start_early(to)) continue;
+    size_t deps = 0;
+    MNV2_CHECK_CUDA(MNV2_GRAPH_EDGE_CALL(cudaGraphNodeGetDependencies)(to, nullptr, nullptr, &deps));
+    std::vector<cudaGraphNode_t> from(deps);
+    std::vector<cudaGraphEdgeData> edges(deps);
+    if (deps > 0)
+      MNV2_CHECK_CUDA(MNV2_GRAPH_EDGE_CALL(cudaGraphNodeGetDependencies)(to, from.data(), edges.data(), &deps));
+    for (size_t i = 0; i < deps; ++i) {
+      if (!is_kernel(from[i]) || edges[i].type == cudaGraphDependencyTypeProgrammatic) continue;
+      MNV2_CHECK_CUDA(MNV2_GRAPH_EDGE_CALL(cudaGraphRemoveDependencies)(graph, &from[i], &to, &edges[i], 1));
+      cudaGraphEdgeData programmatic{};
+      programmatic.from_port = cudaGraphKernelNodePortProgrammatic;
+      programmatic.type = cudaGraphDependencyTypeProgrammatic;
+      MNV2_CHECK_CUDA(MNV2_GRAPH_EDGE_CALL(cudaGraphAddDependencies)(graph, &from[i], &to, &programmatic, 1));
+      ++changed;
+    }
+  }
+  return changed;
 }
 
 // An executable graph, uploaded to the device on `stream`.

@@ -137,6 +137,7 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
     result.device_images_per_s = result.device_ms->median > 0 ? config.batch * 1000.0 / result.device_ms->median : 0.0;
   }
   if (config.u8_input) bench_u8(*backend, model, pc, *net, result, progress);
+  result.kernels_per_run = net->kernels_per_run();
   result.memory = net->memory();
   memory_probe.sample();
   memory_probe.finish(result.memory);

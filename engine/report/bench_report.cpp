@@ -108,6 +108,7 @@ std::string bench_json(const std::vector<BenchResult>& results, const ReportMode
       rj["u8_sub_batch"] = r.config.sub_batch;
       rj["u8_path"] = r.u8_path;
     }
+    if (r.kernels_per_run >= 0) rj["kernels_per_run"] = r.kernels_per_run;  // GPU backends that count them
     rj["memory_bytes"] = r.memory.total();
     rj["memory"] = r.memory;
     rj["cpu_threads"] = r.config.cpu_threads;  // the cpu backends' threads as run; 0 for GPU backends
@@ -130,6 +131,7 @@ constexpr const char* kBenchSchema = "mnv2.bench/1";
 constexpr int kMaxSide = 1 << 20;  // as the report reader: beyond any model the importer reads
 constexpr int kMaxBatch = 65536;   // mnv2 bench's own bound
 constexpr size_t kMaxBackendName = 64;
+constexpr int64_t kMaxKernelsPerRun = int64_t{1} << 30;  // far beyond any network; a bound for a file's claim
 
 // Errors are printed as one line; text from a file may hold line breaks or control characters.
 std::string one_line(const std::string& s) {
@@ -220,6 +222,12 @@ BenchResult result_from(const json::Json& j) {
     r.u8_images_per_s = figure_at(j, "end_to_end_u8_images_per_s");
     c.sub_batch = int_in(j, "u8_sub_batch", 1, c.batch);
     r.u8_path = json::string_at(j, "u8_path");
+  }
+  if (json::find(j, "kernels_per_run")) {  // absent in older files, host backends' and other programs'
+    const int64_t k = json::int_at(j, "kernels_per_run");
+    if (k < 0 || k > kMaxKernelsPerRun)
+      throw Error("kernels_per_run " + std::to_string(k) + " is outside 0.." + std::to_string(kMaxKernelsPerRun));
+    r.kernels_per_run = k;
   }
   if (const json::Json* m = json::find(j, "memory")) {
     try {

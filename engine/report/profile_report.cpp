@@ -492,6 +492,7 @@ Json report_json(const RunReport& r) {
                                  {"graph", to_string(r.config.cudnn.graph)},
                                  {"layout", to_string(r.config.cudnn.layout)}};
   meta["execution"] = r.execution;
+  if (r.kernels_per_run >= 0) meta["kernels_per_run"] = r.kernels_per_run;  // of an un-instrumented run
   meta["device"] = r.device;
   meta["sm_clock_mhz_start"] = r.sm_clock_mhz_start;
   meta["sm_clock_mhz_end"] = r.sm_clock_mhz_end;
@@ -648,6 +649,12 @@ RunReport report_from(const Json& j) {
   r.date = json::string_at(m, "date");
   r.commit = json::string_at(m, "commit");
   if (const Json* e = json::find(m, "execution")) r.execution = json::as_string(*e);  // absent in older reports
+  if (json::find(m, "kernels_per_run")) {  // absent in older reports and where the backend does not count them
+    const int64_t k = json::int_at(m, "kernels_per_run");
+    if (k < 0 || k > (int64_t{1} << 30))
+      throw Error("json: 'kernels_per_run' " + std::to_string(k) + " is out of range");
+    r.kernels_per_run = k;
+  }
   r.config.graph_replay = r.execution == "graph replay";
   r.model_source = json::string_at(m, "model");
   r.model_checksum = json::string_at(m, "model_checksum");

@@ -43,7 +43,7 @@ CudaOptions g_options;
 
 class ScopedOption {
  public:
-  // name: "variant", "fusion", "graph" or "gemm_tile"; the value as the flags take it.
+  // name: "variant", "fusion", "graph", "gemm_tile", "pdl" or "splitk"; the value as the flags take it.
   ScopedOption(const std::string& name, const std::string& value) : saved_(g_options) {
     if (name == "variant") {
       g_options.variant = parse_cuda_variant(value);
@@ -53,6 +53,10 @@ class ScopedOption {
       g_options.graph = parse_cuda_graph(value);
     } else if (name == "gemm_tile") {
       g_options.gemm_tile = value;
+    } else if (name == "pdl") {
+      g_options.pdl = parse_cuda_pdl(value);
+    } else if (name == "splitk") {
+      g_options.splitk = parse_cuda_splitk(value);
     } else {
       throw std::logic_error("no cuda option " + name);
     }
@@ -655,6 +659,38 @@ TEST_F(CudaBackendTest, RepeatedRunsAreBitwiseIdentical) {
   }
 }
 
+// The kernels a run launches, counted from the CUDA graph's kernel nodes (or a capture of one run without a
+// graph), are what the plan predicts: one per step, plus a reduction kernel per split GEMM where the split is not
+// reduced in the kernel, plus the input's NHWC copy; the plan's own count (in the description) agrees.
+TEST_F(CudaBackendTest, KernelsPerRunIsWhatThePlanPredicts) {
+  for (int batch : {1, 3})
+    for (Precision precision : {Precision::fp32, Precision::fp16})
+      for (const char* splitk : {"in_kernel", "separate"})
+        for (const char* graph : {"auto", "off"}) {
+          ScopedOption s("splitk", splitk), g("graph", graph);
+          SCOPED_TRACE(std::string("batch ") + std::to_string(batch) + " " + to_string(precision) + " splitk " +
+                       splitk + " graph " + graph);
+          auto net = prepare(main_model(), batch, 224, 224, precision);
+          int64_t predicted = 0;
+          int splits = 0;
+          for (const ExecStep& step : net->steps()) {
+            const bool split = step.variant.find("splitk") != std::string::npos;
+            const bool in_kernel = step.variant.find("in-kernel") != std::string::npos;
+            EXPECT_EQ(in_kernel, split && std::string(splitk) == "in_kernel") << step.variant;
+            predicted += 1 + (split && !in_kernel ? 1 : 0) +
+                         (step.variant.find("input nchw->nhwc") != std::string::npos ? 1 : 0);
+            splits += split ? 1 : 0;
+          }
+          if (batch == 1) EXPECT_GT(splits, 0) << "batch 1 splits the small GEMMs";
+          EXPECT_EQ(net->kernels_per_run(), predicted);
+          const std::string d = net->description();
+          EXPECT_NE(d.find("; " + std::to_string(predicted) + " kernels per run"), std::string::npos) << d;
+          std::printf("batch %d %s splitk %s graph %s: %lld kernels per run (%d split GEMMs); %s\n", batch,
+                      to_string(precision), splitk, graph, static_cast<long long>(net->kernels_per_run()), splits,
+                      d.substr(d.rfind("; ") + 2).c_str());
+        }
+}
+
 TEST_F(CudaBackendTest, ReportsMemory) {
   for (const char* variant : kVariants) {
     ScopedOption env("variant", variant);
@@ -738,6 +774,52 @@ std::vector<Precision> reduced_here(const Backend& backend) {
       std::printf("%s not run here: %s\n", to_string(p), tf32_kernels_missing().c_str());
   }
   return out;
+}
+
+// PDL and the in-kernel split-K reduction change when kernels start and who adds the partial sums, never the
+// arithmetic: the logits are the same bits as a layer-by-layer run with neither, graph replays twice in a row
+// included. Where the device has PDL (sm_90 with sm_90 code), auto turns it on.
+TEST_F(CudaBackendTest, PdlAndInKernelSplitKLeaveTheLogitsBitForBit) {
+  std::vector<Precision> precisions = {Precision::fp32};
+  for (Precision p : reduced_here(*backend_)) precisions.push_back(p);
+  const GpuDevice& device = cuda_environment().devices.front();
+  for (int batch : {1, 3})
+    for (Precision precision : precisions) {
+      SCOPED_TRACE(std::string("batch ") + std::to_string(batch) + " " + to_string(precision));
+      const Tensor input = random_input(Shape{batch, 3, 224, 224}, fresh_seed());
+      Tensor reference;
+      {
+        ScopedOption pdl("pdl", "off"), splitk("splitk", "separate"), graph("graph", "off");
+        reference = prepare(main_model(), batch, 224, 224, precision)->run(input);
+      }
+      for (const char* pdl : {"auto", "off"})
+        for (const char* splitk : {"in_kernel", "separate"}) {
+          ScopedOption p("pdl", pdl), s("splitk", splitk);
+          SCOPED_TRACE(std::string("pdl ") + pdl + " splitk " + splitk);
+          auto net = prepare(main_model(), batch, 224, 224, precision);
+          const std::string d = net->description();
+          if (std::string(pdl) == "off") EXPECT_NE(d.find("PDL off"), std::string::npos) << d;
+          if (std::string(pdl) == "auto" && device.cc_major < 9)
+            EXPECT_NE(d.find("PDL off (needs"), std::string::npos) << d;
+          for (int replay = 0; replay < 2; ++replay) {
+            const Tensor logits = net->run(input);
+            ASSERT_EQ(logits.data.size(), reference.data.size());
+            EXPECT_EQ(std::memcmp(logits.data.data(), reference.data.data(), logits.data.size() * sizeof(float)), 0)
+                << "replay " << replay << ": " << d;
+          }
+        }
+      // pdl on: runs where the device and the code have it, and is refused with the reason elsewhere.
+      ScopedOption on("pdl", "on");
+      try {
+        auto net = prepare(main_model(), batch, 224, 224, precision);
+        EXPECT_NE(net->description().find("PDL on"), std::string::npos);
+        const Tensor logits = net->run(input);
+        EXPECT_EQ(std::memcmp(logits.data.data(), reference.data.data(), logits.data.size() * sizeof(float)), 0);
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("PDL"), std::string::npos) << e.what();
+        std::printf("pdl on refused here: %s\n", e.what());
+      }
+    }
 }
 
 TEST_F(CudaBackendTest, FastVariantSupportsEveryPrecisionAndBaselineRefusesReducedOnes) {

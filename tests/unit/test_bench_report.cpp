@@ -37,6 +37,7 @@ std::vector<BenchResult> sample_results() {
   a.device_images_per_s = 8 / a.device_ms->median * 1e3;
   a.memory.weight_bytes = 1000;
   a.memory.activation_bytes = 2000;
+  a.kernels_per_run = 57;
   a.reliability.findings.push_back({"cv", Verdict::noted, "a reason", 0.2, 0.1});
   BenchResult b;
   b.config.backend = "cpu";
@@ -86,6 +87,9 @@ TEST(BenchFile, WhatBenchJsonWritesReadsBack) {
                            {a.device_images_per_s, results[0].device_images_per_s}})
     EXPECT_DOUBLE_EQ(got, want);
   EXPECT_EQ(a.memory.weight_bytes, 1000);
+  EXPECT_EQ(a.kernels_per_run, 57);
+  EXPECT_EQ(f.results[1].kernels_per_run, -1);  // the cpu backend counts none: no key written, none read
+  EXPECT_EQ(json::parse(text).at("results")[1].count("kernels_per_run"), 0u);
   EXPECT_EQ(a.reliability.verdict(), Verdict::noted);
   EXPECT_FALSE(f.results[1].gpu_ms);
   EXPECT_FALSE(f.results[1].device_ms);
@@ -143,6 +147,8 @@ TEST(BenchFile, BadFilesAreRefusedNamingFileRecordAndKey) {
        "result 0: json: 'memory': missing key 'weight_bytes'"},
       {"a hand-edited verdict", [](json::Json& j) { j["results"][0]["reliability"]["verdict"] = "ok"; },
        "result 0: reliability: reliability verdict 'ok' does not match"},
+      {"a negative kernel count", [](json::Json& j) { j["results"][0]["kernels_per_run"] = -2; },
+       "result 0: kernels_per_run -2 is outside"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);

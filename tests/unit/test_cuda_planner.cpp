@@ -329,6 +329,104 @@ TEST(CudaPlanner, ForcedGemmTileIsHonouredAndBadOnesRefused) {
   EXPECT_NO_THROW(plan_cuda_network(model(), half, GpuProperties::h200()));
 }
 
+// The launch chain at batch 1 on the H200: 54 steps, and as many reduction kernels as split GEMMs unless the
+// split GEMMs reduce in the kernel; no input transpose (the stem reads NCHW) and no tail (float32 1x1 logits).
+TEST(CudaPlanner, KernelCountFollowsTheSplitKReduction) {
+  for (Precision precision : {Precision::fp32, Precision::fp16}) {
+    SCOPED_TRACE(to_string(precision));
+    PrepareConfig c = config(1, precision);
+    EXPECT_EQ(c.cuda.splitk, CudaOptions::SplitK::separate) << "the default: measured faster (PERFORMANCE.md 9b)";
+    const CudaPlan separate = plan_cuda_network(model(), c, GpuProperties::h200());
+    c.cuda.splitk = CudaOptions::SplitK::in_kernel;
+    const CudaPlan in_kernel = plan_cuda_network(model(), c, GpuProperties::h200());
+    ASSERT_EQ(in_kernel.steps.size(), 54u);
+    ASSERT_EQ(separate.steps.size(), 54u);
+    int splits = 0;
+    for (size_t i = 0; i < in_kernel.steps.size(); ++i) {
+      const CudaStep& a = in_kernel.steps[i];
+      const CudaStep& b = separate.steps[i];
+      SCOPED_TRACE(a.variant);
+      EXPECT_EQ(a.launch.splits, b.launch.splits);  // the same choices, only the reduction differs
+      EXPECT_EQ(a.launch.tile, b.launch.tile);
+      EXPECT_EQ(a.kernels, 1);
+      EXPECT_EQ(b.kernels, b.launch.splits > 1 ? 2 : 1);
+      EXPECT_EQ(a.launch.splitk_in_kernel, a.launch.splits > 1);
+      EXPECT_FALSE(b.launch.splitk_in_kernel);
+      EXPECT_EQ(a.variant.find("in-kernel") != std::string::npos, a.launch.splits > 1);
+      EXPECT_EQ(b.variant.find("in-kernel"), std::string::npos);
+      splits += a.launch.splits > 1 ? 1 : 0;
+    }
+    EXPECT_GE(splits, 10) << "batch 1 splits the 14x14 and 7x7 GEMMs";
+    EXPECT_EQ(in_kernel.tail_kernels, 0);
+    EXPECT_EQ(planned_kernels(in_kernel), 54);
+    EXPECT_EQ(planned_kernels(separate), 54 + splits);
+    EXPECT_GT(in_kernel.gemm_tile_counters, 0);
+    EXPECT_EQ(separate.gemm_tile_counters, 0);
+    EXPECT_NE(describe(in_kernel).find("54 kernels per run"), std::string::npos) << describe(in_kernel);
+    EXPECT_NE(describe(separate).find(std::to_string(54 + splits) + " kernels per run"), std::string::npos);
+  }
+  // Batch 256 splits the classifier alone: one kernel per step in the kernel, one more separately.
+  PrepareConfig big = config(256, Precision::fp16);
+  big.cuda.splitk = CudaOptions::SplitK::in_kernel;
+  const CudaPlan large = plan_cuda_network(model(), big, GpuProperties::h200());
+  EXPECT_EQ(planned_kernels(large), static_cast<int64_t>(large.steps.size()));
+  big.cuda.splitk = CudaOptions::SplitK::separate;
+  EXPECT_EQ(planned_kernels(plan_cuda_network(model(), big, GpuProperties::h200())),
+            static_cast<int64_t>(large.steps.size()) + 1);
+  // The baseline: im2col + GEMM per convolution (GEMM alone for 1x1 stride-1), one kernel per other layer, and
+  // the reduction of a split GEMM (the classifier's).
+  const CudaPlan base =
+      plan_cuda_network(model(), config(3, Precision::fp32, CudaOptions::Variant::baseline), GpuProperties::a100());
+  for (const CudaStep& s : base.steps) {
+    const int reduction = s.launch.splits > 1 ? 1 : 0;
+    if (s.kernel != CudaKernel::im2col_gemm) {
+      EXPECT_EQ(s.kernels, 1 + reduction) << s.variant;
+      continue;
+    }
+    const bool identity = s.variant.find("no im2col") != std::string::npos;
+    const int chunks = (3 + s.launch.images_per_launch - 1) / s.launch.images_per_launch;
+    EXPECT_EQ(s.kernels, chunks * ((identity ? 1 : 2) + reduction)) << s.variant;
+  }
+}
+
+TEST(CudaPlanner, PdlOnlyWhereTheGpuAndTheCodeHaveIt) {
+  PrepareConfig c = config(1, Precision::fp32);
+  const CudaPlan h200 = plan_cuda_network(model(), c, GpuProperties::h200());
+  EXPECT_TRUE(h200.pdl);
+  EXPECT_EQ(h200.pdl_note, "");
+  EXPECT_NE(describe(h200).find("PDL on"), std::string::npos) << describe(h200);
+  for (const GpuProperties& older : {GpuProperties::t4(), GpuProperties::a100(), GpuProperties::rtx4090()}) {
+    const CudaPlan p = plan_cuda_network(model(), c, older);
+    EXPECT_FALSE(p.pdl) << older.name;
+    EXPECT_NE(p.pdl_note.find("9.0"), std::string::npos) << p.pdl_note;
+  }
+  GpuProperties jit = GpuProperties::h200();
+  jit.code_arch = 75;  // compute_75 PTX on the H200: griddepcontrol is not in that code
+  EXPECT_FALSE(plan_cuda_network(model(), c, jit).pdl);
+  EXPECT_NE(plan_cuda_network(model(), c, jit).pdl_note.find("compute_75"), std::string::npos);
+  PrepareConfig no_graph = c;
+  no_graph.cuda.graph = CudaOptions::Graph::off;
+  EXPECT_FALSE(plan_cuda_network(model(), no_graph, GpuProperties::h200()).pdl);
+  PrepareConfig off = c;
+  off.cuda.pdl = CudaOptions::Pdl::off;
+  const CudaPlan p_off = plan_cuda_network(model(), off, GpuProperties::h200());
+  EXPECT_FALSE(p_off.pdl);
+  EXPECT_NE(describe(p_off).find("PDL off"), std::string::npos);
+  // Asked for explicitly where it cannot run: refused, naming why.
+  PrepareConfig on = c;
+  on.cuda.pdl = CudaOptions::Pdl::on;
+  EXPECT_TRUE(plan_cuda_network(model(), on, GpuProperties::h200()).pdl);
+  EXPECT_THROW(plan_cuda_network(model(), on, GpuProperties::t4()), Error);
+  EXPECT_THROW(plan_cuda_network(model(), on, jit), Error);
+  // The option names parse both ways.
+  for (CudaOptions::Pdl v : {CudaOptions::Pdl::automatic, CudaOptions::Pdl::on, CudaOptions::Pdl::off})
+    EXPECT_EQ(parse_cuda_pdl(to_string(v)), v);
+  for (CudaOptions::SplitK v : {CudaOptions::SplitK::in_kernel, CudaOptions::SplitK::separate})
+    EXPECT_EQ(parse_cuda_splitk(to_string(v)), v);
+  EXPECT_THROW(parse_cuda_pdl("maybe"), UsageError);
+  EXPECT_THROW(parse_cuda_splitk("later"), UsageError);
+}
+
 // Fusion block: which blocks become one fused_block step on each preset. Blocks 2..17 of MobileNetV2 have an
 // expansion (block 1 starts with its depthwise convolution and stays unfused).
 std::vector<int> fused_blocks(const CudaPlan& plan) {

@@ -290,6 +290,23 @@ TEST(Report, GraphReplayExecutionRoundTrips) {
   EXPECT_TRUE(back[0].config.graph_replay);
 }
 
+TEST(Report, KernelsPerRunRoundTripsAndOldReportsOpenWithout) {
+  RunReport r = cpu_report();
+  EXPECT_EQ(r.kernels_per_run, -1);  // the cpu backends do not count kernels
+  json::Json none = reports_json({r});
+  EXPECT_FALSE(none.at("runs")[0].at("metadata").contains("kernels_per_run")) << "no key where nothing was counted";
+  r.kernels_per_run = 57;
+  json::Json j = reports_json({r});
+  EXPECT_EQ(j.at("runs")[0].at("metadata").at("kernels_per_run").get<int64_t>(), 57);
+  EXPECT_EQ(reports_from_json(j)[0].kernels_per_run, 57);
+  // A report written before the count existed: no key, read as "not counted".
+  j.at("runs")[0].at("metadata").erase("kernels_per_run");
+  EXPECT_EQ(reports_from_json(j)[0].kernels_per_run, -1);
+  // A file's nonsense is refused, not taken.
+  j.at("runs")[0].at("metadata")["kernels_per_run"] = -3;
+  EXPECT_THROW(reports_from_json(j), Error);
+}
+
 TEST(Report, KernelRecordsRoundTripAndBecomeTraceEvents) {
   RunReport r = cpu_report();
   r.timer = "cupti_kernel";

@@ -26,7 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -34,8 +34,9 @@
 #include "backends/cuda/lowering.h"
 #include "backends/layer_checks.h"  // malformed_reason, layer_label: the checks every backend shares
 #include "backends/nvtx_range.h"
-#include "gpu/check.h"    // MNV2_CHECK_CUDA / MNV2_CHECK_LOG
-#include "gpu/runtime.h"  // stream, device and pinned buffers, graphs
+#include "gpu/check.h"          // MNV2_CHECK_CUDA / MNV2_CHECK_LOG
+#include "gpu/graph_capture.h"  // capture with nodes tied to steps, kernel count, PDL edges
+#include "gpu/runtime.h"        // stream, device and pinned buffers, graphs
 #include "kernels/common.cuh"
 #include "kernels/input_u8.cuh"
 #include "kernels/layout.cuh"
@@ -88,6 +89,17 @@ GpuProperties device_properties(const GpuDevice& d) {
   g.memory_bus_bits = attribute(cudaDevAttrGlobalMemoryBusWidth);
   g.sm_clock_khz = attribute(cudaDevAttrClockRate);
   return g;
+}
+
+// What Backend::description() says (a prepared net adds its plan's launch chain).
+std::string backend_text() {
+  std::string text =
+      "custom CUDA kernels (fast: NHWC, fused bias/ReLU6/residual epilogues; baseline on request: NCHW, im2col + "
+      "tiled GEMM, separate passes; CUDA graph for whole runs), fp32 FFMA (no TF32) by default; tf32 and fp16 on "
+      "request in the fast variant (tensor-core GEMMs, fp16 half NHWC storage)";
+  const CudaEnvironment& env = cuda_environment();
+  if (!env.devices.empty()) text += " on " + env.devices.front().name;
+  return text;
 }
 
 // Whether this machine can run the backend: a CUDA device, code in this binary it runs (machine code, or PTX
@@ -165,48 +177,6 @@ void parallel_copy(void* dst, const void* src, size_t bytes) {
   }
 }
 
-// Ties the nodes of a graph under capture to the step that enqueued them: at each step's end, the nodes the
-// capture gained since the last look are that step's (the upload before the first step and the download
-// after the last belong to none).
-class CaptureRecorder final : public StepObserver {
- public:
-  void step_begin(int, void* stream) override {
-    map.sequence.resize(map.sequence.size() + new_nodes(stream).size(), -1);
-  }
-  void step_end(int step, void* stream) override {
-    for (cudaGraphNode_t node : new_nodes(stream)) {
-      map.nodes.emplace_back(static_cast<void*>(node), step);
-      map.sequence.push_back(step);
-    }
-  }
-  // After the capture: the nodes added after the last step (the logits download).
-  void finish(cudaGraph_t graph) { map.sequence.resize(map.sequence.size() + new_nodes(graph).size(), -1); }
-  GraphStepMap map;
-
- private:
-  std::vector<cudaGraphNode_t> new_nodes(void* stream) {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    cudaGraph_t graph = nullptr;
-    MNV2_CHECK_CUDA(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr, &graph));
-    if (status != cudaStreamCaptureStatusActive || graph == nullptr)
-      throw Error("cuda: the stream is not capturing while the graph's steps are recorded");
-    return new_nodes(graph);
-  }
-  // Nodes appear in the graph in capture order; those not seen before are the latest.
-  std::vector<cudaGraphNode_t> new_nodes(cudaGraph_t graph) {
-    size_t count = 0;
-    MNV2_CHECK_CUDA(cudaGraphGetNodes(graph, nullptr, &count));
-    std::vector<cudaGraphNode_t> all(count);
-    if (count > 0) MNV2_CHECK_CUDA(cudaGraphGetNodes(graph, all.data(), &count));
-    all.resize(count);
-    std::vector<cudaGraphNode_t> fresh;
-    for (cudaGraphNode_t node : all)
-      if (seen_.insert(node).second) fresh.push_back(node);
-    return fresh;
-  }
-  std::unordered_set<cudaGraphNode_t> seen_;
-};
-
 // One execution step: the kernels that compute one or several (fused) topology layers.
 struct Step {
   ExecStep exec;
@@ -235,6 +205,9 @@ class CudaPreparedNet final : public PreparedNet {
   const std::vector<Tensor>& layer_outputs() const override { return layer_outputs_; }
   bool has_graph() const override { return static_cast<bool>(graph_exec_); }
   bool runs_device_resident() const override { return true; }
+  int64_t kernels_per_run() const override { return kernels_per_run_; }
+  // The backend's description and this plan's launch chain (kernels per run, PDL, split-K reduction).
+  std::string description() const override { return backend_text() + "; " + describe_chain(plan_); }
 
   MemoryReport memory() const override {
     MemoryReport m;
@@ -448,7 +421,11 @@ class CudaPreparedNet final : public PreparedNet {
     // and every launch is checked before any of them is captured. Outputs stay NaN, so still poisoned.
     enqueue_network(stream_.get(), nullptr);
     MNV2_CHECK_CUDA(cudaStreamSynchronize(stream_.get()));
-    if (graph_mode_ != CudaOptions::Graph::off) capture_graph();
+    if (graph_mode_ != CudaOptions::Graph::off) {
+      capture_graph();
+    } else {
+      count_launches();
+    }
   }
 
   // ---- running -------------------------------------------------------------------------------------------
@@ -504,42 +481,75 @@ class CudaPreparedNet final : public PreparedNet {
   }
 
   // Records enqueue_network() once as a CUDA graph, each node tied to its step; each un-instrumented run
-  // then costs one launch. A second graph holds the steps alone (no copies) for device-resident runs.
+  // then costs one launch. A second graph holds the steps alone (no copies) for device-resident runs. With PDL
+  // (CudaPlan::pdl) both executable graphs get programmatic edges between the steps' kernels; graph_ itself,
+  // which CUPTI observers replay step by step, keeps plain edges so no step's time includes its wait for the one
+  // before.
   void capture_graph() {
-    CaptureRecorder recorder;
-    graph_ = capture([&](cudaStream_t stream) { enqueue_network(stream, &recorder); });
+    gpu::CaptureRecorder recorder(kBackendName);
+    graph_ = gpu::capture_graph(stream_.get(), [&](cudaStream_t stream) { enqueue_network(stream, &recorder); });
     recorder.finish(graph_.get());
     graph_steps_ = std::move(recorder.map);
-    graph_exec_ = instantiate(graph_.get());
-    compute_graph_ = capture([&](cudaStream_t stream) { enqueue_steps(stream, nullptr); });
+    kernels_per_run_ = gpu::count_kernel_nodes(graph_.get());
+    if (plan_.pdl) {
+      CudaGraph chained = gpu::clone_graph(graph_.get());
+      add_pdl_edges(chained.get(), graph_steps_, graph_.get());
+      graph_exec_ = instantiate(chained.get());
+    } else {
+      graph_exec_ = instantiate(graph_.get());
+    }
+    gpu::CaptureRecorder compute_recorder(kBackendName);
+    compute_graph_ =
+        gpu::capture_graph(stream_.get(), [&](cudaStream_t stream) { enqueue_steps(stream, &compute_recorder); });
+    compute_recorder.finish(compute_graph_.get());
+    if (plan_.pdl) add_pdl_edges(compute_graph_.get(), compute_recorder.map, nullptr);
     compute_exec_ = instantiate(compute_graph_.get());
   }
 
-  // What `enqueue` puts on the stream, as a graph; the capture ends on every path.
-  CudaGraph capture(const std::function<void(cudaStream_t)>& enqueue) {
-    cudaStream_t stream = stream_.get();
-    MNV2_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    try {
-      enqueue(stream);
-    } catch (...) {
-      cudaGraph_t broken = nullptr;
-      MNV2_CHECK_LOG(cudaStreamEndCapture(stream, &broken));
-      if (broken != nullptr) MNV2_CHECK_LOG(cudaGraphDestroy(broken));
-      throw;
-    }
-    cudaGraph_t graph = nullptr;
-    MNV2_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-    return CudaGraph(graph);
+  // Without a graph, the launches of one run counted the same way: a capture that is never instantiated.
+  void count_launches() {
+    CudaGraph counted =
+        gpu::capture_graph(stream_.get(), [&](cudaStream_t stream) { enqueue_network(stream, nullptr); });
+    kernels_per_run_ = gpu::count_kernel_nodes(counted.get());
   }
 
-  CudaGraphExec instantiate(cudaGraph_t graph) {
-    cudaGraphExec_t exec = nullptr;
-    MNV2_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    CudaGraphExec owned(exec);
-    MNV2_CHECK_CUDA(cudaGraphUpload(owned.get(), stream_.get()));
-    MNV2_CHECK_CUDA(cudaStreamSynchronize(stream_.get()));
-    return owned;
+  // Programmatic edges into the kernels of steps whose kernels wait for their predecessor (pdl_ready); `map`
+  // names the nodes of `original`, of which `graph` is a clone (nullptr: `graph` itself).
+  void add_pdl_edges(cudaGraph_t graph, const GraphStepMap& map, cudaGraph_t original) {
+    std::unordered_map<cudaGraphNode_t, int> step_of;
+    for (const auto& [node, step] : map.nodes) {
+      cudaGraphNode_t n = static_cast<cudaGraphNode_t>(node);
+      if (original != nullptr) MNV2_CHECK_CUDA(cudaGraphNodeFindInClone(&n, n, graph));
+      step_of.emplace(n, step);
+    }
+    gpu::make_programmatic_edges(graph, [&](cudaGraphNode_t node) {
+      const auto it = step_of.find(node);
+      return it != step_of.end() && pdl_ready(plan_.steps[static_cast<size_t>(it->second)].kernel);
+    });
   }
+
+  // The kernel families whose kernels call pdl_wait() before touching activations (kernels/common.cuh); a step
+  // of any other kernel keeps a plain edge and so waits for the kernel before it to finish.
+  static bool pdl_ready(CudaKernel kernel) {
+    switch (kernel) {
+      case CudaKernel::direct_conv:
+      case CudaKernel::depthwise_conv:
+      case CudaKernel::pointwise_gemm:
+      case CudaKernel::pointwise_tc:
+      case CudaKernel::expand_depthwise:
+      case CudaKernel::im2col_gemm:
+      case CudaKernel::clip:
+      case CudaKernel::add:
+      case CudaKernel::avg_pool:
+      case CudaKernel::linear_gemm:
+      case CudaKernel::linear_tc:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  CudaGraphExec instantiate(cudaGraph_t graph) { return gpu::instantiate_graph(graph, stream_.get()); }
 
   // An executable copy of the captured graph made while `observer` watches, so it knows which of the copy's
   // nodes belongs to which step; made once per observer (its id), replayed for every run it times.
@@ -608,6 +618,7 @@ class CudaPreparedNet final : public PreparedNet {
   uint64_t observed_for_ = 0;    // the observer id observed_exec_ was made for
   CudaGraph compute_graph_;      // the steps alone (no upload, no download): device-resident runs
   CudaGraphExec compute_exec_;
+  int64_t kernels_per_run_ = -1;   // kernel nodes of graph_ (or of a capture of one run, without a graph)
   DeviceBuffer download_scratch_;  // keep_layer_outputs: NHWC -> NCHW and half -> float32, allocated on first use
   std::vector<ExecStep> exec_steps_;
   std::vector<Tensor> layer_outputs_;
@@ -634,15 +645,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return lab_ ? "cuda+lab:" + lab_->name : kBackendName; }
 
   // Both variants: the backend object has no options of its own, they come with each prepare().
-  std::string description() const override {
-    std::string text =
-        "custom CUDA kernels (fast: NHWC, fused bias/ReLU6/residual epilogues; baseline on request: NCHW, im2col + "
-        "tiled GEMM, separate passes; CUDA graph for whole runs), fp32 FFMA (no TF32) by default; tf32 and fp16 on "
-        "request in the fast variant (tensor-core GEMMs, fp16 half NHWC storage)";
-    const CudaEnvironment& env = cuda_environment();
-    if (!env.devices.empty()) text += " on " + env.devices.front().name;
-    return text;
-  }
+  std::string description() const override { return backend_text(); }
 
   Availability availability() const override {
     const Probe& p = probe();

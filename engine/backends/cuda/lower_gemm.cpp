@@ -22,6 +22,7 @@ k::GemmVariant gemm_variant(const CudaStep& step) {
     throw Error("cuda: the plan names no GEMM tile: '" + step.launch.tile + "'");
   v.vec4 = step.launch.vec;
   v.splits = step.launch.splits;
+  v.reduce_in_kernel = step.launch.splitk_in_kernel;
   return v;
 }
 
@@ -31,6 +32,7 @@ k::TcGemmVariant tc_variant(const CudaStep& step) {
     throw Error("cuda: the plan names no tensor-core GEMM tile: '" + step.launch.tile + "'");
   v.vec = step.launch.vec;
   v.splits = step.launch.splits;
+  v.reduce_in_kernel = step.launch.splitk_in_kernel;
   return v;
 }
 
@@ -99,6 +101,7 @@ void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& la
     g.residual = residual;
     g.ldr = c.out_channels;
     g.workspace = workspace;
+    g.tile_counters = lw.gemm_tile_counters;
     const k::TcGemmVariant v = tc_variant(step);
     launches.push_back([g, v](cudaStream_t s) { k::launch_gemm_tc(g, v, s); });
     return;
@@ -114,6 +117,7 @@ void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& la
   p.residual = static_cast<const float*>(residual);
   p.output = static_cast<float*>(y);
   p.workspace = workspace;
+  p.tile_counters = lw.gemm_tile_counters;
   const k::GemmVariant v = gemm_variant(step);
   launches.push_back([p, v](cudaStream_t s) { k::launch_pointwise_conv(p, v, s); });
 }
@@ -181,6 +185,7 @@ void lower_linear(Lowering& lw, const CudaStep& step, std::vector<Launch>& launc
     g.ldc = padded;
     g.bias = bias.empty() ? nullptr : lw.upload(bias);
     g.workspace = lw.gemm_workspace;
+    g.tile_counters = lw.gemm_tile_counters;
     const k::TcGemmVariant v = tc_variant(step);
     launches.push_back([g, v](cudaStream_t s) { k::launch_gemm_tc(g, v, s); });
     return;
@@ -200,6 +205,7 @@ void lower_linear(Lowering& lw, const CudaStep& step, std::vector<Launch>& launc
     p.bias = lw.upload(bias);
   }
   p.workspace = lw.gemm_workspace;
+  p.tile_counters = lw.gemm_tile_counters;
   const k::GemmVariant v = gemm_variant(step);
   launches.push_back([p, v](cudaStream_t s) { k::launch_gemm(p, v, s); });
 }
@@ -245,6 +251,7 @@ void lower_im2col_gemm(Lowering& lw, const CudaStep& step, std::vector<Launch>& 
     g.bias_inner_stride = cout_g;
   }
   g.workspace = lw.gemm_workspace;
+  g.tile_counters = lw.gemm_tile_counters;
   const k::GemmVariant v = gemm_variant(step);
 
   k::Im2colParams col;

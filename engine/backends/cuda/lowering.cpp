@@ -27,6 +27,11 @@ Lowering::Lowering(const Model& m, const CudaPlan& p, std::vector<LayerStats> s,
   values.assign(m.layers.size(), Value{});
   if (p.im2col_workspace_floats > 0) im2col_workspace = allocate(p.im2col_workspace_floats, &workspace_bytes);
   if (p.gemm_workspace_floats > 0) gemm_workspace = allocate(p.gemm_workspace_floats, &workspace_bytes);
+  if (p.gemm_tile_counters > 0) {  // zero once; every in-kernel split-K GEMM leaves them at zero again
+    const int64_t bytes = p.gemm_tile_counters * static_cast<int64_t>(sizeof(unsigned));
+    gemm_tile_counters = static_cast<unsigned*>(allocate_bytes(bytes, &workspace_bytes));
+    MNV2_CHECK_CUDA(cudaMemsetAsync(gemm_tile_counters, 0, static_cast<size_t>(bytes), stream_));
+  }
 }
 
 void* Lowering::allocate_bytes(int64_t bytes, int64_t* counter) {

@@ -46,11 +46,12 @@ class Lowering {
   const std::vector<LayerStats> stats;
   const k::DType act;  // element type of the activations: f16 in fp16, else f32 (the network input is always f32)
 
-  Value input;                        // the network input, NCHW float32
-  void* input_nhwc = nullptr;         // its NHWC copy in the activation type, when the plan wants one
-  std::vector<Value> values;          // per layer; data == nullptr where fused away
-  float* gemm_workspace = nullptr;    // split-K partial sums, shared by every split GEMM
-  float* im2col_workspace = nullptr;  // the baseline's columns
+  Value input;                             // the network input, NCHW float32
+  void* input_nhwc = nullptr;              // its NHWC copy in the activation type, when the plan wants one
+  std::vector<Value> values;               // per layer; data == nullptr where fused away
+  float* gemm_workspace = nullptr;         // split-K partial sums, shared by every split GEMM
+  unsigned* gemm_tile_counters = nullptr;  // in-kernel split-K arrival counters, shared, zero between GEMMs
+  float* im2col_workspace = nullptr;       // the baseline's columns
   int64_t weight_bytes = 0, activation_bytes = 0, workspace_bytes = 0;
   std::vector<gpu::DeviceBuffer> buffers;  // every weight, activation and workspace allocation
   // The kernel lab's user kernel, when this net is "cuda+lab:NAME": the lowering of its slot launches it in

@@ -134,6 +134,8 @@ namespace k = kernels;
 constexpr int64_t kMaxColumnFloats = int64_t{1} << 28;
 // The GEMM's grid.z limit: the baseline's image chunks times groups stay within it.
 constexpr int kMaxGemmBatch = 65535;
+// Images one launch of a kernel whose grid walks images covers (grid.y or grid.z); more take several launches.
+constexpr int kMaxGridImages = 65535;
 // Below this many input channels the expansion does too little arithmetic per byte to hide its expanded
 // map's round trip through device memory (block1..6 of MobileNetV2: 16..32 channels); below this many
 // pixels (batch x map) the two steps are launch- and latency-bound (14x14 and 7x7 maps at small batches).
@@ -237,6 +239,8 @@ class Planner {
       plan_baseline();
     }
     if (!values_.back().materialised) throw Error("cuda: the last layer's output is not materialised");
+    count_kernels();
+    resolve_pdl();
     return std::move(plan_);
   }
 
@@ -258,21 +262,31 @@ class Planner {
 
   // ---- the tile choices -----------------------------------------------------------------------------------
 
+  // A split GEMM reduces in the kernel where the options ask for it (CudaOptions::splitk; the separate pass is
+  // the default); the tile counters are shared by every split GEMM, so the plan keeps the most any of them needs.
+  bool splitk_in_kernel() const { return plan_.config.cuda.splitk == CudaOptions::SplitK::in_kernel; }
   k::GemmVariant gemm(const k::GemmShape& s) {
-    const k::GemmVariant v = k::choose_gemm_variant(s, caps_, s.batch == 1, has_forced_tile_ ? &forced_tile_ : nullptr);
+    k::GemmVariant v = k::choose_gemm_variant(s, caps_, s.batch == 1, has_forced_tile_ ? &forced_tile_ : nullptr);
     plan_.gemm_workspace_floats = std::max(plan_.gemm_workspace_floats, k::gemm_workspace_floats(s.m, s.n, v));
+    v.reduce_in_kernel = v.splits > 1 && splitk_in_kernel();
+    if (v.reduce_in_kernel)
+      plan_.gemm_tile_counters = std::max(plan_.gemm_tile_counters, k::gemm_tile_count(s.m, s.n, v.tile));
     return v;
   }
   k::TcGemmVariant gemm_tc(const k::TcGemmShape& s) {
-    const k::TcGemmVariant v =
+    k::TcGemmVariant v =
         k::choose_gemm_tc_variant(s, caps_, has_forced_tc_tile_ ? &forced_tc_tile_ : nullptr, /*allow_split=*/true);
     plan_.gemm_workspace_floats = std::max(plan_.gemm_workspace_floats, k::gemm_tc_workspace_floats(s.m, s.n, v));
+    v.reduce_in_kernel = v.splits > 1 && splitk_in_kernel();
+    if (v.reduce_in_kernel)
+      plan_.gemm_tile_counters = std::max(plan_.gemm_tile_counters, k::gemm_tc_tile_count(s.m, s.n, v.tile));
     return v;
   }
   static void record(CudaLaunchChoice& c, const k::GemmVariant& v) {
     c.tile = k::to_string(v.tile);
     c.vec = v.vec4;
     c.splits = v.splits;
+    c.splitk_in_kernel = v.reduce_in_kernel;
   }
   // Below compute_80 the tensor-core GEMM has no cp.async: its stages are filled through registers.
   std::string tc_note() const { return gpu_.effective_code_arch() < 80 ? " (no cp.async below sm_80)" : ""; }
@@ -283,6 +297,78 @@ class Planner {
     c.tile = k::to_string(v.tile);
     c.vec = v.vec;
     c.splits = v.splits;
+    c.splitk_in_kernel = v.reduce_in_kernel;
+  }
+
+  // ---- the launch chain -----------------------------------------------------------------------------------
+
+  // Kernel launches per step and after the last one, as the lowering and the kernels' launch functions make
+  // them: kernels whose grid walks images launch once per 65535 images; a split GEMM without the in-kernel
+  // reduction adds its reduction pass; the baseline's convolution runs im2col (unless 1x1) and the GEMM per
+  // chunk of images.
+  void count_kernels() {
+    const int batch = plan_.config.batch;
+    const int image_chunks = static_cast<int>(k::ceil_div(batch, kMaxGridImages));
+    for (CudaStep& step : plan_.steps) {
+      const int reduction = step.launch.splits > 1 && !step.launch.splitk_in_kernel ? 1 : 0;
+      switch (step.kernel) {
+        case CudaKernel::direct_conv:
+        case CudaKernel::depthwise_conv:
+        case CudaKernel::expand_depthwise:
+          step.kernels = image_chunks;
+          break;
+        case CudaKernel::pointwise_gemm:
+        case CudaKernel::pointwise_tc:
+        case CudaKernel::linear_gemm:
+        case CudaKernel::linear_tc:
+          step.kernels = 1 + reduction;
+          break;
+        case CudaKernel::im2col_gemm: {
+          const ConvParams& c = at(step.layers.front()).conv;
+          const Shape& xs = shape_of(at(step.layers.front()).inputs.at(0));
+          const Shape& ys = out_shape(step.layers.front());
+          const bool identity = c.kernel_h == 1 && c.kernel_w == 1 && c.stride_h == 1 && c.stride_w == 1 &&
+                                c.pad_top == 0 && c.pad_left == 0 && ys.h == xs.h && ys.w == xs.w;
+          const int chunk = std::max(1, step.launch.images_per_launch);
+          step.kernels = static_cast<int>(k::ceil_div(batch, chunk)) * ((identity ? 0 : 1) + 1 + reduction);
+          break;
+        }
+        default:  // clip, add, avg_pool (and any one-kernel step a later kernel family adds)
+          step.kernels = 1;
+          break;
+      }
+    }
+    if (plan_.input_nhwc_copy) plan_.steps.front().kernels += image_chunks;  // the input's NHWC transpose
+    const CudaStep& last = plan_.steps.back();
+    const Shape& logits = out_shape(n() - 1);
+    if (last.output_layer == n() - 1 && last.nhwc_output && logits.h * logits.w > 1 && logits.c > 1) {
+      plan_.tail_kernels = image_chunks;  // the logits transposed to NCHW
+    } else if (last.output_layer == n() - 1 && last.half_output) {
+      plan_.tail_kernels = 1;  // half logits converted to float32
+    }
+  }
+
+  // Programmatic Dependent Launch: the kernels wait for their predecessor with griddepcontrol, which exists from
+  // sm_90 on, in code compiled for it (below, pdl_wait() compiles to nothing and an early start would race).
+  void resolve_pdl() {
+    const CudaOptions& o = plan_.config.cuda;
+    std::string why_not;
+    if (gpu_.arch() < 90) {
+      why_not = "needs compute capability 9.0 (Hopper) or newer; " + gpu_.name + " is " + std::to_string(gpu_.arch());
+    } else if (gpu_.effective_code_arch() < 90) {
+      why_not = "needs kernels compiled for compute_90 or newer; this build runs compute_" +
+                std::to_string(gpu_.effective_code_arch()) + " code";
+    } else if (o.graph == CudaOptions::Graph::off) {
+      why_not = "needs the CUDA graph (graph mode off)";
+    }
+    if (o.pdl == CudaOptions::Pdl::off) {
+      plan_.pdl_note = "off";
+    } else if (!why_not.empty()) {
+      if (o.pdl == CudaOptions::Pdl::on) throw Error("cuda: PDL (pdl on) " + why_not);
+      plan_.pdl_note = why_not;
+    } else {
+      plan_.pdl = true;
+    }
   }
 
   // ---- fast: NHWC, fused epilogues ------------------------------------------------------------------------
@@ -828,21 +914,41 @@ CudaPlan plan_cuda_network(const Model& model, const PrepareConfig& config, cons
   return Planner(model, config, gpu).run();
 }
 
+int64_t planned_kernels(const CudaPlan& plan) {
+  int64_t kernels = plan.tail_kernels;
+  for (const CudaStep& s : plan.steps) kernels += s.kernels;
+  return kernels;
+}
+
+std::string describe_chain(const CudaPlan& plan) {
+  int splits = 0;
+  for (const CudaStep& s : plan.steps) splits += s.launch.splits > 1 ? 1 : 0;
+  return std::to_string(planned_kernels(plan)) + " kernels per run, PDL " +
+         (plan.pdl ? std::string("on")
+                   : "off" + (plan.pdl_note == "off" ? std::string() : " (" + plan.pdl_note + ")")) +
+         (splits > 0
+              ? ", " + std::to_string(splits) + " split-K GEMMs reduced " +
+                    (plan.config.cuda.splitk == CudaOptions::SplitK::in_kernel ? "in the kernel" : "by a second kernel")
+              : std::string());
+}
+
 std::string describe(const CudaPlan& plan) {
   const PrepareConfig& c = plan.config;
   std::string text = "cuda plan for " + plan.gpu.name + " (sm_" + std::to_string(plan.gpu.arch()) + ", " +
                      std::to_string(plan.gpu.sm_count) + " SMs): batch " + std::to_string(c.batch) + ", " +
                      std::to_string(c.height) + "x" + std::to_string(c.width) + ", " + to_string(c.precision) + ", " +
                      to_string(c.cuda.variant) + ", fusion " + to_string(c.cuda.fusion) + ", " +
-                     std::to_string(plan.steps.size()) + " steps\n";
+                     std::to_string(plan.steps.size()) + " steps; " + describe_chain(plan) + "\n";
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const CudaStep& s = plan.steps[i];
     char head[32];
     std::snprintf(head, sizeof head, "%3zu  ", i);
     text += head + s.name + "  [" + to_string(s.kernel) + "]  " + s.variant + "\n";
   }
-  text += "workspace: split-K " + std::to_string(plan.gemm_workspace_floats * 4) + " bytes, im2col " +
-          std::to_string(plan.im2col_workspace_floats * 4) + " bytes\n";
+  text += "workspace: split-K " + std::to_string(plan.gemm_workspace_floats * 4) + " bytes" +
+          (plan.gemm_tile_counters > 0 ? " + " + std::to_string(plan.gemm_tile_counters * 4) + " bytes of tile counters"
+                                       : std::string()) +
+          ", im2col " + std::to_string(plan.im2col_workspace_floats * 4) + " bytes\n";
   return text;
 }
 

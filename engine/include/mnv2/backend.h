@@ -28,19 +28,33 @@ struct CudaOptions {
   // depthwise, project, residual) in one kernel (fp16)
   enum class Fusion { none, expand_dw, block };
   enum class Graph { automatic, on, off };  // replay one CUDA graph: auto (unless steps are timed), always, never
+  // Programmatic Dependent Launch between the kernels of the CUDA graph (sm_90 and code compiled for it): each
+  // kernel may start while the previous one finishes and waits on the GPU for its output. auto: on where the
+  // device and the code allow it; on: refused (Error) where they do not; off: plain stream order.
+  enum class Pdl { automatic, on, off };
+  // How a split-K GEMM's partial sums are added: separate (a reduction kernel after the GEMM, the default: faster
+  // on the H200, docs/PERFORMANCE.md run 9b) or in_kernel (the last block of each output tile to finish adds them
+  // and applies the epilogue: no extra launch, the same bits).
+  enum class SplitK { separate, in_kernel };
   Variant variant = Variant::fast;
   Fusion fusion = Fusion::none;
   Graph graph = Graph::automatic;
   std::string gemm_tile;  // "" = the planner's choice; "128x64" etc. forces one GEMM tile (tuning experiments)
+  Pdl pdl = Pdl::automatic;
+  SplitK splitk = SplitK::separate;
   bool operator==(const CudaOptions&) const = default;
 };
 const char* to_string(CudaOptions::Variant v);  // "fast", "baseline"
 const char* to_string(CudaOptions::Fusion f);   // "none", "expand_dw", "block"
 const char* to_string(CudaOptions::Graph g);    // "auto", "on", "off"
+const char* to_string(CudaOptions::Pdl p);      // "auto", "on", "off"
+const char* to_string(CudaOptions::SplitK s);   // "separate", "in_kernel"
 // Parsers for flags and overrides; throw UsageError naming the accepted values.
 CudaOptions::Variant parse_cuda_variant(const std::string& text);
 CudaOptions::Fusion parse_cuda_fusion(const std::string& text);
 CudaOptions::Graph parse_cuda_graph(const std::string& text);
+CudaOptions::Pdl parse_cuda_pdl(const std::string& text);
+CudaOptions::SplitK parse_cuda_splitk(const std::string& text);
 
 // How the cudnn backend runs a network (PrepareConfig::cudnn); other backends ignore them.
 struct CudnnOptions {
@@ -204,6 +218,11 @@ class PreparedNet {
   virtual Tensor run_u8(const uint8_t* hwc, int64_t images, const InputNormaliser& n);
   // How run_u8() works here, for reports: "host" (the default above) or what the backend does instead.
   virtual std::string u8_path() const { return "host: normalised on the host, then run()"; }
+
+  // Kernel launches one un-instrumented run makes on the GPU: the kernel nodes of the net's CUDA graph, or the
+  // kernels it launches one by one where it has none; memory copies are not kernels. -1 where not counted (the
+  // host backends, cudnn).
+  virtual int64_t kernels_per_run() const { return -1; }
 };
 
 class Backend {

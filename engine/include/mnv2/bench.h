@@ -46,6 +46,9 @@ struct BenchResult {
   double u8_images_per_s = 0;  // batch / median of u8_ms
   std::string u8_path;         // how the backend did it (PreparedNet::u8_path())
   MemoryReport memory;
+  // Kernel launches per run (PreparedNet::kernels_per_run(): the CUDA graph's kernel nodes); -1 where the backend
+  // does not count them, and in files written before the count existed.
+  int64_t kernels_per_run = -1;
   Reliability reliability;  // of the end-to-end figures (mnv2/reliability.h)
 };
 

@@ -59,17 +59,18 @@ const char* to_string(CudaKernel k);
 
 // The launch shape the planner chose (the fields the step's kernel uses; the rest keep their defaults).
 struct CudaLaunchChoice {
-  std::string tile;            // GEMM tile ("128x64", "32x32k32"); expand_depthwise: the spatial tile ("8x8")
-  int splits = 1;              // GEMM split-K pieces
-  bool vec = false;            // 16-byte accesses (GEMMs)
-  int vec_width = 1;           // depthwise: channels per thread
-  int cols = 1;                // depthwise: output columns per thread
-  int stride = 0;              // depthwise: the compile-time stride (1, 2; 0 any)
-  int co = 1;                  // direct: output channels per thread
-  bool taps27 = false;         // direct: the unrolled 3x3x3 stem
-  int tile_h = 0, tile_w = 0;  // expand_depthwise, fused_block: output pixels per block
-  int items = 0;               // fused_block: projection items (16 pixels x 32 channels) per warp
-  int images_per_launch = 0;   // im2col_gemm: images unfolded per launch (0: the whole batch)
+  std::string tile;               // GEMM tile ("128x64", "32x32k32"); expand_depthwise: the spatial tile ("8x8")
+  int splits = 1;                 // GEMM split-K pieces
+  bool splitk_in_kernel = false;  // split GEMMs: the last block of each tile adds the pieces (no reduction kernel)
+  bool vec = false;               // 16-byte accesses (GEMMs)
+  int vec_width = 1;              // depthwise: channels per thread
+  int cols = 1;                   // depthwise: output columns per thread
+  int stride = 0;                 // depthwise: the compile-time stride (1, 2; 0 any)
+  int co = 1;                     // direct: output channels per thread
+  bool taps27 = false;            // direct: the unrolled 3x3x3 stem
+  int tile_h = 0, tile_w = 0;     // expand_depthwise, fused_block: output pixels per block
+  int items = 0;                  // fused_block: projection items (16 pixels x 32 channels) per warp
+  int images_per_launch = 0;      // im2col_gemm: images unfolded per launch (0: the whole batch)
 };
 
 struct CudaStep {
@@ -91,6 +92,9 @@ struct CudaStep {
   bool permute_weights = false;   // Linear: weights permuted to read an NHWC map
   bool reads_input_copy = false;  // reads the network input's NHWC (half in fp16) copy, not the NCHW input
   CudaLaunchChoice launch;
+  // Kernel launches of the step in one run: its kernel, a separate split-K reduction, the input transpose of
+  // the first step, the baseline's im2col and GEMM per chunk of images.
+  int kernels = 1;
 };
 
 struct CudaPlan {
@@ -101,8 +105,21 @@ struct CudaPlan {
   // other than a convolution reads the input directly (fast variant).
   bool input_nhwc_copy = false;
   int64_t gemm_workspace_floats = 0;    // split-K partial sums, shared by every split GEMM
+  int64_t gemm_tile_counters = 0;       // in-kernel split-K: one arrival counter per output tile, the most any
+                                        // split GEMM has (shared; each GEMM leaves them at zero)
   int64_t im2col_workspace_floats = 0;  // the baseline's columns, for its largest launch
+  // After the last step, before the logits are downloaded: an NHWC map of more than one pixel is transposed to
+  // NCHW, or a half output converted to float32 (0 or 1 kernels).
+  int tail_kernels = 0;
+  // Programmatic Dependent Launch between the graph's kernels (CudaOptions::pdl resolved for this GPU and code);
+  // pdl_note says why not where auto turned it off ("" otherwise).
+  bool pdl = false;
+  std::string pdl_note;
 };
+
+// The kernel launches of one run the plan predicts: every step's kernels and the tail. The backend counts the
+// kernel nodes of its CUDA graph (PreparedNet::kernels_per_run()) and must agree.
+int64_t planned_kernels(const CudaPlan& plan);
 
 // Plans the network. Throws UsageError for option combinations the backend refuses (a reduced precision with
 // the baseline variant, an unknown GEMM tile) and Error for what this GPU cannot run (tf32 below sm_80 code,
@@ -111,6 +128,8 @@ CudaPlan plan_cuda_network(const Model& model, const PrepareConfig& config, cons
 
 // One line per step: index, covered layers, kernel and variant; then the workspaces. For the CLI and tests.
 std::string describe(const CudaPlan& plan);
+// The launch chain in a few words: "57 kernels per run, PDL on, 12 split-K GEMMs reduced in the kernel".
+std::string describe_chain(const CudaPlan& plan);
 
 // Why tf32 cannot run on this GPU with this code ("" when it can); the backend's supports() and prepare() say it.
 std::string tf32_refusal(const GpuProperties& gpu);

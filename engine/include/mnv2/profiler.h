@@ -146,6 +146,9 @@ struct RunReport {
   std::string driver, cuda_runtime, cudnn;
   int sm_clock_mhz_start = -1, sm_clock_mhz_end = -1;
   MemoryReport memory;
+  // Kernel launches per un-instrumented run (PreparedNet::kernels_per_run()); -1 where not counted, and in
+  // reports written before the count existed.
+  int64_t kernels_per_run = -1;
 
   EndToEnd end_to_end;
   std::vector<StepProfile> steps;
