@@ -5,8 +5,8 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, lab;
-# default all but round2 and lab), e.g.
+# timeline, anchor, cudnn, baseline, round2, lab, applab;
+# default all but round2, lab and applab), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -192,15 +192,15 @@ fi
 if want portable && [[ -f lib75/libmnv2_gpu.so ]]; then
 ptx75() { MNV2_GPU_PLUGIN=$PWD/lib75/libmnv2_gpu.so LD_LIBRARY_PATH=$PWD/lib75:$LD_LIBRARY_PATH CUDA_CACHE_PATH=/tmp/jit75 "$@"; }
 TAIL=14 run info_ptx75 ptx75 ./bin/mnv2 info
-TAIL=40 run gpu_tests_ptx75 ptx75 ./bin/mnv2_gpu_tests --gtest_brief=1
+TAIL=40 run gpu_tests_ptx75 ptx75 timeout "${PTX75_TESTS_TIMEOUT_S:-900}" ./bin/mnv2_gpu_tests --gtest_brief=1
 TAIL=6 run classify_ptx75_tf32_refused ptx75 ./bin/mnv2 classify --backend cuda --precision tf32 --tensor shared/golden/cat.input.f32
-for p in fp32 fp16; do
+for p in $([[ ${PORTABLE_BENCH:-1} == 0 ]] || echo fp32 fp16); do
   TAIL=8 run "bench_ptx75_$p" ptx75 ./bin/mnv2 bench --backends cuda --precision $p --batch 1,64,256 --warmup 20 \
     --iters 100 --json "$work/bench_ptx75_$p.json"
   TAIL=8 run "bench_sm90_$p" ./bin/mnv2 bench --backends cuda --precision $p --batch 1,64,256 --warmup 20 --iters 100 \
     --json "$work/bench_sm90_$p.json"
 done
-TAIL=8 run bench_ptx75_cudnn ptx75 ./bin/mnv2 bench --backends cudnn --batch 1,64 --warmup 10 --iters 50
+[[ ${PORTABLE_BENCH:-1} == 0 ]] || TAIL=8 run bench_ptx75_cudnn ptx75 ./bin/mnv2 bench --backends cudnn --batch 1,64 --warmup 10 --iters 50
 fi
 # A plugin with sm_80 machine code only: nothing of it runs on sm_90; info and the cuda backend say so.
 if want portable && [[ -f lib80/libmnv2_gpu.so ]]; then
@@ -296,8 +296,16 @@ if want app && [[ -f "$repo/.device/app.tar.xz" ]]; then
     --export-json "$work/h200-app-compare-fp16.json" --quit
   TAIL=6 run app_roofline_fp16 app --backend cuda --precision fp16 --batch 256 --warmup 5 --iters 20 --timing cupti \
     --run --ceilings --tab roofline --roofline-run 0 --screenshot "$work/h200-app-roofline-fp16.png" --quit
-  # Kernel lab page (issue 18): the app runs the bundle's `mnv2 lab` as a process; a compile error in the editor and
-  # the per-layer chart of a user kernel against ours and cuDNN.
+  cp "$work"/h200-app-accuracy.png "$work"/h200-app-sweep-sizes.png "$out/" 2>/dev/null
+  cp "$work"/h200-app-timings.png "$work"/h200-app-cuda-vs-cudnn.png "$work"/h200-app-roofline.png \
+    "$work/h200-app-compare.json" "$out/" 2>/dev/null
+fi
+
+# The Kernel lab page of the app (issue 18; section applab, also part of app): the app runs the bundle's `mnv2 lab`
+# as a process; a compile error in the editor and the per-layer chart of a user kernel against ours and cuDNN.
+if { want app || want applab; } && [[ -f "$repo/.device/app.tar.xz" ]]; then
+  [[ -x /tmp/qtbundle/run.sh ]] || tar -xJf "$repo/.device/app.tar.xz" -C /tmp
+  app() { /tmp/qtbundle/run.sh mnv2-profiler --model "$MNV2_MODEL" --size 1500x950 "$@"; }
   lab_examples=$PWD/share/mnv2-profiler/lab/examples
   MNV2_CLI=$PWD/bin/mnv2 TAIL=6 run app_lab_compile_error app --tab lab --lab-slot depthwise \
     --lab-kernel "$lab_examples/dw_syntax.cu" --lab compile --lab-view diagnostics \
@@ -305,9 +313,6 @@ if want app && [[ -f "$repo/.device/app.tar.xz" ]]; then
   MNV2_CLI=$PWD/bin/mnv2 TAIL=6 run app_lab_run app --tab lab --lab-slot depthwise \
     --lab-kernel "$lab_examples/dw_improved.cu" --lab run --lab-view chart --screenshot "$work/h200-app-lab-run.png" --quit
   cp "$work"/h200-app-lab-*.png "$out/" 2>/dev/null
-  cp "$work"/h200-app-accuracy.png "$work"/h200-app-sweep-sizes.png "$out/" 2>/dev/null
-  cp "$work"/h200-app-timings.png "$work"/h200-app-cuda-vs-cudnn.png "$work"/h200-app-roofline.png \
-    "$work/h200-app-compare.json" "$out/" 2>/dev/null
 fi
 
 # ---- timelines and reliability (issue 15) ----------------------------------------------------------------
@@ -445,7 +450,7 @@ fi
 if want lab; then
 labx=$PWD/share/mnv2-profiler/lab/examples
 export MNV2_CACHE_DIR=$work/cache
-TAIL=30 run lab_gpu_tests ./bin/mnv2_gpu_tests --gtest_filter='LabGpu.*:*FusedBlock*' --gtest_brief=1
+[[ -z ${LAB_TEST_FILTER-x} ]] || TAIL=30 run lab_gpu_tests ./bin/mnv2_gpu_tests --gtest_filter="${LAB_TEST_FILTER:-LabGpu.*}" --gtest_brief=1
 lab_case() {  # lab_case NAME EXPECTED_EXIT ARGS...
   local name=$1 expected=$2; shift 2
   TAIL=${LAB_TAIL:-16} run "labx_$name" ./bin/mnv2 lab "$@" --timeout 120 --json "$work/labx_$name.json"
