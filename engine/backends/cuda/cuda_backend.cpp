@@ -524,7 +524,11 @@ class CudaPreparedNet final : public PreparedNet {
     }
     gpu::make_programmatic_edges(graph, [&](cudaGraphNode_t node) {
       const auto it = step_of.find(node);
-      return it != step_of.end() && pdl_ready(plan_.steps[static_cast<size_t>(it->second)].kernel);
+      if (it == step_of.end()) return false;
+      const CudaStep& step = plan_.steps[static_cast<size_t>(it->second)];
+      // A kernel lab user's kernel does not call pdl_wait(): started early it would read its input before the
+      // kernel that writes it has finished. Its step keeps a plain edge.
+      return pdl_ready(step.kernel) && !(lw_ && lab_runs(*lw_, step));
     });
   }
 
