@@ -188,8 +188,9 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
       inside_bits |= static_cast<uint32_t>(window_inside((warp + j * kWarps) * 16 + gq + h * 8)) << (2 * j + h);
-  // Item j's offsets in halves, D's A fragment at k0 = 0 (low 16 bits: < 256 x 40) and wp's B fragment at
-  // k0 = 0 (high 16 bits: < 16 x 328 + 320), one register per item.
+  // Item j's offsets in halves, D's A fragment at k0 = 0 (low 16 bits) and wp's B fragment at k0 = 0 (high 16
+  // bits), one register per item. Both fit: a launch has at most 48 items (6 per warp), so m2 <= 768 rows of 40
+  // halves (< 30,720) and co_pad <= 1536 (16 rows of 1544 halves: < 24,704).
   uint32_t ab_off[kItems];
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
@@ -277,9 +278,10 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
         const __half* row = base + ky * l.window_w * l.ld_ex;
         uint2 w[3];
 #pragma unroll
-        for (int kx = 0; kx < 3; ++kx)
+        for (int kx = 0; kx < 3; ++kx) {
           w[kx] = *reinterpret_cast<const uint2*>(wh + ((ky * 3 + kx) * kChunk + dw_c4) / 2);
-          // Window column c of this row feeds pixel q through tap kx = c - q * stride.
+        }
+        // Window column c of this row feeds pixel q through tap kx = c - q * stride.
 #pragma unroll
         for (int c = 0; c < 3 * kStride + 3; ++c) {
           const uint2 v = *reinterpret_cast<const uint2*>(row + min(c, last_col) * l.ld_ex);
