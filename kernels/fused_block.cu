@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   };
   load_chunk(0, 0);
   cp_commit();
-  store_dw(0, fetch_dw(0));  // read by the depthwise after the first barrier of the chunk loop
+  const float2 dw0 = fetch_dw(0);  // stored once the per-tile set-up below has covered its latency
   // The projection's padding rows (pixels past the tile) read zeros.
   for (int i = tid; i < (l.m2 - pout) * (kChunk / 8); i += kThreads) {
     const int r = pout + i / (kChunk / 8), c8 = (i % (kChunk / 8)) * 8;
@@ -342,8 +342,9 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   //                  (and chunk c + 1's depthwise weights, through registers around the depthwise: the depthwise
   //                  of chunk c - 1 was done with their buffer in A(c - 1))
   //   interval B(c): projection c (D, buffer c), expansion c + 1 (buffer c + 1) -> Ex
-  cp_wait_all();    // the window and chunk 0 have landed for this thread ...
-  __syncthreads();  // ... for every thread
+  store_dw(0, dw0);  // read by the depthwise after the first barrier of the chunk loop
+  cp_wait_all();     // the window and chunk 0 have landed for this thread ...
+  __syncthreads();   // ... for every thread
   expand_chunk(0);
   for (int c = 0; c < g.chunks; ++c) {
     const int buf = c & 1;
