@@ -3,14 +3,19 @@
 //   1. cp.async brings the tile's input window (zero outside the map) and the first chunk's weights into
 //      shared memory;
 //   2. per chunk of 32 expanded channels (the next chunk's weights in flight meanwhile): the expansion of the
-//      whole window on tensor cores (ldmatrix + mma.sync m16n8k16, float32 accumulators), bias and clip in
-//      registers, half into shared memory (zero for window pixels outside the map: the depthwise padding);
-//      the depthwise taps from there (4 pixels x 4 channels per thread, float32 FFMA), bias and clip, half into
-//      a second buffer; the projection of that buffer on tensor cores into accumulators that stay in registers.
+//      whole window on tensor cores (ldmatrix + mma.sync m16n8k16, float32 accumulators), bias in float32, half,
+//      clip on half pairs, into shared memory (zero for window pixels outside the map: the depthwise padding);
+//      the depthwise taps from there (4 pixels x 4 channels per thread, half2 FMA from the bias), clip, into a
+//      second buffer; the projection of that buffer on tensor cores into accumulators that stay in registers.
 //      Two barriers per chunk: the projection of chunk c and the expansion of chunk c + 1 run between the same
 //      two barriers (see the loop);
 //   3. the projection's bias, the residual from the input window already on chip, half NHWC stores.
 // Each warp owns up to kItems projection items (16 output pixels x 32 output channels).
+// v4 (the instruction diet): no division by a runtime value inside the chunk loop (what depends only on the tile
+// and the thread, the halo mask of the expansion rows, the projection items' fragment offsets, the depthwise
+// items' coordinates, is derived once per block; the stride is a template parameter), the depthwise and both
+// clips on half pairs, predicated stores, and the expanded window's pitch chosen per stride against bank
+// conflicts (tiles.h: ld_ex).
 #include <algorithm>
 #include <atomic>
 #include <string>
@@ -23,7 +28,9 @@ namespace {
 
 constexpr int kChunk = kFusedBlockChunk;
 constexpr int kThreads = kFusedBlockThreads;
-[[maybe_unused]] constexpr int kWarps = kFusedBlockWarps;
+// Expansion row tiles (16 window pixels) per warp a launch may have: their halo masks fill one 32-bit register.
+constexpr int kMaxRowTiles = 16;
+constexpr int kWarps = kFusedBlockWarps;
 static_assert(kChunk == 32, "the expansion computes 4 n-tiles of 8 channels per row tile");
 
 // What the host derives once per launch.
@@ -66,14 +73,21 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], 
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-// A 16x16 slice at rows r0.., column k0 of a row-major half matrix with row stride ld, as the A operand; the
-// same addressing with .trans gives the B operands of two 8-column tiles of a [k][n] matrix.
-__device__ __forceinline__ const __half* frag_row(const __half* m, int r0, int k0, int ld, int lane) {
-  return m + (r0 + (lane & 15)) * ld + k0 + (lane >> 4) * 8;
-}
 #endif
 
-template <int kItems>
+// A Clip as half2 bounds for __hmax2_nan / __hmin2_nan (NaN passes, as apply_clip): rounding is monotonic, so
+// clipping the rounded value to the rounded bounds gives the rounded clipped value. Disabled: infinite bounds.
+struct ClipH2 {
+  __half2 lo, hi;
+};
+__device__ __forceinline__ ClipH2 clip_h2(const Clip& c) {
+  const float inf = __int_as_float(0x7f800000);
+  return ClipH2{__float2half2_rn(c.enabled ? c.lo : -inf), __float2half2_rn(c.enabled ? c.hi : inf)};
+}
+__device__ __forceinline__ __half2 clip2(__half2 v, const ClipH2& c) { return __hmin2_nan(__hmax2_nan(v, c.lo), c.hi); }
+
+// kStride: the depthwise's stride (1 or 2), a template parameter so that its column offsets are constants.
+template <int kItems, int kStride>
 __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
     fused_block_kernel(const FusedBlockParams p, const Geometry g) {
 #ifdef MNV2_FUSED_BLOCK_HAS_MMA
@@ -84,12 +98,19 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   const int64_t n = blockIdx.x / g.tiles;
   const int tile = static_cast<int>(blockIdx.x % g.tiles);
   const int oh0 = (tile / g.tiles_w) * g.tile_h, ow0 = (tile % g.tiles_w) * g.tile_w;
-  const int ih0 = oh0 * s.stride - s.pad_top, iw0 = ow0 * s.stride - s.pad_left;
+  const int ih0 = oh0 * kStride - s.pad_top, iw0 = ow0 * kStride - s.pad_left;
   const int window = l.window_h * l.window_w;
   const int pout = g.tile_h * g.tile_w;
   __half* X = reinterpret_cast<__half*>(smem + l.x);
   __half* Ex = reinterpret_cast<__half*>(smem + l.ex);
   __half* D = reinterpret_cast<__half*>(smem + l.d);
+  const ClipH2 eclip = clip_h2(p.expand_clip), dclip = clip_h2(p.dw_clip);
+  // Is window pixel r inside the map (else the depthwise's zero padding)?
+  auto window_inside = [&](int r) {
+    const int wy = r / l.window_w, wx = r - wy * l.window_w;
+    const int ih = ih0 + wy, iw = iw0 + wx;
+    return r < window && ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w;
+  };
 
   // The input window: 8 channels per copy; zero outside the map, past the channels and in the padding rows.
   {
@@ -120,22 +141,27 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
       const int e = i / pv, c8 = (i - e * pv) * 8;
       cp16(wp + e * l.ld_p + c8, gwp + static_cast<int64_t>(e0 + e) * l.co_pad + c8, true);
     }
-    float* dw = reinterpret_cast<float*>(smem + l.dw + buf * l.dw_bytes);
-    for (int i = tid; i < 9 * (kChunk / 4); i += kThreads) {
-      const int t = i / (kChunk / 4), c4 = (i % (kChunk / 4)) * 4;
-      cp16(dw + t * kChunk + c4, p.dw_weight + static_cast<int64_t>(t) * l.e_pad + e0 + c4, true);
-    }
     float* eb = reinterpret_cast<float*>(smem + l.eb + buf * l.bias_bytes);
-    float* db = reinterpret_cast<float*>(smem + l.db + buf * l.bias_bytes);
-    if (tid < kChunk / 4) {
-      cp16(eb + tid * 4, p.expand_bias + e0 + tid * 4, true);
-    } else if (tid < kChunk / 2) {
-      const int q = tid - kChunk / 4;
-      cp16(db + q * 4, p.dw_bias + e0 + q * 4, true);
+    if (tid < kChunk / 4) cp16(eb + tid * 4, p.expand_bias + e0 + tid * 4, true);
+  };
+  // A chunk's depthwise weights ([9][chunk], pair tid) and bias (pairs 9 * chunk / 2..) as half pairs, through
+  // registers (fetch_dw issues the load, store_dw converts and stores it into dw buffer buf after other work).
+  auto fetch_dw = [&](int c) {
+    const int e0 = c * kChunk;
+    if (tid < 9 * kChunk / 2) {
+      const int t = tid / (kChunk / 2), c2 = (tid % (kChunk / 2)) * 2;
+      return __ldg(reinterpret_cast<const float2*>(p.dw_weight + static_cast<int64_t>(t) * l.e_pad + e0 + c2));
     }
+    if (tid < 10 * kChunk / 2) return __ldg(reinterpret_cast<const float2*>(p.dw_bias + e0) + tid - 9 * kChunk / 2);
+    return make_float2(0.0f, 0.0f);
+  };
+  auto store_dw = [&](int buf, float2 v) {
+    if (tid < 10 * kChunk / 2)
+      reinterpret_cast<__half2*>(smem + l.dw + buf * l.dw_bytes)[tid] = __floats2half2_rn(v.x, v.y);
   };
   load_chunk(0, 0);
   cp_commit();
+  const float2 dw0 = fetch_dw(0);  // stored once the per-tile set-up below has covered its latency
   // The projection's padding rows (pixels past the tile) read zeros.
   for (int i = tid; i < (l.m2 - pout) * (kChunk / 8); i += kThreads) {
     const int r = pout + i / (kChunk / 8), c8 = (i % (kChunk / 8)) * 8;
@@ -153,109 +179,137 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
 #pragma unroll
       for (int q = 0; q < 4; ++q) acc[j][t][q] = 0.0f;
 
+  // Per tile, not per chunk: which of this thread's expansion rows (row tile warp + 8 j, rows gq and gq + 8) are
+  // inside the map (bit 2 j + h: the launch refuses windows of more than kMaxRowTiles row tiles per warp), the
+  // projection items' fragment offsets, the depthwise's first item.
+  const int row_tiles = l.m1 / 16;
+  uint32_t inside_bits = 0;
+  for (int j = 0; j < kMaxRowTiles && warp + j * kWarps < row_tiles; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      inside_bits |= static_cast<uint32_t>(window_inside((warp + j * kWarps) * 16 + gq + h * 8)) << (2 * j + h);
+  // Item j's offsets in halves, D's A fragment at k0 = 0 (low 16 bits) and wp's B fragment at k0 = 0 (high 16
+  // bits), one register per item. Both fit: a launch has at most 48 items (6 per warp), so m2 <= 768 rows of 40
+  // halves (< 30,720) and co_pad <= 1536 (16 rows of 1544 halves: < 24,704).
+  uint32_t ab_off[kItems];
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const int item = min(warp + j * kWarps, items_total - 1);
+    const int rt = item / col_groups, cg = item - rt * col_groups;
+    ab_off[j] = static_cast<uint32_t>((rt * 16 + (lane & 15)) * l.ld_e + (lane >> 4) * 8) |
+                static_cast<uint32_t>((lane & 15) * l.ld_p + cg * 32 + (lane >> 4) * 8) << 16;
+  }
+  // Depthwise items: 4 output pixels of a row x 4 channels. Item i = tid + k * kThreads: channels (i % 8) * 4
+  // (the same for every k), pixel group i / 8 = tid / 8 + 32 k, row oy and group gx of that, advanced without
+  // dividing.
+  const int groups_x = (g.tile_w + 3) / 4;
+  const int dw_groups = g.tile_h * groups_x;
+  const int dw_c4 = (tid % (kChunk / 4)) * 4;
+  constexpr int kGroupStep = kThreads / (kChunk / 4);  // pixel groups per pass of the block
+  // Row (high 16 bits) and group (low 16 bits) of the first item, and of the step: one register each.
+  const uint32_t dw_start = static_cast<uint32_t>((tid / (kChunk / 4)) / groups_x) << 16 |
+                            static_cast<uint32_t>((tid / (kChunk / 4)) % groups_x);
+  const uint32_t dw_step =
+      static_cast<uint32_t>(kGroupStep / groups_x) << 16 | static_cast<uint32_t>(kGroupStep % groups_x);
+
   // Phase 1 of a chunk (weights from buffer buf): the expansion of the window into Ex.
   auto expand_chunk = [&](int buf) {  // row tiles of 16 window pixels over the warps, 32 channels each
     const __half* we = reinterpret_cast<const __half*>(smem + l.we + buf * l.we_bytes);
     const float* eb = reinterpret_cast<const float*>(smem + l.eb + buf * l.bias_bytes);
-    for (int rt = warp; rt < l.m1 / 16; rt += kWarps) {
+    const __half* xa = X + (lane & 15) * l.ld_x + (lane >> 4) * 8;   // A fragment of row tile 0, k0 = 0
+    const __half* wb = we + (lane & 15) * l.ld_e + (lane >> 4) * 8;  // B fragments at k0 = 0
+    __half* exs = Ex + gq * l.ld_ex + 2 * tq;                        // row gq of row tile 0
+    int j = 0;
+    for (int rt = warp; rt < row_tiles; rt += kWarps, ++j) {
       float e[4][4];
 #pragma unroll
       for (int t = 0; t < 4; ++t)
 #pragma unroll
         for (int q = 0; q < 4; ++q) e[t][q] = 0.0f;
+      const __half* xr = xa + rt * 16 * l.ld_x;
       for (int k0 = 0; k0 < l.k_pad; k0 += 16) {
         unsigned a[4];
-        ldmatrix_x4(a, frag_row(X, rt * 16, k0, l.ld_x, lane));
+        ldmatrix_x4(a, xr + k0);
 #pragma unroll
         for (int np = 0; np < 2; ++np) {
           unsigned b[4];
-          ldmatrix_x4_trans(b, frag_row(we, k0, np * 16, l.ld_e, lane));
+          ldmatrix_x4_trans(b, wb + k0 * l.ld_e + np * 16);
           mma16816(e[2 * np], a, b[0], b[1]);
           mma16816(e[2 * np + 1], a, b[2], b[3]);
         }
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = rt * 16 + gq + h * 8;
-        const int wy = r / l.window_w, wx = r - wy * l.window_w;
-        const int ih = ih0 + wy, iw = iw0 + wx;
-        const bool inside = r < window && ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w;
+        const bool inside = ((inside_bits >> (2 * j + h)) & 1u) != 0;
+        __half* row = exs + (rt * 16 + h * 8) * l.ld_ex;
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
-          const int col = t * 8 + 2 * tq;
-          const float v0 = apply_clip(e[t][2 * h] + eb[col], p.expand_clip);
-          const float v1 = apply_clip(e[t][2 * h + 1] + eb[col + 1], p.expand_clip);
-          *reinterpret_cast<__half2*>(Ex + r * l.ld_e + col) =
-              inside ? __floats2half2_rn(v0, v1) : __float2half2_rn(0.0f);
+          const float2 b = *reinterpret_cast<const float2*>(eb + t * 8 + 2 * tq);
+          const __half2 v = clip2(__floats2half2_rn(e[t][2 * h] + b.x, e[t][2 * h + 1] + b.y), eclip);
+          *reinterpret_cast<__half2*>(row + t * 8) = inside ? v : __float2half2_rn(0.0f);
         }
       }
     }
   };
-  // Phase 2: the depthwise from Ex into D.
+  // Phase 2: the depthwise from Ex into D, in half2 arithmetic (as cuDNN's fp16 depthwise: the 9 taps accumulate
+  // in half, starting from the bias).
   auto depthwise_chunk = [&](int buf) {
-    // Depthwise 3x3: 4 output pixels of a row x 4 channels per item. The taps' weights come from shared memory
-    // once per item and serve 4 pixels; each window column is loaded once (4 halves) and feeds every pixel and tap
-    // it belongs to: 9 + 18 (stride 1) or 9 + 27 (stride 2) loads for 144 FFMA.
-    const float* dwv = reinterpret_cast<const float*>(smem + l.dw + buf * l.dw_bytes);
-    const float* db = reinterpret_cast<const float*>(smem + l.db + buf * l.bias_bytes);
-    const int groups_x = (g.tile_w + 3) / 4;
-    for (int i = tid; i < g.tile_h * groups_x * (kChunk / 4); i += kThreads) {
-      const int c4 = (i % (kChunk / 4)) * 4;
-      const int rest = i / (kChunk / 4);
-      const int oy = rest / groups_x, ox0 = (rest - oy * groups_x) * 4;
-      float a[4][4];
+    // 4 output pixels of a row x 4 channels per item. The taps' weights come from shared memory once per row and
+    // serve 4 pixels; each window column is loaded once (4 halves) and feeds every pixel and tap it belongs to:
+    // 9 + 18 (stride 1) or 9 + 27 (stride 2) 8-byte loads for 72 HFMA2.
+    const __half2* wh = reinterpret_cast<const __half2*>(smem + l.dw + buf * l.dw_bytes);
+    const uint2 braw = *reinterpret_cast<const uint2*>(wh + (9 * kChunk + dw_c4) / 2);
+    const __half2 b0 = *reinterpret_cast<const __half2*>(&braw.x), b1 = *reinterpret_cast<const __half2*>(&braw.y);
+    int oy = static_cast<int>(dw_start >> 16), gx = static_cast<int>(dw_start & 0xffffu);
+    const int step_oy = static_cast<int>(dw_step >> 16), step_gx = static_cast<int>(dw_step & 0xffffu);
+    for (int grp = tid / (kChunk / 4); grp < dw_groups; grp += kGroupStep) {
+      const int ox0 = gx * 4;
+      // Columns past the window (pixels past the tile's last column) are clamped: those pixels are not stored.
+      const int last_col = l.window_w - 1 - ox0 * kStride;
+      const __half* base = Ex + (oy * kStride * l.window_w + ox0 * kStride) * l.ld_ex + dw_c4;
+      __half2 a[4][2];
 #pragma unroll
-      for (int q = 0; q < 4; ++q)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) a[q][j] = 0.0f;
+      for (int q = 0; q < 4; ++q) {
+        a[q][0] = b0;
+        a[q][1] = b1;
+      }
 #pragma unroll
       for (int ky = 0; ky < 3; ++ky) {
-        const __half* row = Ex + (oy * s.stride + ky) * l.window_w * l.ld_e + c4;
-        float4 w[3];
+        const __half* row = base + ky * l.window_w * l.ld_ex;
+        uint2 w[3];
 #pragma unroll
-        for (int kx = 0; kx < 3; ++kx) w[kx] = *reinterpret_cast<const float4*>(dwv + (ky * 3 + kx) * kChunk + c4);
-        // Window column c of this row feeds pixel q through tap kx = c - q * stride. Columns past the window
-        // (pixels past the tile's last column) are clamped: those pixels are not stored.
-        auto column = [&](int c) {
-          const int col = min(ox0 * s.stride + c, l.window_w - 1);
-          const uint2 raw = *reinterpret_cast<const uint2*>(row + col * l.ld_e);
-          const __half2* h2 = reinterpret_cast<const __half2*>(&raw);
-          const float2 lo = __half22float2(h2[0]), hi = __half22float2(h2[1]);
-          return make_float4(lo.x, lo.y, hi.x, hi.y);
-        };
-        auto tap = [&](float(&acc)[4], const float4& v, const float4& wk) {
-          acc[0] = fmaf(v.x, wk.x, acc[0]);
-          acc[1] = fmaf(v.y, wk.y, acc[1]);
-          acc[2] = fmaf(v.z, wk.z, acc[2]);
-          acc[3] = fmaf(v.w, wk.w, acc[3]);
-        };
-        if (s.stride == 1) {
+        for (int kx = 0; kx < 3; ++kx) {
+          w[kx] = *reinterpret_cast<const uint2*>(wh + ((ky * 3 + kx) * kChunk + dw_c4) / 2);
+        }
+        // Window column c of this row feeds pixel q through tap kx = c - q * stride.
 #pragma unroll
-          for (int c = 0; c < 6; ++c) {
-            const float4 v = column(c);
+        for (int c = 0; c < 3 * kStride + 3; ++c) {
+          const uint2 v = *reinterpret_cast<const uint2*>(row + min(c, last_col) * l.ld_ex);
+          const __half2 v0 = *reinterpret_cast<const __half2*>(&v.x), v1 = *reinterpret_cast<const __half2*>(&v.y);
 #pragma unroll
-            for (int q = 0; q < 4; ++q)
-              if (c - q >= 0 && c - q < 3) tap(a[q], v, w[c - q]);
-          }
-        } else {
-#pragma unroll
-          for (int c = 0; c < 9; ++c) {
-            const float4 v = column(c);
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-              if (c - 2 * q >= 0 && c - 2 * q < 3) tap(a[q], v, w[c - 2 * q]);
+          for (int q = 0; q < 4; ++q) {
+            const int kx = c - q * kStride;
+            if (kx >= 0 && kx < 3) {
+              a[q][0] = __hfma2(v0, *reinterpret_cast<const __half2*>(&w[kx].x), a[q][0]);
+              a[q][1] = __hfma2(v1, *reinterpret_cast<const __half2*>(&w[kx].y), a[q][1]);
+            }
           }
         }
       }
-      const float4 b = *reinterpret_cast<const float4*>(db + c4);
+      const int valid = g.tile_w - ox0;  // pixels of the group inside the tile (>= 1)
+      __half* d = D + (oy * g.tile_w + ox0) * l.ld_e + dw_c4;
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        if (ox0 + q >= g.tile_w) break;
         uint2 packed;
-        __half2* o2 = reinterpret_cast<__half2*>(&packed);
-        o2[0] = __floats2half2_rn(apply_clip(a[q][0] + b.x, p.dw_clip), apply_clip(a[q][1] + b.y, p.dw_clip));
-        o2[1] = __floats2half2_rn(apply_clip(a[q][2] + b.z, p.dw_clip), apply_clip(a[q][3] + b.w, p.dw_clip));
-        *reinterpret_cast<uint2*>(D + (oy * g.tile_w + ox0 + q) * l.ld_e + c4) = packed;
+        *reinterpret_cast<__half2*>(&packed.x) = clip2(a[q][0], dclip);
+        *reinterpret_cast<__half2*>(&packed.y) = clip2(a[q][1], dclip);
+        if (q < valid) *reinterpret_cast<uint2*>(d + q * l.ld_e) = packed;
+      }
+      gx += step_gx;
+      oy += step_oy;
+      if (gx >= groups_x) {
+        gx -= groups_x;
+        ++oy;
       }
     }
   };
@@ -264,17 +318,15 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
     const __half* wp = reinterpret_cast<const __half*>(smem + l.wp + buf * l.wp_bytes);
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
-      const int item = warp + j * kWarps;
-      if (item < items_total) {
-        const int rt = item / col_groups, cg = item - rt * col_groups;
+      if (warp + j * kWarps < items_total) {
 #pragma unroll
         for (int k0 = 0; k0 < kChunk; k0 += 16) {
           unsigned a[4];
-          ldmatrix_x4(a, frag_row(D, rt * 16, k0, l.ld_e, lane));
+          ldmatrix_x4(a, D + (ab_off[j] & 0xffffu) + k0);
 #pragma unroll
           for (int np = 0; np < 2; ++np) {
             unsigned b[4];
-            ldmatrix_x4_trans(b, frag_row(wp, k0, cg * 32 + np * 16, l.ld_p, lane));
+            ldmatrix_x4_trans(b, wp + (ab_off[j] >> 16) + k0 * l.ld_p + np * 16);
             mma16816(acc[j][2 * np], a, b[0], b[1]);
             mma16816(acc[j][2 * np + 1], a, b[2], b[3]);
           }
@@ -287,16 +339,24 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   // of chunk c + 1 share one interval (they touch D and Ex, the depthwise of chunk c has finished with Ex), so the
   // warps have tensor-core work from both between the barriers and idle warps of one phase take the other's.
   //   interval A(c): load chunk c + 1's weights (buffer c + 1 is free: chunk c - 1 is done), depthwise c: Ex -> D
+  //                  (and chunk c + 1's depthwise weights, through registers around the depthwise: the depthwise
+  //                  of chunk c - 1 was done with their buffer in A(c - 1))
   //   interval B(c): projection c (D, buffer c), expansion c + 1 (buffer c + 1) -> Ex
-  cp_wait_all();    // the window and chunk 0 have landed for this thread ...
-  __syncthreads();  // ... for every thread
+  store_dw(0, dw0);  // read by the depthwise after the first barrier of the chunk loop
+  cp_wait_all();     // the window and chunk 0 have landed for this thread ...
+  __syncthreads();   // ... for every thread
   expand_chunk(0);
   for (int c = 0; c < g.chunks; ++c) {
     const int buf = c & 1;
-    __syncthreads();  // Ex holds chunk c; every warp is done with chunk c - 1 (its weights' buffer, D)
-    if (c + 1 < g.chunks) load_chunk(c + 1, buf ^ 1);
+    __syncthreads();  // Ex and dw hold chunk c; every warp is done with chunk c - 1 (its weights' buffer, D)
+    float2 next_dw = make_float2(0.0f, 0.0f);
+    if (c + 1 < g.chunks) {
+      load_chunk(c + 1, buf ^ 1);
+      next_dw = fetch_dw(c + 1);
+    }
     cp_commit();
     depthwise_chunk(buf);
+    if (c + 1 < g.chunks) store_dw(buf ^ 1, next_dw);
     cp_wait_all();    // chunk c + 1 has landed for this thread ...
     __syncthreads();  // ... for every thread; D holds chunk c; every warp is done with Ex
     project_chunk(buf);
@@ -372,14 +432,21 @@ int optin_limit() {
   return limit;
 }
 
-template <int kItems>
+template <int kItems, int kStride>
 void launch_items(const FusedBlockParams& p, const Geometry& g, int64_t blocks, cudaStream_t stream) {
   // Raised once to what the device allows, on the first (uncaptured) launch.
-  static const cudaError_t raised =
-      cudaFuncSetAttribute(fused_block_kernel<kItems>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin_limit());
+  static const cudaError_t raised = cudaFuncSetAttribute(fused_block_kernel<kItems, kStride>,
+                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, optin_limit());
   MNV2_KERNEL_CALL("fused_block", raised);
-  fused_block_kernel<kItems><<<static_cast<unsigned>(blocks), kThreads, static_cast<size_t>(g.l.total), stream>>>(p, g);
+  fused_block_kernel<kItems, kStride>
+      <<<static_cast<unsigned>(blocks), kThreads, static_cast<size_t>(g.l.total), stream>>>(p, g);
   MNV2_CHECK_LAUNCH("fused_block");
+}
+
+template <int kItems>
+void launch_stride(const FusedBlockParams& p, const Geometry& g, int64_t blocks, cudaStream_t stream) {
+  if (p.shape.stride == 2) return launch_items<kItems, 2>(p, g, blocks, stream);
+  return launch_items<kItems, 1>(p, g, blocks, stream);
 }
 
 }  // namespace
@@ -441,6 +508,9 @@ void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, c
     throw Error("fused_block: operands must be 16-byte aligned");
   Geometry g;
   g.l = fused_block_layout(s, v.tile_h, v.tile_w);
+  if (g.l.m1 > kMaxRowTiles * kWarps * 16)
+    throw Error("fused_block: tile " + to_string(v) + " has a window of " + std::to_string(g.l.m1) +
+                " pixels; the kernel takes at most " + std::to_string(kMaxRowTiles * kWarps * 16));
   if (g.l.total > optin_limit())
     throw Error("fused_block: tile " + to_string(v) + " needs " + std::to_string(g.l.total) +
                 " bytes of shared memory; this GPU allows " + std::to_string(optin_limit()));
@@ -453,11 +523,11 @@ void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, c
   if (blocks > 0x7fffffff) throw Error("fused_block: too many tiles for one launch");
   switch (v.items) {
     case 2:
-      return launch_items<2>(p, g, blocks, stream);
+      return launch_stride<2>(p, g, blocks, stream);
     case 4:
-      return launch_items<4>(p, g, blocks, stream);
+      return launch_stride<4>(p, g, blocks, stream);
     default:
-      return launch_items<6>(p, g, blocks, stream);
+      return launch_stride<6>(p, g, blocks, stream);
   }
 }
 

@@ -1,7 +1,8 @@
 // A whole inverted-residual block in one kernel, fp16 (tiles.h: FusedBlock*): expansion 1x1 + bias + clip,
 // depthwise 3x3 (stride 1 or 2) + bias + clip, projection 1x1 + bias (+ the residual, the block's input), NHWC
-// half activations, float32 accumulation; the expanded maps never leave shared memory. Needs code compiled for
-// compute_80 or newer (mma.sync m16n8k16, cp.async): the launch refuses older code.
+// half activations, float32 accumulation in the 1x1 convolutions (tensor cores), half in the depthwise (half2
+// FMA over the 9 taps from the bias, as cuDNN's fp16 depthwise); the expanded maps never leave shared memory. Needs
+// code compiled for compute_80 or newer (mma.sync m16n8k16, cp.async): the launch refuses older code.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,7 +16,8 @@
 namespace mnv2::kernels {
 
 // The weights as the kernel reads them (fused_block_pack): half matrices zero-padded to the layout's sizes,
-// float32 depthwise weights and biases padded to e_pad (co_pad for the projection's bias). Padded expanded
+// float32 depthwise weights and biases padded to e_pad (co_pad for the projection's bias); the kernel rounds the
+// depthwise weights and bias to half as it stages them. Padded expanded
 // channels have zero weights and biases, so they contribute nothing.
 struct FusedBlockWeights {
   std::vector<uint16_t> expand;     // half bits [k_pad][e_pad]: row k holds every expanded channel's weight

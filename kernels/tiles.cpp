@@ -407,15 +407,16 @@ FusedBlockLayout fused_block_layout(const FusedBlockShape& s, int tile_h, int ti
   l.ld_x = l.k_pad + 8;
   l.ld_e = kFusedBlockChunk + 8;
   l.ld_p = l.co_pad + 8;
+  l.ld_ex = st == 2 ? kFusedBlockChunk + 4 : kFusedBlockChunk + 8;
   l.we_bytes = l.k_pad * l.ld_e * 2;
   l.wp_bytes = kFusedBlockChunk * l.ld_p * 2;
-  l.dw_bytes = 9 * kFusedBlockChunk * 4;
+  l.dw_bytes = 10 * kFusedBlockChunk * 2;
   l.bias_bytes = kFusedBlockChunk * 4;
   int at = 0;
   l.x = at;
   at += l.m1 * l.ld_x * 2;
   l.ex = at;
-  at += l.m1 * l.ld_e * 2;
+  at += round_up(l.m1 * l.ld_ex * 2, 16);
   l.d = at;
   at += l.m2 * l.ld_e * 2;
   l.we = at;
@@ -425,8 +426,6 @@ FusedBlockLayout fused_block_layout(const FusedBlockShape& s, int tile_h, int ti
   l.dw = at;
   at += 2 * l.dw_bytes;
   l.eb = at;
-  at += 2 * l.bias_bytes;
-  l.db = at;
   at += 2 * l.bias_bytes;
   l.total = at;
   return l;

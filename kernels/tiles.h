@@ -313,12 +313,16 @@ struct FusedBlockVariant {
 // Shared-memory layout of one block (offsets in bytes, each a multiple of 16) and the padded sizes: the
 // window's rows padded to 16 (m1), the tile's (m2), the input channels to 16 (k_pad), the expanded channels
 // to the chunk (e_pad), the output channels to 32 (co_pad). Row strides are in halves, 16 bytes more than the
-// row, so the 8 rows an ldmatrix reads fall into different banks.
+// row, so the 8 rows an ldmatrix reads fall into different banks. The expanded window (ex: never an ldmatrix
+// operand, read 8 bytes at a time by the depthwise) has its own pitch ld_ex: 40 halves for stride 1, 36 for
+// stride 2, so that the two pixel groups of a depthwise half warp (4 x stride window pixels apart) start 64
+// bytes apart modulo 128 and do not share banks. dw holds a chunk's depthwise weights and bias in half:
+// [9][chunk], then [chunk]; eb the expansion's bias in float32.
 struct FusedBlockLayout {
   int window_h = 0, window_w = 0, m1 = 0, m2 = 0, k_pad = 0, e_pad = 0, co_pad = 0;
-  int ld_x = 0, ld_e = 0, ld_p = 0;
-  int x = 0, ex = 0, d = 0, we = 0, wp = 0, dw = 0, eb = 0, db = 0;  // we..db: two buffers each
-  int we_bytes = 0, wp_bytes = 0, dw_bytes = 0, bias_bytes = 0;      // one buffer's size
+  int ld_x = 0, ld_e = 0, ld_p = 0, ld_ex = 0;
+  int x = 0, ex = 0, d = 0, we = 0, wp = 0, dw = 0, eb = 0;      // we..eb: two buffers each
+  int we_bytes = 0, wp_bytes = 0, dw_bytes = 0, bias_bytes = 0;  // one buffer's size
   int total = 0;
 };
 FusedBlockLayout fused_block_layout(const FusedBlockShape& s, int tile_h, int tile_w);

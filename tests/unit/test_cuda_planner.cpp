@@ -573,8 +573,17 @@ TEST(CudaPlanner, FusedBlockLayoutIsAlignedAndEveryBlockShapeHasATile) {
   EXPECT_EQ(l.k_pad, 32);
   EXPECT_EQ(l.e_pad, 160);
   EXPECT_EQ(l.co_pad, 32);
-  for (int off : {l.x, l.ex, l.d, l.we, l.wp, l.dw, l.eb, l.db, l.total}) EXPECT_EQ(off % 16, 0);
+  for (int off : {l.x, l.ex, l.d, l.we, l.wp, l.dw, l.eb, l.total}) EXPECT_EQ(off % 16, 0);
   for (int ld : {l.ld_x, l.ld_e, l.ld_p}) EXPECT_EQ((ld * 2 / 16) % 2, 1) << ld;
+  // The expanded window's pitch: two depthwise pixel groups of a half warp, 4 x stride pixels apart, start 64
+  // bytes apart modulo 128 (no shared bank); rows stay 8-byte aligned for the depthwise's loads.
+  for (int stride : {1, 2}) {
+    kernels::FusedBlockShape t = s;
+    t.stride = stride;
+    const kernels::FusedBlockLayout lt = kernels::fused_block_layout(t, 8, 14);
+    EXPECT_EQ(lt.ld_ex * 2 % 8, 0) << stride;
+    EXPECT_EQ(4 * stride * lt.ld_ex * 2 % 128, 64) << stride;
+  }
   const kernels::DeviceCaps caps;  // the H200's defaults
   const int shapes[][5] = {{16, 96, 24, 112, 2},  {24, 144, 24, 56, 1},  {24, 144, 32, 56, 2}, {32, 192, 32, 28, 1},
                            {32, 192, 64, 28, 2},  {64, 384, 64, 14, 1},  {64, 384, 96, 14, 1}, {96, 576, 96, 14, 1},
