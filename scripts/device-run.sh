@@ -421,6 +421,11 @@ for p in ${R2_BLOCK_PRECISIONS:-fp16}; do
   TAIL=12 run "r2_bench_${p}_block" ./bin/mnv2 bench --backends cuda --cuda-fusion block --precision $p \
     --batch 1,8,64,256 --warmup 20 --iters "$R2_ITERS" --json "$work/r2_bench_${p}_block.json"
 done
+# PDL forced on where auto leaves it off (above batch 8), beside the default run of the same call.
+for p in ${R2_PDL_PRECISIONS:-fp16 fp32}; do
+  TAIL=8 run "r2_bench_${p}_pdl_on" ./bin/mnv2 bench --backends cuda --cuda-pdl on --precision $p --batch 64,256 \
+    --warmup 20 --iters "$R2_ITERS" --json "$work/r2_bench_${p}_pdl_on.json"
+done
 for spec in ${R2_U8:-fp16:none fp16:block fp32:none}; do
   p=${spec%%:*} f=${spec##*:}
   TAIL=12 run "r2_u8_${p}_$f" ./bin/mnv2 bench --backends cuda --cuda-fusion "$f" --precision $p --batch 1,256 \
@@ -438,7 +443,6 @@ for spec in ${R2_PROFILES:-fp16:block:1 fp16:block:256 fp32:none:256}; do
     --json "$work/r2_profile_${p}_${f}_b$b.json"
   grep -E "end to end|per layer|per kind|WARNING" "$work/r2_profile_${p}_${f}_b$b.log" >>"$summary"
 done
-cp "$work"/r2_bench_*.json "$work"/r2_u8_*.json "$work"/r2_anchor.json "$out/" 2>/dev/null
 fi
 
 # ---- the kernel lab (issue 18) ------------------------------------------------------------------------------

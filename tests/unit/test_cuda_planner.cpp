@@ -395,6 +395,14 @@ TEST(CudaPlanner, PdlOnlyWhereTheGpuAndTheCodeHaveIt) {
   EXPECT_TRUE(h200.pdl);
   EXPECT_EQ(h200.pdl_note, "");
   EXPECT_NE(describe(h200).find("PDL on"), std::string::npos) << describe(h200);
+  // auto stops above batch 8 (measured slower at 64 and 256); on still means on there.
+  EXPECT_TRUE(plan_cuda_network(model(), config(8, Precision::fp16), GpuProperties::h200()).pdl);
+  const CudaPlan big = plan_cuda_network(model(), config(64, Precision::fp16), GpuProperties::h200());
+  EXPECT_FALSE(big.pdl);
+  EXPECT_NE(big.pdl_note.find("above batch 8"), std::string::npos) << big.pdl_note;
+  PrepareConfig forced = config(256, Precision::fp16);
+  forced.cuda.pdl = CudaOptions::Pdl::on;
+  EXPECT_TRUE(plan_cuda_network(model(), forced, GpuProperties::h200()).pdl);
   for (const GpuProperties& older : {GpuProperties::t4(), GpuProperties::a100(), GpuProperties::rtx4090()}) {
     const CudaPlan p = plan_cuda_network(model(), c, older);
     EXPECT_FALSE(p.pdl) << older.name;

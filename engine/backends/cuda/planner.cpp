@@ -136,6 +136,8 @@ constexpr int64_t kMaxColumnFloats = int64_t{1} << 28;
 constexpr int kMaxGemmBatch = 65535;
 // Images one launch of a kernel whose grid walks images covers (grid.y or grid.z); more take several launches.
 constexpr int kMaxGridImages = 65535;
+// PDL auto: the largest batch it is on for (above it the early-launched blocks cost more than the launches save).
+constexpr int kPdlAutoMaxBatch = 8;
 // Below this many input channels the expansion does too little arithmetic per byte to hide its expanded
 // map's round trip through device memory (block1..6 of MobileNetV2: 16..32 channels); below this many
 // pixels (batch x map) the two steps are launch- and latency-bound (14x14 and 7x7 maps at small batches).
@@ -360,6 +362,13 @@ class Planner {
                 std::to_string(gpu_.effective_code_arch()) + " code";
     } else if (o.graph == CudaOptions::Graph::off) {
       why_not = "needs the CUDA graph (graph mode off)";
+    }
+    // auto stops above batch 8: there each kernel fills the GPU, the next one's blocks launched early wait on
+    // multiprocessors the running kernel needs, and the H200 measured the unfused fp16 plan at batch 256 6.38 ms
+    // with PDL against 4.85 ms without (docs/PERFORMANCE.md, run 9c); at batch 1 and 8 it saves 8-24 us.
+    if (o.pdl == CudaOptions::Pdl::automatic && why_not.empty() && plan_.config.batch > kPdlAutoMaxBatch) {
+      plan_.pdl_note = "auto: off above batch " + std::to_string(kPdlAutoMaxBatch);
+      return;
     }
     if (o.pdl == CudaOptions::Pdl::off) {
       plan_.pdl_note = "off";
