@@ -136,7 +136,7 @@ constexpr int64_t kMaxColumnFloats = int64_t{1} << 28;
 constexpr int kMaxGemmBatch = 65535;
 // Images one launch of a kernel whose grid walks images covers (grid.y or grid.z); more take several launches.
 constexpr int kMaxGridImages = 65535;
-// PDL auto: the largest batch it is on for (above it the early-launched blocks cost more than the launches save).
+// PDL auto: the largest batch it is on for (above it PDL measured no gain).
 constexpr int kPdlAutoMaxBatch = 8;
 // Below this many input channels the expansion does too little arithmetic per byte to hide its expanded
 // map's round trip through device memory (block1..6 of MobileNetV2: 16..32 channels); below this many
@@ -363,9 +363,8 @@ class Planner {
     } else if (o.graph == CudaOptions::Graph::off) {
       why_not = "needs the CUDA graph (graph mode off)";
     }
-    // auto stops above batch 8: there each kernel fills the GPU, the next one's blocks launched early wait on
-    // multiprocessors the running kernel needs, and the H200 measured the unfused fp16 plan at batch 256 6.38 ms
-    // with PDL against 4.85 ms without (docs/PERFORMANCE.md, run 9c); at batch 1 and 8 it saves 8-24 us.
+    // auto stops above batch 8, where PDL measured no gain on the H200 (fp16 batch 256: 6.361 ms on, 6.378 ms
+    // off; batch 64: 1.818 / 1.820 ms, same call, docs/PERFORMANCE.md run 9c); at batch 1 and 8 it saves 8-24 us.
     if (o.pdl == CudaOptions::Pdl::automatic && why_not.empty() && plan_.config.batch > kPdlAutoMaxBatch) {
       plan_.pdl_note = "auto: off above batch " + std::to_string(kPdlAutoMaxBatch);
       return;
