@@ -39,11 +39,7 @@ void lower_lab_stem(Lowering& lw, const k::DirectConvParams& p, std::vector<Laun
   const LabKernel& kernel = *lw.lab;
   const int64_t items = int64_t{u.batch} * u.out_h * ((u.out_w + kernel.tile(1) - 1) / kernel.tile(1)) *
                         ((u.out_channels + kernel.tile(0) - 1) / kernel.tile(0));
-  std::shared_ptr<const LabKernel> keep = lw.lab;
-  launches.push_back([keep, u, items](cudaStream_t s) {
-    mnv2_lab::StemParams params = u;
-    keep->launch(items, &params, s);
-  });
+  push_lab_launch(lw, u, items, launches);
 }
 }  // namespace
 

@@ -76,11 +76,7 @@ void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& la
     const LabKernel& kernel = *lw.lab;
     const int64_t items = ((int64_t{u.out_channels} + kernel.tile(0) - 1) / kernel.tile(0)) *
                           ((int64_t{u.pixels} + kernel.tile(1) - 1) / kernel.tile(1));
-    std::shared_ptr<const LabKernel> keep = lw.lab;
-    launches.push_back([keep, u, items](cudaStream_t s) {
-      mnv2_lab::PointwiseParams params = u;
-      keep->launch(items, &params, s);
-    });
+    push_lab_launch(lw, u, items, launches);
     return;
   }
   if (step.kernel == CudaKernel::pointwise_tc) {
@@ -163,11 +159,7 @@ void lower_linear(Lowering& lw, const CudaStep& step, std::vector<Launch>& launc
     u.output = out.data;
     const int64_t items = ((int64_t{O} + lw.lab->tile(0) - 1) / lw.lab->tile(0)) *
                           ((int64_t{batch} + lw.lab->tile(1) - 1) / lw.lab->tile(1));
-    std::shared_ptr<const LabKernel> keep = lw.lab;
-    launches.push_back([keep, u, items](cudaStream_t s) {
-      mnv2_lab::ClassifierParams params = u;
-      keep->launch(items, &params, s);
-    });
+    push_lab_launch(lw, u, items, launches);
     return;
   }
   if (step.kernel == CudaKernel::linear_tc) {

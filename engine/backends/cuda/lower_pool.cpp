@@ -30,11 +30,7 @@ void lower_pool(Lowering& lw, const CudaStep& step, std::vector<Launch>& launche
     u.input = p.input;
     u.output = p.output;
     const int64_t items = int64_t{u.batch} * ((int64_t{u.channels} + lw.lab->tile(0) - 1) / lw.lab->tile(0));
-    std::shared_ptr<const LabKernel> keep = lw.lab;
-    launches.push_back([keep, u, items](cudaStream_t s) {
-      mnv2_lab::PoolParams params = u;
-      keep->launch(items, &params, s);
-    });
+    push_lab_launch(lw, u, items, launches);
     return;
   }
   launches.push_back([p](cudaStream_t s) { k::launch_global_avg_pool(p, s); });

@@ -95,6 +95,16 @@ std::string lab_slot_of(const Lowering& lw, const CudaStep& step);
 // layer is selected. Each lowering launches the user's kernel exactly where this holds, and the backend labels
 // those steps "lab:NAME" from it.
 bool lab_runs(const Lowering& lw, const CudaStep& step);
+// Appends the launch of this net's lab kernel over `items` work items with the slot's parameter struct; the launch
+// holds the kernel (its module) alive and passes a copy of `params` each time it runs.
+template <class Params>
+void push_lab_launch(const Lowering& lw, const Params& params, int64_t items, std::vector<Launch>& launches) {
+  std::shared_ptr<const LabKernel> keep = lw.lab;
+  launches.push_back([keep, params, items](cudaStream_t s) {
+    Params copy = params;
+    keep->launch(items, &copy, s);
+  });
+}
 int checked_int(int64_t v, const std::string& what);
 
 // The per-op lowerings; each appends its launches to `launches` (the step's output is already allocated).
