@@ -211,6 +211,21 @@ __device__ __forceinline__ void epilogue_store(T* out, float (&acc)[kW], const f
   store_floats<T, kW>(out, acc);
 }
 
+// In-kernel split-K, the arrival at a tile (the threadfence-before-arrival / threadfence-after pattern of the
+// CUDA programming guide): every thread of the block has stored its partial sums; the block counts itself in at
+// `counter`; true in every thread of the last of the tile's `splits` blocks, which then reads the other blocks'
+// partials (through L2: __ldcg) and must put the counter back to zero for the next GEMM or replay.
+__device__ __forceinline__ bool splitk_arrive_last(unsigned* counter, unsigned splits) {
+  __shared__ bool last_arrival;
+  __threadfence();  // this thread's partial sums are visible to every block before the block counts itself in
+  __syncthreads();
+  if (threadIdx.x == 0) last_arrival = atomicAdd(counter, 1u) + 1 == splits;
+  __syncthreads();
+  if (!last_arrival) return false;
+  __threadfence();  // the other blocks' partial sums, published before their arrival, are read after ours
+  return true;
+}
+
 // Programmatic Dependent Launch (sm_90 and newer; no-ops in code compiled for older architectures, where the
 // cuda backend never makes programmatic graph edges). A kernel that may start before the previous kernel of
 // the stream has finished calls pdl_wait() before it reads anything an earlier kernel wrote or writes anything

@@ -70,22 +70,13 @@ __device__ __forceinline__ void splitk_epilogue(const GemmParams& p, int m, int 
 
 // In-kernel split-K: after a block has stored its partial tile, it counts itself in at the tile's counter; the
 // last of the tile's gridDim.z blocks adds every split's partials, stores C and puts the counter back to zero for
-// the next GEMM or replay. The sums run in split order, as splitk_reduce_kernel's (the same bits); each thread
-// keeps all its column groups in flight at once, split by split, so the loads of one split overlap. The
-// threadfence-before-arrival / threadfence-after pattern of the CUDA programming guide.
+// the next GEMM or replay (splitk_arrive_last). The sums run in split order, as splitk_reduce_kernel's (the same
+// bits); each thread keeps all its column groups in flight at once, split by split, so the loads of one split
+// overlap.
 template <int BM, int BN, int kThreads, int kW>
 __device__ __forceinline__ void splitk_reduce_in_kernel(const GemmParams& p, int m0, int n0) {
   using V = Vec<kW>;
-  __shared__ bool last_arrival;
-  __threadfence();  // this thread's partial sums are visible to every block before the block counts itself in
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned arrived = atomicAdd(p.tile_counters + blockIdx.x, 1u);
-    last_arrival = arrived + 1 == gridDim.z;
-  }
-  __syncthreads();
-  if (!last_arrival) return;
-  __threadfence();  // the other blocks' partial sums, published before their arrival, are read after ours
+  if (!splitk_arrive_last(p.tile_counters + blockIdx.x, gridDim.z)) return;
   constexpr int kCols = BN / kW;
   constexpr int kGroups = (BM * kCols + kThreads - 1) / kThreads;  // column groups per thread
   const int64_t matrix = static_cast<int64_t>(p.m) * p.n;
@@ -125,8 +116,10 @@ __device__ __forceinline__ void splitk_reduce_in_kernel(const GemmParams& p, int
 
 // k_chunk > 0: split-K, blockIdx.z is the split; the block covers k in [z * k_chunk, z * k_chunk + k_chunk) and
 // stores raw partial sums to p.workspace (one m x n matrix per split, row stride n), no epilogue; with
-// p.tile_counters the tile's last block then adds them (splitk_reduce_in_kernel).
-template <class T, bool kVec>
+// kInKernel the tile's last block then adds them (splitk_reduce_in_kernel). kInKernel is a template parameter, not
+// a test of p.tile_counters: the reduction's registers would otherwise be allocated in every GEMM kernel (measured
+// with ptxas -v, CUDA 13.0, sm_90: median 91 -> 141 registers per thread, docs/PERFORMANCE.md run 9c).
+template <class T, bool kVec, bool kInKernel>
 __global__ void __launch_bounds__(T::kThreads) gemm_kernel(const GemmParams p, const int k_chunk) {
   pdl_enter();  // every operand may come from the previous kernel (weights are A in NCHW, B in NHWC)
   constexpr int BM = T::kBM, BN = T::kBN, BK = T::kBK, TM = T::kTM, TN = T::kTN;
@@ -281,7 +274,7 @@ __global__ void __launch_bounds__(T::kThreads) gemm_kernel(const GemmParams p, c
         }
       }
     }
-    if (p.tile_counters != nullptr) splitk_reduce_in_kernel<BM, BN, kThreads, kVec ? 4 : 1>(p, m0, n0);
+    if constexpr (kInKernel) splitk_reduce_in_kernel<BM, BN, kThreads, kVec ? 4 : 1>(p, m0, n0);
     return;
   }
 
@@ -358,12 +351,16 @@ void launch_tile(const GemmParams& p, const GemmVariant& v, cudaStream_t stream)
                 "-deep slices do not fit k " + std::to_string(p.k) + " (a split would be empty)");
   const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(v.splits > 1 ? v.splits : p.batch));
   const bool in_kernel = v.splits > 1 && v.reduce_in_kernel;
-  GemmParams q = p;
-  if (!in_kernel) q.tile_counters = nullptr;  // the kernel reduces in place exactly when it has counters
-  if (v.vec4) {
-    gemm_kernel<T, true><<<grid, T::kThreads, 0, stream>>>(q, k_chunk);
+  if (in_kernel) {
+    if (v.vec4) {
+      gemm_kernel<T, true, true><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
+    } else {
+      gemm_kernel<T, false, true><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
+    }
+  } else if (v.vec4) {
+    gemm_kernel<T, true, false><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
   } else {
-    gemm_kernel<T, false><<<grid, T::kThreads, 0, stream>>>(q, k_chunk);
+    gemm_kernel<T, false, false><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
   }
   MNV2_CHECK_LAUNCH("gemm");
   if (v.splits > 1 && !in_kernel) {

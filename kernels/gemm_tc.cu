@@ -347,16 +347,7 @@ __device__ __forceinline__ void splitk_reduce_tc_groups(const TcGemmParams& p, i
 // split's partials, stores C and resets the tile's counter to zero.
 template <class TOut, class S, bool kVec>
 __device__ __forceinline__ void splitk_reduce_tc_in_kernel(const TcGemmParams& p) {
-  __shared__ bool last_arrival;
-  __threadfence();  // this thread's partial sums are visible to every block before the block counts itself in
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned arrived = atomicAdd(p.tile_counters + blockIdx.x, 1u);
-    last_arrival = arrived + 1 == gridDim.z;
-  }
-  __syncthreads();
-  if (!last_arrival) return;
-  __threadfence();
+  if (!splitk_arrive_last(p.tile_counters + blockIdx.x, gridDim.z)) return;
   const int n_tiles = (p.n + S::kBN - 1) / S::kBN;
   const int m0 = static_cast<int>(blockIdx.x / n_tiles) * S::kBM;
   const int n0 = static_cast<int>(blockIdx.x % n_tiles) * S::kBN;
@@ -368,25 +359,22 @@ __device__ __forceinline__ void splitk_reduce_tc_in_kernel(const TcGemmParams& p
   if (threadIdx.x == 0) p.tile_counters[blockIdx.x] = 0u;
 }
 
-template <class TIn, class TOut, class S, bool kVec>
-__device__ __forceinline__ void gemm_tc_split_tail(const TcGemmParams& p, const int k_chunk) {
-  if (k_chunk > 0 && p.tile_counters != nullptr) splitk_reduce_tc_in_kernel<TOut, S, kVec>(p);
-}
-
-template <class TIn, class TOut, class S, bool kVec>
+// kInKernel (a split-K launch whose tile's last block reduces) is a template parameter, not a test of
+// p.tile_counters: the reduction's registers would otherwise be allocated in every GEMM kernel (measured with
+// ptxas -v, CUDA 13.0, sm_90: median 72 -> 255 registers per thread and 12 kernels spilling, PERFORMANCE.md
+// run 9c), which cost the large batches a quarter of their warps.
+template <class TIn, class TOut, class S, bool kVec, bool kInKernel>
 __global__ void __launch_bounds__(S::kThreads) gemm_tc_kernel(const TcGemmParams p, const int k_chunk) {
   pdl_enter();  // A (activations) comes from the previous kernel
-#ifdef MNV2_GEMM_TC_HAS_TF32
-  gemm_tc_body<TIn, TOut, S, kVec>(p, k_chunk);
-  gemm_tc_split_tail<TIn, TOut, S, kVec>(p, k_chunk);
-#else
+#ifndef MNV2_GEMM_TC_HAS_TF32
   if constexpr (std::is_same_v<TIn, float>) {
     __trap();  // never launched: the host refuses tf32 where the code is older than compute_80
-  } else {
-    gemm_tc_body<TIn, TOut, S, kVec>(p, k_chunk);
-    gemm_tc_split_tail<TIn, TOut, S, kVec>(p, k_chunk);
-  }
+  } else
 #endif
+  {
+    gemm_tc_body<TIn, TOut, S, kVec>(p, k_chunk);
+    if constexpr (kInKernel) splitk_reduce_tc_in_kernel<TOut, S, kVec>(p);
+  }
 }
 
 // The separate split-K pass (CudaOptions::SplitK::separate): kW consecutive columns per thread.
@@ -405,11 +393,15 @@ int split_k_chunk(int k, int splits, int bk) { return static_cast<int>(ceil_div(
 template <class TIn, class TOut, class S, bool kVec>
 void launch_shape(const TcGemmParams& p, int splits, bool reduce_in_kernel, cudaStream_t stream) {
   using L = Smem<TIn, S>;
-  auto* kernel = gemm_tc_kernel<TIn, TOut, S, kVec>;
+  auto* separate = gemm_tc_kernel<TIn, TOut, S, kVec, false>;
+  auto* reducing = gemm_tc_kernel<TIn, TOut, S, kVec, true>;
   // Above 48 KB a kernel must opt in; once per instantiation (the first launch comes before any graph capture
   // in the backend: its warm-up pass runs every step once).
-  static const cudaError_t opted =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kBytes));
+  static const cudaError_t opted = [&] {
+    const int bytes = static_cast<int>(L::kBytes);
+    const cudaError_t e = cudaFuncSetAttribute(separate, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    return e != cudaSuccess ? e : cudaFuncSetAttribute(reducing, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  }();
   MNV2_KERNEL_CALL("gemm_tc", opted);
   const int64_t blocks = ceil_div(p.m, S::kBM) * ceil_div(p.n, S::kBN);
   if (blocks > INT_MAX) throw Error("gemm_tc: too many tiles for one launch");
@@ -418,10 +410,9 @@ void launch_shape(const TcGemmParams& p, int splits, bool reduce_in_kernel, cuda
     throw Error("gemm_tc: " + std::to_string(splits) + " splits of " + std::to_string(L::kBK) +
                 "-deep slices do not fit k " + std::to_string(p.k) + " (a split would be empty)");
   const bool in_kernel = splits > 1 && reduce_in_kernel;
-  TcGemmParams q = p;
-  if (!in_kernel) q.tile_counters = nullptr;  // the kernel reduces in place exactly when it has counters
+  auto* kernel = in_kernel ? reducing : separate;
   kernel<<<dim3(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(splits)), S::kThreads, L::kBytes, stream>>>(
-      q, k_chunk);
+      p, k_chunk);
   MNV2_CHECK_LAUNCH("gemm_tc");
   if (splits > 1 && !in_kernel) {
     const bool wide = kVec && p.n % 8 == 0;
