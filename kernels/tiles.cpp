@@ -532,4 +532,74 @@ std::string to_string(const FusedBlockVariant& v) {
          std::to_string(kFusedBlockChunk) + " items " + std::to_string(v.items);
 }
 
+// ---- the stem and the first block (fused_stem) ----------------------------------------------------------
+
+int fused_stem_smem_bytes(const FusedStemShape& s, int tile_h) {
+  const int st = std::max(1, s.stem_stride);
+  const int rows = tile_h + 2, cols = kFusedStemTileW + 2;  // the stem's map the tile's depthwise reads
+  const int window = 3 * ((rows - 1) * st + 3) * fused_stem_window_pitch(st);
+  const int e = dtype_bytes(s.dtype), ld = s.stem_channels + 16 / e;  // pitch: 16 bytes more than a pixel
+  const int tile = tile_h * kFusedStemTileW;
+  return window * 4 + rows * cols * ld * e + tile * ld * e;
+}
+
+std::string fused_stem_refusal(const FusedStemShape& s) {
+  if (s.batch < 1 || s.in_h < 1 || s.in_w < 1 || s.stem_h < 1 || s.stem_w < 1 || s.out_h < 1 || s.out_w < 1 ||
+      s.stem_pad_top < 0 || s.stem_pad_left < 0 || s.dw_pad_top < 0 || s.dw_pad_left < 0)
+    return "sizes must be positive, pads not negative";
+  bool built = false;
+  for (const FusedStemChannels& c : kFusedStemChannels)
+    built = built || (c.stem == s.stem_channels && c.out == s.out_channels);
+  if (!built) {
+    std::string pairs;
+    for (const FusedStemChannels& c : kFusedStemChannels)
+      pairs += (pairs.empty() ? "" : ", ") + std::to_string(c.stem) + "->" + std::to_string(c.out);
+    return "built for the channel pairs " + pairs + " (MobileNetV2's widths), not " + std::to_string(s.stem_channels) +
+           "->" + std::to_string(s.out_channels);
+  }
+  if (s.stem_stride != 2) return "stem stride " + std::to_string(s.stem_stride) + " (2 only)";
+  if (s.batch > 65535) return "batch " + std::to_string(s.batch) + " above 65535";
+  return "";
+}
+
+int64_t fused_stem_blocks(const FusedStemShape& s, const FusedStemVariant& v) {
+  if (v.tile_h < 1) return 0;
+  return ceil_div(s.out_h, v.tile_h) * ceil_div(s.out_w, kFusedStemTileW) * static_cast<int64_t>(s.batch);
+}
+
+FusedStemVariant choose_fused_stem_variant(const FusedStemShape& s, const DeviceCaps& caps, std::string* why_not) {
+  std::string why = fused_stem_refusal(s);
+  FusedStemVariant v;
+  if (why.empty()) {
+    v.tile_h = 16;
+    if (fused_stem_blocks(s, v) * 3 < static_cast<int64_t>(caps.num_sms) * 2) v.tile_h = 8;
+    if (fused_stem_smem_bytes(s, v.tile_h) > caps.smem_per_block_optin) v.tile_h = 8;
+    if (fused_stem_smem_bytes(s, v.tile_h) > caps.smem_per_block_optin) {
+      why = "needs " + std::to_string(fused_stem_smem_bytes(s, v.tile_h)) + " bytes of shared memory, the GPU offers " +
+            std::to_string(caps.smem_per_block_optin);
+      v = FusedStemVariant{};
+    }
+  }
+  if (why_not != nullptr) *why_not = why;
+  return v;
+}
+
+double fused_stem_recompute_factor(const FusedStemShape& s, const FusedStemVariant& v) {
+  if (v.tile_h < 1) return 1.0;
+  auto covered = [](int out, int tile, int pad, int in) {  // stem pixels inside the map, summed over the tiles
+    double sum = 0;
+    for (int o0 = 0; o0 < out; o0 += tile)
+      sum += std::max(0, std::min(o0 - pad + tile + 2, in) - std::max(o0 - pad, 0));
+    return sum;
+  };
+  const double exact = static_cast<double>(s.stem_h) * s.stem_w;
+  const double computed =
+      covered(s.out_h, v.tile_h, s.dw_pad_top, s.stem_h) * covered(s.out_w, kFusedStemTileW, s.dw_pad_left, s.stem_w);
+  return exact > 0 ? computed / exact : 1.0;
+}
+
+std::string to_string(const FusedStemVariant& v) {
+  return "stem+block1 tile " + std::to_string(v.tile_h) + "x" + std::to_string(kFusedStemTileW);
+}
+
 }  // namespace mnv2::kernels

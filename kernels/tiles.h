@@ -351,4 +351,63 @@ double fused_block_recompute_factor(const FusedBlockShape& s, const FusedBlockVa
 
 std::string to_string(const FusedBlockVariant& v);  // "block tile 8x8 chunk 32 items 2"
 
+// ---- the stem and the first block in one kernel (fused_stem.cuh), float32 FFMA, fp16 or fp32 storage --------
+
+// The network's first layers, conv 3x3 over the 3-channel NCHW float32 input (stride 2) + bias + clip, depthwise
+// 3x3 stride 1 + bias + clip, projection 1x1 + bias, as one kernel: a block of kFusedStemThreads threads owns
+// tile_h x kFusedStemTileW output pixels of one image, computes the stem over the tile's window (the halo
+// recomputed by neighbouring tiles) into shared memory, the depthwise from there into shared memory, the
+// projection into a staging tile stored with 16-byte accesses. Every weight is a kernel parameter (constant
+// bank operands of the FFMA, no loads); the stem's and depthwise's maps never leave the chip. Built for the
+// channel pairs of MobileNetV2's widths (kFusedStemChannels).
+inline constexpr int kFusedStemThreads = 256;
+inline constexpr int kFusedStemTileW = 16;
+struct FusedStemChannels {
+  int stem, out;  // the stem's (= the depthwise's) output channels, the projection's
+};
+inline constexpr FusedStemChannels kFusedStemChannels[] = {{32, 16}, {16, 8}, {24, 16}, {48, 24}};
+
+struct FusedStemShape {
+  int batch = 0;
+  int in_h = 0, in_w = 0;      // the network input (3 channels, NCHW float32)
+  int stem_channels = 0;       // stem output channels (and the depthwise's)
+  int out_channels = 0;        // the projection's
+  int stem_h = 0, stem_w = 0;  // the stem's output map
+  int stem_stride = 2;         // the stem's stride (both axes)
+  int stem_pad_top = 0, stem_pad_left = 0;
+  int out_h = 0, out_w = 0;  // the depthwise's (= the output's) map; depthwise stride 1
+  int dw_pad_top = 0, dw_pad_left = 0;
+  DType dtype = DType::f16;  // of the output (and of the on-chip maps)
+};
+
+struct FusedStemVariant {
+  int tile_h = 0;  // 8 or 16 output rows per block (kFusedStemTileW columns)
+};
+
+// The row pitch (floats) of the input window in shared memory: the window's columns stored even ones first, then
+// odd ones (a stride-2 stem reads each at consecutive addresses), and the pitch chosen so that the next stem row
+// of a warp's pixels (stride rows down) continues on the next bank: no bank conflicts.
+MNV2_HOST_DEVICE constexpr int fused_stem_window_pitch(int stride) {
+  const int width = (kFusedStemTileW + 1) * stride + 3;
+  for (int p = width; p < width + 32; ++p)
+    if ((stride * p) % 32 == (kFusedStemTileW + 2) % 32) return p;
+  return width;
+}
+
+// Shared memory of one block in bytes (the input window float32, the stem's and the depthwise's maps in dtype).
+int fused_stem_smem_bytes(const FusedStemShape& s, int tile_h);
+
+// Why this stem cannot run fused ("" when it can): sizes not positive, channels other than kFusedStemChannels'
+// pairs, a stem stride other than 2, a batch above the grid's 65535.
+std::string fused_stem_refusal(const FusedStemShape& s);
+
+// 16-row tiles unless they leave more than a third of the multiprocessors idle (batch 1: 49 blocks for a
+// 112x112 map), then 8. *why_not as fused_stem_refusal.
+FusedStemVariant choose_fused_stem_variant(const FusedStemShape& s, const DeviceCaps& caps, std::string* why_not);
+int64_t fused_stem_blocks(const FusedStemShape& s, const FusedStemVariant& v);
+// The stem's multiply-adds computed (halos recomputed) over the exact count (>= 1).
+double fused_stem_recompute_factor(const FusedStemShape& s, const FusedStemVariant& v);
+
+std::string to_string(const FusedStemVariant& v);  // "stem+block1 tile 16x16"
+
 }  // namespace mnv2::kernels

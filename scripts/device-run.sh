@@ -5,8 +5,8 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, lab, applab;
-# default all but round2, lab and applab), e.g.
+# timeline, anchor, cudnn, baseline, round2, stem, lab, applab;
+# default all but round2, stem, lab and applab), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -417,12 +417,12 @@ for p in fp32 fp16; do
   TAIL=16 run "r2_bench_$p" ./bin/mnv2 bench --backends cuda,cudnn --precision $p --batch 1,8,64,256 \
     --warmup 20 --iters "$R2_ITERS" --json "$work/r2_bench_$p.json"
 done
-for p in ${R2_BLOCK_PRECISIONS:-fp16}; do
+for p in ${R2_BLOCK_PRECISIONS:-fp16 fp32}; do
   TAIL=12 run "r2_bench_${p}_block" ./bin/mnv2 bench --backends cuda --cuda-fusion block --precision $p \
     --batch 1,8,64,256 --warmup 20 --iters "$R2_ITERS" --json "$work/r2_bench_${p}_block.json"
 done
 # PDL forced on where auto leaves it off (above batch 8), beside the default run of the same call.
-for p in ${R2_PDL_PRECISIONS:-fp16 fp32}; do
+for p in ${R2_PDL_PRECISIONS-fp16 fp32}; do
   TAIL=8 run "r2_bench_${p}_pdl_on" ./bin/mnv2 bench --backends cuda --cuda-pdl on --precision $p --batch 64,256 \
     --warmup 20 --iters "$R2_ITERS" --json "$work/r2_bench_${p}_pdl_on.json"
 done
@@ -443,6 +443,30 @@ for spec in ${R2_PROFILES:-fp16:block:1 fp16:block:256 fp32:none:256}; do
     --json "$work/r2_profile_${p}_${f}_b$b.json"
   grep -E "end to end|per layer|per kind|WARNING" "$work/r2_profile_${p}_${f}_b$b.log" >>"$summary"
 done
+fi
+
+# ---- the fused stem + block 1 (issue 17) ---------------------------------------------------------------------
+# Its kernel tests under compute-sanitizer (memcheck, racecheck: the phases share shared memory through barriers),
+# whole fused networks under memcheck in both precisions, and the SASS of the kernel: how many FFMA take their
+# weight from the constant bank (the kernel parameters) against all FFMA.
+if want stem; then
+TAIL=8 run stem_tests ./bin/mnv2_gpu_tests --gtest_filter='KernelFusedStem*:CudaBackendTest.FusedBlock*:CudaBackendTest.BlockFusion*'
+TAIL=6 run stem_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/mnv2_gpu_tests \
+  --gtest_filter='KernelFusedStem*'
+TAIL=6 run stem_racecheck compute-sanitizer --tool racecheck --error-exitcode 9 ./bin/mnv2_gpu_tests \
+  --gtest_filter='KernelFusedStem.RefusesWhatItCannotRun'
+for p in fp16 fp32; do
+  TAIL=6 run "stem_memcheck_net_$p" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    ./bin/mnv2 classify --backend cuda --cuda-fusion block --precision $p --tensor shared/golden/cat.input.f32 --top 3
+done
+stem_sass() {
+  local dump=/usr/local/cuda/bin/cuobjdump
+  [[ -x $dump ]] || dump=$(command -v cuobjdump) || { echo "cuobjdump not installed: not run"; return 0; }
+  "$dump" -sass lib/libmnv2_gpu.so | awk '/Function : .*fused_stem_kernel/ {name=$3; next} /Function :/ {name=""}
+    name != "" && /FFMA/ {all[name]++; if ($0 ~ /c\[0x0\]/) cb[name]++}
+    END {for (n in all) printf "%6d FFMA, %6d with a constant-bank operand: %s\n", all[n], cb[n], n}'
+}
+TAIL=20 run stem_sass stem_sass
 fi
 
 # ---- the kernel lab (issue 18) ------------------------------------------------------------------------------

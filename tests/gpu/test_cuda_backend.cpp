@@ -1001,9 +1001,11 @@ TEST_F(CudaBackendTest, FusedBlockMatchesGoldenLogitsAndIsAttributedAsFused) {
       EXPECT_EQ(noted, 16) << "every expanding block says why it is not fused";
       continue;
     }
+    // The stem + block 1 is one fused_stem step in every build (FFMA): 3 steps fewer by 2, as each fused block.
+    EXPECT_NE(net->steps().front().variant.find("stem+block1 tile"), std::string::npos) << net->steps().front().variant;
     EXPECT_GT(fused, 0);
     EXPECT_EQ(fused + noted, 16) << "every expanding block is fused or says why not";
-    EXPECT_EQ(net->steps().size(), 54u - 2u * static_cast<size_t>(fused));
+    EXPECT_EQ(net->steps().size(), 52u - 2u * static_cast<size_t>(fused));
     if (batch == 1)
       for (const std::string& name : golden_image_names()) {
         SCOPED_TRACE("golden " + name);
@@ -1028,20 +1030,37 @@ TEST_F(CudaBackendTest, FusedBlockMatchesGoldenLogitsAndIsAttributedAsFused) {
   EXPECT_EQ(std::memcmp(graph.data.data(), layers.data.data(), graph.data.size() * sizeof(float)), 0);
 }
 
-// fp32 and tf32 keep the unfused steps under fusion block and say so.
-TEST_F(CudaBackendTest, BlockFusionIsFp16OnlyAndSaysSo) {
+// fp32 and tf32 keep the blocks' unfused steps under fusion block and say so; fp32 fuses the stem + block 1
+// (fused_stem, FFMA: the golden logits and every materialised layer within the fp32 bounds, at batch 3 and an odd
+// size whose tiles are partial), tf32 keeps its tensor-core steps there too and says why.
+TEST_F(CudaBackendTest, BlockFusionIsFp16OnlyButTheStemFusesInFp32) {
+  ScopedOption variant("variant", "fast");
   ScopedOption fuse("fusion", "block");
   for (Precision p : {Precision::fp32, Precision::tf32}) {
     if (!backend_->supports(p)) continue;
     auto net = prepare(main_model(), 1, 224, 224, p);
-    EXPECT_EQ(net->steps().size(), 54u);
+    const bool stem = p == Precision::fp32;
+    EXPECT_EQ(net->steps().size(), stem ? 52u : 54u);
+    EXPECT_EQ(net->steps().front().variant.find("stem+block1 tile") != std::string::npos, stem)
+        << net->steps().front().variant;
+    if (!stem) EXPECT_NE(net->steps().front().variant.find("the fused stem is float32 FFMA"), std::string::npos);
     int noted = 0;
     for (const ExecStep& s : net->steps()) {
       EXPECT_EQ(s.variant.find("block tile"), std::string::npos) << s.variant;
       noted += s.variant.find("fusion block: fp16 only") != std::string::npos;
     }
     EXPECT_EQ(noted, 16) << to_string(p);
+    if (stem)
+      for (const std::string& name : golden_image_names()) {
+        SCOPED_TRACE("golden " + name);
+        const GoldenRun r = run_golden(*net, name, "cuda fp32 fused stem", precision_logits_bound(Precision::fp32));
+        EXPECT_LT(r.rel_l2, precision_logits_bound(Precision::fp32));
+        expect_top_agrees(r.top5, r.golden.top5);
+      }
   }
+  expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, "fused stem", Precision::fp32);
+  expect_layers_match_cpu(*backend_, main_model(), 2, 193, 257, "fused stem", Precision::fp32);
+  expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "fused stem torchvision", Precision::fp32);
 }
 
 }  // namespace

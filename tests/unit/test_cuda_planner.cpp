@@ -113,6 +113,23 @@ void check_plan(const CudaPlan& plan, const std::string& what) {
       EXPECT_TRUE(s.launch.items == 2 || s.launch.items == 4 || s.launch.items == 6);
       EXPECT_NE(s.variant.find("block tile " + s.launch.tile), std::string::npos);
     }
+    if (s.kernel == CudaKernel::fused_stem) {
+      // The network's first five layers (stem, clip, depthwise, clip, projection), fp16 or fp32; the tile's
+      // shared memory fits the device.
+      EXPECT_NE(plan.config.precision, Precision::tf32);
+      EXPECT_EQ(s.layers, (std::vector<int>{0, 1, 2, 3, 4}));
+      EXPECT_EQ(s.clip_layer, 1);
+      EXPECT_EQ(s.dw_clip_layer, 3);
+      EXPECT_TRUE(s.nhwc_output);
+      EXPECT_EQ(s.half_output, plan.config.precision == Precision::fp16);
+      EXPECT_FALSE(s.tensor_cores);
+      kernels::FusedStemShape fs;
+      fs.stem_channels = model().layers[0].conv.out_channels;
+      fs.dtype = s.half ? kernels::DType::f16 : kernels::DType::f32;
+      EXPECT_LE(kernels::fused_stem_smem_bytes(fs, s.launch.tile_h), plan.gpu.smem_per_block_optin);
+      EXPECT_TRUE(s.launch.tile_h == 8 || s.launch.tile_h == 16);
+      EXPECT_NE(s.variant.find("stem+block1 tile " + s.launch.tile), std::string::npos);
+    }
     if (s.launch.splits > 1) EXPECT_NE(s.variant.find("splitk" + std::to_string(s.launch.splits)), std::string::npos);
   }
   EXPECT_EQ(next, n);
@@ -437,6 +454,10 @@ TEST(CudaPlanner, PdlOnlyWhereTheGpuAndTheCodeHaveIt) {
 
 // Fusion block: which blocks become one fused_block step on each preset. Blocks 2..17 of MobileNetV2 have an
 // expansion (block 1 starts with its depthwise convolution and stays unfused).
+bool stem_fused(const CudaPlan& plan) {
+  return !plan.steps.empty() && plan.steps.front().kernel == CudaKernel::fused_stem;
+}
+
 std::vector<int> fused_blocks(const CudaPlan& plan) {
   std::vector<int> first_layers;
   for (const CudaStep& s : plan.steps)
@@ -453,7 +474,11 @@ TEST(CudaPlanner, BlockFusionFusesEveryExpandingBlockAtLargeBatchesInFp16) {
           model(), config(batch, Precision::fp16, CudaOptions::Variant::fast, CudaOptions::Fusion::block), gpu);
       check_plan(plan, gpu.name + " block");
       const std::vector<int> fused = fused_blocks(plan);
-      EXPECT_EQ(plan.steps.size(), 54u - 2u * fused.size());
+      // The stem + block 1 (3 steps unfused) is one step too; each fused block replaces 3 steps by 1.
+      EXPECT_TRUE(stem_fused(plan));
+      // 16-row tiles unless they leave a third of the multiprocessors idle: batch 1 (49 tiles) takes 8 rows.
+      EXPECT_EQ(plan.steps.front().launch.tile_h, batch == 1 ? 8 : 16);
+      EXPECT_EQ(plan.steps.size(), 54u - 2u - 2u * fused.size());
       int residuals = 0, noted = 0;
       for (const CudaStep& s : plan.steps) {
         residuals += s.kernel == CudaKernel::fused_block && s.residual >= 0;
@@ -467,7 +492,7 @@ TEST(CudaPlanner, BlockFusionFusesEveryExpandingBlockAtLargeBatchesInFp16) {
       if (batch == 256) {
         EXPECT_EQ(fused.size(), 16u);
         EXPECT_EQ(residuals, 10);  // every residual block has an expansion
-        EXPECT_EQ(plan.steps.size(), 22u);
+        EXPECT_EQ(plan.steps.size(), 20u);
       }
       // Small maps at batch 1 give too few blocks: not fused, and said so.
       if (batch == 1) EXPECT_LT(fused.size(), 16u);
@@ -484,6 +509,7 @@ TEST(CudaPlanner, BlockFusionNeedsFp16AndCompute80Code) {
         model(), config(256, Precision::fp16, CudaOptions::Variant::fast, CudaOptions::Fusion::block), gpu);
     check_plan(plan, gpu.name + " block, old code");
     EXPECT_TRUE(fused_blocks(plan).empty());
+    EXPECT_TRUE(stem_fused(plan)) << "the fused stem is FFMA: any architecture";
     int noted = 0;
     for (const CudaStep& s : plan.steps) noted += s.variant.find("compute_80") != std::string::npos;
     EXPECT_EQ(noted, 16);
@@ -491,7 +517,11 @@ TEST(CudaPlanner, BlockFusionNeedsFp16AndCompute80Code) {
   for (Precision p : {Precision::fp32, Precision::tf32}) {
     const CudaPlan plan = plan_cuda_network(
         model(), config(256, p, CudaOptions::Variant::fast, CudaOptions::Fusion::block), GpuProperties::h200());
-    EXPECT_EQ(plan.steps.size(), 54u);
+    // fp32 fuses the stem + block 1 (FFMA), tf32 does not and says so.
+    EXPECT_EQ(stem_fused(plan), p == Precision::fp32);
+    EXPECT_EQ(plan.steps.size(), p == Precision::fp32 ? 52u : 54u);
+    if (p == Precision::tf32)
+      EXPECT_NE(plan.steps.front().variant.find("fusion block: the fused stem is float32 FFMA"), std::string::npos);
     int noted = 0;
     for (const CudaStep& s : plan.steps)
       noted += s.variant.find("(fusion block: fp16 only, not fused in " + std::string(to_string(p)) + ")") !=

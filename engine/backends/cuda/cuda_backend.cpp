@@ -269,7 +269,8 @@ class CudaPreparedNet final : public PreparedNet {
   std::optional<PrepareConfig> every_layer_config() const override {
     bool op_fusion = false;
     for (const CudaStep& step : plan_.steps)
-      op_fusion = op_fusion || step.kernel == CudaKernel::expand_depthwise || step.kernel == CudaKernel::fused_block;
+      op_fusion = op_fusion || step.kernel == CudaKernel::expand_depthwise || step.kernel == CudaKernel::fused_block ||
+                  step.kernel == CudaKernel::fused_stem;
     if (!op_fusion) return std::nullopt;
     PrepareConfig unfused = config_;
     unfused.cuda.fusion = CudaOptions::Fusion::none;
@@ -541,6 +542,7 @@ class CudaPreparedNet final : public PreparedNet {
       case CudaKernel::pointwise_gemm:
       case CudaKernel::pointwise_tc:
       case CudaKernel::expand_depthwise:
+      case CudaKernel::fused_stem:
       case CudaKernel::im2col_gemm:
       case CudaKernel::clip:
       case CudaKernel::add:

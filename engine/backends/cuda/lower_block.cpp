@@ -1,11 +1,12 @@
-// Lowering of a whole inverted-residual block (fusion block, fp16): the three convolutions' weights packed as
-// the kernel reads them (kernels/fused_block.cuh: half matrices and float32 depthwise weights and biases,
-// zero-padded), one launch.
+// Lowering of the fusion block's steps: a whole inverted-residual block (fp16; the three convolutions' weights
+// packed as the kernel reads them, kernels/fused_block.cuh: half matrices and float32 depthwise weights and
+// biases, zero-padded), and the stem + first block (fused_stem.cuh); one launch each.
 #include <cstdint>
 #include <vector>
 
 #include "backends/cuda/lowering.h"
 #include "kernels/fused_block.cuh"
+#include "kernels/fused_stem.cuh"
 #include "mnv2/error.h"
 
 namespace mnv2::cuda_backend {
@@ -50,6 +51,43 @@ void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& 
   p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
   const k::FusedBlockVariant v{step.launch.tile_h, step.launch.tile_w, step.launch.items};
   launches.push_back([p, v](cudaStream_t st) { k::launch_fused_block(p, v, st); });
+}
+
+// The stem and the first block (fusion block at the network input): the weights go into the launch's parameters
+// (kernels/fused_stem.cuh), nothing is uploaded.
+void lower_fused_stem(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches) {
+  if (step.layers.size() != 5) throw Error("cuda: step '" + step.name + "' is no stem + first block");
+  const int i = step.layers.front();
+  const Layer& stem = lw.layer(i);
+  const Layer& dw = lw.layer(i + 2);
+  const Layer& project = lw.layer(i + 4);
+  const Shape& xs = lw.shape_of(stem.inputs.at(0));
+  const Shape& ss = lw.out_shape(i);
+  const Shape& ys = lw.out_shape(i + 4);
+  k::FusedStemParams p;
+  k::FusedStemShape& s = p.shape;
+  s.batch = lw.plan.config.batch;
+  s.in_h = checked_int(xs.h, "input height");
+  s.in_w = checked_int(xs.w, "input width");
+  s.stem_channels = stem.conv.out_channels;
+  s.out_channels = project.conv.out_channels;
+  s.stem_h = checked_int(ss.h, "stem height");
+  s.stem_w = checked_int(ss.w, "stem width");
+  s.stem_stride = stem.conv.stride_h;
+  s.stem_pad_top = stem.conv.pad_top;
+  s.stem_pad_left = stem.conv.pad_left;
+  s.out_h = checked_int(ys.h, "output height");
+  s.out_w = checked_int(ys.w, "output width");
+  s.dw_pad_top = dw.conv.pad_top;
+  s.dw_pad_left = dw.conv.pad_left;
+  s.dtype = lw.act;
+  p.input = static_cast<const float*>(lw.input.data);
+  p.weights = k::fused_stem_pack(s, stem.weight, stem.bias, dw.weight, dw.bias, project.weight, project.bias);
+  p.stem_clip = clip_of(lw.layer(step.clip_layer));
+  p.dw_clip = clip_of(lw.layer(step.dw_clip_layer));
+  p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
+  const k::FusedStemVariant v{step.launch.tile_h};
+  launches.push_back([p = std::move(p), v](cudaStream_t st) { k::launch_fused_stem(p, v, st); });
 }
 
 }  // namespace mnv2::cuda_backend

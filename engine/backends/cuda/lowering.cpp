@@ -127,6 +127,8 @@ void lower_step(Lowering& lw, const CudaStep& step, std::vector<Launch>& launche
       return lower_expand_depthwise(lw, step, launches);
     case CudaKernel::fused_block:
       return lower_fused_block(lw, step, launches);
+    case CudaKernel::fused_stem:
+      return lower_fused_stem(lw, step, launches);
     case CudaKernel::pointwise_gemm:
     case CudaKernel::pointwise_tc:
       return lower_pointwise(lw, step, launches);

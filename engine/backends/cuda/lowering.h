@@ -112,6 +112,7 @@ void lower_direct_conv(Lowering& lw, const CudaStep& step, std::vector<Launch>& 
 void lower_depthwise_conv(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);    // lower_depthwise.cpp
 void lower_expand_depthwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);  // lower_depthwise.cpp
 void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);       // lower_block.cpp
+void lower_fused_stem(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);        // lower_block.cpp
 void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);         // lower_gemm.cpp
 void lower_linear(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);            // lower_gemm.cpp
 void lower_im2col_gemm(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);       // lower_gemm.cpp

@@ -98,6 +98,8 @@ const char* to_string(CudaKernel k) {
       return "expand_depthwise";
     case CudaKernel::fused_block:
       return "fused_block";
+    case CudaKernel::fused_stem:
+      return "fused_stem";
     case CudaKernel::im2col_gemm:
       return "im2col_gemm";
     case CudaKernel::clip:
@@ -403,7 +405,15 @@ class Planner {
           case LayerKind::Conv2d:
             // The fused expansion + depthwise kernel is float32 FFMA only: the reduced modes keep two steps.
             last = fuse && !reduced_ ? plan_expand_depthwise(i, step) : -1;
-            if (fuse_block) {
+            if (fuse_block && layer.inputs.at(0) == kNetworkInput) {
+              // The stem and the first block in one FFMA kernel (fp16 and fp32; tf32 keeps its tensor cores).
+              std::string why_not;
+              last = plan_fused_stem(i, step, &why_not);
+              if (last < 0) {
+                last = plan_fast_conv(i, step);
+                if (!why_not.empty()) step.variant += " (fusion block: " + why_not + ")";
+              }
+            } else if (fuse_block) {
               // The whole-block kernel is fp16 only: fp32 and tf32 keep the unfused steps and say so.
               std::string why_not;
               if (half_) last = plan_fused_block(i, step, &why_not);
@@ -612,6 +622,78 @@ class Planner {
                    (dw.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 3)) +
                    (project.bias.empty() ? "" : " +bias") + (residual ? " +residual" : "");
     return last;
+  }
+
+  // Fusion block at the network input: the stem (conv 3x3 stride 2 over the NCHW input) + clip + depthwise 3x3
+  // stride 1 + clip + projection 1x1, each the only reader of the one before, as one fused_stem step; returns the
+  // projection, or -1 with the reason in *why_not (empty where the layers are no such pattern).
+  int plan_fused_stem(int i, CudaStep& step, std::string* why_not) {
+    auto only_reader = [&](int j, int of) {
+      return at(j).inputs == std::vector<int>{of} && readers_[static_cast<size_t>(of)] == 1;
+    };
+    if (i + 4 >= n()) return -1;
+    const Layer& stem = at(i);
+    const ConvParams& sc = stem.conv;
+    if (stem.kind != LayerKind::Conv2d || stem.inputs.at(0) != kNetworkInput || sc.in_channels != 3 || sc.groups != 1 ||
+        sc.kernel_h != 3 || sc.kernel_w != 3 || sc.dilation_h != 1 || sc.dilation_w != 1 || sc.stride_h != sc.stride_w)
+      return -1;
+    if (!is_clip(at(i + 1)) || !only_reader(i + 1, i)) return -1;
+    const Layer& dw = at(i + 2);
+    const ConvParams& dc = dw.conv;
+    if (dw.kind != LayerKind::Conv2d || !only_reader(i + 2, i + 1) || !dc.depthwise() || dc.kernel_h != 3 ||
+        dc.kernel_w != 3 || dc.dilation_h != 1 || dc.dilation_w != 1 || dc.in_channels != sc.out_channels ||
+        dc.stride_h != 1 || dc.stride_w != 1)
+      return -1;
+    if (!is_clip(at(i + 3)) || !only_reader(i + 3, i + 2)) return -1;
+    const Layer& project = at(i + 4);
+    const ConvParams& pc = project.conv;
+    if (project.kind != LayerKind::Conv2d || !only_reader(i + 4, i + 3) || !pc.pointwise() || pc.stride_h != 1 ||
+        pc.stride_w != 1 || pc.pad_top != 0 || pc.pad_left != 0 || pc.pad_bottom != 0 || pc.pad_right != 0 ||
+        pc.in_channels != dc.out_channels)
+      return -1;
+    if (plan_.config.precision == Precision::tf32) {
+      *why_not = "the fused stem is float32 FFMA: not fused in tf32 (its GEMMs run on tensor cores)";
+      return -1;
+    }
+    const Shape& xs = shape_of(kNetworkInput);
+    const Shape& ss = out_shape(i);
+    const Shape& ys = out_shape(i + 4);
+    k::FusedStemShape s;
+    s.batch = checked_int(xs.n, "batch");
+    s.in_h = checked_int(xs.h, "input height");
+    s.in_w = checked_int(xs.w, "input width");
+    s.stem_channels = sc.out_channels;
+    s.out_channels = pc.out_channels;
+    s.stem_h = checked_int(ss.h, "stem height");
+    s.stem_w = checked_int(ss.w, "stem width");
+    s.stem_stride = sc.stride_h;
+    s.stem_pad_top = sc.pad_top;
+    s.stem_pad_left = sc.pad_left;
+    s.out_h = checked_int(ys.h, "output height");
+    s.out_w = checked_int(ys.w, "output width");
+    s.dw_pad_top = dc.pad_top;
+    s.dw_pad_left = dc.pad_left;
+    s.dtype = half_ ? k::DType::f16 : k::DType::f32;
+    const k::FusedStemVariant v = k::choose_fused_stem_variant(s, caps_, why_not);
+    if (!why_not->empty()) {
+      *why_not = "stem not fused: " + *why_not;
+      return -1;
+    }
+    step.kernel = CudaKernel::fused_stem;
+    step.clip_layer = i + 1;
+    step.dw_clip_layer = i + 3;
+    step.launch.tile = std::to_string(v.tile_h) + "x" + std::to_string(k::kFusedStemTileW);
+    step.launch.tile_h = v.tile_h;
+    step.launch.tile_w = k::kFusedStemTileW;
+    set_output(step, i + 4, true, half_);
+    char recompute[112];
+    std::snprintf(recompute, sizeof recompute,
+                  " (stem and depthwise maps in shared memory only; stem x%.2f for tile halos; fp32 FFMA)",
+                  k::fused_stem_recompute_factor(s, v));
+    step.variant = k::to_string(v) + recompute + (stem.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 1)) +
+                   (dw.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 3)) +
+                   (project.bias.empty() ? "" : " +bias");
+    return i + 4;
   }
 
   // Convolution i and the layers fused into it; returns the last covered layer.

@@ -48,6 +48,8 @@ enum class CudaKernel {
   expand_depthwise,  // expansion 1x1 + depthwise 3x3 in one kernel (fusion expand_dw, fp32)
   fused_block,       // a whole inverted-residual block in one kernel: expansion 1x1, depthwise 3x3, projection 1x1
                      // (+ residual) (fusion block, fp16)
+  fused_stem,        // the stem conv 3x3 + the first block (depthwise 3x3, projection 1x1) in one kernel, float32
+                     // FFMA (fusion block, fp16 and fp32)
   im2col_gemm,       // the baseline's convolution: im2col (unless 1x1) + the FFMA GEMM, NCHW
   clip,              // a separate clip pass (ReLU6, ReLU)
   add,               // a separate residual add
@@ -68,7 +70,7 @@ struct CudaLaunchChoice {
   int stride = 0;                 // depthwise: the compile-time stride (1, 2; 0 any)
   int co = 1;                     // direct: output channels per thread
   bool taps27 = false;            // direct: the unrolled 3x3x3 stem
-  int tile_h = 0, tile_w = 0;     // expand_depthwise, fused_block: output pixels per block
+  int tile_h = 0, tile_w = 0;     // expand_depthwise, fused_block, fused_stem: output pixels per block
   int items = 0;                  // fused_block: projection items (16 pixels x 32 channels) per warp
   int images_per_launch = 0;      // im2col_gemm: images unfolded per launch (0: the whole batch)
 };

@@ -1,0 +1,41 @@
+// The stem and the first inverted-residual block of MobileNetV2 in one kernel (tiles.h: FusedStem*): conv 3x3
+// stride 2 over the 3-channel NCHW float32 network input + bias + clip, depthwise 3x3 stride 1 + bias + clip,
+// projection 1x1 + bias, NHWC output in half or float32. Float32 FFMA throughout; the stem's and the depthwise's
+// maps stay in shared memory, stored in the output's type as the unfused plan stores them between its kernels
+// (so the fused and the unfused plan round at the same places). Runs on every architecture the project builds.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/common.cuh"
+
+namespace mnv2::kernels {
+
+// The weights as the kernel takes them (fused_stem_pack), float32: the stem tap-major [kh][kw][ci][stem], the
+// depthwise tap-major [kh][kw][stem], the projection [out][stem] (rounded to half for a half output, as the
+// unfused plan's tensor-core GEMM takes it), biases zero where the model has none.
+struct FusedStemWeights {
+  std::vector<float> stem, stem_bias, dw, dw_bias, project, project_bias;
+};
+// From the model's layouts: stem [stem][3][3][3] (ONNX OIHW), dw [stem][1][3][3], project [out][stem][1][1].
+FusedStemWeights fused_stem_pack(const FusedStemShape& s, const std::vector<float>& stem,
+                                 const std::vector<float>& stem_bias, const std::vector<float>& dw,
+                                 const std::vector<float>& dw_bias, const std::vector<float>& project,
+                                 const std::vector<float>& project_bias);
+
+struct FusedStemParams {
+  FusedStemShape shape;
+  const float* input = nullptr;  // float32 NCHW [batch, 3, in_h, in_w]
+  FusedStemWeights weights;      // copied into the launch's parameters (the constant bank)
+  Clip stem_clip, dw_clip;
+  void* output = nullptr;  // NHWC [batch, out_h, out_w, out_channels] of shape.dtype, 16-byte aligned
+};
+
+// Throws Error for what cannot run (fused_stem_refusal, a tile other than 8 or 16 rows, weights of the wrong
+// sizes, null or misaligned operands).
+void launch_fused_stem(const FusedStemParams& p, const FusedStemVariant& v, cudaStream_t stream);
+
+}  // namespace mnv2::kernels
