@@ -58,7 +58,8 @@ struct Smem {
   static constexpr int kStemPixels = kRows * kCols;
   static constexpr int kWinRows = (kRows - 1) * kStride + 3, kWinCols = (kCols - 1) * kStride + 3;
   static constexpr int kEvenCols = (kWinCols + 1) / 2;
-  static constexpr int kWindow = 3 * kWinRows * kPitch;              // floats
+  // floats, rounded up to 16 bytes: the maps after it are read and written 16 bytes at a time
+  static constexpr int kWindow = (3 * kWinRows * kPitch + 3) / 4 * 4;
   static constexpr int kLd = C1 + 16 / static_cast<int>(sizeof(T));  // a pixel's pitch: 16 bytes more
   static constexpr int kTile = TH * kTileW;
   static constexpr int kBytes = kWindow * 4 + (kStemPixels + kTile) * kLd * static_cast<int>(sizeof(T));
@@ -258,7 +259,8 @@ void launch_type(const FusedStemParams& p, const FusedStemVariant& v, cudaStream
 }  // namespace
 
 // tiles.h's arithmetic is the kernel's own.
-static_assert(Smem<__half, 32, 16>::kBytes == 3 * 37 * kPitch * 4 + (18 * 18 + 256) * 40 * 2);
+static_assert(Smem<__half, 32, 16>::kBytes == (3 * 37 * kPitch + 3) / 4 * 16 + (18 * 18 + 256) * 40 * 2);
+static_assert(Smem<float, 48, 8>::kWindow % 4 == 0 && Smem<__half, 16, 8>::kWindow % 4 == 0);
 
 FusedStemWeights fused_stem_pack(const FusedStemShape& s, const std::vector<float>& stem,
                                  const std::vector<float>& stem_bias, const std::vector<float>& dw,

@@ -537,7 +537,7 @@ std::string to_string(const FusedBlockVariant& v) {
 int fused_stem_smem_bytes(const FusedStemShape& s, int tile_h) {
   const int st = std::max(1, s.stem_stride);
   const int rows = tile_h + 2, cols = kFusedStemTileW + 2;  // the stem's map the tile's depthwise reads
-  const int window = 3 * ((rows - 1) * st + 3) * fused_stem_window_pitch(st);
+  const int window = (3 * ((rows - 1) * st + 3) * fused_stem_window_pitch(st) + 3) / 4 * 4;  // 16-byte multiple
   const int e = dtype_bytes(s.dtype), ld = s.stem_channels + 16 / e;  // pitch: 16 bytes more than a pixel
   const int tile = tile_h * kFusedStemTileW;
   return window * 4 + rows * cols * ld * e + tile * ld * e;

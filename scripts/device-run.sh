@@ -463,8 +463,10 @@ stem_sass() {
   local dump=/usr/local/cuda/bin/cuobjdump
   [[ -x $dump ]] || dump=$(command -v cuobjdump) || { echo "cuobjdump not installed: not run"; return 0; }
   "$dump" -sass lib/libmnv2_gpu.so | awk '/Function : .*fused_stem_kernel/ {name=$3; next} /Function :/ {name=""}
-    name != "" && /FFMA/ {all[name]++; if ($0 ~ /c\[0x0\]/) cb[name]++}
-    END {for (n in all) printf "%6d FFMA, %6d with a constant-bank operand: %s\n", all[n], cb[n], n}'
+    name != "" && /FFMA/ {all[name]++; if ($0 ~ /c\[0x0\]/) cb[name]++; if ($0 ~ /UR[0-9]/) ur[name]++}
+    name != "" && /LDC|ULDC/ {ldc[name]++} name != "" && /LDS/ {lds[name]++}
+    END {for (n in all) printf "%6d FFMA: %6d with a constant-bank operand, %6d a uniform register; %5d LDC/ULDC, %5d LDS: %s\n",
+      all[n], cb[n], ur[n], ldc[n], lds[n], n}'
 }
 TAIL=20 run stem_sass stem_sass
 fi
