@@ -1,16 +1,21 @@
 // The stem and the first block in one kernel (fused_stem.cuh). A block of kFusedStemThreads threads owns
 // TH x kFusedStemTileW output pixels of one image:
+//   0. the packed weights (fused_stem_pack, about 7 KB) into shared memory with 16-byte loads, before waiting for
+//      the previous kernel (PDL: they are constants);
 //   1. the input window the tile needs ((TH + 1) * 2 + 3 rows of each of the 3 channels, zero outside the
 //      image), float32, into shared memory, its columns stored even ones first (fused_stem_window_pitch);
-//   2. the stem over the (TH + 2) x (kFusedStemTileW + 2) pixels the depthwise reads, 8 channels per work item
-//      (27 inputs in registers, 216 FFMA), + bias, clip, rounded to the activation type T, into shared memory;
-//      zero where the pixel lies outside the stem's map (the depthwise's padding);
-//   3. the depthwise 3x3 over that, 8 channels per item, + bias, clip, T, into shared memory;
-//   4. the projection, 8 output channels per item (the stem's channels read 16 bytes at a time), + bias, into a
-//      staging tile that the block then stores with 16-byte accesses, the tile's rows contiguous in NHWC.
-// Every weight is a kernel parameter: with the channel group a compile-time index (each work item runs the
-// unrolled branch of its group; a warp's items share the group but at the seams of phase 2) the FFMA read them
-// as constant-bank operands, no load instruction.
+//   2. the stem over the (TH + 2) x (kFusedStemTileW + 2) pixels the depthwise reads: a work item is 8 channels of
+//      two pixels (2 x 27 inputs in registers; each tap's 8 weights, two broadcast 16-byte shared loads, feed 16
+//      FFMA), + bias, clip, rounded to the activation type T, into shared memory; zero where the pixel lies
+//      outside the stem's map (the depthwise's padding);
+//   3. the depthwise 3x3 over that, 8 channels of one pixel per item, + bias, clip, T, into shared memory;
+//   4. the projection, 8 output channels of two pixels per item (each input channel's 8 weights feed 16 FFMA),
+//      + bias, into a staging tile that the block then stores with 16-byte accesses, the tile's rows contiguous
+//      in NHWC.
+// v1 took every weight as a kernel parameter (constant bank): ptxas gave each FFMA a uniform-register operand
+// loaded by ULDC (one per two FFMA), and ncu on the H200 measured 40% of the warps' stall cycles waiting for
+// immediate-constant cache misses (7 KB of weights, read by warps in different phases), 1.31 ms at batch 256
+// (docs/PERFORMANCE.md run 10).
 #include <algorithm>
 #include <iterator>
 #include <type_traits>
@@ -26,16 +31,6 @@ constexpr int kTileW = kFusedStemTileW;
 constexpr int kStride = 2;  // the stem's (fused_stem_refusal)
 constexpr int kPitch = fused_stem_window_pitch(kStride);
 
-template <int C1, int C2>
-struct Weights {
-  float stem[27][C1];  // [(kh * 3 + kw) * 3 + ci][channel]
-  float stem_bias[C1];
-  float dw[9][C1];
-  float dw_bias[C1];
-  float project[C2][C1];
-  float project_bias[C2];
-};
-
 struct Geometry {
   int in_h, in_w, stem_h, stem_w, out_h, out_w;
   int stem_pad_top, stem_pad_left, dw_pad_top, dw_pad_left;
@@ -43,45 +38,49 @@ struct Geometry {
   Clip stem_clip, dw_clip;
 };
 
-template <int C1, int C2>
-struct Args {
-  Geometry g;
-  const float* input;
-  void* output;
-  Weights<C1, C2> w;
-};
-
-// The layout of one block's shared memory (elements), as fused_stem_smem_bytes counts it.
-template <class T, int C1, int TH>
+// The layout of one block's shared memory (elements), as fused_stem_smem_bytes counts it: the weights
+// (FusedStemLayout), the input window (float32, rounded up to 16 bytes: the maps after it take 16-byte accesses),
+// the stem's map and the depthwise's (T, a pixel's pitch 16 bytes more than its channels).
+template <class T, int C1, int C2, int TH>
 struct Smem {
+  using W = FusedStemLayout<C1, C2>;
   static constexpr int kRows = TH + 2, kCols = kTileW + 2;  // the stem's map the depthwise reads
   static constexpr int kStemPixels = kRows * kCols;
   static constexpr int kWinRows = (kRows - 1) * kStride + 3, kWinCols = (kCols - 1) * kStride + 3;
   static constexpr int kEvenCols = (kWinCols + 1) / 2;
-  // floats, rounded up to 16 bytes: the maps after it are read and written 16 bytes at a time
-  static constexpr int kWindow = (3 * kWinRows * kPitch + 3) / 4 * 4;
-  static constexpr int kLd = C1 + 16 / static_cast<int>(sizeof(T));  // a pixel's pitch: 16 bytes more
+  static constexpr int kWindow = (3 * kWinRows * kPitch + 3) / 4 * 4;  // floats
+  static constexpr int kLd = C1 + 16 / static_cast<int>(sizeof(T));
   static constexpr int kTile = TH * kTileW;
-  static constexpr int kBytes = kWindow * 4 + (kStemPixels + kTile) * kLd * static_cast<int>(sizeof(T));
+  static constexpr int kBytes = (W::kTotal + kWindow) * 4 + (kStemPixels + kTile) * kLd * static_cast<int>(sizeof(T));
   static_assert(kPitch >= kWinCols, "the window's rows fit their pitch");
+  static_assert(kStemPixels % 2 == 0 && kTile % 64 == 0, "pixel pairs, and whole warps per channel group");
 };
 
 // Column j of the window at its place in a row: even columns first.
 __device__ __forceinline__ int window_col(int j, int even_cols) { return (j & 1) ? even_cols + (j >> 1) : (j >> 1); }
 
+// 8 consecutive float32 from shared memory (two 16-byte loads; every lane of a warp reads the same ones).
+__device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
+  const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+
 template <class T, int C1, int C2, int TH>
-__global__ void __launch_bounds__(kThreads, 2) fused_stem_kernel(const Args<C1, C2> a) {
-  using L = Smem<T, C1, TH>;
+__global__ void __launch_bounds__(kThreads, 2)
+    fused_stem_kernel(const Geometry g, const float* __restrict__ input, const float* __restrict__ weights,
+                      void* __restrict__ output) {
+  using L = Smem<T, C1, C2, TH>;
+  using W = typename L::W;
   constexpr int G1 = C1 / 8, G2 = C2 / 8;
   static_assert(C1 % 8 == 0 && C2 % 8 == 0, "channels come in groups of 8");
   extern __shared__ __align__(16) unsigned char smem[];
-  float* win = reinterpret_cast<float*>(smem);
-  T* stem = reinterpret_cast<T*>(smem + L::kWindow * 4);
+  float* w = reinterpret_cast<float*>(smem);
+  float* win = w + W::kTotal;
+  T* stem = reinterpret_cast<T*>(win + L::kWindow);
   T* dwo = stem + L::kStemPixels * L::kLd;
   T* stage = stem;  // the projection's tile, once the depthwise has read the stem's map
   constexpr int kLdOut = C2 + 16 / static_cast<int>(sizeof(T));
 
-  const Geometry& g = a.g;
   const int tid = threadIdx.x;
   const int n = blockIdx.y;
   const int ty0 = static_cast<int>(blockIdx.x) / g.tiles_w * TH;
@@ -89,9 +88,13 @@ __global__ void __launch_bounds__(kThreads, 2) fused_stem_kernel(const Args<C1, 
   const int sy0 = ty0 - g.dw_pad_top, sx0 = tx0 - g.dw_pad_left;  // the stem's map at the tile's corner
   const int iy0 = sy0 * kStride - g.stem_pad_top, ix0 = sx0 * kStride - g.stem_pad_left;
 
+  // 0. The weights: constants, so before the wait for the previous kernel.
+  for (int e = tid; e < W::kTotal / 4; e += kThreads)
+    reinterpret_cast<float4*>(w)[e] = __ldg(reinterpret_cast<const float4*>(weights) + e);
   pdl_enter();  // the input may come from the previous kernel (the uint8 conversion)
+
   // 1. The input window.
-  const float* in = a.input + static_cast<int64_t>(n) * 3 * g.in_h * g.in_w;
+  const float* in = input + static_cast<int64_t>(n) * 3 * g.in_h * g.in_w;
   constexpr int kWinElems = 3 * L::kWinRows * L::kWinCols;
   for (int e = tid; e < kWinElems; e += kThreads) {
     const int ci = e / (L::kWinRows * L::kWinCols);
@@ -103,40 +106,51 @@ __global__ void __launch_bounds__(kThreads, 2) fused_stem_kernel(const Args<C1, 
   }
   __syncthreads();
 
-  // 2. The stem over the depthwise's window, 8 channels per item.
-  for (int item = tid; item < G1 * L::kStemPixels; item += kThreads) {
-    const int grp = item / L::kStemPixels, px = item - grp * L::kStemPixels;
-    const int sy = px / L::kCols, sx = px - sy * L::kCols;
-    float acc[8];
-    const bool inside = sy0 + sy >= 0 && sy0 + sy < g.stem_h && sx0 + sx >= 0 && sx0 + sx < g.stem_w;
-    if (inside) {
-      float x[27];
+  // 2. The stem over the depthwise's window: 8 channels of pixels p and p + kPairs per item (consecutive lanes,
+  // consecutive pixels: the window reads hit consecutive banks).
+  constexpr int kPairs = L::kStemPixels / 2;
+  for (int item = tid; item < G1 * kPairs; item += kThreads) {
+    const int grp = item / kPairs, p0 = item - grp * kPairs;
+    float x[2][27];
+    bool inside[2];
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const int px = p0 + q * kPairs;
+      const int sy = px / L::kCols, sx = px - sy * L::kCols;
+      inside[q] = sy0 + sy >= 0 && sy0 + sy < g.stem_h && sx0 + sx >= 0 && sx0 + sx < g.stem_w;
 #pragma unroll
       for (int ci = 0; ci < 3; ++ci)
 #pragma unroll
         for (int ky = 0; ky < 3; ++ky) {
           const float* row = win + (ci * L::kWinRows + sy * kStride + ky) * kPitch;
-          x[(ky * 3 + 0) * 3 + ci] = row[sx];
-          x[(ky * 3 + 1) * 3 + ci] = row[L::kEvenCols + sx];
-          x[(ky * 3 + 2) * 3 + ci] = row[sx + 1];
+          x[q][(ky * 3 + 0) * 3 + ci] = row[sx];
+          x[q][(ky * 3 + 1) * 3 + ci] = row[L::kEvenCols + sx];
+          x[q][(ky * 3 + 2) * 3 + ci] = row[sx + 1];
         }
-#pragma unroll
-      for (int gg = 0; gg < G1; ++gg) {
-        if (gg != grp) continue;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[j] = a.w.stem_bias[gg * 8 + j];
-#pragma unroll
-        for (int t = 0; t < 27; ++t)
-#pragma unroll
-          for (int j = 0; j < 8; ++j) acc[j] = fmaf(x[t], a.w.stem[t][gg * 8 + j], acc[j]);
-      }
-#pragma unroll
-      for (int j = 0; j < 8; ++j) acc[j] = apply_clip(acc[j], g.stem_clip);
-    } else {
-#pragma unroll
-      for (int j = 0; j < 8; ++j) acc[j] = 0.0f;
     }
-    store_floats<T, 8>(stem + px * L::kLd + grp * 8, acc);
+    float acc[2][8];
+    {
+      float b[8];
+      load8(w + W::kStemBias + grp * 8, b);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[0][j] = acc[1][j] = b[j];
+    }
+#pragma unroll
+    for (int t = 0; t < 27; ++t) {
+      float wt[8];
+      load8(w + W::kStem + t * C1 + grp * 8, wt);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        acc[0][j] = fmaf(x[0][t], wt[j], acc[0][j]);
+        acc[1][j] = fmaf(x[1][t], wt[j], acc[1][j]);
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[q][j] = inside[q] ? apply_clip(acc[q][j], g.stem_clip) : 0.0f;
+      store_floats<T, 8>(stem + (p0 + q * kPairs) * L::kLd + grp * 8, acc[q]);
+    }
   }
   __syncthreads();
 
@@ -146,54 +160,59 @@ __global__ void __launch_bounds__(kThreads, 2) fused_stem_kernel(const Args<C1, 
     const int grp = item / L::kTile, px = item - grp * L::kTile;
     const int oy = px / kTileW, ox = px % kTileW;
     float acc[8];
+    load8(w + W::kDwBias + grp * 8, acc);
 #pragma unroll
-    for (int gg = 0; gg < G1; ++gg) {
-      if (gg != grp) continue;
+    for (int ky = 0; ky < 3; ++ky)
 #pragma unroll
-      for (int j = 0; j < 8; ++j) acc[j] = a.w.dw_bias[gg * 8 + j];
+      for (int kx = 0; kx < 3; ++kx) {
+        float s[8], wt[8];
+        load_floats<T, 8, true>(stem + ((oy + ky) * L::kCols + ox + kx) * L::kLd + grp * 8, s);
+        load8(w + W::kDw + (ky * 3 + kx) * C1 + grp * 8, wt);
 #pragma unroll
-      for (int ky = 0; ky < 3; ++ky)
-#pragma unroll
-        for (int kx = 0; kx < 3; ++kx) {
-          float s[8];
-          load_floats<T, 8, true>(stem + ((oy + ky) * L::kCols + ox + kx) * L::kLd + gg * 8, s);
-#pragma unroll
-          for (int j = 0; j < 8; ++j) acc[j] = fmaf(s[j], a.w.dw[ky * 3 + kx][gg * 8 + j], acc[j]);
-        }
-    }
+        for (int j = 0; j < 8; ++j) acc[j] = fmaf(s[j], wt[j], acc[j]);
+      }
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[j] = apply_clip(acc[j], g.dw_clip);
     store_floats<T, 8>(dwo + px * L::kLd + grp * 8, acc);
   }
   __syncthreads();
 
-  // 4. The projection, 8 output channels of one pixel per item, into the staging tile.
-  for (int item = tid; item < G2 * L::kTile; item += kThreads) {
-    const int grp = item / L::kTile, px = item - grp * L::kTile;
-    float acc[8];
+  // 4. The projection, 8 output channels of pixels p and p + kTile / 2 per item, into the staging tile.
+  constexpr int kHalf = L::kTile / 2;
+  for (int item = tid; item < G2 * kHalf; item += kThreads) {
+    const int grp = item / kHalf, p0 = item - grp * kHalf;
+    float acc[2][8];
+    {
+      float b[8];
+      load8(w + W::kProjectBias + grp * 8, b);
 #pragma unroll
-    for (int gg = 0; gg < G2; ++gg) {
-      if (gg != grp) continue;
+      for (int j = 0; j < 8; ++j) acc[0][j] = acc[1][j] = b[j];
+    }
 #pragma unroll
-      for (int j = 0; j < 8; ++j) acc[j] = a.w.project_bias[gg * 8 + j];
+    for (int c8 = 0; c8 < G1; ++c8) {
+      float d[2][8];
+      load_floats<T, 8, true>(dwo + p0 * L::kLd + c8 * 8, d[0]);
+      load_floats<T, 8, true>(dwo + (p0 + kHalf) * L::kLd + c8 * 8, d[1]);
 #pragma unroll
-      for (int c8 = 0; c8 < G1; ++c8) {
-        float d[8];
-        load_floats<T, 8, true>(dwo + px * L::kLd + c8 * 8, d);
+      for (int c = 0; c < 8; ++c) {
+        float wt[8];
+        load8(w + W::kProject + (c8 * 8 + c) * C2 + grp * 8, wt);
 #pragma unroll
-        for (int c = 0; c < 8; ++c)
-#pragma unroll
-          for (int j = 0; j < 8; ++j) acc[j] = fmaf(d[c], a.w.project[gg * 8 + j][c8 * 8 + c], acc[j]);
+        for (int j = 0; j < 8; ++j) {
+          acc[0][j] = fmaf(d[0][c], wt[j], acc[0][j]);
+          acc[1][j] = fmaf(d[1][c], wt[j], acc[1][j]);
+        }
       }
     }
-    store_floats<T, 8>(stage + px * kLdOut + grp * 8, acc);
+    store_floats<T, 8>(stage + p0 * kLdOut + grp * 8, acc[0]);
+    store_floats<T, 8>(stage + (p0 + kHalf) * kLdOut + grp * 8, acc[1]);
   }
   __syncthreads();
 
   // The tile's rows, 16 bytes per access.
   constexpr int kPer = 16 / static_cast<int>(sizeof(T));
   constexpr int kChunksPerPixel = C2 / kPer;
-  T* out = static_cast<T*>(a.output);
+  T* out = static_cast<T*>(output);
   for (int q = tid; q < L::kTile * kChunksPerPixel; q += kThreads) {
     const int px = q / kChunksPerPixel, part = q % kChunksPerPixel;
     const int oy = ty0 + px / kTileW, ox = tx0 + px % kTileW;
@@ -205,42 +224,34 @@ __global__ void __launch_bounds__(kThreads, 2) fused_stem_kernel(const Args<C1, 
 
 template <class T, int C1, int C2, int TH>
 void launch_one(const FusedStemParams& p, cudaStream_t stream) {
-  using L = Smem<T, C1, TH>;
+  using L = Smem<T, C1, C2, TH>;
   const FusedStemShape& s = p.shape;
-  Args<C1, C2> a{};
-  a.g.in_h = s.in_h;
-  a.g.in_w = s.in_w;
-  a.g.stem_h = s.stem_h;
-  a.g.stem_w = s.stem_w;
-  a.g.out_h = s.out_h;
-  a.g.out_w = s.out_w;
-  a.g.stem_pad_top = s.stem_pad_top;
-  a.g.stem_pad_left = s.stem_pad_left;
-  a.g.dw_pad_top = s.dw_pad_top;
-  a.g.dw_pad_left = s.dw_pad_left;
-  a.g.tiles_w = static_cast<int>(ceil_div(s.out_w, kTileW));
-  a.g.stem_clip = p.stem_clip;
-  a.g.dw_clip = p.dw_clip;
-  a.input = p.input;
-  a.output = p.output;
-  const FusedStemWeights& w = p.weights;
-  std::copy(w.stem.begin(), w.stem.end(), &a.w.stem[0][0]);
-  std::copy(w.stem_bias.begin(), w.stem_bias.end(), a.w.stem_bias);
-  std::copy(w.dw.begin(), w.dw.end(), &a.w.dw[0][0]);
-  std::copy(w.dw_bias.begin(), w.dw_bias.end(), a.w.dw_bias);
-  std::copy(w.project.begin(), w.project.end(), &a.w.project[0][0]);
-  std::copy(w.project_bias.begin(), w.project_bias.end(), a.w.project_bias);
+  Geometry g{};
+  g.in_h = s.in_h;
+  g.in_w = s.in_w;
+  g.stem_h = s.stem_h;
+  g.stem_w = s.stem_w;
+  g.out_h = s.out_h;
+  g.out_w = s.out_w;
+  g.stem_pad_top = s.stem_pad_top;
+  g.stem_pad_left = s.stem_pad_left;
+  g.dw_pad_top = s.dw_pad_top;
+  g.dw_pad_left = s.dw_pad_left;
+  g.tiles_w = static_cast<int>(ceil_div(s.out_w, kTileW));
+  g.stem_clip = p.stem_clip;
+  g.dw_clip = p.dw_clip;
   auto* kernel = fused_stem_kernel<T, C1, C2, TH>;
   static const cudaError_t opted =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kBytes));
   MNV2_KERNEL_CALL("fused_stem", opted);
-  const dim3 grid(static_cast<unsigned>(ceil_div(s.out_h, TH) * a.g.tiles_w), static_cast<unsigned>(s.batch));
-  kernel<<<grid, kThreads, L::kBytes, stream>>>(a);
+  const dim3 grid(static_cast<unsigned>(ceil_div(s.out_h, TH) * g.tiles_w), static_cast<unsigned>(s.batch));
+  kernel<<<grid, kThreads, L::kBytes, stream>>>(g, p.input, p.weights, p.output);
   MNV2_CHECK_LAUNCH("fused_stem");
 }
 
 template <class T, int C1, int C2>
 void launch_tile(const FusedStemParams& p, const FusedStemVariant& v, cudaStream_t stream) {
+  static_assert(FusedStemLayout<C1, C2>::kTotal == fused_stem_offsets(C1, C2).total);
   if (v.tile_h == 16) return launch_one<T, C1, C2, 16>(p, stream);
   return launch_one<T, C1, C2, 8>(p, stream);
 }
@@ -259,13 +270,14 @@ void launch_type(const FusedStemParams& p, const FusedStemVariant& v, cudaStream
 }  // namespace
 
 // tiles.h's arithmetic is the kernel's own.
-static_assert(Smem<__half, 32, 16>::kBytes == (3 * 37 * kPitch + 3) / 4 * 16 + (18 * 18 + 256) * 40 * 2);
-static_assert(Smem<float, 48, 8>::kWindow % 4 == 0 && Smem<__half, 16, 8>::kWindow % 4 == 0);
+static_assert(Smem<__half, 32, 16, 16>::kBytes ==
+              (fused_stem_offsets(32, 16).total + (3 * 37 * kPitch + 3) / 4 * 4) * 4 + (18 * 18 + 256) * 40 * 2);
+static_assert(Smem<float, 48, 24, 8>::kWindow % 4 == 0 && Smem<__half, 16, 8, 8>::kWindow % 4 == 0);
 
-FusedStemWeights fused_stem_pack(const FusedStemShape& s, const std::vector<float>& stem,
-                                 const std::vector<float>& stem_bias, const std::vector<float>& dw,
-                                 const std::vector<float>& dw_bias, const std::vector<float>& project,
-                                 const std::vector<float>& project_bias) {
+std::vector<float> fused_stem_pack(const FusedStemShape& s, const std::vector<float>& stem,
+                                   const std::vector<float>& stem_bias, const std::vector<float>& dw,
+                                   const std::vector<float>& dw_bias, const std::vector<float>& project,
+                                   const std::vector<float>& project_bias) {
   const size_t c1 = static_cast<size_t>(std::max(0, s.stem_channels));
   const size_t c2 = static_cast<size_t>(std::max(0, s.out_channels));
   if (stem.size() != c1 * 27 || dw.size() != c1 * 9 || project.size() != c2 * c1 ||
@@ -273,22 +285,24 @@ FusedStemWeights fused_stem_pack(const FusedStemShape& s, const std::vector<floa
       (!project_bias.empty() && project_bias.size() != c2))
     throw Error("fused_stem: weight sizes do not match " + std::to_string(c1) + "->" + std::to_string(c2) +
                 " channels");
-  FusedStemWeights w;
-  w.stem.resize(27 * c1);
-  for (size_t o = 0; o < c1; ++o)
+  const FusedStemOffsets o = fused_stem_offsets(s.stem_channels, s.out_channels);
+  std::vector<float> w(static_cast<size_t>(o.total), 0.0f);
+  for (size_t oc = 0; oc < c1; ++oc)
     for (size_t ci = 0; ci < 3; ++ci)
-      for (size_t t = 0; t < 9; ++t) w.stem[(t * 3 + ci) * c1 + o] = stem[(o * 3 + ci) * 9 + t];
-  w.dw.resize(9 * c1);
-  for (size_t o = 0; o < c1; ++o)
-    for (size_t t = 0; t < 9; ++t) w.dw[t * c1 + o] = dw[o * 9 + t];
-  w.project = project;
+      for (size_t t = 0; t < 9; ++t) w[o.stem + (t * 3 + ci) * c1 + oc] = stem[(oc * 3 + ci) * 9 + t];
+  for (size_t oc = 0; oc < c1; ++oc)
+    for (size_t t = 0; t < 9; ++t) w[o.dw + t * c1 + oc] = dw[oc * 9 + t];
+  // The projection transposed to [input channel][output channel]; rounded to half for a half output.
+  std::vector<float> pw = project;
   if (s.dtype == DType::f16) {
     const std::vector<uint16_t> bits = to_half_bits(project);
-    for (size_t i = 0; i < bits.size(); ++i) w.project[i] = half_bits_to_float(bits[i]);
+    for (size_t i = 0; i < bits.size(); ++i) pw[i] = half_bits_to_float(bits[i]);
   }
-  w.stem_bias = stem_bias.empty() ? std::vector<float>(c1, 0.0f) : stem_bias;
-  w.dw_bias = dw_bias.empty() ? std::vector<float>(c1, 0.0f) : dw_bias;
-  w.project_bias = project_bias.empty() ? std::vector<float>(c2, 0.0f) : project_bias;
+  for (size_t oc = 0; oc < c2; ++oc)
+    for (size_t c = 0; c < c1; ++c) w[o.project + c * c2 + oc] = pw[oc * c1 + c];
+  std::copy(stem_bias.begin(), stem_bias.end(), w.begin() + o.stem_bias);
+  std::copy(dw_bias.begin(), dw_bias.end(), w.begin() + o.dw_bias);
+  std::copy(project_bias.begin(), project_bias.end(), w.begin() + o.project_bias);
   return w;
 }
 
@@ -297,13 +311,10 @@ void launch_fused_stem(const FusedStemParams& p, const FusedStemVariant& v, cuda
   if (const std::string why = fused_stem_refusal(s); !why.empty()) throw Error("fused_stem: " + why);
   if (v.tile_h != 8 && v.tile_h != 16)
     throw Error("fused_stem: tile of " + std::to_string(v.tile_h) + " rows (8 or 16 only)");
-  const size_t c1 = static_cast<size_t>(s.stem_channels), c2 = static_cast<size_t>(s.out_channels);
-  const FusedStemWeights& w = p.weights;
-  if (w.stem.size() != 27 * c1 || w.stem_bias.size() != c1 || w.dw.size() != 9 * c1 || w.dw_bias.size() != c1 ||
-      w.project.size() != c2 * c1 || w.project_bias.size() != c2)
-    throw Error("fused_stem: the packed weights do not match the shape (fused_stem_pack)");
-  if (p.input == nullptr || p.output == nullptr) throw Error("fused_stem: null operand");
-  if (!aligned16(p.output)) throw Error("fused_stem: the output must be 16-byte aligned");
+  if (p.input == nullptr || p.weights == nullptr || p.output == nullptr) throw Error("fused_stem: null operand");
+  if (!aligned16(p.output) || !aligned16(p.weights))
+    throw Error("fused_stem: the output and the weights must be 16-byte aligned");
+  if (p.output == p.input) throw Error("fused_stem: the output must not alias the input");
   if (s.dtype == DType::f16) return launch_type<__half>(p, v, stream);
   return launch_type<float>(p, v, stream);
 }

@@ -14,28 +14,25 @@
 
 namespace mnv2::kernels {
 
-// The weights as the kernel takes them (fused_stem_pack), float32: the stem tap-major [kh][kw][ci][stem], the
-// depthwise tap-major [kh][kw][stem], the projection [out][stem] (rounded to half for a half output, as the
-// unfused plan's tensor-core GEMM takes it), biases zero where the model has none.
-struct FusedStemWeights {
-  std::vector<float> stem, stem_bias, dw, dw_bias, project, project_bias;
-};
-// From the model's layouts: stem [stem][3][3][3] (ONNX OIHW), dw [stem][1][3][3], project [out][stem][1][1].
-FusedStemWeights fused_stem_pack(const FusedStemShape& s, const std::vector<float>& stem,
-                                 const std::vector<float>& stem_bias, const std::vector<float>& dw,
-                                 const std::vector<float>& dw_bias, const std::vector<float>& project,
-                                 const std::vector<float>& project_bias);
+// The weights as the kernel reads them, float32 in tiles.h's FusedStemOffsets layout (fused_stem_offsets(stem,
+// out).total floats), from the model's layouts: stem [stem][3][3][3] (ONNX OIHW), dw [stem][1][3][3], project
+// [out][stem][1][1], empty biases zeros. The projection is rounded to half for a half output, as the unfused plan's
+// tensor-core GEMM takes it. Throws Error where the sizes do not match the shape.
+std::vector<float> fused_stem_pack(const FusedStemShape& s, const std::vector<float>& stem,
+                                   const std::vector<float>& stem_bias, const std::vector<float>& dw,
+                                   const std::vector<float>& dw_bias, const std::vector<float>& project,
+                                   const std::vector<float>& project_bias);
 
 struct FusedStemParams {
   FusedStemShape shape;
-  const float* input = nullptr;  // float32 NCHW [batch, 3, in_h, in_w]
-  FusedStemWeights weights;      // copied into the launch's parameters (the constant bank)
+  const float* input = nullptr;    // float32 NCHW [batch, 3, in_h, in_w]
+  const float* weights = nullptr;  // fused_stem_pack's on the device, 16-byte aligned
   Clip stem_clip, dw_clip;
   void* output = nullptr;  // NHWC [batch, out_h, out_w, out_channels] of shape.dtype, 16-byte aligned
 };
 
-// Throws Error for what cannot run (fused_stem_refusal, a tile other than 8 or 16 rows, weights of the wrong
-// sizes, null or misaligned operands).
+// Throws Error for what cannot run (fused_stem_refusal, a tile other than 8 or 16 rows, null or misaligned
+// operands, an output aliasing the input).
 void launch_fused_stem(const FusedStemParams& p, const FusedStemVariant& v, cudaStream_t stream);
 
 }  // namespace mnv2::kernels

@@ -540,7 +540,8 @@ int fused_stem_smem_bytes(const FusedStemShape& s, int tile_h) {
   const int window = (3 * ((rows - 1) * st + 3) * fused_stem_window_pitch(st) + 3) / 4 * 4;  // 16-byte multiple
   const int e = dtype_bytes(s.dtype), ld = s.stem_channels + 16 / e;  // pitch: 16 bytes more than a pixel
   const int tile = tile_h * kFusedStemTileW;
-  return window * 4 + rows * cols * ld * e + tile * ld * e;
+  return (fused_stem_offsets(s.stem_channels, s.out_channels).total + window) * 4 + rows * cols * ld * e +
+         tile * ld * e;
 }
 
 std::string fused_stem_refusal(const FusedStemShape& s) {

@@ -149,12 +149,12 @@ void run_case(const StemCase& c, k::DType dtype) {
   shape.dw_pad_left = c.dw_pad;
   shape.dtype = dtype;
   ASSERT_EQ(k::fused_stem_refusal(shape), "");
-  DeviceArray dx(x);
+  DeviceArray dx(x), dw(k::fused_stem_pack(shape, ws, bs, wd, bd, wp, bp));
   TypedArray dy(dtype, out_px * C2);
   k::FusedStemParams p;
   p.shape = shape;
   p.input = dx.get();
-  p.weights = k::fused_stem_pack(shape, ws, bs, wd, bd, wp, bp);
+  p.weights = dw.get();
   p.stem_clip = k::Clip{c.clip, 0.0f, 6.0f};
   p.dw_clip = k::Clip{c.clip, 0.0f, 6.0f};
   p.output = dy.get();
@@ -202,7 +202,9 @@ TEST(KernelFusedStem, RefusesWhatItCannotRun) {
   p.input = in.get();
   p.output = out.get();
   const std::vector<float> ws(32 * 27, 0.1f), wd(32 * 9, 0.1f), wp(16 * 32, 0.1f);
-  p.weights = k::fused_stem_pack(s, ws, {}, wd, {}, wp, {});
+  DeviceArray weights(k::fused_stem_pack(s, ws, {}, wd, {}, wp, {}));
+  EXPECT_EQ(weights.size(), static_cast<size_t>(k::fused_stem_offsets(32, 16).total));
+  p.weights = weights.get();
   const k::FusedStemVariant ok{8};
   EXPECT_NO_THROW(k::launch_fused_stem(p, ok, nullptr));
   MNV2_CHECK_CUDA(cudaDeviceSynchronize());
@@ -215,7 +217,10 @@ TEST(KernelFusedStem, RefusesWhatItCannotRun) {
   EXPECT_THROW(k::launch_fused_stem(bad, ok, nullptr), Error);
   EXPECT_THROW(k::launch_fused_stem(p, k::FusedStemVariant{12}, nullptr), Error);  // not built
   bad = p;
-  bad.weights.dw.pop_back();
+  bad.weights = p.weights + 1;  // not 16-byte aligned
+  EXPECT_THROW(k::launch_fused_stem(bad, ok, nullptr), Error);
+  bad = p;
+  bad.output = const_cast<float*>(p.input);  // the input itself
   EXPECT_THROW(k::launch_fused_stem(bad, ok, nullptr), Error);
   EXPECT_THROW(k::fused_stem_pack(s, ws, {}, wd, {}, std::vector<float>(15 * 32), {}), Error);
   bad = p;

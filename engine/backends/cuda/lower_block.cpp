@@ -53,8 +53,8 @@ void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& 
   launches.push_back([p, v](cudaStream_t st) { k::launch_fused_block(p, v, st); });
 }
 
-// The stem and the first block (fusion block at the network input): the weights go into the launch's parameters
-// (kernels/fused_stem.cuh), nothing is uploaded.
+// The stem and the first block (fusion block at the network input): the three convolutions' weights packed into one
+// float32 buffer (kernels/fused_stem.cuh), which each block stages in shared memory.
 void lower_fused_stem(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches) {
   if (step.layers.size() != 5) throw Error("cuda: step '" + step.name + "' is no stem + first block");
   const int i = step.layers.front();
@@ -82,12 +82,13 @@ void lower_fused_stem(Lowering& lw, const CudaStep& step, std::vector<Launch>& l
   s.dw_pad_left = dw.conv.pad_left;
   s.dtype = lw.act;
   p.input = static_cast<const float*>(lw.input.data);
-  p.weights = k::fused_stem_pack(s, stem.weight, stem.bias, dw.weight, dw.bias, project.weight, project.bias);
+  p.weights =
+      lw.upload(k::fused_stem_pack(s, stem.weight, stem.bias, dw.weight, dw.bias, project.weight, project.bias));
   p.stem_clip = clip_of(lw.layer(step.clip_layer));
   p.dw_clip = clip_of(lw.layer(step.dw_clip_layer));
   p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
   const k::FusedStemVariant v{step.launch.tile_h};
-  launches.push_back([p = std::move(p), v](cudaStream_t st) { k::launch_fused_stem(p, v, st); });
+  launches.push_back([p, v](cudaStream_t st) { k::launch_fused_stem(p, v, st); });
 }
 
 }  // namespace mnv2::cuda_backend
