@@ -22,6 +22,7 @@
 
 #include "kernels/fused_block.cuh"
 #include "kernels/layout.cuh"  // to_half_bits
+#include "kernels/mma.cuh"
 
 namespace mnv2::kernels {
 namespace {
@@ -39,42 +40,6 @@ struct Geometry {
   int tile_h = 0, tile_w = 0, tiles_w = 0, tiles = 0, chunks = 0;
 };
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define MNV2_FUSED_BLOCK_HAS_MMA 1
-#endif
-
-#ifdef MNV2_FUSED_BLOCK_HAS_MMA
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-// 16 bytes global -> shared without registers; inside false: zero-filled, nothing read.
-__device__ __forceinline__ void cp16(void* dst, const void* src, bool inside) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(inside ? 16 : 0));
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
-
-// Four 8x8 half matrices; lane l gives the address of row l % 8 of matrix l / 8.
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-// c (16x8, float32) += a (16x16 half, row-major) * b (16x8 half).
-__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-#endif
-
 // A Clip as half2 bounds for __hmax2_nan / __hmin2_nan (NaN passes, as apply_clip): rounding is monotonic, so
 // clipping the rounded value to the rounded bounds gives the rounded clipped value. Disabled: infinite bounds.
 struct ClipH2 {
@@ -90,7 +55,7 @@ __device__ __forceinline__ __half2 clip2(__half2 v, const ClipH2& c) { return __
 template <int kItems, int kStride>
 __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
     fused_block_kernel(const FusedBlockParams p, const Geometry g) {
-#ifdef MNV2_FUSED_BLOCK_HAS_MMA
+#ifdef MNV2_HAS_MMA
   extern __shared__ __align__(128) unsigned char smem[];
   const FusedBlockShape& s = p.shape;
   const FusedBlockLayout& l = g.l;

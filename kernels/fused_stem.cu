@@ -4,24 +4,24 @@
 //      the previous kernel (PDL: they are constants);
 //   1. the input window the tile needs ((TH + 1) * 2 + 3 rows of each of the 3 channels, zero outside the
 //      image), float32, into shared memory, its columns stored even ones first (fused_stem_window_pitch);
-//   2. the stem over the (TH + 2) x (kFusedStemTileW + 2) pixels the depthwise reads: a work item is 8 channels of
-//      two pixels (2 x 27 inputs in registers; each tap's 8 weights, two broadcast 16-byte shared loads, feed 16
-//      FFMA), + bias, clip, rounded to the activation type T, into shared memory; zero where the pixel lies
-//      outside the stem's map (the depthwise's padding);
-//   3. the depthwise 3x3 over that, 8 channels of one pixel per item, + bias, clip, T, into shared memory;
-//   4. the projection, 8 output channels of two pixels per item (each input channel's 8 weights feed 16 FFMA),
-//      + bias, into a staging tile that the block then stores with 16-byte accesses, the tile's rows contiguous
-//      in NHWC.
+//   2. the stem over the (TH + 2) x (kFusedStemTileW + 2) pixels the depthwise reads (stem_mma on tensor cores for
+//      a half output with compute_80 code, else stem_ffma), + bias, clip, rounded to the activation type T, into
+//      shared memory; zero where the pixel lies outside the stem's map (the depthwise's padding);
+//   3. the depthwise 3x3 over that, 8 channels of one pixel per item, FFMA, + bias, clip, T, into shared memory;
+//   4. the projection (project_mma or project_ffma), + bias, into a staging tile that the block then stores with
+//      16-byte accesses, the tile's rows contiguous in NHWC.
 // v1 took every weight as a kernel parameter (constant bank): ptxas gave each FFMA a uniform-register operand
 // loaded by ULDC (one per two FFMA), and ncu on the H200 measured 40% of the warps' stall cycles waiting for
 // immediate-constant cache misses (7 KB of weights, read by warps in different phases), 1.31 ms at batch 256
-// (docs/PERFORMANCE.md run 10).
+// (docs/PERFORMANCE.md run 10). v2 staged them in shared memory (0.61 ms, ncu: 4.7k instructions per thread);
+// v3 moves the stem and the projection of the half kernel to tensor cores.
 #include <algorithm>
 #include <iterator>
 #include <type_traits>
 
 #include "kernels/fused_stem.cuh"
 #include "kernels/layout.cuh"  // to_half_bits
+#include "kernels/mma.cuh"
 
 namespace mnv2::kernels {
 namespace {
@@ -65,49 +65,15 @@ __device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
   v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
 }
 
+// The stem, FFMA: 8 channels of pixels p and p + kPairs per work item (consecutive lanes, consecutive pixels: the
+// window reads hit consecutive banks); each tap's 8 weights, two broadcast 16-byte loads, feed 16 FFMA.
 template <class T, int C1, int C2, int TH>
-__global__ void __launch_bounds__(kThreads, 2)
-    fused_stem_kernel(const Geometry g, const float* __restrict__ input, const float* __restrict__ weights,
-                      void* __restrict__ output) {
+__device__ __forceinline__ void stem_ffma(const Geometry& g, const float* w, const float* win, T* stem, int sy0,
+                                          int sx0) {
   using L = Smem<T, C1, C2, TH>;
   using W = typename L::W;
-  constexpr int G1 = C1 / 8, G2 = C2 / 8;
-  static_assert(C1 % 8 == 0 && C2 % 8 == 0, "channels come in groups of 8");
-  extern __shared__ __align__(16) unsigned char smem[];
-  float* w = reinterpret_cast<float*>(smem);
-  float* win = w + W::kTotal;
-  T* stem = reinterpret_cast<T*>(win + L::kWindow);
-  T* dwo = stem + L::kStemPixels * L::kLd;
-  T* stage = stem;  // the projection's tile, once the depthwise has read the stem's map
-  constexpr int kLdOut = C2 + 16 / static_cast<int>(sizeof(T));
-
+  constexpr int G1 = C1 / 8;
   const int tid = threadIdx.x;
-  const int n = blockIdx.y;
-  const int ty0 = static_cast<int>(blockIdx.x) / g.tiles_w * TH;
-  const int tx0 = static_cast<int>(blockIdx.x) % g.tiles_w * kTileW;
-  const int sy0 = ty0 - g.dw_pad_top, sx0 = tx0 - g.dw_pad_left;  // the stem's map at the tile's corner
-  const int iy0 = sy0 * kStride - g.stem_pad_top, ix0 = sx0 * kStride - g.stem_pad_left;
-
-  // 0. The weights: constants, so before the wait for the previous kernel.
-  for (int e = tid; e < W::kTotal / 4; e += kThreads)
-    reinterpret_cast<float4*>(w)[e] = __ldg(reinterpret_cast<const float4*>(weights) + e);
-  pdl_enter();  // the input may come from the previous kernel (the uint8 conversion)
-
-  // 1. The input window.
-  const float* in = input + static_cast<int64_t>(n) * 3 * g.in_h * g.in_w;
-  constexpr int kWinElems = 3 * L::kWinRows * L::kWinCols;
-  for (int e = tid; e < kWinElems; e += kThreads) {
-    const int ci = e / (L::kWinRows * L::kWinCols);
-    const int r = e / L::kWinCols % L::kWinRows, j = e % L::kWinCols;
-    const int y = iy0 + r, x = ix0 + j;
-    const bool inside = y >= 0 && y < g.in_h && x >= 0 && x < g.in_w;
-    win[(ci * L::kWinRows + r) * kPitch + window_col(j, L::kEvenCols)] =
-        inside ? __ldg(in + (static_cast<int64_t>(ci) * g.in_h + y) * g.in_w + x) : 0.0f;
-  }
-  __syncthreads();
-
-  // 2. The stem over the depthwise's window: 8 channels of pixels p and p + kPairs per item (consecutive lanes,
-  // consecutive pixels: the window reads hit consecutive banks).
   constexpr int kPairs = L::kStemPixels / 2;
   for (int item = tid; item < G1 * kPairs; item += kThreads) {
     const int grp = item / kPairs, p0 = item - grp * kPairs;
@@ -152,32 +118,148 @@ __global__ void __launch_bounds__(kThreads, 2)
       store_floats<T, 8>(stem + (p0 + q * kPairs) * L::kLd + grp * 8, acc[q]);
     }
   }
-  __syncthreads();
+}
 
-  // 3. The depthwise, 8 channels of one output pixel per item (the group uniform in a warp: kTile is a multiple
-  // of 32).
-  for (int item = tid; item < G1 * L::kTile; item += kThreads) {
-    const int grp = item / L::kTile, px = item - grp * L::kTile;
-    const int oy = px / kTileW, ox = px % kTileW;
-    float acc[8];
-    load8(w + W::kDwBias + grp * 8, acc);
+// The stem on tensor cores (half output): the stem's map as a GEMM of (pixels x 32) by (32 x C1), k = tap * 3 +
+// channel (27, zero-padded to 32), one m16n8k16 tile row of 16 pixels per warp iteration. Each lane gathers its
+// A fragment from the float32 window (its 8 k columns fixed, their window offsets computed once) and rounds it to
+// half; the B fragments (weights rounded to half) stay in registers; float32 accumulation, then bias, clip, zero
+// outside the stem's map, half pairs into the map.
+template <int C1, int C2, int TH>
+__device__ __forceinline__ void stem_mma(const Geometry& g, const float* w, const float* win, __half* stem, int sy0,
+                                         int sx0) {
+#ifndef MNV2_HAS_MMA
+  __trap();  // never instantiated for older code: kMma is false there
+#else
+  using L = Smem<__half, C1, C2, TH>;
+  using W = typename L::W;
+  constexpr int kNT = C1 / 8;
+  constexpr int kRowTiles = (L::kStemPixels + 15) / 16;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int quad = lane % 4, r_in = lane / 4;
+  // This lane's k columns: j = 4 s + 2 h + e -> k = 16 s + 8 h + 2 quad + e.
+  int off[8];
+  bool kin[8];
 #pragma unroll
-    for (int ky = 0; ky < 3; ++ky)
-#pragma unroll
-      for (int kx = 0; kx < 3; ++kx) {
-        float s[8], wt[8];
-        load_floats<T, 8, true>(stem + ((oy + ky) * L::kCols + ox + kx) * L::kLd + grp * 8, s);
-        load8(w + W::kDw + (ky * 3 + kx) * C1 + grp * 8, wt);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[j] = fmaf(s[j], wt[j], acc[j]);
-      }
-#pragma unroll
-    for (int j = 0; j < 8; ++j) acc[j] = apply_clip(acc[j], g.dw_clip);
-    store_floats<T, 8>(dwo + px * L::kLd + grp * 8, acc);
+  for (int j = 0; j < 8; ++j) {
+    const int k = (j / 4) * 16 + (j / 2 % 2) * 8 + quad * 2 + j % 2;
+    kin[j] = k < 27;
+    const int t = k / 3, ci = k % 3, ky = t / 3, kx = t % 3;
+    off[j] = kin[j] ? (ci * L::kWinRows + ky) * kPitch + (kx == 0 ? 0 : kx == 1 ? L::kEvenCols : 1) : 0;
   }
-  __syncthreads();
+  unsigned b[kNT][2][2];
+  float bias[kNT][2];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    const int n = nt * 8 + r_in;
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int k = s * 16 + h * 8 + quad * 2;
+        const float w0 = k < 27 ? w[W::kStem + k * C1 + n] : 0.0f;
+        const float w1 = k + 1 < 27 ? w[W::kStem + (k + 1) * C1 + n] : 0.0f;
+        b[nt][s][h] = pack_half2(w0, w1);
+      }
+    bias[nt][0] = w[W::kStemBias + nt * 8 + quad * 2];
+    bias[nt][1] = w[W::kStemBias + nt * 8 + quad * 2 + 1];
+  }
+  for (int rt = warp; rt < kRowTiles; rt += kThreads / 32) {
+    int base[2];
+    bool valid[2], inside[2];
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const int r = rt * 16 + r_in + q * 8;
+      valid[q] = r < L::kStemPixels;
+      const int sy = valid[q] ? r / L::kCols : 0, sx = valid[q] ? r % L::kCols : 0;
+      base[q] = sy * kStride * kPitch + sx;
+      inside[q] = sy0 + sy >= 0 && sy0 + sy < g.stem_h && sx0 + sx >= 0 && sx0 + sx < g.stem_w;
+    }
+    unsigned a[2][4];
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int j = s * 4 + h * 2;
+          const float x0 = kin[j] ? win[base[q] + off[j]] : 0.0f;
+          const float x1 = kin[j + 1] ? win[base[q] + off[j + 1]] : 0.0f;
+          a[s][h * 2 + q] = pack_half2(x0, x1);
+        }
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      mma16816(c, a[0], b[nt][0][0], b[nt][0][1]);
+      mma16816(c, a[1], b[nt][1][0], b[nt][1][1]);
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        if (!valid[q]) continue;
+        const float v0 = inside[q] ? apply_clip(c[q * 2] + bias[nt][0], g.stem_clip) : 0.0f;
+        const float v1 = inside[q] ? apply_clip(c[q * 2 + 1] + bias[nt][1], g.stem_clip) : 0.0f;
+        *reinterpret_cast<unsigned*>(stem + (rt * 16 + r_in + q * 8) * L::kLd + nt * 8 + quad * 2) = pack_half2(v0, v1);
+      }
+    }
+  }
+#endif
+}
 
-  // 4. The projection, 8 output channels of pixels p and p + kTile / 2 per item, into the staging tile.
+// The projection on tensor cores (half): 16 tile pixels per warp iteration, A by ldmatrix from the depthwise's map,
+// the B fragments (the weights, already rounded to half by fused_stem_pack) in registers, float32 accumulation,
+// bias, half pairs into the staging tile.
+template <int C1, int C2, int TH>
+__device__ __forceinline__ void project_mma(const float* w, const __half* dwo, __half* stage) {
+#ifndef MNV2_HAS_MMA
+  __trap();  // never instantiated for older code: kMma is false there
+#else
+  using L = Smem<__half, C1, C2, TH>;
+  using W = typename L::W;
+  constexpr int kKS = C1 / 16, kNT = C2 / 8, kRowTiles = L::kTile / 16;
+  constexpr int kLdOut = C2 + 8;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int quad = lane % 4, r_in = lane / 4;
+  unsigned b[kNT][kKS][2];
+  float bias[kNT][2];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    const int n = nt * 8 + r_in;
+#pragma unroll
+    for (int s = 0; s < kKS; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int k = s * 16 + h * 8 + quad * 2;
+        b[nt][s][h] = pack_half2(w[W::kProject + k * C2 + n], w[W::kProject + (k + 1) * C2 + n]);
+      }
+    bias[nt][0] = w[W::kProjectBias + nt * 8 + quad * 2];
+    bias[nt][1] = w[W::kProjectBias + nt * 8 + quad * 2 + 1];
+  }
+  for (int rt = warp; rt < kRowTiles; rt += kThreads / 32) {
+    unsigned a[kKS][4];
+#pragma unroll
+    for (int s = 0; s < kKS; ++s) ldmatrix_x4(a[s], dwo + (rt * 16 + lane % 16) * L::kLd + s * 16 + (lane / 16) * 8);
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int s = 0; s < kKS; ++s) mma16816(c, a[s], b[nt][s][0], b[nt][s][1]);
+#pragma unroll
+      for (int q = 0; q < 2; ++q)
+        *reinterpret_cast<unsigned*>(stage + (rt * 16 + r_in + q * 8) * kLdOut + nt * 8 + quad * 2) =
+            pack_half2(c[q * 2] + bias[nt][0], c[q * 2 + 1] + bias[nt][1]);
+    }
+  }
+#endif
+}
+
+// The projection, FFMA: 8 output channels of pixels p and p + kTile / 2 per item (each input channel's 8 weights
+// feed 16 FFMA), into the staging tile.
+template <class T, int C1, int C2, int TH>
+__device__ __forceinline__ void project_ffma(const float* w, const T* dwo, T* stage) {
+  using L = Smem<T, C1, C2, TH>;
+  using W = typename L::W;
+  constexpr int G1 = C1 / 8, G2 = C2 / 8;
+  constexpr int kLdOut = C2 + 16 / static_cast<int>(sizeof(T));
+  const int tid = threadIdx.x;
   constexpr int kHalf = L::kTile / 2;
   for (int item = tid; item < G2 * kHalf; item += kThreads) {
     const int grp = item / kHalf, p0 = item - grp * kHalf;
@@ -207,8 +289,91 @@ __global__ void __launch_bounds__(kThreads, 2)
     store_floats<T, 8>(stage + p0 * kLdOut + grp * 8, acc[0]);
     store_floats<T, 8>(stage + (p0 + kHalf) * kLdOut + grp * 8, acc[1]);
   }
+}
+
+template <class T, int C1, int C2, int TH>
+__global__ void __launch_bounds__(kThreads, 2)
+    fused_stem_kernel(const Geometry g, const float* __restrict__ input, const float* __restrict__ weights,
+                      void* __restrict__ output) {
+  using L = Smem<T, C1, C2, TH>;
+  using W = typename L::W;
+  constexpr int G1 = C1 / 8;
+  static_assert(C1 % 8 == 0 && C2 % 8 == 0, "channels come in groups of 8");
+#ifdef MNV2_HAS_MMA
+  constexpr bool kMma = std::is_same_v<T, __half>;
+#else
+  constexpr bool kMma = false;
+#endif
+  extern __shared__ __align__(16) unsigned char smem[];
+  float* w = reinterpret_cast<float*>(smem);
+  float* win = w + W::kTotal;
+  T* stem = reinterpret_cast<T*>(win + L::kWindow);
+  T* dwo = stem + L::kStemPixels * L::kLd;
+  T* stage = stem;  // the projection's tile, once the depthwise has read the stem's map
+  constexpr int kLdOut = C2 + 16 / static_cast<int>(sizeof(T));
+
+  const int tid = threadIdx.x;
+  const int n = blockIdx.y;
+  const int ty0 = static_cast<int>(blockIdx.x) / g.tiles_w * TH;
+  const int tx0 = static_cast<int>(blockIdx.x) % g.tiles_w * kTileW;
+  const int sy0 = ty0 - g.dw_pad_top, sx0 = tx0 - g.dw_pad_left;  // the stem's map at the tile's corner
+  const int iy0 = sy0 * kStride - g.stem_pad_top, ix0 = sx0 * kStride - g.stem_pad_left;
+
+  // 0. The weights: constants, so before the wait for the previous kernel.
+  for (int e = tid; e < W::kTotal / 4; e += kThreads)
+    reinterpret_cast<float4*>(w)[e] = __ldg(reinterpret_cast<const float4*>(weights) + e);
+  pdl_enter();  // the input may come from the previous kernel (the uint8 conversion)
+
+  // 1. The input window.
+  const float* in = input + static_cast<int64_t>(n) * 3 * g.in_h * g.in_w;
+  constexpr int kWinElems = 3 * L::kWinRows * L::kWinCols;
+  for (int e = tid; e < kWinElems; e += kThreads) {
+    const int ci = e / (L::kWinRows * L::kWinCols);
+    const int r = e / L::kWinCols % L::kWinRows, j = e % L::kWinCols;
+    const int y = iy0 + r, x = ix0 + j;
+    const bool inside = y >= 0 && y < g.in_h && x >= 0 && x < g.in_w;
+    win[(ci * L::kWinRows + r) * kPitch + window_col(j, L::kEvenCols)] =
+        inside ? __ldg(in + (static_cast<int64_t>(ci) * g.in_h + y) * g.in_w + x) : 0.0f;
+  }
   __syncthreads();
 
+  // 2. The stem over the depthwise's window (half output with compute_80 code: tensor cores; else FFMA).
+  if constexpr (kMma) {
+    stem_mma<C1, C2, TH>(g, w, win, stem, sy0, sx0);
+  } else {
+    stem_ffma<T, C1, C2, TH>(g, w, win, stem, sy0, sx0);
+  }
+  __syncthreads();
+  // 3. The depthwise, 8 channels of one output pixel per item (the group uniform in a warp: kTile is a multiple
+  // of 32).
+  for (int item = tid; item < G1 * L::kTile; item += kThreads) {
+    const int grp = item / L::kTile, px = item - grp * L::kTile;
+    const int oy = px / kTileW, ox = px % kTileW;
+    float acc[8];
+    load8(w + W::kDwBias + grp * 8, acc);
+#pragma unroll
+    for (int ky = 0; ky < 3; ++ky)
+#pragma unroll
+      for (int kx = 0; kx < 3; ++kx) {
+        float s[8], wt[8];
+        load_floats<T, 8, true>(stem + ((oy + ky) * L::kCols + ox + kx) * L::kLd + grp * 8, s);
+        load8(w + W::kDw + (ky * 3 + kx) * C1 + grp * 8, wt);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[j] = fmaf(s[j], wt[j], acc[j]);
+      }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[j] = apply_clip(acc[j], g.dw_clip);
+    store_floats<T, 8>(dwo + px * L::kLd + grp * 8, acc);
+  }
+  __syncthreads();
+
+  // 4. The projection into the staging tile (tensor cores where the stem's channels are whole k steps of 16).
+  if constexpr (kMma && C1 % 16 == 0) {
+    project_mma<C1, C2, TH>(w, dwo, stage);
+  } else {
+    project_ffma<T, C1, C2, TH>(w, dwo, stage);
+  }
+  __syncthreads();
   // The tile's rows, 16 bytes per access.
   constexpr int kPer = 16 / static_cast<int>(sizeof(T));
   constexpr int kChunksPerPixel = C2 / kPer;

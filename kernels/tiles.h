@@ -351,15 +351,15 @@ double fused_block_recompute_factor(const FusedBlockShape& s, const FusedBlockVa
 
 std::string to_string(const FusedBlockVariant& v);  // "block tile 8x8 chunk 32 items 2"
 
-// ---- the stem and the first block in one kernel (fused_stem.cuh), float32 FFMA, fp16 or fp32 storage --------
+// ---- the stem and the first block in one kernel (fused_stem.cuh), fp16 or fp32 storage -----------------------
 
 // The network's first layers, conv 3x3 over the 3-channel NCHW float32 input (stride 2) + bias + clip, depthwise
 // 3x3 stride 1 + bias + clip, projection 1x1 + bias, as one kernel: a block of kFusedStemThreads threads owns
 // tile_h x kFusedStemTileW output pixels of one image, computes the stem over the tile's window (the halo
 // recomputed by neighbouring tiles) into shared memory, the depthwise from there into shared memory, the
-// projection into a staging tile stored with 16-byte accesses. Every weight is a kernel parameter (constant
-// bank operands of the FFMA, no loads); the stem's and depthwise's maps never leave the chip. Built for the
-// channel pairs of MobileNetV2's widths (kFusedStemChannels).
+// projection into a staging tile stored with 16-byte accesses; the weights are staged in shared memory once per
+// block; the stem's and depthwise's maps never leave the chip. Built for the channel pairs of MobileNetV2's widths
+// (kFusedStemChannels).
 inline constexpr int kFusedStemThreads = 256;
 inline constexpr int kFusedStemTileW = 16;
 struct FusedStemChannels {

@@ -4,9 +4,10 @@
 // edges, maps smaller than a tile), a "valid" depthwise (no pads), with and without clips.
 //
 // Tolerance, derived: the reference rounds the stem's and the depthwise's maps to the activation type T where
-// the kernel stores them (u = 2^-11 for half, 2^-24 for float32), and takes the projection's weights as the
-// kernel does (rounded to half for a half output). The kernel's sums are float32 FMA chains: <= (n + 2) 2^-24
-// sum |terms| for n terms. A stored map value may then sit on the other side of a rounding boundary: one ulp,
+// the kernel stores them (u = 2^-11 for half, 2^-24 for float32), and takes the stem's inputs and weights and the
+// projection's weights as the kernel does (rounded to half for a half output: tensor cores, float32 sums). The kernel's
+// sums are float32 FMA chains: <= (n + 2) 2^-24 sum |terms| for n terms. A stored map value may then sit on the other
+// side of a rounding boundary: one ulp,
 // <= 2u |v|. Both are carried through the next layer by the absolute weights (clips are 1-Lipschitz):
 //   stem  ds = 2u |s| + 30 u32 ms,              ms = |b| + sum |w x|
 //   dw    dd = sum |w| ds + 2u (|d| + sum |w| ds) + 12 u32 md
@@ -62,6 +63,8 @@ void run_case(const StemCase& c, k::DType dtype) {
   const float sp = 2.0f / std::sqrt(static_cast<float>(C1));
   const std::vector<float> wp = random_vector(gen, static_cast<size_t>(C2) * C1, -sp, sp);  // [C2][C1]
   const std::vector<float> bp = random_vector(gen, static_cast<size_t>(C2));
+  // The stem on tensor cores (half output) takes its inputs and weights rounded to half; float32 keeps them.
+  const std::vector<float> xs = round_t(x), wsk = round_t(ws);
   std::vector<float> wpk = wp;  // the projection's weights as the kernel takes them
   if (half) {
     const std::vector<uint16_t> bits = k::to_half_bits(wp);
@@ -83,8 +86,8 @@ void run_case(const StemCase& c, k::DType dtype) {
               for (int kx = 0; kx < 3; ++kx) {
                 const int iy = y * 2 - c.stem_pad_top + ky, ix = xo * 2 - c.stem_pad_left + kx;
                 if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
-                const double t = static_cast<double>(x[((static_cast<size_t>(n) * 3 + ci) * c.h + iy) * c.w + ix]) *
-                                 ws[((static_cast<size_t>(o) * 3 + ci) * 3 + ky) * 3 + kx];
+                const double t = static_cast<double>(xs[((static_cast<size_t>(n) * 3 + ci) * c.h + iy) * c.w + ix]) *
+                                 wsk[((static_cast<size_t>(o) * 3 + ci) * 3 + ky) * 3 + kx];
                 v += t;
                 m += std::fabs(t);
               }

@@ -122,7 +122,8 @@ void check_plan(const CudaPlan& plan, const std::string& what) {
       EXPECT_EQ(s.dw_clip_layer, 3);
       EXPECT_TRUE(s.nhwc_output);
       EXPECT_EQ(s.half_output, plan.config.precision == Precision::fp16);
-      EXPECT_FALSE(s.tensor_cores);
+      EXPECT_EQ(s.tensor_cores, s.half && plan.gpu.effective_code_arch() >= 80);
+      EXPECT_NE(s.variant.find(s.tensor_cores ? "on tensor cores" : "fp32 FFMA"), std::string::npos) << s.variant;
       kernels::FusedStemShape fs;
       fs.stem_channels = model().layers[0].conv.out_channels;
       fs.dtype = s.half ? kernels::DType::f16 : kernels::DType::f32;
@@ -521,7 +522,8 @@ TEST(CudaPlanner, BlockFusionNeedsFp16AndCompute80Code) {
     EXPECT_EQ(stem_fused(plan), p == Precision::fp32);
     EXPECT_EQ(plan.steps.size(), p == Precision::fp32 ? 52u : 54u);
     if (p == Precision::tf32)
-      EXPECT_NE(plan.steps.front().variant.find("fusion block: the fused stem is float32 FFMA"), std::string::npos);
+      EXPECT_NE(plan.steps.front().variant.find("fusion block: the fused stem is built for fp16 and fp32"),
+                std::string::npos);
     int noted = 0;
     for (const CudaStep& s : plan.steps)
       noted += s.variant.find("(fusion block: fp16 only, not fused in " + std::string(to_string(p)) + ")") !=

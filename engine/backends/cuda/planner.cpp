@@ -652,7 +652,7 @@ class Planner {
         pc.in_channels != dc.out_channels)
       return -1;
     if (plan_.config.precision == Precision::tf32) {
-      *why_not = "the fused stem is float32 FFMA: not fused in tf32 (its GEMMs run on tensor cores)";
+      *why_not = "the fused stem is built for fp16 and fp32: not fused in tf32";
       return -1;
     }
     const Shape& xs = shape_of(kNetworkInput);
@@ -680,16 +680,21 @@ class Planner {
       return -1;
     }
     step.kernel = CudaKernel::fused_stem;
+    // fp16 with compute_80 code: the stem and the projection on tensor cores (fused_stem.cu's kMma).
+    step.tensor_cores = half_ && gpu_.effective_code_arch() >= 80;
     step.clip_layer = i + 1;
     step.dw_clip_layer = i + 3;
     step.launch.tile = std::to_string(v.tile_h) + "x" + std::to_string(k::kFusedStemTileW);
     step.launch.tile_h = v.tile_h;
     step.launch.tile_w = k::kFusedStemTileW;
     set_output(step, i + 4, true, half_);
-    char recompute[112];
+    const char* math = !step.tensor_cores          ? "fp32 FFMA"
+                       : s.stem_channels % 16 == 0 ? "stem and projection on tensor cores, depthwise fp32 FFMA"
+                                                   : "stem on tensor cores, depthwise and projection fp32 FFMA";
+    char recompute[192];
     std::snprintf(recompute, sizeof recompute,
-                  " (stem and depthwise maps in shared memory only; stem x%.2f for tile halos; fp32 FFMA)",
-                  k::fused_stem_recompute_factor(s, v));
+                  " (stem and depthwise maps in shared memory only; stem x%.2f for tile halos; %s)",
+                  k::fused_stem_recompute_factor(s, v), math);
     step.variant = k::to_string(v) + recompute + (stem.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 1)) +
                    (dw.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 3)) +
                    (project.bias.empty() ? "" : " +bias");

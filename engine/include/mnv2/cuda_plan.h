@@ -48,14 +48,14 @@ enum class CudaKernel {
   expand_depthwise,  // expansion 1x1 + depthwise 3x3 in one kernel (fusion expand_dw, fp32)
   fused_block,       // a whole inverted-residual block in one kernel: expansion 1x1, depthwise 3x3, projection 1x1
                      // (+ residual) (fusion block, fp16)
-  fused_stem,        // the stem conv 3x3 + the first block (depthwise 3x3, projection 1x1) in one kernel, float32
-                     // FFMA (fusion block, fp16 and fp32)
-  im2col_gemm,       // the baseline's convolution: im2col (unless 1x1) + the FFMA GEMM, NCHW
-  clip,              // a separate clip pass (ReLU6, ReLU)
-  add,               // a separate residual add
-  avg_pool,          // global average pool
-  linear_gemm,       // Linear as the FFMA GEMM
-  linear_tc,         // Linear as the tensor-core GEMM
+  fused_stem,        // the stem conv 3x3 + the first block (depthwise 3x3, projection 1x1) in one kernel (fusion
+               // block, fp16 and fp32): FFMA; in fp16 with compute_80 code the stem and projection on tensor cores
+  im2col_gemm,  // the baseline's convolution: im2col (unless 1x1) + the FFMA GEMM, NCHW
+  clip,         // a separate clip pass (ReLU6, ReLU)
+  add,          // a separate residual add
+  avg_pool,     // global average pool
+  linear_gemm,  // Linear as the FFMA GEMM
+  linear_tc,    // Linear as the tensor-core GEMM
 };
 const char* to_string(CudaKernel k);
 
