@@ -211,6 +211,17 @@ __device__ __forceinline__ void epilogue_store(T* out, float (&acc)[kW], const f
   store_floats<T, kW>(out, acc);
 }
 
+// A Clip as half2 bounds for __hmax2_nan / __hmin2_nan (NaN passes, as apply_clip): rounding is monotonic, so
+// clipping the rounded value to the rounded bounds gives the rounded clipped value. Disabled: infinite bounds.
+struct ClipH2 {
+  __half2 lo, hi;
+};
+__device__ __forceinline__ ClipH2 clip_h2(const Clip& c) {
+  const float inf = __int_as_float(0x7f800000);
+  return ClipH2{__float2half2_rn(c.enabled ? c.lo : -inf), __float2half2_rn(c.enabled ? c.hi : inf)};
+}
+__device__ __forceinline__ __half2 clip2(__half2 v, const ClipH2& c) { return __hmin2_nan(__hmax2_nan(v, c.lo), c.hi); }
+
 // In-kernel split-K, the arrival at a tile (the threadfence-before-arrival / threadfence-after pattern of the
 // CUDA programming guide): every thread of the block has stored its partial sums; the block counts itself in at
 // `counter`; true in every thread of the last of the tile's `splits` blocks, which then reads the other blocks'

@@ -40,17 +40,6 @@ struct Geometry {
   int tile_h = 0, tile_w = 0, tiles_w = 0, tiles = 0, chunks = 0;
 };
 
-// A Clip as half2 bounds for __hmax2_nan / __hmin2_nan (NaN passes, as apply_clip): rounding is monotonic, so
-// clipping the rounded value to the rounded bounds gives the rounded clipped value. Disabled: infinite bounds.
-struct ClipH2 {
-  __half2 lo, hi;
-};
-__device__ __forceinline__ ClipH2 clip_h2(const Clip& c) {
-  const float inf = __int_as_float(0x7f800000);
-  return ClipH2{__float2half2_rn(c.enabled ? c.lo : -inf), __float2half2_rn(c.enabled ? c.hi : inf)};
-}
-__device__ __forceinline__ __half2 clip2(__half2 v, const ClipH2& c) { return __hmin2_nan(__hmax2_nan(v, c.lo), c.hi); }
-
 // kStride: the depthwise's stride (1 or 2), a template parameter so that its column offsets are constants.
 template <int kItems, int kStride>
 __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)

@@ -16,6 +16,7 @@
 // (docs/PERFORMANCE.md run 10). v2 staged them in shared memory (0.61 ms, ncu: 4.7k instructions per thread);
 // v3 moves the stem and the projection of the half kernel to tensor cores.
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 #include <type_traits>
 
@@ -292,7 +293,7 @@ __device__ __forceinline__ void project_ffma(const float* w, const T* dwo, T* st
 }
 
 template <class T, int C1, int C2, int TH>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, sizeof(T) == 2 ? 3 : 2)
     fused_stem_kernel(const Geometry g, const float* __restrict__ input, const float* __restrict__ weights,
                       void* __restrict__ output) {
   using L = Smem<T, C1, C2, TH>;
@@ -345,25 +346,53 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
   __syncthreads();
   // 3. The depthwise, 8 channels of one output pixel per item (the group uniform in a warp: kTile is a multiple
-  // of 32).
-  for (int item = tid; item < G1 * L::kTile; item += kThreads) {
-    const int grp = item / L::kTile, px = item - grp * L::kTile;
-    const int oy = px / kTileW, ox = px % kTileW;
-    float acc[8];
-    load8(w + W::kDwBias + grp * 8, acc);
+  // of 32): half2 FMA over the 9 taps from the bias for a half map (as the fused blocks and cuDNN's fp16
+  // depthwise), else float32 FFMA.
+  if constexpr (std::is_same_v<T, __half>) {
+    const ClipH2 clip = clip_h2(g.dw_clip);
+    const __half2* wh = reinterpret_cast<const __half2*>(w + W::kDwHalf);  // [10][C1 / 2]
+    for (int item = tid; item < G1 * L::kTile; item += kThreads) {
+      const int grp = item / L::kTile, px = item - grp * L::kTile;
+      const int oy = px / kTileW, ox = px % kTileW;
+      uint4 raw = *reinterpret_cast<const uint4*>(wh + 9 * (C1 / 2) + grp * 4);
+      __half2 acc[4];
+      std::memcpy(acc, &raw, 16);
 #pragma unroll
-    for (int ky = 0; ky < 3; ++ky)
+      for (int ky = 0; ky < 3; ++ky)
 #pragma unroll
-      for (int kx = 0; kx < 3; ++kx) {
-        float s[8], wt[8];
-        load_floats<T, 8, true>(stem + ((oy + ky) * L::kCols + ox + kx) * L::kLd + grp * 8, s);
-        load8(w + W::kDw + (ky * 3 + kx) * C1 + grp * 8, wt);
+        for (int kx = 0; kx < 3; ++kx) {
+          const uint4 sr = *reinterpret_cast<const uint4*>(stem + ((oy + ky) * L::kCols + ox + kx) * L::kLd + grp * 8);
+          const uint4 wr = *reinterpret_cast<const uint4*>(wh + (ky * 3 + kx) * (C1 / 2) + grp * 4);
+          const __half2* s2 = reinterpret_cast<const __half2*>(&sr);
+          const __half2* w2 = reinterpret_cast<const __half2*>(&wr);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[j] = fmaf(s[j], wt[j], acc[j]);
-      }
+          for (int j = 0; j < 4; ++j) acc[j] = __hfma2(s2[j], w2[j], acc[j]);
+        }
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc[j] = apply_clip(acc[j], g.dw_clip);
-    store_floats<T, 8>(dwo + px * L::kLd + grp * 8, acc);
+      for (int j = 0; j < 4; ++j) acc[j] = clip2(acc[j], clip);
+      std::memcpy(&raw, acc, 16);
+      *reinterpret_cast<uint4*>(dwo + px * L::kLd + grp * 8) = raw;
+    }
+  } else {
+    for (int item = tid; item < G1 * L::kTile; item += kThreads) {
+      const int grp = item / L::kTile, px = item - grp * L::kTile;
+      const int oy = px / kTileW, ox = px % kTileW;
+      float acc[8];
+      load8(w + W::kDwBias + grp * 8, acc);
+#pragma unroll
+      for (int ky = 0; ky < 3; ++ky)
+#pragma unroll
+        for (int kx = 0; kx < 3; ++kx) {
+          float s[8], wt[8];
+          load_floats<T, 8, true>(stem + ((oy + ky) * L::kCols + ox + kx) * L::kLd + grp * 8, s);
+          load8(w + W::kDw + (ky * 3 + kx) * C1 + grp * 8, wt);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[j] = fmaf(s[j], wt[j], acc[j]);
+        }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[j] = apply_clip(acc[j], g.dw_clip);
+      store_floats<T, 8>(dwo + px * L::kLd + grp * 8, acc);
+    }
   }
   __syncthreads();
 
@@ -468,6 +497,9 @@ std::vector<float> fused_stem_pack(const FusedStemShape& s, const std::vector<fl
   std::copy(stem_bias.begin(), stem_bias.end(), w.begin() + o.stem_bias);
   std::copy(dw_bias.begin(), dw_bias.end(), w.begin() + o.dw_bias);
   std::copy(project_bias.begin(), project_bias.end(), w.begin() + o.project_bias);
+  // The depthwise's weights and bias as half, tap-major then the bias: [10][c1] halves in 5 * c1 float slots.
+  const std::vector<uint16_t> dw_half = to_half_bits(std::vector<float>(w.begin() + o.dw, w.begin() + o.dw + 10 * c1));
+  std::memcpy(w.data() + o.dw_half, dw_half.data(), dw_half.size() * sizeof(uint16_t));
   return w;
 }
 

@@ -2,9 +2,10 @@
 // stride 2 over the 3-channel NCHW float32 network input + bias + clip, depthwise 3x3 stride 1 + bias + clip,
 // projection 1x1 + bias, NHWC output in half or float32. The stem's and the depthwise's maps stay in shared memory,
 // stored in the output's type as the unfused plan stores them between its kernels. float32: FFMA throughout, the
-// unfused plan's arithmetic. Half with compute_80 code: the stem (its float32 inputs and weights rounded to half)
-// and the projection (stem channels in multiples of 16) on tensor cores, float32 accumulation; the depthwise FFMA.
-// Older code: FFMA throughout. Runs on every architecture the project builds.
+// unfused plan's arithmetic. Half: the depthwise in half2 FMA from the bias (as the fused blocks and cuDNN's fp16
+// depthwise); with compute_80 code the stem (its float32 inputs and weights rounded to half) and the projection
+// (stem channels in multiples of 16) on tensor cores with float32 accumulation, FFMA with older code. Runs on every
+// architecture the project builds.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -396,21 +396,23 @@ MNV2_HOST_DEVICE constexpr int fused_stem_window_pitch(int stride) {
 
 // The packed weights (fused_stem_pack, float32) as offsets in floats, each a multiple of 4 (16-byte loads): the stem
 // tap-major [(kh * 3 + kw) * 3 + ci][c1], its bias [c1], the depthwise tap-major [kh * 3 + kw][c1], its bias [c1], the
-// projection transposed [c1][c2], its bias [c2].
+// projection transposed [c1][c2], its bias [c2]; then the depthwise's weights and bias again as half values (two per
+// float slot; the half kernel's depthwise runs in half2), [10][c1] halves.
 struct FusedStemOffsets {
-  int stem, stem_bias, dw, dw_bias, project, project_bias, total;
+  int stem, stem_bias, dw, dw_bias, project, project_bias, dw_half, total;
 };
 MNV2_HOST_DEVICE constexpr FusedStemOffsets fused_stem_offsets(int c1, int c2) {
   const int stem_bias = 27 * c1, dw = stem_bias + c1, dw_bias = dw + 9 * c1, project = dw_bias + c1;
-  const int project_bias = project + c1 * c2;
-  return FusedStemOffsets{0, stem_bias, dw, dw_bias, project, project_bias, project_bias + c2};
+  const int project_bias = project + c1 * c2, dw_half = project_bias + c2;
+  return FusedStemOffsets{0, stem_bias, dw, dw_bias, project, project_bias, dw_half, dw_half + 5 * c1};
 }
 // The same as compile-time constants of a kernel instantiation.
 template <int C1, int C2>
 struct FusedStemLayout {
   static constexpr FusedStemOffsets kO = fused_stem_offsets(C1, C2);
   static constexpr int kStem = kO.stem, kStemBias = kO.stem_bias, kDw = kO.dw, kDwBias = kO.dw_bias;
-  static constexpr int kProject = kO.project, kProjectBias = kO.project_bias, kTotal = kO.total;
+  static constexpr int kProject = kO.project, kProjectBias = kO.project_bias, kDwHalf = kO.dw_half;
+  static constexpr int kTotal = kO.total;
   static_assert(C1 % 4 == 0 && C2 % 4 == 0, "every part starts on 16 bytes");
 };
 

@@ -4,13 +4,15 @@
 // edges, maps smaller than a tile), a "valid" depthwise (no pads), with and without clips.
 //
 // Tolerance, derived: the reference rounds the stem's and the depthwise's maps to the activation type T where
-// the kernel stores them (u = 2^-11 for half, 2^-24 for float32), and takes the stem's inputs and weights and the
-// projection's weights as the kernel does (rounded to half for a half output: tensor cores, float32 sums). The kernel's
+// the kernel stores them (u = 2^-11 for half, 2^-24 for float32), and takes the stem's inputs and weights, the
+// depthwise's weights and bias and the projection's weights as the kernel does (rounded to half for a half output:
+// tensor cores with float32 sums for the 1x1-like parts, half2 for the depthwise). The kernel's
 // sums are float32 FMA chains: <= (n + 2) 2^-24 sum |terms| for n terms. A stored map value may then sit on the other
 // side of a rounding boundary: one ulp,
 // <= 2u |v|. Both are carried through the next layer by the absolute weights (clips are 1-Lipschitz):
 //   stem  ds = 2u |s| + 30 u32 ms,              ms = |b| + sum |w x|
-//   dw    dd = sum |w| ds + 2u (|d| + sum |w| ds) + 12 u32 md
+//   dw    dd = sum |w| ds + 2u (|d| + sum |w| ds) + 12 u32 md   (float32)
+//         dd = sum |w| ds (1 + 2u) + 2u (|d| + 6 md)            (half: half2 accumulation, a rounding per tap)
 //   out   dy = sum |wp| dd + (C1 + 2) u32 my + u |y|   (the output's own rounding)
 #include <gtest/gtest.h>
 
@@ -65,6 +67,8 @@ void run_case(const StemCase& c, k::DType dtype) {
   const std::vector<float> bp = random_vector(gen, static_cast<size_t>(C2));
   // The stem on tensor cores (half output) takes its inputs and weights rounded to half; float32 keeps them.
   const std::vector<float> xs = round_t(x), wsk = round_t(ws);
+  // The half kernel's depthwise runs in half2 from half weights and bias; float32 keeps them.
+  const std::vector<float> wdk = round_t(wd), bdk = round_t(bd);
   std::vector<float> wpk = wp;  // the projection's weights as the kernel takes them
   if (half) {
     const std::vector<uint16_t> bits = k::to_half_bits(wp);
@@ -104,20 +108,23 @@ void run_case(const StemCase& c, k::DType dtype) {
     for (int y = 0; y < oh; ++y)
       for (int xo = 0; xo < ow; ++xo)
         for (int e = 0; e < C1; ++e) {
-          double v = bd[static_cast<size_t>(e)], m = std::fabs(v), carried = 0;
+          double v = bdk[static_cast<size_t>(e)], m = std::fabs(v), carried = 0;
           for (int ky = 0; ky < 3; ++ky)
             for (int kx = 0; kx < 3; ++kx) {
               const int iy = y - c.dw_pad + ky, ix = xo - c.dw_pad + kx;
               if (iy < 0 || iy >= sh || ix < 0 || ix >= sw) continue;
               const size_t at = ((static_cast<size_t>(n) * sh + iy) * sw + ix) * C1 + e;
-              const double w = wd[static_cast<size_t>(e) * 9 + ky * 3 + kx];
+              const double w = wdk[static_cast<size_t>(e) * 9 + ky * 3 + kx];
               v += w * s[at];
               m += std::fabs(w * s[at]);
               carried += std::fabs(w) * ds[at];
             }
           const size_t at = ((static_cast<size_t>(n) * oh + y) * ow + xo) * C1 + e;
           d[at] = static_cast<float>(clip(v));
-          dd[at] = carried + 2.0 * u * (std::fabs(v) + carried) + 12.0 * kU32 * m;
+          // float32: FFMA sums and a possible rounding flip of the stored value; half: a rounding per tap from the
+          // bias (<= 9u m) and the flip, as the fused block's derivation, <= 2u (|d| + 6 m).
+          dd[at] = half ? carried * (1.0 + 2.0 * u) + 2.0 * u * (std::fabs(v) + 6.0 * m)
+                        : carried + 2.0 * u * (std::fabs(v) + carried) + 12.0 * kU32 * m;
         }
   d = round_t(d);
   // Projection + bias.

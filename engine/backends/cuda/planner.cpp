@@ -688,9 +688,10 @@ class Planner {
     step.launch.tile_h = v.tile_h;
     step.launch.tile_w = k::kFusedStemTileW;
     set_output(step, i + 4, true, half_);
-    const char* math = !step.tensor_cores          ? "fp32 FFMA"
-                       : s.stem_channels % 16 == 0 ? "stem and projection on tensor cores, depthwise fp32 FFMA"
-                                                   : "stem on tensor cores, depthwise and projection fp32 FFMA";
+    const char* math = !half_                      ? "fp32 FFMA"
+                       : !step.tensor_cores        ? "depthwise in half2, stem and projection fp32 FFMA"
+                       : s.stem_channels % 16 == 0 ? "stem and projection on tensor cores, depthwise in half2"
+                                                   : "stem on tensor cores, depthwise in half2, projection fp32 FFMA";
     char recompute[192];
     std::snprintf(recompute, sizeof recompute,
                   " (stem and depthwise maps in shared memory only; stem x%.2f for tile halos; %s)",
