@@ -19,22 +19,9 @@ void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& 
   const Layer& dw = lw.layer(i + 2);
   const Layer& project = lw.layer(i + 4);
   const int in = expand.inputs.at(0);
-  const Shape& xs = lw.shape_of(in);
-  const Shape& ys = lw.out_shape(i + 4);
   k::FusedBlockParams p;
-  k::FusedBlockShape& s = p.shape;
-  s.batch = lw.plan.config.batch;
-  s.in_channels = expand.conv.in_channels;
-  s.expanded = expand.conv.out_channels;
-  s.out_channels = project.conv.out_channels;
-  s.in_h = checked_int(xs.h, "input height");
-  s.in_w = checked_int(xs.w, "input width");
-  s.out_h = checked_int(ys.h, "output height");
-  s.out_w = checked_int(ys.w, "output width");
-  s.stride = dw.conv.stride_h;
-  s.pad_top = dw.conv.pad_top;
-  s.pad_left = dw.conv.pad_left;
-  s.residual = step.residual >= 0;
+  p.shape = fused_block_shape(expand, dw, project, lw.shape_of(in), lw.out_shape(i + 4), step.residual >= 0);
+  const k::FusedBlockShape& s = p.shape;
   if (s.residual && step.residual != in)
     throw Error("cuda: step '" + step.name + "' adds a residual other than the block's input");
   const k::FusedBlockWeights w =
@@ -61,26 +48,10 @@ void lower_fused_stem(Lowering& lw, const CudaStep& step, std::vector<Launch>& l
   const Layer& stem = lw.layer(i);
   const Layer& dw = lw.layer(i + 2);
   const Layer& project = lw.layer(i + 4);
-  const Shape& xs = lw.shape_of(stem.inputs.at(0));
-  const Shape& ss = lw.out_shape(i);
-  const Shape& ys = lw.out_shape(i + 4);
   k::FusedStemParams p;
-  k::FusedStemShape& s = p.shape;
-  s.batch = lw.plan.config.batch;
-  s.in_h = checked_int(xs.h, "input height");
-  s.in_w = checked_int(xs.w, "input width");
-  s.stem_channels = stem.conv.out_channels;
-  s.out_channels = project.conv.out_channels;
-  s.stem_h = checked_int(ss.h, "stem height");
-  s.stem_w = checked_int(ss.w, "stem width");
-  s.stem_stride = stem.conv.stride_h;
-  s.stem_pad_top = stem.conv.pad_top;
-  s.stem_pad_left = stem.conv.pad_left;
-  s.out_h = checked_int(ys.h, "output height");
-  s.out_w = checked_int(ys.w, "output width");
-  s.dw_pad_top = dw.conv.pad_top;
-  s.dw_pad_left = dw.conv.pad_left;
-  s.dtype = lw.act;
+  p.shape =
+      fused_stem_shape(stem, dw, project, lw.shape_of(stem.inputs.at(0)), lw.out_shape(i), lw.out_shape(i + 4), lw.act);
+  const k::FusedStemShape& s = p.shape;
   p.input = static_cast<const float*>(lw.input.data);
   p.weights =
       lw.upload(k::fused_stem_pack(s, stem.weight, stem.bias, dw.weight, dw.bias, project.weight, project.bias));

@@ -75,11 +75,6 @@ const void* Lowering::upload_half_bits(const std::vector<uint16_t>& bits) {
 
 k::Clip clip_of(const Layer& l) { return k::Clip{true, l.clip_min, l.clip_max}; }
 
-int checked_int(int64_t v, const std::string& what) {
-  if (v < 0 || v > 0x7fffffff) throw Error(what + " (" + std::to_string(v) + ") exceeds the kernels' 32-bit range");
-  return static_cast<int>(v);
-}
-
 std::string lab_slot_of(const Lowering& lw, const CudaStep& step) {
   switch (step.kernel) {
     case CudaKernel::depthwise_conv:

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/cuda/lab_kernel.h"
+#include "backends/cuda/shapes.h"  // checked_int, the fused kernels' shapes
 #include "gpu/runtime.h"
 #include "kernels/common.cuh"
 #include "mnv2/cuda_plan.h"
@@ -105,7 +106,6 @@ void push_lab_launch(const Lowering& lw, const Params& params, int64_t items, st
     keep->launch(items, &copy, s);
   });
 }
-int checked_int(int64_t v, const std::string& what);
 
 // The per-op lowerings; each appends its launches to `launches` (the step's output is already allocated).
 void lower_direct_conv(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches);       // lower_conv.cpp

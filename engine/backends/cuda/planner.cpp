@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/shapes.h"
 #include "backends/layer_checks.h"  // layer_label
 #include "kernels/tiles.h"
 #include "mnv2/cuda_plan.h"
@@ -163,10 +164,7 @@ std::string describe_clip(const Layer* clip) {
                          : std::string();
 }
 
-int checked_int(int64_t v, const std::string& what) {
-  if (v < 0 || v > 0x7fffffff) throw Error(what + " (" + std::to_string(v) + ") exceeds the kernels' 32-bit range");
-  return static_cast<int>(v);
-}
+using cuda_backend::checked_int;
 
 k::DeviceCaps caps_of(const GpuProperties& g) {
   k::DeviceCaps c;
@@ -576,24 +574,11 @@ class Planner {
         return -1;
       }
     }
-    k::FusedBlockShape s;
-    s.batch = checked_int(xs.n, "batch");
-    s.in_channels = expand.conv.in_channels;
-    s.expanded = expand.conv.out_channels;
-    s.out_channels = project.conv.out_channels;
-    s.in_h = checked_int(xs.h, "input height");
-    s.in_w = checked_int(xs.w, "input width");
-    s.out_h = checked_int(ys.h, "output height");
-    s.out_w = checked_int(ys.w, "output width");
-    const ConvParams& dc = dw.conv;
-    if (dc.stride_h != dc.stride_w) {
+    if (dw.conv.stride_h != dw.conv.stride_w) {
       *why_not = "not fused: depthwise strides differ";
       return -1;
     }
-    s.stride = dc.stride_h;
-    s.pad_top = dc.pad_top;
-    s.pad_left = dc.pad_left;
-    s.residual = residual;
+    const k::FusedBlockShape s = cuda_backend::fused_block_shape(expand, dw, project, xs, ys, residual);
     const k::FusedBlockVariant v = k::choose_fused_block_variant(s, caps_, gpu_.effective_code_arch(), why_not);
     if (!why_not->empty()) {
       *why_not = "not fused: " + *why_not;
@@ -655,25 +640,8 @@ class Planner {
       *why_not = "the fused stem is built for fp16 and fp32: not fused in tf32";
       return -1;
     }
-    const Shape& xs = shape_of(kNetworkInput);
-    const Shape& ss = out_shape(i);
-    const Shape& ys = out_shape(i + 4);
-    k::FusedStemShape s;
-    s.batch = checked_int(xs.n, "batch");
-    s.in_h = checked_int(xs.h, "input height");
-    s.in_w = checked_int(xs.w, "input width");
-    s.stem_channels = sc.out_channels;
-    s.out_channels = pc.out_channels;
-    s.stem_h = checked_int(ss.h, "stem height");
-    s.stem_w = checked_int(ss.w, "stem width");
-    s.stem_stride = sc.stride_h;
-    s.stem_pad_top = sc.pad_top;
-    s.stem_pad_left = sc.pad_left;
-    s.out_h = checked_int(ys.h, "output height");
-    s.out_w = checked_int(ys.w, "output width");
-    s.dw_pad_top = dc.pad_top;
-    s.dw_pad_left = dc.pad_left;
-    s.dtype = half_ ? k::DType::f16 : k::DType::f32;
+    const k::FusedStemShape s = cuda_backend::fused_stem_shape(stem, dw, project, shape_of(kNetworkInput), out_shape(i),
+                                                               out_shape(i + 4), half_ ? k::DType::f16 : k::DType::f32);
     const k::FusedStemVariant v = k::choose_fused_stem_variant(s, caps_, why_not);
     if (!why_not->empty()) {
       *why_not = "stem not fused: " + *why_not;
