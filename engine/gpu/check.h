@@ -1,7 +1,8 @@
 // The one check family of the GPU plugin, for every library it calls (CUDA runtime, cuDNN, cuBLAS, CUPTI):
 // MNV2_CHECK_* throws an mnv2::Error naming the call, file, line and the library's own status name and text;
-// MNV2_CHECK_LOG, for destructors and callbacks that must never throw, prints the same line and returns
-// whether the call succeeded. Backends, the GPU timing sources and the calibration all use it.
+// MNV2_CHECK_LOG, for destructors and callbacks that must never throw, prints the same line (once for a broken
+// context, BrokenContextLog) and returns whether the call succeeded. Backends, the GPU timing sources and the
+// calibration all use it.
 #pragma once
 
 #include <cublas_v2.h>
@@ -9,9 +10,11 @@
 #include <cudnn.h>
 #include <cupti.h>
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "mnv2/error.h"
 
@@ -82,13 +85,60 @@ void check(Status status, const char* call, const char* file, int line) {
   throw Error(failure_message(T::describe(status), call, file, line));
 }
 
+// Whether a CUDA error is a kernel's fault that leaves the context broken for the rest of the process: every later
+// runtime call fails with it again (the CUDA programming guide's "sticky" errors).
+inline bool breaks_context(cudaError_t s) {
+  switch (s) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// MNV2_CHECK_LOG's memory of a broken context: after a kernel's fault every release of the run's buffers, streams
+// and events fails with the same error (a crashed kernel-lab worker printed 162 such lines before its report). The
+// first is printed with a note, the rest are counted here, not printed, until a checked call succeeds again (the
+// context was reset).
+struct BrokenContextLog {
+  std::atomic<bool> reported{false};
+  std::atomic<long long> suppressed{0};
+};
+inline BrokenContextLog& broken_context_log() {
+  static BrokenContextLog log;
+  return log;
+}
+
 template <typename Status>
 bool check_log(Status status, const char* call, const char* file, int line) noexcept {
   using T = StatusTraits<Status>;
-  if (T::succeeded(status)) return true;
+  constexpr bool kCuda = std::is_same_v<Status, cudaError_t>;
+  if (T::succeeded(status)) {
+    if constexpr (kCuda) broken_context_log().reported.store(false, std::memory_order_relaxed);
+    return true;
+  }
+  const char* note = "";
+  if constexpr (kCuda) {
+    if (breaks_context(status)) {
+      if (broken_context_log().reported.exchange(true)) {
+        broken_context_log().suppressed.fetch_add(1, std::memory_order_relaxed);
+        T::clear();
+        return false;
+      }
+      note = " (the CUDA context is broken: further failures with it are not reported)";
+    }
+  }
   try {
     T::clear();
-    std::fprintf(stderr, "mnv2: warning: %s\n", failure_message(T::describe(status), call, file, line).c_str());
+    std::fprintf(stderr, "mnv2: warning: %s%s\n", failure_message(T::describe(status), call, file, line).c_str(), note);
   } catch (...) {
     std::fprintf(stderr, "mnv2: warning: %s failed\n", call);
   }
