@@ -225,10 +225,10 @@ std::vector<LayerStats> analyse(const Model& model, int batch, int height, int w
 }
 
 double step_bytes(const std::vector<Layer>& topology, const std::vector<LayerStats>& stats,
-                  const std::vector<int>& layers) {
+                  const std::vector<int>& layers, double storage_bytes) {
   auto inside = [&layers](int l) { return std::find(layers.begin(), layers.end(), l) != layers.end(); };
   std::vector<int> outside_read;  // inputs from outside the step already counted by an earlier layer
-  double bytes = 0;
+  double bytes = 0, network_input = 0;
   for (int l : layers) {
     const Layer& layer = topology.at(static_cast<size_t>(l));
     const LayerStats& st = stats.at(static_cast<size_t>(l));
@@ -236,6 +236,12 @@ double step_bytes(const std::vector<Layer>& topology, const std::vector<LayerSta
     // The layer's own figure is inputs + weights + output; keep the inputs that come from outside the step,
     // once each across the step's layers (the network input is counted per reader).
     double read = static_cast<double>(st.bytes) - static_cast<double>(st.activation_bytes) - weights;
+    // What is left of `read` after the other inputs is the network input's share (float32 whatever the storage).
+    double others = 0;
+    for (int in : layer.inputs)
+      if (in != kNetworkInput) others += static_cast<double>(stats.at(static_cast<size_t>(in)).activation_bytes);
+    if (std::find(layer.inputs.begin(), layer.inputs.end(), kNetworkInput) != layer.inputs.end())
+      network_input += read - others;
     std::vector<int> seen_here;
     for (int in : layer.inputs) {
       if (in == kNetworkInput) continue;
@@ -251,7 +257,7 @@ double step_bytes(const std::vector<Layer>& topology, const std::vector<LayerSta
     outside_read.insert(outside_read.end(), seen_here.begin(), seen_here.end());
     bytes += read + weights + (l == layers.back() ? static_cast<double>(st.activation_bytes) : 0.0);
   }
-  return bytes;
+  return (bytes - network_input) * storage_bytes / 4.0 + network_input;
 }
 
 double layer_flops(const Layer& layer, const LayerStats& stats) {

@@ -404,10 +404,9 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
       p.macs += r.layer_stats[static_cast<size_t>(l)].macs;
       flops += layer_flops(model.layers[static_cast<size_t>(l)], r.layer_stats[static_cast<size_t>(l)]);
     }
-    // The bytes that cross the step's boundary (a fused step's inner maps stay on chip), in the storage type:
-    // analyse() counts float32.
-    p.bytes =
-        static_cast<int64_t>(step_bytes(model.layers, r.layer_stats, e.layers) * storage_bytes(cfg.precision) / 4);
+    // The bytes that cross the step's boundary (a fused step's inner maps stay on chip), in the storage type (the
+    // network input float32).
+    p.bytes = static_cast<int64_t>(step_bytes(model.layers, r.layer_stats, e.layers, storage_bytes(cfg.precision)));
     if (p.time_ns.median > 0) {
       p.gflops = flops / p.time_ns.median;  // FLOP per ns = GFLOP/s; FLOPs as layer_flops() counts them
       p.gbytes_per_s = static_cast<double>(p.bytes) / p.time_ns.median;

@@ -202,11 +202,11 @@ std::vector<RooflinePoint> roofline_points(const RunReport& r, const Ceilings& c
     p.layer = s.layers.front();
     p.name = s.name;
     p.kind = to_string(r.topology.at(static_cast<size_t>(p.layer)).kind);
-    // Bytes that cross the step's boundary (mnv2/flops.h): a fused step's inner tensors never reach memory.
-    p.bytes = step_bytes(r.topology, r.layer_stats, s.layers);
+    // Bytes that cross the step's boundary (mnv2/flops.h): a fused step's inner tensors never reach memory; the
+    // storage type's bytes, the network input's float32.
+    p.bytes = step_bytes(r.topology, r.layer_stats, s.layers, storage_bytes(r.config.precision));
     for (int l : s.layers)
       p.flops += layer_flops(r.topology.at(static_cast<size_t>(l)), r.layer_stats.at(static_cast<size_t>(l)));
-    p.bytes *= storage_bytes(r.config.precision) / 4.0;  // analyse() counts float32
     if (!(p.flops > 0) || !(p.bytes > 0)) continue;
     p.intensity = p.flops / p.bytes;
     p.time_ns = s.time_ns.median;

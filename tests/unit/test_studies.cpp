@@ -428,6 +428,13 @@ TEST(Roofline, Fp16StepsCountTwoBytesPerElement) {
   const auto fp16 = roofline_points(r, c);
   ASSERT_EQ(fp16.size(), fp32.size());
   for (size_t i = 0; i < fp32.size(); ++i) {
+    const std::vector<int>& inputs = r.topology.at(static_cast<size_t>(fp32[i].layer)).inputs;
+    if (std::find(inputs.begin(), inputs.end(), kNetworkInput) != inputs.end()) {
+      // The network input stays float32 (every backend reads it so): more than half, less than all.
+      EXPECT_GT(fp16[i].bytes, fp32[i].bytes / 2) << fp32[i].name;
+      EXPECT_LT(fp16[i].bytes, fp32[i].bytes) << fp32[i].name;
+      continue;
+    }
     EXPECT_DOUBLE_EQ(fp16[i].bytes, fp32[i].bytes / 2) << fp32[i].name;
     EXPECT_DOUBLE_EQ(fp16[i].intensity, fp32[i].intensity * 2) << fp32[i].name;
   }
@@ -478,6 +485,24 @@ TEST(Roofline, AFusedBlockReadsItsInputOnce) {
   double layers = 0;
   for (int l : block) layers += static_cast<double>(st[static_cast<size_t>(l)].bytes);
   EXPECT_GT(layers, 9.0 * step_bytes(m.layers, st, block));
+  // In half storage the activations and weights count half, the same bytes otherwise.
+  EXPECT_DOUBLE_EQ(step_bytes(m.layers, st, block, 2.0), step_bytes(m.layers, st, block) / 2.0);
+}
+
+// The stem and block 1 as one step (the cuda backend's fused_stem): the network input (float32 whatever the
+// storage), the weights and block 1's projection output; the stem's and depthwise's maps never count.
+TEST(Roofline, TheFusedStemReadsTheFloat32InputWhateverTheStorage) {
+  const Model m = builtin_mobilenet_v2();
+  const std::vector<LayerStats> st = analyse(m, 2, 224, 224);
+  ASSERT_EQ(m.layers[0].inputs, std::vector<int>{kNetworkInput});
+  const std::vector<int> stem{0, 1, 2, 3, 4};
+  const double input = 4.0 * 2 * 3 * 224 * 224;
+  const double weights = 4.0 * static_cast<double>(st[0].params + st[2].params + st[4].params);
+  const double output = static_cast<double>(st[4].activation_bytes);
+  EXPECT_DOUBLE_EQ(step_bytes(m.layers, st, stem), input + weights + output);
+  EXPECT_DOUBLE_EQ(step_bytes(m.layers, st, stem, 2.0), input + (weights + output) / 2.0);
+  EXPECT_DOUBLE_EQ(step_bytes(m.layers, st, {0}), static_cast<double>(st[0].bytes));
+  EXPECT_DOUBLE_EQ(step_bytes(m.layers, st, {0}, 2.0), input + (4.0 * st[0].params + st[0].activation_bytes) / 2.0);
 }
 
 TEST(Roofline, CpuCeilingsAreCachedPerDevice) {

@@ -11,12 +11,13 @@ namespace mnv2 {
 // count adds). A step's GFLOP/s is the sum over its layers divided by its median time.
 double layer_flops(const Layer& layer, const LayerStats& stats);
 
-// Bytes (float32, as analyse() counts them) a step covering `layers` (ascending) must move: its layers'
-// weights, each input it reads from outside itself once, and its last layer's output. A fused step's inner
-// tensors never reach memory, so summing each layer's own traffic would overstate the step's bytes (and place
-// it above the roofline); a fused inverted-residual block reads its input once, for the expansion and the
-// residual. For a single layer: its LayerStats::bytes.
+// Bytes a step covering `layers` (ascending) must move: its layers' weights, each input it reads from outside
+// itself once, and its last layer's output. A fused step's inner tensors never reach memory, so summing each
+// layer's own traffic would overstate the step's bytes (and place it above the roofline); a fused
+// inverted-residual block reads its input once, for the expansion and the residual. Activations and weights count
+// `storage_bytes` per element (4: float32, as analyse() counts them; 2 for fp16 storage), the network input 4
+// always (every backend reads it as float32 NCHW). For a single float32 layer: its LayerStats::bytes.
 double step_bytes(const std::vector<Layer>& topology, const std::vector<LayerStats>& stats,
-                  const std::vector<int>& layers);
+                  const std::vector<int>& layers, double storage_bytes = 4.0);
 
 }  // namespace mnv2
