@@ -55,6 +55,19 @@ DeviceCaps device_caps(int device) {
   return c;
 }
 
+int smem_optin_limit() {
+  static const int limit = [] {
+    int device = 0, optin = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+      cudaGetLastError();
+      return 48 * 1024;
+    }
+    return optin;
+  }();
+  return limit;
+}
+
 cudaError_t probe_kernel_image(KernelImage* image) {
   cudaFuncAttributes attributes{};
   const cudaError_t status = cudaFuncGetAttributes(&attributes, probe_kernel);

@@ -54,6 +54,10 @@ struct KernelImage {
 // (cudaErrorNoKernelImageForDevice, ...).
 cudaError_t probe_kernel_image(KernelImage* image = nullptr);
 
+// Dynamic shared memory a block may opt in to on the current device (48 KiB, what every CUDA GPU gives without
+// opting in, where the runtime cannot say), asked once per process.
+int smem_optin_limit();
+
 }  // namespace mnv2::kernels
 
 // After every launch: names the op, the file and the line.

@@ -21,7 +21,6 @@
 #include <string>
 
 #include "kernels/fused_block.cuh"
-#include "kernels/layout.cuh"  // to_half_bits
 #include "kernels/mma.cuh"
 
 namespace mnv2::kernels {
@@ -373,24 +372,11 @@ int code_arch() {
   return arch;
 }
 
-int optin_limit() {
-  static const int limit = [] {
-    int device = 0, optin = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-      cudaGetLastError();
-      return 48 * 1024;
-    }
-    return optin;
-  }();
-  return limit;
-}
-
 template <int kItems, int kStride>
 void launch_items(const FusedBlockParams& p, const Geometry& g, int64_t blocks, cudaStream_t stream) {
   // Raised once to what the device allows, on the first (uncaptured) launch.
-  static const cudaError_t raised = cudaFuncSetAttribute(fused_block_kernel<kItems, kStride>,
-                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, optin_limit());
+  static const cudaError_t raised = cudaFuncSetAttribute(
+      fused_block_kernel<kItems, kStride>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin_limit());
   MNV2_KERNEL_CALL("fused_block", raised);
   fused_block_kernel<kItems, kStride>
       <<<static_cast<unsigned>(blocks), kThreads, static_cast<size_t>(g.l.total), stream>>>(p, g);
@@ -405,12 +391,24 @@ void launch_stride(const FusedBlockParams& p, const Geometry& g, int64_t blocks,
 
 }  // namespace
 
-FusedBlockWeights fused_block_pack(const FusedBlockShape& s, const std::vector<float>& expand,
-                                   const std::vector<float>& expand_bias, const std::vector<float>& dw,
-                                   const std::vector<float>& dw_bias, const std::vector<float>& project,
-                                   const std::vector<float>& project_bias) {
+FusedBlockPadding fused_block_padding(const FusedBlockShape& s) {
+  const FusedBlockLayout l = fused_block_layout(s, 1, 1);
+  return FusedBlockPadding{l.k_pad, l.e_pad, l.co_pad};
+}
+
+FusedBlockPadding fused_block_ffma_padding(const FusedBlockShape& s) {
+  const FusedBlockFfmaLayout l = fused_block_ffma_layout(s, 1, 1);
+  return FusedBlockPadding{l.k_pad, l.e_pad, l.co_pad};
+}
+
+FusedBlockWeights fused_block_pack(const FusedBlockShape& s, const FusedBlockPadding& pad,
+                                   const std::vector<float>& expand, const std::vector<float>& expand_bias,
+                                   const std::vector<float>& dw, const std::vector<float>& dw_bias,
+                                   const std::vector<float>& project, const std::vector<float>& project_bias) {
   const int cin = s.in_channels, E = s.expanded, cout = s.out_channels;
   if (cin < 1 || E < 1 || cout < 1) throw Error("fused_block: channel counts must be positive");
+  if (pad.k_pad < cin || pad.e_pad < E || pad.co_pad < cout)
+    throw Error("fused_block: padding smaller than the channel counts");
   auto expect = [](const std::vector<float>& v, size_t n, bool optional, const char* what) {
     if (v.size() != n && !(optional && v.empty()))
       throw Error(std::string("fused_block: ") + what + " has " + std::to_string(v.size()) + " values, expected " +
@@ -422,24 +420,23 @@ FusedBlockWeights fused_block_pack(const FusedBlockShape& s, const std::vector<f
   expect(dw_bias, static_cast<size_t>(E), true, "depthwise bias");
   expect(project, static_cast<size_t>(cout) * E, false, "projection weight");
   expect(project_bias, static_cast<size_t>(cout), true, "projection bias");
-  const FusedBlockLayout l = fused_block_layout(s, 1, 1);
   FusedBlockWeights w;
-  std::vector<float> we(static_cast<size_t>(l.k_pad) * l.e_pad, 0.0f);
+  w.expand.assign(static_cast<size_t>(pad.k_pad) * pad.e_pad, 0.0f);
   for (int o = 0; o < E; ++o)
-    for (int k = 0; k < cin; ++k) we[static_cast<size_t>(k) * l.e_pad + o] = expand[static_cast<size_t>(o) * cin + k];
-  w.expand = to_half_bits(we);
-  w.expand_bias.assign(static_cast<size_t>(l.e_pad), 0.0f);
+    for (int k = 0; k < cin; ++k)
+      w.expand[static_cast<size_t>(k) * pad.e_pad + o] = expand[static_cast<size_t>(o) * cin + k];
+  w.expand_bias.assign(static_cast<size_t>(pad.e_pad), 0.0f);
   std::copy(expand_bias.begin(), expand_bias.end(), w.expand_bias.begin());
-  w.dw.assign(static_cast<size_t>(9) * l.e_pad, 0.0f);
+  w.dw.assign(static_cast<size_t>(9) * pad.e_pad, 0.0f);
   for (int e = 0; e < E; ++e)
-    for (int t = 0; t < 9; ++t) w.dw[static_cast<size_t>(t) * l.e_pad + e] = dw[static_cast<size_t>(e) * 9 + t];
-  w.dw_bias.assign(static_cast<size_t>(l.e_pad), 0.0f);
+    for (int t = 0; t < 9; ++t) w.dw[static_cast<size_t>(t) * pad.e_pad + e] = dw[static_cast<size_t>(e) * 9 + t];
+  w.dw_bias.assign(static_cast<size_t>(pad.e_pad), 0.0f);
   std::copy(dw_bias.begin(), dw_bias.end(), w.dw_bias.begin());
-  std::vector<float> wp(static_cast<size_t>(l.e_pad) * l.co_pad, 0.0f);
+  w.project.assign(static_cast<size_t>(pad.e_pad) * pad.co_pad, 0.0f);
   for (int o = 0; o < cout; ++o)
-    for (int e = 0; e < E; ++e) wp[static_cast<size_t>(e) * l.co_pad + o] = project[static_cast<size_t>(o) * E + e];
-  w.project = to_half_bits(wp);
-  w.project_bias.assign(static_cast<size_t>(l.co_pad), 0.0f);
+    for (int e = 0; e < E; ++e)
+      w.project[static_cast<size_t>(e) * pad.co_pad + o] = project[static_cast<size_t>(o) * E + e];
+  w.project_bias.assign(static_cast<size_t>(pad.co_pad), 0.0f);
   std::copy(project_bias.begin(), project_bias.end(), w.project_bias.begin());
   return w;
 }
@@ -465,9 +462,9 @@ void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, c
   if (g.l.m1 > kMaxRowTiles * kWarps * 16)
     throw Error("fused_block: tile " + to_string(v) + " has a window of " + std::to_string(g.l.m1) +
                 " pixels; the kernel takes at most " + std::to_string(kMaxRowTiles * kWarps * 16));
-  if (g.l.total > optin_limit())
+  if (g.l.total > smem_optin_limit())
     throw Error("fused_block: tile " + to_string(v) + " needs " + std::to_string(g.l.total) +
-                " bytes of shared memory; this GPU allows " + std::to_string(optin_limit()));
+                " bytes of shared memory; this GPU allows " + std::to_string(smem_optin_limit()));
   g.tile_h = v.tile_h;
   g.tile_w = v.tile_w;
   g.tiles_w = static_cast<int>(ceil_div(s.out_w, v.tile_w));

@@ -1,8 +1,11 @@
-// A whole inverted-residual block in one kernel, fp16 (tiles.h: FusedBlock*): expansion 1x1 + bias + clip,
-// depthwise 3x3 (stride 1 or 2) + bias + clip, projection 1x1 + bias (+ the residual, the block's input), NHWC
-// half activations, float32 accumulation in the 1x1 convolutions (tensor cores), half in the depthwise (half2
-// FMA over the 9 taps from the bias, as cuDNN's fp16 depthwise); the expanded maps never leave shared memory. Needs
-// code compiled for compute_80 or newer (mma.sync m16n8k16, cp.async): the launch refuses older code.
+// A whole inverted-residual block in one kernel: expansion 1x1 + bias + clip, depthwise 3x3 (stride 1 or 2) +
+// bias + clip, projection 1x1 + bias (+ the residual, the block's input), NHWC activations; the expanded maps never
+// leave shared memory. Two kernels:
+//   fp16 (tiles.h: FusedBlock*): half activations, float32 accumulation in the 1x1 convolutions (tensor cores),
+//     half in the depthwise (half2 FMA over the 9 taps from the bias, as cuDNN's fp16 depthwise). Needs code
+//     compiled for compute_80 or newer (mma.sync m16n8k16, cp.async): the launch refuses older code.
+//   ffma (tiles.h: FusedBlockFfma*): float32 activations and weights, strict FFMA (no tensor cores), every
+//     architecture.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,28 +18,36 @@
 
 namespace mnv2::kernels {
 
-// The weights as the kernel reads them (fused_block_pack): half matrices zero-padded to the layout's sizes,
-// float32 depthwise weights and biases padded to e_pad (co_pad for the projection's bias); the kernel rounds the
-// depthwise weights and bias to half as it stages them. Padded expanded
-// channels have zero weights and biases, so they contribute nothing.
+// The weights as the kernels read them (fused_block_pack), float32: matrices zero-padded to the layout's sizes,
+// depthwise weights and biases padded to e_pad (co_pad for the projection's bias). The fp16 kernel takes the two
+// matrices as half (Lowering::upload_gemm_weights rounds them) and rounds the depthwise weights and bias to half as
+// it stages them. Padded expanded channels have zero weights and biases, so they contribute nothing.
 struct FusedBlockWeights {
-  std::vector<uint16_t> expand;     // half bits [k_pad][e_pad]: row k holds every expanded channel's weight
+  std::vector<float> expand;        // [k_pad][e_pad]: row k holds every expanded channel's weight
   std::vector<float> expand_bias;   // [e_pad]
   std::vector<float> dw;            // [9][e_pad], tap-major
   std::vector<float> dw_bias;       // [e_pad]
-  std::vector<uint16_t> project;    // half bits [e_pad][co_pad]
+  std::vector<float> project;       // [e_pad][co_pad]
   std::vector<float> project_bias;  // [co_pad]
 };
+// The padded sizes a kernel's packing needs: fused_block_padding (fp16, from fused_block_layout) or
+// fused_block_ffma_padding (fp32, from fused_block_ffma_layout); neither depends on the tile.
+struct FusedBlockPadding {
+  int k_pad = 0, e_pad = 0, co_pad = 0;
+};
+FusedBlockPadding fused_block_padding(const FusedBlockShape& s);
+FusedBlockPadding fused_block_ffma_padding(const FusedBlockShape& s);
 // From the model's layouts: expand [expanded][in] (ONNX 1x1), dw [expanded][3][3], project [out][expanded];
 // empty biases are zeros.
-FusedBlockWeights fused_block_pack(const FusedBlockShape& s, const std::vector<float>& expand,
-                                   const std::vector<float>& expand_bias, const std::vector<float>& dw,
-                                   const std::vector<float>& dw_bias, const std::vector<float>& project,
-                                   const std::vector<float>& project_bias);
+FusedBlockWeights fused_block_pack(const FusedBlockShape& s, const FusedBlockPadding& pad,
+                                   const std::vector<float>& expand, const std::vector<float>& expand_bias,
+                                   const std::vector<float>& dw, const std::vector<float>& dw_bias,
+                                   const std::vector<float>& project, const std::vector<float>& project_bias);
 
 struct FusedBlockParams {
   FusedBlockShape shape;
-  const void* input = nullptr;          // half NHWC [batch, in_h, in_w, in_channels]; also the residual
+  const void* input = nullptr;          // NHWC [batch, in_h, in_w, in_channels], half (fp16) or float32 (ffma);
+                                        // also the residual
   const void* expand_weight = nullptr;  // FusedBlockWeights::expand on the device (and so on)
   const float* expand_bias = nullptr;
   Clip expand_clip;
@@ -45,11 +56,16 @@ struct FusedBlockParams {
   Clip dw_clip;
   const void* project_weight = nullptr;
   const float* project_bias = nullptr;
-  void* output = nullptr;  // half NHWC [batch, out_h, out_w, out_channels]; not the input
+  void* output = nullptr;  // NHWC [batch, out_h, out_w, out_channels] as the input; not the input
 };
 
 // Throws Error for what cannot run (fused_block_refusal, a variant that does not fit, null or misaligned
 // operands, code below compute_80).
 void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, cudaStream_t stream);
+
+// The float32 twin (fused_block_ffma.cu; tiles.h: FusedBlockFfma*): float32 input, output and weights (the
+// matrices too), FFMA only, every architecture. Throws Error for what cannot run
+// (fused_block_ffma_shape_refusal, fused_block_ffma_variant_refusal, null or misaligned operands).
+void launch_fused_block_ffma(const FusedBlockParams& p, const FusedBlockFfmaVariant& v, cudaStream_t stream);
 
 }  // namespace mnv2::kernels

@@ -1,5 +1,6 @@
 // Warp-level tensor-core and copy primitives for the hand-written kernels (device code only, compute_80 and newer:
-// MNV2_HAS_MMA is defined where they exist; a kernel built for older code takes its FFMA path or refuses).
+// MNV2_HAS_MMA is defined where they exist; a kernel built for older code takes its FFMA path or refuses), and a
+// 16-byte global -> shared copy for every architecture (copy16).
 #pragma once
 
 #if defined(__CUDACC__)
@@ -50,6 +51,26 @@ __device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
   return *reinterpret_cast<const unsigned*>(&h);
 }
 #endif
+
+// 16 bytes global -> shared on every architecture: cp.async where it exists (copy_wait_all then waits for it),
+// a load and a store through registers below compute_80. inside false: zero-filled, nothing read.
+__device__ __forceinline__ void copy16(void* dst, const void* src, bool inside) {
+#ifdef MNV2_HAS_MMA
+  cp16(dst, src, inside);
+#else
+  *static_cast<uint4*>(dst) = inside ? __ldg(static_cast<const uint4*>(src)) : make_uint4(0, 0, 0, 0);
+#endif
+}
+__device__ __forceinline__ void copy_commit() {
+#ifdef MNV2_HAS_MMA
+  cp_commit();
+#endif
+}
+__device__ __forceinline__ void copy_wait_all() {
+#ifdef MNV2_HAS_MMA
+  cp_wait_all();
+#endif
+}
 
 }  // namespace mnv2::kernels
 #endif  // __CUDACC__

@@ -532,6 +532,168 @@ std::string to_string(const FusedBlockVariant& v) {
          std::to_string(kFusedBlockChunk) + " items " + std::to_string(v.items);
 }
 
+// ---- the whole block in float32 FFMA (fused_block_ffma) ---------------------------------------------
+
+FusedBlockFfmaLayout fused_block_ffma_layout(const FusedBlockShape& s, int tile_h, int tile_w) {
+  FusedBlockFfmaLayout l;
+  const int st = std::max(1, s.stride);
+  constexpr int C = kFusedBlockFfmaChunk;
+  l.window_h = (std::max(1, tile_h) - 1) * st + 3;
+  l.window_w = (std::max(1, tile_w) - 1) * st + 3;
+  l.m1 = l.window_h * l.window_w;
+  l.pout = std::max(1, tile_h) * std::max(1, tile_w);
+  l.k_pad = round_up(std::max(1, s.in_channels), 4);
+  l.e_pad = round_up(std::max(1, s.expanded), C);
+  l.co_pad = round_up(std::max(1, s.out_channels), 4);
+  l.ld_x = (l.k_pad / 4) % 2 == 1 ? l.k_pad : l.k_pad + 4;  // an odd number of 16-byte groups
+  l.ld_d = C + 4;
+  l.we_bytes = l.k_pad * C * 4;
+  l.wp_bytes = C * l.co_pad * 4;
+  l.vec_bytes = 11 * C * 4;
+  int at = 0;
+  l.x = at;
+  at += l.m1 * l.ld_x * 4;
+  l.ex = at;
+  at += l.m1 * C * 4;
+  l.d = at;
+  at += l.pout * l.ld_d * 4;
+  l.we = at;
+  at += 2 * l.we_bytes;
+  l.wp = at;
+  at += 2 * l.wp_bytes;
+  l.vec = at;
+  at += 2 * l.vec_bytes;
+  l.total = at;
+  return l;
+}
+
+int fused_block_ffma_items(const FusedBlockShape& s, int tile_h, int tile_w, int px, int nc) {
+  const FusedBlockFfmaLayout l = fused_block_ffma_layout(s, tile_h, tile_w);
+  return static_cast<int>(ceil_div(l.pout, std::max(1, px)) * ceil_div(l.co_pad / 4, std::max(1, nc)));
+}
+
+std::string fused_block_ffma_shape_refusal(const FusedBlockShape& s) {
+  if (s.batch < 1 || s.in_channels < 1 || s.expanded < 1 || s.out_channels < 1 || s.in_h < 1 || s.in_w < 1 ||
+      s.out_h < 1 || s.out_w < 1 || s.pad_top < 0 || s.pad_left < 0)
+    return "sizes must be positive";
+  if (s.in_channels % 4 != 0 || s.out_channels % 4 != 0)
+    return "input and output channels must be multiples of 4 (16-byte accesses), got " + std::to_string(s.in_channels) +
+           " and " + std::to_string(s.out_channels);
+  if (s.stride != 1 && s.stride != 2) return "depthwise stride " + std::to_string(s.stride) + " (1 or 2 only)";
+  if (s.residual && (s.stride != 1 || s.in_channels != s.out_channels || s.in_h != s.out_h || s.in_w != s.out_w))
+    return "the residual's shape differs from the output's";
+  return "";
+}
+
+std::string fused_block_ffma_variant_refusal(const FusedBlockShape& s, const FusedBlockFfmaVariant& v,
+                                             int smem_per_block_optin) {
+  bool built = false;
+  for (const FusedBlockFfmaTile& t : kFusedBlockFfmaTiles) built = built || (t.px == v.px && t.nc == v.nc);
+  if (!built || v.tile_h < 1 || v.tile_w < 1) return "variant " + to_string(v) + " is not built";
+  const FusedBlockFfmaLayout l = fused_block_ffma_layout(s, v.tile_h, v.tile_w);
+  const int items = fused_block_ffma_items(s, v.tile_h, v.tile_w, v.px, v.nc);
+  if (items > kFusedBlockFfmaThreads)
+    return to_string(v) + " needs " + std::to_string(items) + " projection threads, the block has " +
+           std::to_string(kFusedBlockFfmaThreads);
+  if (l.m1 > kFusedBlockFfmaMaxWindow)
+    return to_string(v) + " has a window of " + std::to_string(l.m1) + " pixels, at most " +
+           std::to_string(kFusedBlockFfmaMaxWindow);
+  if (l.total > smem_per_block_optin)
+    return to_string(v) + " needs " + std::to_string(l.total) + " bytes of shared memory, the GPU allows " +
+           std::to_string(smem_per_block_optin);
+  return "";
+}
+
+FusedBlockFfmaVariant choose_fused_block_ffma_variant(const FusedBlockShape& s, const DeviceCaps& caps,
+                                                      std::string* why_not) {
+  FusedBlockFfmaVariant best;
+  std::string why = fused_block_ffma_shape_refusal(s);
+  double best_cost = 0;
+  if (why.empty()) {
+    const int sms = std::max(1, caps.num_sms);
+    constexpr int C = kFusedBlockFfmaChunk, T = kFusedBlockFfmaThreads;
+    for (int th = 1; th <= std::min(s.out_h, 16); ++th) {
+      for (int tw = 1; tw <= std::min(s.out_w, 16); ++tw) {
+        if (fused_block_recompute_factor(s, FusedBlockVariant{th, tw, 2}) > kFusedBlockMaxRecompute) continue;
+        const FusedBlockFfmaLayout l = fused_block_ffma_layout(s, th, tw);
+        for (const FusedBlockFfmaTile& t : kFusedBlockFfmaTiles) {
+          const FusedBlockFfmaVariant v{th, tw, t.px, t.nc};
+          if (!fused_block_ffma_variant_refusal(s, v, caps.smem_per_block_optin).empty()) continue;
+          // FFMA instructions per thread and chunk of each phase and the warps that have them: the expansion's
+          // passes (4 x 4 x k per pass, every warp), the depthwise's items (4 x 4 x 9 each, counted twice: it
+          // waits on shared memory), the projection's micro-tile (only ceil(items / 32) warps).
+          const double passes = std::ceil(l.m1 / static_cast<double>(kFusedBlockFfmaPassPixels));
+          const double dw_slots = th * std::ceil(tw / 4.0) * (C / 4);
+          const double dw_per_thread = std::ceil(dw_slots / T) * 2.0 * 144.0;
+          const double proj_per_thread = t.px * t.nc * 4.0 * C;
+          const double warps = T / 32.0;
+          const double dw_warps = std::min(warps, std::ceil(dw_slots / 32.0));
+          const double proj_warps = std::ceil(fused_block_ffma_items(s, th, tw, t.px, t.nc) / 32.0);
+          const double exp_per_thread = passes * 16.0 * l.k_pad;
+          // Issue: warp instructions over the 4 schedulers of a multiprocessor (what co-resident blocks share),
+          // and the block's own critical path (a phase's warps beyond 4 queue behind each other); plus the
+          // weights, window and output through L2 and a fixed cost per chunk (barriers).
+          const double chunks = l.e_pad / C;
+          const double bytes =
+              (static_cast<double>(l.k_pad) * l.e_pad + static_cast<double>(l.e_pad) * l.co_pad + 11.0 * l.e_pad) *
+                  4.0 +
+              static_cast<double>(l.m1) * s.in_channels * 4.0 + static_cast<double>(l.pout) * s.out_channels * 4.0;
+          const double throughput =
+              chunks * (exp_per_thread * warps + dw_per_thread * dw_warps + proj_per_thread * proj_warps) / 4.0 +
+              bytes / 32.0;
+          const double latency =
+              chunks * (exp_per_thread * std::ceil(warps / 4.0) + dw_per_thread * std::ceil(dw_warps / 4.0) +
+                        proj_per_thread * std::ceil(proj_warps / 4.0) + 600.0) +
+              2000.0;
+          // Registers: 128 a thread (2 blocks) up to 8 accumulator quads (fused_block_ffma.cu's launch bounds),
+          // else up to 255 (1 block).
+          const int by_regs = t.px * t.nc <= 8 ? 2 : 1;
+          const int by_smem = std::max(1, caps.smem_per_sm / (l.total + 1024));
+          const int occ =
+              std::max(1, std::min({by_smem, by_regs, caps.max_threads_per_sm / T, caps.max_blocks_per_sm}));
+          const int64_t blocks = ceil_div(s.out_h, th) * ceil_div(s.out_w, tw) * static_cast<int64_t>(s.batch);
+          const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sms) * occ));
+          const double cost = waves * std::max(occ * throughput, latency);
+          if (best.tile_h == 0 || cost < best_cost * 0.999) {
+            best = v;
+            best_cost = cost;
+          }
+        }
+      }
+    }
+    if (best.tile_h == 0)
+      why = "no tile fits " + std::to_string(caps.smem_per_block_optin) + " bytes of shared memory and " +
+            std::to_string(kFusedBlockFfmaThreads) + " projection threads with halos costing at most x" +
+            std::to_string(kFusedBlockMaxRecompute).substr(0, 3);
+  }
+  if (why_not != nullptr) *why_not = why;
+  return best;
+}
+
+double fused_block_unfused_intensity(const FusedBlockShape& s) {
+  const double in_px = static_cast<double>(s.in_h) * s.in_w, out_px = static_cast<double>(s.out_h) * s.out_w;
+  const double E = s.expanded;
+  const double flops =
+      2.0 * (in_px * s.in_channels * E + out_px * E * 9.0 + out_px * E * static_cast<double>(s.out_channels));
+  // Each layer reads its input and writes its output; the projection reads the residual too.
+  const double values = in_px * s.in_channels + 2.0 * in_px * E + 2.0 * out_px * E + out_px * s.out_channels +
+                        (s.residual ? out_px * s.out_channels : 0.0);
+  return values > 0 ? flops / (values * 4.0) : 0.0;
+}
+
+int64_t fused_block_ffma_blocks(const FusedBlockShape& s, const FusedBlockFfmaVariant& v) {
+  return fused_block_blocks(s, FusedBlockVariant{v.tile_h, v.tile_w, 2});
+}
+
+double fused_block_ffma_recompute_factor(const FusedBlockShape& s, const FusedBlockFfmaVariant& v) {
+  return fused_block_recompute_factor(s, FusedBlockVariant{v.tile_h, v.tile_w, 2});
+}
+
+std::string to_string(const FusedBlockFfmaVariant& v) {
+  return "block ffma tile " + std::to_string(v.tile_h) + "x" + std::to_string(v.tile_w) + " chunk " +
+         std::to_string(kFusedBlockFfmaChunk) + " projection " + std::to_string(v.px) + "x" + std::to_string(4 * v.nc);
+}
+
 // ---- the stem and the first block (fused_stem) ----------------------------------------------------------
 
 int fused_stem_smem_bytes(const FusedStemShape& s, int tile_h) {

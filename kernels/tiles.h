@@ -351,6 +351,73 @@ double fused_block_recompute_factor(const FusedBlockShape& s, const FusedBlockVa
 
 std::string to_string(const FusedBlockVariant& v);  // "block tile 8x8 chunk 32 items 2"
 
+// ---- the whole inverted-residual block in one kernel, float32 FFMA (fused_block.cuh) -------------------------
+
+// The fp32 twin of the block above, strict FFMA (no tensor cores, float32 everywhere): the same tile ownership and
+// chunk loop, float32 NHWC activations, the 1x1 convolutions as register-tiled FFMA from shared memory. Threads
+// split each phase as:
+//   expansion:  4 window pixels x 4 expanded channels per thread and pass of 128 pixels (kFusedBlockFfmaPassPixels);
+//   depthwise:  4 output pixels of a row x 4 channels per item;
+//   projection: px output pixels x 4 nc output channels per thread, accumulated in registers across every chunk.
+inline constexpr int kFusedBlockFfmaChunk = 32;
+inline constexpr int kFusedBlockFfmaThreads = 256;
+inline constexpr int kFusedBlockFfmaPassPixels = 128;
+// Window pixels a tile may have: passes' halo masks fill one 32-bit register (4 bits a pass).
+inline constexpr int kFusedBlockFfmaMaxWindow = 8 * kFusedBlockFfmaPassPixels;
+
+struct FusedBlockFfmaVariant {
+  int tile_h = 0, tile_w = 0;
+  int px = 0, nc = 0;  // the projection's micro-tile: px pixels x 4 nc channels per thread (fused_block_ffma_tiles)
+};
+struct FusedBlockFfmaTile {
+  int px, nc;
+};
+// The projection micro-tiles the kernel is built for, fewest accumulators first.
+inline constexpr FusedBlockFfmaTile kFusedBlockFfmaTiles[] = {{2, 1}, {4, 1}, {2, 2}, {4, 2}, {2, 4}, {4, 4}, {2, 8}};
+
+// Shared-memory layout (offsets and sizes in bytes, multiples of 16; pitches in floats): the input window
+// (m1 = window pixels, k_pad = input channels rounded to 4, pitch ld_x = an odd multiple of 4 floats so that the 4
+// consecutive pixels a warp's expansion reads fall into different banks), the expanded window (pitch the chunk),
+// the depthwise output (pout = tile pixels, pitch ld_d = chunk + 4), and two buffers each of the chunk's expansion
+// weights [k_pad][chunk], projection weights [chunk][co_pad] (co_pad = output channels rounded to 4) and its
+// vectors (expansion bias, depthwise weights [9][chunk], depthwise bias).
+struct FusedBlockFfmaLayout {
+  int window_h = 0, window_w = 0, m1 = 0, pout = 0, k_pad = 0, e_pad = 0, co_pad = 0;
+  int ld_x = 0, ld_d = 0;
+  int x = 0, ex = 0, d = 0, we = 0, wp = 0, vec = 0;  // we..vec: two buffers each
+  int we_bytes = 0, wp_bytes = 0, vec_bytes = 0;      // one buffer's size
+  int total = 0;
+};
+FusedBlockFfmaLayout fused_block_ffma_layout(const FusedBlockShape& s, int tile_h, int tile_w);
+// Threads the projection of a tile needs with micro-tile px x 4 nc: ceil(pout / px) * ceil(co_pad / 4 / nc).
+int fused_block_ffma_items(const FusedBlockShape& s, int tile_h, int tile_w, int px, int nc);
+
+// Why this block cannot run fused in float32 ("" when it can): channel counts not multiples of 4 (16-byte
+// accesses), a stride other than 1 or 2, a residual whose shapes differ. Runs on every architecture.
+std::string fused_block_ffma_shape_refusal(const FusedBlockShape& s);
+// The tile and micro-tile by a cost model (FFMA per thread and chunk, times the waves of resident blocks, plus
+// a fixed cost per chunk); only variants that fit the shared memory, kFusedBlockFfmaThreads and
+// kFusedBlockFfmaMaxWindow. *why_not as fused_block_ffma_shape_refusal, or why no tile fits.
+FusedBlockFfmaVariant choose_fused_block_ffma_variant(const FusedBlockShape& s, const DeviceCaps& caps,
+                                                      std::string* why_not);
+// Why a variant cannot run ("" when it can): not a built micro-tile, too many threads, a window too large, more
+// shared memory than smem_per_block_optin.
+std::string fused_block_ffma_variant_refusal(const FusedBlockShape& s, const FusedBlockFfmaVariant& v,
+                                             int smem_per_block_optin);
+int64_t fused_block_ffma_blocks(const FusedBlockShape& s, const FusedBlockFfmaVariant& v);
+// The unfused block's arithmetic intensity in float32: its three layers' FLOPs over the bytes they move through
+// memory (each reads its input and writes its output; weights left out). Where it exceeds
+// kFusedBlockFfmaMaxIntensity the unfused FFMA GEMMs are bound by arithmetic, not memory, and beat the fused kernel
+// (PERFORMANCE.md run 11, H200 batch 256: block 2 at 4.4 FLOP/B 1230 us fused against 1379 unfused; block 3 at
+// 6.3 6% faster fused, block 4 at 6.3 5% slower, every later block (8 to 54 FLOP/B) 1.2x to 2.2x slower).
+inline constexpr double kFusedBlockFfmaMaxIntensity = 5.0;
+double fused_block_unfused_intensity(const FusedBlockShape& s);
+// The expansion's multiply-adds for the window pixels inside the map over the exact count (>= 1), as
+// fused_block_recompute_factor.
+double fused_block_ffma_recompute_factor(const FusedBlockShape& s, const FusedBlockFfmaVariant& v);
+
+std::string to_string(const FusedBlockFfmaVariant& v);  // "block ffma tile 8x8 chunk 32 projection 2x4"
+
 // ---- the stem and the first block in one kernel (fused_stem.cuh), fp16 or fp32 storage -----------------------
 
 // The network's first layers, conv 3x3 over the 3-channel NCHW float32 input (stride 2) + bias + clip, depthwise

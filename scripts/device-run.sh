@@ -5,8 +5,8 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, stem, lab, applab;
-# default all but round2, stem, lab and applab), e.g.
+# timeline, anchor, cudnn, baseline, round2, stem, ffma, lab, applab;
+# default all but round2, stem, ffma, lab and applab), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -469,6 +469,45 @@ stem_sass() {
       all[n], cb[n], ur[n], ldc[n], lds[n], n}'
 }
 TAIL=20 run stem_sass stem_sass
+fi
+
+# ---- the fp32 whole-block kernel, fused_block_ffma (issue 17) ----------------------------------------------------
+# Its kernel tests and the fp32 fusion-block backend test, the kernel tests under compute-sanitizer (memcheck,
+# racecheck, synccheck: the phases share shared memory through barriers), a whole fp32 fused network under memcheck,
+# and a quick device-resident benchmark of fp32 none against block beside the per-layer CUPTI profile of block.
+if want ffma; then
+TAIL=8 run ffma_tests ./bin/mnv2_gpu_tests \
+  --gtest_filter='KernelFusedBlockFfma*:CudaBackendTest.BlockFusionRunsInFp32*:CudaBackendTest.FusedBlock*'
+# (every variant of every shape under memcheck is slow: capped, the log says how far it got)
+TAIL=6 run ffma_memcheck timeout "${FFMA_MEMCHECK_S:-200}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+  ./bin/mnv2_gpu_tests --gtest_filter='KernelFusedBlockFfma*'
+for tool in racecheck synccheck; do
+  TAIL=6 run "ffma_$tool" compute-sanitizer --tool $tool --error-exitcode 9 ./bin/mnv2_gpu_tests \
+    --gtest_filter='KernelFusedBlockFfma.RefusesWhatItCannotRun'
+done
+TAIL=6 run ffma_memcheck_net compute-sanitizer --tool memcheck --error-exitcode 9 \
+  ./bin/mnv2 classify --backend cuda --cuda-fusion block --precision fp32 --tensor shared/golden/cat.input.f32 --top 3
+for f in none block; do
+  TAIL=12 run "ffma_bench_$f" ./bin/mnv2 bench --backends cuda --cuda-fusion "$f" --precision fp32 --warmup 20 \
+    --batch "${FFMA_BATCHES:-1,8,64,256}" --iters "${FFMA_ITERS:-100}" --json "$work/ffma_bench_$f.json"
+done
+for spec in ${FFMA_PROFILES:-block:256}; do
+  IFS=: read -r f b <<<"$spec"
+  TAIL=0 run "ffma_profile_${f}_b$b" ./bin/mnv2 profile --backend cuda --cuda-fusion "$f" --precision fp32 --batch "$b" \
+    --timing cupti --exec graph --warmup 5 --iters 20 --csv "$work/ffma_profile_${f}_b$b.csv" \
+    --json "$work/ffma_profile_${f}_b$b.json"
+  grep -E "end to end|per layer|per kind|WARNING" "$work/ffma_profile_${f}_b$b.log" >>"$summary"
+done
+# The instruction mix of each instantiation (SASS opcodes by count): what besides FFMA the kernel issues.
+ffma_sass() {
+  local dump=/usr/local/cuda/bin/cuobjdump
+  [[ -x $dump ]] || dump=$(command -v cuobjdump) || { echo "cuobjdump not installed: not run"; return 0; }
+  "$dump" -sass lib/libmnv2_gpu.so | awk '/Function : .*fused_block_ffma_kernel/ {name=$3; next} /Function :/ {name=""}
+    name != "" && /^ +\/\*[0-9a-f]+\*\/ / {op=$2; if (op ~ /^@/) op=$3; sub(/\..*/, "", op); n[name]++; c[name, op]++}
+    END {for (k in c) {split(k, a, SUBSEP); printf "%s\t%d\t%s\n", a[1], c[k], a[2]}}' | sort -t$'\t' -k1,1 -k2,2nr |
+    awk -F'\t' '{if ($1 != last) {print ""; print $1; last = $1; shown = 0} if (shown++ < 14) printf "  %7d %s\n", $2, $3}'
+}
+TAIL=0 run ffma_sass ffma_sass
 fi
 
 # ---- the kernel lab (issue 18) ------------------------------------------------------------------------------

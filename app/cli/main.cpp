@@ -1269,8 +1269,8 @@ void precision_option(Args& a) {
 void cuda_option_set(Args& a) {
   a.value("--cuda-variant", "cuda backend: fast or baseline (default fast, or $MNV2_CUDA_VARIANT)");
   a.value("--cuda-fusion",
-          "cuda backend: none, expand_dw (fp32) or block (inverted-residual blocks in fp16; the stem + first block in "
-          "fp16 and fp32) (default none, or $MNV2_CUDA_FUSE)");
+          "cuda backend: none, expand_dw (fp32) or block (the stem + first block and each inverted-residual block "
+          "in one kernel, fp16 and fp32) (default none, or $MNV2_CUDA_FUSE)");
   a.value("--cuda-graph", "cuda backend: auto, on or off (default auto, or $MNV2_CUDA_GRAPH)");
   a.value("--cuda-gemm-tile",
           "cuda backend: force a GEMM tile, e.g. 128x64 (default: the planner's, or $MNV2_CUDA_GEMM_TILE)");

@@ -18,20 +18,13 @@
 #ifdef MNV2_HAVE_KERNELS
 #include <cmath>
 
-#include "backends/cpu/cpu_ops.h"  // conv_output_extent
-#include "kernels/fused_block.cuh"
+#include "fused_block_test_cases.h"
 #include "test_kernels_support.h"
 
 namespace mnv2::test {
 namespace {
 
 namespace k = kernels;
-
-struct BlockCase {
-  int batch, cin, expanded, cout, h, w, stride;
-  int pad_top, pad_left, pad_bottom, pad_right;
-  bool residual, clip;
-};
 
 std::vector<float> round_half(const std::vector<float>& v) { return TypedArray::rounded(k::DType::f16, v); }
 
@@ -55,13 +48,8 @@ int ptx_version() {
 void run_case(const BlockCase& c) {
   const uint64_t seed = kernel_test_seed();
   std::mt19937_64 gen(seed);
-  std::ostringstream what;
-  what << "batch " << c.batch << " " << c.cin << "->" << c.expanded << "->" << c.cout << " map " << c.h << "x" << c.w
-       << " stride " << c.stride << " pads [" << c.pad_top << "," << c.pad_left << "," << c.pad_bottom << ","
-       << c.pad_right << "] residual " << c.residual << " clip " << c.clip << " MNV2_TEST_SEED=" << seed;
-  SCOPED_TRACE(what.str());
-  const int oh = cpu::conv_output_extent(c.h, c.pad_top, c.pad_bottom, 3, c.stride, 1);
-  const int ow = cpu::conv_output_extent(c.w, c.pad_left, c.pad_right, 3, c.stride, 1);
+  SCOPED_TRACE(c.str(seed));
+  const int oh = c.out_h(), ow = c.out_w();
   ASSERT_GT(oh, 0);
   ASSERT_GT(ow, 0);
   const int E = c.expanded, cin = c.cin, cout = c.cout;
@@ -132,35 +120,13 @@ void run_case(const BlockCase& c) {
           2.0 * kU16 * flips + kU16 * std::fabs(v) + (E + cin + 4) * kU32 * (terms + flips) + 1e-7;
     }
 
-  k::FusedBlockShape s;
-  s.batch = c.batch;
-  s.in_channels = cin;
-  s.expanded = E;
-  s.out_channels = cout;
-  s.in_h = c.h;
-  s.in_w = c.w;
-  s.out_h = oh;
-  s.out_w = ow;
-  s.stride = c.stride;
-  s.pad_top = c.pad_top;
-  s.pad_left = c.pad_left;
-  s.residual = c.residual;
-  const k::FusedBlockWeights pw = k::fused_block_pack(s, we, eb, dw, db, wp, pb);
+  k::FusedBlockParams p = c.params();
+  const k::FusedBlockShape& s = p.shape;
+  const k::FusedBlockWeights pw = k::fused_block_pack(s, k::fused_block_padding(s), we, eb, dw, db, wp, pb);
   TypedArray dx(k::DType::f16, x), dy(k::DType::f16, static_cast<size_t>(out_px) * cout);
-  HalfBits dwe(pw.expand), dwp(pw.project);
+  HalfBits dwe(k::to_half_bits(pw.expand)), dwp(k::to_half_bits(pw.project));
   DeviceArray deb(pw.expand_bias), ddw(pw.dw), ddb(pw.dw_bias), dpb(pw.project_bias);
-  k::FusedBlockParams p;
-  p.shape = s;
-  p.input = dx.get();
-  p.expand_weight = dwe.get();
-  p.expand_bias = deb.get();
-  p.expand_clip = k::Clip{c.clip, 0.0f, 6.0f};
-  p.dw_weight = ddw.get();
-  p.dw_bias = ddb.get();
-  p.dw_clip = k::Clip{c.clip, 0.0f, 6.0f};
-  p.project_weight = dwp.get();
-  p.project_bias = dpb.get();
-  p.output = dy.get();
+  set_operands(p, dx.get(), dwe.get(), deb.get(), ddw.get(), ddb.get(), dwp.get(), dpb.get(), dy.get());
 
   int device = 0;
   MNV2_CHECK_CUDA(cudaGetDevice(&device));
@@ -193,21 +159,7 @@ void run_case(const BlockCase& c) {
 TEST(KernelFusedBlock, MatchesTheReferenceOverBlockShapes) {
   MNV2_SKIP_WITHOUT_GPU();
   if (ptx_version() < 80) GTEST_SKIP() << "the kernels run compute_" << ptx_version() << " code: fused_block needs 80";
-  const BlockCase mobilenet[] = {
-      // cin, E, cout, map, stride, pads [t, l, b, r] as the main model's (TF-style for stride 2), residual
-      {1, 16, 96, 24, 112, 112, 2, 0, 0, 1, 1, false, true},  // block2
-      {1, 24, 144, 24, 56, 56, 1, 1, 1, 1, 1, true, true},    // block3
-      {1, 24, 144, 32, 56, 56, 2, 0, 0, 1, 1, false, true},   // block4
-      {1, 32, 192, 32, 28, 28, 1, 1, 1, 1, 1, true, true},    // block5, 6
-      {1, 32, 192, 64, 28, 28, 2, 0, 0, 1, 1, false, true},   // block7
-      {1, 64, 384, 64, 14, 14, 1, 1, 1, 1, 1, true, true},    // block8-10
-      {1, 64, 384, 96, 14, 14, 1, 1, 1, 1, 1, false, true},   // block11
-      {1, 96, 576, 96, 14, 14, 1, 1, 1, 1, 1, true, true},    // block12, 13
-      {1, 96, 576, 160, 14, 14, 2, 0, 0, 1, 1, false, true},  // block14
-      {1, 160, 960, 160, 7, 7, 1, 1, 1, 1, 1, true, true},    // block15, 16
-      {1, 160, 960, 320, 7, 7, 1, 1, 1, 1, 1, false, true},   // block17
-  };
-  for (BlockCase c : mobilenet) {
+  for (BlockCase c : kMobileNetBlocks) {
     run_case(c);
     c.batch = 3;
     run_case(c);

@@ -89,10 +89,12 @@ void check_plan(const CudaPlan& plan, const std::string& what) {
       EXPECT_GE(s.layers.size(), 3u);
     }
     if (s.kernel == CudaKernel::fused_block) {
-      // fp16 only, compute_80 code only; the layout fits the device and the accumulators the build.
-      EXPECT_EQ(plan.config.precision, Precision::fp16);
-      EXPECT_GE(plan.gpu.effective_code_arch(), 80);
-      EXPECT_TRUE(s.half && s.half_output && s.nhwc_output && s.tensor_cores);
+      // fp16 (compute_80 code only, tensor cores) or fp32 (FFMA, any code); the layout fits the device and the
+      // accumulators the build.
+      const bool half = plan.config.precision == Precision::fp16;
+      EXPECT_NE(plan.config.precision, Precision::tf32);
+      if (half) EXPECT_GE(plan.gpu.effective_code_arch(), 80);
+      EXPECT_TRUE(s.half == half && s.half_output == half && s.nhwc_output && s.tensor_cores == half);
       const int first = s.layers.front();
       const Layer& expand = model().layers[static_cast<size_t>(first)];
       const Layer& dw = model().layers[static_cast<size_t>(first + 2)];
@@ -108,10 +110,18 @@ void check_plan(const CudaPlan& plan, const std::string& what) {
       fs.expanded = expand.conv.out_channels;
       fs.out_channels = project.conv.out_channels;
       fs.stride = dw.conv.stride_h;
-      EXPECT_LE(kernels::fused_block_layout(fs, s.launch.tile_h, s.launch.tile_w).total, plan.gpu.smem_per_block_optin);
-      EXPECT_LE(kernels::fused_block_items(fs, s.launch.tile_h, s.launch.tile_w), s.launch.items);
-      EXPECT_TRUE(s.launch.items == 2 || s.launch.items == 4 || s.launch.items == 6);
-      EXPECT_NE(s.variant.find("block tile " + s.launch.tile), std::string::npos);
+      if (half) {
+        EXPECT_LE(kernels::fused_block_layout(fs, s.launch.tile_h, s.launch.tile_w).total,
+                  plan.gpu.smem_per_block_optin);
+        EXPECT_LE(kernels::fused_block_items(fs, s.launch.tile_h, s.launch.tile_w), s.launch.items);
+        EXPECT_TRUE(s.launch.items == 2 || s.launch.items == 4 || s.launch.items == 6);
+        EXPECT_NE(s.variant.find("block tile " + s.launch.tile), std::string::npos);
+      } else {
+        const kernels::FusedBlockFfmaVariant v{s.launch.tile_h, s.launch.tile_w, s.launch.px, s.launch.nc};
+        EXPECT_EQ(kernels::fused_block_ffma_variant_refusal(fs, v, plan.gpu.smem_per_block_optin), "");
+        EXPECT_NE(s.variant.find("block ffma tile " + s.launch.tile), std::string::npos);
+        EXPECT_NE(s.variant.find("fp32 FFMA"), std::string::npos);
+      }
     }
     if (s.kernel == CudaKernel::fused_stem) {
       // The network's first five layers (stem, clip, depthwise, clip, projection), fp16 or fp32; the tile's
@@ -466,43 +476,49 @@ std::vector<int> fused_blocks(const CudaPlan& plan) {
   return first_layers;
 }
 
-TEST(CudaPlanner, BlockFusionFusesEveryExpandingBlockAtLargeBatchesInFp16) {
-  for (const GpuProperties& gpu : {GpuProperties::a100(), GpuProperties::rtx4090(), GpuProperties::h200()}) {
-    SCOPED_TRACE(gpu.name);
-    for (int batch : {1, 8, 64, 256}) {
-      SCOPED_TRACE("batch " + std::to_string(batch));
-      const CudaPlan plan = plan_cuda_network(
-          model(), config(batch, Precision::fp16, CudaOptions::Variant::fast, CudaOptions::Fusion::block), gpu);
-      check_plan(plan, gpu.name + " block");
-      const std::vector<int> fused = fused_blocks(plan);
-      // The stem + block 1 (3 steps unfused) is one step too; each fused block replaces 3 steps by 1.
-      EXPECT_TRUE(stem_fused(plan));
-      // 16-row tiles unless they leave a third of the multiprocessors idle: batch 1 (49 tiles) takes 8 rows.
-      EXPECT_EQ(plan.steps.front().launch.tile_h, batch == 1 ? 8 : 16);
-      EXPECT_EQ(plan.steps.size(), 54u - 2u - 2u * fused.size());
-      int residuals = 0, noted = 0;
-      for (const CudaStep& s : plan.steps) {
-        residuals += s.kernel == CudaKernel::fused_block && s.residual >= 0;
-        noted += s.variant.find("(fusion block: not fused: ") != std::string::npos;
-        if (s.kernel == CudaKernel::fused_block) {
-          EXPECT_EQ(s.name.find("Conv2d " + std::to_string(s.layers.front()) + " + "), 0u) << s.name;
-          EXPECT_NE(s.name.find(" + Conv2d " + std::to_string(s.layers.front() + 4)), std::string::npos) << s.name;
+TEST(CudaPlanner, BlockFusionFusesEveryExpandingBlockAtLargeBatchesInFp16AndFp32) {
+  for (const GpuProperties& gpu : {GpuProperties::a100(), GpuProperties::rtx4090(), GpuProperties::h200()})
+    for (Precision precision : {Precision::fp16, Precision::fp32})
+      for (int batch : {1, 8, 64, 256}) {
+        SCOPED_TRACE(gpu.name + " " + to_string(precision) + " batch " + std::to_string(batch));
+        const CudaPlan plan = plan_cuda_network(
+            model(), config(batch, precision, CudaOptions::Variant::fast, CudaOptions::Fusion::block), gpu);
+        check_plan(plan, gpu.name + " block");
+        const std::vector<int> fused = fused_blocks(plan);
+        // The stem + block 1 (3 steps unfused) is one step too; each fused block replaces 3 steps by 1.
+        EXPECT_TRUE(stem_fused(plan));
+        // 16-row tiles unless they leave a third of the multiprocessors idle: batch 1 (49 tiles) takes 8 rows.
+        // (fp32's 16-row tile needs more shared memory than an RTX 4090's block may have: 8 rows there.)
+        const bool large_smem = gpu.smem_per_block_optin >= 160 * 1024;
+        if (precision == Precision::fp16 || large_smem)
+          EXPECT_EQ(plan.steps.front().launch.tile_h, batch == 1 ? 8 : 16);
+        EXPECT_EQ(plan.steps.size(), 54u - 2u - 2u * fused.size());
+        int residuals = 0, noted = 0;
+        for (const CudaStep& s : plan.steps) {
+          residuals += s.kernel == CudaKernel::fused_block && s.residual >= 0;
+          noted += s.variant.find("(fusion block: not fused: ") != std::string::npos;
+          if (s.kernel == CudaKernel::fused_block) {
+            EXPECT_EQ(s.name.find("Conv2d " + std::to_string(s.layers.front()) + " + "), 0u) << s.name;
+            EXPECT_NE(s.name.find(" + Conv2d " + std::to_string(s.layers.front() + 4)), std::string::npos) << s.name;
+          }
         }
+        EXPECT_EQ(static_cast<int>(fused.size()) + noted, 16) << "each expanding block fused or says why not";
+        // fp32 fuses only the memory-bound block 2 (the unfused layers' intensity; tiles.h:
+        // kFusedBlockFfmaMaxIntensity), the others say why not (counted above).
+        if (precision == Precision::fp32 && batch >= 8) EXPECT_EQ(fused, std::vector<int>{5});
+        if (batch == 256 && precision == Precision::fp16) {
+          EXPECT_EQ(fused.size(), 16u);
+          EXPECT_EQ(residuals, 10);  // every residual block has an expansion
+          EXPECT_EQ(plan.steps.size(), 20u);
+        }
+        // Small maps at batch 1 give too few blocks: not fused, and said so.
+        if (batch == 1) EXPECT_LT(fused.size(), 16u);
       }
-      EXPECT_EQ(static_cast<int>(fused.size()) + noted, 16) << "each expanding block fused or says why not";
-      if (batch == 256) {
-        EXPECT_EQ(fused.size(), 16u);
-        EXPECT_EQ(residuals, 10);  // every residual block has an expansion
-        EXPECT_EQ(plan.steps.size(), 20u);
-      }
-      // Small maps at batch 1 give too few blocks: not fused, and said so.
-      if (batch == 1) EXPECT_LT(fused.size(), 16u);
-    }
-  }
 }
 
-TEST(CudaPlanner, BlockFusionNeedsFp16AndCompute80Code) {
-  // T4 (sm_75) and an H200 running compute_75 PTX: nothing fused, each expanding block says why.
+TEST(CudaPlanner, BlockFusionIsFp16AndFp32AndFp16NeedsCompute80Code) {
+  // T4 (sm_75) and an H200 running compute_75 PTX: nothing fused in fp16, each expanding block says why; fp32's
+  // FFMA kernel fuses block 2 there too.
   GpuProperties old_code = GpuProperties::h200();
   old_code.code_arch = 75;
   for (const GpuProperties& gpu : {GpuProperties::t4(), old_code}) {
@@ -514,21 +530,37 @@ TEST(CudaPlanner, BlockFusionNeedsFp16AndCompute80Code) {
     int noted = 0;
     for (const CudaStep& s : plan.steps) noted += s.variant.find("compute_80") != std::string::npos;
     EXPECT_EQ(noted, 16);
+    const CudaPlan fp32 = plan_cuda_network(
+        model(), config(256, Precision::fp32, CudaOptions::Variant::fast, CudaOptions::Fusion::block), gpu);
+    check_plan(fp32, gpu.name + " block fp32, old code");
+    // Block 2 (the memory-bound one) fused, the others saying why not.
+    int not_fused = 0;
+    for (const CudaStep& s : fp32.steps) not_fused += s.variant.find("(fusion block: not fused: ") != std::string::npos;
+    EXPECT_EQ(fused_blocks(fp32), std::vector<int>{5});
+    EXPECT_EQ(not_fused, 15);
   }
   for (Precision p : {Precision::fp32, Precision::tf32}) {
     const CudaPlan plan = plan_cuda_network(
         model(), config(256, p, CudaOptions::Variant::fast, CudaOptions::Fusion::block), GpuProperties::h200());
-    // fp32 fuses the stem + block 1 (FFMA), tf32 does not and says so.
+    check_plan(plan, std::string("h200 block ") + to_string(p));
+    // fp32 fuses the stem + block 1 and the memory-bound block 2 (FFMA), saying for the others why not (their
+    // intensity); tf32 nothing, and says so.
     EXPECT_EQ(stem_fused(plan), p == Precision::fp32);
-    EXPECT_EQ(plan.steps.size(), p == Precision::fp32 ? 52u : 54u);
-    if (p == Precision::tf32)
+    EXPECT_EQ(plan.steps.size(), p == Precision::fp32 ? 50u : 54u);
+    EXPECT_EQ(fused_blocks(plan).size(), p == Precision::fp32 ? 1u : 0u);
+    if (p == Precision::fp32) {
+      int noted = 0;
+      for (const CudaStep& s : plan.steps) noted += s.variant.find("FLOP/byte unfused (> 5)") != std::string::npos;
+      EXPECT_EQ(noted, 15);
+    }
+    if (p == Precision::tf32) {
       EXPECT_NE(plan.steps.front().variant.find("fusion block: the fused stem is built for fp16 and fp32"),
                 std::string::npos);
-    int noted = 0;
-    for (const CudaStep& s : plan.steps)
-      noted += s.variant.find("(fusion block: fp16 only, not fused in " + std::string(to_string(p)) + ")") !=
-               std::string::npos;
-    EXPECT_EQ(noted, 16) << to_string(p);
+      int noted = 0;
+      for (const CudaStep& s : plan.steps)
+        noted += s.variant.find("(fusion block: fp16 and fp32 only, not fused in tf32") != std::string::npos;
+      EXPECT_EQ(noted, 16);
+    }
   }
 }
 

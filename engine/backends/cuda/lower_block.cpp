@@ -1,6 +1,6 @@
-// Lowering of the fusion block's steps: a whole inverted-residual block (fp16; the three convolutions' weights
-// packed as the kernel reads them, kernels/fused_block.cuh: half matrices and float32 depthwise weights and
-// biases, zero-padded), and the stem + first block (fused_stem.cuh); one launch each.
+// Lowering of the fusion block's steps: a whole inverted-residual block (the three convolutions' weights packed as
+// the kernels read them, kernels/fused_block.cuh: fp16, half matrices and float32 depthwise weights and biases;
+// fp32, float32 throughout; zero-padded), and the stem + first block (fused_stem.cuh); one launch each.
 #include <cstdint>
 #include <vector>
 
@@ -12,8 +12,9 @@
 namespace mnv2::cuda_backend {
 
 void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches) {
-  if (step.layers.size() < 5 || lw.act != k::DType::f16)
-    throw Error("cuda: step '" + step.name + "' is no fp16 inverted-residual block");
+  const bool half = lw.act == k::DType::f16;
+  if (step.layers.size() < 5 || (!half && lw.act != k::DType::f32))
+    throw Error("cuda: step '" + step.name + "' is no fp16 or fp32 inverted-residual block");
   const int i = step.layers.front();
   const Layer& expand = lw.layer(i);
   const Layer& dw = lw.layer(i + 2);
@@ -25,19 +26,25 @@ void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& 
   if (s.residual && step.residual != in)
     throw Error("cuda: step '" + step.name + "' adds a residual other than the block's input");
   const k::FusedBlockWeights w =
-      k::fused_block_pack(s, expand.weight, expand.bias, dw.weight, dw.bias, project.weight, project.bias);
+      k::fused_block_pack(s, half ? k::fused_block_padding(s) : k::fused_block_ffma_padding(s), expand.weight,
+                          expand.bias, dw.weight, dw.bias, project.weight, project.bias);
   p.input = lw.nhwc_input(in);
-  p.expand_weight = lw.upload_half_bits(w.expand);
+  p.expand_weight = lw.upload_gemm_weights(w.expand);  // half in fp16, float32 in fp32
   p.expand_bias = lw.upload(w.expand_bias);
   p.expand_clip = clip_of(lw.layer(step.clip_layer));
   p.dw_weight = lw.upload(w.dw);
   p.dw_bias = lw.upload(w.dw_bias);
   p.dw_clip = clip_of(lw.layer(step.dw_clip_layer));
-  p.project_weight = lw.upload_half_bits(w.project);
+  p.project_weight = lw.upload_gemm_weights(w.project);
   p.project_bias = lw.upload(w.project_bias);
   p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
-  const k::FusedBlockVariant v{step.launch.tile_h, step.launch.tile_w, step.launch.items};
-  launches.push_back([p, v](cudaStream_t st) { k::launch_fused_block(p, v, st); });
+  if (half) {
+    const k::FusedBlockVariant v{step.launch.tile_h, step.launch.tile_w, step.launch.items};
+    launches.push_back([p, v](cudaStream_t st) { k::launch_fused_block(p, v, st); });
+  } else {
+    const k::FusedBlockFfmaVariant v{step.launch.tile_h, step.launch.tile_w, step.launch.px, step.launch.nc};
+    launches.push_back([p, v](cudaStream_t st) { k::launch_fused_block_ffma(p, v, st); });
+  }
 }
 
 // The stem and the first block (fusion block at the network input): the three convolutions' weights packed into one

@@ -412,11 +412,13 @@ class Planner {
                 if (!why_not.empty()) step.variant += " (fusion block: " + why_not + ")";
               }
             } else if (fuse_block) {
-              // The whole-block kernel is fp16 only: fp32 and tf32 keep the unfused steps and say so.
+              // The whole-block kernels are fp16 (tensor cores) and fp32 (FFMA): tf32 keeps its tensor-core GEMMs
+              // and says so.
               std::string why_not;
-              if (half_) last = plan_fused_block(i, step, &why_not);
-              if (!half_ && block_pattern(i) >= 0)
-                why_not = "fp16 only, not fused in " + std::string(to_string(plan_.config.precision));
+              if (plan_.config.precision != Precision::tf32)
+                last = plan_fused_block(i, step, &why_not);
+              else if (block_pattern(i) >= 0)
+                why_not = "fp16 and fp32 only, not fused in tf32 (its 1x1 convolutions keep their tensor cores)";
               if (last < 0) {
                 last = plan_fast_conv(i, step);
                 if (!why_not.empty()) step.variant += " (fusion block: " + why_not + ")";
@@ -553,9 +555,10 @@ class Planner {
   }
 
   // Fusion block: layers i.. as one fused_block step when block_pattern() holds, the kernel can run the shapes
-  // on this GPU and the launch has blocks for at least half the multiprocessors (below that the unfused
-  // GEMMs, which spread a layer over more blocks, are the better bet); returns the last covered layer, or -1
-  // with the reason in *why_not (empty where the layers are no block).
+  // on this GPU, in fp32 the unfused layers are bound by memory (their FFMA GEMMs are faster elsewhere) and the
+  // launch has blocks for at least half the multiprocessors (below that the unfused GEMMs, which spread a layer
+  // over more blocks, are the better bet); returns the last covered layer, or -1 with the reason in *why_not
+  // (empty where the layers are no block).
   int plan_fused_block(int i, CudaStep& step, std::string* why_not) {
     const int last = block_pattern(i);
     if (last < 0) return -1;
@@ -569,8 +572,8 @@ class Planner {
     if (xs.c != expand.conv.in_channels) return -1;
     if (residual) {
       const PlannedValue& r = values_[static_cast<size_t>(in)];
-      if (!(r.materialised && r.nhwc && r.half && r.stride == xs.per_image() && xs == ys)) {
-        *why_not = "not fused: the residual is not a dense half NHWC map of the output's shape";
+      if (!(r.materialised && r.nhwc && r.half == half_ && r.stride == xs.per_image() && xs == ys)) {
+        *why_not = "not fused: the residual is not a dense NHWC map of the output's shape and type";
         return -1;
       }
     }
@@ -579,32 +582,51 @@ class Planner {
       return -1;
     }
     const k::FusedBlockShape s = cuda_backend::fused_block_shape(expand, dw, project, xs, ys, residual);
-    const k::FusedBlockVariant v = k::choose_fused_block_variant(s, caps_, gpu_.effective_code_arch(), why_not);
+    k::FusedBlockVariant v;
+    k::FusedBlockFfmaVariant vf;
+    if (half_) {
+      v = k::choose_fused_block_variant(s, caps_, gpu_.effective_code_arch(), why_not);
+    } else if (const double intensity = k::fused_block_unfused_intensity(s);
+               intensity > k::kFusedBlockFfmaMaxIntensity) {
+      // fp32: only where the unfused layers are bound by memory (tiles.h: kFusedBlockFfmaMaxIntensity).
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "not fused: %.1f FLOP/byte unfused (> %.0f): the FFMA GEMMs are arithmetic-bound there and faster",
+                    intensity, k::kFusedBlockFfmaMaxIntensity);
+      *why_not = text;
+      return -1;
+    } else {
+      vf = k::choose_fused_block_ffma_variant(s, caps_, why_not);
+    }
     if (!why_not->empty()) {
       *why_not = "not fused: " + *why_not;
       return -1;
     }
-    const int64_t blocks = k::fused_block_blocks(s, v);
+    const int64_t blocks = half_ ? k::fused_block_blocks(s, v) : k::fused_block_ffma_blocks(s, vf);
     if (blocks < gpu_.sm_count / 2) {
       *why_not = "not fused: " + std::to_string(blocks) + " blocks would leave most of the " +
                  std::to_string(gpu_.sm_count) + " multiprocessors idle";
       return -1;
     }
     step.kernel = CudaKernel::fused_block;
-    step.tensor_cores = true;
+    step.tensor_cores = half_;
     step.clip_layer = i + 1;
     step.dw_clip_layer = i + 3;
     step.residual = residual ? in : -1;
-    step.launch.tile = std::to_string(v.tile_h) + "x" + std::to_string(v.tile_w);
-    step.launch.tile_h = v.tile_h;
-    step.launch.tile_w = v.tile_w;
+    step.launch.tile_h = half_ ? v.tile_h : vf.tile_h;
+    step.launch.tile_w = half_ ? v.tile_w : vf.tile_w;
+    step.launch.tile = std::to_string(step.launch.tile_h) + "x" + std::to_string(step.launch.tile_w);
     step.launch.items = v.items;
-    set_output(step, last, true, true);
-    char recompute[96];
-    std::snprintf(recompute, sizeof recompute, " (expanded maps in shared memory only; expansion x%.2f for tile halos)",
-                  k::fused_block_recompute_factor(s, v));
-    step.variant = k::to_string(v) + recompute + (expand.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 1)) +
-                   (dw.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 3)) +
+    step.launch.px = vf.px;
+    step.launch.nc = vf.nc;
+    set_output(step, last, true, half_);
+    char recompute[112];
+    std::snprintf(recompute, sizeof recompute,
+                  " (expanded maps in shared memory only; expansion x%.2f for tile halos%s)",
+                  half_ ? k::fused_block_recompute_factor(s, v) : k::fused_block_ffma_recompute_factor(s, vf),
+                  half_ ? "" : "; fp32 FFMA");
+    step.variant = (half_ ? k::to_string(v) : k::to_string(vf)) + recompute + (expand.bias.empty() ? "" : " +bias") +
+                   describe_clip(&at(i + 1)) + (dw.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 3)) +
                    (project.bias.empty() ? "" : " +bias") + (residual ? " +residual" : "");
     return last;
   }
