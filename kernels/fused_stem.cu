@@ -50,7 +50,9 @@ struct Smem {
   static constexpr int kWinRows = (kRows - 1) * kStride + 3, kWinCols = (kCols - 1) * kStride + 3;
   static constexpr int kEvenCols = (kWinCols + 1) / 2;
   static constexpr int kWindow = (3 * kWinRows * kPitch + 3) / 4 * 4;  // floats
-  static constexpr int kLd = C1 + 16 / static_cast<int>(sizeof(T));
+  static constexpr int kPer = 16 / static_cast<int>(sizeof(T));        // elements per 16-byte access
+  static constexpr int kLd = C1 + kPer;
+  static constexpr int kLdOut = C2 + kPer;  // the projection's staging tile (over the stem's map)
   static constexpr int kTile = TH * kTileW;
   static constexpr int kBytes = (W::kTotal + kWindow) * 4 + (kStemPixels + kTile) * kLd * static_cast<int>(sizeof(T));
   static_assert(kPitch >= kWinCols, "the window's rows fit their pitch");
@@ -216,7 +218,7 @@ __device__ __forceinline__ void project_mma(const float* w, const __half* dwo, _
   using L = Smem<__half, C1, C2, TH>;
   using W = typename L::W;
   constexpr int kKS = C1 / 16, kNT = C2 / 8, kRowTiles = L::kTile / 16;
-  constexpr int kLdOut = C2 + 8;
+  constexpr int kLdOut = L::kLdOut;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int quad = lane % 4, r_in = lane / 4;
   unsigned b[kNT][kKS][2];
@@ -259,7 +261,7 @@ __device__ __forceinline__ void project_ffma(const float* w, const T* dwo, T* st
   using L = Smem<T, C1, C2, TH>;
   using W = typename L::W;
   constexpr int G1 = C1 / 8, G2 = C2 / 8;
-  constexpr int kLdOut = C2 + 16 / static_cast<int>(sizeof(T));
+  constexpr int kLdOut = L::kLdOut;
   const int tid = threadIdx.x;
   constexpr int kHalf = L::kTile / 2;
   for (int item = tid; item < G2 * kHalf; item += kThreads) {
@@ -311,7 +313,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(T) == 2 ? 3 : 2)
   T* stem = reinterpret_cast<T*>(win + L::kWindow);
   T* dwo = stem + L::kStemPixels * L::kLd;
   T* stage = stem;  // the projection's tile, once the depthwise has read the stem's map
-  constexpr int kLdOut = C2 + 16 / static_cast<int>(sizeof(T));
+  constexpr int kLdOut = L::kLdOut;
 
   const int tid = threadIdx.x;
   const int n = blockIdx.y;
@@ -404,7 +406,7 @@ __global__ void __launch_bounds__(kThreads, sizeof(T) == 2 ? 3 : 2)
   }
   __syncthreads();
   // The tile's rows, 16 bytes per access.
-  constexpr int kPer = 16 / static_cast<int>(sizeof(T));
+  constexpr int kPer = L::kPer;
   constexpr int kChunksPerPixel = C2 / kPer;
   T* out = static_cast<T*>(output);
   for (int q = tid; q < L::kTile * kChunksPerPixel; q += kThreads) {

@@ -16,6 +16,7 @@
 #include "mnv2/bench.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
+#include "mnv2/flops.h"
 #include "mnv2/lab.h"
 #include "mnv2/model_lookup.h"
 #include "mnv2/profiler.h"
@@ -334,7 +335,8 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
     l.check = check_layer(got, ref_out[static_cast<size_t>(out)], ours_out[static_cast<size_t>(out)], bound);
     const LayerStats& st = stats[static_cast<size_t>(index)];
     l.flops = 2.0 * static_cast<double>(st.macs);
-    l.bytes = static_cast<double>(st.bytes) * storage_bytes(precision) / 4.0;
+    // In the storage type, the network input float32 (the stem slot reads it so in every precision).
+    l.bytes = step_bytes(model.layers, stats, {index}, storage_bytes(precision));
     std::string line = "  layer " + std::to_string(index) + " '" + l.name + "' " + l.op + " [" + l.shape + "]: ";
     if (l.check.passed) {
       line += "passed (max abs " + fmt(l.check.max_abs_vs_reference) + " vs reference, " +

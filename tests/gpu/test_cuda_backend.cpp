@@ -155,6 +155,20 @@ void expect_steps_cover_layers(const std::vector<ExecStep>& steps, size_t layers
   for (size_t l = 0; l < layers; ++l) EXPECT_EQ(seen[l], 1) << "layer " << l;
 }
 
+// A graph replay (no observer) and a layer-by-layer run (a per-step observer: one call before and after each step
+// and the run) give bitwise the same logits on the same random input of `shape`.
+void expect_graph_equals_layer_by_layer(PreparedNet& net, const Shape& shape) {
+  const Tensor input = random_input(shape, fresh_seed());
+  const Tensor graph = net.run(input);  // no observer: the graph
+  RecordingObserver observer;
+  RunOptions per_step;
+  per_step.observer = &observer;
+  const Tensor layers = net.run(input, per_step);  // a per-step observer: layer by layer
+  EXPECT_EQ(observer.calls.size(), 2 * net.steps().size() + 2);
+  ASSERT_EQ(graph.data.size(), layers.data.size());
+  EXPECT_EQ(std::memcmp(graph.data.data(), layers.data.data(), graph.data.size() * sizeof(float)), 0);
+}
+
 // Runs `model` through cpu (fp32) and cuda (in `precision`) on the same random input, keeping every layer
 // output: the logits must stay within the mode's stated bound and every layer the cuda backend materialises
 // within 1e-5 (fp32) or the diff's divergence threshold of the mode (precision_layer_threshold); fused-away
@@ -639,14 +653,7 @@ TEST_F(CudaBackendTest, FusedExpandDepthwiseMatchesCpuAndIsAttributedAsFused) {
   expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "fused expand_dw torchvision");
 
   auto batch2 = prepare(main_model(), 2, 224, 224);
-  const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
-  const Tensor graph = batch2->run(input);
-  RecordingObserver observer;
-  RunOptions per_step;
-  per_step.observer = &observer;
-  const Tensor layers = batch2->run(input, per_step);
-  ASSERT_EQ(graph.data.size(), layers.data.size());
-  EXPECT_EQ(std::memcmp(graph.data.data(), layers.data.data(), graph.data.size() * sizeof(float)), 0);
+  expect_graph_equals_layer_by_layer(*batch2, Shape{2, 3, 224, 224});
 }
 
 TEST_F(CudaBackendTest, RepeatedRunsAreBitwiseIdentical) {
@@ -1020,14 +1027,7 @@ TEST_F(CudaBackendTest, FusedBlockMatchesGoldenLogitsAndIsAttributedAsFused) {
   expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "fused block torchvision", Precision::fp16);
 
   auto batch2 = prepare(main_model(), 2, 224, 224, Precision::fp16);
-  const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
-  const Tensor graph = batch2->run(input);
-  RecordingObserver observer;
-  RunOptions per_step;
-  per_step.observer = &observer;
-  const Tensor layers = batch2->run(input, per_step);
-  ASSERT_EQ(graph.data.size(), layers.data.size());
-  EXPECT_EQ(std::memcmp(graph.data.data(), layers.data.data(), graph.data.size() * sizeof(float)), 0);
+  expect_graph_equals_layer_by_layer(*batch2, Shape{2, 3, 224, 224});
 }
 
 // Fusion block in fp32 (fused_stem and fused_block_ffma, FFMA: every architecture): every expanding block fused
@@ -1072,6 +1072,8 @@ TEST_F(CudaBackendTest, BlockFusionRunsInFp32AndTf32SaysWhyNot) {
   expect_layers_match_cpu(*backend_, main_model(), 2, 193, 257, "fused fp32 blocks", Precision::fp32);
   expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "fused fp32 blocks torchvision",
                           Precision::fp32);
+  auto batch8 = prepare(main_model(), 8, 224, 224, Precision::fp32);  // block 2 fused at batch 8
+  expect_graph_equals_layer_by_layer(*batch8, Shape{8, 3, 224, 224});
 }
 
 }  // namespace
