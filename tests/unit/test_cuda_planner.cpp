@@ -564,6 +564,76 @@ TEST(CudaPlanner, BlockFusionIsFp16AndFp32AndFp16NeedsCompute80Code) {
   }
 }
 
+// MobileNetV2's expanding blocks at batch 256: input, expanded and output channels, input map, stride.
+constexpr int kBlockShapes[][5] = {{16, 96, 24, 112, 2},  {24, 144, 24, 56, 1}, {24, 144, 32, 56, 2},
+                                   {32, 192, 32, 28, 1},  {32, 192, 64, 28, 2}, {64, 384, 64, 14, 1},
+                                   {64, 384, 96, 14, 1},  {96, 576, 96, 14, 1}, {96, 576, 160, 14, 2},
+                                   {160, 960, 160, 7, 1}, {160, 960, 320, 7, 1}};
+kernels::FusedBlockShape block_shape(const int (&b)[5]) {
+  kernels::FusedBlockShape t;
+  t.batch = 256;
+  t.in_channels = b[0];
+  t.expanded = b[1];
+  t.out_channels = b[2];
+  t.in_h = t.in_w = b[3];
+  t.stride = b[4];
+  t.out_h = t.out_w = b[4] == 2 ? b[3] / 2 : b[3];
+  t.pad_top = t.pad_left = b[4] == 2 ? 0 : 1;  // TF-style for stride 2, as the main model
+  t.residual = b[4] == 1 && b[0] == b[2];
+  return t;
+}
+
+// The fp32 FFMA block kernel's host side: its shared-memory layout (16-byte aligned parts, the window's pitch an odd
+// number of 16-byte groups), a tile for every MobileNetV2 block shape on the H200 within the thread and window
+// limits, the variant refusals, and the intensity rule the planner applies (block 2 only under the threshold).
+TEST(CudaPlanner, FusedBlockFfmaLayoutChooserAndIntensity) {
+  kernels::FusedBlockShape s{256, 24, 144, 24, 56, 56, 56, 56, 1, 1, 1, true};
+  const kernels::FusedBlockFfmaLayout l = kernels::fused_block_ffma_layout(s, 8, 8);
+  EXPECT_EQ(l.window_h, 10);
+  EXPECT_EQ(l.m1, 100);
+  EXPECT_EQ(l.pout, 64);
+  EXPECT_EQ(l.k_pad, 24);
+  EXPECT_EQ(l.e_pad, 160);
+  EXPECT_EQ(l.co_pad, 24);
+  for (int off : {l.x, l.ex, l.d, l.we, l.wp, l.vec, l.total}) EXPECT_EQ(off % 16, 0);
+  for (int k : {16, 24, 32, 64, 96, 160}) {
+    kernels::FusedBlockShape t = s;
+    t.in_channels = k;
+    EXPECT_EQ(kernels::fused_block_ffma_layout(t, 8, 8).ld_x / 4 % 2, 1) << k;
+  }
+  // 8x8 pixels x 24 channels: 2x4 micro-tiles need 32 x 6 = 192 threads; 8x8 x 160 channels with 2x4: 32 x 40.
+  EXPECT_EQ(kernels::fused_block_ffma_items(s, 8, 8, 2, 1), 192);
+  EXPECT_EQ(kernels::fused_block_ffma_variant_refusal(s, {8, 8, 2, 1}, 227 * 1024), "");
+  kernels::FusedBlockShape wide = s;
+  wide.out_channels = 160;
+  wide.residual = false;
+  EXPECT_NE(kernels::fused_block_ffma_variant_refusal(wide, {8, 8, 2, 1}, 227 * 1024).find("projection threads"),
+            std::string::npos);
+  EXPECT_NE(kernels::fused_block_ffma_variant_refusal(s, {8, 8, 3, 1}, 227 * 1024).find("not built"),
+            std::string::npos);
+  EXPECT_NE(kernels::fused_block_ffma_variant_refusal(s, {8, 8, 2, 1}, 16 * 1024).find("shared memory"),
+            std::string::npos);
+  kernels::FusedBlockShape odd = s;
+  odd.in_channels = odd.out_channels = 6;
+  EXPECT_NE(kernels::fused_block_ffma_shape_refusal(odd).find("multiples of 4"), std::string::npos);
+
+  const kernels::DeviceCaps caps;  // the H200's defaults
+  int under = 0;
+  for (const auto& b : kBlockShapes) {
+    const kernels::FusedBlockShape t = block_shape(b);
+    std::string why;
+    const kernels::FusedBlockFfmaVariant v = kernels::choose_fused_block_ffma_variant(t, caps, &why);
+    EXPECT_EQ(why, "") << b[0] << "->" << b[1] << "->" << b[2];
+    EXPECT_EQ(kernels::fused_block_ffma_variant_refusal(t, v, caps.smem_per_block_optin), "");
+    EXPECT_GE(kernels::fused_block_ffma_recompute_factor(t, v), 1.0);
+    const double intensity = kernels::fused_block_unfused_intensity(t);
+    under += intensity <= kernels::kFusedBlockFfmaMaxIntensity;
+    if (b[3] == 112) EXPECT_NEAR(intensity, 4.44, 0.01);              // block 2
+    if (b[3] == 56 && b[4] == 1) EXPECT_NEAR(intensity, 6.33, 0.01);  // block 3
+  }
+  EXPECT_EQ(under, 1) << "only block 2's unfused layers are memory-bound";
+}
+
 // A block whose channels are not multiples of 8 stays unfused (the kernel's 16-byte accesses) and says so; with
 // 16 channels the same network fuses. stem 3x3 (3 -> C), expand 1x1 (C -> 4C), ReLU6, dw 3x3, ReLU6, project
 // 1x1 (4C -> C), add, pool, Linear.
@@ -657,19 +727,8 @@ TEST(CudaPlanner, FusedBlockLayoutIsAlignedAndEveryBlockShapeHasATile) {
     EXPECT_EQ(4 * stride * lt.ld_ex * 2 % 128, 64) << stride;
   }
   const kernels::DeviceCaps caps;  // the H200's defaults
-  const int shapes[][5] = {{16, 96, 24, 112, 2},  {24, 144, 24, 56, 1},  {24, 144, 32, 56, 2}, {32, 192, 32, 28, 1},
-                           {32, 192, 64, 28, 2},  {64, 384, 64, 14, 1},  {64, 384, 96, 14, 1}, {96, 576, 96, 14, 1},
-                           {96, 576, 160, 14, 2}, {160, 960, 160, 7, 1}, {160, 960, 320, 7, 1}};
-  for (const auto& b : shapes) {
-    kernels::FusedBlockShape t;
-    t.batch = 256;
-    t.in_channels = b[0];
-    t.expanded = b[1];
-    t.out_channels = b[2];
-    t.in_h = t.in_w = b[3];
-    t.stride = b[4];
-    t.out_h = t.out_w = b[4] == 2 ? b[3] / 2 : b[3];
-    t.pad_top = t.pad_left = b[4] == 2 ? 0 : 1;
+  for (const auto& b : kBlockShapes) {
+    const kernels::FusedBlockShape t = block_shape(b);
     std::string why;
     const kernels::FusedBlockVariant v = kernels::choose_fused_block_variant(t, caps, 90, &why);
     EXPECT_EQ(why, "") << b[0] << "->" << b[1] << "->" << b[2];
