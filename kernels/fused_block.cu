@@ -21,23 +21,20 @@
 #include <string>
 
 #include "kernels/fused_block.cuh"
+#include "kernels/fused_block_parts.cuh"
 #include "kernels/mma.cuh"
 
 namespace mnv2::kernels {
 namespace {
 
+using fused_block_detail::DwWalk;
+using fused_block_detail::Geometry;
+using fused_block_detail::kMaxRowTiles;
+using fused_block_detail::TileOrigin;
 constexpr int kChunk = kFusedBlockChunk;
 constexpr int kThreads = kFusedBlockThreads;
-// Expansion row tiles (16 window pixels) per warp a launch may have: their halo masks fill one 32-bit register.
-constexpr int kMaxRowTiles = 16;
 constexpr int kWarps = kFusedBlockWarps;
 static_assert(kChunk == 32, "the expansion computes 4 n-tiles of 8 channels per row tile");
-
-// What the host derives once per launch.
-struct Geometry {
-  FusedBlockLayout l;
-  int tile_h = 0, tile_w = 0, tiles_w = 0, tiles = 0, chunks = 0;
-};
 
 // kStride: the depthwise's stride (1 or 2), a template parameter so that its column offsets are constants.
 template <int kItems, int kStride>
@@ -48,36 +45,14 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   const FusedBlockShape& s = p.shape;
   const FusedBlockLayout& l = g.l;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int64_t n = blockIdx.x / g.tiles;
-  const int tile = static_cast<int>(blockIdx.x % g.tiles);
-  const int oh0 = (tile / g.tiles_w) * g.tile_h, ow0 = (tile % g.tiles_w) * g.tile_w;
-  const int ih0 = oh0 * kStride - s.pad_top, iw0 = ow0 * kStride - s.pad_left;
-  const int window = l.window_h * l.window_w;
+  const TileOrigin<kStride> tile(s, g.tiles, g.tiles_w, g.tile_h, g.tile_w);
   const int pout = g.tile_h * g.tile_w;
   __half* X = reinterpret_cast<__half*>(smem + l.x);
   __half* Ex = reinterpret_cast<__half*>(smem + l.ex);
   __half* D = reinterpret_cast<__half*>(smem + l.d);
   const ClipH2 eclip = clip_h2(p.expand_clip), dclip = clip_h2(p.dw_clip);
-  // Is window pixel r inside the map (else the depthwise's zero padding)?
-  auto window_inside = [&](int r) {
-    const int wy = r / l.window_w, wx = r - wy * l.window_w;
-    const int ih = ih0 + wy, iw = iw0 + wx;
-    return r < window && ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w;
-  };
 
-  // The input window: 8 channels per copy; zero outside the map, past the channels and in the padding rows.
-  {
-    const __half* in = static_cast<const __half*>(p.input);
-    const int kv = l.k_pad / 8;
-    for (int i = tid; i < l.m1 * kv; i += kThreads) {
-      const int r = i / kv, c8 = (i - r * kv) * 8;
-      const int wy = r / l.window_w, wx = r - wy * l.window_w;
-      const int ih = ih0 + wy, iw = iw0 + wx;
-      const bool inside = r < window && ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w && c8 < s.in_channels;
-      const __half* src = inside ? in + ((n * s.in_h + ih) * s.in_w + iw) * s.in_channels + c8 : in;
-      cp16(X + r * l.ld_x + c8, src, inside);
-    }
-  }
+  fused_block_detail::copy_window<kThreads>(tile, s, l, static_cast<const __half*>(p.input), X, tid);
   // One chunk's weights and biases into buffer `buf`.
   auto load_chunk = [&](int c, int buf) {
     const int e0 = c * kChunk;
@@ -132,15 +107,10 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
 #pragma unroll
       for (int q = 0; q < 4; ++q) acc[j][t][q] = 0.0f;
 
-  // Per tile, not per chunk: which of this thread's expansion rows (row tile warp + 8 j, rows gq and gq + 8) are
-  // inside the map (bit 2 j + h: the launch refuses windows of more than kMaxRowTiles row tiles per warp), the
-  // projection items' fragment offsets, the depthwise's first item.
+  // Per tile, not per chunk: which of this thread's expansion rows are inside the map, the projection items'
+  // fragment offsets, the depthwise's first item.
   const int row_tiles = l.m1 / 16;
-  uint32_t inside_bits = 0;
-  for (int j = 0; j < kMaxRowTiles && warp + j * kWarps < row_tiles; ++j)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      inside_bits |= static_cast<uint32_t>(window_inside((warp + j * kWarps) * 16 + gq + h * 8)) << (2 * j + h);
+  const uint32_t inside_bits = fused_block_detail::row_inside_bits(tile, s, l, warp, gq);
   // Item j's offsets in halves, D's A fragment at k0 = 0 (low 16 bits) and wp's B fragment at k0 = 0 (high 16
   // bits), one register per item. Both fit: a launch has at most 48 items (6 per warp), so m2 <= 768 rows of 40
   // halves (< 30,720) and co_pad <= 1536 (16 rows of 1544 halves: < 24,704).
@@ -152,18 +122,9 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
     ab_off[j] = static_cast<uint32_t>((rt * 16 + (lane & 15)) * l.ld_e + (lane >> 4) * 8) |
                 static_cast<uint32_t>((lane & 15) * l.ld_p + cg * 32 + (lane >> 4) * 8) << 16;
   }
-  // Depthwise items: 4 output pixels of a row x 4 channels. Item i = tid + k * kThreads: channels (i % 8) * 4
-  // (the same for every k), pixel group i / 8 = tid / 8 + 32 k, row oy and group gx of that, advanced without
-  // dividing.
-  const int groups_x = (g.tile_w + 3) / 4;
-  const int dw_groups = g.tile_h * groups_x;
+  // Depthwise items: 4 output pixels of a row x 4 channels (DwWalk).
+  const DwWalk<kThreads> walk(tid, g.tile_h, g.tile_w);
   const int dw_c4 = (tid % (kChunk / 4)) * 4;
-  constexpr int kGroupStep = kThreads / (kChunk / 4);  // pixel groups per pass of the block
-  // Row (high 16 bits) and group (low 16 bits) of the first item, and of the step: one register each.
-  const uint32_t dw_start = static_cast<uint32_t>((tid / (kChunk / 4)) / groups_x) << 16 |
-                            static_cast<uint32_t>((tid / (kChunk / 4)) % groups_x);
-  const uint32_t dw_step =
-      static_cast<uint32_t>(kGroupStep / groups_x) << 16 | static_cast<uint32_t>(kGroupStep % groups_x);
 
   // Phase 1 of a chunk (weights from buffer buf): the expansion of the window into Ex.
   auto expand_chunk = [&](int buf) {  // row tiles of 16 window pixels over the warps, 32 channels each
@@ -213,10 +174,7 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
     const __half2* wh = reinterpret_cast<const __half2*>(smem + l.dw + buf * l.dw_bytes);
     const uint2 braw = *reinterpret_cast<const uint2*>(wh + (9 * kChunk + dw_c4) / 2);
     const __half2 b0 = *reinterpret_cast<const __half2*>(&braw.x), b1 = *reinterpret_cast<const __half2*>(&braw.y);
-    int oy = static_cast<int>(dw_start >> 16), gx = static_cast<int>(dw_start & 0xffffu);
-    const int step_oy = static_cast<int>(dw_step >> 16), step_gx = static_cast<int>(dw_step & 0xffffu);
-    for (int grp = tid / (kChunk / 4); grp < dw_groups; grp += kGroupStep) {
-      const int ox0 = gx * 4;
+    walk.for_each(tid, [&](int oy, int ox0) {
       // Columns past the window (pixels past the tile's last column) are clamped: those pixels are not stored.
       const int last_col = l.window_w - 1 - ox0 * kStride;
       const __half* base = Ex + (oy * kStride * l.window_w + ox0 * kStride) * l.ld_ex + dw_c4;
@@ -258,13 +216,7 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
         *reinterpret_cast<__half2*>(&packed.y) = clip2(a[q][1], dclip);
         if (q < valid) *reinterpret_cast<uint2*>(d + q * l.ld_e) = packed;
       }
-      gx += step_gx;
-      oy += step_oy;
-      if (gx >= groups_x) {
-        gx -= groups_x;
-        ++oy;
-      }
-    }
+    });
   };
   // Phase 3: the projection of D into the warp's items' accumulators.
   auto project_chunk = [&](int buf) {
@@ -288,67 +240,37 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
     }
   };
 
-  // Software-pipelined over two barriers per chunk (v3; v2 had three): the projection of chunk c and the expansion
-  // of chunk c + 1 share one interval (they touch D and Ex, the depthwise of chunk c has finished with Ex), so the
-  // warps have tensor-core work from both between the barriers and idle warps of one phase take the other's.
-  //   interval A(c): load chunk c + 1's weights (buffer c + 1 is free: chunk c - 1 is done), depthwise c: Ex -> D
-  //                  (and chunk c + 1's depthwise weights, through registers around the depthwise: the depthwise
-  //                  of chunk c - 1 was done with their buffer in A(c - 1))
-  //   interval B(c): projection c (D, buffer c), expansion c + 1 (buffer c + 1) -> Ex
+  // Software-pipelined over two barriers per chunk (v3; v2 had three: fused_block_detail::run_chunks). Chunk c + 1's
+  // depthwise weights go through registers around the depthwise of chunk c (the depthwise of chunk c - 1 was done
+  // with their buffer in the interval before).
   store_dw(0, dw0);  // read by the depthwise after the first barrier of the chunk loop
-  cp_wait_all();     // the window and chunk 0 have landed for this thread ...
-  __syncthreads();   // ... for every thread
-  expand_chunk(0);
-  for (int c = 0; c < g.chunks; ++c) {
-    const int buf = c & 1;
-    __syncthreads();  // Ex and dw hold chunk c; every warp is done with chunk c - 1 (its weights' buffer, D)
-    float2 next_dw = make_float2(0.0f, 0.0f);
-    if (c + 1 < g.chunks) {
-      load_chunk(c + 1, buf ^ 1);
-      next_dw = fetch_dw(c + 1);
-    }
-    cp_commit();
-    depthwise_chunk(buf);
-    if (c + 1 < g.chunks) store_dw(buf ^ 1, next_dw);
-    cp_wait_all();    // chunk c + 1 has landed for this thread ...
-    __syncthreads();  // ... for every thread; D holds chunk c; every warp is done with Ex
-    project_chunk(buf);
-    if (c + 1 < g.chunks) expand_chunk(buf ^ 1);
-  }
-  cp_wait_all();
+  float2 next_dw = make_float2(0.0f, 0.0f);
+  fused_block_detail::run_chunks(
+      g.chunks,
+      [&](int next, int next_buf) {
+        load_chunk(next, next_buf);
+        next_dw = fetch_dw(next);
+      },
+      expand_chunk,
+      [&](int c, int buf) {
+        depthwise_chunk(buf);
+        if (c + 1 < g.chunks) store_dw(buf ^ 1, next_dw);
+      },
+      project_chunk);
 
-  // Epilogue: bias, the residual (stride 1: output pixel (oy, ox) is window pixel (oy + pad_top, ox + pad_left)),
-  // half stores.
+  // Epilogue: bias, the residual from the window, half stores.
   __half* out = static_cast<__half*>(p.output);
-#pragma unroll
-  for (int j = 0; j < kItems; ++j) {
-    const int item = warp + j * kWarps;
-    if (item >= items_total) continue;
-    const int rt = item / col_groups, cg = item - rt * col_groups;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int px = rt * 16 + gq + h * 8;
-      if (px >= pout) continue;
-      const int oy = px / g.tile_w, ox = px - oy * g.tile_w;
-      const int oh = oh0 + oy, ow = ow0 + ox;
-      if (oh >= s.out_h || ow >= s.out_w) continue;
-      __half* orow = out + ((n * s.out_h + oh) * s.out_w + ow) * s.out_channels;
-      const __half* xres = X + ((oy + s.pad_top) * l.window_w + ox + s.pad_left) * l.ld_x;
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const int col = cg * 32 + t * 8 + 2 * tq;
-        if (col >= s.out_channels) continue;  // out_channels is even: col + 1 is inside too
+  fused_block_detail::for_each_output<kItems>(
+      s, g, tile, warp, lane, [&](int j, int t, int h, int64_t out_px, int window_px, int col) {
         float v0 = acc[j][t][2 * h] + __ldg(p.project_bias + col);
         float v1 = acc[j][t][2 * h + 1] + __ldg(p.project_bias + col + 1);
         if (s.residual) {
-          const float2 r = __half22float2(*reinterpret_cast<const __half2*>(xres + col));
+          const float2 r = __half22float2(*reinterpret_cast<const __half2*>(X + window_px * l.ld_x + col));
           v0 += r.x;
           v1 += r.y;
         }
-        *reinterpret_cast<__half2*>(orow + col) = __floats2half2_rn(v0, v1);
-      }
-    }
-  }
+        *reinterpret_cast<__half2*>(out + out_px * s.out_channels + col) = __floats2half2_rn(v0, v1);
+      });
 #else
   // Compiled below compute_80: the launch refuses before getting here.
   __trap();
@@ -445,7 +367,8 @@ void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, c
   const FusedBlockShape& s = p.shape;
   if (const std::string why = fused_block_shape_refusal(s, code_arch()); !why.empty())
     throw Error("fused_block: " + why);
-  if (v.tile_h < 1 || v.tile_w < 1 || (v.items != 2 && v.items != 4 && v.items != 6))
+  if (v.tile_h < 1 || v.tile_w < 1 || (v.items != 2 && v.items != 4 && v.items != 6) ||
+      (v.math != FusedBlockMath::f16 && v.math != FusedBlockMath::tf32))
     throw Error("fused_block: bad variant " + to_string(v));
   if (fused_block_items(s, v.tile_h, v.tile_w) > v.items)
     throw Error("fused_block: tile " + to_string(v) + " needs " +
@@ -458,7 +381,7 @@ void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, c
       !aligned16(p.dw_weight) || !aligned16(p.dw_bias) || !aligned16(p.project_weight))
     throw Error("fused_block: operands must be 16-byte aligned");
   Geometry g;
-  g.l = fused_block_layout(s, v.tile_h, v.tile_w);
+  g.l = fused_block_layout(s, v.tile_h, v.tile_w, v.math);
   if (g.l.m1 > kMaxRowTiles * kWarps * 16)
     throw Error("fused_block: tile " + to_string(v) + " has a window of " + std::to_string(g.l.m1) +
                 " pixels; the kernel takes at most " + std::to_string(kMaxRowTiles * kWarps * 16));
@@ -472,6 +395,7 @@ void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, c
   g.chunks = g.l.e_pad / kChunk;
   const int64_t blocks = static_cast<int64_t>(g.tiles) * s.batch;
   if (blocks > 0x7fffffff) throw Error("fused_block: too many tiles for one launch");
+  if (v.math == FusedBlockMath::tf32) return fused_block_detail::launch_tf32(p, g, v.items, blocks, stream);
   switch (v.items) {
     case 2:
       return launch_stride<2>(p, g, blocks, stream);

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "kernels/fused_block.cuh"
+#include "kernels/fused_block_parts.cuh"
 #include "kernels/mma.cuh"  // copy16
 
 namespace mnv2::kernels {
@@ -51,31 +52,12 @@ __global__ void __launch_bounds__(kT, kPx* kNc <= 8 ? 2 : 1)
   const FusedBlockShape& s = p.shape;
   const FusedBlockFfmaLayout& l = g.l;
   const int tid = threadIdx.x;
-  const int64_t n = blockIdx.x / g.tiles;
-  const int tile = static_cast<int>(blockIdx.x % g.tiles);
-  const int oh0 = (tile / g.tiles_w) * g.tile_h, ow0 = (tile % g.tiles_w) * g.tile_w;
-  const int ih0 = oh0 * kStride - s.pad_top, iw0 = ow0 * kStride - s.pad_left;
+  const fused_block_detail::TileOrigin<kStride> tile(s, g.tiles, g.tiles_w, g.tile_h, g.tile_w);
   float* X = reinterpret_cast<float*>(smem + l.x);
   float* Ex = reinterpret_cast<float*>(smem + l.ex);
   float* D = reinterpret_cast<float*>(smem + l.d);
-  auto window_inside = [&](int r) {
-    const int wy = r / l.window_w, wx = r - wy * l.window_w;
-    const int ih = ih0 + wy, iw = iw0 + wx;
-    return r < l.m1 && ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w;
-  };
-
-  // The input window, 4 channels per copy (in_channels == k_pad: the launch refuses other counts).
-  {
-    const float* in = static_cast<const float*>(p.input);
-    const int kv = l.k_pad / 4;
-    for (int i = tid; i < l.m1 * kv; i += kT) {
-      const int r = i / kv, c4 = (i - r * kv) * 4;
-      const bool inside = window_inside(r);
-      const int wy = r / l.window_w, wx = r - wy * l.window_w;
-      const float* src = inside ? in + ((n * s.in_h + ih0 + wy) * s.in_w + iw0 + wx) * s.in_channels + c4 : in;
-      copy16(X + r * l.ld_x + c4, src, inside);
-    }
-  }
+  // The input window (in_channels == k_pad: the launch refuses other counts).
+  fused_block_detail::copy_window<kT>(tile, s, l, static_cast<const float*>(p.input), X, tid);
   // One chunk's weights and vectors into buffer `buf`.
   auto load_chunk = [&](int c, int buf) {
     const int e0 = c * kC;
@@ -112,7 +94,8 @@ __global__ void __launch_bounds__(kT, kPx* kNc <= 8 ? 2 : 1)
   for (int ps = 0; ps < g.passes; ++ps)
 #pragma unroll
     for (int q = 0; q < 4; ++q)
-      inside_bits |= static_cast<uint32_t>(window_inside(ps * kPass + pq + 32 * q)) << (4 * ps + q);
+      inside_bits |= static_cast<uint32_t>(tile.inside(s, l.window_h, l.window_w, ps * kPass + pq + 32 * q))
+                     << (4 * ps + q);
   // Projection: pixel group pg (pixels pg px + i), channel-quad group cqi (quads cqi + ncg j); rows and columns
   // clamped into the tile and the padded channels for loads (their results are not stored).
   const bool projects = tid < g.items;
@@ -164,33 +147,15 @@ __global__ void __launch_bounds__(kT, kPx* kNc <= 8 ? 2 : 1)
     }
   };
   // Phase 2: the depthwise from Ex into D, from the bias over the 9 taps.
-  auto depthwise_chunk = [&](int buf) {
+  auto depthwise_chunk = [&](int, int buf) {
     const float* vec = reinterpret_cast<const float*>(smem + l.vec + buf * l.vec_bytes);
     const float* wt = vec + kVecDw + cg * 4;
     const float4 b = *reinterpret_cast<const float4*>(vec + kVecDwBias + cg * 4);
     for (int grp = pq; grp < g.dw_groups; grp += kT / kGroups) {
       const int oy = grp / g.groups_x, ox0 = (grp - oy * g.groups_x) * 4;
-      // Columns past the window (pixels past the tile's last column) are clamped: those pixels are not stored.
-      const int last_col = l.window_w - 1 - ox0 * kStride;
-      const float* base = Ex + (oy * kStride * l.window_w + ox0 * kStride) * kC + cg * 4;
-      float4 a[4] = {b, b, b, b};
-#pragma unroll
-      for (int ky = 0; ky < 3; ++ky) {
-        const float* row = base + ky * l.window_w * kC;
-        float4 w[3];  // this row's taps, loaded per item: holding all 9 across items costs 36 registers
-#pragma unroll
-        for (int kx = 0; kx < 3; ++kx) w[kx] = *reinterpret_cast<const float4*>(wt + (ky * 3 + kx) * kC);
-          // Window column c of this row feeds pixel q through tap kx = c - q * stride.
-#pragma unroll
-        for (int c = 0; c < 3 * kStride + 3; ++c) {
-          const float4 v = *reinterpret_cast<const float4*>(row + min(c, last_col) * kC);
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const int kx = c - q * kStride;
-            if (kx >= 0 && kx < 3) a[q] = fma4(v, w[kx], a[q]);
-          }
-        }
-      }
+      float4 a[4];
+      fused_block_detail::depthwise_item_f32<kStride>(Ex + (oy * kStride * l.window_w + ox0 * kStride) * kC + cg * 4,
+                                                      kC, l.window_w, wt, kC, l.window_w - 1 - ox0 * kStride, b, a);
       float* d = D + (oy * g.tile_w + ox0) * l.ld_d + cg * 4;
 #pragma unroll
       for (int q = 0; q < 4; ++q)
@@ -219,23 +184,8 @@ __global__ void __launch_bounds__(kT, kPx* kNc <= 8 ? 2 : 1)
     }
   };
 
-  // The chunk loop of the fp16 kernel: interval A(c) loads chunk c + 1's weights (its buffer's last readers ran
-  // before the barrier) and runs the depthwise of chunk c (Ex -> D); interval B(c) the projection of chunk c (D)
-  // and the expansion of chunk c + 1 (-> Ex).
-  copy_wait_all();  // the window and chunk 0 have landed for this thread ...
-  __syncthreads();  // ... for every thread
-  expand_chunk(0);
-  for (int c = 0; c < g.chunks; ++c) {
-    const int buf = c & 1;
-    __syncthreads();  // Ex holds chunk c; every thread is done with chunk c - 1 (its buffers, D)
-    if (c + 1 < g.chunks) load_chunk(c + 1, buf ^ 1);
-    copy_commit();
-    depthwise_chunk(buf);
-    copy_wait_all();  // chunk c + 1 has landed for this thread ...
-    __syncthreads();  // ... for every thread; D holds chunk c; every thread is done with Ex
-    project_chunk(buf);
-    if (c + 1 < g.chunks) expand_chunk(buf ^ 1);
-  }
+  // The chunk loop of the tensor-core kernels (fused_block_detail::run_chunks).
+  fused_block_detail::run_chunks(g.chunks, load_chunk, expand_chunk, depthwise_chunk, project_chunk);
 
   // Epilogue: bias, the residual (stride 1: output pixel (oy, ox) is window pixel (oy + pad_top, ox + pad_left)),
   // 16-byte stores.
@@ -247,9 +197,9 @@ __global__ void __launch_bounds__(kT, kPx* kNc <= 8 ? 2 : 1)
     const int px = pg * kPx + i;
     if (px >= pout) continue;
     const int oy = px / g.tile_w, ox = px - oy * g.tile_w;
-    const int oh = oh0 + oy, ow = ow0 + ox;
+    const int oh = tile.oh0 + oy, ow = tile.ow0 + ox;
     if (oh >= s.out_h || ow >= s.out_w) continue;
-    float* orow = out + ((n * s.out_h + oh) * s.out_w + ow) * s.out_channels;
+    float* orow = out + ((tile.n * s.out_h + oh) * s.out_w + ow) * s.out_channels;
     const float* xres = X + ((oy + s.pad_top) * l.window_w + ox + s.pad_left) * l.ld_x;
 #pragma unroll
     for (int j = 0; j < kNc; ++j) {

@@ -45,6 +45,23 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], 
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// c (16x8, float32) += a (16x8 TF32, row-major) * b (8x8 TF32). Fragments (PTX ISA, m16n8k8 .tf32): lane l holds
+// A rows l / 4 (a[0]) and l / 4 + 8 (a[1]) at column l % 4, and the same rows at column l % 4 + 4 (a[2], a[3]);
+// B column l / 4 at rows l % 4 (b0) and l % 4 + 4 (b1); C as mma16816. The operands are float32 bit patterns whose
+// low 13 bits the tensor cores ignore: round them first (tf32_bits, or on the host) for round-to-nearest.
+__device__ __forceinline__ void mma1688_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// A float32 rounded to TF32 (nearest, ties away from zero), as a fragment register.
+__device__ __forceinline__ unsigned tf32_bits(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
 // Two floats as a half2's bits (round to nearest), the low half first: one fragment register.
 __device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "mnv2/error.h"
 
@@ -394,8 +395,23 @@ int round_up(int x, int m) { return (x + m - 1) / m * m; }
 int fused_block_regs_blocks(int items) { return items <= 4 ? 2 : 1; }
 }  // namespace
 
-FusedBlockLayout fused_block_layout(const FusedBlockShape& s, int tile_h, int tile_w) {
+std::vector<float> to_tf32(const std::vector<float>& values) {
+  std::vector<float> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t x;
+    std::memcpy(&x, &values[i], sizeof x);
+    // Half a unit of the 13 dropped bits added to the magnitude, then truncated: ties away from zero. A carry moves
+    // into the exponent correctly (up to infinity for the largest values, as cvt.rna).
+    if ((x & 0x7f800000u) != 0x7f800000u) x = (x + 0x1000u) & 0xffffe000u;
+    std::memcpy(&out[i], &x, sizeof x);
+  }
+  return out;
+}
+
+FusedBlockLayout fused_block_layout(const FusedBlockShape& s, int tile_h, int tile_w, FusedBlockMath math) {
   FusedBlockLayout l;
+  const bool tf32 = math == FusedBlockMath::tf32;
+  const int eb = tf32 ? 4 : 2;  // bytes an element
   const int st = std::max(1, s.stride);
   l.window_h = (tile_h - 1) * st + 3;
   l.window_w = (tile_w - 1) * st + 3;
@@ -405,20 +421,21 @@ FusedBlockLayout fused_block_layout(const FusedBlockShape& s, int tile_h, int ti
   l.e_pad = round_up(std::max(1, s.expanded), kFusedBlockChunk);
   l.co_pad = round_up(std::max(1, s.out_channels), 32);
   l.ld_x = l.k_pad + 8;
-  l.ld_e = kFusedBlockChunk + 8;
-  l.ld_p = l.co_pad + 8;
-  l.ld_ex = st == 2 ? kFusedBlockChunk + 4 : kFusedBlockChunk + 8;
-  l.we_bytes = l.k_pad * l.ld_e * 2;
-  l.wp_bytes = kFusedBlockChunk * l.ld_p * 2;
-  l.dw_bytes = 10 * kFusedBlockChunk * 2;
+  l.ld_e = kFusedBlockChunk + (tf32 ? 4 : 8);
+  l.ld_p = l.co_pad + (tf32 ? 4 : 8);
+  l.ld_ex = st == 2 && !tf32 ? kFusedBlockChunk + 4 : kFusedBlockChunk + 8;
+  l.ld_d = kFusedBlockChunk + 8;
+  l.we_bytes = l.k_pad * l.ld_e * eb;
+  l.wp_bytes = kFusedBlockChunk * l.ld_p * eb;
+  l.dw_bytes = 10 * kFusedBlockChunk * eb;
   l.bias_bytes = kFusedBlockChunk * 4;
   int at = 0;
   l.x = at;
-  at += l.m1 * l.ld_x * 2;
+  at += l.m1 * l.ld_x * eb;
   l.ex = at;
-  at += round_up(l.m1 * l.ld_ex * 2, 16);
+  at += round_up(l.m1 * l.ld_ex * eb, 16);
   l.d = at;
-  at += l.m2 * l.ld_e * 2;
+  at += l.m2 * l.ld_d * eb;
   l.we = at;
   at += 2 * l.we_bytes;
   l.wp = at;
@@ -448,21 +465,24 @@ std::string fused_block_shape_refusal(const FusedBlockShape& s, int code_arch) {
   if (s.residual && (s.stride != 1 || s.in_channels != s.out_channels || s.in_h != s.out_h || s.in_w != s.out_w))
     return "the residual's shape differs from the output's";
   if (code_arch > 0 && code_arch < 80)
-    return "needs kernels compiled for compute_80 or newer (mma.sync m16n8k16, cp.async); this build runs compute_" +
+    return "needs kernels compiled for compute_80 or newer (mma.sync, cp.async); this build runs compute_" +
            std::to_string(code_arch);
   return "";
 }
 
 FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const DeviceCaps& caps, int code_arch,
-                                             std::string* why_not) {
+                                             std::string* why_not, FusedBlockMath math) {
   FusedBlockVariant best;
+  const bool tf32 = math == FusedBlockMath::tf32;
+  const double eb = tf32 ? 4.0 : 2.0;                 // bytes an element
+  const double mma_per_cycle = tf32 ? 256.0 : 512.0;  // multiply-adds a multiprocessor's mma.sync retires
   std::string why = fused_block_shape_refusal(s, code_arch);
   double best_cost = 0;
   if (why.empty()) {
     const int sms = std::max(1, caps.num_sms);
     for (int th = 1; th <= std::min(s.out_h, 16); ++th) {
       for (int tw = 1; tw <= std::min(s.out_w, 16); ++tw) {
-        const FusedBlockLayout l = fused_block_layout(s, th, tw);
+        const FusedBlockLayout l = fused_block_layout(s, th, tw, math);
         const int items = fused_block_items(s, th, tw);
         if (l.m2 > 256 || items > kFusedBlockMaxItems || l.total > caps.smem_per_block_optin) continue;
         // Tiles whose halos more than double the expansion's work are never worth it (small tiles at batch 1).
@@ -472,18 +492,19 @@ FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const Dev
         const int occ = std::max(1, std::min({by_smem, fused_block_regs_blocks(variant_items),
                                               caps.max_threads_per_sm / kFusedBlockThreads, caps.max_blocks_per_sm}));
         const double tc =
-            (static_cast<double>(l.m1) * l.k_pad * l.e_pad + static_cast<double>(l.m2) * l.e_pad * l.co_pad) / 512.0;
-        const double dw = static_cast<double>(th) * tw * 9.0 * l.e_pad / 64.0;
-        const double bytes = (static_cast<double>(l.k_pad) * l.e_pad + static_cast<double>(l.e_pad) * l.co_pad) * 2.0 +
-                             l.e_pad * 11.0 * 4.0 + static_cast<double>(l.window_h) * l.window_w * s.in_channels * 2.0 +
-                             static_cast<double>(th) * tw * s.out_channels * 2.0;
+            (static_cast<double>(l.m1) * l.k_pad * l.e_pad + static_cast<double>(l.m2) * l.e_pad * l.co_pad) /
+            mma_per_cycle;
+        const double dw = static_cast<double>(th) * tw * 9.0 * l.e_pad / (tf32 ? 32.0 : 64.0);
+        const double bytes = (static_cast<double>(l.k_pad) * l.e_pad + static_cast<double>(l.e_pad) * l.co_pad) * eb +
+                             l.e_pad * 11.0 * 4.0 + static_cast<double>(l.window_h) * l.window_w * s.in_channels * eb +
+                             static_cast<double>(th) * tw * s.out_channels * eb;
         const double throughput = tc + dw + bytes / 32.0;
         const double latency = (l.e_pad / kFusedBlockChunk) * 600.0 + 2000.0;
         const int64_t blocks = ceil_div(s.out_h, th) * ceil_div(s.out_w, tw) * static_cast<int64_t>(s.batch);
         const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sms) * occ));
         const double cost = waves * std::max(occ * throughput, throughput + latency);
         if (best.tile_h == 0 || cost < best_cost * 0.999) {
-          best = FusedBlockVariant{th, tw, variant_items};
+          best = FusedBlockVariant{th, tw, variant_items, math};
           best_cost = cost;
         }
       }
@@ -497,11 +518,12 @@ FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const Dev
   return best;
 }
 
-std::string fused_block_refusal(const FusedBlockShape& s, int code_arch, int smem_per_block_optin) {
+std::string fused_block_refusal(const FusedBlockShape& s, int code_arch, int smem_per_block_optin,
+                                FusedBlockMath math) {
   DeviceCaps caps;
   caps.smem_per_block_optin = smem_per_block_optin;
   std::string why;
-  choose_fused_block_variant(s, caps, code_arch, &why);
+  choose_fused_block_variant(s, caps, code_arch, &why, math);
   return why;
 }
 
@@ -529,7 +551,8 @@ double fused_block_recompute_factor(const FusedBlockShape& s, const FusedBlockVa
 
 std::string to_string(const FusedBlockVariant& v) {
   return "block tile " + std::to_string(v.tile_h) + "x" + std::to_string(v.tile_w) + " chunk " +
-         std::to_string(kFusedBlockChunk) + " items " + std::to_string(v.items);
+         std::to_string(kFusedBlockChunk) + " items " + std::to_string(v.items) +
+         (v.math == FusedBlockMath::tf32 ? " tf32" : "");
 }
 
 // ---- the whole block in float32 FFMA (fused_block_ffma) ---------------------------------------------

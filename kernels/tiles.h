@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 // The few functions kernels evaluate on the device too (shared-memory layouts): host and device code under nvcc,
 // plain C++ elsewhere. Without it nvcc compiles a call from device code to a constexpr host function into
@@ -305,35 +306,52 @@ struct FusedBlockShape {
   bool residual = false;
 };
 
+// The arithmetic of the 1x1 convolutions and the storage of the activations: f16, half activations and matrices,
+// mma.sync m16n8k16; tf32, float32 activations, matrices and depthwise, mma.sync m16n8k8 on operands rounded to
+// TF32 (cvt.rna: the matrices on the host, to_tf32; the input window and the depthwise output in the kernel).
+enum class FusedBlockMath { f16, tf32 };
+// Float32 values rounded to TF32 (10 mantissa bits; nearest, ties away from zero, as cvt.rna.tf32.f32; NaN and
+// infinity unchanged), still stored as float32: the matrices the TF32 block kernel reads without rounding them.
+std::vector<float> to_tf32(const std::vector<float>& values);
+
 struct FusedBlockVariant {
   int tile_h = 0, tile_w = 0;
   int items = 0;  // projection items per warp the launch is built for: 2, 4 or 6 (kFusedBlockMaxItems)
+  FusedBlockMath math = FusedBlockMath::f16;
 };
 
 // Shared-memory layout of one block (offsets in bytes, each a multiple of 16) and the padded sizes: the
 // window's rows padded to 16 (m1), the tile's (m2), the input channels to 16 (k_pad), the expanded channels
-// to the chunk (e_pad), the output channels to 32 (co_pad). Row strides are in halves, 16 bytes more than the
-// row, so the 8 rows an ldmatrix reads fall into different banks. The expanded window (ex: never an ldmatrix
-// operand, read 8 bytes at a time by the depthwise) has its own pitch ld_ex: 40 halves for stride 1, 36 for
-// stride 2, so that the two pixel groups of a depthwise half warp (4 x stride window pixels apart) start 64
-// bytes apart modulo 128 and do not share banks. dw holds a chunk's depthwise weights and bias in half:
-// [9][chunk], then [chunk]; eb the expansion's bias in float32.
+// to the chunk (e_pad), the output channels to 32 (co_pad). Row strides (ld_*) are in elements.
+//   f16: x, d (pitch ld_e), we and wp rows 16 bytes longer than the data, so the 8 rows an ldmatrix reads fall
+//     into different banks. The expanded window (ex: never an ldmatrix operand, read 8 bytes at a time by the
+//     depthwise) has its own pitch ld_ex: 40 halves for stride 1, 36 for stride 2, so that the two pixel groups of
+//     a depthwise half warp (4 x stride window pixels apart) start 64 bytes apart modulo 128 and do not share
+//     banks. dw holds a chunk's depthwise weights and bias in half: [9][chunk], then [chunk].
+//   tf32: float32 everywhere. A lane reads its two A values of a row as one 8 bytes (x, d: the k index permuted,
+//     fused_block_tf32.cu) and its B values 4 bytes each from rows 2 (l % 4) and 2 (l % 4) + 1: the A pitches
+//     (x: k_pad + 8, d: chunk + 8) are 8 modulo 16 words, so a half warp's 4 rows x 8 words cover 32 banks; the B
+//     pitches (we: chunk + 4, wp: co_pad + 4) 4 modulo 32, so rows 0, 2, 4, 6 x 8 columns do; ex (chunk + 8, written
+//     8 bytes a lane from the accumulators) as A. dw in float32.
+// eb: the expansion's bias in float32.
 struct FusedBlockLayout {
   int window_h = 0, window_w = 0, m1 = 0, m2 = 0, k_pad = 0, e_pad = 0, co_pad = 0;
-  int ld_x = 0, ld_e = 0, ld_p = 0, ld_ex = 0;
+  int ld_x = 0, ld_e = 0, ld_p = 0, ld_ex = 0, ld_d = 0;
   int x = 0, ex = 0, d = 0, we = 0, wp = 0, dw = 0, eb = 0;      // we..eb: two buffers each
   int we_bytes = 0, wp_bytes = 0, dw_bytes = 0, bias_bytes = 0;  // one buffer's size
   int total = 0;
 };
-FusedBlockLayout fused_block_layout(const FusedBlockShape& s, int tile_h, int tile_w);
+FusedBlockLayout fused_block_layout(const FusedBlockShape& s, int tile_h, int tile_w,
+                                    FusedBlockMath math = FusedBlockMath::f16);
 
 // Projection items (16 pixels x 32 channels) per warp for a tile: ceil(m2 / 16 * co_pad / 32 / warps).
 int fused_block_items(const FusedBlockShape& s, int tile_h, int tile_w);
 
 // Why this block cannot run fused ("" when it can): channel counts not multiples of 8 (16-byte accesses), a
 // stride other than 1 or 2, a residual whose shapes differ, code compiled below compute_80 (mma.sync
-// m16n8k16 and cp.async), or no tile that fits the shared memory and the accumulators.
-std::string fused_block_refusal(const FusedBlockShape& s, int code_arch, int smem_per_block_optin);
+// and cp.async), or no tile that fits the shared memory and the accumulators.
+std::string fused_block_refusal(const FusedBlockShape& s, int code_arch, int smem_per_block_optin,
+                                FusedBlockMath math = FusedBlockMath::f16);
 // The same without the tile search (what every launch checks); code_arch 0: not checked.
 std::string fused_block_shape_refusal(const FusedBlockShape& s, int code_arch);
 
@@ -343,13 +361,14 @@ std::string fused_block_shape_refusal(const FusedBlockShape& s, int code_arch);
 // layout fits caps.smem_per_block_optin, whose items fit kFusedBlockMaxItems and whose halos cost at most
 // kFusedBlockMaxRecompute. *why_not as
 // fused_block_refusal (then the variant must not be launched).
+// math: the variant's (tf32: the layouts are twice the size, the tensor cores half the rate).
 FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const DeviceCaps& caps, int code_arch,
-                                             std::string* why_not);
+                                             std::string* why_not, FusedBlockMath math = FusedBlockMath::f16);
 // Blocks of one launch (tiles x batch) and the expansion's multiply-adds computed over the exact count (>= 1).
 int64_t fused_block_blocks(const FusedBlockShape& s, const FusedBlockVariant& v);
 double fused_block_recompute_factor(const FusedBlockShape& s, const FusedBlockVariant& v);
 
-std::string to_string(const FusedBlockVariant& v);  // "block tile 8x8 chunk 32 items 2"
+std::string to_string(const FusedBlockVariant& v);  // "block tile 8x8 chunk 32 items 2" (+ " tf32")
 
 // ---- the whole inverted-residual block in one kernel, float32 FFMA (fused_block.cuh) -------------------------
 
@@ -411,6 +430,10 @@ int64_t fused_block_ffma_blocks(const FusedBlockShape& s, const FusedBlockFfmaVa
 // (PERFORMANCE.md run 11, H200 batch 256: block 2 at 4.4 FLOP/B 1230 us fused against 1379 unfused; block 3 at
 // 6.3 6% faster fused, block 4 at 6.3 5% slower, every later block (8 to 54 FLOP/B) 1.2x to 2.2x slower).
 inline constexpr double kFusedBlockFfmaMaxIntensity = 5.0;
+// The same rule for the TF32 kernel (FusedBlockMath::tf32) against the unfused TF32 tensor-core GEMMs (PERFORMANCE.md
+// run 12, H200 batch 256, every block fused: blocks 2-6 at 4.4-8.1 FLOP/B 7-22% faster fused, block 7 at 9.1 3%
+// slower, blocks 8-10, 12-17 at 15-54 FLOP/B 8-56% slower; block 11 at 19.1 14% faster, the one exception).
+inline constexpr double kFusedBlockTf32MaxIntensity = 8.5;
 double fused_block_unfused_intensity(const FusedBlockShape& s);
 // The expansion's multiply-adds for the window pixels inside the map over the exact count (>= 1), as
 // fused_block_recompute_factor.

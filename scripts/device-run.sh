@@ -5,8 +5,8 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, stem, ffma, lab, applab;
-# default all but round2, stem, ffma, lab and applab), e.g.
+# timeline, anchor, cudnn, baseline, round2, stem, ffma, tf32, lab, applab;
+# default all but round2, stem, ffma, tf32, lab and applab), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -413,11 +413,11 @@ fi
 # the table of all; per-layer CUPTI profiles inside the graph replay of the fused plan at batch 1 and 256.
 if want round2; then
 R2_ITERS=${R2_ITERS:-200}
-for p in fp32 fp16; do
+for p in ${R2_PRECISIONS:-fp32 tf32 fp16}; do
   TAIL=16 run "r2_bench_$p" ./bin/mnv2 bench --backends cuda,cudnn --precision $p --batch 1,8,64,256 \
     --warmup 20 --iters "$R2_ITERS" --json "$work/r2_bench_$p.json"
 done
-for p in ${R2_BLOCK_PRECISIONS:-fp16 fp32}; do
+for p in ${R2_BLOCK_PRECISIONS:-fp16 tf32 fp32}; do
   TAIL=12 run "r2_bench_${p}_block" ./bin/mnv2 bench --backends cuda --cuda-fusion block --precision $p \
     --batch 1,8,64,256 --warmup 20 --iters "$R2_ITERS" --json "$work/r2_bench_${p}_block.json"
 done
@@ -432,7 +432,7 @@ for spec in ${R2_U8:-fp16:none fp16:block fp32:none}; do
     --u8 --sub-batch "${R2_SUB_BATCH:-64}" --warmup 10 --iters 100 --json "$work/r2_u8_${p}_$f.json"
 done
 TAIL=60 run r2_anchor python3 "$repo/scripts/pytorch-anchor.py" --model "$MNV2_MODEL" --golden shared/golden \
-  --batch 1,8,64,256 --precision fp32,fp16 --warmup 20 --iters 100 \
+  --batch 1,8,64,256 --precision "${R2_ANCHOR_PRECISIONS:-fp32,tf32,fp16}" --warmup 20 --iters 100 \
   --compile-budget-s "${MNV2_ANCHOR_COMPILE_BUDGET_S:-100}" --json "$work/r2_anchor.json"
 shown=$(ls "$work"/r2_bench_*.json "$work"/r2_u8_*.json "$work"/r2_anchor.json 2>/dev/null | paste -sd,)
 TAIL=80 run r2_table ./bin/mnv2 bench --show "$shown"
@@ -508,6 +508,43 @@ ffma_sass() {
     awk -F'\t' '{if ($1 != last) {print ""; print $1; last = $1; shown = 0} if (shown++ < 14) printf "  %7d %s\n", $2, $3}'
 }
 TAIL=0 run ffma_sass ffma_sass
+fi
+
+# ---- the TF32 whole-block kernel (fused_block_tf32.cu, issue 17) -------------------------------------------------
+# Its kernel tests and the tf32 fusion-block backend test, the kernel tests under compute-sanitizer (memcheck capped,
+# racecheck and synccheck on the odd shapes), a whole tf32 fused network under memcheck, a device-resident benchmark of
+# tf32 none against block, the per-layer CUPTI profile of block, and the SASS instruction mix.
+if want tf32; then
+TAIL=8 run tf32_tests ./bin/mnv2_gpu_tests \
+  --gtest_filter='KernelFusedBlockTf32*:KernelFusedBlock.*:CudaBackendTest.BlockFusionRunsInFp32*'
+TAIL=6 run tf32_memcheck timeout "${TF32_MEMCHECK_S:-150}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+  ./bin/mnv2_gpu_tests --gtest_filter='KernelFusedBlockTf32*'
+for tool in racecheck synccheck; do
+  TAIL=6 run "tf32_$tool" compute-sanitizer --tool $tool --error-exitcode 9 ./bin/mnv2_gpu_tests \
+    --gtest_filter='KernelFusedBlockTf32.MatchesTheReferenceOnOddShapes'
+done
+TAIL=6 run tf32_memcheck_net compute-sanitizer --tool memcheck --error-exitcode 9 \
+  ./bin/mnv2 classify --backend cuda --cuda-fusion block --precision tf32 --tensor shared/golden/cat.input.f32 --top 3
+for f in none block; do
+  TAIL=12 run "tf32_bench_$f" ./bin/mnv2 bench --backends cuda --cuda-fusion "$f" --precision tf32 --warmup 20 \
+    --batch "${TF32_BATCHES:-1,8,64,256}" --iters "${TF32_ITERS:-100}" --json "$work/tf32_bench_$f.json"
+done
+for spec in ${TF32_PROFILES:-block:256 none:256}; do
+  IFS=: read -r f b <<<"$spec"
+  TAIL=0 run "tf32_profile_${f}_b$b" ./bin/mnv2 profile --backend cuda --cuda-fusion "$f" --precision tf32 --batch "$b" \
+    --timing cupti --exec graph --warmup 5 --iters 20 --csv "$work/tf32_profile_${f}_b$b.csv" \
+    --json "$work/tf32_profile_${f}_b$b.json"
+  grep -E "end to end|per layer|per kind|WARNING" "$work/tf32_profile_${f}_b$b.log" >>"$summary"
+done
+tf32_sass() {
+  local dump=/usr/local/cuda/bin/cuobjdump
+  [[ -x $dump ]] || dump=$(command -v cuobjdump) || { echo "cuobjdump not installed: not run"; return 0; }
+  "$dump" -sass lib/libmnv2_gpu.so | awk '/Function : .*fused_block_tf32_kernel/ {name=$3; next} /Function :/ {name=""}
+    name != "" && /^ +\/\*[0-9a-f]+\*\/ / {op=$2; if (op ~ /^@/) op=$3; sub(/\..*/, "", op); n[name]++; c[name, op]++}
+    END {for (k in c) {split(k, a, SUBSEP); printf "%s\t%d\t%s\n", a[1], c[k], a[2]}}' | sort -t$'\t' -k1,1 -k2,2nr |
+    awk -F'\t' '{if ($1 != last) {print ""; print $1; last = $1; shown = 0} if (shown++ < 14) printf "  %7d %s\n", $2, $3}'
+}
+TAIL=0 run tf32_sass tf32_sass
 fi
 
 # ---- the kernel lab (issue 18) ------------------------------------------------------------------------------

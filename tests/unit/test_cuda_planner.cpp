@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -89,12 +90,12 @@ void check_plan(const CudaPlan& plan, const std::string& what) {
       EXPECT_GE(s.layers.size(), 3u);
     }
     if (s.kernel == CudaKernel::fused_block) {
-      // fp16 (compute_80 code only, tensor cores) or fp32 (FFMA, any code); the layout fits the device and the
-      // accumulators the build.
+      // fp16 and tf32 (compute_80 code only, tensor cores) or fp32 (FFMA, any code); the layout fits the device and
+      // the accumulators the build.
       const bool half = plan.config.precision == Precision::fp16;
-      EXPECT_NE(plan.config.precision, Precision::tf32);
-      if (half) EXPECT_GE(plan.gpu.effective_code_arch(), 80);
-      EXPECT_TRUE(s.half == half && s.half_output == half && s.nhwc_output && s.tensor_cores == half);
+      const bool tc = half || plan.config.precision == Precision::tf32;
+      if (tc) EXPECT_GE(plan.gpu.effective_code_arch(), 80);
+      EXPECT_TRUE(s.half == half && s.half_output == half && s.nhwc_output && s.tensor_cores == tc);
       const int first = s.layers.front();
       const Layer& expand = model().layers[static_cast<size_t>(first)];
       const Layer& dw = model().layers[static_cast<size_t>(first + 2)];
@@ -110,12 +111,14 @@ void check_plan(const CudaPlan& plan, const std::string& what) {
       fs.expanded = expand.conv.out_channels;
       fs.out_channels = project.conv.out_channels;
       fs.stride = dw.conv.stride_h;
-      if (half) {
-        EXPECT_LE(kernels::fused_block_layout(fs, s.launch.tile_h, s.launch.tile_w).total,
+      if (tc) {
+        const kernels::FusedBlockMath math = half ? kernels::FusedBlockMath::f16 : kernels::FusedBlockMath::tf32;
+        EXPECT_LE(kernels::fused_block_layout(fs, s.launch.tile_h, s.launch.tile_w, math).total,
                   plan.gpu.smem_per_block_optin);
         EXPECT_LE(kernels::fused_block_items(fs, s.launch.tile_h, s.launch.tile_w), s.launch.items);
         EXPECT_TRUE(s.launch.items == 2 || s.launch.items == 4 || s.launch.items == 6);
         EXPECT_NE(s.variant.find("block tile " + s.launch.tile), std::string::npos);
+        EXPECT_EQ(s.variant.find(" tf32 ") != std::string::npos, !half) << s.variant;
       } else {
         const kernels::FusedBlockFfmaVariant v{s.launch.tile_h, s.launch.tile_w, s.launch.px, s.launch.nc};
         EXPECT_EQ(kernels::fused_block_ffma_variant_refusal(fs, v, plan.gpu.smem_per_block_optin), "");
@@ -516,7 +519,7 @@ TEST(CudaPlanner, BlockFusionFusesEveryExpandingBlockAtLargeBatchesInFp16AndFp32
       }
 }
 
-TEST(CudaPlanner, BlockFusionIsFp16AndFp32AndFp16NeedsCompute80Code) {
+TEST(CudaPlanner, BlockFusionIsEveryPrecisionAndTensorCoresNeedCompute80Code) {
   // T4 (sm_75) and an H200 running compute_75 PTX: nothing fused in fp16, each expanding block says why; fp32's
   // FFMA kernel fuses block 2 there too.
   GpuProperties old_code = GpuProperties::h200();
@@ -543,23 +546,28 @@ TEST(CudaPlanner, BlockFusionIsFp16AndFp32AndFp16NeedsCompute80Code) {
     const CudaPlan plan = plan_cuda_network(
         model(), config(256, p, CudaOptions::Variant::fast, CudaOptions::Fusion::block), GpuProperties::h200());
     check_plan(plan, std::string("h200 block ") + to_string(p));
-    // fp32 fuses the stem + block 1 and the memory-bound block 2 (FFMA), saying for the others why not (their
-    // intensity); tf32 nothing, and says so.
-    EXPECT_EQ(stem_fused(plan), p == Precision::fp32);
-    EXPECT_EQ(plan.steps.size(), p == Precision::fp32 ? 50u : 54u);
-    EXPECT_EQ(fused_blocks(plan).size(), p == Precision::fp32 ? 1u : 0u);
-    if (p == Precision::fp32) {
-      int noted = 0;
-      for (const CudaStep& s : plan.steps) noted += s.variant.find("FLOP/byte unfused (> 5)") != std::string::npos;
-      EXPECT_EQ(noted, 15);
-    }
+    // fp32 fuses the stem + block 1 and the memory-bound block 2 (FFMA); tf32 blocks 2-6 (4.4-8.1 FLOP/B) on tensor
+    // cores, the stem keeping its steps and saying why; each says for the other blocks why not (their intensity).
+    const bool fp32 = p == Precision::fp32;
+    EXPECT_EQ(stem_fused(plan), fp32);
+    EXPECT_EQ(plan.steps.size(), fp32 ? 50u : 44u);
+    const std::vector<int> expected = fp32 ? std::vector<int>{5} : std::vector<int>{5, 10, 16, 21, 27};
+    EXPECT_EQ(fused_blocks(plan), expected);
+    int noted = 0;
+    for (const CudaStep& s : plan.steps)
+      noted += s.variant.find(fp32 ? "FLOP/byte unfused (> 5.0): the FFMA GEMMs are faster there"
+                                   : "FLOP/byte unfused (> 8.5): the TF32 GEMMs are faster there") != std::string::npos;
+    EXPECT_EQ(noted, fp32 ? 15 : 11);
     if (p == Precision::tf32) {
       EXPECT_NE(plan.steps.front().variant.find("fusion block: the fused stem is built for fp16 and fp32"),
                 std::string::npos);
-      int noted = 0;
-      for (const CudaStep& s : plan.steps)
-        noted += s.variant.find("(fusion block: fp16 and fp32 only, not fused in tf32") != std::string::npos;
-      EXPECT_EQ(noted, 16);
+      for (const CudaStep& s : plan.steps) {
+        if (s.kernel != CudaKernel::fused_block) continue;
+        EXPECT_TRUE(s.tensor_cores && !s.half) << s.variant;  // TF32: float32 storage on tensor cores
+        EXPECT_NE(s.variant.find(" tf32 "), std::string::npos) << s.variant;
+        EXPECT_EQ(s.launch.px, 0);
+        EXPECT_GT(s.launch.items, 0);
+      }
     }
   }
 }
@@ -738,6 +746,70 @@ TEST(CudaPlanner, FusedBlockLayoutIsAlignedAndEveryBlockShapeHasATile) {
                 kernels::to_string(v).c_str(), static_cast<long long>(kernels::fused_block_blocks(t, v)),
                 kernels::fused_block_recompute_factor(t, v));
   }
+}
+
+// The TF32 layout (fused_block_tf32.cu): float32 regions, 16-byte aligned rows and offsets, and fragment loads free
+// of bank conflicts as the kernel issues them (lane l: row l / 4, column pair 2 (l % 4) for A, 8 bytes, a half warp
+// per pass; rows 2 (l % 4) and + 1, column l / 4 for B, 4 bytes; the accumulators' stores into ex as A); a TF32 tile
+// for every MobileNetV2 block shape on the H200.
+TEST(CudaPlanner, FusedBlockTf32LayoutIsConflictFreeAndEveryBlockShapeHasATile) {
+  const kernels::FusedBlockMath tf32 = kernels::FusedBlockMath::tf32;
+  // Banks of one warp's access: 8-byte loads pass a half warp at a time (16 lanes x 2 words), 4-byte ones the whole.
+  auto conflict_free = [](int ld, bool a_operand) {
+    for (int half = 0; half < (a_operand ? 2 : 1); ++half) {
+      std::set<int> banks;
+      for (int lane = half * 16; lane < (a_operand ? half * 16 + 16 : 32); ++lane) {
+        const int gq = lane / 4, tq = lane % 4;
+        if (a_operand) {
+          banks.insert((gq * ld + 2 * tq) % 32);
+          banks.insert((gq * ld + 2 * tq + 1) % 32);
+        } else {
+          banks.insert((2 * tq * ld + gq) % 32);  // b0; b1 is the next row: the same argument
+        }
+      }
+      if (banks.size() != 32u) return false;
+    }
+    return true;
+  };
+  const kernels::DeviceCaps caps;  // the H200's defaults
+  for (const auto& b : kBlockShapes) {
+    const kernels::FusedBlockShape t = block_shape(b);
+    for (int th : {1, 7, 8}) {
+      const kernels::FusedBlockLayout l = kernels::fused_block_layout(t, th, th, tf32);
+      const kernels::FusedBlockLayout h = kernels::fused_block_layout(t, th, th);
+      EXPECT_EQ(l.m1, h.m1);
+      EXPECT_EQ(l.k_pad, h.k_pad);  // one packing for both (fused_block_padding)
+      for (int off : {l.x, l.ex, l.d, l.we, l.wp, l.dw, l.eb, l.total}) EXPECT_EQ(off % 16, 0);
+      for (int ld : {l.ld_x, l.ld_e, l.ld_p, l.ld_ex, l.ld_d}) EXPECT_EQ(ld % 4, 0) << ld;  // 16-byte rows
+      EXPECT_TRUE(conflict_free(l.ld_x, true)) << l.ld_x;
+      EXPECT_TRUE(conflict_free(l.ld_d, true)) << l.ld_d;
+      EXPECT_TRUE(conflict_free(l.ld_ex, true)) << l.ld_ex;
+      EXPECT_TRUE(conflict_free(l.ld_e, false)) << l.ld_e;
+      EXPECT_TRUE(conflict_free(l.ld_p, false)) << l.ld_p;
+      EXPECT_EQ(l.x, 0);
+      EXPECT_EQ(l.ex, l.m1 * l.ld_x * 4);
+      EXPECT_EQ(l.we_bytes, l.k_pad * l.ld_e * 4);
+      EXPECT_EQ(l.dw_bytes, 10 * kernels::kFusedBlockChunk * 4);
+      EXPECT_GT(l.total, h.total);
+    }
+    std::string why;
+    const kernels::FusedBlockVariant v = kernels::choose_fused_block_variant(t, caps, 90, &why, tf32);
+    EXPECT_EQ(why, "") << b[0] << "->" << b[1] << "->" << b[2];
+    EXPECT_EQ(v.math, tf32);
+    EXPECT_LE(kernels::fused_block_layout(t, v.tile_h, v.tile_w, tf32).total, caps.smem_per_block_optin);
+    EXPECT_NE(kernels::to_string(v).find(" tf32"), std::string::npos);
+    std::printf("%3d->%3d->%3d %3dx%-3d s%d: %s, %lld blocks\n", b[0], b[1], b[2], b[3], b[3], b[4],
+                kernels::to_string(v).c_str(), static_cast<long long>(kernels::fused_block_blocks(t, v)));
+  }
+  // TF32 rounding on the host: nearest, ties away from zero, 10 mantissa bits.
+  const std::vector<float> r = kernels::to_tf32({1.0f + 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-23f, -(1.0f + 0x1p-11f),
+                                                 1.0f + 0x1p-12f, 3.0f, std::numeric_limits<float>::infinity()});
+  EXPECT_EQ(r[0], 1.0f + 0x1p-10f);  // a tie: away from zero
+  EXPECT_EQ(r[1], 1.0f + 0x1p-10f);
+  EXPECT_EQ(r[2], -(1.0f + 0x1p-10f));
+  EXPECT_EQ(r[3], 1.0f);
+  EXPECT_EQ(r[4], 3.0f);
+  EXPECT_EQ(r[5], std::numeric_limits<float>::infinity());
 }
 
 TEST(CudaPlanner, DescribePrintsEveryStep) {

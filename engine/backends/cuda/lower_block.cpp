@@ -1,6 +1,7 @@
 // Lowering of the fusion block's steps: a whole inverted-residual block (the three convolutions' weights packed as
 // the kernels read them, kernels/fused_block.cuh: fp16, half matrices and float32 depthwise weights and biases;
-// fp32, float32 throughout; zero-padded), and the stem + first block (fused_stem.cuh); one launch each.
+// tf32, float32 throughout with the matrices rounded to TF32; fp32, float32 throughout; zero-padded), and the stem +
+// first block (fused_stem.cuh); one launch each.
 #include <cstdint>
 #include <vector>
 
@@ -14,7 +15,8 @@ namespace mnv2::cuda_backend {
 void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches) {
   const bool half = lw.act == k::DType::f16;
   if (step.layers.size() < 5 || (!half && lw.act != k::DType::f32))
-    throw Error("cuda: step '" + step.name + "' is no fp16 or fp32 inverted-residual block");
+    throw Error("cuda: step '" + step.name + "' is no fp16, tf32 or fp32 inverted-residual block");
+  const bool tf32 = !half && step.tensor_cores;  // float32 storage on tensor cores (the planner's choice)
   const int i = step.layers.front();
   const Layer& expand = lw.layer(i);
   const Layer& dw = lw.layer(i + 2);
@@ -25,21 +27,24 @@ void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& 
   const k::FusedBlockShape& s = p.shape;
   if (s.residual && step.residual != in)
     throw Error("cuda: step '" + step.name + "' adds a residual other than the block's input");
+  const bool tc = half || tf32;
   const k::FusedBlockWeights w =
-      k::fused_block_pack(s, half ? k::fused_block_padding(s) : k::fused_block_ffma_padding(s), expand.weight,
+      k::fused_block_pack(s, tc ? k::fused_block_padding(s) : k::fused_block_ffma_padding(s), expand.weight,
                           expand.bias, dw.weight, dw.bias, project.weight, project.bias);
   p.input = lw.nhwc_input(in);
-  p.expand_weight = lw.upload_gemm_weights(w.expand);  // half in fp16, float32 in fp32
+  // Half in fp16, TF32-rounded float32 in tf32 (the kernel reads them without rounding), float32 in fp32.
+  p.expand_weight = tf32 ? lw.upload(k::to_tf32(w.expand)) : lw.upload_gemm_weights(w.expand);
   p.expand_bias = lw.upload(w.expand_bias);
   p.expand_clip = clip_of(lw.layer(step.clip_layer));
   p.dw_weight = lw.upload(w.dw);
   p.dw_bias = lw.upload(w.dw_bias);
   p.dw_clip = clip_of(lw.layer(step.dw_clip_layer));
-  p.project_weight = lw.upload_gemm_weights(w.project);
+  p.project_weight = tf32 ? lw.upload(k::to_tf32(w.project)) : lw.upload_gemm_weights(w.project);
   p.project_bias = lw.upload(w.project_bias);
   p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
-  if (half) {
-    const k::FusedBlockVariant v{step.launch.tile_h, step.launch.tile_w, step.launch.items};
+  if (tc) {
+    const k::FusedBlockVariant v{step.launch.tile_h, step.launch.tile_w, step.launch.items,
+                                 tf32 ? k::FusedBlockMath::tf32 : k::FusedBlockMath::f16};
     launches.push_back([p, v](cudaStream_t st) { k::launch_fused_block(p, v, st); });
   } else {
     const k::FusedBlockFfmaVariant v{step.launch.tile_h, step.launch.tile_w, step.launch.px, step.launch.nc};

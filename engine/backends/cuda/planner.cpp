@@ -412,13 +412,9 @@ class Planner {
                 if (!why_not.empty()) step.variant += " (fusion block: " + why_not + ")";
               }
             } else if (fuse_block) {
-              // The whole-block kernels are fp16 (tensor cores) and fp32 (FFMA): tf32 keeps its tensor-core GEMMs
-              // and says so.
+              // The whole-block kernels: fp16 and tf32 (tensor cores), fp32 (FFMA).
               std::string why_not;
-              if (plan_.config.precision != Precision::tf32)
-                last = plan_fused_block(i, step, &why_not);
-              else if (block_pattern(i) >= 0)
-                why_not = "fp16 and fp32 only, not fused in tf32 (its 1x1 convolutions keep their tensor cores)";
+              last = plan_fused_block(i, step, &why_not);
               if (last < 0) {
                 last = plan_fast_conv(i, step);
                 if (!why_not.empty()) step.variant += " (fusion block: " + why_not + ")";
@@ -584,17 +580,22 @@ class Planner {
     const k::FusedBlockShape s = cuda_backend::fused_block_shape(expand, dw, project, xs, ys, residual);
     k::FusedBlockVariant v;
     k::FusedBlockFfmaVariant vf;
-    if (half_) {
-      v = k::choose_fused_block_variant(s, caps_, gpu_.effective_code_arch(), why_not);
-    } else if (const double intensity = k::fused_block_unfused_intensity(s);
-               intensity > k::kFusedBlockFfmaMaxIntensity) {
-      // fp32: only where the unfused layers are bound by memory (tiles.h: kFusedBlockFfmaMaxIntensity).
+    const bool tf32 = plan_.config.precision == Precision::tf32;
+    const bool tc = half_ || tf32;  // the tensor-core kernel
+    // fp32 and tf32: only where the unfused layers are bound by memory (tiles.h: kFusedBlockFfmaMaxIntensity,
+    // kFusedBlockTf32MaxIntensity); fp16 everywhere.
+    if (const double intensity = k::fused_block_unfused_intensity(s);
+        !half_ && intensity > (tf32 ? k::kFusedBlockTf32MaxIntensity : k::kFusedBlockFfmaMaxIntensity)) {
       char text[160];
-      std::snprintf(text, sizeof text,
-                    "not fused: %.1f FLOP/byte unfused (> %.0f): the FFMA GEMMs are arithmetic-bound there and faster",
-                    intensity, k::kFusedBlockFfmaMaxIntensity);
+      std::snprintf(text, sizeof text, "not fused: %.1f FLOP/byte unfused (> %.1f): the %s GEMMs are faster there",
+                    intensity, tf32 ? k::kFusedBlockTf32MaxIntensity : k::kFusedBlockFfmaMaxIntensity,
+                    tf32 ? "TF32" : "FFMA");
       *why_not = text;
       return -1;
+    }
+    if (tc) {
+      v = k::choose_fused_block_variant(s, caps_, gpu_.effective_code_arch(), why_not,
+                                        half_ ? k::FusedBlockMath::f16 : k::FusedBlockMath::tf32);
     } else {
       vf = k::choose_fused_block_ffma_variant(s, caps_, why_not);
     }
@@ -602,19 +603,19 @@ class Planner {
       *why_not = "not fused: " + *why_not;
       return -1;
     }
-    const int64_t blocks = half_ ? k::fused_block_blocks(s, v) : k::fused_block_ffma_blocks(s, vf);
+    const int64_t blocks = tc ? k::fused_block_blocks(s, v) : k::fused_block_ffma_blocks(s, vf);
     if (blocks < gpu_.sm_count / 2) {
       *why_not = "not fused: " + std::to_string(blocks) + " blocks would leave most of the " +
                  std::to_string(gpu_.sm_count) + " multiprocessors idle";
       return -1;
     }
     step.kernel = CudaKernel::fused_block;
-    step.tensor_cores = half_;
+    step.tensor_cores = tc;  // with float32 storage: TF32
     step.clip_layer = i + 1;
     step.dw_clip_layer = i + 3;
     step.residual = residual ? in : -1;
-    step.launch.tile_h = half_ ? v.tile_h : vf.tile_h;
-    step.launch.tile_w = half_ ? v.tile_w : vf.tile_w;
+    step.launch.tile_h = tc ? v.tile_h : vf.tile_h;
+    step.launch.tile_w = tc ? v.tile_w : vf.tile_w;
     step.launch.tile = std::to_string(step.launch.tile_h) + "x" + std::to_string(step.launch.tile_w);
     step.launch.items = v.items;
     step.launch.px = vf.px;
@@ -623,9 +624,9 @@ class Planner {
     char recompute[112];
     std::snprintf(recompute, sizeof recompute,
                   " (expanded maps in shared memory only; expansion x%.2f for tile halos%s)",
-                  half_ ? k::fused_block_recompute_factor(s, v) : k::fused_block_ffma_recompute_factor(s, vf),
-                  half_ ? "" : "; fp32 FFMA");
-    step.variant = (half_ ? k::to_string(v) : k::to_string(vf)) + recompute + (expand.bias.empty() ? "" : " +bias") +
+                  tc ? k::fused_block_recompute_factor(s, v) : k::fused_block_ffma_recompute_factor(s, vf),
+                  tc ? "" : "; fp32 FFMA");
+    step.variant = (tc ? k::to_string(v) : k::to_string(vf)) + recompute + (expand.bias.empty() ? "" : " +bias") +
                    describe_clip(&at(i + 1)) + (dw.bias.empty() ? "" : " +bias") + describe_clip(&at(i + 3)) +
                    (project.bias.empty() ? "" : " +bias") + (residual ? " +residual" : "");
     return last;

@@ -71,7 +71,7 @@ struct CudaLaunchChoice {
   int co = 1;                     // direct: output channels per thread
   bool taps27 = false;            // direct: the unrolled 3x3x3 stem
   int tile_h = 0, tile_w = 0;     // expand_depthwise, fused_block, fused_stem: output pixels per block
-  int items = 0;                  // fused_block (fp16): projection items (16 pixels x 32 channels) per warp
+  int items = 0;                  // fused_block (fp16, tf32): projection items (16 pixels x 32 channels) per warp
   int px = 0, nc = 0;             // fused_block (fp32): the projection's pixels and channel quads per thread
   int images_per_launch = 0;      // im2col_gemm: images unfolded per launch (0: the whole batch)
 };
