@@ -1,5 +1,11 @@
 // The kernel lab's result document, format "mnv2.lab" version 1 (/work/lab-protocol.md, mnv2/lab.h): what
 // `mnv2 lab --json` writes, what the worker sends its parent, and what the app's Kernel lab page reads.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <iterator>
+#include <limits>
+
 #include "mnv2/error.h"
 #include "mnv2/lab.h"
 
@@ -9,20 +15,6 @@ namespace {
 using json::Json;
 
 Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(); }
-std::optional<double> opt_double(const Json& j, const char* key) {
-  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-  if (!j[key].is_number()) throw Error(std::string("mnv2.lab: '") + key + "' is not a number");
-  return j[key].get<double>();
-}
-template <class T>
-T get(const Json& j, const char* key, T fallback) {
-  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return fallback;
-  try {
-    return j[key].get<T>();
-  } catch (const std::exception&) {
-    throw Error(std::string("mnv2.lab: '") + key + "' has the wrong type");
-  }
-}
 
 Json compile_json(const LabCompileResult& c) {
   Json j = Json::object();
@@ -46,29 +38,6 @@ Json compile_json(const LabCompileResult& c) {
   }
   j["diagnostics"] = diags;
   return j;
-}
-
-LabCompileResult compile_from_json(const Json& j) {
-  LabCompileResult c;
-  c.ok = get<bool>(j, "ok", false);
-  c.cached = get<bool>(j, "cached", false);
-  c.seconds = get<double>(j, "seconds", 0.0);
-  c.arch = get<std::string>(j, "arch", "");
-  c.options = get<std::vector<std::string>>(j, "options", {});
-  c.nvrtc_version = get<std::string>(j, "nvrtc_version", "");
-  c.key = get<std::string>(j, "key", "");
-  c.log = get<std::string>(j, "log", "");
-  if (j.contains("diagnostics") && j["diagnostics"].is_array())
-    for (const Json& dj : j["diagnostics"]) {
-      LabDiagnostic d;
-      d.file = get<std::string>(dj, "file", "");
-      d.line = get<int>(dj, "line", 0);
-      d.column = get<int>(dj, "column", 0);
-      d.severity = get<std::string>(dj, "severity", "error");
-      d.message = get<std::string>(dj, "message", "");
-      c.diagnostics.push_back(d);
-    }
-  return c;
 }
 
 }  // namespace
@@ -105,13 +74,15 @@ json::Json lab_result_json(const LabResult& r) {
     lj["op"] = l.op;
     lj["shape"] = l.shape;
     Json cj = Json::object();
-    cj["passed"] = l.check.passed;
-    cj["max_abs_vs_reference"] = l.check.max_abs_vs_reference;
-    cj["rel_l2_vs_reference"] = l.check.rel_l2_vs_reference;
-    cj["max_abs_vs_ours"] = l.check.max_abs_vs_ours;
-    cj["bound"] = l.check.bound;
-    if (l.check.first_failure) {
-      const LabFailure& f = *l.check.first_failure;
+    if (l.check) {
+      cj["passed"] = l.check->passed;
+      cj["max_abs_vs_reference"] = l.check->max_abs_vs_reference;
+      cj["rel_l2_vs_reference"] = l.check->rel_l2_vs_reference;
+      cj["max_abs_vs_ours"] = l.check->max_abs_vs_ours;
+      cj["bound"] = l.check->bound;
+    }
+    if (l.check && l.check->first_failure) {
+      const LabFailure& f = *l.check->first_failure;
       Json fj = Json::object();
       fj["flat_index"] = f.flat_index;
       fj["coords"] = f.coords;
@@ -119,15 +90,15 @@ json::Json lab_result_json(const LabResult& r) {
       fj["expected"] = std::isfinite(f.expected) ? Json(f.expected) : Json(std::to_string(f.expected));
       fj["got"] = std::isfinite(f.got) ? Json(f.got) : Json(std::to_string(f.got));
       cj["first_failure"] = fj;
-    } else {
+    } else if (l.check) {
       cj["first_failure"] = Json();
     }
-    lj["check"] = cj;
+    lj["check"] = l.check ? cj : Json();
     lj["user_us"] = opt(l.user_us);
     lj["ours_us"] = opt(l.ours_us);
     lj["cudnn_us"] = opt(l.cudnn_us);
-    lj["flops"] = l.flops;
-    lj["bytes"] = l.bytes;
+    lj["flops"] = opt(l.flops);
+    lj["bytes"] = opt(l.bytes);
     layers.push_back(lj);
   }
   j["layers"] = layers;
@@ -153,92 +124,254 @@ json::Json lab_result_json(const LabResult& r) {
 }
 
 namespace {
-double value_or_name(const Json& j, const char* key) {
-  if (!j.contains(key)) return 0;
-  if (j[key].is_number()) return j[key].get<double>();
-  if (j[key].is_string()) {
-    const std::string s = j[key].get<std::string>();
-    try {
-      return std::stod(s);  // "nan", "inf", "-inf"
-    } catch (const std::exception&) {
+
+// The strict reader: a field that is not what the contract says is named with its path.
+constexpr int kLabVersion = 1;
+const char* const kStatuses[] = {"passed", "check_failed", "compile_error", "crashed", "timeout", "error"};
+
+std::string type_name(const Json* v) {
+  if (v == nullptr) return "missing";
+  switch (v->type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "a boolean";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+    case Json::value_t::number_float:
+      return "a number";
+    default:
+      return "not a JSON value";
+  }
+}
+
+[[noreturn]] void wrong_type(const std::string& path, const char* wanted, const Json* v) {
+  throw Error(path + " should be " + wanted + ", is " + type_name(v));
+}
+
+// o's member `key`, or nullptr when absent or null.
+const Json* member(const Json& o, const char* key) {
+  const auto it = o.find(key);
+  return it == o.end() || it->is_null() ? nullptr : &*it;
+}
+const Json* present(const Json& o, const char* key) {
+  const auto it = o.find(key);
+  return it == o.end() ? nullptr : &*it;
+}
+
+std::string required_string(const Json& o, const char* key, const std::string& path) {
+  const Json* v = present(o, key);
+  if (v == nullptr || !v->is_string()) wrong_type(path + key, "a string", v);
+  return v->get<std::string>();
+}
+std::string optional_string(const Json& o, const char* key, const std::string& path) {
+  const Json* v = member(o, key);
+  if (v == nullptr) return "";
+  if (!v->is_string()) wrong_type(path + key, "a string", v);
+  return v->get<std::string>();
+}
+bool required_bool(const Json& o, const char* key, const std::string& path) {
+  const Json* v = present(o, key);
+  if (v == nullptr || !v->is_boolean()) wrong_type(path + key, "true or false", v);
+  return v->get<bool>();
+}
+std::optional<double> optional_number(const Json& o, const char* key, const std::string& path) {
+  const Json* v = member(o, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number()) wrong_type(path + key, "a number or null", v);
+  return v->get<double>();
+}
+int64_t whole_number(const Json* v, const std::string& path) {
+  if (v == nullptr || !v->is_number()) wrong_type(path, "a whole number", v);
+  const double d = v->get<double>();
+  if (d != std::floor(d) || std::fabs(d) > 9.0e15) wrong_type(path, "a whole number", v);
+  return v->is_number_float() ? static_cast<int64_t>(d) : v->get<int64_t>();
+}
+// An object member that may be absent or null (nullptr then).
+const Json* optional_object(const Json& o, const char* key, const std::string& path) {
+  const Json* v = member(o, key);
+  if (v != nullptr && !v->is_object()) wrong_type(path + key, "an object", v);
+  return v;
+}
+const Json* optional_array(const Json& o, const char* key, const std::string& path) {
+  const Json* v = member(o, key);
+  if (v != nullptr && !v->is_array()) wrong_type(path + key, "an array", v);
+  return v;
+}
+
+// An element value: JSON has no NaN or Inf, so they come as null or as the strings "nan", "inf", "-inf" (a bad output
+// is exactly where they appear: read, not refused).
+double element_value(const Json& o, const char* key, const std::string& path) {
+  const Json* v = present(o, key);
+  if (v != nullptr && v->is_number()) return v->get<double>();
+  if (v != nullptr && v->is_null()) return std::numeric_limits<double>::quiet_NaN();
+  if (v != nullptr && v->is_string()) {
+    std::string s = v->get<std::string>();
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (s == "nan" || s == "-nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf" || s == "+inf" || s == "infinity") return std::numeric_limits<double>::infinity();
+    if (s == "-inf" || s == "-infinity") return -std::numeric_limits<double>::infinity();
+  }
+  wrong_type(path + key, "a number (or null / \"nan\" / \"inf\")", v);
+}
+
+LabCompileResult read_compile(const Json& c) {
+  const std::string p = "compile.";
+  LabCompileResult r;
+  r.ok = required_bool(c, "ok", p);
+  if (member(c, "cached") != nullptr) r.cached = required_bool(c, "cached", p);
+  r.seconds = optional_number(c, "seconds", p).value_or(0);
+  r.arch = optional_string(c, "arch", p);
+  r.nvrtc_version = optional_string(c, "nvrtc_version", p);
+  r.key = optional_string(c, "key", p);
+  r.log = optional_string(c, "log", p);
+  if (const Json* options = optional_array(c, "options", p))
+    for (const Json& o : *options) {
+      if (!o.is_string()) wrong_type(p + "options[]", "a string", &o);
+      r.options.push_back(o.get<std::string>());
+    }
+  if (const Json* diags = optional_array(c, "diagnostics", p)) {
+    int i = 0;
+    for (const Json& dj : *diags) {
+      const std::string dp = p + "diagnostics[" + std::to_string(i++) + "].";
+      if (!dj.is_object()) wrong_type(dp.substr(0, dp.size() - 1), "an object", &dj);
+      LabDiagnostic d;
+      d.file = optional_string(dj, "file", dp);
+      if (const Json* line = member(dj, "line")) d.line = static_cast<int>(whole_number(line, dp + "line"));
+      if (const Json* column = member(dj, "column")) d.column = static_cast<int>(whole_number(column, dp + "column"));
+      d.severity = required_string(dj, "severity", dp);
+      d.message = required_string(dj, "message", dp);
+      r.diagnostics.push_back(d);
     }
   }
-  throw Error(std::string("mnv2.lab: '") + key + "' is neither a number nor nan/inf");
+  return r;
 }
+
+LabLayer read_layer(const Json& lj, const std::string& lp) {
+  if (!lj.is_object()) wrong_type(lp.substr(0, lp.size() - 1), "an object", &lj);
+  LabLayer l;
+  l.index = static_cast<int>(whole_number(present(lj, "index"), lp + "index"));
+  l.name = optional_string(lj, "name", lp);
+  l.op = optional_string(lj, "op", lp);
+  l.shape = optional_string(lj, "shape", lp);
+  if (const Json* cj = optional_object(lj, "check", lp)) {
+    const std::string cp = lp + "check.";
+    LabCheck c;
+    c.passed = required_bool(*cj, "passed", cp);
+    c.max_abs_vs_reference = optional_number(*cj, "max_abs_vs_reference", cp).value_or(0);
+    c.rel_l2_vs_reference = optional_number(*cj, "rel_l2_vs_reference", cp).value_or(0);
+    c.max_abs_vs_ours = optional_number(*cj, "max_abs_vs_ours", cp).value_or(0);
+    c.bound = optional_number(*cj, "bound", cp).value_or(0);
+    if (const Json* fj = optional_object(*cj, "first_failure", cp)) {
+      const std::string fp = cp + "first_failure.";
+      LabFailure f;
+      f.flat_index = whole_number(present(*fj, "flat_index"), fp + "flat_index");
+      const Json* coords = present(*fj, "coords");
+      if (coords == nullptr || !coords->is_array()) wrong_type(fp + "coords", "an array", coords);
+      for (const Json& x : *coords) f.coords.push_back(whole_number(&x, fp + "coords[]"));
+      f.expected = element_value(*fj, "expected", fp);
+      f.got = element_value(*fj, "got", fp);
+      c.first_failure = f;
+    }
+    l.check = c;
+  }
+  l.user_us = optional_number(lj, "user_us", lp);
+  l.ours_us = optional_number(lj, "ours_us", lp);
+  l.cudnn_us = optional_number(lj, "cudnn_us", lp);
+  l.flops = optional_number(lj, "flops", lp);
+  l.bytes = optional_number(lj, "bytes", lp);
+  return l;
+}
+
+LabResult read_fields(const Json& j) {
+  LabResult r;
+  r.status = required_string(j, "status", "");
+  if (std::find(std::begin(kStatuses), std::end(kStatuses), r.status) == std::end(kStatuses)) {
+    std::string all;
+    for (const char* s : kStatuses) all += std::string(all.empty() ? "" : ", ") + s;
+    throw Error("status '" + r.status + "' is none of " + all);
+  }
+  r.slot = required_string(j, "slot", "");
+  r.message = required_string(j, "message", "");
+  r.kernel_file = optional_string(j, "kernel_file", "");
+  r.kernel_name = optional_string(j, "kernel_name", "");
+  r.source_sha256 = optional_string(j, "source_sha256", "");
+  r.precision = optional_string(j, "precision", "");
+  if (r.precision.empty()) r.precision = "fp32";
+  r.device = optional_string(j, "device", "");
+  if (const Json* batch = member(j, "batch")) r.batch = static_cast<int>(whole_number(batch, "batch"));
+  if (const Json* c = optional_object(j, "compile", "")) r.compile = read_compile(*c);
+  if (const Json* l = optional_object(j, "launch", "")) {
+    r.has_launch = true;
+    auto ints = [&](const char* key, int* out, size_t n) {
+      const Json* a = member(*l, key);
+      if (a == nullptr) return;
+      if (!a->is_array() || a->size() != n)
+        wrong_type(std::string("launch.") + key, n == 3 ? "an array of three numbers" : "an array of two numbers", a);
+      for (size_t i = 0; i < n; ++i)
+        out[i] = static_cast<int>(whole_number(&(*a)[i], std::string("launch.") + key + "[]"));
+    };
+    ints("block", r.block, 3);
+    ints("tile", r.tile, 2);
+    r.grid_rule = optional_string(*l, "grid_rule", "launch.");
+    r.shared_bytes = static_cast<int>(optional_number(*l, "shared_bytes", "launch.").value_or(0));
+  }
+  const Json* layers = present(j, "layers");
+  if (layers == nullptr || !layers->is_array()) wrong_type("layers", "an array", layers);
+  int i = 0;
+  for (const Json& lj : *layers) r.layers.push_back(read_layer(lj, "layers[" + std::to_string(i++) + "]."));
+  if (const Json* e = optional_object(j, "end_to_end", "")) {
+    const std::string p = "end_to_end.";
+    r.end_to_end = LabEndToEnd{optional_number(*e, "user_ms", p), optional_number(*e, "ours_unfused_ms", p),
+                               optional_number(*e, "ours_default_ms", p), optional_number(*e, "cudnn_ms", p)};
+  }
+  if (const Json* c = optional_object(j, "commands", "")) {
+    r.compute_sanitizer_command = optional_string(*c, "compute_sanitizer", "commands.");
+    r.ncu_command = optional_string(*c, "ncu", "commands.");
+  }
+  if (const Json* rep = optional_object(j, "reports", "")) {
+    r.report_json = optional_string(*rep, "json", "reports.");
+    r.report_csv = optional_string(*rep, "csv", "reports.");
+  }
+  return r;
+}
+
 }  // namespace
 
 LabResult lab_result_from_json(const json::Json& j) {
-  if (!j.is_object() || get<std::string>(j, "format", "") != "mnv2.lab")
-    throw Error("not a kernel lab result (format \"mnv2.lab\")");
-  if (get<int>(j, "version", 0) != 1)
-    throw Error("mnv2.lab version " + std::to_string(get<int>(j, "version", 0)) + " is not supported (1 is)");
-  LabResult r;
-  r.slot = get<std::string>(j, "slot", "");
-  r.kernel_file = get<std::string>(j, "kernel_file", "");
-  r.kernel_name = get<std::string>(j, "kernel_name", "");
-  r.source_sha256 = get<std::string>(j, "source_sha256", "");
-  r.precision = get<std::string>(j, "precision", "fp32");
-  r.batch = get<int>(j, "batch", 1);
-  r.device = get<std::string>(j, "device", "");
-  r.status = get<std::string>(j, "status", "");
-  r.message = get<std::string>(j, "message", "");
-  if (j.contains("compile") && j["compile"].is_object()) r.compile = compile_from_json(j["compile"]);
-  if (j.contains("launch") && j["launch"].is_object()) {
-    const Json& l = j["launch"];
-    r.has_launch = true;
-    const auto block = get<std::vector<int>>(l, "block", {256, 1, 1});
-    const auto tile = get<std::vector<int>>(l, "tile", {1, 1});
-    if (block.size() != 3 || tile.size() != 2) throw Error("mnv2.lab: launch block/tile have the wrong length");
-    for (int i = 0; i < 3; ++i) r.block[i] = block[static_cast<size_t>(i)];
-    for (int i = 0; i < 2; ++i) r.tile[i] = tile[static_cast<size_t>(i)];
-    r.grid_rule = get<std::string>(l, "grid_rule", "");
-    r.shared_bytes = get<int>(l, "shared_bytes", 0);
+  if (!j.is_object()) throw Error("the result is not a JSON object");
+  const Json* format = present(j, "format");
+  const Json* version = present(j, "version");
+  if (format == nullptr || !format->is_string() || format->get<std::string>() != "mnv2.lab")
+    throw Error(
+        "the result's format is " +
+        (format != nullptr && format->is_string() ? "\"" + format->get<std::string>() + "\"" : type_name(format)) +
+        ", not \"mnv2.lab\": this build reads mnv2.lab version " + std::to_string(kLabVersion));
+  if (version == nullptr || !version->is_number() || version->get<double>() != kLabVersion)
+    throw Error("the result is mnv2.lab version " +
+                (version != nullptr && version->is_number() ? version->dump() : type_name(version)) +
+                "; this build reads version " + std::to_string(kLabVersion) + " (update the app or mnv2)");
+  try {
+    return read_fields(j);
+  } catch (const Error& e) {
+    throw Error("the result (mnv2.lab version " + std::to_string(kLabVersion) + ") is malformed: " + e.what());
   }
-  if (j.contains("layers") && j["layers"].is_array())
-    for (const Json& lj : j["layers"]) {
-      LabLayer l;
-      l.index = get<int>(lj, "index", 0);
-      l.name = get<std::string>(lj, "name", "");
-      l.op = get<std::string>(lj, "op", "");
-      l.shape = get<std::string>(lj, "shape", "");
-      if (lj.contains("check") && lj["check"].is_object()) {
-        const Json& cj = lj["check"];
-        l.check.passed = get<bool>(cj, "passed", false);
-        l.check.max_abs_vs_reference = get<double>(cj, "max_abs_vs_reference", 0.0);
-        l.check.rel_l2_vs_reference = get<double>(cj, "rel_l2_vs_reference", 0.0);
-        l.check.max_abs_vs_ours = get<double>(cj, "max_abs_vs_ours", 0.0);
-        l.check.bound = get<double>(cj, "bound", 0.0);
-        if (cj.contains("first_failure") && cj["first_failure"].is_object()) {
-          const Json& fj = cj["first_failure"];
-          LabFailure f;
-          f.flat_index = get<int64_t>(fj, "flat_index", 0);
-          f.coords = get<std::vector<int64_t>>(fj, "coords", {});
-          f.expected = value_or_name(fj, "expected");
-          f.got = value_or_name(fj, "got");
-          l.check.first_failure = f;
-        }
-      }
-      l.user_us = opt_double(lj, "user_us");
-      l.ours_us = opt_double(lj, "ours_us");
-      l.cudnn_us = opt_double(lj, "cudnn_us");
-      l.flops = get<double>(lj, "flops", 0.0);
-      l.bytes = get<double>(lj, "bytes", 0.0);
-      r.layers.push_back(l);
-    }
-  if (j.contains("end_to_end") && j["end_to_end"].is_object()) {
-    const Json& e = j["end_to_end"];
-    r.end_to_end = LabEndToEnd{opt_double(e, "user_ms"), opt_double(e, "ours_unfused_ms"),
-                               opt_double(e, "ours_default_ms"), opt_double(e, "cudnn_ms")};
+}
+
+LabResult read_lab_result(const std::string& text) {
+  Json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    throw Error(std::string("the result is not JSON (") + e.what() + ")");
   }
-  if (j.contains("commands") && j["commands"].is_object()) {
-    r.compute_sanitizer_command = get<std::string>(j["commands"], "compute_sanitizer", "");
-    r.ncu_command = get<std::string>(j["commands"], "ncu", "");
-  }
-  if (j.contains("reports") && j["reports"].is_object()) {
-    r.report_json = get<std::string>(j["reports"], "json", "");
-    r.report_csv = get<std::string>(j["reports"], "csv", "");
-  }
-  return r;
+  return lab_result_from_json(j);
 }
 
 }  // namespace mnv2

@@ -413,7 +413,7 @@ LabResult run_worker(const LabConfig& c, const std::string& request, LabResult b
   }
   if (!bytes.empty()) {
     try {
-      LabResult r = lab_result_from_json(json::parse(bytes));
+      LabResult r = read_lab_result(bytes);
       r.compile = base.compile;
       r.kernel_file = base.kernel_file;
       r.source_sha256 = base.source_sha256;

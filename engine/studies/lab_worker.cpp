@@ -337,18 +337,17 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
     l.flops = 2.0 * static_cast<double>(st.macs);
     // In the storage type, the network input float32 (the stem slot reads it so in every precision).
     l.bytes = step_bytes(model.layers, stats, {index}, storage_bytes(precision));
+    const LabCheck& check = *l.check;
     std::string line = "  layer " + std::to_string(index) + " '" + l.name + "' " + l.op + " [" + l.shape + "]: ";
-    if (l.check.passed) {
-      line += "passed (max abs " + fmt(l.check.max_abs_vs_reference) + " vs reference, " +
-              fmt(l.check.max_abs_vs_ours) + " vs ours; rel L2 " + fmt(l.check.rel_l2_vs_reference) + ", bound " +
-              fmt(bound) + ")";
+    if (check.passed) {
+      line += "passed (max abs " + fmt(check.max_abs_vs_reference) + " vs reference, " + fmt(check.max_abs_vs_ours) +
+              " vs ours; rel L2 " + fmt(check.rel_l2_vs_reference) + ", bound " + fmt(bound) + ")";
     } else {
-      const LabFailure& f = *l.check.first_failure;
+      const LabFailure& f = *check.first_failure;
       line += "FAILED at element (n,c,h,w) = (" + std::to_string(f.coords[0]) + "," + std::to_string(f.coords[1]) +
               "," + std::to_string(f.coords[2]) + "," + std::to_string(f.coords[3]) + "): expected " +
-              fmt(f.expected, "%.6g") + ", got " + fmt(f.got, "%.6g") + " (max abs " +
-              fmt(l.check.max_abs_vs_reference) + ", rel L2 " + fmt(l.check.rel_l2_vs_reference) + ", bound " +
-              fmt(bound) + ")";
+              fmt(f.expected, "%.6g") + ", got " + fmt(f.got, "%.6g") + " (max abs " + fmt(check.max_abs_vs_reference) +
+              ", rel L2 " + fmt(check.rel_l2_vs_reference) + ", bound " + fmt(bound) + ")";
       if (all_passed) first_failed = index;
       all_passed = false;
     }
@@ -362,7 +361,7 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
   if (!all_passed) {
     const LabLayer& bad =
         *std::find_if(r.layers.begin(), r.layers.end(), [&](const LabLayer& l) { return l.index == first_failed; });
-    const LabFailure& f = *bad.check.first_failure;
+    const LabFailure& f = *bad.check->first_failure;
     r.status = "check_failed";
     r.message = "check failed at layer " + std::to_string(bad.index) + " '" + bad.name + "', element (n,c,h,w) = (" +
                 std::to_string(f.coords[0]) + "," + std::to_string(f.coords[1]) + "," + std::to_string(f.coords[2]) +

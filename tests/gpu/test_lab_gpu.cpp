@@ -60,9 +60,10 @@ void expect_all_passed(const LabResult& r, size_t layers) {
   EXPECT_EQ(lab_exit_code(r), 0);
   ASSERT_EQ(r.layers.size(), layers) << r.message;
   for (const LabLayer& l : r.layers) {
-    EXPECT_TRUE(l.check.passed) << "layer " << l.index << " " << l.name;
-    EXPECT_FALSE(l.check.first_failure);
-    EXPECT_LE(l.check.rel_l2_vs_reference, l.check.bound);
+    ASSERT_TRUE(l.check) << "layer " << l.index << " " << l.name;
+    EXPECT_TRUE(l.check->passed) << "layer " << l.index << " " << l.name;
+    EXPECT_FALSE(l.check->first_failure);
+    EXPECT_LE(l.check->rel_l2_vs_reference, l.check->bound);
   }
 }
 
@@ -80,8 +81,8 @@ TEST_F(LabGpu, NaivePassesEveryDepthwiseLayerAndIsTimedBesideOursAndCudnn) {
     EXPECT_TRUE(l.user_us && *l.user_us > 0) << l.index;
     EXPECT_TRUE(l.ours_us && *l.ours_us > 0) << l.index;
     EXPECT_TRUE(l.cudnn_us.has_value()) << l.index;
-    EXPECT_GT(l.flops, 0);
-    EXPECT_GT(l.bytes, 0);
+    EXPECT_TRUE(l.flops && *l.flops > 0) << l.index;
+    EXPECT_TRUE(l.bytes && *l.bytes > 0) << l.index;
   }
   ASSERT_TRUE(r.end_to_end);
   EXPECT_TRUE(r.end_to_end->user_ms && r.end_to_end->ours_unfused_ms && r.end_to_end->cudnn_ms);
@@ -113,11 +114,12 @@ TEST_F(LabGpu, WrongIsCaughtAtTheFirstLayerWithTheElementAndIsNotTimed) {
   ASSERT_FALSE(r.layers.empty());
   const LabLayer& first = r.layers.front();
   EXPECT_EQ(first.index, all.front());  // every depthwise layer has pad_left 1: the first one fails
-  ASSERT_FALSE(first.check.passed);
-  ASSERT_TRUE(first.check.first_failure);
-  const LabFailure& f = *first.check.first_failure;
+  ASSERT_TRUE(first.check);
+  ASSERT_FALSE(first.check->passed);
+  ASSERT_TRUE(first.check->first_failure);
+  const LabFailure& f = *first.check->first_failure;
   ASSERT_EQ(f.coords.size(), 4u);
-  EXPECT_GT(std::abs(f.got - f.expected), first.check.bound);
+  EXPECT_GT(std::abs(f.got - f.expected), first.check->bound);
   EXPECT_NE(r.message.find("layer " + std::to_string(first.index)), std::string::npos) << r.message;
   for (const LabLayer& l : r.layers) EXPECT_FALSE(l.user_us) << "a failing kernel must not be timed";
   EXPECT_FALSE(r.end_to_end);
@@ -236,8 +238,8 @@ TEST_F(LabGpu, StemPoolAndClassifierBugsAreCaughtAtTheirLayer) {
       EXPECT_EQ(lab_exit_code(r), 1);
       ASSERT_EQ(r.layers.size(), 1u) << r.message;
       EXPECT_EQ(r.layers[0].index, lab_slot_layers(m, slot).front());
-      ASSERT_TRUE(r.layers[0].check.first_failure);
-      EXPECT_EQ(r.layers[0].check.first_failure->coords.size(), 4u);
+      ASSERT_TRUE(r.layers[0].check && r.layers[0].check->first_failure);
+      EXPECT_EQ(r.layers[0].check->first_failure->coords.size(), 4u);
       EXPECT_NE(r.message.find("layer " + std::to_string(r.layers[0].index)), std::string::npos) << r.message;
     }
   }

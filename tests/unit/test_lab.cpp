@@ -125,9 +125,10 @@ TEST(LabResultJson, RoundTrip) {
   l.name = "block1.dw";
   l.op = "depthwise 3x3 s1";
   l.shape = "3,32,112,112";
-  l.check.passed = false;
-  l.check.bound = 2e-2;
-  l.check.first_failure = LabFailure{5, {0, 5, 0, 0}, 0.5, std::nan("")};
+  l.check = LabCheck{};
+  l.check->passed = false;
+  l.check->bound = 2e-2;
+  l.check->first_failure = LabFailure{5, {0, 5, 0, 0}, 0.5, std::nan("")};
   l.user_us = 5.5;
   l.flops = 1e6;
   r.layers = {l};
@@ -136,9 +137,9 @@ TEST(LabResultJson, RoundTrip) {
   const LabResult back = lab_result_from_json(json::parse(lab_result_json(r).dump()));
   EXPECT_EQ(lab_result_json(back).dump(), lab_result_json(r).dump());
   ASSERT_EQ(back.layers.size(), 1u);
-  ASSERT_TRUE(back.layers[0].check.first_failure);
-  EXPECT_TRUE(std::isnan(back.layers[0].check.first_failure->got));  // NaN survives as "nan"
-  EXPECT_EQ(back.layers[0].check.first_failure->coords, (std::vector<int64_t>{0, 5, 0, 0}));
+  ASSERT_TRUE(back.layers[0].check && back.layers[0].check->first_failure);
+  EXPECT_TRUE(std::isnan(back.layers[0].check->first_failure->got));  // NaN survives as "nan"
+  EXPECT_EQ(back.layers[0].check->first_failure->coords, (std::vector<int64_t>{0, 5, 0, 0}));
   EXPECT_FALSE(back.layers[0].ours_us);
   EXPECT_EQ(back.compile->diagnostics.size(), 1u);
   EXPECT_EQ(lab_exit_code(back), 1);
@@ -146,6 +147,52 @@ TEST(LabResultJson, RoundTrip) {
   wrong["version"] = 2;
   EXPECT_THROW(lab_result_from_json(wrong), Error);
   EXPECT_THROW(lab_result_from_json(json::parse("{\"format\": \"other\"}")), Error);
+}
+
+// The one reader (the CLI's, the worker's parent's and the app's): the format and version first, by name; every
+// field with its type, a wrong one named by its path; optional parts absent or null; NaN and Inf as null or names.
+TEST(Lab, ReaderIsStrictAndNamesTheField) {
+  auto message = [](const std::string& text) {
+    try {
+      read_lab_result(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(read)");
+  };
+  const std::string head = R"({"format": "mnv2.lab", "version": 1, "slot": "depthwise", "message": "m", )";
+  EXPECT_NE(message("not json").find("not JSON"), std::string::npos);
+  EXPECT_NE(message(R"({"format": "mnv2.report", "version": 1})").find("\"mnv2.report\", not \"mnv2.lab\""),
+            std::string::npos);
+  EXPECT_NE(message(R"({"format": "mnv2.lab", "version": 2})").find("version 2; this build reads version 1"),
+            std::string::npos);
+  EXPECT_NE(message(head + R"("status": "fine", "layers": []})").find("status 'fine' is none of passed"),
+            std::string::npos);
+  EXPECT_NE(message(head + R"("status": "passed"})").find("layers should be an array, is missing"), std::string::npos);
+  EXPECT_NE(message(head + R"("status": "check_failed", "layers": [{"index": 2, "check": {"passed": "no"}}]})")
+                .find("malformed: layers[0].check.passed should be true or false, is a string"),
+            std::string::npos);
+  EXPECT_NE(
+      message(head + R"("status": "passed", "layers": [{"index": 2.5}]})").find("layers[0].index should be a whole"),
+      std::string::npos);
+  EXPECT_NE(message(head + R"("status": "compile_error", "layers": [], "compile": {"ok": false, "diagnostics":
+      [{"line": "x", "severity": "error", "message": "m"}]}})")
+                .find("compile.diagnostics[0].line should be a whole number, is a string"),
+            std::string::npos);
+  EXPECT_NE(message(head + R"("status": "passed", "layers": [], "launch": {"block": [1, 2]}})")
+                .find("launch.block should be an array of three numbers"),
+            std::string::npos);
+  const LabResult r = read_lab_result(head + R"("status": "check_failed", "compile": null, "end_to_end": null,
+      "layers": [{"index": 7, "check": {"passed": false, "first_failure": {"flat_index": 9, "coords": [0, 1, 2, 3],
+      "expected": "-inf", "got": null}}, "user_us": null}, {"index": 8}]})");
+  ASSERT_EQ(r.layers.size(), 2u);
+  ASSERT_TRUE(r.layers[0].check && r.layers[0].check->first_failure);
+  EXPECT_TRUE(std::isinf(r.layers[0].check->first_failure->expected));
+  EXPECT_TRUE(std::isnan(r.layers[0].check->first_failure->got));
+  EXPECT_FALSE(r.layers[1].check);  // the run stopped before checking it
+  EXPECT_FALSE(r.layers[1].flops);
+  EXPECT_FALSE(r.compile);
+  EXPECT_EQ(r.precision, "fp32");
 }
 
 // NVRTC needs no GPU: these run in CI wherever the GPU plugin loads (the CUDA toolkit's libraries are there).

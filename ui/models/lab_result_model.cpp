@@ -1,253 +1,78 @@
 // The Kernel lab's result reader and item models (see lab_result_model.h).
 #include "models/lab_result_model.h"
 
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
-#include <QJsonValue>
 #include <QRegularExpression>
-#include <QSet>
 #include <algorithm>
 #include <cmath>
-#include <iterator>
-#include <limits>
-#include <stdexcept>
+#include <exception>
+
+#include "mnv2/lab.h"  // the reader
 
 namespace mnv2::ui {
 
 namespace {
 
-constexpr int kLabVersion = 1;
-const QString kLabFormat = QStringLiteral("mnv2.lab");
+QString qs(const std::string& s) { return QString::fromStdString(s); }
 
-// A field that is not what the contract says: the message names it with its path ("layers[3].check.bound").
-struct FieldError : std::runtime_error {
-  explicit FieldError(const QString& what) : std::runtime_error(what.toStdString()) {}
-};
-
-QString typeName(const QJsonValue& v) {
-  switch (v.type()) {
-    case QJsonValue::Null:
-      return QStringLiteral("null");
-    case QJsonValue::Bool:
-      return QStringLiteral("a boolean");
-    case QJsonValue::Double:
-      return QStringLiteral("a number");
-    case QJsonValue::String:
-      return QStringLiteral("a string");
-    case QJsonValue::Array:
-      return QStringLiteral("an array");
-    case QJsonValue::Object:
-      return QStringLiteral("an object");
-    case QJsonValue::Undefined:
-      break;
-  }
-  return QStringLiteral("missing");
-}
-
-[[noreturn]] void wrongType(const QString& path, const QString& wanted, const QJsonValue& v) {
-  throw FieldError(QStringLiteral("%1 should be %2, is %3").arg(path, wanted, typeName(v)));
-}
-
-QString requiredString(const QJsonObject& o, const QString& key, const QString& path) {
-  const QJsonValue v = o.value(key);
-  if (!v.isString()) wrongType(path + key, QStringLiteral("a string"), v);
-  return v.toString();
-}
-
-// Optional fields may be absent or null; present, they must have their type.
-QString optionalString(const QJsonObject& o, const QString& key, const QString& path) {
-  const QJsonValue v = o.value(key);
-  if (v.isUndefined() || v.isNull()) return {};
-  if (!v.isString()) wrongType(path + key, QStringLiteral("a string"), v);
-  return v.toString();
-}
-
-std::optional<double> optionalNumber(const QJsonObject& o, const QString& key, const QString& path) {
-  const QJsonValue v = o.value(key);
-  if (v.isUndefined() || v.isNull()) return std::nullopt;
-  if (!v.isDouble()) wrongType(path + key, QStringLiteral("a number or null"), v);
-  return v.toDouble();
-}
-
-bool requiredBool(const QJsonObject& o, const QString& key, const QString& path) {
-  const QJsonValue v = o.value(key);
-  if (!v.isBool()) wrongType(path + key, QStringLiteral("true or false"), v);
-  return v.toBool();
-}
-
-qint64 wholeNumber(const QJsonValue& v, const QString& path) {
-  if (!v.isDouble()) wrongType(path, QStringLiteral("a whole number"), v);
-  const double d = v.toDouble();
-  if (d != std::floor(d) || std::fabs(d) > 9.0e15) wrongType(path, QStringLiteral("a whole number"), v);
-  return static_cast<qint64>(d);
-}
-
-// An element value: JSON has no NaN or Inf, so a writer gives them as null or as the strings "nan", "inf",
-// "-inf"; a bad output is exactly where they appear, so they are read, not refused.
-double elementValue(const QJsonObject& o, const QString& key, const QString& path) {
-  const QJsonValue v = o.value(key);
-  if (v.isDouble()) return v.toDouble();
-  if (v.isNull()) return std::numeric_limits<double>::quiet_NaN();
-  if (v.isString()) {
-    const QString s = v.toString().trimmed().toLower();
-    if (s == QLatin1String("nan") || s == QLatin1String("-nan")) return std::numeric_limits<double>::quiet_NaN();
-    if (s == QLatin1String("inf") || s == QLatin1String("+inf") || s == QLatin1String("infinity"))
-      return std::numeric_limits<double>::infinity();
-    if (s == QLatin1String("-inf") || s == QLatin1String("-infinity")) return -std::numeric_limits<double>::infinity();
-  }
-  wrongType(path + key, QStringLiteral("a number (or null / \"nan\" / \"inf\")"), v);
-}
-
-QJsonObject optionalObject(const QJsonObject& o, const QString& key, const QString& path, bool* present) {
-  const QJsonValue v = o.value(key);
-  *present = false;
-  if (v.isUndefined() || v.isNull()) return {};
-  if (!v.isObject()) wrongType(path + key, QStringLiteral("an object"), v);
-  *present = true;
-  return v.toObject();
-}
-
-const QStringList& statuses() {
-  static const QStringList s = {QStringLiteral("passed"),        QStringLiteral("check_failed"),
-                                QStringLiteral("compile_error"), QStringLiteral("crashed"),
-                                QStringLiteral("timeout"),       QStringLiteral("error")};
-  return s;
-}
-
-LabResult readResult(const QJsonObject& root) {
+// The engine's result (mnv2::read_lab_result, the one reader of the document) as the page's types.
+LabResult fromEngine(const mnv2::LabResult& e) {
   LabResult r;
-  r.status = requiredString(root, QStringLiteral("status"), {});
-  if (!statuses().contains(r.status))
-    throw FieldError(QStringLiteral("status '%1' is none of %2").arg(r.status, statuses().join(QStringLiteral(", "))));
-  r.slot = requiredString(root, QStringLiteral("slot"), {});
-  r.message = requiredString(root, QStringLiteral("message"), {});
-  r.kernelFile = optionalString(root, QStringLiteral("kernel_file"), {});
-  r.kernelName = optionalString(root, QStringLiteral("kernel_name"), {});
-  r.sourceSha256 = optionalString(root, QStringLiteral("source_sha256"), {});
-  r.precision = optionalString(root, QStringLiteral("precision"), {});
-  r.device = optionalString(root, QStringLiteral("device"), {});
-  if (root.contains(QStringLiteral("batch")) && !root.value(QStringLiteral("batch")).isNull())
-    r.batch = static_cast<int>(wholeNumber(root.value(QStringLiteral("batch")), QStringLiteral("batch")));
-
-  bool present = false;
-  const QJsonObject compile = optionalObject(root, QStringLiteral("compile"), {}, &present);
-  if (present) {
-    const QString p = QStringLiteral("compile.");
+  r.slot = qs(e.slot);
+  r.kernelFile = qs(e.kernel_file);
+  r.kernelName = qs(e.kernel_name);
+  r.sourceSha256 = qs(e.source_sha256);
+  r.precision = qs(e.precision);
+  r.device = qs(e.device);
+  r.batch = e.batch;
+  r.status = qs(e.status);
+  r.message = qs(e.message);
+  if (e.compile) {
     r.compile.present = true;
-    r.compile.ok = requiredBool(compile, QStringLiteral("ok"), p);
-    if (compile.contains(QStringLiteral("cached")))
-      r.compile.cached = requiredBool(compile, QStringLiteral("cached"), p);
-    r.compile.seconds = optionalNumber(compile, QStringLiteral("seconds"), p).value_or(0);
-    r.compile.log = optionalString(compile, QStringLiteral("log"), p);
-    const QJsonValue options = compile.value(QStringLiteral("options"));
-    if (!options.isUndefined() && !options.isNull()) {
-      if (!options.isArray()) wrongType(p + QStringLiteral("options"), QStringLiteral("an array"), options);
-      for (const QJsonValue& o : options.toArray()) {
-        if (!o.isString()) wrongType(p + QStringLiteral("options[]"), QStringLiteral("a string"), o);
-        r.compile.options << o.toString();
-      }
-    }
-    const QJsonValue diags = compile.value(QStringLiteral("diagnostics"));
-    if (!diags.isUndefined() && !diags.isNull()) {
-      if (!diags.isArray()) wrongType(p + QStringLiteral("diagnostics"), QStringLiteral("an array"), diags);
-      int i = 0;
-      for (const QJsonValue& dv : diags.toArray()) {
-        const QString dp = QStringLiteral("compile.diagnostics[%1].").arg(i++);
-        if (!dv.isObject()) wrongType(dp.chopped(1), QStringLiteral("an object"), dv);
-        const QJsonObject d = dv.toObject();
-        LabDiagnostic diag;
-        diag.file = optionalString(d, QStringLiteral("file"), dp);
-        const QJsonValue line = d.value(QStringLiteral("line"));
-        diag.line = line.isNull() || line.isUndefined() ? 0 : static_cast<int>(wholeNumber(line, dp + "line"));
-        const QJsonValue column = d.value(QStringLiteral("column"));
-        diag.column =
-            column.isNull() || column.isUndefined() ? 0 : static_cast<int>(wholeNumber(column, dp + "column"));
-        diag.severity = requiredString(d, QStringLiteral("severity"), dp);
-        diag.message = requiredString(d, QStringLiteral("message"), dp);
-        r.compile.diagnostics.push_back(diag);
-      }
-    }
+    r.compile.ok = e.compile->ok;
+    r.compile.cached = e.compile->cached;
+    r.compile.seconds = e.compile->seconds;
+    for (const std::string& o : e.compile->options) r.compile.options << qs(o);
+    r.compile.log = qs(e.compile->log);
+    for (const mnv2::LabDiagnostic& d : e.compile->diagnostics)
+      r.compile.diagnostics.push_back(LabDiagnostic{qs(d.file), d.line, d.column, qs(d.severity), qs(d.message)});
   }
-
-  const QJsonObject launch = optionalObject(root, QStringLiteral("launch"), {}, &present);
-  if (present) {
+  if (e.has_launch) {
     r.launch.present = true;
-    const QJsonValue block = launch.value(QStringLiteral("block"));
-    if (!block.isUndefined() && !block.isNull()) {
-      if (!block.isArray() || block.toArray().size() != 3)
-        wrongType(QStringLiteral("launch.block"), QStringLiteral("an array of three numbers"), block);
-      for (int i = 0; i < 3; ++i)
-        r.launch.block[i] = static_cast<int>(wholeNumber(block.toArray().at(i), QStringLiteral("launch.block[]")));
-    }
-    r.launch.gridRule = optionalString(launch, QStringLiteral("grid_rule"), QStringLiteral("launch."));
-    r.launch.sharedBytes = static_cast<qint64>(
-        optionalNumber(launch, QStringLiteral("shared_bytes"), QStringLiteral("launch.")).value_or(0));
+    for (int i = 0; i < 3; ++i) r.launch.block[i] = e.block[i];
+    r.launch.gridRule = qs(e.grid_rule);
+    r.launch.sharedBytes = e.shared_bytes;
   }
-
-  const QJsonValue layers = root.value(QStringLiteral("layers"));
-  if (!layers.isArray()) wrongType(QStringLiteral("layers"), QStringLiteral("an array"), layers);
-  int i = 0;
-  for (const QJsonValue& lv : layers.toArray()) {
-    const QString lp = QStringLiteral("layers[%1].").arg(i++);
-    if (!lv.isObject()) wrongType(lp.chopped(1), QStringLiteral("an object"), lv);
-    const QJsonObject l = lv.toObject();
+  for (const mnv2::LabLayer& l : e.layers) {
     LabLayer layer;
-    layer.index = static_cast<int>(wholeNumber(l.value(QStringLiteral("index")), lp + "index"));
-    layer.name = optionalString(l, QStringLiteral("name"), lp);
-    layer.op = optionalString(l, QStringLiteral("op"), lp);
-    layer.shape = optionalString(l, QStringLiteral("shape"), lp);
-    const QJsonObject check = optionalObject(l, QStringLiteral("check"), lp, &present);
-    if (present) {
-      const QString cp = lp + QStringLiteral("check.");
+    layer.index = l.index;
+    layer.name = qs(l.name);
+    layer.op = qs(l.op);
+    layer.shape = qs(l.shape);
+    if (l.check) {
       layer.checked = true;
-      layer.passed = requiredBool(check, QStringLiteral("passed"), cp);
-      layer.maxAbsVsReference = optionalNumber(check, QStringLiteral("max_abs_vs_reference"), cp);
-      layer.relL2VsReference = optionalNumber(check, QStringLiteral("rel_l2_vs_reference"), cp);
-      layer.maxAbsVsOurs = optionalNumber(check, QStringLiteral("max_abs_vs_ours"), cp);
-      layer.bound = optionalNumber(check, QStringLiteral("bound"), cp);
-      const QJsonObject f = optionalObject(check, QStringLiteral("first_failure"), cp, &present);
-      if (present) {
-        const QString fp = cp + QStringLiteral("first_failure.");
-        LabFailure failure;
-        failure.flatIndex = wholeNumber(f.value(QStringLiteral("flat_index")), fp + "flat_index");
-        const QJsonValue coords = f.value(QStringLiteral("coords"));
-        if (!coords.isArray()) wrongType(fp + "coords", QStringLiteral("an array"), coords);
-        for (const QJsonValue& c : coords.toArray()) failure.coords.push_back(wholeNumber(c, fp + "coords[]"));
-        failure.expected = elementValue(f, QStringLiteral("expected"), fp);
-        failure.got = elementValue(f, QStringLiteral("got"), fp);
-        layer.firstFailure = failure;
-      }
+      layer.passed = l.check->passed;
+      layer.maxAbsVsReference = l.check->max_abs_vs_reference;
+      layer.relL2VsReference = l.check->rel_l2_vs_reference;
+      layer.maxAbsVsOurs = l.check->max_abs_vs_ours;
+      layer.bound = l.check->bound;
+      if (const auto& f = l.check->first_failure)
+        layer.firstFailure =
+            LabFailure{f->flat_index, std::vector<qint64>(f->coords.begin(), f->coords.end()), f->expected, f->got};
     }
-    layer.userUs = optionalNumber(l, QStringLiteral("user_us"), lp);
-    layer.oursUs = optionalNumber(l, QStringLiteral("ours_us"), lp);
-    layer.cudnnUs = optionalNumber(l, QStringLiteral("cudnn_us"), lp);
-    layer.flops = optionalNumber(l, QStringLiteral("flops"), lp);
-    layer.bytes = optionalNumber(l, QStringLiteral("bytes"), lp);
+    layer.userUs = l.user_us;
+    layer.oursUs = l.ours_us;
+    layer.cudnnUs = l.cudnn_us;
+    layer.flops = l.flops;
+    layer.bytes = l.bytes;
     r.layers.push_back(layer);
   }
-
-  const QJsonObject e2e = optionalObject(root, QStringLiteral("end_to_end"), {}, &present);
-  if (present) {
-    const QString p = QStringLiteral("end_to_end.");
-    LabEndToEnd e;
-    e.userMs = optionalNumber(e2e, QStringLiteral("user_ms"), p);
-    e.oursUnfusedMs = optionalNumber(e2e, QStringLiteral("ours_unfused_ms"), p);
-    e.oursDefaultMs = optionalNumber(e2e, QStringLiteral("ours_default_ms"), p);
-    e.cudnnMs = optionalNumber(e2e, QStringLiteral("cudnn_ms"), p);
-    r.endToEnd = e;
-  }
-  const QJsonObject commands = optionalObject(root, QStringLiteral("commands"), {}, &present);
-  if (present) {
-    r.computeSanitizerCommand =
-        optionalString(commands, QStringLiteral("compute_sanitizer"), QStringLiteral("commands."));
-    r.ncuCommand = optionalString(commands, QStringLiteral("ncu"), QStringLiteral("commands."));
-  }
-  const QJsonObject reports = optionalObject(root, QStringLiteral("reports"), {}, &present);
-  if (present) {
-    r.reportJson = optionalString(reports, QStringLiteral("json"), QStringLiteral("reports."));
-    r.reportCsv = optionalString(reports, QStringLiteral("csv"), QStringLiteral("reports."));
-  }
+  if (e.end_to_end)
+    r.endToEnd = LabEndToEnd{e.end_to_end->user_ms, e.end_to_end->ours_unfused_ms, e.end_to_end->ours_default_ms,
+                             e.end_to_end->cudnn_ms};
+  r.computeSanitizerCommand = qs(e.compute_sanitizer_command);
+  r.ncuCommand = qs(e.ncu_command);
+  r.reportJson = qs(e.report_json);
+  r.reportCsv = qs(e.report_csv);
   return r;
 }
 
@@ -283,35 +108,11 @@ const LabLayer* LabResult::firstFailingLayer() const {
 }
 
 std::optional<LabResult> parseLabResult(const QByteArray& json, QString* error) {
-  auto fail = [&](const QString& why) {
-    if (error) *error = why;
-    return std::nullopt;
-  };
-  QJsonParseError parseError;
-  const QJsonDocument doc = QJsonDocument::fromJson(json, &parseError);
-  if (parseError.error != QJsonParseError::NoError)
-    return fail(
-        QStringLiteral("the result is not JSON (%1 at byte %2)").arg(parseError.errorString()).arg(parseError.offset));
-  if (!doc.isObject()) return fail(QStringLiteral("the result is not a JSON object"));
-  const QJsonObject root = doc.object();
-  const QJsonValue format = root.value(QStringLiteral("format"));
-  const QJsonValue version = root.value(QStringLiteral("version"));
-  if (!format.isString() || format.toString() != kLabFormat)
-    return fail(
-        QStringLiteral("the result's format is %1, not \"%2\": this app reads %2 version %3")
-            .arg(format.isString() ? QStringLiteral("\"%1\"").arg(format.toString()) : typeName(format), kLabFormat)
-            .arg(kLabVersion));
-  if (!version.isDouble() || version.toDouble() != kLabVersion)
-    return fail(QStringLiteral("the result is %1 version %2; this app reads version %3 (update the app or mnv2)")
-                    .arg(kLabFormat, version.isDouble() ? QString::number(version.toDouble()) : typeName(version))
-                    .arg(kLabVersion));
   try {
-    return readResult(root);
-  } catch (const FieldError& e) {
-    return fail(QStringLiteral("the result (%1 version %2) is malformed: %3")
-                    .arg(kLabFormat)
-                    .arg(kLabVersion)
-                    .arg(QString::fromStdString(e.what())));
+    return fromEngine(mnv2::read_lab_result(json.toStdString()));
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromStdString(e.what());
+    return std::nullopt;
   }
 }
 

@@ -1,6 +1,7 @@
 // The Kernel lab's data: the result `mnv2 lab --json FILE` writes (format "mnv2.lab", version 1; the contract is
-// in docs and /work/lab-protocol.md), read strictly, and the item models the Kernel lab page shows over it (the
-// per-layer check table, the history of kernel versions). No widgets here.
+// in docs and /work/lab-protocol.md), read by the engine's reader (mnv2::read_lab_result, the CLI's too) and held in
+// the page's types, and the item models the Kernel lab page shows over it (the per-layer check table, the history of
+// kernel versions). No widgets here.
 #pragma once
 
 #include <QAbstractListModel>
@@ -86,9 +87,9 @@ struct LabResult {
   const LabLayer* firstFailingLayer() const;
 };
 
-// Reads a result file's bytes. The format and version are checked first (a file of another format or
-// version is refused by name); then every field the page uses, with its type. Empty, with `error` set
-// (one line, naming the field), when the bytes are not such a result.
+// Reads a result file's bytes through the engine (mnv2::read_lab_result): the format and version first (another is
+// refused by name), then every field with its type. Empty, with `error` set (one line, naming the field by its path),
+// when the bytes are not such a result.
 std::optional<LabResult> parseLabResult(const QByteArray& json, QString* error);
 
 // The slots `mnv2 lab --slot` takes, in the order the page offers them, and "block", which the lab lists but

@@ -106,13 +106,13 @@ struct LabCheck {
   std::optional<LabFailure> first_failure;
 };
 struct LabLayer {
-  int index = 0;      // the slot's layer (topology index)
-  std::string name;   // as in the topology
-  std::string op;     // "depthwise 3x3 s1"
-  std::string shape;  // "N,C,H,W" of the output
-  LabCheck check;
+  int index = 0;                                     // the slot's layer (topology index)
+  std::string name;                                  // as in the topology
+  std::string op;                                    // "depthwise 3x3 s1"
+  std::string shape;                                 // "N,C,H,W" of the output
+  std::optional<LabCheck> check;                     // empty when the run stopped before checking the layer
   std::optional<double> user_us, ours_us, cudnn_us;  // CUPTI kernel time, median
-  double flops = 0, bytes = 0;                       // roofline inputs of the layer
+  std::optional<double> flops, bytes;                // roofline inputs of the layer
 };
 struct LabEndToEnd {
   std::optional<double> user_ms, ours_unfused_ms, ours_default_ms, cudnn_ms;  // GPU time of a graph replay, median
@@ -135,7 +135,12 @@ struct LabResult {
   std::string report_json, report_csv;  // the usual profile reports of the cuda+lab run, where written
 };
 json::Json lab_result_json(const LabResult& r);
-LabResult lab_result_from_json(const json::Json& j);  // Error on a document that is not "mnv2.lab" version 1
+// The one reader of the document, for the CLI, the worker's parent and the app: the format and the version first
+// (another is refused by name), then every field with its type; Error with one line naming the field by its path
+// ("layers[3].check.bound should be a number, is a string") when the document is not such a result. Optional fields
+// may be absent or null; element values (first_failure's expected and got) may be null or "nan" / "inf" / "-inf".
+LabResult lab_result_from_json(const json::Json& j);
+LabResult read_lab_result(const std::string& text);  // the same from the document's text (Error: not JSON, ...)
 // The exit code of `mnv2 lab` for a result: 0 passed, 1 check failed (or another error), 3 compile error,
 // 4 crashed or timed out.
 int lab_exit_code(const LabResult& r);
