@@ -404,7 +404,8 @@ class Planner {
             // The fused expansion + depthwise kernel is float32 FFMA only: the reduced modes keep two steps.
             last = fuse && !reduced_ ? plan_expand_depthwise(i, step) : -1;
             if (fuse_block && layer.inputs.at(0) == kNetworkInput) {
-              // The stem and the first block in one FFMA kernel (fp16 and fp32; tf32 keeps its tensor cores).
+              // The stem and the first block in one kernel (every precision; tensor cores in fp16 with compute_80
+              // code).
               std::string why_not;
               last = plan_fused_stem(i, step, &why_not);
               if (last < 0) {
@@ -659,10 +660,6 @@ class Planner {
         pc.stride_w != 1 || pc.pad_top != 0 || pc.pad_left != 0 || pc.pad_bottom != 0 || pc.pad_right != 0 ||
         pc.in_channels != dc.out_channels)
       return -1;
-    if (plan_.config.precision == Precision::tf32) {
-      *why_not = "the fused stem is built for fp16 and fp32: not fused in tf32";
-      return -1;
-    }
     const k::FusedStemShape s = cuda_backend::fused_stem_shape(stem, dw, project, shape_of(kNetworkInput), out_shape(i),
                                                                out_shape(i + 4), half_ ? k::DType::f16 : k::DType::f32);
     const k::FusedStemVariant v = k::choose_fused_stem_variant(s, caps_, why_not);
@@ -679,6 +676,8 @@ class Planner {
     step.launch.tile_h = v.tile_h;
     step.launch.tile_w = k::kFusedStemTileW;
     set_output(step, i + 4, true, half_);
+    // tf32 takes the float32 kernel: the stem and the projection in FFMA, more exact than TF32 (which the mode allows,
+    // not requires) and faster than the unfused TF32 steps (PERFORMANCE.md run 12).
     const char* math = !half_                      ? "fp32 FFMA"
                        : !step.tensor_cores        ? "depthwise in half2, stem and projection fp32 FFMA"
                        : s.stem_channels % 16 == 0 ? "stem and projection on tensor cores, depthwise in half2"
