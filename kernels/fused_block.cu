@@ -100,12 +100,7 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   const int items_total = (l.m2 / 16) * col_groups;
   const int gq = lane >> 2, tq = lane & 3;  // the accumulator's row (and row + 8) and column pair
   float acc[kItems][4][4];
-#pragma unroll
-  for (int j = 0; j < kItems; ++j)
-#pragma unroll
-    for (int t = 0; t < 4; ++t)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) acc[j][t][q] = 0.0f;
+  fused_block_detail::zero_accumulators(acc);
 
   // Per tile, not per chunk: which of this thread's expansion rows are inside the map, the projection items'
   // fragment offsets, the depthwise's first item.
@@ -294,23 +289,6 @@ int code_arch() {
   return arch;
 }
 
-template <int kItems, int kStride>
-void launch_items(const FusedBlockParams& p, const Geometry& g, int64_t blocks, cudaStream_t stream) {
-  // Raised once to what the device allows, on the first (uncaptured) launch.
-  static const cudaError_t raised = cudaFuncSetAttribute(
-      fused_block_kernel<kItems, kStride>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin_limit());
-  MNV2_KERNEL_CALL("fused_block", raised);
-  fused_block_kernel<kItems, kStride>
-      <<<static_cast<unsigned>(blocks), kThreads, static_cast<size_t>(g.l.total), stream>>>(p, g);
-  MNV2_CHECK_LAUNCH("fused_block");
-}
-
-template <int kItems>
-void launch_stride(const FusedBlockParams& p, const Geometry& g, int64_t blocks, cudaStream_t stream) {
-  if (p.shape.stride == 2) return launch_items<kItems, 2>(p, g, blocks, stream);
-  return launch_items<kItems, 1>(p, g, blocks, stream);
-}
-
 }  // namespace
 
 FusedBlockPadding fused_block_padding(const FusedBlockShape& s) {
@@ -396,14 +374,10 @@ void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, c
   const int64_t blocks = static_cast<int64_t>(g.tiles) * s.batch;
   if (blocks > 0x7fffffff) throw Error("fused_block: too many tiles for one launch");
   if (v.math == FusedBlockMath::tf32) return fused_block_detail::launch_tf32(p, g, v.items, blocks, stream);
-  switch (v.items) {
-    case 2:
-      return launch_stride<2>(p, g, blocks, stream);
-    case 4:
-      return launch_stride<4>(p, g, blocks, stream);
-    default:
-      return launch_stride<6>(p, g, blocks, stream);
-  }
+  fused_block_detail::dispatch_items_stride(v.items, s.stride, [&](auto items, auto stride) {
+    fused_block_detail::launch_instance<fused_block_kernel<decltype(items)::value, decltype(stride)::value>>(
+        p, g, blocks, stream);
+  });
 }
 
 }  // namespace mnv2::kernels

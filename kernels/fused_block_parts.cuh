@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/fused_block.cuh"
 #include "kernels/mma.cuh"  // copy_commit, copy_wait_all
@@ -28,6 +29,45 @@ struct Geometry {
 void launch_tf32(const FusedBlockParams& p, const Geometry& g, int items, int64_t blocks, cudaStream_t stream);
 
 #if defined(__CUDACC__)
+// One launch of a tensor-core block kernel's instantiation (kernel: Kernel<items, stride>), its dynamic shared memory
+// raised once to what the device allows, on the first (uncaptured) launch.
+template <auto kKernel>
+void launch_instance(const FusedBlockParams& p, const Geometry& g, int64_t blocks, cudaStream_t stream) {
+  static const cudaError_t raised =
+      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin_limit());
+  MNV2_KERNEL_CALL("fused_block", raised);
+  kKernel<<<static_cast<unsigned>(blocks), kFusedBlockThreads, static_cast<size_t>(g.l.total), stream>>>(p, g);
+  MNV2_CHECK_LAUNCH("fused_block");
+}
+
+// launch(items, stride) with both as std::integral_constant: items 2, 4 or 6 (a launch's kItems), stride 1 or 2.
+template <typename Launch>
+void dispatch_items_stride(int items, int stride, Launch&& launch) {
+  auto by_stride = [&](auto items_c) {
+    if (stride == 2) return launch(items_c, std::integral_constant<int, 2>{});
+    return launch(items_c, std::integral_constant<int, 1>{});
+  };
+  switch (items) {
+    case 2:
+      return by_stride(std::integral_constant<int, 2>{});
+    case 4:
+      return by_stride(std::integral_constant<int, 4>{});
+    default:
+      return by_stride(std::integral_constant<int, 6>{});
+  }
+}
+
+// The projection's accumulators (kItems items x 4 n-tiles x 4 floats) at zero.
+template <int kItems>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[kItems][4][4]) {
+#pragma unroll
+  for (int j = 0; j < kItems; ++j)
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[j][t][q] = 0.0f;
+}
+
 // Block blockIdx.x's tile: image n, first output pixel (oh0, ow0), first window pixel (ih0, iw0) (negative in the
 // padding). tiles and tiles_w: the launch's tiles per image and per tile row.
 template <int kStride>

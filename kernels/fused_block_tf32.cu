@@ -89,12 +89,7 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   const int items_total = (l.m2 / 16) * col_groups;
   const int gq = lane >> 2, tq = lane & 3;  // the fragments' row (and row + 8) and column (pair)
   float acc[kItems][4][4];
-#pragma unroll
-  for (int j = 0; j < kItems; ++j)
-#pragma unroll
-    for (int t = 0; t < 4; ++t)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) acc[j][t][q] = 0.0f;
+  fused_block_detail::zero_accumulators(acc);
 
   // Per tile, not per chunk: which of this thread's expansion rows are inside the map, the projection items'
   // fragment offsets, the depthwise's first item.
@@ -219,36 +214,14 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
 #endif
 }
 
-template <int kItems, int kStride>
-void launch_items(const FusedBlockParams& p, const Geometry& g, int64_t blocks, cudaStream_t stream) {
-  // Raised once to what the device allows, on the first (uncaptured) launch.
-  static const cudaError_t raised = cudaFuncSetAttribute(
-      fused_block_tf32_kernel<kItems, kStride>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin_limit());
-  MNV2_KERNEL_CALL("fused_block", raised);
-  fused_block_tf32_kernel<kItems, kStride>
-      <<<static_cast<unsigned>(blocks), kThreads, static_cast<size_t>(g.l.total), stream>>>(p, g);
-  MNV2_CHECK_LAUNCH("fused_block");
-}
-
-template <int kItems>
-void launch_stride(const FusedBlockParams& p, const Geometry& g, int64_t blocks, cudaStream_t stream) {
-  if (p.shape.stride == 2) return launch_items<kItems, 2>(p, g, blocks, stream);
-  return launch_items<kItems, 1>(p, g, blocks, stream);
-}
-
 }  // namespace
 
 namespace fused_block_detail {
 
 void launch_tf32(const FusedBlockParams& p, const Geometry& g, int items, int64_t blocks, cudaStream_t stream) {
-  switch (items) {
-    case 2:
-      return launch_stride<2>(p, g, blocks, stream);
-    case 4:
-      return launch_stride<4>(p, g, blocks, stream);
-    default:
-      return launch_stride<6>(p, g, blocks, stream);
-  }
+  dispatch_items_stride(items, p.shape.stride, [&](auto items_c, auto stride_c) {
+    launch_instance<fused_block_tf32_kernel<decltype(items_c)::value, decltype(stride_c)::value>>(p, g, blocks, stream);
+  });
 }
 
 }  // namespace fused_block_detail

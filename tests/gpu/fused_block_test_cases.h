@@ -81,4 +81,15 @@ inline constexpr BlockCase kMobileNetBlocks[] = {
     {1, 160, 960, 320, 7, 7, 1, 1, 1, 1, 1, false, true},   // block17
 };
 
+// Odd cases for the tensor-core kernels (fp16, TF32: channels multiples of 8): maps, pads and channel counts the
+// network does not have.
+inline constexpr BlockCase kOddTensorCoreBlocks[] = {
+    {2, 24, 72, 24, 13, 13, 1, 1, 1, 1, 1, true, true},   // odd map, E not a chunk multiple
+    {3, 16, 40, 24, 9, 11, 2, 0, 0, 1, 1, false, true},   // odd, non-square, stride 2 TF pads
+    {2, 8, 20, 16, 5, 7, 1, 1, 1, 1, 1, false, false},    // E not a multiple of 8, no clips
+    {1, 32, 96, 40, 15, 17, 2, 1, 1, 1, 1, false, true},  // symmetric stride-2 pads, cout not a multiple of 32
+    {2, 48, 288, 48, 3, 3, 1, 1, 1, 1, 1, true, true},    // a 3x3 map
+    {1, 40, 120, 40, 1, 1, 1, 1, 1, 1, 1, true, true},    // a 1x1 map: only the centre tap
+};
+
 }  // namespace mnv2::test

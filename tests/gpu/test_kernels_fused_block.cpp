@@ -164,15 +164,7 @@ TEST(KernelFusedBlock, MatchesTheReferenceOverBlockShapes) {
     c.batch = 3;
     run_case(c);
   }
-  const BlockCase odd[] = {
-      {2, 24, 72, 24, 13, 13, 1, 1, 1, 1, 1, true, true},   // odd map, E not a chunk multiple
-      {3, 16, 40, 24, 9, 11, 2, 0, 0, 1, 1, false, true},   // odd, non-square, stride 2 TF pads
-      {2, 8, 20, 16, 5, 7, 1, 1, 1, 1, 1, false, false},    // E not a multiple of 8, no clips
-      {1, 32, 96, 40, 15, 17, 2, 1, 1, 1, 1, false, true},  // symmetric stride-2 pads, cout not a multiple of 32
-      {2, 48, 288, 48, 3, 3, 1, 1, 1, 1, 1, true, true},    // a 3x3 map
-      {1, 40, 120, 40, 1, 1, 1, 1, 1, 1, 1, true, true},    // a 1x1 map: only the centre tap
-  };
-  for (const BlockCase& c : odd) run_case(c);
+  for (const BlockCase& c : kOddTensorCoreBlocks) run_case(c);
 }
 
 TEST(KernelFusedBlock, RefusesWhatItCannotRun) {
