@@ -471,80 +471,54 @@ stem_sass() {
 TAIL=20 run stem_sass stem_sass
 fi
 
-# ---- the fp32 whole-block kernel, fused_block_ffma (issue 17) ----------------------------------------------------
-# Its kernel tests and the fp32 fusion-block backend test, the kernel tests under compute-sanitizer (memcheck,
-# racecheck, synccheck: the phases share shared memory through barriers), a whole fp32 fused network under memcheck,
-# and a quick device-resident benchmark of fp32 none against block beside the per-layer CUPTI profile of block.
+# ---- the float32 whole-block kernels (issue 17): fused_block_ffma (section ffma), fused_block_tf32 (section tf32) ----
+# For each: its kernel tests and the fusion-block backend test, the kernel tests under compute-sanitizer (memcheck
+# capped: every variant of every shape under memcheck is slow, the log says how far it got; racecheck and synccheck on
+# a small test: the phases share shared memory through barriers), a whole fused network under memcheck, a
+# device-resident benchmark of none against block beside the per-layer CUPTI profiles, and the instruction mix of each
+# instantiation (SASS opcodes by count: what besides the arithmetic the kernel issues).
+sass_mix() {  # sass_mix KERNEL_NAME_PATTERN
+  local dump=/usr/local/cuda/bin/cuobjdump
+  [[ -x $dump ]] || dump=$(command -v cuobjdump) || { echo "cuobjdump not installed: not run"; return 0; }
+  "$dump" -sass lib/libmnv2_gpu.so | awk -v pat="$1" '$0 ~ "Function : .*" pat {name=$3; next} /Function :/ {name=""}
+    name != "" && /^ +\/\*[0-9a-f]+\*\/ / {op=$2; if (op ~ /^@/) op=$3; sub(/\..*/, "", op); n[name]++; c[name, op]++}
+    END {for (k in c) {split(k, a, SUBSEP); printf "%s\t%d\t%s\n", a[1], c[k], a[2]}}' | sort -t$'\t' -k1,1 -k2,2nr |
+    awk -F'\t' '{if ($1 != last) {print ""; print $1; last = $1; shown = 0} if (shown++ < 14) printf "  %7d %s\n", $2, $3}'
+}
+# block_kernel_section PREFIX PRECISION TESTS KERNEL_TESTS SMALL_TEST MEMCHECK_S BATCHES ITERS PROFILES KERNEL
+block_kernel_section() {
+  local x=$1 p=$2 tests=$3 kernel_tests=$4 small=$5 memcheck_s=$6 batches=$7 iters=$8 profiles=$9 kernel=${10}
+  TAIL=8 run "${x}_tests" ./bin/mnv2_gpu_tests --gtest_filter="$tests"
+  TAIL=6 run "${x}_memcheck" timeout "$memcheck_s" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    ./bin/mnv2_gpu_tests --gtest_filter="$kernel_tests"
+  for tool in racecheck synccheck; do
+    TAIL=6 run "${x}_$tool" compute-sanitizer --tool $tool --error-exitcode 9 ./bin/mnv2_gpu_tests --gtest_filter="$small"
+  done
+  TAIL=6 run "${x}_memcheck_net" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    ./bin/mnv2 classify --backend cuda --cuda-fusion block --precision "$p" --tensor shared/golden/cat.input.f32 --top 3
+  local f b spec
+  for f in none block; do
+    TAIL=12 run "${x}_bench_$f" ./bin/mnv2 bench --backends cuda --cuda-fusion "$f" --precision "$p" --warmup 20 \
+      --batch "$batches" --iters "$iters" --json "$work/${x}_bench_$f.json"
+  done
+  for spec in $profiles; do
+    IFS=: read -r f b <<<"$spec"
+    TAIL=0 run "${x}_profile_${f}_b$b" ./bin/mnv2 profile --backend cuda --cuda-fusion "$f" --precision "$p" \
+      --batch "$b" --timing cupti --exec graph --warmup 5 --iters 20 --csv "$work/${x}_profile_${f}_b$b.csv" \
+      --json "$work/${x}_profile_${f}_b$b.json"
+    grep -E "end to end|per layer|per kind|WARNING" "$work/${x}_profile_${f}_b$b.log" >>"$summary"
+  done
+  TAIL=0 run "${x}_sass" sass_mix "$kernel"
+}
 if want ffma; then
-TAIL=8 run ffma_tests ./bin/mnv2_gpu_tests \
-  --gtest_filter='KernelFusedBlockFfma*:CudaBackendTest.BlockFusionRunsInFp32*:CudaBackendTest.FusedBlock*'
-# (every variant of every shape under memcheck is slow: capped, the log says how far it got)
-TAIL=6 run ffma_memcheck timeout "${FFMA_MEMCHECK_S:-200}" compute-sanitizer --tool memcheck --error-exitcode 9 \
-  ./bin/mnv2_gpu_tests --gtest_filter='KernelFusedBlockFfma*'
-for tool in racecheck synccheck; do
-  TAIL=6 run "ffma_$tool" compute-sanitizer --tool $tool --error-exitcode 9 ./bin/mnv2_gpu_tests \
-    --gtest_filter='KernelFusedBlockFfma.RefusesWhatItCannotRun'
-done
-TAIL=6 run ffma_memcheck_net compute-sanitizer --tool memcheck --error-exitcode 9 \
-  ./bin/mnv2 classify --backend cuda --cuda-fusion block --precision fp32 --tensor shared/golden/cat.input.f32 --top 3
-for f in none block; do
-  TAIL=12 run "ffma_bench_$f" ./bin/mnv2 bench --backends cuda --cuda-fusion "$f" --precision fp32 --warmup 20 \
-    --batch "${FFMA_BATCHES:-1,8,64,256}" --iters "${FFMA_ITERS:-100}" --json "$work/ffma_bench_$f.json"
-done
-for spec in ${FFMA_PROFILES:-block:256}; do
-  IFS=: read -r f b <<<"$spec"
-  TAIL=0 run "ffma_profile_${f}_b$b" ./bin/mnv2 profile --backend cuda --cuda-fusion "$f" --precision fp32 --batch "$b" \
-    --timing cupti --exec graph --warmup 5 --iters 20 --csv "$work/ffma_profile_${f}_b$b.csv" \
-    --json "$work/ffma_profile_${f}_b$b.json"
-  grep -E "end to end|per layer|per kind|WARNING" "$work/ffma_profile_${f}_b$b.log" >>"$summary"
-done
-# The instruction mix of each instantiation (SASS opcodes by count): what besides FFMA the kernel issues.
-ffma_sass() {
-  local dump=/usr/local/cuda/bin/cuobjdump
-  [[ -x $dump ]] || dump=$(command -v cuobjdump) || { echo "cuobjdump not installed: not run"; return 0; }
-  "$dump" -sass lib/libmnv2_gpu.so | awk '/Function : .*fused_block_ffma_kernel/ {name=$3; next} /Function :/ {name=""}
-    name != "" && /^ +\/\*[0-9a-f]+\*\/ / {op=$2; if (op ~ /^@/) op=$3; sub(/\..*/, "", op); n[name]++; c[name, op]++}
-    END {for (k in c) {split(k, a, SUBSEP); printf "%s\t%d\t%s\n", a[1], c[k], a[2]}}' | sort -t$'\t' -k1,1 -k2,2nr |
-    awk -F'\t' '{if ($1 != last) {print ""; print $1; last = $1; shown = 0} if (shown++ < 14) printf "  %7d %s\n", $2, $3}'
-}
-TAIL=0 run ffma_sass ffma_sass
+  block_kernel_section ffma fp32 'KernelFusedBlockFfma*:CudaBackendTest.BlockFusionRunsInFp32*:CudaBackendTest.FusedBlock*' \
+    'KernelFusedBlockFfma*' 'KernelFusedBlockFfma.RefusesWhatItCannotRun' "${FFMA_MEMCHECK_S:-200}" \
+    "${FFMA_BATCHES:-1,8,64,256}" "${FFMA_ITERS:-100}" "${FFMA_PROFILES:-block:256}" fused_block_ffma_kernel
 fi
-
-# ---- the TF32 whole-block kernel (fused_block_tf32.cu, issue 17) -------------------------------------------------
-# Its kernel tests and the tf32 fusion-block backend test, the kernel tests under compute-sanitizer (memcheck capped,
-# racecheck and synccheck on the odd shapes), a whole tf32 fused network under memcheck, a device-resident benchmark of
-# tf32 none against block, the per-layer CUPTI profile of block, and the SASS instruction mix.
 if want tf32; then
-TAIL=8 run tf32_tests ./bin/mnv2_gpu_tests \
-  --gtest_filter='KernelFusedBlockTf32*:KernelFusedBlock.*:CudaBackendTest.BlockFusionRunsInFp32*'
-TAIL=6 run tf32_memcheck timeout "${TF32_MEMCHECK_S:-150}" compute-sanitizer --tool memcheck --error-exitcode 9 \
-  ./bin/mnv2_gpu_tests --gtest_filter='KernelFusedBlockTf32*'
-for tool in racecheck synccheck; do
-  TAIL=6 run "tf32_$tool" compute-sanitizer --tool $tool --error-exitcode 9 ./bin/mnv2_gpu_tests \
-    --gtest_filter='KernelFusedBlockTf32.MatchesTheReferenceOnOddShapes'
-done
-TAIL=6 run tf32_memcheck_net compute-sanitizer --tool memcheck --error-exitcode 9 \
-  ./bin/mnv2 classify --backend cuda --cuda-fusion block --precision tf32 --tensor shared/golden/cat.input.f32 --top 3
-for f in none block; do
-  TAIL=12 run "tf32_bench_$f" ./bin/mnv2 bench --backends cuda --cuda-fusion "$f" --precision tf32 --warmup 20 \
-    --batch "${TF32_BATCHES:-1,8,64,256}" --iters "${TF32_ITERS:-100}" --json "$work/tf32_bench_$f.json"
-done
-for spec in ${TF32_PROFILES:-block:256 none:256}; do
-  IFS=: read -r f b <<<"$spec"
-  TAIL=0 run "tf32_profile_${f}_b$b" ./bin/mnv2 profile --backend cuda --cuda-fusion "$f" --precision tf32 --batch "$b" \
-    --timing cupti --exec graph --warmup 5 --iters 20 --csv "$work/tf32_profile_${f}_b$b.csv" \
-    --json "$work/tf32_profile_${f}_b$b.json"
-  grep -E "end to end|per layer|per kind|WARNING" "$work/tf32_profile_${f}_b$b.log" >>"$summary"
-done
-tf32_sass() {
-  local dump=/usr/local/cuda/bin/cuobjdump
-  [[ -x $dump ]] || dump=$(command -v cuobjdump) || { echo "cuobjdump not installed: not run"; return 0; }
-  "$dump" -sass lib/libmnv2_gpu.so | awk '/Function : .*fused_block_tf32_kernel/ {name=$3; next} /Function :/ {name=""}
-    name != "" && /^ +\/\*[0-9a-f]+\*\/ / {op=$2; if (op ~ /^@/) op=$3; sub(/\..*/, "", op); n[name]++; c[name, op]++}
-    END {for (k in c) {split(k, a, SUBSEP); printf "%s\t%d\t%s\n", a[1], c[k], a[2]}}' | sort -t$'\t' -k1,1 -k2,2nr |
-    awk -F'\t' '{if ($1 != last) {print ""; print $1; last = $1; shown = 0} if (shown++ < 14) printf "  %7d %s\n", $2, $3}'
-}
-TAIL=0 run tf32_sass tf32_sass
+  block_kernel_section tf32 tf32 'KernelFusedBlockTf32*:KernelFusedBlock.*:CudaBackendTest.BlockFusionRunsInFp32*' \
+    'KernelFusedBlockTf32*' 'KernelFusedBlockTf32.MatchesTheReferenceOnOddShapes' "${TF32_MEMCHECK_S:-150}" \
+    "${TF32_BATCHES:-1,8,64,256}" "${TF32_ITERS:-100}" "${TF32_PROFILES:-block:256 none:256}" fused_block_tf32_kernel
 fi
 
 # ---- the kernel lab (issue 18) ------------------------------------------------------------------------------
