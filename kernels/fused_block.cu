@@ -56,19 +56,10 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   // One chunk's weights and biases into buffer `buf`.
   auto load_chunk = [&](int c, int buf) {
     const int e0 = c * kChunk;
-    __half* we = reinterpret_cast<__half*>(smem + l.we + buf * l.we_bytes);
-    const __half* gwe = static_cast<const __half*>(p.expand_weight);
-    for (int i = tid; i < l.k_pad * (kChunk / 8); i += kThreads) {
-      const int k = i / (kChunk / 8), c8 = (i % (kChunk / 8)) * 8;
-      cp16(we + k * l.ld_e + c8, gwe + static_cast<int64_t>(k) * l.e_pad + e0 + c8, true);
-    }
-    __half* wp = reinterpret_cast<__half*>(smem + l.wp + buf * l.wp_bytes);
-    const __half* gwp = static_cast<const __half*>(p.project_weight);
-    const int pv = l.co_pad / 8;
-    for (int i = tid; i < kChunk * pv; i += kThreads) {
-      const int e = i / pv, c8 = (i - e * pv) * 8;
-      cp16(wp + e * l.ld_p + c8, gwp + static_cast<int64_t>(e0 + e) * l.co_pad + c8, true);
-    }
+    fused_block_detail::copy_chunk_matrices<kThreads>(
+        static_cast<const __half*>(p.expand_weight), static_cast<const __half*>(p.project_weight), l.k_pad, l.e_pad,
+        l.co_pad, e0, reinterpret_cast<__half*>(smem + l.we + buf * l.we_bytes), l.ld_e,
+        reinterpret_cast<__half*>(smem + l.wp + buf * l.wp_bytes), l.ld_p, tid);
     float* eb = reinterpret_cast<float*>(smem + l.eb + buf * l.bias_bytes);
     if (tid < kChunk / 4) cp16(eb + tid * 4, p.expand_bias + e0 + tid * 4, true);
   };

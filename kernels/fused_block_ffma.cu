@@ -28,6 +28,7 @@ constexpr int kC = kFusedBlockFfmaChunk;
 constexpr int kT = kFusedBlockFfmaThreads;
 constexpr int kPass = kFusedBlockFfmaPassPixels;
 constexpr int kGroups = kC / 4;  // channel groups of 4 per chunk
+static_assert(kC == kFusedBlockChunk, "fused_block_detail::copy_chunk_matrices copies chunks of kFusedBlockChunk");
 static_assert(kC == 32 && kPass == kT / kGroups * 4, "a pass: 32 pixel quads x 8 channel groups, 4 pixels each");
 // The vectors of a chunk in its buffer (floats): the expansion's bias, the depthwise's weights [9][chunk], its bias.
 constexpr int kVecBias = 0, kVecDw = kC, kVecDwBias = 10 * kC;
@@ -61,19 +62,10 @@ __global__ void __launch_bounds__(kT, kPx* kNc <= 8 ? 2 : 1)
   // One chunk's weights and vectors into buffer `buf`.
   auto load_chunk = [&](int c, int buf) {
     const int e0 = c * kC;
-    float* we = reinterpret_cast<float*>(smem + l.we + buf * l.we_bytes);
-    const float* gwe = static_cast<const float*>(p.expand_weight);
-    for (int i = tid; i < l.k_pad * kGroups; i += kT) {
-      const int k = i / kGroups, c4 = (i % kGroups) * 4;
-      copy16(we + k * kC + c4, gwe + static_cast<int64_t>(k) * l.e_pad + e0 + c4, true);
-    }
-    float* wp = reinterpret_cast<float*>(smem + l.wp + buf * l.wp_bytes);
-    const float* gwp = static_cast<const float*>(p.project_weight);
-    const int pv = l.co_pad / 4;
-    for (int i = tid; i < kC * pv; i += kT) {
-      const int e = i / pv, c4 = (i - e * pv) * 4;
-      copy16(wp + e * l.co_pad + c4, gwp + static_cast<int64_t>(e0 + e) * l.co_pad + c4, true);
-    }
+    fused_block_detail::copy_chunk_matrices<kT>(
+        static_cast<const float*>(p.expand_weight), static_cast<const float*>(p.project_weight), l.k_pad, l.e_pad,
+        l.co_pad, e0, reinterpret_cast<float*>(smem + l.we + buf * l.we_bytes), kC,
+        reinterpret_cast<float*>(smem + l.wp + buf * l.wp_bytes), l.co_pad, tid);
     float* vec = reinterpret_cast<float*>(smem + l.vec + buf * l.vec_bytes);
     if (tid < kGroups) {
       copy16(vec + kVecBias + tid * 4, p.expand_bias + e0 + tid * 4, true);

@@ -108,6 +108,25 @@ __device__ __forceinline__ void copy_window(const TileOrigin<kStride>& t, const 
   }
 }
 
+// One chunk's two matrices into shared memory, 16 bytes (16 / sizeof(T) elements) per copy, cp.async where it exists:
+// the expansion's columns e0 .. e0 + chunk of every row k < k_pad ([k_pad][e_pad] in global memory) into we (row pitch
+// ld_we), the projection's rows e0 .. e0 + chunk ([e_pad][co_pad]) into wp (row pitch ld_wp).
+template <int kThreads, typename T>
+__device__ __forceinline__ void copy_chunk_matrices(const T* gwe, const T* gwp, int k_pad, int e_pad, int co_pad,
+                                                    int e0, T* we, int ld_we, T* wp, int ld_wp, int tid) {
+  constexpr int kPer = 16 / static_cast<int>(sizeof(T));
+  constexpr int kRow = kFusedBlockChunk / kPer;  // copies per expansion row
+  for (int i = tid; i < k_pad * kRow; i += kThreads) {
+    const int k = i / kRow, c = (i % kRow) * kPer;
+    copy16(we + k * ld_we + c, gwe + static_cast<int64_t>(k) * e_pad + e0 + c, true);
+  }
+  const int pv = co_pad / kPer;
+  for (int i = tid; i < kFusedBlockChunk * pv; i += kThreads) {
+    const int e = i / pv, c = (i - e * pv) * kPer;
+    copy16(wp + e * ld_wp + c, gwp + static_cast<int64_t>(e0 + e) * co_pad + c, true);
+  }
+}
+
 // Which of a lane's expansion rows are inside the map, for the tensor-core kernels' row tiles of 16 window pixels
 // (tile warp + 8 j, rows gq and gq + 8 of it): bit 2 j + h (the launch refuses windows of more than kMaxRowTiles row
 // tiles per warp).

@@ -29,10 +29,11 @@ using fused_block_detail::Geometry;
 using fused_block_detail::TileOrigin;
 constexpr int kChunk = kFusedBlockChunk;
 constexpr int kThreads = kFusedBlockThreads;
-constexpr int kWarps = kFusedBlockWarps;
 static_assert(kChunk == 32, "the expansion computes 4 n-tiles of 8 channels per row tile");
+// Used by the kernel's body only (compiled for compute_80 and newer).
+[[maybe_unused]] constexpr int kWarps = kFusedBlockWarps;
 // A chunk's vectors in its dw buffer (floats): the depthwise's weights [9][chunk], then its bias.
-constexpr int kDwBias = 9 * kChunk;
+[[maybe_unused]] constexpr int kDwBias = 9 * kChunk;
 
 template <int kItems, int kStride>
 __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
@@ -51,19 +52,10 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   // One chunk's matrices and vectors into buffer `buf`.
   auto load_chunk = [&](int c, int buf) {
     const int e0 = c * kChunk;
-    float* we = reinterpret_cast<float*>(smem + l.we + buf * l.we_bytes);
-    const float* gwe = static_cast<const float*>(p.expand_weight);
-    for (int i = tid; i < l.k_pad * (kChunk / 4); i += kThreads) {
-      const int k = i / (kChunk / 4), c4 = (i % (kChunk / 4)) * 4;
-      cp16(we + k * l.ld_e + c4, gwe + static_cast<int64_t>(k) * l.e_pad + e0 + c4, true);
-    }
-    float* wp = reinterpret_cast<float*>(smem + l.wp + buf * l.wp_bytes);
-    const float* gwp = static_cast<const float*>(p.project_weight);
-    const int pv = l.co_pad / 4;
-    for (int i = tid; i < kChunk * pv; i += kThreads) {
-      const int e = i / pv, c4 = (i - e * pv) * 4;
-      cp16(wp + e * l.ld_p + c4, gwp + static_cast<int64_t>(e0 + e) * l.co_pad + c4, true);
-    }
+    fused_block_detail::copy_chunk_matrices<kThreads>(
+        static_cast<const float*>(p.expand_weight), static_cast<const float*>(p.project_weight), l.k_pad, l.e_pad,
+        l.co_pad, e0, reinterpret_cast<float*>(smem + l.we + buf * l.we_bytes), l.ld_e,
+        reinterpret_cast<float*>(smem + l.wp + buf * l.wp_bytes), l.ld_p, tid);
     // Thread t < 8: the expansion's bias; 8..79: the depthwise's taps; 80..87: its bias (4 channels each).
     constexpr int kQuads = kChunk / 4;
     float* eb = reinterpret_cast<float*>(smem + l.eb + buf * l.bias_bytes);

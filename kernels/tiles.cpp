@@ -500,7 +500,7 @@ FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const Dev
                              static_cast<double>(th) * tw * s.out_channels * eb;
         const double throughput = tc + dw + bytes / 32.0;
         const double latency = (l.e_pad / kFusedBlockChunk) * 600.0 + 2000.0;
-        const int64_t blocks = ceil_div(s.out_h, th) * ceil_div(s.out_w, tw) * static_cast<int64_t>(s.batch);
+        const int64_t blocks = fused_block_blocks(s, FusedBlockVariant{th, tw, 2});
         const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sms) * occ));
         const double cost = waves * std::max(occ * throughput, throughput + latency);
         if (best.tile_h == 0 || cost < best_cost * 0.999) {
@@ -674,7 +674,7 @@ FusedBlockFfmaVariant choose_fused_block_ffma_variant(const FusedBlockShape& s, 
           const int by_smem = std::max(1, caps.smem_per_sm / (l.total + 1024));
           const int occ =
               std::max(1, std::min({by_smem, by_regs, caps.max_threads_per_sm / T, caps.max_blocks_per_sm}));
-          const int64_t blocks = ceil_div(s.out_h, th) * ceil_div(s.out_w, tw) * static_cast<int64_t>(s.batch);
+          const int64_t blocks = fused_block_blocks(s, FusedBlockVariant{th, tw, 2});
           const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sms) * occ));
           const double cost = waves * std::max(occ * throughput, latency);
           if (best.tile_h == 0 || cost < best_cost * 0.999) {
