@@ -20,7 +20,7 @@
 #include <tuple>
 #include <vector>
 
-#include "common/cuda_options.h"
+#include "common/environment.h"
 #include "common/omp_wait_policy.h"
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
@@ -41,6 +41,7 @@
 #include "mnv2/model_lookup.h"
 #include "mnv2/model_summary.h"
 #include "mnv2/ncu.h"
+#include "mnv2/options.h"
 #include "mnv2/output_files.h"
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
@@ -98,6 +99,54 @@ class Args {
     output_names_.push_back(name);
   }
   void flag(const std::string& name, const std::string& help) { flags_[name] = app_.add_flag(name, help); }
+  // An option of the engine's table (mnv2/options.h) as the flag --NAME, its help from the table: what it
+  // does, its values, its default (`command_default` where this command has its own) and its variable.
+  void table(const std::string& name, const std::string& command_default = {}) {
+    const OptionSpec* spec = find_option(name);
+    if (spec == nullptr) throw Error("no run option '" + name + "'");
+    if (options_.count("--" + name)) return;
+    if (!command_default.empty()) command_defaults_[name] = command_default;
+    std::string help = spec->help;
+    if (!spec->choices.empty()) {
+      help += ": ";
+      for (size_t i = 0; i < spec->choices.size(); ++i) help += (i ? ", " : "") + spec->choices[i];
+    }
+    if (spec->type == OptionType::integer)
+      help += " (" + std::to_string(spec->min) + ".." + std::to_string(spec->max) + ")";
+    const std::string def = command_default.empty() ? spec->default_value : command_default;
+    if (!def.empty())
+      help += " (default " + def + (spec->env.empty() ? ")" : ", or $" + spec->env + ")");
+    else if (!spec->env.empty())
+      help += " (or $" + spec->env + ")";
+    if (!spec->backends.empty() && spec->backends.size() < 4) {
+      help += " [";
+      for (size_t i = 0; i < spec->backends.size(); ++i) help += (i ? ", " : "") + spec->backends[i];
+      help += "]";
+    }
+    value("--" + name, help);
+    table_names_.push_back(name);
+  }
+  // "options from the environment: threads=2 ($MNV2_CPU_THREADS)" for the per-run options this command takes
+  // whose value came from the environment; "" when none did.
+  std::string environment_note() const {
+    const OptionValues v = options();
+    std::string list;
+    for (const std::string& name : table_names_) {
+      const OptionSpec* spec = find_option(name);
+      const OptionValue& value = v.at(name);
+      if (spec->per_run && value.source == OptionSource::environment)
+        list += (list.empty() ? "" : ", ") + name + "=" + value.value + " ($" + spec->env + ")";
+    }
+    return list.empty() ? list : "options from the environment: " + list;
+  }
+  // Every option's value and source: this command's defaults, then the environment, then the flags given.
+  OptionValues options() const {
+    OptionValues v(command_defaults_);
+    frontend::offer_environment(v);
+    for (const std::string& name : table_names_)
+      if (auto given = get("--" + name)) v.offer(name, *given, OptionSource::flag);
+    return v;
+  }
   void positional(const std::string& name, const std::string& help) { app_.add_option(name, positionals_, help); }
 
   std::optional<std::string> get(const std::string& name) const {
@@ -129,7 +178,9 @@ class Args {
   std::map<std::string, CLI::Option*> flags_;
   std::vector<std::string> positionals_;
   std::vector<std::string> output_names_;
-  mutable OutputSet outputs_;  // filled by the command (const Args&), committed by dispatch
+  std::vector<std::string> table_names_;                 // table options this command takes as flags
+  std::map<std::string, std::string> command_defaults_;  // table defaults this command overrides
+  mutable OutputSet outputs_;                            // filled by the command (const Args&), committed by dispatch
 };
 
 int parse_int(const std::string& text, const std::string& what, int lo, int hi) {
@@ -165,37 +216,22 @@ struct LoadedModel {
 
 LoadedModel load_model(const Args& args) {
   LoadedModel m;
-  m.location = locate_model(args.get_or("--model", ""), executable_dir());
+  m.location = locate_model(frontend::explicit_model(args.options()), executable_dir());
   m.model = load_located_model(m.location);
   for (const auto& w : m.model.warnings) std::cerr << "WARNING: " << w << "\n";
   return m;
 }
 
-// --cuda-variant/--cuda-fusion/--cuda-graph/--cuda-gemm-tile/--cuda-pdl/--cuda-splitk over the MNV2_CUDA_*
-// overrides over the defaults.
-CudaOptions cuda_options(const Args& args) {
-  return frontend::resolve_cuda_options(args.get_or("--cuda-variant", ""), args.get_or("--cuda-fusion", ""),
-                                        args.get_or("--cuda-graph", ""), args.get_or("--cuda-gemm-tile", ""),
-                                        args.get_or("--cuda-pdl", ""), args.get_or("--cuda-splitk", ""));
-}
-
-// --cudnn-variant/--cudnn-graph/--cudnn-layout over the defaults (no environment overrides).
-CudnnOptions cudnn_options(const Args& args) {
-  CudnnOptions o;
-  if (auto v = args.get("--cudnn-variant")) o.variant = parse_cudnn_variant(*v);
-  if (auto g = args.get("--cudnn-graph")) o.graph = parse_cudnn_graph(*g);
-  if (auto l = args.get("--cudnn-layout")) o.layout = parse_cudnn_layout(*l);
-  return o;
-}
+// The cuda and cudnn backends' options from the table's flags over the environment over the defaults.
+CudaOptions cuda_options(const Args& args) { return prepare_config_of(args.options(), {224, 224}).cuda; }
+CudnnOptions cudnn_options(const Args& args) { return prepare_config_of(args.options(), {224, 224}).cudnn; }
+Precision precision_of(const Args& args) { return parse_precision(args.options().value("precision")); }
 
 json::Json warnings_json(const Model& model) { return json::Json(model.warnings); }
 
-// --threads: the cpu backends' thread count for this run (PrepareConfig::cpu_threads); 0 when not given (the
-// backend's default). 0, negative, huge or non-numeric values are usage errors.
-int cpu_threads(const Args& args) {
-  const auto text = args.get("--threads");
-  return text ? parse_int(*text, "--threads", 1, 4096) : 0;
-}
+// --threads (or $MNV2_CPU_THREADS): the cpu backends' thread count for this run (PrepareConfig::cpu_threads); 0
+// when neither is given (the backend's default).
+int cpu_threads(const Args& args) { return static_cast<int>(args.options().integer("threads")); }
 
 // A run's reliability (mnv2/reliability.h) under its summary: the verdict, then one line per finding, worst
 // first as found ("    unreliable: end-to-end CV 80% (> 10%)").
@@ -279,7 +315,7 @@ int cmd_info(const Args& args) {
     backends.push_back(bj);
   }
   j["backends"] = backends;
-  ModelLocation loc = locate_model(args.get_or("--model", ""), executable_dir());
+  ModelLocation loc = locate_model(frontend::explicit_model(args.options()), executable_dir());
   json::Json mj = json::Json::object();
   mj["path"] = loc.path.empty() ? json::Json() : json::Json(loc.path);
   mj["found_by"] = loc.how;
@@ -403,7 +439,7 @@ int cmd_plan(const Args& args) {
   std::tie(pc.height, pc.width) = args.get("--input-size")
                                       ? parse_size(*args.get("--input-size"))
                                       : std::pair<int, int>{m.model.input_height, m.model.input_width};
-  pc.precision = parse_precision(args.get_or("--precision", "fp32"));
+  pc.precision = precision_of(args);
   pc.cuda = cuda_options(args);
   pc.cudnn = cudnn_options(args);
   print_warnings(std::cout, m.model);
@@ -471,7 +507,7 @@ int cmd_topology(const Args& args) {
 int cmd_classify(const Args& args) {
   const std::string backend_name = args.get_or("--backend", "cpu");
   const int top = parse_int(args.get_or("--top", "5"), "--top", 1, 100000);
-  const Precision precision = parse_precision(args.get_or("--precision", "fp32"));
+  const Precision precision = precision_of(args);
   const auto tensor_path = args.get("--tensor");
   const auto& images = args.positionals();
   if (tensor_path && !images.empty()) throw UsageError("give image files or --tensor, not both");
@@ -672,7 +708,7 @@ int cmd_bench(const Args& args) {
   for (const auto& b : split(args.get_or("--batch", "1"), ',')) batches.push_back(parse_int(b, "--batch", 1, 65536));
   const int warmup = parse_int(args.get_or("--warmup", "5"), "--warmup", 0, 1000000);
   const int iters = parse_int(args.get_or("--iters", "50"), "--iters", 1, 1000000);
-  const Precision precision = parse_precision(args.get_or("--precision", "fp32"));
+  const Precision precision = precision_of(args);
   for (const auto& b : backend_list) make_backend(b);  // unknown names fail here, as usage errors
   // Saved results to show beside the fresh ones: read (and refused) before anything runs.
   const auto saved = args.get("--with") ? read_bench_files("--with", *args.get("--with"))
@@ -746,7 +782,7 @@ int cmd_memory(const Args& args) {
   make_backend(backend);  // unknown names are usage errors
   PrepareConfig pc;
   pc.batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 65536);
-  pc.precision = parse_precision(args.get_or("--precision", "fp32"));
+  pc.precision = precision_of(args);
   pc.cuda = cuda_options(args);
   pc.cudnn = cudnn_options(args);
   LoadedModel m = load_model(args);
@@ -810,7 +846,7 @@ int cmd_eval(const Args& args) {
   cfg.backend = args.get_or("--backend", "cpu");
   cfg.batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 4096);
   cfg.loader_threads = parse_int(args.get_or("--threads", "0"), "--threads", 0, 256);
-  cfg.precision = parse_precision(args.get_or("--precision", "fp32"));
+  cfg.precision = precision_of(args);
   cfg.cuda = cuda_options(args);
   cfg.cudnn = cudnn_options(args);
   make_backend(cfg.backend);  // unknown names are usage errors, before any file work
@@ -883,20 +919,17 @@ ProfileRequest parse_profile_request(const Args& args, bool compare) {
       if (req.backends[k] == req.backends[i]) throw UsageError("backend '" + req.backends[i] + "' given twice");
   }
   ProfileConfig& c = req.base;
-  c.batch = parse_int(args.get_or("--batch", "1"), "--batch", 1, 65536);
-  c.warmup = parse_int(args.get_or("--warmup", "10"), "--warmup", 0, 1000000);
-  c.iters = parse_int(args.get_or("--iters", "100"), "--iters", 1, 1000000);
-  c.precision = parse_precision(args.get_or("--precision", "fp32"));
-  c.cuda = cuda_options(args);
-  c.cudnn = cudnn_options(args);
-  c.cpu_threads = cpu_threads(args);
-  const std::string timing = args.get_or("--timing", "event");
-  c.timer = parse_timer(timing);
-  if (c.timer == TimerKind::host_clock)
-    throw UsageError("--timing must be event or cupti (the cpu backend always uses the host clock)");
-  const std::string exec = args.get_or("--exec", "layers");
-  if (exec != "layers" && exec != "graph") throw UsageError("--exec must be layers or graph, got '" + exec + "'");
-  c.graph_replay = exec == "graph";
+  c.options = args.options();
+  const PrepareConfig p = prepare_config_of(c.options, {224, 224});
+  c.batch = p.batch;
+  c.warmup = static_cast<int>(c.options.integer("warmup"));
+  c.iters = static_cast<int>(c.options.integer("iters"));
+  c.precision = p.precision;
+  c.cuda = p.cuda;
+  c.cudnn = p.cudnn;
+  c.cpu_threads = p.cpu_threads;
+  c.timer = parse_timer(c.options.value("timing"));
+  c.graph_replay = c.options.value("exec") == "graph";
   c.layers_without_graph = compare;  // compare's list mixes backends: those without a graph run layer by layer
   if (args.get("--image") && args.get("--tensor")) throw UsageError("give --image or --tensor, not both");
   if (args.get("--image") && args.get("--input-size"))
@@ -1038,16 +1071,14 @@ int print_ncu_command(const Args& args, const ProfileRequest& req) {
   t.batch = req.base.batch;
   t.height = req.base.height;
   t.width = req.base.width;
-  t.precision = req.base.precision;
-  t.cuda = req.base.cuda;
-  t.cudnn = req.base.cudnn;
+  t.options = req.base.options;
   if (auto image = args.get("--image")) t.image = std::filesystem::absolute(*image).string();
   if (auto tensor = args.get("--tensor")) t.tensor = std::filesystem::absolute(*tensor).string();
   t.layer = layer;
   auto b = make_backend(backend);
   if (Availability a = b->availability(); a.available) {
-    auto net =
-        b->prepare(model, PrepareConfig{t.batch, t.height, t.width, t.precision, req.base.cuda, 0, req.base.cudnn});
+    auto net = b->prepare(
+        model, PrepareConfig{t.batch, t.height, t.width, req.base.precision, req.base.cuda, 0, req.base.cudnn});
     t.nvtx_range = net->steps().at(static_cast<size_t>(step_of_layer(net->steps(), layer))).name;
   } else {
     t.nvtx_range = default_step_name(model, layer);
@@ -1253,45 +1284,28 @@ int cmd_runs(const Args& args) {
 
 // ---- the command line ------------------------------------------------------------------------------
 
-// The options several commands share, declared once with their help.
-void model_options(Args& a) { a.value("--model", "ONNX model file (see the notes of 'mnv2 --help' on the lookup)"); }
+// The options several commands share: the engine's table (mnv2/options.h) gives their flags and help.
+void model_options(Args& a) { a.table("model"); }
 void labels_option(Args& a) {
   a.value("--labels", "class names, one per line (default: the built-in ImageNet labels)");
 }
-void backend_option(Args& a) { a.value("--backend", "cpu, cpu-ref, cudnn or cuda (default cpu)"); }
-void batch_option(Args& a) { a.value("--batch", "images per forward pass (default 1)"); }
-void size_option(Args& a) {
-  a.value("--input-size", "HxW (or one side) of random and --tensor inputs (default: the model's)");
-}
-void precision_option(Args& a) {
-  a.value("--precision", "fp32, tf32 or fp16: the GPU backends' arithmetic (default fp32)");
-}
+void backend_option(Args& a) { a.table("backend"); }
+void batch_option(Args& a) { a.table("batch"); }
+void size_option(Args& a) { a.table("input-size"); }
+void precision_option(Args& a) { a.table("precision"); }
 void cuda_option_set(Args& a) {
-  a.value("--cuda-variant", "cuda backend: fast or baseline (default fast, or $MNV2_CUDA_VARIANT)");
-  a.value("--cuda-fusion",
-          "cuda backend: none, expand_dw (fp32) or block (the stem + first block and each inverted-residual block "
-          "in one kernel, fp16 and fp32) (default none, or $MNV2_CUDA_FUSE)");
-  a.value("--cuda-graph", "cuda backend: auto, on or off (default auto, or $MNV2_CUDA_GRAPH)");
-  a.value("--cuda-gemm-tile",
-          "cuda backend: force a GEMM tile, e.g. 128x64 (default: the planner's, or $MNV2_CUDA_GEMM_TILE)");
-  a.value("--cuda-pdl",
-          "cuda backend: Programmatic Dependent Launch between the graph's kernels: auto (on for sm_90+ code on an "
-          "sm_90+ GPU), on or off (default auto, or $MNV2_CUDA_PDL)");
-  a.value("--cuda-splitk",
-          "cuda backend: split-K GEMMs reduced by a separate kernel or in_kernel (the tile's last block; no extra "
-          "launch, slower on the H200) (default separate, or $MNV2_CUDA_SPLITK)");
-  a.value("--cudnn-variant",
-          "cudnn backend: fused (graph-API conv+bias+ReLU6+add, autotuned) or naive (a legacy call per layer); "
-          "default fused");
-  a.value("--cudnn-graph", "cudnn backend: replay a CUDA graph: auto, on or off (default auto)");
-  a.value("--cudnn-layout", "cudnn backend, fused: auto (NHWC in tf32/fp16), nchw or nhwc (default auto)");
+  for (const OptionSpec& s : option_table())
+    if (s.per_run && (s.name.rfind("cuda-", 0) == 0 || s.name.rfind("cudnn-", 0) == 0)) a.table(s.name);
 }
-void threads_option(Args& a) {
-  a.value("--threads", "cpu backends: host threads, 1..4096 (default $MNV2_CPU_THREADS, else OpenMP's: every core)");
-}
+void threads_option(Args& a) { a.table("threads"); }
 void counts_options(Args& a, const char* warmup, const char* iters) {
-  a.value("--warmup", std::string("untimed runs first (default ") + warmup + ")");
-  a.value("--iters", std::string("timed runs (default ") + iters + ")");
+  a.table("warmup", warmup);
+  a.table("iters", iters);
+}
+// Where files are and the CUPTI switch (the options that are not part of a run): every command takes them.
+void process_options(Args& a) {
+  for (const OptionSpec& s : option_table())
+    if (!s.per_run) a.table(s.name);
 }
 void report_options(Args& a, bool trace) {
   a.output("--csv", "write the results as CSV to this file ('-': standard output)");
@@ -1308,9 +1322,8 @@ void run_options(Args& a, bool compare) {
   batch_option(a);
   size_option(a);
   counts_options(a, "10", "100");
-  a.value("--timing", "event or cupti: the GPU backends' per-layer timer (default event)");
-  a.value("--exec",
-          "layers or graph: per-layer runs step by step, or CUPTI inside CUDA graph replays (default layers)");
+  a.table("timing");
+  a.table("exec");
   a.value("--image", "run on this photograph, preprocessed as the model says (default: random input, seed 1)");
   a.value("--tensor", "run on this raw float32 NCHW tensor file");
   precision_option(a);
@@ -1393,7 +1406,7 @@ int cmd_lab(const Args& args) {
         throw UsageError("--layers: layer " + std::to_string(l) + " is not a " + c.slot + " layer (they are " + list +
                          ")");
   }
-  c.precision = parse_precision(args.get_or("--precision", "fp32"));
+  c.precision = precision_of(args);
   if (auto b = args.get("--batch")) c.batch = parse_int(*b, "--batch", 1, 4096);
   c.input = args.get_or("--input", "random");
   if (auto t = args.get("--timeout")) c.timeout_s = parse_int(*t, "--timeout (seconds)", 1, 86400);
@@ -1609,6 +1622,14 @@ int run_command(const Command& command, Args& args) {
       throw Error(std::string("cannot set standard output aside: ") + std::strerror(errno));
     args.outputs().move_stdout(out);
   }
+  // A run that took an option from the environment says so first (on standard error where standard output is
+  // the command's JSON).
+  if (const std::string note = args.environment_note(); !note.empty()) {
+    if (args.flag("--json"))
+      std::cerr << note << "\n";
+    else
+      std::cout << note << "\n";
+  }
   const int rc = command.run(args);
   std::fflush(stdout);
   std::cout.flush();
@@ -1631,6 +1652,7 @@ int dispatch(int argc, char** argv) {
     if (std::string(c.name) == "lab-worker") sub->group("");  // hidden: started by 'mnv2 lab' only
     parsed.emplace_back(sub, std::make_unique<Args>(*sub));
     c.declare(*parsed.back().second);
+    if (std::string(c.name) != "lab-worker") process_options(*parsed.back().second);
   }
   if (argc < 2) {
     std::cerr << app.help();
@@ -1664,7 +1686,11 @@ int dispatch(int argc, char** argv) {
     throw UsageError(e.what());  // unknown option, stray argument ("not expected"): exit 2
   }
   for (size_t i = 0; i < parsed.size(); ++i)
-    if (parsed[i].first->parsed()) return run_command(kCommands[i], *parsed[i].second);
+    if (parsed[i].first->parsed()) {
+      // What the engine takes once per process (folders, caches, CUPTI), from the flags and the environment.
+      set_process_settings(frontend::process_settings_of(parsed[i].second->options()));
+      return run_command(kCommands[i], *parsed[i].second);
+    }
   throw UsageError("no command given ('mnv2 --help' lists them)");
 }
 

@@ -21,6 +21,7 @@
 #include <memory>
 #include <string_view>
 
+#include "common/environment.h"
 #include "common/omp_wait_policy.h"
 #include "mnv2/error.h"
 #include "models/layer_selection.h"
@@ -207,7 +208,19 @@ int main(int argc, char** argv) {
   // The desktop entry's "Exec=mnv2-profiler %f": a file manager opens an image with the app.
   parser.addPositionalArgument(QStringLiteral("image"), QStringLiteral("An image to open (the same as --image IMG)."),
                                QStringLiteral("[IMAGE]"));
-  parser.process(*app);    // --help, --version: printed, exit 0
+  parser.process(*app);  // --help, --version: printed, exit 0
+  {
+    // The engine's process-wide settings (model lookup's $MNV2_MODEL, caches, CUPTI switch, the kernel lab's
+    // folder, the cpu backends' default threads) from the environment, as the CLI takes them.
+    mnv2::OptionValues values;
+    try {
+      mnv2::frontend::offer_environment(values);
+    } catch (const mnv2::Error& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 2;
+    }
+    mnv2::set_process_settings(mnv2::frontend::process_settings_of(values));
+  }
   if (textOnly) return 0;  // not reached: process() exits for them
 
   auto usage = [](const QString& text) {

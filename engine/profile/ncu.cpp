@@ -32,20 +32,9 @@ std::vector<std::string> ncu_argv(const NcuTarget& t) {
     if (!t.tensor.empty()) a.insert(a.end(), {"--tensor", t.tensor});
     a.insert(a.end(), {"--input-size", std::to_string(t.height) + "x" + std::to_string(t.width)});
   }
-  if (t.precision != Precision::fp32) a.insert(a.end(), {"--precision", to_string(t.precision)});
-  // Explicit even where they are the defaults' values: the environment of the ncu run may hold other overrides.
-  if (t.backend == "cuda") {
-    a.insert(a.end(), {"--cuda-variant", to_string(t.cuda.variant), "--cuda-fusion", to_string(t.cuda.fusion),
-                       "--cuda-graph", to_string(t.cuda.graph)});
-    if (!t.cuda.gemm_tile.empty()) a.insert(a.end(), {"--cuda-gemm-tile", t.cuda.gemm_tile});
-  }
-  // The cudnn options have no environment overrides: only those other than the defaults.
-  if (t.backend == "cudnn") {
-    const CudnnOptions d;
-    if (t.cudnn.variant != d.variant) a.insert(a.end(), {"--cudnn-variant", to_string(t.cudnn.variant)});
-    if (t.cudnn.graph != d.graph) a.insert(a.end(), {"--cudnn-graph", to_string(t.cudnn.graph)});
-    if (t.cudnn.layout != d.layout) a.insert(a.end(), {"--cudnn-layout", to_string(t.cudnn.layout)});
-  }
+  for (const std::string& f :
+       option_flags(t.options, t.backend, {"batch", "input-size", "warmup", "iters", "timing", "exec"}))
+    a.push_back(f);
   // Event timing: CUPTI cannot run beside Nsight Compute, which owns the profiling interfaces.
   a.insert(a.end(), {"--warmup", "0", "--iters", "1", "--timing", "event"});
   return a;

@@ -16,6 +16,7 @@
 #include "mnv2/flops.h"
 #include "mnv2/labels.h"
 #include "mnv2/memory.h"
+#include "mnv2/sweep.h"
 #include "util/nvml.h"
 
 namespace mnv2 {
@@ -445,6 +446,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   if (gpu) r.sm_clock_mhz_end = current_sm_clock_mhz(0);
   cfg.input.reset();
   r.config = cfg;
+  r.options = options_of(cfg);
 
   ReliabilityInputs checks;
   checks.end_to_end = r.end_to_end.gpu_ms ? *r.end_to_end.gpu_ms : r.end_to_end.host_ms;
@@ -536,6 +538,52 @@ DiffReport diff_backends(const Model& model, const std::string& backend, const s
     }
   }
   return d;
+}
+
+OptionValues options_of(const ProfileConfig& c) {
+  std::map<std::string, std::string> v;
+  v["backend"] = c.backend;
+  v["precision"] = to_string(c.precision);
+  v["batch"] = std::to_string(c.batch);
+  // The size as asked: "" where the model's (or an image's preprocessing) gave it; the size that ran is the
+  // report's input_height and input_width either way.
+  const std::string& asked = c.options.value("input-size");
+  const bool as_asked = asked.empty() || parse_input_size(asked) == std::pair<int, int>{c.height, c.width};
+  v["input-size"] = as_asked ? asked : std::to_string(c.height) + "x" + std::to_string(c.width);
+  v["warmup"] = std::to_string(c.warmup);
+  v["iters"] = std::to_string(c.iters);
+  v["timing"] = c.timer == TimerKind::cupti_kernel ? "cupti" : "event";
+  v["exec"] = c.graph_replay ? "graph" : "layers";
+  v["threads"] = std::to_string(c.cpu_threads);
+  v["cuda-variant"] = to_string(c.cuda.variant);
+  v["cuda-fusion"] = to_string(c.cuda.fusion);
+  v["cuda-graph"] = to_string(c.cuda.graph);
+  v["cuda-gemm-tile"] = c.cuda.gemm_tile;
+  v["cuda-pdl"] = to_string(c.cuda.pdl);
+  v["cuda-splitk"] = to_string(c.cuda.splitk);
+  v["cudnn-variant"] = to_string(c.cudnn.variant);
+  v["cudnn-graph"] = to_string(c.cudnn.graph);
+  v["cudnn-layout"] = to_string(c.cudnn.layout);
+  OptionValues out;
+  const std::vector<std::string>& backends = find_option("backend")->choices;
+  if (std::find(backends.begin(), backends.end(), c.backend) == backends.end())
+    v.erase("backend");  // a report of a backend this program does not know: its backend field says which
+  for (const auto& [name, value] : v) {
+    const OptionValue& given = c.options.at(name);
+    if (!honours(*find_option(name), c.backend)) {
+      out.offer(name, given.value, given.source);  // the backend ignores it: recorded as asked
+    } else if (given.value == value) {
+      out.offer(name, value, given.source);
+    } else {
+      // A count the engine resolved (threads 0 -> the count used) keeps its source; other differences were set
+      // by the caller.
+      const bool resolved = name == "threads" && given.value == "0";
+      out.offer(name, value, resolved ? given.source : OptionSource::flag);
+    }
+  }
+  for (const OptionSpec& s : option_table())
+    if (!s.per_run) out.offer(s.name, c.options.value(s.name), c.options.at(s.name).source);
+  return out;
 }
 
 }  // namespace mnv2

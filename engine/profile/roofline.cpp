@@ -66,17 +66,16 @@ double best_rate(double units, int warmup, int runs, F&& call) {
 
 }  // namespace
 
-Ceilings calibrate_cpu() {
+Ceilings calibrate_cpu(int cpu_threads) {
   Ceilings c;
   c.device = cpu_model_name();
-  c.key = ceilings_key("cpu");
+  c.key = ceilings_key("cpu", Precision::fp32, cpu_threads);
   constexpr size_t kCopyBytes = size_t{256} << 20;
   std::vector<char> src(kCopyBytes, 1), dst(kCopyBytes, 0);
   // On the cpu backends' threads (MNV2_CPU_THREADS, which the cache key names too), each GEMM call on the
   // thread that owns its rows, as the reference path calls it; oneDNN's sgemm picks its kernel from CPUID,
   // like the oneDNN path's convolutions.
-  int threads = std::max(1, omp_get_max_threads());
-  if (const char* t = std::getenv("MNV2_CPU_THREADS"); t && std::atoi(t) > 0) threads = std::atoi(t);
+  const int threads = cpu_threads > 0 ? cpu_threads : cpu::thread_count();
   const cpu::ScopedOmpThreads team(threads);  // one thread: no nested sgemm team either
   c.bandwidth_gb_s = best_rate(2.0 * kCopyBytes / 1e9, 1, 5, [&] {
 #pragma omp parallel num_threads(threads)
@@ -103,12 +102,12 @@ Ceilings calibrate_cpu() {
   return c;
 }
 
-std::string ceilings_key(const std::string& backend, Precision precision) {
+std::string ceilings_key(const std::string& backend, Precision precision, int cpu_threads) {
   if (is_host_backend(backend)) {
     // The GEMM named too: ceilings cached when OpenBLAS measured them (on some CPUs with its oldest kernels)
     // are not read back as this build's.
-    const char* threads = std::getenv("MNV2_CPU_THREADS");
-    return "cpu|" + cpu_model_name() + "|threads " + (threads ? threads : "default") + "|oneDNN sgemm";
+    const int threads = cpu_threads > 0 ? cpu_threads : cpu::thread_count();
+    return "cpu|" + cpu_model_name() + "|threads " + std::to_string(threads) + "|oneDNN sgemm";
   }
   const CudaEnvironment& env = cuda_environment();
   if (env.devices.empty()) throw Error("backend '" + backend + "' needs a GPU: " + env.why_none);
@@ -147,9 +146,10 @@ void from_json(const json::Json& j, Ceilings& c) {
                 std::to_string(static_cast<int64_t>(kMaxGflopS)) + ")");
 }
 
-Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning, Precision precision) {
+Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning, Precision precision,
+                         int cpu_threads) {
   if (is_host_backend(backend)) precision = Precision::fp32;  // the cpu backends have no other mode
-  const std::string key = ceilings_key(backend, precision);
+  const std::string key = ceilings_key(backend, precision, cpu_threads);
   const std::string file = roofline_cache_file();
   json::Json cache;  // {"schema": "mnv2.roofline-cache/1", "devices": {key: ceilings}}
   std::error_code ec;
@@ -178,7 +178,7 @@ Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::stri
           devices->erase(key);
         }
       }
-  Ceilings c = is_host_backend(backend) ? calibrate_cpu() : calibrate_gpu(0, precision);
+  Ceilings c = is_host_backend(backend) ? calibrate_cpu(cpu_threads) : calibrate_gpu(0, precision);
   c.key = key;
   try {
     const json::Json* old = cache.is_object() ? json::find(cache, "devices") : nullptr;

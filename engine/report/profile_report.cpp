@@ -12,6 +12,7 @@
 #include "mnv2/csv.h"
 #include "mnv2/error.h"
 #include "mnv2/memory_report.h"
+#include "mnv2/options.h"
 #include "mnv2/output_files.h"
 #include "mnv2/profiler.h"
 #include "mnv2/timeline.h"
@@ -507,6 +508,16 @@ Json report_json(const RunReport& r) {
   meta["input"] = r.config.input_name;
   meta["input_checksum"] = r.input_checksum;
   meta["percentile_method"] = "linear interpolation between closest ranks (Hyndman-Fan type 7)";
+  // Every per-run option (mnv2/options.h) with its value and where it came from, in table order.
+  // The values that ran (the configuration's fields) with the sources the front end gave them.
+  ProfileConfig ran = r.config;
+  ran.backend = r.backend;
+  const OptionValues values = options_of(ran);
+  Json options = Json::object();
+  for (const OptionSpec& s : option_table())
+    if (s.per_run)
+      options[s.name] = Json{{"value", values.value(s.name)}, {"source", to_string(values.at(s.name).source)}};
+  meta["options"] = options;
   j["metadata"] = meta;
 
   j["memory"] = r.memory;
@@ -609,6 +620,48 @@ Json reports_json(const std::vector<RunReport>& reports) {
 
 namespace {
 
+// The report's options object: each value checked against the table and applied to the run's configuration
+// (the cuda options exist only here). A report written before it: the options its metadata implies, source
+// "unknown".
+void read_options(const Json& m, RunReport& r) {
+  const Json* o = json::find(m, "options");
+  if (o == nullptr) {
+    r.options = options_of(r.config);
+    OptionValues unknown;
+    for (const auto& [name, v] : r.options.all()) unknown.assign(name, v.value, OptionSource::unknown);
+    r.options = unknown;
+    return;
+  }
+  if (!o->is_object()) throw Error("json: 'options' is not an object");
+  OptionValues values;
+  OptionSource backend_source = OptionSource::unknown;
+  for (const auto& [name, entry] : o->items()) {
+    const OptionSpec* spec = find_option(name);
+    if (spec == nullptr || !spec->per_run) continue;  // an option of a newer program: not this one's to judge
+    if (name == "backend") {  // the report's backend field says which (options_of); its source is kept
+      backend_source = parse_option_source(json::string_at(entry, "source"));
+      continue;
+    }
+    try {
+      values.assign(name, json::string_at(entry, "value"), parse_option_source(json::string_at(entry, "source")));
+    } catch (const Error& e) {
+      throw Error("json: 'options." + name + "': " + e.what());
+    }
+  }
+  const std::vector<std::string>& backends = find_option("backend")->choices;
+  if (std::find(backends.begin(), backends.end(), r.backend) != backends.end())
+    values.assign("backend", r.backend, backend_source);
+  r.options = values;
+  try {
+    const PrepareConfig p = prepare_config_of(values, {r.config.height, r.config.width});
+    r.config.cuda = p.cuda;
+    r.config.cudnn = p.cudnn;
+  } catch (const UsageError& e) {
+    throw Error(std::string("json: 'options': ") + e.what());
+  }
+  r.config.options = values;
+}
+
 RunReport report_from(const Json& j) {
   RunReport r;
   const Json& m = json::at(j, "metadata");
@@ -656,6 +709,7 @@ RunReport report_from(const Json& j) {
     r.kernels_per_run = k;
   }
   r.config.graph_replay = r.execution == "graph replay";
+  read_options(m, r);
   r.model_source = json::string_at(m, "model");
   r.model_checksum = json::string_at(m, "model_checksum");
   r.model_synthetic = json::bool_at(m, "model_synthetic");

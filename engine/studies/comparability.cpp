@@ -2,9 +2,12 @@
 // what it does to a comparison of the two runs' figures.
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "mnv2/options.h"
+#include "mnv2/profiler.h"
 #include "mnv2/studies.h"
 
 namespace mnv2 {
@@ -12,22 +15,14 @@ namespace {
 
 using Weight = SettingDifference::Weight;
 
+// Options with their own finding above (worded for what they do to a comparison).
+const std::set<std::string> kComparedAbove = {"backend", "precision", "batch",  "input-size",
+                                              "warmup",  "iters",     "timing", "exec"};
+
 // Clocks further apart than this (relative) change kernel times by about as much: worth a warning.
 constexpr double kClockTolerance = 0.05;
 
 std::string size_text(const ProfileConfig& c) { return std::to_string(c.height) + "×" + std::to_string(c.width); }
-
-std::string cuda_text(const CudaOptions& o) {
-  std::string t = std::string("variant ") + to_string(o.variant) + ", fusion " + to_string(o.fusion) + ", graph " +
-                  to_string(o.graph);
-  if (!o.gemm_tile.empty()) t += ", tile " + o.gemm_tile;
-  return t;
-}
-
-std::string cudnn_text(const CudnnOptions& o) {
-  return std::string("variant ") + to_string(o.variant) + ", graph " + to_string(o.graph) + ", layout " +
-         to_string(o.layout);
-}
 
 std::string clock_text(const RunReport& r) {
   if (r.sm_clock_mhz_start < 0 && r.sm_clock_mhz_end < 0) return "not recorded";
@@ -154,12 +149,28 @@ RunComparability compare_settings(const RunReport& a, const RunReport& b) {
         "different arithmetic: times and outputs are expected to differ");
   if (a.backend != b.backend)
     add("backend", a.backend, b.backend, Weight::note, "different implementations of the same network");
-  if ((a.backend == "cuda" || b.backend == "cuda") && !(ca.cuda == cb.cuda))
-    add("cuda options", cuda_text(ca.cuda), cuda_text(cb.cuda), Weight::note,
-        "different kernels or fusion chosen for the cuda backend");
-  if ((a.backend == "cudnn" || b.backend == "cudnn") && !(ca.cudnn == cb.cudnn))
-    add("cudnn options", cudnn_text(ca.cudnn), cudnn_text(cb.cudnn), Weight::note,
-        "different fusion, layout or CUDA graph use chosen for the cudnn backend");
+  // Every other run option of the table (mnv2/options.h) that either run's backend honours: the cuda and cudnn
+  // options, the host threads. One finding per option, naming where each value came from.
+  // The values that ran (the configuration's fields) with the sources the run recorded.
+  ProfileConfig ra = ca, rb = cb;
+  ra.backend = a.backend;
+  rb.backend = b.backend;
+  const OptionValues oa = options_of(ra), ob = options_of(rb);
+  for (const OptionSpec& spec : option_table()) {
+    if (!spec.per_run || kComparedAbove.count(spec.name)) continue;
+    if (!honours(spec, a.backend) && !honours(spec, b.backend)) continue;
+    const OptionValue& va = oa.at(spec.name);
+    const OptionValue& vb = ob.at(spec.name);
+    if (va.value == vb.value) continue;
+    auto shown = [&spec](const OptionValue& v) {
+      const std::string value = v.value.empty() ? "(unset)" : v.value;
+      return v.source == OptionSource::default_value ? value : value + " (" + to_string(v.source) + ")";
+    };
+    // A backend that ignores the option ran the same either way.
+    const bool matters = honours(spec, a.backend) && honours(spec, b.backend) && a.backend == b.backend;
+    add(spec.name, shown(va), shown(vb), Weight::note,
+        matters ? spec.help : spec.name + " applies to one of the two backends only");
+  }
   // The checksum covers the whole input tensor: another batch or size of the same image changes it, and that
   // difference is stated above. Same name, same shape, other data (an image file changed) shows the checksums.
   const bool same_shape = ca.batch == cb.batch && ca.height == cb.height && ca.width == cb.width;

@@ -27,6 +27,7 @@
 #include "mnv2/input_files.h"
 #include "mnv2/lab.h"
 #include "mnv2/model_lookup.h"
+#include "mnv2/options.h"
 #include "mnv2/output_files.h"
 
 namespace mnv2 {
@@ -191,7 +192,7 @@ std::vector<int> lab_slot_layers(const Model& model, const std::string& slot) {
 
 std::string lab_dir() {
   std::vector<fs::path> candidates;
-  if (const char* d = std::getenv("MNV2_LAB_DIR"); d != nullptr && *d != '\0') candidates.emplace_back(d);
+  if (const std::string& d = process_settings().lab_dir; !d.empty()) candidates.emplace_back(d);  // lab-dir option
   const fs::path exe = executable_dir();
   candidates.push_back(exe.parent_path() / "share" / "mnv2-profiler" / "lab");  // installed, or the device bundle
 #ifdef MNV2_SOURCE_DIR
@@ -284,10 +285,10 @@ LabCompileResult lab_compile(const LabCompileConfig& config) {
 
   std::string toolkit = probe.toolkit_include;
   std::error_code ec;
-  for (const char* env : {"CUDA_PATH", "CUDA_HOME"})
-    if (const char* d = std::getenv(env);
-        toolkit.empty() && d != nullptr && *d != '\0' && fs::exists(fs::path(d) / "include" / "cuda_fp16.h", ec))
-      toolkit = (fs::path(d) / "include").string();
+  // $CUDA_PATH or $CUDA_HOME, as the front end read them.
+  if (const std::string& d = process_settings().cuda_toolkit;
+      toolkit.empty() && !d.empty() && fs::exists(fs::path(d) / "include" / "cuda_fp16.h", ec))
+    toolkit = (fs::path(d) / "include").string();
   if (toolkit.empty() && fs::exists("/usr/local/cuda/include/cuda_fp16.h", ec)) toolkit = "/usr/local/cuda/include";
   if (toolkit.empty())
     throw Error(

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -13,6 +12,7 @@
 
 #include "mnv2/error.h"
 #include "mnv2/model.h"
+#include "mnv2/options.h"
 
 namespace mnv2 {
 
@@ -38,15 +38,14 @@ std::string find_in_folder(const fs::path& dir) {
 // ~/.local/share), then each of $XDG_DATA_DIRS (default /usr/local/share:/usr/share). Relative entries are
 // ignored, as the specification says.
 std::vector<fs::path> xdg_data_dirs() {
+  const ProcessSettings& env = process_settings();
   std::vector<fs::path> dirs;
-  const char* data_home = std::getenv("XDG_DATA_HOME");
-  if (data_home && fs::path(data_home).is_absolute()) {
-    dirs.emplace_back(data_home);
-  } else if (const char* home = std::getenv("HOME"); home && fs::path(home).is_absolute()) {
-    dirs.push_back(fs::path(home) / ".local" / "share");
+  if (!env.xdg_data_home.empty() && fs::path(env.xdg_data_home).is_absolute()) {
+    dirs.emplace_back(env.xdg_data_home);
+  } else if (!env.home.empty() && fs::path(env.home).is_absolute()) {
+    dirs.push_back(fs::path(env.home) / ".local" / "share");
   }
-  const char* data_dirs = std::getenv("XDG_DATA_DIRS");
-  const std::string list = data_dirs && *data_dirs ? data_dirs : "/usr/local/share:/usr/share";
+  const std::string list = !env.xdg_data_dirs.empty() ? env.xdg_data_dirs : "/usr/local/share:/usr/share";
   size_t start = 0;
   while (start <= list.size()) {
     size_t end = list.find(':', start);
@@ -61,9 +60,10 @@ std::vector<fs::path> xdg_data_dirs() {
 }  // namespace
 
 std::string cache_dir() {
-  if (const char* d = std::getenv("MNV2_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "mnv2-profiler").string();
-  if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "mnv2-profiler").string();
+  const ProcessSettings& env = process_settings();
+  if (!env.cache_dir.empty()) return env.cache_dir;
+  if (!env.xdg_cache_home.empty()) return (fs::path(env.xdg_cache_home) / "mnv2-profiler").string();
+  if (!env.home.empty()) return (fs::path(env.home) / ".cache" / "mnv2-profiler").string();
   return (fs::temp_directory_path() / "mnv2-profiler").string();
 }
 
@@ -82,9 +82,8 @@ ModelLocation locate_model(const std::string& explicit_path, const std::string& 
     loc.how = "--model";
     return loc;
   }
-  if (const char* env = std::getenv("MNV2_MODEL"); env && *env) {
-    if (!fs::exists(env, ec))
-      throw Error(std::string(env) + ": model file not found (environment variable MNV2_MODEL)");
+  if (const std::string& env = process_settings().model_env; !env.empty()) {  // the model option from $MNV2_MODEL
+    if (!fs::exists(env, ec)) throw Error(env + ": model file not found (environment variable MNV2_MODEL)");
     loc.path = env;
     loc.how = "MNV2_MODEL";
     return loc;

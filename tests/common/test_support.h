@@ -4,11 +4,15 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "common/environment.h"
 #include "mnv2/image.h"
 #include "mnv2/json_io.h"
+#include "mnv2/options.h"
 
 namespace mnv2::test {
 
@@ -56,5 +60,40 @@ double rel_l2(const std::vector<float>& a, const std::vector<double>& ref);
 // the tensor came from n's own table (the golden inputs: within 1e-6, ImageU8 tests).
 std::vector<uint8_t> bytes_of_normalised(const std::vector<float>& nchw, int height, int width,
                                          const InputNormaliser& n, double* max_abs = nullptr);
+
+// A test that sets the environment plays a front end: the engine sees the variables through the process
+// settings a front end derives from them (app/common/environment.h), refreshed here after each change.
+inline void sync_process_settings_from_environment() {
+  OptionValues v;
+  frontend::offer_environment(v);
+  set_process_settings(frontend::process_settings_of(v));
+}
+inline int synced_setenv(const char* name, const char* value, int overwrite) {
+  const int rc = ::setenv(name, value, overwrite);
+  sync_process_settings_from_environment();
+  return rc;
+}
+inline int synced_unsetenv(const char* name) {
+  const int rc = ::unsetenv(name);
+  sync_process_settings_from_environment();
+  return rc;
+}
+
+// Changes the engine's process settings (mnv2/options.h: what a front end passes in from the environment and
+// its options) for as long as it lives.
+class ScopedSettings {
+ public:
+  explicit ScopedSettings(const std::function<void(ProcessSettings&)>& change) : saved_(process_settings()) {
+    ProcessSettings s = saved_;
+    change(s);
+    set_process_settings(s);
+  }
+  ~ScopedSettings() { set_process_settings(saved_); }
+  ScopedSettings(const ScopedSettings&) = delete;
+  ScopedSettings& operator=(const ScopedSettings&) = delete;
+
+ private:
+  ProcessSettings saved_;
+};
 
 }  // namespace mnv2::test

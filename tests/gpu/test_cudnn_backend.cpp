@@ -52,7 +52,7 @@ std::string test_cache_file() {
     const std::string p =
         (std::filesystem::temp_directory_path() / ("mnv2-test-cudnn-plans-" + std::to_string(fresh_seed()) + ".json"))
             .string();
-    setenv("MNV2_CUDNN_PLAN_CACHE", p.c_str(), 1);
+    synced_setenv("MNV2_CUDNN_PLAN_CACHE", p.c_str(), 1);
     return p;
   }();
   return path;

@@ -38,7 +38,7 @@ class LabGpu : public ::testing::Test {
   void SetUp() override {
     const CudaEnvironment& env = cuda_environment();
     if (env.devices.empty()) GTEST_SKIP() << "no CUDA device (" << env.why_none << "): kernel lab GPU tests skipped";
-    ::setenv("MNV2_CACHE_DIR", dir_.file("cache").c_str(), 1);
+    test::synced_setenv("MNV2_CACHE_DIR", dir_.file("cache").c_str(), 1);
   }
   LabConfig config(const std::string& example, Precision p = Precision::fp32, int batch = 2) {
     LabConfig c;

@@ -138,7 +138,7 @@ TEST_F(RobustnessGpu, ProfileAtAnImpossibleBatchFailsCleanlyAndTheNextProfileRun
 
 TEST_F(RobustnessGpu, DisabledCuptiFallsBackToEventTimingWithAVisibleWarning) {
   // Read when the timing source is made, so setting it here (before profile()) is enough.
-  ASSERT_EQ(setenv("MNV2_DISABLE_CUPTI", "1", 1), 0);
+  ASSERT_EQ(synced_setenv("MNV2_DISABLE_CUPTI", "1", 1), 0);
   ProfileConfig c;
   c.backend = "cudnn";
   c.timer = TimerKind::cupti_kernel;
@@ -148,10 +148,10 @@ TEST_F(RobustnessGpu, DisabledCuptiFallsBackToEventTimingWithAVisibleWarning) {
   try {
     r = profile(main_model(), c);
   } catch (...) {
-    unsetenv("MNV2_DISABLE_CUPTI");
+    synced_unsetenv("MNV2_DISABLE_CUPTI");
     throw;
   }
-  unsetenv("MNV2_DISABLE_CUPTI");
+  synced_unsetenv("MNV2_DISABLE_CUPTI");
   EXPECT_EQ(r.timer, "cuda_event");
   bool warned = false;
   for (const auto& w : r.warnings)

@@ -53,7 +53,7 @@ TEST_F(StudiesGpu, CalibrationGivesPlausibleCeilingsAndIsCached) {
   EXPECT_GT(c.gflop_s, 500.0);
   EXPECT_LT(c.gflop_s, 400000.0);
   TempDir d;
-  ASSERT_EQ(setenv("MNV2_CACHE_DIR", d.path().c_str(), 1), 0);
+  ASSERT_EQ(synced_setenv("MNV2_CACHE_DIR", d.path().c_str(), 1), 0);
   const Ceilings first = device_ceilings("cudnn", false);
   const Ceilings cached = device_ceilings("cudnn", false);
   EXPECT_FALSE(first.from_cache);
@@ -71,7 +71,7 @@ TEST_F(StudiesGpu, CalibrationGivesPlausibleCeilingsAndIsCached) {
   EXPECT_GT(tf32.gflop_s, 1.5 * c.gflop_s);  // tensor cores: several times the FFMA rate on every GPU since Ampere
   EXPECT_GT(fp16.gflop_s, 2.0 * c.gflop_s);
   EXPECT_TRUE(device_ceilings("cuda", false, nullptr, Precision::fp16).from_cache);
-  unsetenv("MNV2_CACHE_DIR");
+  synced_unsetenv("MNV2_CACHE_DIR");
 }
 
 }  // namespace

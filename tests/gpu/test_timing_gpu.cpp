@@ -15,6 +15,7 @@
 #include "mnv2/error.h"
 #include "mnv2/model.h"
 #include "mnv2/timing.h"
+#include "test_support.h"
 
 // The CUDA headers reach this program only through mnv2_engine in CUDA builds.
 #if __has_include(<cuda_runtime_api.h>)
@@ -216,7 +217,7 @@ class TimingGpu : public ::testing::Test {
   void SetUp() override {
     const CudaEnvironment& env = cuda_environment();
     if (env.devices.empty()) GTEST_SKIP() << "no CUDA device: " << env.why_none;
-    unsetenv("MNV2_DISABLE_CUPTI");
+    test::synced_unsetenv("MNV2_DISABLE_CUPTI");
   }
 };
 
@@ -358,9 +359,9 @@ TEST_F(TimingGpu, OnlyOneCuptiSourceLivesAtATime) {
 }
 
 TEST_F(TimingGpu, CuptiForcedOffFallsBackToEventsWithAWarning) {
-  setenv("MNV2_DISABLE_CUPTI", "1", 1);
+  test::synced_setenv("MNV2_DISABLE_CUPTI", "1", 1);
   auto source = make_timing_source(TimerKind::cupti_kernel);
-  unsetenv("MNV2_DISABLE_CUPTI");
+  test::synced_unsetenv("MNV2_DISABLE_CUPTI");
   EXPECT_EQ(source->kind(), TimerKind::cuda_event);
   const auto warnings = source->warnings();
   ASSERT_EQ(warnings.size(), 1u);

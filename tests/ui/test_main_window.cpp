@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QProcess>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -24,6 +25,8 @@
 #include "mnv2/backend.h"
 #include "mnv2/device.h"
 #include "mnv2/json_io.h"
+#include "mnv2/options.h"
+#include "mnv2/profiler.h"
 #include "mnv2/report.h"
 #include "models/diff_table_model.h"
 #include "models/layer_selection.h"
@@ -467,6 +470,94 @@ class MainWindowTest : public QObject {
     for (QMessageBox* box : window.findChildren<QMessageBox*>()) box->close();
   }
 
+  // Every run option round-trips CLI -> report -> the app's run settings -> saved settings -> a report: the
+  // CLI's half is tests/cli/test_cli_options.cpp; here the app takes a CLI report's options, saves and restores
+  // them, and the run it would make records the same values.
+  void everyOptionRoundTripsFromACliReportThroughTheAppsSettings() {
+    QTemporaryDir dir;
+    const QString report = dir.filePath(QStringLiteral("cli.json"));
+    QStringList args = {QStringLiteral("profile"),
+                        QStringLiteral("--model"),
+                        mnv2::ui::test::mainModelPath(),
+                        QStringLiteral("--backend"),
+                        QStringLiteral("cpu-ref"),
+                        QStringLiteral("--json"),
+                        report};
+    for (const mnv2::OptionSpec& spec : mnv2::option_table()) {
+      if (!spec.per_run || spec.name == "backend" || spec.name == "exec" || spec.name == "precision") continue;
+      QString value;
+      if (spec.type == mnv2::OptionType::choice) {
+        for (const std::string& c : spec.choices)
+          if (c != spec.default_value) {
+            value = QString::fromStdString(c);
+            break;
+          }
+      } else if (spec.type == mnv2::OptionType::integer) {
+        value = spec.name == "iters" ? QStringLiteral("2") : QStringLiteral("1");
+      } else if (spec.type == mnv2::OptionType::size) {
+        value = QStringLiteral("64x48");
+      } else if (spec.type == mnv2::OptionType::text) {
+        value = QStringLiteral("128x64");
+      }
+      if (!value.isEmpty()) args << QStringLiteral("--") + QString::fromStdString(spec.name) << value;
+    }
+    QProcess cli;
+    cli.start(QStringLiteral(MNV2_CLI_PATH), args);
+    QVERIFY(cli.waitForFinished(120000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    const mnv2::OptionValues fromCli = mnv2::read_reports_file(report.toStdString()).at(0).options;
+
+    QSettings settings(dir.filePath(QStringLiteral("app.ini")), QSettings::IniFormat);
+    {
+      RunSettingsPanel panel;
+      panel.setOptions(fromCli);
+      const mnv2::OptionValues shown = panel.options();
+      for (const mnv2::OptionSpec& spec : mnv2::option_table())
+        if (spec.per_run)  // values and sources kept
+          QVERIFY2(
+              shown.at(spec.name) == fromCli.at(spec.name),
+              (spec.name + ": " + shown.value(spec.name) + " (" + mnv2::to_string(shown.at(spec.name).source) +
+               ") against " + fromCli.value(spec.name) + " (" + mnv2::to_string(fromCli.at(spec.name).source) + ")")
+                  .c_str());
+      panel.saveSettings(settings);
+    }
+    settings.sync();
+    RunSettingsPanel restored;
+    restored.loadSettings(settings);
+    const mnv2::OptionValues app = restored.options();
+    // The run the app makes from them (MainWindow::startRun's configuration), recorded in a report.
+    mnv2::ProfileConfig c;
+    const mnv2::PrepareConfig p = mnv2::prepare_config_of(app, {224, 224});
+    c.backend = app.value("backend");
+    c.batch = p.batch;
+    c.height = p.height;
+    c.width = p.width;
+    c.warmup = static_cast<int>(app.integer("warmup"));
+    c.iters = static_cast<int>(app.integer("iters"));
+    c.timer = restored.timer();
+    c.precision = restored.precision();
+    c.cuda = restored.cudaOptions();
+    c.cudnn = restored.cudnnOptions();
+    c.cpu_threads = restored.cpuThreads();
+    c.options = app;
+    mnv2::RunReport r;
+    r.backend = c.backend;
+    r.timer = "host_clock";
+    r.config = c;
+    r.options = mnv2::options_of(c);
+    const mnv2::OptionValues again =
+        mnv2::reports_from_json(mnv2::json::Json::parse(mnv2::reports_json_text({r}))).at(0).options;
+    for (const mnv2::OptionSpec& spec : mnv2::option_table()) {
+      if (!spec.per_run) continue;
+      const mnv2::OptionValue& before = fromCli.at(spec.name);
+      QVERIFY2(again.at(spec.name).value == before.value,
+               (spec.name + ": " + again.value(spec.name) + " against " + before.value).c_str());
+      // A value the CLI was given (or took from the environment) comes back from the app's saved settings.
+      if (before.source != mnv2::OptionSource::default_value)
+        QCOMPARE(again.at(spec.name).source, mnv2::OptionSource::saved);
+    }
+  }
+
   void outOfRangeValuesAreClampedOrRefused() {
     RunSettingsPanel* settings = m_window->runSettings();
     // Values the panel cannot hold are ignored (counts) or clamped (spin boxes) rather than sent on.
@@ -508,10 +599,13 @@ class MainWindowTest : public QObject {
       RunSettingsPanel restored;
       restored.loadSettings(s);
       QVERIFY(restored.cudaOptions() == o);
-      s.setValue(QStringLiteral("run/cudaGraph"), QStringLiteral("sometimes"));
+      // Saved under the option's name (options/cuda-graph); a nonsense value there is skipped, option by option.
+      s.setValue(QStringLiteral("options/cuda-graph"), QStringLiteral("sometimes"));
       RunSettingsPanel defaults;
       defaults.loadSettings(s);
-      QVERIFY(defaults.cudaOptions() == mnv2::CudaOptions{});
+      mnv2::CudaOptions kept = o;
+      kept.graph = mnv2::CudaOptions::Graph::automatic;
+      QVERIFY(defaults.cudaOptions() == kept);
       s.clear();
     }
     // The cudnn options too: combos in the panel, saved and restored, a bad saved value keeps the defaults.
@@ -531,10 +625,12 @@ class MainWindowTest : public QObject {
       RunSettingsPanel restored;
       restored.loadSettings(s);
       QVERIFY(restored.cudnnOptions() == o);
-      s.setValue(QStringLiteral("run/cudnnVariant"), QStringLiteral("turbo"));
+      s.setValue(QStringLiteral("options/cudnn-variant"), QStringLiteral("turbo"));
       RunSettingsPanel defaults;
       defaults.loadSettings(s);
-      QVERIFY(defaults.cudnnOptions() == mnv2::CudnnOptions{});
+      mnv2::CudnnOptions kept = o;
+      kept.variant = mnv2::CudnnOptions::Variant::fused;
+      QVERIFY(defaults.cudnnOptions() == kept);
       s.clear();
     }
     // The largest run the panel allows (batch 4096 at 4096x4096) is refused before anything is allocated,

@@ -12,33 +12,20 @@
 #include "mnv2/backend.h"
 #include "mnv2/error.h"
 #include "mnv2/model.h"
+#include "mnv2/options.h"
 #include "mnv2/tensor.h"
+#include "test_support.h"
 
 namespace mnv2::test {
 namespace {
 
-// Sets (or clears, with nullptr) MNV2_CPU_THREADS for as long as it lives.
-class ScopedEnv {
+// The cpu backends' default thread count as a front end passes it (0: unset) for as long as it lives.
+class ScopedThreads {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  explicit ScopedThreads(int threads) : settings_([threads](ProcessSettings& s) { s.cpu_threads = threads; }) {}
 
  private:
-  std::string name_;
-  std::optional<std::string> old_;
+  ScopedSettings settings_;
 };
 
 // Expects `fn` to throw E with `fragment` in its message.
@@ -165,7 +152,7 @@ INSTANTIATE_TEST_SUITE_P(Both, CpuBackend, ::testing::Values("cpu", "cpu-ref"),
                          });
 
 TEST_P(CpuBackend, IsAvailableAndDescribesItself) {
-  ScopedEnv env("MNV2_CPU_THREADS", "2");
+  ScopedThreads threads(2);
   auto cpu = backend();
   EXPECT_EQ(cpu->name(), GetParam());
   EXPECT_TRUE(cpu->availability().available);
@@ -177,20 +164,25 @@ TEST_P(CpuBackend, IsAvailableAndDescribesItself) {
   for (const Layer& layer : tiny_model().layers) EXPECT_EQ(cpu->unsupported_reason(layer), std::nullopt);
 }
 
-TEST_P(CpuBackend, ThreadSettingFromEnvironment) {
+TEST_P(CpuBackend, ThreadSettingFromTheFrontEnd) {
   {
-    ScopedEnv env("MNV2_CPU_THREADS", "1");
+    ScopedThreads threads(1);
     EXPECT_NE(backend()->description().find("1 thread"), std::string::npos);
     EXPECT_EQ(backend()->description().find("1 threads"), std::string::npos);
   }
-  for (const char* bad : {"0", "-2", "two", "3x", ""}) {
-    ScopedEnv env("MNV2_CPU_THREADS", bad);
-    if (*bad == '\0') {  // empty means unset
-      EXPECT_NO_THROW(backend());
-      continue;
-    }
-    expect_throw_with<UsageError>([&] { backend(); }, "MNV2_CPU_THREADS");
+  // $MNV2_CPU_THREADS reaches the engine through the option table, which a front end offers it to: a bad value
+  // is a usage error naming the variable.
+  for (const char* bad : {"0x", "-2", "two", "3x", "5000"}) {
+    OptionValues v;
+    expect_throw_with<UsageError>(
+        [&] {
+          v.offer_environment([bad](const char* n) { return std::string(n) == "MNV2_CPU_THREADS" ? bad : nullptr; });
+        },
+        "$MNV2_CPU_THREADS");
   }
+  OptionValues v;
+  v.offer_environment([](const char* n) { return std::string(n) == "MNV2_CPU_THREADS" ? "" : nullptr; });
+  EXPECT_EQ(v.at("threads").source, OptionSource::default_value);  // empty means unset
 }
 
 TEST_P(CpuBackend, RunsFp32Only) {

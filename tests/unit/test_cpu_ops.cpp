@@ -20,6 +20,7 @@
 #include "mnv2/error.h"
 #include "mnv2/model.h"
 #include "mnv2/tensor.h"
+#include "test_support.h"
 
 namespace mnv2::test {
 namespace {
@@ -34,24 +35,14 @@ uint32_t fresh_seed() {
   return std::random_device{}();
 }
 
-// Sets MNV2_CPU_THREADS for as long as it lives (the backend reads it when it is made).
+// The cpu backends' default thread count (what a front end passes from --threads or $MNV2_CPU_THREADS) for as
+// long as it lives (the backend reads it when it is made).
 class ScopedThreadsEnv {
  public:
-  explicit ScopedThreadsEnv(int threads) {
-    if (const char* old = std::getenv("MNV2_CPU_THREADS")) old_ = old;
-    setenv("MNV2_CPU_THREADS", std::to_string(threads).c_str(), 1);
-  }
-  ~ScopedThreadsEnv() {
-    if (old_)
-      setenv("MNV2_CPU_THREADS", old_->c_str(), 1);
-    else
-      unsetenv("MNV2_CPU_THREADS");
-  }
-  ScopedThreadsEnv(const ScopedThreadsEnv&) = delete;
-  ScopedThreadsEnv& operator=(const ScopedThreadsEnv&) = delete;
+  explicit ScopedThreadsEnv(int threads) : settings_([threads](ProcessSettings& s) { s.cpu_threads = threads; }) {}
 
  private:
-  std::optional<std::string> old_;
+  ScopedSettings settings_;
 };
 
 std::unique_ptr<Backend> cpu_with_threads(const std::string& name, int threads) {

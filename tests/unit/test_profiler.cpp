@@ -427,13 +427,18 @@ TEST(Report, CudnnOptionsRoundTripAndOldReportsStillOpen) {
   EXPECT_EQ(back[0].config.cudnn, r.config.cudnn);
   json::Json& meta = j["runs"][0]["metadata"];
   ASSERT_TRUE(meta.contains("cudnn_options"));
-  // Without the field (an older report): the defaults.
+  ASSERT_TRUE(meta.contains("options"));
+  // Without the fields (an older report): the defaults.
   meta.erase("cudnn_options");
+  meta.erase("options");
   back = reports_from_json(j);
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].config.cudnn, CudnnOptions{});
   // A bad value is a clear error, not a crash.
   meta["cudnn_options"] = json::Json{{"variant", "turbo"}, {"graph", "auto"}, {"layout", "auto"}};
+  EXPECT_THROW(reports_from_json(j), Error);
+  meta.erase("cudnn_options");
+  meta["options"] = json::Json{{"cudnn-variant", json::Json{{"value", "turbo"}, {"source", "flag"}}}};
   EXPECT_THROW(reports_from_json(j), Error);
 }
 

@@ -56,15 +56,16 @@ TEST(Ncu, CommandLineQuotesTheRangeAndReproducesTheRun) {
   EXPECT_EQ(line.find("--input-size"), std::string::npos) << line;  // an image sets its own size
   EXPECT_EQ(line.find("--cuda-"), std::string::npos) << line;       // the cudnn backend has no such options
   EXPECT_EQ(line.find("--cudnn-"), std::string::npos) << line;      // its own options at their defaults: none
-  t.cudnn.variant = CudnnOptions::Variant::naive;                   // the profiled run must run the same steps
+  t.options.offer("cudnn-variant", "naive", OptionSource::flag);    // the profiled run must run the same steps
   const std::string naive = shell_join(ncu_argv(t));
   EXPECT_NE(naive.find("--cudnn-variant naive"), std::string::npos) << naive;
   EXPECT_EQ(naive.find("--cudnn-graph"), std::string::npos) << naive;
-  t.cudnn = CudnnOptions{};
-  // The cuda backend's options travel with the command: the profiled run must plan the same steps.
+  t.options = OptionValues();
+  // The cuda backend's options travel with the command: the profiled run must plan the same steps (those with
+  // an environment variable always, so that the ncu run's environment cannot change them).
   t.backend = "cuda";
-  t.cuda.fusion = CudaOptions::Fusion::expand_dw;
-  t.cuda.gemm_tile = "128x64";
+  t.options.offer("cuda-fusion", "expand_dw", OptionSource::flag);
+  t.options.offer("cuda-gemm-tile", "128x64", OptionSource::flag);
   const std::string cuda = shell_join(ncu_argv(t));
   EXPECT_NE(cuda.find("--cuda-variant fast --cuda-fusion expand_dw --cuda-graph auto --cuda-gemm-tile 128x64"),
             std::string::npos)
@@ -507,7 +508,7 @@ TEST(Roofline, TheFusedStemReadsTheFloat32InputWhateverTheStorage) {
 
 TEST(Roofline, CpuCeilingsAreCachedPerDevice) {
   TempDir d;
-  ASSERT_EQ(setenv("MNV2_CACHE_DIR", d.path().c_str(), 1), 0);
+  ASSERT_EQ(synced_setenv("MNV2_CACHE_DIR", d.path().c_str(), 1), 0);
   std::string warning;
   const Ceilings first = device_ceilings("cpu", false, &warning);
   EXPECT_TRUE(warning.empty()) << warning;
@@ -552,7 +553,7 @@ TEST(Roofline, CpuCeilingsAreCachedPerDevice) {
   warning.clear();
   EXPECT_FALSE(device_ceilings("cpu", false, &warning).from_cache);
   EXPECT_NE(warning.find("over its limit"), std::string::npos) << warning;
-  unsetenv("MNV2_CACHE_DIR");
+  synced_unsetenv("MNV2_CACHE_DIR");
 }
 
 }  // namespace

@@ -224,9 +224,9 @@ class ScopedEnv {
   ScopedEnv& operator=(const ScopedEnv&) = delete;
   static void set(const std::string& name, const std::optional<std::string>& value) {
     if (value)
-      setenv(name.c_str(), value->c_str(), 1);
+      synced_setenv(name.c_str(), value->c_str(), 1);
     else
-      unsetenv(name.c_str());
+      synced_unsetenv(name.c_str());
   }
 
  private:
@@ -239,19 +239,19 @@ TEST(ModelLookup, OrderOfPrecedence) {
   ScopedEnv env({{"XDG_DATA_HOME", tmp.file("no-data-home")}, {"XDG_DATA_DIRS", tmp.file("no-data-dirs")}});
   std::filesystem::create_directories(tmp.file("bin/weights"));
   write_file(tmp.file("bin/weights/other.onnx"), "x");
-  unsetenv("MNV2_MODEL");
+  synced_unsetenv("MNV2_MODEL");
   ModelLocation folder = locate_model("", tmp.file("bin"));
   EXPECT_EQ(folder.path, tmp.file("bin/weights/other.onnx"));
   write_file(tmp.file("bin/weights/mobilenet_v2_1.0_224.onnx"), "x");
   EXPECT_EQ(locate_model("", tmp.file("bin")).path, tmp.file("bin/weights/mobilenet_v2_1.0_224.onnx"));
 
   write_file(tmp.file("env.onnx"), "x");
-  setenv("MNV2_MODEL", tmp.file("env.onnx").c_str(), 1);
+  synced_setenv("MNV2_MODEL", tmp.file("env.onnx").c_str(), 1);
   EXPECT_EQ(locate_model("", tmp.file("bin")).how, "MNV2_MODEL");
   EXPECT_EQ(locate_model(tmp.file("bin/weights/other.onnx"), tmp.file("bin")).how, "--model");
-  setenv("MNV2_MODEL", tmp.file("gone.onnx").c_str(), 1);
+  synced_setenv("MNV2_MODEL", tmp.file("gone.onnx").c_str(), 1);
   EXPECT_THROW(locate_model("", tmp.file("bin")), Error);
-  unsetenv("MNV2_MODEL");
+  synced_unsetenv("MNV2_MODEL");
   EXPECT_THROW(locate_model(tmp.file("gone.onnx"), tmp.file("bin")), Error);
 
   TempDir empty;

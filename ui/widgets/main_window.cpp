@@ -783,6 +783,7 @@ void MainWindow::startRun(bool compare) {
   c.cuda = m_settings->cudaOptions();
   c.cudnn = m_settings->cudnnOptions();
   c.cpu_threads = m_settings->cpuThreads();
+  c.options = m_settings->options();  // each value with its source, recorded in the report
   if (m_settings->useImage() && m_image) {
     c.input = m_image->input;
     c.input_name = m_image->imagePath.toStdString();

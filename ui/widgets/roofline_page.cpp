@@ -276,7 +276,7 @@ void RooflinePage::showLayer(int layer) {
   t.batch = r.config.batch;
   t.height = r.config.height;
   t.width = r.config.width;
-  t.precision = r.config.precision;
+  t.options = r.options;  // every option the run had (the cuda ones too), as its report keeps them
   const QFileInfo input(shownText(r.config.input_name));
   if (input.isFile()) {
     if (input.suffix() == QLatin1String("f32"))

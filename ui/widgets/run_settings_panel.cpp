@@ -13,14 +13,21 @@
 #include <QStandardItemModel>
 #include <QVBoxLayout>
 
-#include "common/cuda_options.h"
+#include "common/environment.h"
 #include "mnv2/backend.h"
+#include "mnv2/sweep.h"
 #include "models/report_access.h"
 #include "widgets/backend_picker.h"
 
 namespace mnv2::ui {
 
 namespace {
+
+// The app's own defaults where they differ from the table's: a desktop run starts short.
+const std::map<std::string, std::string> kAppDefaults = {{"warmup", "3"}, {"iters", "20"}};
+
+// The settings key of an option: "options/NAME"; older versions saved some under "run/..." (read as well).
+QString settingsKey(const std::string& name) { return QStringLiteral("options/") + QString::fromStdString(name); }
 
 QSpinBox* spin(QWidget* parent, int lo, int hi, int value, const QString& objectName) {
   auto* s = new QSpinBox(parent);
@@ -46,57 +53,44 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_timer->setObjectName(QStringLiteral("timerCombo"));
   m_timer->addItem(QStringLiteral("cudaEvent"), static_cast<int>(mnv2::TimerKind::cuda_event));
   m_timer->addItem(QStringLiteral("CUPTI kernels"), static_cast<int>(mnv2::TimerKind::cupti_kernel));
-  m_cudaVariant = new QComboBox(this);
-  m_cudaVariant->setObjectName(QStringLiteral("cudaVariantCombo"));
-  for (auto v : {mnv2::CudaOptions::Variant::fast, mnv2::CudaOptions::Variant::baseline})
-    m_cudaVariant->addItem(QString::fromLatin1(mnv2::to_string(v)), static_cast<int>(v));
-  m_cudaVariant->setToolTip(
-      QStringLiteral("cuda backend: fast (NHWC, fused epilogues, every mode) or baseline (NCHW, "
-                     "im2col + tiled GEMM, fp32 only: the optimisation story's start)"));
-  m_cudaFusion = new QComboBox(this);
-  m_cudaFusion->setObjectName(QStringLiteral("cudaFusionCombo"));
-  for (auto f :
-       {mnv2::CudaOptions::Fusion::none, mnv2::CudaOptions::Fusion::expand_dw, mnv2::CudaOptions::Fusion::block})
-    m_cudaFusion->addItem(QString::fromLatin1(mnv2::to_string(f)), static_cast<int>(f));
-  m_cudaFusion->setToolTip(
-      QStringLiteral("cuda backend: expand_dw runs a block's expansion 1x1 and depthwise 3x3 as "
-                     "one kernel where that pays (fp32); block runs each inverted-residual block "
-                     "(expansion, depthwise, projection, residual) as one kernel (fp16)"));
-  m_cudaGraph = new QComboBox(this);
-  m_cudaGraph->setObjectName(QStringLiteral("cudaGraphCombo"));
-  for (auto g : {mnv2::CudaOptions::Graph::automatic, mnv2::CudaOptions::Graph::on, mnv2::CudaOptions::Graph::off})
-    m_cudaGraph->addItem(QString::fromLatin1(mnv2::to_string(g)), static_cast<int>(g));
-  m_cudaGraph->setToolTip(
-      QStringLiteral("cuda backend: replay one CUDA graph per run (auto: unless steps are timed by "
-                     "events), always, or never"));
-  m_cudaTile = new QLineEdit(this);
-  m_cudaTile->setObjectName(QStringLiteral("cudaTileEdit"));
-  m_cudaTile->setPlaceholderText(QStringLiteral("cost model"));
-  m_cudaTile->setToolTip(
-      QStringLiteral("cuda backend: force one GEMM tile (128x128, 128x64, 64x64, 128x32, 32x32) "
-                     "for tuning experiments; empty: the planner chooses"));
-  setCudaOptions(frontend::resolve_cuda_options({}, {}, {}, {}));
-  m_cudnnVariant = new QComboBox(this);
-  m_cudnnVariant->setObjectName(QStringLiteral("cudnnVariantCombo"));
-  for (auto v : {mnv2::CudnnOptions::Variant::fused, mnv2::CudnnOptions::Variant::naive})
-    m_cudnnVariant->addItem(QString::fromLatin1(mnv2::to_string(v)), static_cast<int>(v));
-  m_cudnnVariant->setToolTip(
-      QStringLiteral("cudnn backend: fused (cuDNN graph API: conv + bias + ReLU6 + residual add in one step, "
-                     "autotuned, plan cache) or naive (one legacy cuDNN call per layer, NCHW)"));
-  m_cudnnGraph = new QComboBox(this);
-  m_cudnnGraph->setObjectName(QStringLiteral("cudnnGraphCombo"));
-  for (auto g : {mnv2::CudnnOptions::Graph::automatic, mnv2::CudnnOptions::Graph::on, mnv2::CudnnOptions::Graph::off})
-    m_cudnnGraph->addItem(QString::fromLatin1(mnv2::to_string(g)), static_cast<int>(g));
-  m_cudnnGraph->setToolTip(
-      QStringLiteral("cudnn backend: replay one CUDA graph per run (auto: unless steps are timed by events; on: "
-                     "also for CUPTI per-step timing; off: never)"));
-  m_cudnnLayout = new QComboBox(this);
-  m_cudnnLayout->setObjectName(QStringLiteral("cudnnLayoutCombo"));
-  for (auto l :
-       {mnv2::CudnnOptions::Layout::automatic, mnv2::CudnnOptions::Layout::nchw, mnv2::CudnnOptions::Layout::nhwc})
-    m_cudnnLayout->addItem(QString::fromLatin1(mnv2::to_string(l)), static_cast<int>(l));
-  m_cudnnLayout->setToolTip(
-      QStringLiteral("cudnn backend, fused variant: activation layout (auto: NHWC in tf32 and fp16, NCHW in fp32)"));
+  // The backends' options from the engine's table: choices, help and defaults in one place.
+  for (const OptionSpec& spec : option_table()) {
+    if (!spec.per_run || (spec.name.rfind("cuda-", 0) != 0 && spec.name.rfind("cudnn-", 0) != 0)) continue;
+    QString object;
+    bool upper = false;
+    for (char ch : spec.name) {
+      if (ch == '-') {
+        upper = true;
+        continue;
+      }
+      object += upper ? QChar(ch).toUpper() : QChar(ch);
+      upper = false;
+    }
+    QWidget* widget = nullptr;
+    if (spec.type == OptionType::choice) {
+      auto* combo = new QComboBox(this);
+      for (const std::string& c : spec.choices) combo->addItem(QString::fromStdString(c), QString::fromStdString(c));
+      combo->setObjectName(object + QStringLiteral("Combo"));
+      widget = combo;
+    } else {
+      auto* edit = new QLineEdit(this);
+      edit->setPlaceholderText(QStringLiteral("default"));
+      edit->setObjectName(object + QStringLiteral("Edit"));
+      widget = edit;
+    }
+    widget->setToolTip(QString::fromStdString(spec.help) +
+                       (spec.env.empty() ? QString() : QStringLiteral(" ($%1)").arg(QString::fromStdString(spec.env))));
+    m_backendOptions[spec.name] = widget;
+  }
+  // Start values: the table's defaults under the environment's overrides; loadSettings() adds the saved ones
+  // beneath the environment's (flag > environment > saved > default).
+  m_resolved = OptionValues(kAppDefaults);
+  try {
+    frontend::offer_environment(m_resolved);
+  } catch (const std::exception&) {  // a bad variable: the front end's start reports it; defaults here
+  }
+  for (const auto& [name, widget] : m_backendOptions)
+    setOptionText(name, QString::fromStdString(m_resolved.value(name)));
   m_input = new QComboBox(this);
   m_input->setObjectName(QStringLiteral("inputCombo"));
   m_input->addItem(QStringLiteral("opened image"));
@@ -111,9 +105,12 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_iters->setToolTip(QStringLiteral("Timed runs in each phase (end-to-end, then per layer)"));
   m_cpuThreads = spin(this, 0, 4096, 0, QStringLiteral("cpuThreadsSpin"));
   m_cpuThreads->setSpecialValueText(QStringLiteral("default"));
-  m_cpuThreads->setToolTip(
-      QStringLiteral("Host threads of the cpu backends; default: $MNV2_CPU_THREADS, else one per core. Pin it for "
-                     "benchmarks; on a busy machine fewer threads than free cores keep the tail short."));
+  m_cpuThreads->setValue(static_cast<int>(m_resolved.integer("threads")));  // $MNV2_CPU_THREADS where set
+  setCounts(static_cast<int>(m_resolved.integer("batch")), static_cast<int>(m_resolved.integer("warmup")),
+            static_cast<int>(m_resolved.integer("iters")));
+  m_cpuThreads->setToolTip(QStringLiteral(
+      "Host threads of the cpu backends; default: one per core ($MNV2_CPU_THREADS overrides). Pin it for "
+      "benchmarks; on a busy machine fewer threads than free cores keep the tail short."));
 
   auto* sizeRow = new QHBoxLayout;
   sizeRow->addWidget(m_height);
@@ -157,13 +154,9 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   form->addRow(QStringLiteral("Warm-up"), m_warmup);
   form->addRow(QStringLiteral("Iterations"), m_iters);
   form->addRow(QStringLiteral("CPU threads"), m_cpuThreads);
-  form->addRow(QStringLiteral("cuda variant"), m_cudaVariant);
-  form->addRow(QStringLiteral("cuda fusion"), m_cudaFusion);
-  form->addRow(QStringLiteral("cuda graph"), m_cudaGraph);
-  form->addRow(QStringLiteral("cuda GEMM tile"), m_cudaTile);
-  form->addRow(QStringLiteral("cudnn variant"), m_cudnnVariant);
-  form->addRow(QStringLiteral("cudnn graph"), m_cudnnGraph);
-  form->addRow(QStringLiteral("cudnn layout"), m_cudnnLayout);
+  for (const OptionSpec& spec : option_table())
+    if (auto it = m_backendOptions.find(spec.name); it != m_backendOptions.end())
+      form->addRow(QString::fromStdString(spec.name), it->second);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(form);
@@ -217,34 +210,78 @@ bool RunSettingsPanel::setPrecision(mnv2::Precision precision) {
 
 mnv2::TimerKind RunSettingsPanel::timer() const { return static_cast<mnv2::TimerKind>(m_timer->currentData().toInt()); }
 
-mnv2::CudaOptions RunSettingsPanel::cudaOptions() const {
-  mnv2::CudaOptions o;
-  o.variant = static_cast<mnv2::CudaOptions::Variant>(m_cudaVariant->currentData().toInt());
-  o.fusion = static_cast<mnv2::CudaOptions::Fusion>(m_cudaFusion->currentData().toInt());
-  o.graph = static_cast<mnv2::CudaOptions::Graph>(m_cudaGraph->currentData().toInt());
-  o.gemm_tile = m_cudaTile->text().trimmed().toStdString();
-  return o;
+QString RunSettingsPanel::optionText(const std::string& name) const {
+  QWidget* w = m_backendOptions.at(name);
+  if (auto* combo = qobject_cast<QComboBox*>(w)) return combo->currentData().toString();
+  return qobject_cast<QLineEdit*>(w)->text().trimmed();
 }
 
+void RunSettingsPanel::setOptionText(const std::string& name, const QString& value) {
+  auto it = m_backendOptions.find(name);
+  if (it == m_backendOptions.end()) return;
+  if (auto* combo = qobject_cast<QComboBox*>(it->second)) {
+    const int i = combo->findData(value);
+    if (i >= 0) combo->setCurrentIndex(i);
+  } else {
+    qobject_cast<QLineEdit*>(it->second)->setText(value);
+  }
+}
+
+mnv2::OptionValues RunSettingsPanel::options() const {
+  std::map<std::string, std::string> now;
+  for (const auto& [name, widget] : m_backendOptions) now[name] = optionText(name).toStdString();
+  if (m_backend->count() > 0 && !backend().isEmpty()) now["backend"] = backend().toStdString();  // once known
+  now["precision"] = mnv2::to_string(precision());
+  now["timing"] = timer() == mnv2::TimerKind::cupti_kernel ? "cupti" : "event";
+  now["batch"] = std::to_string(batch());
+  now["warmup"] = std::to_string(warmup());
+  now["iters"] = std::to_string(iterations());
+  now["threads"] = std::to_string(cpuThreads());
+  // The size of a random input; "" (the model's) where it is the model's and was not set otherwise.
+  const std::string size = std::to_string(m_height->value()) + "x" + std::to_string(m_width->value());
+  const std::string& resolvedSize = m_resolved.value("input-size");
+  now["input-size"] = resolvedSize.empty() && m_height->value() == m_modelHeight && m_width->value() == m_modelWidth
+                          ? std::string()
+                          : (!resolvedSize.empty() && mnv2::parse_input_size(resolvedSize) ==
+                                                          std::pair<int, int>{m_height->value(), m_width->value()}
+                                 ? resolvedSize
+                                 : size);
+  mnv2::OptionValues out;
+  for (const auto& [name, value] : now) {
+    const mnv2::OptionValue& resolved = m_resolved.at(name);
+    if (value == resolved.value)
+      out.assign(name, value, resolved.source);
+    else if (value == mnv2::find_option(name)->default_value)  // set back to the default ("0" threads: unset)
+      out.offer(name, value, mnv2::OptionSource::default_value);
+    else
+      out.offer(name, value, mnv2::OptionSource::flag);
+  }
+  // The rest as resolved: where files are (the process's), and what the panel cannot show yet (the backend
+  // before the backends are known).
+  for (const mnv2::OptionSpec& spec : mnv2::option_table())
+    if (!now.count(spec.name)) out.assign(spec.name, m_resolved.value(spec.name), m_resolved.at(spec.name).source);
+  return out;
+}
+
+mnv2::CudaOptions RunSettingsPanel::cudaOptions() const { return mnv2::prepare_config_of(options(), {224, 224}).cuda; }
+
 mnv2::CudnnOptions RunSettingsPanel::cudnnOptions() const {
-  mnv2::CudnnOptions o;
-  o.variant = static_cast<mnv2::CudnnOptions::Variant>(m_cudnnVariant->currentData().toInt());
-  o.graph = static_cast<mnv2::CudnnOptions::Graph>(m_cudnnGraph->currentData().toInt());
-  o.layout = static_cast<mnv2::CudnnOptions::Layout>(m_cudnnLayout->currentData().toInt());
-  return o;
+  return mnv2::prepare_config_of(options(), {224, 224}).cudnn;
 }
 
 void RunSettingsPanel::setCudnnOptions(const mnv2::CudnnOptions& o) {
-  m_cudnnVariant->setCurrentIndex(m_cudnnVariant->findData(static_cast<int>(o.variant)));
-  m_cudnnGraph->setCurrentIndex(m_cudnnGraph->findData(static_cast<int>(o.graph)));
-  m_cudnnLayout->setCurrentIndex(m_cudnnLayout->findData(static_cast<int>(o.layout)));
+  setOptionText("cudnn-variant", QString::fromLatin1(mnv2::to_string(o.variant)));
+  setOptionText("cudnn-graph", QString::fromLatin1(mnv2::to_string(o.graph)));
+  setOptionText("cudnn-layout", QString::fromLatin1(mnv2::to_string(o.layout)));
 }
 
 void RunSettingsPanel::setCudaOptions(const mnv2::CudaOptions& o) {
-  m_cudaVariant->setCurrentIndex(m_cudaVariant->findData(static_cast<int>(o.variant)));
-  m_cudaFusion->setCurrentIndex(m_cudaFusion->findData(static_cast<int>(o.fusion)));
-  m_cudaGraph->setCurrentIndex(m_cudaGraph->findData(static_cast<int>(o.graph)));
-  m_cudaTile->setText(QString::fromStdString(o.gemm_tile));
+  setOptionText("cuda-variant", QString::fromLatin1(mnv2::to_string(o.variant)));
+  setOptionText("cuda-fusion", QString::fromLatin1(mnv2::to_string(o.fusion)));
+  setOptionText("cuda-graph", QString::fromLatin1(mnv2::to_string(o.graph)));
+  setOptionText("cuda-gemm-tile", QString::fromStdString(o.gemm_tile));
+  setOptionText("cuda-pdl", QString::fromLatin1(mnv2::to_string(o.pdl)));
+  setOptionText("cuda-splitk", QString::fromLatin1(mnv2::to_string(o.splitk)));
 }
 
 void RunSettingsPanel::setTimer(mnv2::TimerKind timer) {
@@ -281,6 +318,8 @@ void RunSettingsPanel::setImageName(const QString& name) {
 }
 
 void RunSettingsPanel::setModelInputSize(int height, int width) {
+  m_modelHeight = height;
+  m_modelWidth = width;
   m_height->setValue(height);
   m_width->setValue(width);
 }
@@ -338,74 +377,82 @@ void RunSettingsPanel::updateEnabled() {
 }
 
 void RunSettingsPanel::loadSettings(const QSettings& s) {
-  selectBackend(s.value(QStringLiteral("run/backend"), QStringLiteral("cpu")).toString());
-  const QString precisionText = s.value(QStringLiteral("run/precision"), QStringLiteral("fp32")).toString();
+  // Saved values beneath the environment's: the one precedence rule. A hand-edited bad value is skipped.
+  mnv2::OptionValues v(kAppDefaults);
+  auto offerSaved = [&v](const std::string& name, const QVariant& value) {
+    if (!value.isValid()) return;
+    try {
+      v.offer(name, value.toString().toStdString(), mnv2::OptionSource::saved);
+    } catch (const std::exception&) {
+    }
+  };
+  const std::pair<const char*, const char*> legacy[] = {{"run/backend", "backend"},
+                                                        {"run/precision", "precision"},
+                                                        {"run/batch", "batch"},
+                                                        {"run/warmup", "warmup"},
+                                                        {"run/iterations", "iters"},
+                                                        {"run/cpuThreads", "threads"},
+                                                        {"run/cudaVariant", "cuda-variant"},
+                                                        {"run/cudaFusion", "cuda-fusion"},
+                                                        {"run/cudaGraph", "cuda-graph"},
+                                                        {"run/cudaGemmTile", "cuda-gemm-tile"},
+                                                        {"run/cudnnVariant", "cudnn-variant"},
+                                                        {"run/cudnnGraph", "cudnn-graph"},
+                                                        {"run/cudnnLayout", "cudnn-layout"}};
+  for (const auto& [key, name] : legacy) offerSaved(name, s.value(QString::fromLatin1(key)));
+  if (const QVariant t = s.value(QStringLiteral("run/timer")); t.isValid())
+    offerSaved("timing", static_cast<mnv2::TimerKind>(t.toInt()) == mnv2::TimerKind::cupti_kernel
+                             ? QStringLiteral("cupti")
+                             : QStringLiteral("event"));
+  for (const mnv2::OptionSpec& spec : mnv2::option_table())
+    if (spec.per_run) offerSaved(spec.name, s.value(settingsKey(spec.name)));
   try {
-    setPrecision(mnv2::parse_precision(precisionText.toStdString()));
-  } catch (const std::exception&) {  // a hand-edited settings file: keep fp32
+    frontend::offer_environment(v);
+  } catch (const std::exception&) {  // reported by the front end at start; the saved value stands
   }
-  setTimer(static_cast<mnv2::TimerKind>(
-      s.value(QStringLiteral("run/timer"), static_cast<int>(mnv2::TimerKind::cuda_event)).toInt()));
-  setCounts(s.value(QStringLiteral("run/batch"), 1).toInt(), s.value(QStringLiteral("run/warmup"), 3).toInt(),
-            s.value(QStringLiteral("run/iterations"), 20).toInt());
+  m_resolved = v;
+  selectBackend(QString::fromStdString(v.value("backend")));
+  try {
+    setPrecision(mnv2::parse_precision(v.value("precision")));
+  } catch (const std::exception&) {
+  }
+  setTimer(v.value("timing") == "cupti" ? mnv2::TimerKind::cupti_kernel : mnv2::TimerKind::cuda_event);
+  setCounts(static_cast<int>(v.integer("batch")), static_cast<int>(v.integer("warmup")),
+            static_cast<int>(v.integer("iters")));
   m_height->setValue(s.value(QStringLiteral("run/height"), 224).toInt());
   m_width->setValue(s.value(QStringLiteral("run/width"), 224).toInt());
-  m_cpuThreads->setValue(s.value(QStringLiteral("run/cpuThreads"), 0).toInt());
-  // Saved options win over the environment's overrides, which gave the start values; a hand-edited bad value
-  // keeps what is there.
-  const mnv2::CudaOptions start = cudaOptions();
+  m_cpuThreads->setValue(static_cast<int>(v.integer("threads")));
+  for (const auto& [name, widget] : m_backendOptions) setOptionText(name, QString::fromStdString(v.value(name)));
+}
+
+void RunSettingsPanel::setOptions(const mnv2::OptionValues& v) {
+  m_resolved = v;
+  selectBackend(QString::fromStdString(v.value("backend")));
   try {
-    mnv2::CudaOptions o;
-    o.variant = mnv2::parse_cuda_variant(
-        s.value(QStringLiteral("run/cudaVariant"), QString::fromLatin1(mnv2::to_string(start.variant)))
-            .toString()
-            .toStdString());
-    o.fusion = mnv2::parse_cuda_fusion(
-        s.value(QStringLiteral("run/cudaFusion"), QString::fromLatin1(mnv2::to_string(start.fusion)))
-            .toString()
-            .toStdString());
-    o.graph = mnv2::parse_cuda_graph(
-        s.value(QStringLiteral("run/cudaGraph"), QString::fromLatin1(mnv2::to_string(start.graph)))
-            .toString()
-            .toStdString());
-    o.gemm_tile =
-        s.value(QStringLiteral("run/cudaGemmTile"), QString::fromStdString(start.gemm_tile)).toString().toStdString();
-    setCudaOptions(o);
+    setPrecision(mnv2::parse_precision(v.value("precision")));
   } catch (const std::exception&) {
   }
-  try {
-    const mnv2::CudnnOptions start_cudnn = cudnnOptions();
-    auto text = [&s](const char* key, const char* fallback) {
-      return s.value(QString::fromLatin1(key), QString::fromLatin1(fallback)).toString().toStdString();
-    };
-    mnv2::CudnnOptions o;
-    o.variant = mnv2::parse_cudnn_variant(text("run/cudnnVariant", mnv2::to_string(start_cudnn.variant)));
-    o.graph = mnv2::parse_cudnn_graph(text("run/cudnnGraph", mnv2::to_string(start_cudnn.graph)));
-    o.layout = mnv2::parse_cudnn_layout(text("run/cudnnLayout", mnv2::to_string(start_cudnn.layout)));
-    setCudnnOptions(o);
-  } catch (const std::exception&) {
+  setTimer(v.value("timing") == "cupti" ? mnv2::TimerKind::cupti_kernel : mnv2::TimerKind::cuda_event);
+  setCounts(static_cast<int>(v.integer("batch")), static_cast<int>(v.integer("warmup")),
+            static_cast<int>(v.integer("iters")));
+  m_cpuThreads->setValue(static_cast<int>(v.integer("threads")));
+  if (const std::string& size = v.value("input-size"); !size.empty()) {
+    try {
+      const auto [h, w] = mnv2::parse_input_size(size);
+      m_height->setValue(h);
+      m_width->setValue(w);
+    } catch (const std::exception&) {
+    }
   }
+  for (const auto& [name, widget] : m_backendOptions) setOptionText(name, QString::fromStdString(v.value(name)));
 }
 
 void RunSettingsPanel::saveSettings(QSettings& s) const {
-  if (!backend().isEmpty()) s.setValue(QStringLiteral("run/backend"), backend());
-  s.setValue(QStringLiteral("run/precision"), precisionName(precision()));
-  s.setValue(QStringLiteral("run/timer"), static_cast<int>(timer()));
-  s.setValue(QStringLiteral("run/batch"), batch());
-  s.setValue(QStringLiteral("run/warmup"), warmup());
-  s.setValue(QStringLiteral("run/iterations"), iterations());
+  const mnv2::OptionValues v = options();
+  for (const mnv2::OptionSpec& spec : mnv2::option_table())
+    if (spec.per_run) s.setValue(settingsKey(spec.name), QString::fromStdString(v.value(spec.name)));
   s.setValue(QStringLiteral("run/height"), m_height->value());
   s.setValue(QStringLiteral("run/width"), m_width->value());
-  s.setValue(QStringLiteral("run/cpuThreads"), cpuThreads());
-  const mnv2::CudaOptions o = cudaOptions();
-  s.setValue(QStringLiteral("run/cudaVariant"), QString::fromLatin1(mnv2::to_string(o.variant)));
-  s.setValue(QStringLiteral("run/cudaFusion"), QString::fromLatin1(mnv2::to_string(o.fusion)));
-  s.setValue(QStringLiteral("run/cudaGraph"), QString::fromLatin1(mnv2::to_string(o.graph)));
-  s.setValue(QStringLiteral("run/cudaGemmTile"), QString::fromStdString(o.gemm_tile));
-  const mnv2::CudnnOptions c = cudnnOptions();
-  s.setValue(QStringLiteral("run/cudnnVariant"), QString::fromLatin1(mnv2::to_string(c.variant)));
-  s.setValue(QStringLiteral("run/cudnnGraph"), QString::fromLatin1(mnv2::to_string(c.graph)));
-  s.setValue(QStringLiteral("run/cudnnLayout"), QString::fromLatin1(mnv2::to_string(c.layout)));
 }
 
 }  // namespace mnv2::ui

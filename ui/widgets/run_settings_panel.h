@@ -6,9 +6,11 @@
 #include <QSize>
 #include <QStringList>
 #include <QWidget>
+#include <map>
 #include <optional>
 #include <vector>
 
+#include "mnv2/options.h"
 #include "mnv2/timing.h"
 #include "run_types.h"
 
@@ -44,13 +46,20 @@ class RunSettingsPanel : public QWidget {
   mnv2::TimerKind timer() const;
   void setTimer(mnv2::TimerKind timer);
   // The cuda backend's options (variant, fusion, graph, forced GEMM tile): every run, diff, sweep, evaluation
-  // and classification passes them on; other backends ignore them. Unsaved, the MNV2_CUDA_* overrides of the
-  // environment give the start values (app/common/cuda_options.h).
+  // and classification passes them on; other backends ignore them. The environment's MNV2_CUDA_* overrides win
+  // over saved settings (app/common/environment.h).
   mnv2::CudaOptions cudaOptions() const;
   void setCudaOptions(const mnv2::CudaOptions& options);
   // The cudnn backend's options (variant fused/naive, CUDA graph, layout), passed on like the cuda ones.
   mnv2::CudnnOptions cudnnOptions() const;
   void setCudnnOptions(const mnv2::CudnnOptions& options);
+  // Every run option the panel sets, with where its value came from: a value the user changed in the panel is
+  // a flag; else the environment's, a saved setting's or the default, by the one precedence rule
+  // (flag > environment > saved > default). The model option is not the panel's: default here.
+  mnv2::OptionValues options() const;
+  // Sets every option the panel shows from `values`, keeping their sources (a saved run's settings, a report's
+  // options to run again); the input size when it is given.
+  void setOptions(const mnv2::OptionValues& values);
   // The cpu backends' thread count (PrepareConfig::cpu_threads): 0 = their default.
   int cpuThreads() const;
   int batch() const;
@@ -87,13 +96,15 @@ class RunSettingsPanel : public QWidget {
   PrecisionCombo* m_precision = nullptr;
   QLabel* m_precisionNote = nullptr;
   QComboBox* m_timer = nullptr;
-  QComboBox* m_cudaVariant = nullptr;
-  QComboBox* m_cudaFusion = nullptr;
-  QComboBox* m_cudaGraph = nullptr;
-  QLineEdit* m_cudaTile = nullptr;
-  QComboBox* m_cudnnVariant = nullptr;
-  QComboBox* m_cudnnGraph = nullptr;
-  QComboBox* m_cudnnLayout = nullptr;
+  // The cuda and cudnn backends' options, one widget per option of the engine's table (mnv2/options.h): a
+  // combo box of its choices, or a line edit; named after the option ("cuda-fusion" -> cudaFusionCombo).
+  std::map<std::string, QWidget*> m_backendOptions;
+  QString optionText(const std::string& name) const;
+  void setOptionText(const std::string& name, const QString& value);
+  // Every option's value as resolved when the panel was made or settings were loaded, with its source
+  // (environment over saved over default); options() reports a value the user changed since as a flag.
+  mnv2::OptionValues m_resolved;
+  int m_modelHeight = 224, m_modelWidth = 224;  // the model's input size (setModelInputSize)
   QComboBox* m_input = nullptr;
   QSpinBox* m_height = nullptr;
   QSpinBox* m_width = nullptr;

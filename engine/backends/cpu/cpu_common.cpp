@@ -11,6 +11,7 @@
 
 #include "backends/layer_checks.h"
 #include "mnv2/error.h"
+#include "mnv2/options.h"
 
 namespace mnv2::cpu {
 
@@ -29,20 +30,8 @@ void check_prepare(const Backend& backend, const Model& model, const PrepareConf
 }
 
 int thread_count() {
-  const char* env = std::getenv("MNV2_CPU_THREADS");
-  if (env && *env) {
-    const std::string text = env;
-    size_t used = 0;
-    int n = 0;
-    try {
-      n = std::stoi(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != text.size() || n < 1 || n > kMaxThreads)
-      throw UsageError("MNV2_CPU_THREADS must be a whole number from 1 to 4096, got '" + text + "'");
-    return n;
-  }
+  // The front end's threads option (flag, $MNV2_CPU_THREADS or a saved setting), else OpenMP's count.
+  if (const int n = process_settings().cpu_threads; n > 0) return std::min(n, kMaxThreads);
   return std::max(1, omp_get_max_threads());
 }
 

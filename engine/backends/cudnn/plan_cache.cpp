@@ -12,6 +12,7 @@
 #include "mnv2/input_files.h"
 #include "mnv2/json_io.h"
 #include "mnv2/model_lookup.h"
+#include "mnv2/options.h"
 #include "mnv2/output_files.h"
 
 namespace mnv2::cudnn_backend {
@@ -119,8 +120,8 @@ void clear_process_plans() {
 }
 
 std::string plan_cache_file() {
-  if (const char* f = std::getenv("MNV2_CUDNN_PLAN_CACHE"); f && *f)
-    return std::string_view(f) == "off" ? std::string() : std::string(f);
+  // The front end's cudnn-plan-cache option ($MNV2_CUDNN_PLAN_CACHE, --cudnn-plan-cache): another file, or off.
+  if (const std::string& f = process_settings().cudnn_plan_cache; !f.empty()) return f == "off" ? std::string() : f;
   return (fs::path(cache_dir()) / "cudnn_plans.json").string();
 }
 

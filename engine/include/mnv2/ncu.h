@@ -8,6 +8,7 @@
 
 #include "mnv2/backend.h"
 #include "mnv2/model.h"
+#include "mnv2/options.h"
 
 namespace mnv2 {
 
@@ -19,13 +20,14 @@ struct NcuTarget {
   std::string model_path;  // absolute; empty: the run finds the model as mnv2 does (synthetic if none)
   int batch = 1;
   int height = 224, width = 224;  // passed as --input-size unless an image gives the size
-  Precision precision = Precision::fp32;
-  CudaOptions cuda;        // passed as --cuda-* flags where not the defaults (the run must plan the same steps)
+  // The run's options (mnv2/options.h): every one the backend honours that is not a default, or that has an
+  // environment variable (the ncu run's environment may hold another), is passed as its flag, so that the
+  // profiled run plans the same steps. Batch and size are the fields above; counts and timer are ncu's own.
+  OptionValues options;
   std::string image;       // absolute path, or empty
   std::string tensor;      // absolute path, or empty
   std::string nvtx_range;  // the step's range name
   int layer = 0;           // the topology layer asked for (names the ncu report file)
-  CudnnOptions cudnn;      // the cudnn backend's options (PrepareConfig::cudnn)
 };
 
 // The argument vector, starting with "ncu".

@@ -11,6 +11,7 @@
 #include "mnv2/backend.h"
 #include "mnv2/bench.h"
 #include "mnv2/model.h"
+#include "mnv2/options.h"
 #include "mnv2/reliability.h"
 #include "mnv2/stats.h"
 #include "mnv2/tensor.h"
@@ -39,7 +40,15 @@ struct ProfileConfig {
   std::optional<Tensor> input;
   std::string input_name;  // shown in reports ("cat.input.f32", "random(seed=1)")
   CudnnOptions cudnn;      // the cudnn backend's options (PrepareConfig::cudnn)
+  // Where each option's value came from, as the front end resolved it (mnv2/options.h). The fields above are
+  // what runs; profile() records them in the report with these sources (a field set by a caller without a
+  // source, e.g. a test, is recorded as a flag).
+  OptionValues options;
 };
+
+// A configuration's run options with their sources: each field's value, with the source `config.options`
+// gives it where the values agree, else "flag" (set by the caller); the per-run options only.
+OptionValues options_of(const ProfileConfig& config);
 
 // One execution step of the prepared network (one topology layer, or several when the backend fused them).
 struct StepProfile {
@@ -136,6 +145,9 @@ struct RunReport {
   std::string timer;                         // "cupti_kernel", "cuda_event", "host_clock"
   std::string execution = "layer by layer";  // of the per-layer phase: "layer by layer" or "graph replay"
   ProfileConfig config;                      // without the input tensor
+  // Every per-run option's value and where it came from (flag, environment, saved setting, default); in a
+  // report written before the options object, derived from its metadata with source "default".
+  OptionValues options;
   std::string model_source, model_checksum;
   bool model_synthetic = false;
   std::string input_checksum;

@@ -36,14 +36,15 @@ Ceilings calibrate_cpu();
 // Ceilings for the device a backend runs on ("cpu" or a GPU backend) in `precision` (a GPU's compute roof
 // depends on it; the cpu is fp32 only), from the cache file when it holds this device's and mode's key
 // (unless `recalibrate`), otherwise calibrated and stored. The cache is
-// $XDG_CACHE_HOME/mnv2-profiler/roofline.json (else ~/.cache/...); MNV2_CACHE_DIR overrides the folder.
-// A cache that cannot be read or written is ignored with a warning in `warning`.
+// roofline.json in the cache folder (cache_dir()).
+// A cache that cannot be read or written is ignored with a warning in `warning`. `cpu_threads` (0: the cpu
+// backends' default) is the thread count the cpu's ceilings are measured with, as its key says.
 Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning = nullptr,
-                         Precision precision = Precision::fp32);
+                         Precision precision = Precision::fp32, int cpu_threads = 0);
 std::string roofline_cache_file();
 // A calibration key for the device `backend` runs on here in `precision` (what device_ceilings looks up):
 // the device's key, with "|tf32" or "|fp16" appended for a GPU's reduced modes.
-std::string ceilings_key(const std::string& backend, Precision precision = Precision::fp32);
+std::string ceilings_key(const std::string& backend, Precision precision = Precision::fp32, int cpu_threads = 0);
 
 // One profiled step on the roofline. FLOPs: 2 per MAC for Conv2d and Linear, 1 per add for ResidualAdd
 // and pooling, 2 per element for ReLU6/ReLU (a min and a max); bytes: the fewest moved (inputs +

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "gpu/check.h"
+#include "mnv2/options.h"
 #include "profile/gpu/gpu_timing.h"
 
 namespace mnv2 {
@@ -575,10 +576,11 @@ class CuptiTimingSource final : public TimingSource {
   std::unordered_map<std::string, std::string> names_;  // mangled -> demangled, kernels repeat every run
 };
 
+// The front end's cupti option (--cupti off, $MNV2_DISABLE_CUPTI).
 bool cupti_disabled_by_env(std::string& why) {
-  const char* value = std::getenv("MNV2_DISABLE_CUPTI");
-  if (value == nullptr || *value == '\0' || std::string(value) == "0") return false;
-  why = std::string("disabled by MNV2_DISABLE_CUPTI=") + value;
+  const ProcessSettings& s = process_settings();
+  if (!s.cupti_off) return false;
+  why = "disabled by " + (s.cupti_off_reason.empty() ? std::string("the cupti option") : s.cupti_off_reason);
   return true;
 }
 

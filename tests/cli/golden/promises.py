@@ -473,7 +473,7 @@ def canon_profile_stdout(lines, topo_for, threads):
     head = next((k for k, l in enumerate(lines) if l.startswith("idx name kind output")), None)
     if head is None:
         return lines
-    m = re.search(r"; batch (\d+); (\d+)x(\d+);", lines[0])
+    m = next(filter(None, (re.search(r"; batch (\d+); (\d+)x(\d+);", l) for l in lines[:head])))
     backend_line = next(k for k in range(head + 1, len(lines)) if re.match(r"^[\w-]+: ", lines[k]))
     backend = lines[backend_line].split(":")[0]
     topo = topo_for(int(m.group(1)), int(m.group(2)), int(m.group(3)), backend == "cpu")
@@ -515,7 +515,7 @@ def canon_compare_stdout(lines, topo_for, threads):
     head = next((k for k, l in enumerate(lines) if l.startswith("idx name kind ") and l.endswith("max_abs")), None)
     if head is None:
         return lines
-    m = re.search(r"; batch (\d+); (\d+)x(\d+);", lines[0])
+    m = next(filter(None, (re.search(r"; batch (\d+); (\d+)x(\d+);", l) for l in lines[:head])))
     batch, h, w = int(m.group(1)), int(m.group(2)), int(m.group(3))
     backends = [c[:-3] for c in lines[head].split()[3:] if c.endswith("_us")]
     n = len(topo_for(batch, h, w, False).layers)
