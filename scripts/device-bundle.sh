@@ -11,7 +11,8 @@ cmake --preset device "$@" >/dev/null  # CMakePresets.json: build-device/
 cmake --build --preset device -j "$(nproc)"
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-bash "$shared/tools/device-bundle.sh" "$stage/bundle" "$build/app/mnv2" "$build/tests/mnv2_gpu_tests" >/dev/null
+bash "$shared/tools/device-bundle.sh" "$stage/bundle" "$build/app/mnv2" "$build/tests/mnv2_gpu_tests" \
+  "$build/tests/mnv2_op_harness" >/dev/null
 # The engine finds the GPU plugin beside itself (ldd resolved both into lib/ above).
 [[ -f $stage/bundle/lib/libmnv2_gpu.so && -f $stage/bundle/lib/libmnv2_engine.so ]] || { echo "no plugin in the bundle"; exit 1; }
 

@@ -5,8 +5,8 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, stem, ffma, tf32, lab, applab;
-# default all but round2, stem, ffma, tf32, lab and applab), e.g.
+# timeline, anchor, cudnn, baseline, round2, stem, ffma, tf32, lab, applab, ops;
+# default all but round2, stem, ffma, tf32, lab, applab and ops), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -220,6 +220,15 @@ TAIL=12 run info_export ./bin/mnv2 info --model "$work/exports/tv_w050_160_defau
 TAIL=6 run classify_export_fp16 ./bin/mnv2 classify --backend cuda --precision fp16 \
   --model "$work/exports/tv_w140_256_default.onnx" --tensor "$work/exports/tv_w140_256_default.input.f32" --input-size 256x256
 rm -f "$work"/exports/*.onnx.data "$work"/exports/*.onnx "$work"/exports/*.f32  # not worth the way back
+fi
+
+if want ops; then
+# The op harness (tests/ops): every op and fused pattern on every cuda and cudnn variant against cpu-ref, the CI's
+# seed; then the per-op benchmark of MobileNetV2's own layer shapes on each backend's default variant (and the
+# block fusion), as CSV.
+TAIL=40 run op_harness ./bin/mnv2_op_harness --seed 29 --backends cuda,cudnn
+TAIL=20 run op_bench ./bin/mnv2_op_harness --seed 29 --backends cpu,cudnn,cuda --bench --csv "$work/op_bench.csv" \
+  --filter 'mnv2 \| (cpu threads=2|cudnn fused layout=auto|cuda fast fusion=(none|block) splitk=separate) '
 fi
 
 # ---- the cpu backends on this machine's Xeon against ONNX Runtime (issue 12, "every CPU") ------------------

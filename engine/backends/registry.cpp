@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "mnv2/backend.h"
 #include "mnv2/error.h"
 #include "mnv2/lab.h"
+#include "mnv2/option_values.h"
 
 namespace mnv2 {
 
@@ -81,7 +81,7 @@ const char* to_string(Precision p) {
 
 Precision parse_precision(const std::string& text) {
   const std::string key = lower(text);
-  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16})
+  for (Precision p : kPrecisions)
     if (key == to_string(p)) return p;
   throw UsageError("unknown precision '" + text + "' (choose fp32, tf32, fp16)");
 }
@@ -129,8 +129,8 @@ const char* to_string(CudaOptions::SplitK s) { return s == CudaOptions::SplitK::
 namespace {
 
 // The value of `values` whose name is `text` (case-insensitive), else a UsageError listing the names.
-template <typename E>
-E parse_named(const std::string& text, const char* what, std::initializer_list<E> values) {
+template <typename E, size_t N>
+E parse_named(const std::string& text, const char* what, const std::array<E, N>& values) {
   const std::string key = lower(text);
   std::string names;
   for (E v : values) {
@@ -143,25 +143,21 @@ E parse_named(const std::string& text, const char* what, std::initializer_list<E
 }  // namespace
 
 CudaOptions::Variant parse_cuda_variant(const std::string& text) {
-  return parse_named(text, "cuda variant", {CudaOptions::Variant::fast, CudaOptions::Variant::baseline});
+  return parse_named(text, "cuda variant", kCudaVariants);
 }
 
 CudaOptions::Fusion parse_cuda_fusion(const std::string& text) {
-  return parse_named(text, "cuda fusion",
-                     {CudaOptions::Fusion::none, CudaOptions::Fusion::expand_dw, CudaOptions::Fusion::block});
+  return parse_named(text, "cuda fusion", kCudaFusions);
 }
 
 CudaOptions::Graph parse_cuda_graph(const std::string& text) {
-  return parse_named(text, "cuda graph mode",
-                     {CudaOptions::Graph::automatic, CudaOptions::Graph::on, CudaOptions::Graph::off});
+  return parse_named(text, "cuda graph mode", kCudaGraphs);
 }
 
-CudaOptions::Pdl parse_cuda_pdl(const std::string& text) {
-  return parse_named(text, "cuda PDL mode", {CudaOptions::Pdl::automatic, CudaOptions::Pdl::on, CudaOptions::Pdl::off});
-}
+CudaOptions::Pdl parse_cuda_pdl(const std::string& text) { return parse_named(text, "cuda PDL mode", kCudaPdls); }
 
 CudaOptions::SplitK parse_cuda_splitk(const std::string& text) {
-  return parse_named(text, "cuda split-K reduction", {CudaOptions::SplitK::separate, CudaOptions::SplitK::in_kernel});
+  return parse_named(text, "cuda split-K reduction", kCudaSplitKs);
 }
 
 const char* to_string(CudnnOptions::Variant v) { return v == CudnnOptions::Variant::fused ? "fused" : "naive"; }
@@ -191,17 +187,15 @@ const char* to_string(CudnnOptions::Layout l) {
 }
 
 CudnnOptions::Variant parse_cudnn_variant(const std::string& text) {
-  return parse_named(text, "cudnn variant", {CudnnOptions::Variant::fused, CudnnOptions::Variant::naive});
+  return parse_named(text, "cudnn variant", kCudnnVariants);
 }
 
 CudnnOptions::Graph parse_cudnn_graph(const std::string& text) {
-  return parse_named(text, "cudnn graph mode",
-                     {CudnnOptions::Graph::automatic, CudnnOptions::Graph::on, CudnnOptions::Graph::off});
+  return parse_named(text, "cudnn graph mode", kCudnnGraphs);
 }
 
 CudnnOptions::Layout parse_cudnn_layout(const std::string& text) {
-  return parse_named(text, "cudnn layout",
-                     {CudnnOptions::Layout::automatic, CudnnOptions::Layout::nchw, CudnnOptions::Layout::nhwc});
+  return parse_named(text, "cudnn layout", kCudnnLayouts);
 }
 
 bool is_host_backend(const std::string& name) { return name == "cpu" || name == "cpu-ref"; }

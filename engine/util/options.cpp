@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mnv2/error.h"
+#include "mnv2/option_values.h"
 #include "mnv2/sweep.h"
 
 namespace mnv2 {
@@ -57,13 +58,21 @@ OptionSpec other(std::string name, OptionType type, std::string help, std::vecto
   return s;
 }
 
+// The accepted values of an enumerated option, from the one list the parsers accept (mnv2/option_values.h).
+template <typename Values>
+std::vector<std::string> names(const Values& values) {
+  std::vector<std::string> out;
+  for (auto v : values) out.emplace_back(to_string(v));
+  return out;
+}
+
 std::vector<OptionSpec> make_table() {
   std::vector<OptionSpec> t;
   t.push_back(
       choice("backend", {"cpu", "cpu-ref", "cudnn", "cuda"}, "cpu",
              "cpu (oneDNN), cpu-ref (the float32 reference), cudnn (NVIDIA's libraries) or cuda (our kernels)"));
-  t.push_back(choice("precision", {"fp32", "tf32", "fp16"}, "fp32",
-                     "the GPU backends' arithmetic; the cpu backends run fp32 only"));
+  t.push_back(
+      choice("precision", names(kPrecisions), "fp32", "the GPU backends' arithmetic; the cpu backends run fp32 only"));
   t.push_back(integer("batch", 1, 65536, "1", "images per forward pass"));
   t.push_back(other("input-size", OptionType::size,
                     "HxW (or one side) of random and tensor inputs; "
@@ -76,32 +85,32 @@ std::vector<OptionSpec> make_table() {
                      "per-layer phase: step by step, or CUPTI inside CUDA graph replays", gpu_backends()));
   t.push_back(integer("threads", 1, 4096, "0", "the cpu backends' host threads; unset (0): one per core",
                       {"cpu", "cpu-ref"}, "MNV2_CPU_THREADS"));
-  t.push_back(choice("cuda-variant", {"fast", "baseline"}, "fast",
+  t.push_back(choice("cuda-variant", names(kCudaVariants), "fast",
                      "cuda backend: tensor-core GEMMs and fused steps, or the v1 kernels", {"cuda"},
                      "MNV2_CUDA_VARIANT"));
-  t.push_back(choice("cuda-fusion", {"none", "expand_dw", "block"}, "none",
+  t.push_back(choice("cuda-fusion", names(kCudaFusions), "none",
                      "cuda backend: expand_dw (fp32 expansion + depthwise) or block (the stem + first block and "
                      "each inverted-residual block in one kernel)",
                      {"cuda"}, "MNV2_CUDA_FUSE"));
-  t.push_back(choice("cuda-graph", {"auto", "on", "off"}, "auto",
+  t.push_back(choice("cuda-graph", names(kCudaGraphs), "auto",
                      "cuda backend: replay one CUDA graph (auto: unless steps are timed)", {"cuda"},
                      "MNV2_CUDA_GRAPH"));
   t.push_back(other("cuda-gemm-tile", OptionType::text,
                     "cuda backend: force a GEMM tile, e.g. 128x64; unset: the "
                     "planner's",
                     {"cuda"}, "MNV2_CUDA_GEMM_TILE"));
-  t.push_back(choice("cuda-pdl", {"auto", "on", "off"}, "auto",
+  t.push_back(choice("cuda-pdl", names(kCudaPdls), "auto",
                      "cuda backend: Programmatic Dependent Launch between the graph's kernels (auto: where sm_90+ "
                      "code runs on an sm_90+ GPU)",
                      {"cuda"}, "MNV2_CUDA_PDL"));
-  t.push_back(choice("cuda-splitk", {"separate", "in_kernel"}, "separate",
+  t.push_back(choice("cuda-splitk", names(kCudaSplitKs), "separate",
                      "cuda backend: split-K partial sums added by a separate kernel or by the tile's last block",
                      {"cuda"}, "MNV2_CUDA_SPLITK"));
-  t.push_back(choice("cudnn-variant", {"fused", "naive"}, "fused",
+  t.push_back(choice("cudnn-variant", names(kCudnnVariants), "fused",
                      "cudnn backend: graph-API conv+bias+ReLU6+add, autotuned, or a legacy call per layer", {"cudnn"}));
-  t.push_back(choice("cudnn-graph", {"auto", "on", "off"}, "auto",
+  t.push_back(choice("cudnn-graph", names(kCudnnGraphs), "auto",
                      "cudnn backend: replay a CUDA graph (auto: unless steps are timed)", {"cudnn"}));
-  t.push_back(choice("cudnn-layout", {"auto", "nchw", "nhwc"}, "auto",
+  t.push_back(choice("cudnn-layout", names(kCudnnLayouts), "auto",
                      "cudnn backend, fused: activation layout (auto: NHWC in tf32 and fp16)", {"cudnn"}));
   // Where files are: not part of what a run measured.
   OptionSpec model =

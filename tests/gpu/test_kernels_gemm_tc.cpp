@@ -77,7 +77,7 @@ void run_tc_case(const TcCase& c, k::DType in_type, k::DType out_type) {
       }
       ref[at] = s;
       inside[at] = 1;
-      bound[at] = (2 * u_in + u_in * u_in + (c.k + 2) * kU32) * abs_sum + 2 * kU32 * (extra + std::fabs(s)) +
+      bound[at] = dot_error_factor(u_in, c.k) * abs_sum + 2 * kU32 * (extra + std::fabs(s)) +
                   1.01 * u_out * std::fabs(s) + tiny + 1e-30;
     }
 

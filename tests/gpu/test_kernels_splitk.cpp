@@ -204,7 +204,7 @@ TEST(KernelSplitK, TensorCoreInKernelReductionMatchesReferenceAndSeparatePass) {
             extra += std::fabs(res[at]);
           }
           ref[at] = s;
-          bound[at] = (2 * kU16 + kU16 * kU16 + (c.k + 2) * kU32) * abs_sum + 2 * kU32 * (extra + std::fabs(s)) +
+          bound[at] = dot_error_factor(kU16, c.k) * abs_sum + 2 * kU32 * (extra + std::fabs(s)) +
                       1.01 * u_out * std::fabs(s) + tiny + 1e-30;
         }
       TypedArray da(t.in, a), db(t.in, b), dres(t.out, res), dc(t.out, ref.size());

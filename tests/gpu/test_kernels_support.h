@@ -21,6 +21,7 @@
 #include "kernels/common.cuh"
 #include "kernels/layout.cuh"  // to_half_bits, half_bits_to_float
 #include "mnv2/device.h"
+#include "precision_bounds.h"
 
 namespace mnv2::test {
 
@@ -124,9 +125,7 @@ Agreement agreement(const std::vector<float>& got, const std::vector<Ref>& ref) 
 }
 
 // ---- reduced precision -------------------------------------------------------------------------------------
-// Unit roundoffs: float32 (2^-24), and half and TF32 (10 stored mantissa bits: 2^-11).
-inline constexpr double kU32 = 1.0 / (1 << 24);
-inline constexpr double kU16 = 1.0 / (1 << 11);
+// Unit roundoffs kU32 and kU16 and the dot product's bound: precision_bounds.h (shared with the op harness).
 
 // A device array of float32 or half values (uploaded from floats, rounded to nearest for half; downloaded as
 // floats). rounded() gives the values the device holds, for references.
