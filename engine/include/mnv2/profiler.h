@@ -136,7 +136,10 @@ struct RunReport {
   std::string timer;                         // "cupti_kernel", "cuda_event", "host_clock"
   std::string execution = "layer by layer";  // of the per-layer phase: "layer by layer" or "graph replay"
   ProfileConfig config;                      // without the input tensor
+  // model_checksum: Model::checksum, "sha256:<64 hex>" of the .onnx file; "fnv1a64:<16 hex>" in older reports
+  // (of the file followed by its external data). match_checksums() compares them.
   std::string model_source, model_checksum;
+  std::vector<ExternalDataFile> model_data_files;  // the model's external data files; empty in older reports
   bool model_synthetic = false;
   std::string input_checksum;
   std::string device;  // GPU name or "CPU"
