@@ -7,6 +7,7 @@ packages=(
   nlohmann-json3-dev  # JSON reports (find_package(nlohmann_json 3.11))
   libopencv-dev libgtest-dev
   libcli11-dev  # the mnv2 command line
+  libssl-dev  # libcrypto's SHA-256: model and external data checksums, the kernel lab's cache keys
   libdnnl-dev ocl-icd-opencl-dev  # oneDNN; its CMake config asks for OpenCL (Debian's build has the OpenCL GPU runtime)
   qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev
   xvfb xauth

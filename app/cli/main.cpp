@@ -660,9 +660,15 @@ void print_saved_files(const std::vector<std::pair<std::string, BenchFile>>& fil
       if (described.insert(r.config.backend + ": " + r.backend_description).second)
         std::cout << "  " << r.config.backend << " " << to_string(r.config.precision) << ": " << r.backend_description
                   << "\n";
-    if (!checksum.empty() && f.model.checksum != checksum)
+    if (checksum.empty()) continue;
+    const ChecksumMatch m = match_checksums(f.model.checksum, checksum);
+    if (m == ChecksumMatch::different)
       std::cout << "WARNING: " << path << " was measured on another model (" << f.model.checksum << ") than this run ("
                 << checksum << ")\n";
+    else if (m == ChecksumMatch::unknown)
+      std::cout << "note: " << path << "'s model checksum (" << f.model.checksum
+                << ") is of another algorithm than this run's (" << checksum
+                << "): whether it was measured on the same model is unknown\n";
   }
 }
 

@@ -2,10 +2,13 @@
 // time every backend when no model file is at hand. It mirrors shared/weights/mobilenet_v2_1.0_224.onnx
 // layer for layer (TensorFlow-style asymmetric pads on stride-2 convolutions, 1001 classes).
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "mnv2/model.h"
+#include "util/sha256.h"
 
 namespace mnv2 {
 
@@ -152,7 +155,7 @@ Model builtin_mobilenet_v2(uint64_t seed) {
   m.preprocess.mean = {0.5f, 0.5f, 0.5f};
   m.preprocess.std = {0.5f, 0.5f, 0.5f};
 
-  std::vector<unsigned char> bytes;
+  std::vector<std::byte> bytes;  // the weights and biases as float32, layer by layer: what the checksum covers
   for (const Layer& l : m.layers) {
     for (const std::vector<float>* v : {&l.weight, &l.bias}) {
       const size_t at = bytes.size();
@@ -160,7 +163,7 @@ Model builtin_mobilenet_v2(uint64_t seed) {
       if (!v->empty()) std::memcpy(bytes.data() + at, v->data(), v->size() * sizeof(float));
     }
   }
-  m.checksum = "fnv1a64:" + fnv1a64_hex(bytes.data(), bytes.size());
+  m.checksum = "sha256:" + sha256_hex(std::span<const std::byte>(bytes));
   assign_blocks_and_names(m);
   return std::move(b.model);
 }

@@ -1,5 +1,5 @@
 // The engine graph's arithmetic: shape inference, parameter/MAC/byte counts per layer, the one-line
-// layer descriptions shown in tables, and the FNV-1a checksum used to identify model files.
+// layer descriptions shown in tables, the FNV-1a hash of input tensors and how two checksums compare.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -324,6 +324,13 @@ int count_layers(const Model& model, LayerKind kind) {
   int n = 0;
   for (const Layer& l : model.layers) n += l.kind == kind ? 1 : 0;
   return n;
+}
+
+ChecksumMatch match_checksums(const std::string& a, const std::string& b) {
+  const size_t ca = a.find(':'), cb = b.find(':');
+  if (ca == std::string::npos || cb == std::string::npos || a.compare(0, ca, b, 0, cb) != 0)
+    return ChecksumMatch::unknown;
+  return a == b ? ChecksumMatch::same : ChecksumMatch::different;
 }
 
 uint64_t fnv1a64_update(uint64_t state, const void* data, size_t size) {

@@ -15,7 +15,9 @@
 #include <deque>
 #include <filesystem>
 
+#include "mnv2/error.h"
 #include "mnv2/input_files.h"
+#include "util/sha256.h"
 
 namespace mnv2::detail {
 
@@ -186,11 +188,27 @@ const ExternalDataReader::OpenFile& ExternalDataReader::open(const std::string& 
     ::close(fd);
     refuse(where + " changed while being opened");
   }
+  // Each file is read whole for its checksum, so the files' sizes count against the same bound as the tensors'
+  // bytes: a small tensor in a huge file is not a way past it.
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > max_total_ - hashed_) {
+    ::close(fd);
+    refuse("external data files together exceed the limit of " + std::to_string(max_total_) + " bytes ('" + location +
+           "' holds " + std::to_string(size) + "; each file is read whole for its checksum)");
+  }
+  std::string checksum;
+  try {
+    checksum = "sha256:" + sha256_fd_hex(fd, "'" + location + "'");
+  } catch (const Error& e) {
+    ::close(fd);
+    refuse(std::string("external data ") + e.what());
+  }
+  hashed_ += size;
   OpenFile f;
   f.fd = fd;
-  f.size = static_cast<uint64_t>(st.st_size);
+  f.size = size;
   resolved_[location] = path;
-  locations_.push_back(location);
+  read_.push_back({location, checksum});
   return files_[path] = f;
 }
 

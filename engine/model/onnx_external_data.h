@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "mnv2/model.h"
+
 namespace onnx {
 class TensorProto;
 }
@@ -36,7 +38,8 @@ struct ExternalRef {
 ExternalRef parse_external_ref(const onnx::TensorProto& t);
 
 // Reads external data below one folder. Each file is opened once (kept open for the reader's life, so a
-// file replaced midway cannot mix two versions), and the bytes read over all tensors are bounded.
+// file replaced midway cannot mix two versions) and hashed whole (SHA-256, in chunks) when opened. The bytes
+// read over all tensors are bounded, and so are the files' sizes together (each is read whole for its hash).
 class ExternalDataReader {
  public:
   // `folder` must exist; it is made canonical once, and no location may lead out of it.
@@ -50,8 +53,8 @@ class ExternalDataReader {
   std::string read(const ExternalRef& ref, uint64_t expected_bytes);
 
   uint64_t total_bytes() const { return total_; }
-  // Locations read from, in the order first used.
-  const std::vector<std::string>& locations() const { return locations_; }
+  // The files read from, in the order first used, with their checksums.
+  const std::vector<ExternalDataFile>& files() const { return read_; }
 
  private:
   struct OpenFile {
@@ -63,10 +66,11 @@ class ExternalDataReader {
 
   std::string root_;  // canonical folder, no trailing '/'
   uint64_t max_total_;
-  uint64_t total_ = 0;
+  uint64_t total_ = 0;                           // tensor bytes read
+  uint64_t hashed_ = 0;                          // file bytes hashed
   std::map<std::string, OpenFile> files_;        // by resolved path
   std::map<std::string, std::string> resolved_;  // location -> resolved path
-  std::vector<std::string> locations_;
+  std::vector<ExternalDataFile> read_;
 };
 
 }  // namespace mnv2::detail

@@ -31,6 +31,7 @@
 #include "mnv2/input_files.h"
 #include "mnv2/model.h"
 #include "model/onnx_external_data.h"
+#include "util/sha256.h"
 
 namespace mnv2 {
 
@@ -1603,12 +1604,11 @@ void check_unread_graph(const std::string& path, const onnx::GraphProto& g, cons
 }
 
 // Reads every external tensor of the main graph (initializers, node attribute tensors such as Constant
-// values) into the model itself, so that the checker and the importer see an ordinary in-file model, and
-// feeds the bytes read into the checksum in file order.
+// values) into the model itself, so that the checker and the importer see an ordinary in-file model; the
+// reader takes each file's checksum as it opens it.
 class ExternalData {
  public:
-  ExternalData(const std::string& path, const OnnxLoadOptions& options, uint64_t& hash)
-      : path_(path), options_(options), hash_(hash) {}
+  ExternalData(const std::string& path, const OnnxLoadOptions& options) : path_(path), options_(options) {}
 
   void load(onnx::TensorProto& t, const std::string& what) {
     try {
@@ -1627,7 +1627,6 @@ class ExternalData {
         reader_.emplace(folder, static_cast<uint64_t>(std::max<int64_t>(0, options_.max_external_bytes)));
       }
       std::string bytes = reader_->read(ref, numel * elem);
-      hash_ = fnv1a64_update(hash_, bytes.data(), bytes.size());
       t.clear_external_data();
       t.set_data_location(onnx::TensorProto::DEFAULT);
       t.set_raw_data(std::move(bytes));
@@ -1638,14 +1637,13 @@ class ExternalData {
 
   void record(ModelFileInfo& info) const {
     if (!reader_) return;
-    info.external_files = reader_->locations();
+    info.external_files = reader_->files();
     info.external_bytes = static_cast<int64_t>(reader_->total_bytes());
   }
 
  private:
   const std::string& path_;
   const OnnxLoadOptions& options_;
-  uint64_t& hash_;
   std::optional<detail::ExternalDataReader> reader_;  // made on the first external tensor
 };
 
@@ -1677,8 +1675,7 @@ Model load_onnx_file(const std::string& path, const OnnxLoadOptions& options) {
 
   // Before the checker: external data is read here under our rules (the checker would look the files up
   // itself), and our messages for absurd shapes and dangling inputs are more direct than its.
-  uint64_t hash = fnv1a64_update(kFnv1a64Basis, bytes.data(), bytes.size());
-  ExternalData external(path, options, hash);
+  ExternalData external(path, options);
   onnx::GraphProto& g = *proto.mutable_graph();
   if (g.sparse_initializer_size() > 0) throw Error(path + ": sparse initializers are not supported");
   for (onnx::TensorProto& t : *g.mutable_initializer()) {
@@ -1736,7 +1733,8 @@ Model load_onnx_file(const std::string& path, const OnnxLoadOptions& options) {
     throw Error(path + ": cannot import the model: " + e.what());
   }
   model.source = path;
-  model.checksum = "fnv1a64:" + hex64(hash);
+  // Of the very bytes parsed (the file is read once): `sha256sum FILE` prints the same digits.
+  model.checksum = "sha256:" + sha256_hex(bytes);
   external.record(model.file);
   model.file.checker_ran = skip.empty();
   const std::string library = "ONNX " + std::string(onnx::LAST_RELEASE_VERSION);

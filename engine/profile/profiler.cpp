@@ -233,6 +233,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   r.run_id = make_run_id(r.backend);
   r.model_source = model.source;
   r.model_checksum = model.checksum;
+  r.model_data_files = model.file.external_files;
   r.model_synthetic = model.synthetic;
   r.commit = MNV2_GIT_COMMIT;
   r.date = iso_date_utc();

@@ -504,6 +504,12 @@ Json report_json(const RunReport& r) {
   meta["commit"] = r.commit;
   meta["model"] = r.model_source;
   meta["model_checksum"] = r.model_checksum;
+  if (!r.model_data_files.empty()) {  // only for a model with external data (and absent in older reports)
+    Json files = Json::array();
+    for (const ExternalDataFile& f : r.model_data_files)
+      files.push_back(Json{{"location", f.location}, {"checksum", f.checksum}});
+    meta["model_data_files"] = files;
+  }
   meta["model_synthetic"] = r.model_synthetic;
   meta["input"] = r.config.input_name;
   meta["input_checksum"] = r.input_checksum;
@@ -712,6 +718,9 @@ RunReport report_from(const Json& j) {
   read_options(m, r);
   r.model_source = json::string_at(m, "model");
   r.model_checksum = json::string_at(m, "model_checksum");
+  if (json::find(m, "model_data_files"))
+    for (const Json& f : json::array_at(m, "model_data_files"))
+      r.model_data_files.push_back({json::string_at(f, "location"), json::string_at(f, "checksum")});
   r.model_synthetic = json::bool_at(m, "model_synthetic");
   r.input_checksum = json::string_at(m, "input_checksum");
 

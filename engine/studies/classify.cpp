@@ -47,7 +47,8 @@ std::string nonfinite_origin(const Model& model, PreparedNet& net, const Tensor&
 
 struct Classifier::Cache {
   const Model* model = nullptr;
-  std::string model_checksum;
+  std::string model_checksum;                      // of the .onnx file (or the synthetic weights)
+  std::vector<ExternalDataFile> model_data_files;  // and of its weights files
   ClassifyConfig config;
   PrepareConfig prepared;
   std::string description;
@@ -74,8 +75,8 @@ ClassifyResult Classifier::classify(const Model& model, const std::vector<std::s
                          config.cudnn};
   Cache& c = *cache_;
   const bool same = c.net && c.model == &model && c.model_checksum == model.checksum &&
-                    c.config.backend == config.backend && c.prepared.batch == pc.batch &&
-                    c.prepared.height == pc.height && c.prepared.width == pc.width &&
+                    c.model_data_files == model.file.external_files && c.config.backend == config.backend &&
+                    c.prepared.batch == pc.batch && c.prepared.height == pc.height && c.prepared.width == pc.width &&
                     c.prepared.precision == pc.precision && c.prepared.cuda == pc.cuda && c.prepared.cudnn == pc.cudnn;
   if (!same) {
     c.net.reset();  // a GPU network's memory is freed before the next one takes its own
@@ -87,6 +88,7 @@ ClassifyResult Classifier::classify(const Model& model, const std::vector<std::s
     c.net = backend->prepare(model, pc);
     c.model = &model;
     c.model_checksum = model.checksum;
+    c.model_data_files = model.file.external_files;
     c.config = config;
     c.prepared = pc;
     c.description = backend->description();

@@ -54,9 +54,26 @@ bool same_topology(const RunReport& a, const RunReport& b) {
 
 std::string model_text(const RunReport& r) {
   std::string t = r.model_synthetic ? "built-in (synthetic weights)" : r.model_source;
-  const std::string sum = r.model_checksum.substr(0, 12);
+  // The algorithm and the first 12 hex digits: "sha256:0123456789ab", "fnv1a64:0123456789ab".
+  const size_t colon = r.model_checksum.find(':');
+  const std::string sum = r.model_checksum.substr(0, colon == std::string::npos ? 12 : colon + 13);
   if (!sum.empty()) t += " [" + sum + "]";
   return t + ", " + std::to_string(r.topology.size()) + " layers";
+}
+
+std::string checksum_algorithm(const std::string& checksum) {
+  const size_t colon = checksum.find(':');
+  return colon == std::string::npos ? "no named algorithm" : checksum.substr(0, colon);
+}
+
+// Whether the two runs used the same model bytes: the .onnx file's checksum and its external data files'.
+// Checksums of different algorithms (a report written while they were FNV-1a against a SHA-256 one) say
+// nothing either way.
+ChecksumMatch same_model(const RunReport& a, const RunReport& b) {
+  if (a.model_synthetic != b.model_synthetic) return ChecksumMatch::different;
+  const ChecksumMatch m = match_checksums(a.model_checksum, b.model_checksum);
+  if (m != ChecksumMatch::same) return m;
+  return a.model_data_files == b.model_data_files ? ChecksumMatch::same : ChecksumMatch::different;
 }
 
 }  // namespace
@@ -101,9 +118,15 @@ RunComparability compare_settings(const RunReport& a, const RunReport& b) {
   if (!same_topology(a, b)) {
     add("model", model_text(a), model_text(b), Weight::refuse,
         "the two runs are of different networks: a layer-by-layer comparison would pair unrelated layers");
-  } else if (a.model_checksum != b.model_checksum || a.model_synthetic != b.model_synthetic) {
+  } else if (const ChecksumMatch m = same_model(a, b); m == ChecksumMatch::different) {
     add("model", model_text(a), model_text(b), Weight::warn,
         "same layers, different weights or file: timings compare, outputs and predictions do not");
+  } else if (m == ChecksumMatch::unknown) {
+    add("model", model_text(a), model_text(b), Weight::note,
+        "same layers; whether the weights are the same is unknown: the checksums are of different algorithms (" +
+            checksum_algorithm(a.model_checksum) + " and " + checksum_algorithm(b.model_checksum) +
+            ", one report written by an older version): timings compare; outputs compare only if the file is the "
+            "same");
   }
 
   // The work per run.

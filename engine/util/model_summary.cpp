@@ -2,6 +2,7 @@
 #include "mnv2/model_summary.h"
 
 #include <charconv>
+#include <filesystem>
 
 #include "mnv2/model.h"
 
@@ -23,8 +24,15 @@ std::string producer(const ModelFileInfo& f) {
 
 std::string external_data(const ModelFileInfo& f) {
   std::string files;
-  for (const std::string& name : f.external_files) files += (files.empty() ? "" : ", ") + name;
+  for (const ExternalDataFile& e : f.external_files) files += (files.empty() ? "" : ", ") + e.location;
   return files + " (" + std::to_string(f.external_bytes) + " bytes read)";
+}
+
+// "<64 hex>  PATH", the line `sha256sum PATH` prints, for a "sha256:" checksum; other checksums as they are.
+std::string sha256sum_line(const std::string& checksum, const std::string& path) {
+  const std::string prefix = "sha256:";
+  if (checksum.compare(0, prefix.size(), prefix) != 0) return checksum + "  " + path;
+  return checksum.substr(prefix.size()) + "  " + path;
 }
 
 }  // namespace
@@ -53,7 +61,16 @@ std::vector<std::pair<std::string, std::string>> model_summary_rows(const Model&
   rows.emplace_back("classes", std::to_string(model.num_classes));
   rows.emplace_back("labels", labels);
   if (!f.checker_note.empty()) rows.emplace_back("checker", f.checker_note);
+  if (model.synthetic || f.ir_version == 0) {
+    rows.emplace_back("checksum", model.checksum + " of the synthetic weights (no file)");
+    return rows;
+  }
+  rows.emplace_back("sha256", sha256sum_line(model.checksum, model.source));
   if (!f.external_files.empty()) rows.emplace_back("external data", external_data(f));
+  // Named as from the model's folder, where the locations are resolved.
+  const std::filesystem::path folder = std::filesystem::path(model.source).parent_path();
+  for (const ExternalDataFile& e : f.external_files)
+    rows.emplace_back("sha256", sha256sum_line(e.checksum, (folder / e.location).string()));
   return rows;
 }
 
@@ -64,6 +81,11 @@ json::Json model_summary_json(const Model& model, const std::string& labels) {
     int64_t v = 0;
     shape.push_back(is_number(d, v) ? json::Json(v) : json::Json(d));  // symbolic dimensions by name
   }
+  json::Json files = json::Json::array(), checksums = json::Json::object();
+  for (const ExternalDataFile& e : f.external_files) {
+    files.push_back(e.location);
+    checksums[e.location] = e.checksum;
+  }
   return json::Json{{"ir_version", f.ir_version == 0 ? json::Json() : json::Json(f.ir_version)},
                     {"opset", f.opset == 0 ? json::Json() : json::Json(f.opset)},
                     {"producer_name", f.producer_name},
@@ -72,7 +94,8 @@ json::Json model_summary_json(const Model& model, const std::string& labels) {
                     {"classes", model.num_classes},
                     {"labels", labels},
                     {"checker", {{"ran", f.checker_ran}, {"note", f.checker_note}}},
-                    {"external_data", {{"files", f.external_files}, {"bytes", f.external_bytes}}}};
+                    {"checksum", model.checksum},  // "sha256:<64 hex>" of the file (of the weights when built in)
+                    {"external_data", {{"files", files}, {"bytes", f.external_bytes}, {"checksums", checksums}}}};
 }
 
 }  // namespace mnv2

@@ -57,8 +57,12 @@ TEST(CliBenchFiles, WithShowsSavedRowsBesideFreshOnes) {
   EXPECT_NE(r.out.find("\ncpu "), std::string::npos) << r.out;
   EXPECT_EQ(count(r.out, "\npytorch "), 4u) << r.out;
   EXPECT_NE(r.out.find("saved: " + kAnchor), std::string::npos) << r.out;
-  // The same model file as the anchor's: no warning.
+  // The anchor's file was written while model checksums were FNV-1a: whether it is this model is unknown, which
+  // is said, and no warning.
   EXPECT_EQ(r.out.find("WARNING"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: " + kAnchor + "'s model checksum (fnv1a64:dba58d2a476a8c2e) is of another algorithm"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("cpu batch 1 224x224: reliability: "), std::string::npos) << r.out;
   const json::Json out = json::parse_file(tmp.file("both.json"));
   ASSERT_EQ(out.at("results").size(), 5u);
@@ -66,11 +70,22 @@ TEST(CliBenchFiles, WithShowsSavedRowsBesideFreshOnes) {
   for (size_t i = 1; i < 5; ++i) EXPECT_EQ(out.at("results")[i].at("backend"), "pytorch");
   EXPECT_EQ(count(read_file(tmp.file("both.csv")), "\n") - 1, 5u);
 
-  // Another model than the file's: said in a warning.
+  // The same file with the model's SHA-256 (`sha256sum` of the shared model): this model, nothing said; another
+  // model than the file's: said in a warning.
+  json::Json file = json::parse_file(kAnchor);
+  file["model"]["checksum"] = "sha256:c29da1d5a35febf4084409fa92f1c495a39e39e1da57dda26e5a3930b83f94dd";
+  const std::string sha_anchor = tmp.file("anchor-sha256.json");
+  write_text(sha_anchor, json::dump(file, 2));
+  auto same = run_cli(
+      {"bench", "--model", main_model_path(), "--batch", "1", "--warmup", "0", "--iters", "2", "--with", sha_anchor});
+  ASSERT_EQ(same.code, 0) << describe(same);
+  EXPECT_EQ(same.out.find("WARNING"), std::string::npos) << same.out;
+  EXPECT_EQ(same.out.find("note: " + sha_anchor), std::string::npos) << same.out;
   auto other = run_cli({"bench", "--model", torchvision_model_path(), "--batch", "1", "--warmup", "0", "--iters", "2",
-                        "--with", kAnchor});
+                        "--with", sha_anchor});
   ASSERT_EQ(other.code, 0) << describe(other);
-  EXPECT_NE(other.out.find("WARNING: " + kAnchor + " was measured on another model"), std::string::npos) << other.out;
+  EXPECT_NE(other.out.find("WARNING: " + sha_anchor + " was measured on another model"), std::string::npos)
+      << other.out;
 }
 
 TEST(CliBenchFiles, BadFilesAreRefusedBeforeAnythingRuns) {

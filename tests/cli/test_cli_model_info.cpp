@@ -2,6 +2,7 @@
 // found in the XDG data folders, and refusals of hostile external data, end to end.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -20,6 +21,16 @@ const std::string kExport = "tv_w035_96_c10_default";
 
 std::string export_file(const std::string& suffix) {
   return std::string(MNV2_TEST_DATA_DIR) + "/pytorch_export/" + kExport + suffix;
+}
+
+// The line `sha256sum PATH` prints ("<64 hex>  PATH\n"), or "" where the tool cannot be run.
+std::string sha256sum_line(const std::string& path) {
+  FILE* p = ::popen(("sha256sum '" + path + "'").c_str(), "r");
+  if (!p) return {};
+  std::string out;
+  char buf[256];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  return ::pclose(p) == 0 ? out : std::string();
 }
 
 void expect_has(const std::string& text, const std::vector<std::string>& parts, const CliResult& r) {
@@ -47,6 +58,19 @@ TEST(CliModelInfo, TextShowsWhatTheFileDeclares) {
               "  labels: built-in ImageNet, 1001 classes (background first)\n"},
              shared);
   EXPECT_EQ(shared.out.find("WARNING"), std::string::npos) << describe(shared);
+
+  // The checksums as `sha256sum` prints them (the shared model's verified with it; the file is fixed), the
+  // external data file's from its folder.
+  expect_has(
+      shared.out,
+      {"  sha256: c29da1d5a35febf4084409fa92f1c495a39e39e1da57dda26e5a3930b83f94dd  " + main_model_path() + "\n"},
+      shared);
+  for (const std::string& path : {main_model_path(), export_file(".onnx"), export_file(".onnx.data")}) {
+    const std::string line = sha256sum_line(path);
+    if (line.empty()) continue;  // no sha256sum here
+    expect_has(path == main_model_path() ? shared.out : r.out, {"  sha256: " + line},
+               path == main_model_path() ? shared : r);
+  }
 }
 
 TEST(CliModelInfo, JsonAndLabelsFile) {
@@ -69,6 +93,12 @@ TEST(CliModelInfo, JsonAndLabelsFile) {
   EXPECT_EQ(f.at("labels").get<std::string>(), "file " + tmp.file("ten.txt"));
   EXPECT_FALSE(f.at("checker").at("ran").get<bool>());
   EXPECT_EQ(f.at("external_data").at("files")[0].get<std::string>(), kExport + ".onnx.data");
+  const std::string data_sum = f.at("external_data").at("checksums").at(kExport + ".onnx.data").get<std::string>();
+  EXPECT_EQ(data_sum.size(), 7u + 64u) << data_sum;
+  EXPECT_EQ(data_sum.rfind("sha256:", 0), 0u) << data_sum;
+  const std::string line = sha256sum_line(export_file(".onnx.data"));
+  if (!line.empty()) EXPECT_EQ(data_sum, "sha256:" + line.substr(0, 64));
+  EXPECT_EQ(f.at("checksum").get<std::string>().rfind("sha256:", 0), 0u);
   ASSERT_EQ(j.at("model").at("warnings").size(), 1u);
 
   // A labels file of the wrong length is an error naming it.

@@ -17,6 +17,13 @@
 
 namespace mnv2::test {
 
+// The locations of the external data files a model read, in the order first used.
+inline std::vector<std::string> external_locations(const Model& m) {
+  std::vector<std::string> out;
+  for (const ExternalDataFile& f : m.file.external_files) out.push_back(f.location);
+  return out;
+}
+
 // Deterministic, distinct values for weights.
 inline std::vector<float> ramp(size_t n, float scale = 0.1f, float offset = -0.3f) {
   std::vector<float> v(n);

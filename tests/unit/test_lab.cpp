@@ -1,4 +1,4 @@
-// The kernel lab's CPU side (issue 18): SHA-256, NVRTC's log as diagnostics, the slot headers and templates
+// The kernel lab's CPU side (issue 18): NVRTC's log as diagnostics, the slot headers and templates
 // compiling with NVRTC (no GPU needed), the compile cache, the "mnv2.lab" document's round trip, the slot table.
 #include <gtest/gtest.h>
 
@@ -12,19 +12,12 @@
 #include "mnv2/lab.h"
 #include "mnv2/model.h"
 #include "test_support.h"
+#include "util/sha256.h"
 
 namespace mnv2 {
 namespace {
 
 namespace fs = std::filesystem;
-
-TEST(LabSha256, KnownVectors) {
-  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  // 56 bytes: the padding spills into a second block.
-  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
-            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-}
 
 TEST(LabDiagnostics, ErrorsAndWarningsWithLinesAndColumns) {
   const std::string log =

@@ -14,6 +14,7 @@
 #include "mnv2/error.h"
 #include "mnv2/model.h"
 #include "test_support.h"
+#include "util/sha256.h"
 
 namespace mnv2 {
 namespace {
@@ -60,9 +61,9 @@ TEST(ModelMain, Topology) {
   EXPECT_FALSE(m.has_softmax);
   EXPECT_TRUE(m.warnings.empty());
   EXPECT_EQ(m.source, test::main_model_path());
-  EXPECT_TRUE(std::regex_match(m.checksum, std::regex("fnv1a64:[0-9a-f]{16}"))) << m.checksum;
+  EXPECT_TRUE(std::regex_match(m.checksum, std::regex("sha256:[0-9a-f]{64}"))) << m.checksum;
   const std::string bytes = test::read_file(test::main_model_path());
-  EXPECT_EQ(m.checksum, "fnv1a64:" + fnv1a64_hex(bytes.data(), bytes.size()));
+  EXPECT_EQ(m.checksum, "sha256:" + sha256_hex(bytes));
 }
 
 TEST(ModelMain, MetadataAndPreprocess) {
@@ -278,7 +279,7 @@ TEST(ModelBuiltin, DeterministicPerSeed) {
   const Model c = builtin_mobilenet_v2(8);
   EXPECT_EQ(a.checksum, b.checksum);
   EXPECT_NE(a.checksum, c.checksum);
-  EXPECT_TRUE(std::regex_match(a.checksum, std::regex("fnv1a64:[0-9a-f]{16}"))) << a.checksum;
+  EXPECT_TRUE(std::regex_match(a.checksum, std::regex("sha256:[0-9a-f]{64}"))) << a.checksum;
   EXPECT_EQ(a.layers[0].weight, b.layers[0].weight);
   EXPECT_NE(a.layers[0].weight, c.layers[0].weight);
   for (const Layer& l : a.layers)

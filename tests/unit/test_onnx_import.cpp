@@ -13,6 +13,7 @@
 #include "mnv2/error.h"
 #include "mnv2/model.h"
 #include "test_support.h"
+#include "util/sha256.h"
 
 namespace mnv2 {
 namespace {
@@ -749,7 +750,7 @@ TEST(OnnxImport, MetadataAndPreprocess) {
   EXPECT_EQ(m.metadata.at("author"), "someone");
   EXPECT_EQ(m.source, path);
   const std::string bytes = test::read_file(path);
-  EXPECT_EQ(m.checksum, "fnv1a64:" + fnv1a64_hex(bytes.data(), bytes.size()));
+  EXPECT_EQ(m.checksum, "sha256:" + sha256_hex(bytes));
 
   for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{{"preprocess.mean", "0.5,0.5"},
                                                                                    {"preprocess.std", "0.5,zero,0.5"},

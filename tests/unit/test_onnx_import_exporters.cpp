@@ -21,6 +21,7 @@
 #include "mnv2/model.h"
 #include "onnx_builder.h"
 #include "test_support.h"
+#include "util/sha256.h"
 
 namespace mnv2::test {
 namespace {
@@ -718,8 +719,8 @@ TEST(ExporterOps, SameLowerAtAnotherSizeIsRefusedByAnalyse) {
   EXPECT_THROW((void)make_backend("cpu")->prepare(m, PrepareConfig{1, 8, 9, Precision::fp32}), Error);
 }
 
-// Two exports with the same graph file and different weights in the external file differ in checksum; the
-// checksum is FNV-1a of the model bytes followed by the external bytes read.
+// Two exports with the same graph file and different weights in the external file: the same .onnx checksum
+// (SHA-256 of its bytes), different checksums of their external data files (SHA-256 of each whole file).
 TEST(ExporterOps, ChecksumCoversExternalData) {
   TempDir a, b;
   for (const TempDir* d : {&a, &b}) {
@@ -733,11 +734,13 @@ TEST(ExporterOps, ChecksumCoversExternalData) {
   }
   ASSERT_EQ(read_file(a.file("m.onnx")), read_file(b.file("m.onnx")));
   const Model ma = load_onnx(a.file("m.onnx")), mb = load_onnx(b.file("m.onnx"));
-  EXPECT_NE(ma.checksum, mb.checksum);
-  const std::string bytes = read_file(a.file("m.onnx")), data = read_file(a.file("weights.bin"));
-  EXPECT_EQ(ma.checksum, "fnv1a64:" + hex64(fnv1a64_update(fnv1a64_update(kFnv1a64Basis, bytes.data(), bytes.size()),
-                                                           data.data(), data.size())));
-  EXPECT_EQ(ma.file.external_files, std::vector<std::string>{"weights.bin"});
+  EXPECT_EQ(ma.checksum, mb.checksum);
+  EXPECT_EQ(ma.checksum, "sha256:" + sha256_hex(read_file(a.file("m.onnx"))));
+  ASSERT_EQ(ma.file.external_files.size(), 1u);
+  ASSERT_EQ(mb.file.external_files.size(), 1u);
+  EXPECT_EQ(ma.file.external_files[0].location, "weights.bin");
+  EXPECT_EQ(ma.file.external_files[0].checksum, "sha256:" + sha256_hex(read_file(a.file("weights.bin"))));
+  EXPECT_NE(ma.file.external_files[0].checksum, mb.file.external_files[0].checksum);
   EXPECT_EQ(ma.file.external_bytes, 24);
 }
 

@@ -256,6 +256,7 @@ TEST(Report, JsonRoundTrips) {
   EXPECT_EQ(b.config.batch, 2);
   EXPECT_EQ(b.config.height, 96);
   EXPECT_EQ(b.model_checksum, r.model_checksum);
+  EXPECT_TRUE(b.model_data_files.empty());  // a model without external data writes none
   EXPECT_EQ(b.execution, "layer by layer");
   EXPECT_FALSE(b.config.graph_replay);
   ASSERT_EQ(b.steps.size(), r.steps.size());

@@ -15,6 +15,7 @@
 #include "mnv2/model_summary.h"
 #include "mnv2/tensor.h"
 #include "test_support.h"
+#include "util/sha256.h"
 
 namespace mnv2::test {
 namespace {
@@ -58,7 +59,9 @@ TEST(PytorchExport, LoadsAsTheNinetyNineLayerTopology) {
   EXPECT_EQ(m.file.producer_name, "pytorch");
   EXPECT_EQ(m.file.input_name, "x");
   EXPECT_EQ(m.file.input_dims, (std::vector<std::string>{"2", "3", "96", "96"}));
-  EXPECT_EQ(m.file.external_files, std::vector<std::string>{"tv_w035_96_c10_default.onnx.data"});
+  ASSERT_EQ(m.file.external_files.size(), 1u);
+  EXPECT_EQ(m.file.external_files[0].location, "tv_w035_96_c10_default.onnx.data");
+  EXPECT_EQ(m.file.external_files[0].checksum, "sha256:" + sha256_hex(read_file(export_path(".onnx.data"))));
   EXPECT_EQ(m.file.external_bytes, 1604544);
   EXPECT_FALSE(m.file.checker_ran);
   ASSERT_EQ(m.warnings.size(), 1u);
@@ -106,7 +109,9 @@ TEST(PytorchExport, SummaryRowsAndJson) {
       {"classes", "10"},
       {"labels", "generated names 'class 0'..'class 9' (no built-in list has 10 classes)"},
       {"checker", m.file.checker_note},
-      {"external data", "tv_w035_96_c10_default.onnx.data (1604544 bytes read)"}};
+      {"sha256", m.checksum.substr(7) + "  " + export_path(".onnx")},
+      {"external data", "tv_w035_96_c10_default.onnx.data (1604544 bytes read)"},
+      {"sha256", m.file.external_files.at(0).checksum.substr(7) + "  " + export_path(".onnx.data")}};
   EXPECT_EQ(rows, want);
   EXPECT_EQ(m.file.checker_note.rfind("skipped: ", 0), 0u) << m.file.checker_note;
 

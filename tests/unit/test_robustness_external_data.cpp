@@ -238,7 +238,7 @@ TEST(ExternalDataHostile, SymbolicLinksInsideTheFolderAreFine) {
     save_conv(l, {{"location", c.location}, {"offset", "0"}, {"length", "24"}});
     const Model m = load_onnx(l.model);
     EXPECT_EQ(m.layers.at(0).weight, kWeights);
-    EXPECT_EQ(m.file.external_files, std::vector<std::string>{c.location});
+    EXPECT_EQ(external_locations(m), std::vector<std::string>{c.location});
   }
   // A folder reached through a symbolic link is the model's folder: locations resolve in its real place.
   fs::create_directory_symlink(l.model_dir, l.root.file("alias"));
@@ -351,6 +351,14 @@ TEST(ExternalDataHostile, TotalBytesAreBounded) {
   small.max_external_bytes = 16;
   expect_refused(l, {"exceed the limit of 16 bytes"}, small);
   small.max_external_bytes = 24;
+  EXPECT_EQ(load_onnx(l.model, small).layers.at(0).weight, kWeights);
+
+  // A small tensor in a large file: the file is read whole for its checksum, so its size counts.
+  write_file(l.in_model("w.bin"), float_bytes(kWeights) + std::string(1000, '\0'));
+  save_conv(l, {{"location", "w.bin"}, {"offset", "0"}, {"length", "24"}});
+  small.max_external_bytes = 100;
+  expect_refused(l, {"exceed the limit of 100 bytes", "'w.bin' holds 1024", "read whole for its checksum"}, small);
+  small.max_external_bytes = 1024;
   EXPECT_EQ(load_onnx(l.model, small).layers.at(0).weight, kWeights);
 }
 
@@ -479,7 +487,7 @@ TEST(ExternalDataHostile, ConstantNodeTensorsAreReadUnderTheSameRules) {
   save({{"location", "k.bin"}, {"offset", "0"}, {"length", "4"}});
   const Model m = load_onnx(l.model);
   EXPECT_EQ(m.layers.at(1).clip_max, 0.5f);
-  EXPECT_EQ(m.file.external_files, std::vector<std::string>{"k.bin"});
+  EXPECT_EQ(external_locations(m), std::vector<std::string>{"k.bin"});
 
   save({{"location", l.outside + "/secret.bin"}});
   const std::string msg = load_error(l.model);

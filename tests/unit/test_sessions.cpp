@@ -89,6 +89,43 @@ TEST(CompareSettings, OtherDataUnderTheSameNameAndShapeIsNoted) {
   EXPECT_EQ(find(compare_settings(a, b), "input")->b, "dog.jpg");
 }
 
+// A report written while model checksums were FNV-1a against a SHA-256 one: nothing is known either way, and
+// the finding says so; two SHA-256 checksums that differ are different models (or weights files).
+TEST(CompareSettings, ModelChecksumsOfAnotherAlgorithmAreUnknownNotDifferent) {
+  RunReport a = real_runs()[0];
+  ASSERT_EQ(a.model_checksum.rfind("sha256:", 0), 0u) << a.model_checksum;
+  RunReport b = a;
+  b.model_checksum = "fnv1a64:dba58d2a476a8c2e";
+  RunComparability c = compare_settings(b, a);
+  const SettingDifference* d = find(c, "model");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->weight, Weight::note);
+  EXPECT_NE(d->consequence.find("unknown"), std::string::npos) << d->consequence;
+  EXPECT_NE(d->consequence.find("fnv1a64 and sha256"), std::string::npos) << d->consequence;
+  EXPECT_EQ(d->consequence.find("different weights"), std::string::npos) << d->consequence;
+  EXPECT_NE(d->a.find("[fnv1a64:dba58d2a476a]"), std::string::npos) << d->a;
+  EXPECT_NE(d->b.find("[" + a.model_checksum.substr(0, 19) + "]"), std::string::npos) << d->b;
+  EXPECT_FALSE(c.warned());
+
+  b.model_checksum = "sha256:" + std::string(64, '0');
+  c = compare_settings(a, b);
+  d = find(c, "model");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->weight, Weight::warn);
+  EXPECT_NE(d->consequence.find("different weights"), std::string::npos) << d->consequence;
+
+  // The same .onnx file with another external data file is another model too.
+  b = a;
+  a.model_data_files = {{"w.bin", "sha256:" + std::string(64, '1')}};
+  b.model_data_files = {{"w.bin", "sha256:" + std::string(64, '2')}};
+  c = compare_settings(a, b);
+  d = find(c, "model");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->weight, Weight::warn);
+  b.model_data_files = a.model_data_files;
+  EXPECT_EQ(find(compare_settings(a, b), "model"), nullptr);
+}
+
 TEST(CompareSettings, EverySettingTheIssueNamesIsStatedWithItsWeight) {
   RunReport a = real_runs()[0];
   RunReport b = a;
@@ -99,7 +136,7 @@ TEST(CompareSettings, EverySettingTheIssueNamesIsStatedWithItsWeight) {
   a.sm_clock_mhz_start = a.sm_clock_mhz_end = 1980;
   b.sm_clock_mhz_start = 1980;
   b.sm_clock_mhz_end = 1500;  // throttled during the run
-  b.model_checksum = "ffff";
+  b.model_checksum = "sha256:" + std::string(64, 'f');
   b.timer = "cupti_kernel";
   a.timer = "cuda_event";
   b.execution = "graph replay";

@@ -37,8 +37,10 @@ void RunComparisonModel::setRuns(ReportPtr a, ReportPtr b) {
         }
       }
     }
-    if (m_note.isEmpty() && m_a->model_checksum != m_b->model_checksum)
-      m_note = QStringLiteral("The runs used different model files (same topology).");
+    // The engine's rule (compare_settings): checksums of different algorithms are unknown, not different.
+    if (m_note.isEmpty())
+      for (const SettingDifference& d : compare_settings(*m_a, *m_b).differences)
+        if (d.setting == "model") m_note = QStringLiteral("Model: %1.").arg(QString::fromStdString(d.consequence));
   }
   endResetModel();
 }

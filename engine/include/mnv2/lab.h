@@ -7,7 +7,6 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "mnv2/backend.h"
@@ -74,9 +73,6 @@ struct LabCompileResult {
 };
 // Throws Error when NVRTC is not available (no GPU plugin) or the toolkit's headers cannot be found.
 LabCompileResult lab_compile(const LabCompileConfig& config);
-
-// SHA-256 of `bytes`, 64 lower-case hex digits.
-std::string sha256_hex(std::string_view bytes);
 
 // ---- a compiled kernel as a backend: "cuda+lab:NAME" --------------------------------------------------------
 

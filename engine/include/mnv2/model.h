@@ -89,6 +89,13 @@ inline constexpr float kMaxAbsPreprocessMean = 1e6f;
 inline constexpr float kMinPreprocessStd = 1e-6f;
 inline constexpr float kMaxPreprocessStd = 1e6f;
 
+// One external data file a model read its weights from.
+struct ExternalDataFile {
+  std::string location;  // as the model file gives it, relative to the model's folder
+  std::string checksum;  // "sha256:<64 hex>" of the whole file: what `sha256sum` prints for it
+  bool operator==(const ExternalDataFile&) const = default;
+};
+
 // Facts about the file a model came from, for `mnv2 info` and the app's Topology header.
 struct ModelFileInfo {
   int64_t ir_version = 0;        // ONNX IR version; 0 for the built-in model
@@ -99,10 +106,10 @@ struct ModelFileInfo {
   // Its declared shape: a number, a symbolic dimension's name (e.g. "batch"), or "?" when the file leaves
   // the dimension unnamed and open.
   std::vector<std::string> input_dims;
-  bool checker_ran = false;                 // the ONNX library's checker validated the file
-  std::string checker_note;                 // in words: "passed (ONNX 1.12.0 library)", or why it was skipped
-  std::vector<std::string> external_files;  // external data files read (locations as the file gives them)
-  int64_t external_bytes = 0;               // bytes read from them
+  bool checker_ran = false;                      // the ONNX library's checker validated the file
+  std::string checker_note;                      // in words: "passed (ONNX 1.12.0 library)", or why it was skipped
+  std::vector<ExternalDataFile> external_files;  // external data files read, in the order first used
+  int64_t external_bytes = 0;                    // bytes read from them
 };
 
 struct Model {
@@ -116,8 +123,9 @@ struct Model {
   bool has_softmax = false;  // the file ended in Softmax; the engine returns the logits before it
   Preprocess preprocess;
   std::string source;  // file path, or "builtin:mobilenet_v2_1.0 (synthetic weights)"
-  // "fnv1a64:<16 hex>" of the file bytes followed by the external data read, in file order (or of the
-  // synthetic weights)
+  // "sha256:<64 hex>" of the .onnx file's bytes, what `sha256sum` prints for it (external data files have
+  // their own, in file.external_files); of the built-in model, of its synthetic weights and biases (float32,
+  // layer order).
   std::string checksum;
   ModelFileInfo file;                           // what the ONNX file declared (empty for the built-in model)
   std::map<std::string, std::string> metadata;  // ONNX metadata_props
@@ -158,7 +166,8 @@ struct OnnxLoadOptions {
   // The folder external data locations are resolved in (and may not leave); empty: the model file's own
   // folder. The fuzzers point it at a scratch folder, since their model "file" is a memfd.
   std::string external_data_dir;
-  // Upper bound on the bytes read from external data files, all tensors together.
+  // Upper bound on the bytes read from external data files, all tensors together; the files' sizes together
+  // are bounded by it too (each is read whole for its SHA-256).
   int64_t max_external_bytes = int64_t{1} << 30;
 };
 
@@ -174,7 +183,13 @@ Model load_onnx(const std::string& path, const OnnxLoadOptions& options = {});
 // without a model file. Predictions from it are meaningless, and its warnings say so.
 Model builtin_mobilenet_v2(uint64_t seed = 2024);
 
-// 64-bit FNV-1a of a byte range, as 16 lower-case hex digits.
+// Whether two checksums ("ALGORITHM:HEX", as Model::checksum and the reports write them) name the same bytes.
+// Two of different algorithms (a report written while model checksums were "fnv1a64:" against a "sha256:"
+// one), or without an algorithm, tell nothing either way: unknown, not different.
+enum class ChecksumMatch { same, different, unknown };
+ChecksumMatch match_checksums(const std::string& a, const std::string& b);
+
+// 64-bit FNV-1a of a byte range, as 16 lower-case hex digits (the input tensor's checksum).
 std::string fnv1a64_hex(const void* data, size_t size);
 // The same hash fed in pieces: start from kFnv1a64Basis, pass each range with the previous result.
 inline constexpr uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;

@@ -146,9 +146,12 @@ struct RunReport {
   std::string execution = "layer by layer";  // of the per-layer phase: "layer by layer" or "graph replay"
   ProfileConfig config;                      // without the input tensor
   // Every per-run option's value and where it came from (flag, environment, saved setting, default); in a
-  // report written before the options object, derived from its metadata with source "default".
+  // report written before the options object, derived from its metadata with source "unknown".
   OptionValues options;
+  // model_checksum: Model::checksum, "sha256:<64 hex>" of the .onnx file; "fnv1a64:<16 hex>" in older reports
+  // (of the file followed by its external data). match_checksums() compares them.
   std::string model_source, model_checksum;
+  std::vector<ExternalDataFile> model_data_files;  // the model's external data files; empty in older reports
   bool model_synthetic = false;
   std::string input_checksum;
   std::string device;  // GPU name or "CPU"
