@@ -128,6 +128,9 @@ int main(int argc, char** argv) {
   if (argc > 1 && argv[1][0] != '-') {
     for (const auto& s : all) {
       if (std::strcmp(s.name, argv[1]) != 0) continue;
+      // CTest runs suites in parallel processes: each keeps its settings in a file of its own, so that one
+      // suite clearing or saving settings never changes another's.
+      QApplication::setApplicationName(QStringLiteral("mnv2-ui-tests-") + QString::fromLatin1(s.name));
       argv[1] = argv[0];  // QtTest sees the program name, then its own options
       return s.run(argc - 1, argv + 1);
     }
