@@ -89,6 +89,9 @@ struct PrepareConfig {
   // net runs with. GPU backends ignore it.
   int cpu_threads = 0;
   CudnnOptions cudnn;  // last, so the positional initialisers above stay valid
+  // The GPU backends' device: the CUDA ordinal among the visible GPUs (CUDA_VISIBLE_DEVICES applies). The cpu
+  // backends ignore it.
+  int device = 0;
 };
 
 struct Availability {

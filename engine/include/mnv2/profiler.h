@@ -40,6 +40,7 @@ struct ProfileConfig {
   std::optional<Tensor> input;
   std::string input_name;  // shown in reports ("cat.input.f32", "random(seed=1)")
   CudnnOptions cudnn;      // the cudnn backend's options (PrepareConfig::cudnn)
+  int device = 0;          // the GPU backends' CUDA ordinal among the visible GPUs (PrepareConfig::device)
   // Where each option's value came from, as the front end resolved it (mnv2/options.h). The fields above are
   // what runs; profile() records them in the report with these sources (a field set by a caller without a
   // source, e.g. a test, is recorded as a flag).
