@@ -39,7 +39,13 @@ mkdir -p "$lab"
 cp -r "$root/kernels/lab/include" "$root/kernels/lab/templates" "$lab/"
 cp -r "$root/examples/lab" "$lab/examples"
 mkdir -p "$stage/bundle/shared/weights" "$stage/bundle/shared/golden"
-cp "$shared"/weights/*.onnx "$shared"/weights/*.txt "$stage/bundle/shared/weights/"
+# MNV2_DEVICE_SLIM=1: the main model only (the second export style is 14 MB; the device tool carries 64 MiB with the
+# working tree), for calls whose sections do not read it (not exports, portable).
+if [[ ${MNV2_DEVICE_SLIM:-0} != 0 ]]; then
+  cp "$shared"/weights/mobilenet_v2_1.0_224.onnx "$shared"/weights/*.txt "$stage/bundle/shared/weights/"
+else
+  cp "$shared"/weights/*.onnx "$shared"/weights/*.txt "$stage/bundle/shared/weights/"
+fi
 cp "$shared"/golden/* "$stage/bundle/shared/golden/"
 mkdir -p "$stage/bundle/shared/images"
 cp "$shared"/images/* "$stage/bundle/shared/images/"  # the app decodes them with QImage there (JPEG: the plugin in app.tar.xz)

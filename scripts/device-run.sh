@@ -5,8 +5,8 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, stem, ffma, tf32, lab, applab, ops;
-# default all but round2, stem, ffma, tf32, lab, applab and ops), e.g.
+# timeline, anchor, cudnn, baseline, round2, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu;
+# default all but round2, stem, ffma, tf32, lab, applab, ops, devices, abab and golden_cpu), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -564,6 +564,86 @@ sanitizer=$(grep -m1 -o "compute-sanitizer .*" "$work/labx_dw_naive.log")
 if [[ -n $sanitizer ]]; then
   TAIL=12 run labx_sanitizer_dw_naive bash -c "$sanitizer"
 fi
+fi
+
+# ---- issue 29 -------------------------------------------------------------------------------------------------
+# devices: every GPU by its ordinal (the two-GPU kind shows device 1): mnv2 info's UUIDs and PCI bus ids against
+# nvidia-smi's, a profile on each device naming that device's card, NVML's view through CUDA_VISIBLE_DEVICES.
+if want devices; then
+  nvidia-smi --query-gpu=index,uuid,pci.bus_id,name,clocks.max.sm,clocks.applications.graphics,clocks.mem,power.limit \
+    --format=csv >"$work/nvidia-smi-devices.csv" 2>&1
+  cat "$work/nvidia-smi-devices.csv" >>"$summary"
+  TAIL=40 run devices_tests ./bin/mnv2_gpu_tests --gtest_filter='Devices.*'
+  for d in $(seq 0 $(( $(nvidia-smi -L | wc -l) - 1 ))); do
+    TAIL=4 run "devices_profile_$d" ./bin/mnv2 profile --backend cuda --device "$d" --batch 8 --warmup 5 --iters 20 \
+      --json "$work/devices_profile_$d.json"
+    python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['runs'][0]['metadata']; print('device', sys.argv[2], \
+'report gpu:', json.dumps(m.get('gpu')), 'options.device:', m['options']['device'], 'sm clock', m['sm_clock_mhz_start'])" \
+      "$work/devices_profile_$d.json" "$d" | tee -a "$summary"
+  done
+  TAIL=12 run devices_visible1_info env CUDA_VISIBLE_DEVICES=1 ./bin/mnv2 info
+  TAIL=6 run devices_visible1_profile env CUDA_VISIBLE_DEVICES=1 ./bin/mnv2 profile --backend cudnn --device 0 \
+    --warmup 2 --iters 5 --json "$work/devices_visible1.json"
+  [[ -f $work/devices_visible1.json ]] && python3 -c "import json,sys; print('CUDA_VISIBLE_DEVICES=1 --device 0 report gpu:', \
+json.dumps(json.load(open(sys.argv[1]))['runs'][0]['metadata'].get('gpu')))" "$work/devices_visible1.json" | tee -a "$summary"
+  TAIL=4 run devices_bad ./bin/mnv2 profile --backend cuda --device 7
+fi
+# abab: old and new binaries alternated A B A B A B in this one call, each bench point's medians compared
+# (.device/old.tar.xz: bundle/bin/mnv2 and bundle/lib/libmnv2_{engine,gpu}.so of the build before the change; the
+# other libraries are the new bundle's, the same packages).
+if want abab; then
+  mkdir -p /tmp/old && tar -xJf "$repo/.device/old.tar.xz" -C /tmp/old
+  points=("cuda fp16 block 1,256" "cuda fp16 none 1,256" "cuda fp32 block 1,256" "cuda fp32 none 1,256"
+    "cudnn fp16 - 1,256" "cudnn fp32 - 1,256")
+  for rep in 1 2 3; do
+    for which in new old; do
+      if [[ $which == new ]]; then bin=./bin/mnv2 lib=$PWD/lib; else bin=/tmp/old/bundle/bin/mnv2 lib=/tmp/old/bundle/lib:$PWD/lib; fi
+      for p in "${points[@]}"; do
+        read -r backend prec fusion batches <<<"$p"
+        extra=(); [[ $fusion != - ]] && extra=(--cuda-fusion "$fusion")
+        name="abab_${which}_${rep}_${backend}_${prec}_${fusion}"
+        TAIL=3 run "$name" env LD_LIBRARY_PATH=$lib "$bin" bench --backend "$backend" \
+          --precision "$prec" "${extra[@]}" --batch "$batches" --warmup 20 --iters 200 --cudnn-plan-cache off \
+          --json "$work/$name.json"
+      done
+    done
+  done
+  python3 - "$work" <<'PY' | tee -a "$summary"
+import glob, json, os, statistics, sys
+work = sys.argv[1]
+fig = {}
+for f in glob.glob(os.path.join(work, "abab_*.json")):
+    _, which, rep, backend, prec, fusion = os.path.basename(f)[:-5].split("_", 5)
+    for r in json.load(open(f))["results"]:
+        for key in ("device_resident_median_ms", "median_ms"):
+            if key in r:
+                fig.setdefault((backend, prec, fusion, r["batch"], key), {}).setdefault(which, []).append(r[key])
+print("ABAB x3 (median of the three medians per binary; new vs old)")
+worst = 0.0
+for k in sorted(fig):
+    o, n = fig[k].get("old", []), fig[k].get("new", [])
+    if len(o) < 3 or len(n) < 3: print(k, "incomplete", o, n); continue
+    mo, mn = statistics.median(o), statistics.median(n)
+    d = 100 * (mn - mo) / mo
+    worst = max(worst, abs(d))
+    print(f"{k[0]:5} {k[1]} {k[2]:5} b{k[3]:<4} {k[4]:26} old {mo:8.4f} new {mn:8.4f} ms  {d:+6.2f}%   old {o} new {n}")
+print(f"largest |difference|: {worst:.2f}%")
+PY
+fi
+# golden_cpu: the CPU-dependent golden CLI cases on this machine's CPU under every oneDNN ISA cap and thread count
+# (the bundle has no image codecs: the cases that decode a JPEG are not among these).
+if want golden_cpu; then
+  grep -m1 "model name" /proc/cpuinfo | tee -a "$summary"
+  for isa in default SSE41 AVX2 AVX512_CORE; do
+    for threads in 1 2; do
+      for case in topology_table bench profile_cpu_batch2 compare memory roofline classify_tensor_json; do
+        TAIL=4 run "golden_${isa}_${threads}_$case" env $([[ $isa != default ]] && echo ONEDNN_MAX_CPU_ISA=$isa) \
+          python3 "$repo/tests/cli/golden/run_golden.py" --mnv2 ./bin/mnv2 --shared shared --threads "$threads" --only "$case"
+      done
+    done
+  done
+  grep -h "^-- golden_" "$summary" | awk '{print $NF, $0}' >/dev/null
+  echo "golden_cpu: $(grep -c '^-- golden_.*exit 0' "$summary") passed, $(grep '^-- golden_' "$summary" | grep -vc 'exit 0') failed" | tee -a "$summary"
 fi
 
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$summary" 2>&1
