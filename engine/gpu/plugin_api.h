@@ -79,9 +79,9 @@ struct Api {
   // The kernel lab (mnv2/lab.h): NVRTC, which needs no GPU, and the cuda backend with a user's kernel in a slot.
   void (*lab_nvrtc_compile)(const LabNvrtcJob& job, LabNvrtcOutput& out) = nullptr;
   std::unique_ptr<Backend> (*make_cuda_lab_backend)(const LabKernelSpec& spec) = nullptr;
-  // Loads a compiled lab module into the current device's context and reads its kernel's name and launch
-  // geometry (MNV2_LAB_BLOCK, _TILE, _SHARED); throws Error naming what is wrong.
-  void (*lab_module_info)(const std::string& cubin_path, LabModuleInfo& info) = nullptr;
+  // Loads a compiled lab module into `device`'s context (making it current) and reads its kernel's name and
+  // launch geometry (MNV2_LAB_BLOCK, _TILE, _SHARED); throws Error naming what is wrong.
+  void (*lab_module_info)(int device, const std::string& cubin_path, LabModuleInfo& info) = nullptr;
 };
 
 // The plugin's one exported symbol, looked up by name with dlsym.

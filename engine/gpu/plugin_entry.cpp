@@ -13,7 +13,7 @@ std::unique_ptr<Backend> make_cudnn_backend();                              // e
 std::unique_ptr<Backend> make_cuda_backend();                               // engine/backends/cuda
 std::unique_ptr<Backend> make_cuda_lab_backend(const LabKernelSpec& spec);  // engine/backends/cuda
 namespace cuda_backend {
-void lab_module_info(const std::string& cubin_path, gpu_plugin::LabModuleInfo& info);  // lab_kernel.cpp
+void lab_module_info(int device, const std::string& cubin_path, gpu_plugin::LabModuleInfo& info);  // lab_kernel.cpp
 }  // namespace cuda_backend
 
 namespace gpu_plugin {

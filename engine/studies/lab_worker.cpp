@@ -231,7 +231,7 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
     const gpu_plugin::Api* gpu = gpu_plugin::api();
     if (gpu == nullptr) throw Error("the GPU plugin is not loaded: " + gpu_plugin::status().problem);
     gpu_plugin::LabModuleInfo info;
-    gpu->lab_module_info(spec.cubin_path, info);
+    gpu->lab_module_info(config.device, spec.cubin_path, info);
     // A kernel written for another slot (or taking anything else) would read this slot's struct as its own: its
     // (mangled) name says what it takes ("_Z6linearN8mnv2_lab16ClassifierParamsE"); an extern "C" kernel's name
     // does not, and is trusted.
