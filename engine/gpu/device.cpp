@@ -60,6 +60,23 @@ GpuProperties read_gpu_properties(int device) {
   return g;
 }
 
+DeviceProbe probe_device(int device) {
+  DeviceProbe p;
+  if (const std::string why = device_problem(device); !why.empty()) {
+    p.reason = why;
+    return p;
+  }
+  try {
+    p.gpu = read_gpu_properties(device);
+  } catch (const Error& e) {
+    p.reason = e.what();
+    return p;
+  }
+  p.ok = true;
+  p.tf32_why_not = tf32_refusal(p.gpu);
+  return p;
+}
+
 DeviceScope::DeviceScope(int device) {
   MNV2_CHECK_CUDA(cudaGetDevice(&previous_));
   if (previous_ != device) MNV2_CHECK_CUDA(cudaSetDevice(device));

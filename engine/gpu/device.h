@@ -28,6 +28,16 @@ std::string device_name(int device);
 // Error where the device cannot be asked.
 GpuProperties read_gpu_properties(int device);
 
+// What a backend learns of a device once: whether it is a visible GPU whose properties can be read, and its
+// properties (code_arch 0: the hardware's own) with the TF32 rule for them.
+struct DeviceProbe {
+  bool ok = false;
+  std::string reason;        // why not, where not ok
+  GpuProperties gpu;         // what the planners read of the device
+  std::string tf32_why_not;  // tf32_refusal(gpu) ("" where tf32 runs)
+};
+DeviceProbe probe_device(int device);
+
 // `device` current for the calling thread while this lives; the previous one again afterwards.
 class DeviceScope {
  public:

@@ -45,41 +45,33 @@ namespace k = kernels;
 
 constexpr const char* kBackendName = "cuda";
 
-// Whether a device can run the backend: code in this binary it runs (machine code, or PTX the driver compiles),
-// and which architecture's features that code was compiled with.
-struct Probe {
-  bool ok = false;
-  std::string reason;
-  GpuProperties gpu;         // what the planner reads of the device, the code architecture included
-  std::string tf32_why_not;  // tf32_refusal for the device and the code that runs there
-};
+// Whether a device can run the backend: the device (gpu::probe_device), code in this binary it runs (machine code,
+// or PTX the driver compiles), and which architecture's features that code was compiled with (GpuProperties::
+// code_arch, which the TF32 rule and the planner read).
+using Probe = gpu::DeviceProbe;
 
 Probe make_probe(int device) {
-  Probe p;
-  if (const std::string why = gpu::device_problem(device); !why.empty()) {
-    p.reason = why;
-    return p;
-  }
+  Probe p = gpu::probe_device(device);
+  if (!p.ok) return p;
   try {
     const gpu::DeviceScope on(device);  // the kernel image is asked of the current device
-    p.gpu = gpu::read_gpu_properties(device);
-    const std::string what = p.gpu.name + " (compute capability " + std::to_string(p.gpu.cc_major) + "." +
-                             std::to_string(p.gpu.cc_minor) + ")";
     k::KernelImage image;
     if (const cudaError_t e = k::probe_kernel_image(&image); e != cudaSuccess) {
       std::string cannot_run;
       for (const GpuDevice& d : cuda_environment().devices)
         if (d.index == device) cannot_run = d.cannot_run;
-      p.reason = "the kernels cannot run on " + what + ": " +
-                 (cannot_run.empty() ? std::string(cudaGetErrorString(e)) : cannot_run);
+      p.ok = false;
+      p.reason = "the kernels cannot run on " + p.gpu.name + " (compute capability " + std::to_string(p.gpu.cc_major) +
+                 "." + std::to_string(p.gpu.cc_minor) +
+                 "): " + (cannot_run.empty() ? std::string(cudaGetErrorString(e)) : cannot_run);
       return p;
     }
     p.gpu.code_arch = image.ptx_version;
   } catch (const Error& e) {
+    p.ok = false;
     p.reason = e.what();
     return p;
   }
-  p.ok = true;
   p.tf32_why_not = tf32_refusal(p.gpu);
   return p;
 }

@@ -81,33 +81,11 @@ const LibraryProbe& library_probe() {
   return probe;
 }
 
-// One device as the backend sees it: its properties (the plan cache's keys name it) and the TF32 rule there.
-struct DeviceProbe {
-  bool ok = false;
-  std::string reason;
-  GpuProperties gpu;         // code_arch 0: cuDNN brings its own kernels for the hardware
-  std::string tf32_why_not;  // tf32_refusal: before Ampere cuDNN would silently compute in fp32, mislabelled
-};
-
-DeviceProbe make_device_probe(int device) {
-  DeviceProbe p;
-  if (const std::string why = gpu::device_problem(device); !why.empty()) {
-    p.reason = why;
-    return p;
-  }
-  try {
-    p.gpu = gpu::read_gpu_properties(device);
-  } catch (const Error& e) {
-    p.reason = e.what();
-    return p;
-  }
-  p.ok = true;
-  p.tf32_why_not = tf32_refusal(p.gpu);
-  return p;
-}
-
-const DeviceProbe& device_probe(int device) {
-  static gpu::PerDevice<DeviceProbe> probes(make_device_probe);
+// One device as the backend sees it: its properties (the plan cache's keys name it) and the TF32 rule there, with
+// code_arch 0 (cuDNN brings its own kernels for the hardware; before Ampere it would silently compute tf32 in fp32,
+// mislabelled).
+const gpu::DeviceProbe& device_probe(int device) {
+  static gpu::PerDevice<gpu::DeviceProbe> probes(gpu::probe_device);
   return probes.get(device);
 }
 
@@ -162,7 +140,7 @@ class CudnnBackend final : public Backend {
   std::unique_ptr<PreparedNet> prepare(const Model& model, const PrepareConfig& config) const override {
     gpu::check_prepare(*this, kBackendName, model, config, [](int device) {
       const LibraryProbe& libraries = library_probe();
-      const DeviceProbe& d = device_probe(device);
+      const gpu::DeviceProbe& d = device_probe(device);
       const Availability a = !libraries.ok ? Availability{false, libraries.reason} : Availability{d.ok, d.reason};
       return gpu::DeviceSupport{a, d.tf32_why_not};
     });
