@@ -232,6 +232,7 @@ json::Json warnings_json(const Model& model) { return json::Json(model.warnings)
 // --threads (or $MNV2_CPU_THREADS): the cpu backends' thread count for this run (PrepareConfig::cpu_threads); 0
 // when neither is given (the backend's default).
 int cpu_threads(const Args& args) { return static_cast<int>(args.options().integer("threads")); }
+int gpu_device_of(const Args& args) { return static_cast<int>(args.options().integer("device")); }
 
 // A run's reliability (mnv2/reliability.h) under its summary: the verdict, then one line per finding, worst
 // first as found ("    unreliable: end-to-end CV 80% (> 10%)").
@@ -279,14 +280,16 @@ int cmd_info(const Args& args) {
     json::Json dj = json::Json::object();
     dj["index"] = d.index;
     dj["name"] = d.name;
+    dj["uuid"] = d.uuid;
+    dj["pci_bus_id"] = d.pci_bus_id;
     dj["compute_capability"] = std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor);
     dj["memory_bytes"] = d.memory_bytes;
     dj["multiprocessors"] = d.multiprocessors;
     if (d.cannot_run.empty()) {
       dj["code"] = d.code;
-      if (d.index == 0 && plugin.loaded) {
+      if (plugin.loaded) {
         std::string why;
-        const int arch = kernel_code_arch(0, &why);
+        const int arch = kernel_code_arch(d.index, &why);
         dj["kernel_code_arch"] = arch > 0 ? json::Json("compute_" + std::to_string(arch)) : json::Json(why);
       }
     } else {
@@ -370,7 +373,8 @@ int cmd_info(const Args& args) {
   for (size_t i = 0; i < env.devices.size(); ++i) {
     const GpuDevice& d = env.devices[i];
     std::cout << "device " << d.index << ": " << d.name << ", sm_" << d.cc_major << d.cc_minor << ", "
-              << d.multiprocessors << " SMs, " << (d.memory_bytes >> 20) << " MiB; ";
+              << d.multiprocessors << " SMs, " << (d.memory_bytes >> 20) << " MiB, " << d.uuid << " at PCI "
+              << d.pci_bus_id << "; ";
     if (!d.cannot_run.empty()) {
       std::cout << "cannot run this build's kernels: " << d.cannot_run << "\n";
       continue;
@@ -542,9 +546,9 @@ int cmd_classify(const Args& args) {
     input = stack_batch(batch);
   }
   Classifier classifier;
-  const ClassifyResult classified = classifier.classify(
-      m.model, labels,
-      ClassifyConfig{backend_name, precision, cuda_options(args), std::max(top, 5), cudnn_options(args)}, input);
+  ClassifyConfig classify_config{backend_name, precision, cuda_options(args), std::max(top, 5), cudnn_options(args)};
+  classify_config.device = gpu_device_of(args);
+  const ClassifyResult classified = classifier.classify(m.model, labels, classify_config, input);
   // NaN/Inf logits: the results still print (exit 0, as for a model with NaN weights), the warning naming the
   // first layer that produced them goes to stderr, whatever the output format.
   for (const auto& w : classified.warnings) std::cerr << "WARNING: " << w << "\n";
@@ -732,6 +736,7 @@ int cmd_bench(const Args& args) {
   sweep.cuda = cuda_options(args);
   sweep.cudnn = cudnn_options(args);
   sweep.cpu_threads = cpu_threads(args);
+  sweep.device = gpu_device_of(args);
   sweep.u8_input = args.flag("--u8");
   if (args.get("--sub-batch")) {
     if (!sweep.u8_input) throw UsageError("--sub-batch applies to the 8-bit input path: add --u8");
@@ -791,6 +796,7 @@ int cmd_memory(const Args& args) {
   pc.precision = precision_of(args);
   pc.cuda = cuda_options(args);
   pc.cudnn = cudnn_options(args);
+  pc.device = gpu_device_of(args);
   LoadedModel m = load_model(args);
   std::tie(pc.height, pc.width) = args.get("--input-size")
                                       ? parse_size(*args.get("--input-size"))
@@ -855,6 +861,7 @@ int cmd_eval(const Args& args) {
   cfg.precision = precision_of(args);
   cfg.cuda = cuda_options(args);
   cfg.cudnn = cudnn_options(args);
+  cfg.device = gpu_device_of(args);
   make_backend(cfg.backend);  // unknown names are usage errors, before any file work
   if (!std::filesystem::is_directory(*images_dir)) throw Error(*images_dir + ": no such folder");
   LoadedModel m = load_model(args);
@@ -934,6 +941,7 @@ ProfileRequest parse_profile_request(const Args& args, bool compare) {
   c.cuda = p.cuda;
   c.cudnn = p.cudnn;
   c.cpu_threads = p.cpu_threads;
+  c.device = p.device;
   c.timer = parse_timer(c.options.value("timing"));
   c.graph_replay = c.options.value("exec") == "graph";
   c.layers_without_graph = compare;  // compare's list mixes backends: those without a graph run layer by layer
@@ -1304,6 +1312,7 @@ void cuda_option_set(Args& a) {
     if (s.per_run && (s.name.rfind("cuda-", 0) == 0 || s.name.rfind("cudnn-", 0) == 0)) a.table(s.name);
 }
 void threads_option(Args& a) { a.table("threads"); }
+void device_option(Args& a) { a.table("device"); }
 void counts_options(Args& a, const char* warmup, const char* iters) {
   a.table("warmup", warmup);
   a.table("iters", iters);
@@ -1333,6 +1342,7 @@ void run_options(Args& a, bool compare) {
   a.value("--image", "run on this photograph, preprocessed as the model says (default: random input, seed 1)");
   a.value("--tensor", "run on this raw float32 NCHW tensor file");
   precision_option(a);
+  device_option(a);
   cuda_option_set(a);
   threads_option(a);
 }
@@ -1420,6 +1430,7 @@ int cmd_lab(const Args& args) {
   c.compile_only = args.flag("--compile-only");
   c.no_time = args.flag("--no-time");
   c.arch = args.get_or("--arch", "");
+  c.device = gpu_device_of(args);
   const std::string json_path = args.get_or("--json", "");
   c.report_csv = args.get_or("--csv", "");
   if (auto out = args.get("--out")) {
@@ -1491,6 +1502,7 @@ const Command kCommands[] = {
        a.value("--tensor", "classify the images of this raw float32 NCHW tensor file instead");
        size_option(a);
        precision_option(a);
+       device_option(a);
        cuda_option_set(a);
        a.flag("--json", "print JSON (top-5, the top K, every logit) instead of text");
        a.positional("images", "image files");
@@ -1522,6 +1534,7 @@ const Command kCommands[] = {
        counts_options(a, "5", "50");
        report_options(a, false);
        precision_option(a);
+       device_option(a);
        cuda_option_set(a);
        threads_option(a);
        a.flag("--u8",
@@ -1556,6 +1569,7 @@ const Command kCommands[] = {
        size_option(a);
        precision_option(a);
        report_options(a, false);
+       device_option(a);
        cuda_option_set(a);
      },
      cmd_memory},
@@ -1570,6 +1584,7 @@ const Command kCommands[] = {
        a.value("--threads", "image loader threads (default min(4, cores))");
        a.output("--json", "write the result as JSON to this file ('-': standard output)");
        precision_option(a);
+       device_option(a);
        cuda_option_set(a);
      },
      cmd_eval},
@@ -1593,6 +1608,7 @@ const Command kCommands[] = {
        a.value("--kernel", "FILE.cu: the kernel (its module's one __global__ function), see docs/KERNEL_LAB.md");
        a.value("--layers", "comma-separated layer indices of the slot to replace (default: all of them)");
        precision_option(a);
+       device_option(a);
        batch_option(a);
        model_options(a);
        a.value("--input", "random (default, seed 1) or a raw float32 NCHW tensor file (one image or the batch)");
