@@ -1,4 +1,4 @@
-// The device ordinal check, the device properties reader and the checks before prepare (device.h).
+// The device properties reader, the device probe and the checks before prepare (device.h).
 #include "gpu/device.h"
 
 #include <cuda_runtime_api.h>
@@ -20,18 +20,6 @@ const GpuDevice* find_device(int device) {
 }
 
 }  // namespace
-
-std::string device_problem(int device) {
-  const CudaEnvironment& env = cuda_environment();
-  if (env.devices.empty()) return env.why_none.empty() ? std::string("no CUDA device") : env.why_none;
-  if (find_device(device) != nullptr) return "";
-  const size_t n = env.devices.size();
-  std::string ordinals;
-  for (const GpuDevice& d : env.devices) ordinals += (ordinals.empty() ? "" : ", ") + std::to_string(d.index);
-  return "device " + std::to_string(device) + " is not a visible GPU: " + std::to_string(n) +
-         (n == 1 ? " GPU is visible (CUDA ordinal " : " GPUs are visible (CUDA ordinals ") + ordinals +
-         "; CUDA_VISIBLE_DEVICES applies)";
-}
 
 std::string device_name(int device) {
   const GpuDevice* d = find_device(device);
@@ -62,11 +50,8 @@ GpuProperties read_gpu_properties(int device) {
 
 DeviceProbe probe_device(int device) {
   DeviceProbe p;
-  if (const std::string why = device_problem(device); !why.empty()) {
-    p.reason = why;
-    return p;
-  }
   try {
+    gpu_device(device);  // a visible GPU, or why not
     p.gpu = read_gpu_properties(device);
   } catch (const Error& e) {
     p.reason = e.what();
@@ -93,9 +78,12 @@ void check_prepare(const Backend& backend, const std::string& who, const Model& 
   if (config.batch < 1 || config.height < 1 || config.width < 1)
     throw UsageError(who + ": batch, height and width must be positive (got batch " + std::to_string(config.batch) +
                      ", " + std::to_string(config.height) + "x" + std::to_string(config.width) + ")");
-  const CudaEnvironment& env = cuda_environment();
-  if (env.devices.empty()) throw Error(who + ": not available: " + device_problem(config.device));
-  if (const std::string why = device_problem(config.device); !why.empty()) throw UsageError(who + ": " + why);
+  if (const std::string why = why_no_gpu(); !why.empty()) throw Error(who + ": not available: " + why);
+  try {
+    gpu_device(config.device);
+  } catch (const UsageError& e) {
+    throw UsageError(who + ": " + e.what());
+  }
   const DeviceSupport s = support(config.device);
   if (!s.availability.available) throw Error(who + ": not available: " + s.availability.reason);
   if (config.precision == Precision::tf32 && !s.tf32_why_not.empty())

@@ -1,6 +1,6 @@
-// Which GPU a backend's work runs on and what it is, for both GPU backends: the one check of a device ordinal
-// (PrepareConfig::device), the one reader of a device's properties (mnv2/gpu_properties.h), a per-device cache
-// for what a backend probes once, and the checks both backends make before they prepare a network.
+// Which GPU a backend's work runs on and what it is, for both GPU backends: the one reader of a device's properties
+// (mnv2/gpu_properties.h), a per-device cache for what a backend probes once, and the checks both backends make before
+// they prepare a network (the device ordinal by the engine's one rule, mnv2/device.h gpu_device).
 #pragma once
 
 #include <functional>
@@ -15,11 +15,6 @@
 #include "mnv2/model.h"
 
 namespace mnv2::gpu {
-
-// "" where `device` names a visible GPU (a CUDA ordinal; CUDA_VISIBLE_DEVICES applies), else why not, in one line:
-// "device 7 is not a visible GPU: 1 GPU is visible (CUDA ordinal 0; CUDA_VISIBLE_DEVICES applies)", or why there is
-// no GPU at all. Asks the cached environment (mnv2/device.h); makes no CUDA call.
-std::string device_problem(int device);
 
 // The name of visible GPU `device` ("" where there is none), for descriptions and cache keys.
 std::string device_name(int device);
@@ -76,9 +71,10 @@ struct DeviceSupport {
 };
 
 // The checks both GPU backends make before preparing, in this order, each throwing with `who` ("cuda") first:
-// a positive batch and input size (UsageError); a visible device (UsageError naming the ordinal and the visible
-// GPUs); the backend available there (Error); tf32 only where it runs there (Error saying why); every layer
-// supported (Error naming the layer). `support` is asked for config.device only once the ordinal is good.
+// a positive batch and input size (UsageError); a GPU at all (Error: not available, and why); a visible device
+// (gpu_device's UsageError, naming the ordinal and the GPUs there are); the backend available there (Error); tf32
+// only where it runs there (Error saying why); every layer supported (Error naming the layer). `support` is asked
+// for config.device only once the ordinal is good.
 void check_prepare(const Backend& backend, const std::string& who, const Model& model, const PrepareConfig& config,
                    const std::function<DeviceSupport(int device)>& support);
 

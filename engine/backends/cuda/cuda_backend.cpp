@@ -57,9 +57,7 @@ Probe make_probe(int device) {
     const gpu::DeviceScope on(device);  // the kernel image is asked of the current device
     k::KernelImage image;
     if (const cudaError_t e = k::probe_kernel_image(&image); e != cudaSuccess) {
-      std::string cannot_run;
-      for (const GpuDevice& d : cuda_environment().devices)
-        if (d.index == device) cannot_run = d.cannot_run;
+      const std::string& cannot_run = gpu_device(device).cannot_run;
       p.ok = false;
       p.reason = "the kernels cannot run on " + p.gpu.name + " (compute capability " + std::to_string(p.gpu.cc_major) +
                  "." + std::to_string(p.gpu.cc_minor) +
