@@ -36,25 +36,6 @@ void check_call(cudaError_t status, const char* op, const char* call, const char
               std::to_string(line) + ": " + describe(status));
 }
 
-DeviceCaps device_caps(int device) {
-  auto attribute = [device](cudaDeviceAttr a) {
-    int v = 0;
-    MNV2_KERNEL_CALL("device_caps", cudaDeviceGetAttribute(&v, a, device));
-    return v;
-  };
-  DeviceCaps c;
-  c.num_sms = attribute(cudaDevAttrMultiProcessorCount);
-  c.smem_per_block_optin = attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
-  c.smem_per_sm = attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
-  c.max_threads_per_sm = attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
-  c.max_blocks_per_sm = attribute(cudaDevAttrMaxBlocksPerMultiprocessor);
-  c.regs_per_sm = attribute(cudaDevAttrMaxRegistersPerMultiprocessor);
-  c.dram_bytes_per_sm_cycle =
-      dram_bytes_per_sm_cycle(attribute(cudaDevAttrMemoryClockRate), attribute(cudaDevAttrGlobalMemoryBusWidth),
-                              attribute(cudaDevAttrClockRate), c.num_sms);
-  return c;
-}
-
 int smem_optin_limit() {
   static const int limit = [] {
     int device = 0, optin = 0;

@@ -36,10 +36,6 @@ void check_launch(const char* op, const char* file, int line);
 // wrapper (cudaFuncSetAttribute and the like).
 void check_call(cudaError_t status, const char* op, const char* call, const char* file, int line);
 
-// The current properties of `device` (throws Error when they cannot be read); dram_bytes_per_sm_cycle as
-// tiles.h computes it from the memory clock and bus width.
-DeviceCaps device_caps(int device);
-
 // The device code the driver loaded for the current device: the architecture it was compiled for
 // (ptx_version, e.g. 75 when compute_75 PTX was JIT-compiled on an H200: the features the code may use) and
 // the machine code's architecture (binary_version, 90 there). Every kernel of this library comes from one

@@ -37,9 +37,9 @@ enum class Layout {
 };
 
 // What the tile choosers need to know of a GPU. The defaults describe the H200 the cost models were fitted on
-// (run 6 of docs/PERFORMANCE.md); device_caps() (common.cuh) reads the real device, and the planner's
-// GpuProperties presets describe others, so a tile that does not fit a smaller GPU's shared memory or
-// registers is never chosen there and the occupancy and bandwidth terms follow the device.
+// (run 6 of docs/PERFORMANCE.md); the engine derives it from its one GPU description (a real device's or a
+// preset's), so a tile that does not fit a smaller GPU's shared memory or registers is never chosen there and the
+// occupancy and bandwidth terms follow the device.
 struct DeviceCaps {
   int num_sms = 132;
   int smem_per_block_optin = 227 * 1024;  // bytes of dynamic shared memory a block may opt in to

@@ -2,6 +2,7 @@
 #include "backends/layer_checks.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 namespace mnv2 {
@@ -57,6 +58,12 @@ std::optional<std::string> malformed_reason(const Layer& layer) {
                               layer.out_features);
   }
   return "unknown layer kind " + std::to_string(static_cast<int>(layer.kind));
+}
+
+std::string format_number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
 }
 
 std::string layer_label(const Layer& layer) {

@@ -15,4 +15,7 @@ std::optional<std::string> malformed_reason(const Layer& layer);
 // "layer 7 'block2.dw' (Conv2d)", for error messages.
 std::string layer_label(const Layer& layer);
 
+// A number as messages and variant strings show it (printf's %g: "6", "0.5", "inf").
+std::string format_number(double x);
+
 }  // namespace mnv2

@@ -1,6 +1,8 @@
-// Helpers shared by the GPU backend tests (test_cudnn_backend.cpp, test_cuda_backend.cpp): fresh seeds, the
-// two models, error figures, top-5 and the reduced-precision class check, a golden file's run,
-// single-convolution models, and an observer that writes down every call.
+// Helpers shared by the GPU backend tests (the contract every GPU backend and variant keeps,
+// test_gpu_backend_contract.cpp; what only one backend does, test_cuda_backend.cpp and test_cudnn_backend.cpp): fresh
+// seeds, the models (the two MobileNetV2 exports, single convolutions, small networks of every op and of layers no
+// fusion takes), error figures, top-5 and the reduced-precision class check, a golden file's run, the steps' cover
+// of the layers, the test process's own cudnn plan cache, and an observer that writes down every call.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,10 +11,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mnv2/backend.h"
@@ -160,6 +165,106 @@ inline Model single_conv_model(const ConvCase& c, std::mt19937_64& gen) {
   return m;
 }
 
+inline Layer& add_layer(Model& m, LayerKind kind, std::vector<int> inputs) {
+  Layer l;
+  l.index = static_cast<int>(m.layers.size());
+  l.kind = kind;
+  l.name = "l" + std::to_string(l.index);
+  l.inputs = std::move(inputs);
+  m.layers.push_back(l);
+  return m.layers.back();
+}
+
+// Every op kind, fused the way MobileNetV2 is (ReLU without an upper bound, a clip other than 6, a residual
+// add whose other operand is an earlier step's output).
+inline Model every_op_model(std::mt19937_64& gen) {
+  Model m = single_conv_model({3, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 10, 12, true}, gen);
+  Layer& relu = add_layer(m, LayerKind::ReLU, {0});
+  relu.clip_min = 0.0f;
+  relu.clip_max = std::numeric_limits<float>::infinity();
+  Layer& pw = add_layer(m, LayerKind::Conv2d, {1});
+  pw.conv.in_channels = pw.conv.out_channels = 8;
+  pw.weight = random_floats(gen, 64, -1.0f, 1.0f);
+  pw.bias = random_floats(gen, 8, -1.0f, 1.0f);
+  Layer& clip = add_layer(m, LayerKind::ReLU, {2});
+  clip.clip_min = 0.0f;
+  clip.clip_max = 3.5f;
+  add_layer(m, LayerKind::ResidualAdd, {1, 3});
+  add_layer(m, LayerKind::GlobalAveragePool, {4});
+  Layer& fc = add_layer(m, LayerKind::Linear, {5});
+  fc.in_features = 8;
+  fc.out_features = 5;
+  fc.weight = random_floats(gen, 40, -1.0f, 1.0f);
+  fc.bias = random_floats(gen, 5, -1.0f, 1.0f);
+  m.num_classes = 5;
+  return m;
+}
+
+// Layers a fusing plan cannot fuse: a clip and an add reading the network input, a clip whose input has a second
+// reader, an add of two non-convolution outputs, a stride-2 depthwise with asymmetric pads feeding a Linear over a
+// 3x4 map (an NHWC plan reads it in another order than the weights are given in). Input 4 channels, 7x8.
+inline Model unfusable_model(std::mt19937_64& gen) {
+  Model m;
+  m.input_channels = 4;
+  m.input_height = 7;
+  m.input_width = 8;
+  Layer& in_clip = add_layer(m, LayerKind::ReLU6, {kNetworkInput});  // 0
+  in_clip.clip_min = 0.0f;
+  in_clip.clip_max = 6.0f;
+  add_layer(m, LayerKind::ResidualAdd, {0, kNetworkInput});  // 1
+  Layer& pw = add_layer(m, LayerKind::Conv2d, {1});          // 2: pointwise 4 -> 4, two readers
+  pw.conv.in_channels = pw.conv.out_channels = 4;
+  pw.weight = random_floats(gen, 16, -1.0f, 1.0f);
+  Layer& clip = add_layer(m, LayerKind::ReLU6, {2});  // 3: not fused (2 has another reader)
+  clip.clip_min = 0.0f;
+  clip.clip_max = 6.0f;
+  add_layer(m, LayerKind::ResidualAdd, {2, 3});      // 4
+  Layer& dw = add_layer(m, LayerKind::Conv2d, {4});  // 5: depthwise 3x3 s2, pads [0,0,1,1]
+  dw.conv.in_channels = dw.conv.out_channels = dw.conv.groups = 4;
+  dw.conv.kernel_h = dw.conv.kernel_w = 3;
+  dw.conv.stride_h = dw.conv.stride_w = 2;
+  dw.conv.pad_bottom = dw.conv.pad_right = 1;
+  dw.weight = random_floats(gen, 36, -1.0f, 1.0f);
+  dw.bias = random_floats(gen, 4, -1.0f, 1.0f);
+  Layer& fc = add_layer(m, LayerKind::Linear, {5});  // 6: over the 4-channel 3x4 map
+  fc.in_features = 4 * 3 * 4;
+  fc.out_features = 6;
+  fc.weight = random_floats(gen, 6 * 48, -1.0f, 1.0f);
+  fc.bias = random_floats(gen, 6, -1.0f, 1.0f);
+  m.num_classes = 6;
+  return m;
+}
+
+// Every step covers consecutive layers, each layer exactly once; a fused step's name lists them all.
+inline void expect_steps_cover_layers(const std::vector<ExecStep>& steps, size_t layers) {
+  std::vector<int> seen(layers, 0);
+  int next = 0;
+  for (const ExecStep& s : steps) {
+    ASSERT_FALSE(s.layers.empty()) << s.name;
+    for (int l : s.layers) {
+      ASSERT_EQ(l, next) << "step '" << s.name << "' does not continue at layer " << next;
+      ++seen[static_cast<size_t>(l)];
+      ++next;
+      EXPECT_NE(s.name.find(" " + std::to_string(l)), std::string::npos) << s.name << " does not name layer " << l;
+    }
+    EXPECT_FALSE(s.variant.empty()) << s.name;
+  }
+  for (size_t l = 0; l < layers; ++l) EXPECT_EQ(seen[l], 1) << "layer " << l;
+}
+
+// The cudnn backend's plan cache of this test process: a file of its own (never the user's), the same for the whole
+// process, set on first use.
+inline std::string test_cache_file() {
+  static const std::string path = [] {
+    const std::string p =
+        (std::filesystem::temp_directory_path() / ("mnv2-test-cudnn-plans-" + std::to_string(fresh_seed()) + ".json"))
+            .string();
+    synced_setenv("MNV2_CUDNN_PLAN_CACHE", p.c_str(), 1);
+    return p;
+  }();
+  return path;
+}
+
 // A StepObserver that writes down every call.
 class RecordingObserver final : public StepObserver {
  public:
@@ -173,6 +278,14 @@ class RecordingObserver final : public StepObserver {
   void step_begin(int step, void* stream) override { calls.push_back({'s', step, stream}); }
   void step_end(int step, void* stream) override { calls.push_back({'e', step, stream}); }
   std::vector<Call> calls;
+};
+
+// Claims to see inside graph replays, for the refusals that come before any replay (the backend checks first).
+class GraphClaimingObserver final : public StepObserver {
+ public:
+  void step_begin(int, void*) override {}
+  void step_end(int, void*) override {}
+  uint64_t graph_observer_id() const override { return 12345; }
 };
 
 }  // namespace mnv2::test

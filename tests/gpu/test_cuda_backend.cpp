@@ -1,28 +1,25 @@
-// The cuda backend (our own kernels) on a GPU, in both variants (fast: NHWC + fused epilogues; baseline:
-// im2col + GEMM, one step per layer): logits against every golden file, every materialised layer against
-// the cpu backend (batch 1 and 3, odd input sizes, the second model), a table of single convolutions, small
-// networks that exercise every fallback, fused-step attribution, the CUDA graph against layer-by-layer runs,
-// observers, the profiler with both timers, and errors. Every test skips where there is no CUDA device.
+// What only the cuda backend (our own kernels) does, on a GPU; the contract every GPU backend keeps in every variant
+// and precision (logits, every layer against the cpu reference, the graph against layer-by-layer runs, observers,
+// refusals, memory) is test_gpu_backend_contract.cpp. Here: the plans' steps as the fast path, the baseline, the
+// op fusions and the reduced precisions make them (names, variants, counts, what is not fused and why), CUPTI's
+// attribution of graph replays to steps, the kernels per run against the plan's prediction, PDL and in-kernel
+// split-K bit for bit, the profiler over fused steps, the precisions each variant takes. Every test skips where there
+// is no CUDA device.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <random>
-#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_backend_test_support.h"
 #include "mnv2/backend.h"
-#include "mnv2/bench.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
 #include "mnv2/model.h"
@@ -33,9 +30,6 @@
 
 namespace mnv2::test {
 namespace {
-
-// Float32 (FFMA) like the cpu reference; only the order of summation differs.
-const double kMaxRelL2 = precision_logits_bound(Precision::fp32);
 
 // The options every cuda network of the current scope is prepared with, as a front end passes them
 // (PrepareConfig::cuda); ScopedOption sets one of them for one scope.
@@ -69,7 +63,7 @@ class ScopedOption {
   CudaOptions saved_;
 };
 
-// The cuda backend, handed g_options in every prepare() (expect_layers_match_cpu prepares through it too).
+// The cuda backend, handed g_options in every prepare().
 class OptionedBackend final : public Backend {
  public:
   explicit OptionedBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
@@ -87,8 +81,6 @@ class OptionedBackend final : public Backend {
  private:
   std::unique_ptr<Backend> inner_;
 };
-
-const char* const kVariants[] = {"fast", "baseline"};
 
 class CudaBackendTest : public ::testing::Test {
  protected:
@@ -113,48 +105,6 @@ class CudaBackendTest : public ::testing::Test {
   std::unique_ptr<Backend> backend_;
 };
 
-TEST_F(CudaBackendTest, DescribesItself) {
-  const std::string text = backend_->description();
-  EXPECT_NE(text.find("custom CUDA kernels"), std::string::npos) << text;
-  EXPECT_NE(text.find(cuda_environment().devices.front().name), std::string::npos) << text;
-  std::printf("cuda backend: %s\n", text.c_str());
-}
-
-TEST_F(CudaBackendTest, LogitsMatchEveryGoldenFileInBothVariants) {
-  for (const char* variant : kVariants) {
-    ScopedOption env("variant", variant);
-    SCOPED_TRACE(std::string("variant ") + variant);
-    auto net = prepare(main_model(), 1, 224, 224);
-    for (const std::string& name : golden_image_names()) {
-      SCOPED_TRACE("golden " + name);
-      const GoldenRun r = run_golden(*net, name, variant, kMaxRelL2);
-      EXPECT_LT(r.rel_l2, kMaxRelL2);
-      EXPECT_EQ(r.top5, r.golden.top5);
-    }
-    auto tv = prepare(torchvision_model(), 1, 224, 224);
-    const GoldenRun r = run_golden(*tv, "torchvision_random", variant, kMaxRelL2);
-    EXPECT_LT(r.rel_l2, kMaxRelL2);
-    EXPECT_EQ(r.top5, r.golden.top5);
-  }
-}
-
-// Every step covers consecutive layers, each layer exactly once; a fused step's name lists them all.
-void expect_steps_cover_layers(const std::vector<ExecStep>& steps, size_t layers) {
-  std::vector<int> seen(layers, 0);
-  int next = 0;
-  for (const ExecStep& s : steps) {
-    ASSERT_FALSE(s.layers.empty()) << s.name;
-    for (int l : s.layers) {
-      ASSERT_EQ(l, next) << "step '" << s.name << "' does not continue at layer " << next;
-      ++seen[static_cast<size_t>(l)];
-      ++next;
-      EXPECT_NE(s.name.find(" " + std::to_string(l)), std::string::npos) << s.name << " does not name layer " << l;
-    }
-    EXPECT_FALSE(s.variant.empty()) << s.name;
-  }
-  for (size_t l = 0; l < layers; ++l) EXPECT_EQ(seen[l], 1) << "layer " << l;
-}
-
 // A graph replay (no observer) and a layer-by-layer run (a per-step observer: one call before and after each step
 // and the run) give bitwise the same logits on the same random input of `shape`.
 void expect_graph_equals_layer_by_layer(PreparedNet& net, const Shape& shape) {
@@ -169,98 +119,26 @@ void expect_graph_equals_layer_by_layer(PreparedNet& net, const Shape& shape) {
   EXPECT_EQ(std::memcmp(graph.data.data(), layers.data.data(), graph.data.size() * sizeof(float)), 0);
 }
 
-// Runs `model` through cpu (fp32) and cuda (in `precision`) on the same random input, keeping every layer
-// output: the logits must stay within the mode's stated bound and every layer the cuda backend materialises
-// within 1e-5 (fp32) or the diff's divergence threshold of the mode (precision_layer_threshold); fused-away
-// layers must be empty, and only those.
-void expect_layers_match_cpu(const Backend& cuda, const Model& model, int batch, int height, int width,
-                             const std::string& what, Precision precision = Precision::fp32) {
-  const uint64_t seed = fresh_seed();
-  const std::string where = what + ", " + to_string(precision) + ", batch " + std::to_string(batch) + ", " +
-                            std::to_string(height) + "x" + std::to_string(width) +
-                            ", MNV2_TEST_SEED=" + std::to_string(seed);
-  const double logits_bound = precision_logits_bound(precision);
-  const double layer_bound = precision == Precision::fp32 ? kMaxRelL2 : precision_layer_threshold(precision);
-  SCOPED_TRACE(where);
-  PrepareConfig config;
-  config.batch = batch;
-  config.height = height;
-  config.width = width;
-  const Tensor input = random_input(Shape{batch, model.input_channels, height, width}, seed);
-  RunOptions keep;
-  keep.keep_layer_outputs = true;
+const Precision kReduced[] = {Precision::tf32, Precision::fp16};
 
-  auto cpu_net = make_backend("cpu-ref")->prepare(model, config);
-  const Tensor cpu_logits = cpu_net->run(input, keep);
-  config.precision = precision;
-  auto gpu_net = cuda.prepare(model, config);
-  const Tensor gpu_logits = gpu_net->run(input, keep);
-
-  const std::vector<ExecStep>& steps = gpu_net->steps();
-  expect_steps_cover_layers(steps, model.layers.size());
-  std::vector<int> step_of(model.layers.size(), -1);
-  for (size_t s = 0; s < steps.size(); ++s)
-    for (int l : steps[s].layers) step_of[static_cast<size_t>(l)] = static_cast<int>(s);
-
-  ASSERT_EQ(gpu_logits.shape, cpu_logits.shape);
-  EXPECT_LT(rel_l2_of(gpu_logits, cpu_logits), logits_bound) << "logits";
-
-  const std::vector<Tensor>& gpu_out = gpu_net->layer_outputs();
-  const std::vector<Tensor>& cpu_out = cpu_net->layer_outputs();
-  ASSERT_EQ(gpu_out.size(), model.layers.size());
-  double worst = 0;
-  size_t worst_layer = 0;
-  int compared = 0;
-  for (size_t i = 0; i < model.layers.size(); ++i) {
-    const Layer& layer = model.layers[i];
-    const ExecStep& step = steps[static_cast<size_t>(step_of[i])];
-    const bool materialised = step.layers.back() == static_cast<int>(i);
-    if (!materialised) {
-      EXPECT_TRUE(gpu_out[i].empty()) << "layer " << i << " is fused away in '" << step.name << "' yet has data";
-      continue;
-    }
-    ASSERT_EQ(gpu_out[i].shape, cpu_out[i].shape) << "layer " << i;
-    const double err = rel_l2_of(gpu_out[i], cpu_out[i]);
-    ++compared;
-    if (!(err <= worst)) {
-      worst = err;
-      worst_layer = i;
-    }
-    EXPECT_LT(err, layer_bound) << "layer " << i << " '" << layer.name << "' " << describe(layer) << " output "
-                                << cpu_out[i].shape.str() << ", step '" << step.name << "' variant '" << step.variant
-                                << "'";
+// The reduced modes this GPU and this build's code run: tf32 needs TF32 tensor cores in the code that runs
+// (compute_80 or newer; a compute_75 PTX build runs fp16 only, and says so).
+std::vector<Precision> reduced_here(const Backend& backend) {
+  std::vector<Precision> out;
+  for (Precision p : kReduced) {
+    if (backend.supports(p))
+      out.push_back(p);
+    else
+      std::printf("%s not run here: %s\n", to_string(p), tf32_kernels_missing().c_str());
   }
-  std::printf("%s: %zu steps, %d layers compared, logits rel L2 %.3g, worst layer %zu '%s' rel L2 %.3g\n",
-              where.c_str(), steps.size(), compared, rel_l2_of(gpu_logits, cpu_logits), worst_layer,
-              model.layers[worst_layer].name.c_str(), worst);
+  return out;
 }
 
-TEST_F(CudaBackendTest, EveryLayerMatchesCpuBatch1) {
-  for (const char* variant : kVariants) {
-    ScopedOption env("variant", variant);
-    expect_layers_match_cpu(*backend_, main_model(), 1, 224, 224, std::string("main ") + variant);
-  }
-}
-TEST_F(CudaBackendTest, EveryLayerMatchesCpuBatch3) {
-  for (const char* variant : kVariants) {
-    ScopedOption env("variant", variant);
-    expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, std::string("main ") + variant);
-  }
-}
-TEST_F(CudaBackendTest, EveryLayerMatchesCpuOddInputSize) {
-  // Odd sizes: every stride-2 convolution with pads [0,0,1,1] meets odd and even maps, and 7x7 maps become
-  // maps with pixel counts that are not multiples of 4.
-  for (const char* variant : kVariants) {
-    ScopedOption env("variant", variant);
-    expect_layers_match_cpu(*backend_, main_model(), 1, 193, 257, std::string("main ") + variant);
-    expect_layers_match_cpu(*backend_, main_model(), 2, 97, 131, std::string("main ") + variant);
-  }
-}
-TEST_F(CudaBackendTest, EveryLayerMatchesCpuTorchvisionModel) {
-  for (const char* variant : kVariants) {
-    ScopedOption env("variant", variant);
-    expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, std::string("torchvision ") + variant);
-  }
+TEST_F(CudaBackendTest, DescribesItself) {
+  const std::string text = backend_->description();
+  EXPECT_NE(text.find("custom CUDA kernels"), std::string::npos) << text;
+  EXPECT_NE(text.find(cuda_environment().devices.front().name), std::string::npos) << text;
+  std::printf("cuda backend: %s\n", text.c_str());
 }
 
 TEST_F(CudaBackendTest, FastPathFusesEpiloguesAndNamesEveryCoveredLayer) {
@@ -311,219 +189,19 @@ TEST_F(CudaBackendTest, UnknownVariantOrGraphModeIsUsageError) {
   EXPECT_THROW(prepare(main_model(), 1, 224, 224), UsageError);
 }
 
-Layer& add_layer(Model& m, LayerKind kind, std::vector<int> inputs) {
-  Layer l;
-  l.index = static_cast<int>(m.layers.size());
-  l.kind = kind;
-  l.name = "l" + std::to_string(l.index);
-  l.inputs = std::move(inputs);
-  m.layers.push_back(l);
-  return m.layers.back();
-}
-
-// A single convolution reads the network input (the NCHW direct path); a second one behind a ReLU reads an
-// NHWC map (depthwise, pointwise or the NHWC direct fallback). Both variants, every shape of the table.
-TEST_F(CudaBackendTest, ConvolutionTableMatchesCpu) {
-  const ConvCase cases[] = {
-      {3, 8, 3, 3, 2, 2, 0, 0, 1, 1, 1, 16, 16, true},     // the main model's stem
-      {8, 8, 3, 3, 2, 2, 0, 0, 1, 1, 8, 15, 17, true},     // its stride-2 depthwise, odd map
-      {8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8, 9, 9, true},       // symmetric depthwise
-      {6, 4, 3, 3, 2, 2, 1, 0, 0, 2, 2, 11, 10, true},     // groups 2, asymmetric pads
-      {4, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 7, 5, false},      // pointwise without bias
-      {5, 7, 2, 3, 2, 1, 2, 1, 0, 1, 1, 8, 9, true},       // non-square kernel, mixed strides and pads
-      {16, 16, 5, 5, 2, 2, 2, 2, 2, 2, 16, 12, 12, true},  // 5x5 depthwise
-      {4, 4, 3, 3, 1, 1, 2, 0, 0, 3, 1, 6, 7, true},       // pads larger than one side needs
-  };
-  for (const char* variant : kVariants) {
-    ScopedOption env("variant", variant);
-    for (const ConvCase& c : cases) {
-      const uint64_t seed = fresh_seed();
-      std::mt19937_64 gen(seed);
-      // The network input feeds a ReLU6 (an NHWC copy in the fast path), which feeds the convolution.
-      Model m = single_conv_model(c, gen);
-      Model model;
-      model.input_channels = c.in_channels;
-      model.input_height = c.height;
-      model.input_width = c.width;
-      Layer& relu = add_layer(model, LayerKind::ReLU6, {kNetworkInput});
-      relu.clip_min = 0.0f;
-      relu.clip_max = 6.0f;
-      Layer conv = m.layers[0];
-      conv.index = 1;
-      conv.inputs = {0};
-      model.layers.push_back(conv);
-      model.num_classes = c.out_channels;
-      std::ostringstream what;
-      what << variant << " in " << c.in_channels << " out " << c.out_channels << " kernel " << c.kernel_h << "x"
-           << c.kernel_w << " stride " << c.stride_h << "x" << c.stride_w << " pads [" << c.pad_top << "," << c.pad_left
-           << "," << c.pad_bottom << "," << c.pad_right << "] groups " << c.groups << " map " << c.height << "x"
-           << c.width;
-      expect_layers_match_cpu(*backend_, m, 2, c.height, c.width, what.str() + " (reads the input)");
-      expect_layers_match_cpu(*backend_, model, 2, c.height, c.width, what.str() + " (behind a ReLU6)");
-    }
-  }
-}
-
-// Every op kind, fused the way MobileNetV2 is (ReLU without an upper bound, a clip other than 6, a residual
-// add whose other operand is an earlier step's output).
-Model every_op_model(std::mt19937_64& gen) {
-  Model m = single_conv_model({3, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 10, 12, true}, gen);
-  Layer& relu = add_layer(m, LayerKind::ReLU, {0});
-  relu.clip_min = 0.0f;
-  relu.clip_max = std::numeric_limits<float>::infinity();
-  Layer& pw = add_layer(m, LayerKind::Conv2d, {1});
-  pw.conv.in_channels = pw.conv.out_channels = 8;
-  pw.weight = random_floats(gen, 64, -1.0f, 1.0f);
-  pw.bias = random_floats(gen, 8, -1.0f, 1.0f);
-  Layer& clip = add_layer(m, LayerKind::ReLU, {2});
-  clip.clip_min = 0.0f;
-  clip.clip_max = 3.5f;
-  add_layer(m, LayerKind::ResidualAdd, {1, 3});
-  add_layer(m, LayerKind::GlobalAveragePool, {4});
-  Layer& fc = add_layer(m, LayerKind::Linear, {5});
-  fc.in_features = 8;
-  fc.out_features = 5;
-  fc.weight = random_floats(gen, 40, -1.0f, 1.0f);
-  fc.bias = random_floats(gen, 5, -1.0f, 1.0f);
-  m.num_classes = 5;
-  return m;
-}
-
-TEST_F(CudaBackendTest, SmallNetworkOfEveryOpMatchesCpu) {
-  const uint64_t seed = fresh_seed();
-  std::mt19937_64 gen(seed);
-  SCOPED_TRACE("MNV2_TEST_SEED=" + std::to_string(seed));
-  const Model m = every_op_model(gen);
-  for (const Layer& l : m.layers) ASSERT_FALSE(backend_->unsupported_reason(l)) << describe(l);
-  for (const char* variant : kVariants) {
-    ScopedOption env("variant", variant);
-    expect_layers_match_cpu(*backend_, m, 3, 10, 12, std::string("every op, ") + variant);
-  }
-  auto net = prepare(m, 1, 10, 12);
-  ASSERT_EQ(net->steps().size(), 4u);
-  EXPECT_EQ(net->steps()[0].name, "Conv2d 0 + ReLU 1");
-  EXPECT_EQ(net->steps()[1].name, "Conv2d 2 + ReLU 3 + ResidualAdd 4");
-}
-
-// Layers the fast path cannot fuse: a clip and an add reading the network input (NHWC copy), a clip whose
-// input has a second reader, an add of two non-convolution outputs, a stride-2 depthwise with asymmetric
-// pads feeding a Linear over a 3x4 map (weights permuted for the NHWC flattening order).
-Model unfusable_model(std::mt19937_64& gen) {
-  Model m;
-  m.input_channels = 4;
-  m.input_height = 7;
-  m.input_width = 8;
-  Layer& in_clip = add_layer(m, LayerKind::ReLU6, {kNetworkInput});  // 0
-  in_clip.clip_min = 0.0f;
-  in_clip.clip_max = 6.0f;
-  add_layer(m, LayerKind::ResidualAdd, {0, kNetworkInput});  // 1
-  Layer& pw = add_layer(m, LayerKind::Conv2d, {1});          // 2: pointwise 4 -> 4, two readers
-  pw.conv.in_channels = pw.conv.out_channels = 4;
-  pw.weight = random_floats(gen, 16, -1.0f, 1.0f);
-  Layer& clip = add_layer(m, LayerKind::ReLU6, {2});  // 3: not fused (2 has another reader)
-  clip.clip_min = 0.0f;
-  clip.clip_max = 6.0f;
-  add_layer(m, LayerKind::ResidualAdd, {2, 3});      // 4
-  Layer& dw = add_layer(m, LayerKind::Conv2d, {4});  // 5: depthwise 3x3 s2, pads [0,0,1,1]
-  dw.conv.in_channels = dw.conv.out_channels = dw.conv.groups = 4;
-  dw.conv.kernel_h = dw.conv.kernel_w = 3;
-  dw.conv.stride_h = dw.conv.stride_w = 2;
-  dw.conv.pad_bottom = dw.conv.pad_right = 1;
-  dw.weight = random_floats(gen, 36, -1.0f, 1.0f);
-  dw.bias = random_floats(gen, 4, -1.0f, 1.0f);
-  Layer& fc = add_layer(m, LayerKind::Linear, {5});  // 6: over the 4-channel 3x4 map
-  fc.in_features = 4 * 3 * 4;
-  fc.out_features = 6;
-  fc.weight = random_floats(gen, 6 * 48, -1.0f, 1.0f);
-  fc.bias = random_floats(gen, 6, -1.0f, 1.0f);
-  m.num_classes = 6;
-  return m;
-}
-
-TEST_F(CudaBackendTest, UnfusableLayersMatchCpu) {
-  const uint64_t seed = fresh_seed();
-  std::mt19937_64 gen(seed);
-  SCOPED_TRACE("MNV2_TEST_SEED=" + std::to_string(seed));
-  const Model m = unfusable_model(gen);
-  const std::vector<LayerStats> stats = analyse(m, 2, 7, 8);
-  ASSERT_EQ(stats[5].output, (Shape{2, 4, 3, 4}));
-  for (const char* variant : kVariants) {
-    ScopedOption env("variant", variant);
-    expect_layers_match_cpu(*backend_, m, 2, 7, 8, std::string("unfusable, ") + variant);
-  }
-  auto net = prepare(m, 2, 7, 8);
-  EXPECT_EQ(net->steps().size(), 7u);
-  EXPECT_NE(net->steps()[0].variant.find("nchw->nhwc"), std::string::npos) << net->steps()[0].variant;
-  EXPECT_NE(net->steps()[6].variant.find("permuted"), std::string::npos) << net->steps()[6].variant;
-}
-
-TEST_F(CudaBackendTest, GraphReplayAndLayerByLayerRunsAreBitwiseIdentical) {
-  for (const char* variant : kVariants) {
-    ScopedOption env("variant", variant);
-    SCOPED_TRACE(variant);
-    auto net = prepare(main_model(), 2, 224, 224);
-    const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
-    const Tensor graph = net->run(input);  // no observer: the graph
-    RecordingObserver observer;
-    RunOptions per_step;
-    per_step.observer = &observer;
-    const Tensor layers = net->run(input, per_step);  // a per-step observer: layer by layer
-    EXPECT_EQ(observer.calls.size(), 2 * net->steps().size() + 2);
-    ASSERT_EQ(graph.data.size(), layers.data.size());
-    EXPECT_EQ(std::memcmp(graph.data.data(), layers.data.data(), graph.data.size() * sizeof(float)), 0);
-    for (int i = 0; i < 3; ++i) {
-      RunOptions options;
-      options.keep_layer_outputs = i == 1;  // downloading the layers must not change the result either
-      const Tensor again = net->run(input, options);
-      EXPECT_EQ(std::memcmp(again.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0) << i;
-    }
-    ScopedOption off("graph", "off");
-    auto plain = prepare(main_model(), 2, 224, 224);
-    const Tensor no_graph = plain->run(input);
-    EXPECT_EQ(std::memcmp(no_graph.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0);
-  }
-}
-
-TEST_F(CudaBackendTest, ObserverSeesEveryStepInOrder) {
-  auto net = prepare(main_model(), 1, 224, 224);
-  RecordingObserver observer;
-  RunOptions options;
-  options.observer = &observer;
-  net->run(random_input(Shape{1, 3, 224, 224}, 3), options);
-  const size_t steps = net->steps().size();
-  ASSERT_EQ(observer.calls.size(), 2 * steps + 2);
-  EXPECT_EQ(observer.calls.front().what, 'B');
-  EXPECT_EQ(observer.calls.back().what, 'E');
-  for (size_t i = 0; i < steps; ++i) {
-    EXPECT_EQ(observer.calls[1 + 2 * i].what, 's');
-    EXPECT_EQ(observer.calls[1 + 2 * i].step, static_cast<int>(i));
-    EXPECT_EQ(observer.calls[2 + 2 * i].what, 'e');
-    EXPECT_EQ(observer.calls[2 + 2 * i].step, static_cast<int>(i));
-  }
-  void* stream = observer.calls.front().stream;
-  EXPECT_NE(stream, nullptr);
-  for (const auto& call : observer.calls) EXPECT_EQ(call.stream, stream);
-}
-
-TEST_F(CudaBackendTest, GraphModeOnRefusesPerStepTimingButTimesWholeRuns) {
-  ScopedOption env("graph", "on");
-  auto net = prepare(main_model(), 1, 224, 224);
-  const Tensor input = random_input(Shape{1, 3, 224, 224}, 5);
-  RecordingObserver observer;
-  RunOptions per_step;
-  per_step.observer = &observer;
-  try {
-    net->run(input, per_step);
-    ADD_FAILURE() << "a per-step observer with the graph option on must be refused";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("graph"), std::string::npos) << e.what();
-  }
-  auto timer = make_run_timer(true);
-  RunOptions whole;
-  whole.observer = timer.get();
-  net->run(input, whole);
-  EXPECT_GT(timer->last_run_ns(), 0);
-  std::printf("graph replay at batch 1: %.3f ms (event pair around the graph launch)\n", timer->last_run_ns() / 1e6);
+// The fast path fuses the small networks as planned: MobileNetV2's epilogue fusions on the network of every op,
+// nothing on the unfusable one but the input's NHWC copy and the Linear layer's permuted weights. (Both against the
+// cpu reference in every variant: the contract.)
+TEST_F(CudaBackendTest, SmallNetworksFuseAsPlanned) {
+  std::mt19937_64 gen(fresh_seed());
+  auto every_op = prepare(every_op_model(gen), 1, 10, 12);
+  ASSERT_EQ(every_op->steps().size(), 4u);
+  EXPECT_EQ(every_op->steps()[0].name, "Conv2d 0 + ReLU 1");
+  EXPECT_EQ(every_op->steps()[1].name, "Conv2d 2 + ReLU 3 + ResidualAdd 4");
+  auto unfusable = prepare(unfusable_model(gen), 2, 7, 8);
+  EXPECT_EQ(unfusable->steps().size(), 7u);
+  EXPECT_NE(unfusable->steps()[0].variant.find("nchw->nhwc"), std::string::npos) << unfusable->steps()[0].variant;
+  EXPECT_NE(unfusable->steps()[6].variant.find("permuted"), std::string::npos) << unfusable->steps()[6].variant;
 }
 
 // CUPTI attributes the GPU work of a graph replay to steps through the node map recorded at capture: every
@@ -589,54 +267,13 @@ TEST_F(CudaBackendTest, CuptiAttributesGraphReplayWorkToSteps) {
   }
 }
 
-// Claims to see inside graph replays, for the refusals below (the backend checks before instantiating).
-class GraphClaimingObserver final : public StepObserver {
- public:
-  void step_begin(int, void*) override {}
-  void step_end(int, void*) override {}
-  uint64_t graph_observer_id() const override { return 12345; }
-};
-
-TEST_F(CudaBackendTest, GraphReplayIsRefusedToEventsAndWithoutAGraph) {
-  auto net = prepare(main_model(), 1, 224, 224);
-  const Tensor input = random_input(Shape{1, 3, 224, 224}, fresh_seed());
-  auto events = make_timing_source(TimerKind::cuda_event);
-  RunOptions options;
-  options.observer = events.get();
-  options.graph_replay = true;
-  events->begin_iteration(static_cast<int>(net->steps().size()));
-  try {
-    net->run(input, options);
-    ADD_FAILURE() << "cudaEvent step timing of a graph replay must be refused";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("cupti"), std::string::npos) << e.what();
-  }
-  ScopedOption off("graph", "off");
-  auto plain = prepare(main_model(), 1, 224, 224);
-  EXPECT_FALSE(plain->has_graph());
-  GraphClaimingObserver claiming;
-  options.observer = &claiming;
-  try {
-    plain->run(input, options);
-    ADD_FAILURE() << "a graph replay without a graph must be refused";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("graph option \"off\""), std::string::npos) << e.what();
-  }
-}
-
-// Fusion expand_dw: expansion + depthwise in one kernel. Same checks as the unfused fast path:
-// golden logits, every materialised layer against cpu (batch 1 and 3, an odd input size, the second model),
-// the graph bitwise equal to layer-by-layer runs, and fused steps named after all four layers they cover.
-TEST_F(CudaBackendTest, FusedExpandDepthwiseMatchesCpuAndIsAttributedAsFused) {
+// Fusion expand_dw: expansion + depthwise in one kernel, every expanding block at batch 1, each fused step named
+// after the four layers it covers; its graph bitwise equal to layer-by-layer runs at batch 2. (Its logits and layers
+// against the references: the contract.)
+TEST_F(CudaBackendTest, FusedExpandDepthwiseIsAttributedAsFused) {
   ScopedOption variant("variant", "fast");
   ScopedOption fuse("fusion", "expand_dw");
   auto net = prepare(main_model(), 1, 224, 224);
-  for (const std::string& name : golden_image_names()) {
-    SCOPED_TRACE("golden " + name);
-    const GoldenRun r = run_golden(*net, name, "fused", kMaxRelL2);
-    EXPECT_LT(r.rel_l2, kMaxRelL2);
-    EXPECT_EQ(r.top5, r.golden.top5);
-  }
   int fused = 0;
   for (const ExecStep& step : net->steps()) {
     if (step.variant.find("expand1x1+dw3x3") == std::string::npos) continue;
@@ -647,23 +284,8 @@ TEST_F(CudaBackendTest, FusedExpandDepthwiseMatchesCpuAndIsAttributedAsFused) {
   }
   EXPECT_EQ(fused, 16) << "at batch 1 every expanding block (1..16) is memory- or latency-bound";
   expect_steps_cover_layers(net->steps(), main_model().layers.size());
-  expect_layers_match_cpu(*backend_, main_model(), 1, 224, 224, "fused expand_dw");
-  expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, "fused expand_dw");
-  expect_layers_match_cpu(*backend_, main_model(), 2, 193, 257, "fused expand_dw");
-  expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "fused expand_dw torchvision");
-
   auto batch2 = prepare(main_model(), 2, 224, 224);
   expect_graph_equals_layer_by_layer(*batch2, Shape{2, 3, 224, 224});
-}
-
-TEST_F(CudaBackendTest, RepeatedRunsAreBitwiseIdentical) {
-  auto net = prepare(main_model(), 2, 224, 224);
-  const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
-  const Tensor first = net->run(input);
-  for (int i = 0; i < 5; ++i) {
-    const Tensor again = net->run(input);
-    EXPECT_EQ(std::memcmp(again.data.data(), first.data.data(), first.data.size() * sizeof(float)), 0) << "run " << i;
-  }
 }
 
 // The kernels a run launches, counted from the CUDA graph's kernel nodes (or a capture of one run without a
@@ -696,33 +318,6 @@ TEST_F(CudaBackendTest, KernelsPerRunIsWhatThePlanPredicts) {
                       to_string(precision), splitk, graph, static_cast<long long>(net->kernels_per_run()), splits,
                       d.substr(d.rfind("; ") + 2).c_str());
         }
-}
-
-TEST_F(CudaBackendTest, ReportsMemory) {
-  for (const char* variant : kVariants) {
-    ScopedOption env("variant", variant);
-    auto net = prepare(main_model(), 1, 224, 224);
-    const MemoryReport m = net->memory();
-    int64_t params = 0;
-    for (const Layer& l : main_model().layers) params += l.param_count();
-    EXPECT_GE(m.weight_bytes, params * static_cast<int64_t>(sizeof(float)));
-    EXPECT_GT(m.activation_bytes, 0);
-    EXPECT_GE(m.workspace_bytes, 0);
-    std::printf("%s memory at batch 1: weights %lld B, activations %lld B, workspace %lld B\n", variant,
-                static_cast<long long>(m.weight_bytes), static_cast<long long>(m.activation_bytes),
-                static_cast<long long>(m.workspace_bytes));
-  }
-}
-
-TEST_F(CudaBackendTest, WrongInputShapeIsUsageError) {
-  auto net = prepare(main_model(), 1, 224, 224);
-  EXPECT_THROW(net->run(Tensor(Shape{2, 3, 224, 224})), UsageError);
-  EXPECT_THROW(net->run(Tensor(Shape{1, 3, 225, 224})), UsageError);
-  Tensor short_data(Shape{1, 3, 224, 224});
-  short_data.data.pop_back();
-  EXPECT_THROW(net->run(short_data), UsageError);
-  const Tensor logits = net->run(random_input(Shape{1, 3, 224, 224}, 7));
-  EXPECT_EQ(logits.shape, (Shape{1, 1001, 1, 1}));
 }
 
 TEST_F(CudaBackendTest, RefusesMalformedLayers) {
@@ -767,21 +362,6 @@ TEST_F(CudaBackendTest, ProfilerAttributesFusedStepsWithBothTimers) {
 }
 
 // ---- reduced precisions (tf32, fp16) ----------------------------------------------------------------------
-
-const Precision kReduced[] = {Precision::tf32, Precision::fp16};
-
-// The reduced modes this GPU and this build's code run: tf32 needs TF32 tensor cores in the code that runs
-// (compute_80 or newer; a compute_75 PTX build runs fp16 only, and says so).
-std::vector<Precision> reduced_here(const Backend& backend) {
-  std::vector<Precision> out;
-  for (Precision p : kReduced) {
-    if (backend.supports(p))
-      out.push_back(p);
-    else
-      std::printf("%s not run here: %s\n", to_string(p), tf32_kernels_missing().c_str());
-  }
-  return out;
-}
 
 // PDL and the in-kernel split-K reduction change when kernels start and who adds the partial sums, never the
 // arithmetic: the logits are the same bits as a layer-by-layer run with neither, graph replays twice in a row
@@ -857,9 +437,10 @@ TEST_F(CudaBackendTest, FastVariantSupportsEveryPrecisionAndBaselineRefusesReduc
   }
 }
 
-// The stated bound of each mode against the float64 golden logits of every photograph (and the torchvision
-// export's), the class check of the reduced modes, and variant strings that say what ran.
-TEST_F(CudaBackendTest, ReducedPrecisionsStayWithinTheirStatedBoundOfEveryGoldenFile) {
+// The reduced modes' steps say what ran: the pointwise convolutions and the Linear layer on tensor cores, the stem
+// and the depthwise convolutions FFMA (in half storage in fp16), the input's half copy and the padded logits in
+// fp16. (Their golden logits and layers: the contract.)
+TEST_F(CudaBackendTest, ReducedPrecisionVariantsSayWhatRuns) {
   for (Precision p : reduced_here(*backend_)) {
     SCOPED_TRACE(to_string(p));
     auto net = prepare(main_model(), 1, 224, 224, p);
@@ -875,67 +456,6 @@ TEST_F(CudaBackendTest, ReducedPrecisionsStayWithinTheirStatedBoundOfEveryGolden
     if (p == Precision::fp16) {
       EXPECT_NE(net->steps().front().variant.find("nchw->half"), std::string::npos) << net->steps().front().variant;
       EXPECT_NE(net->steps().back().variant.find("padded to 1008"), std::string::npos) << net->steps().back().variant;
-    }
-    const std::string tag = std::string("cuda ") + to_string(p);
-    for (const std::string& name : golden_image_names()) {
-      SCOPED_TRACE("golden " + name);
-      const GoldenRun r = run_golden(*net, name, tag, precision_logits_bound(p));
-      EXPECT_LT(r.rel_l2, precision_logits_bound(p));
-      expect_top_agrees(r.top5, r.golden.top5);
-    }
-    auto tv = prepare(torchvision_model(), 1, 224, 224, p);
-    EXPECT_LT(run_golden(*tv, "torchvision_random", tag, precision_logits_bound(p)).rel_l2, precision_logits_bound(p));
-  }
-}
-
-// Batch 3 at an odd size against the cpu backend (fp32): the logits within the stated bound and every
-// materialised layer under the diff's divergence threshold of the mode. No class check: random pixels give
-// flat logits whose order rounding may legitimately change.
-TEST_F(CudaBackendTest, ReducedPrecisionsAtBatch3AndAnOddSizeMatchCpuLayerByLayer) {
-  for (Precision p : reduced_here(*backend_)) expect_layers_match_cpu(*backend_, main_model(), 3, 193, 257, "main", p);
-}
-
-TEST_F(CudaBackendTest, ReducedPrecisionsOnSmallNetworksAndTheSecondModelMatchCpu) {
-  const uint64_t seed = fresh_seed();
-  std::mt19937_64 gen(seed);
-  SCOPED_TRACE("MNV2_TEST_SEED=" + std::to_string(seed));
-  const Model every_op = every_op_model(gen);
-  const Model unfusable = unfusable_model(gen);
-  for (Precision p : reduced_here(*backend_)) {
-    expect_layers_match_cpu(*backend_, every_op, 3, 10, 12, "every op", p);
-    expect_layers_match_cpu(*backend_, unfusable, 2, 7, 8, "unfusable", p);
-    expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "torchvision", p);
-  }
-}
-
-// In every mode the graph replay, layer-by-layer runs (a per-step observer), runs that keep the layer outputs
-// and a network prepared without a graph give bitwise the same logits; device-resident runs work too.
-TEST_F(CudaBackendTest, ReducedPrecisionGraphReplayEqualsLayerByLayer) {
-  for (Precision p : reduced_here(*backend_)) {
-    SCOPED_TRACE(to_string(p));
-    auto net = prepare(main_model(), 2, 224, 224, p);
-    ASSERT_TRUE(net->has_graph());
-    const Tensor input = random_input(Shape{2, 3, 224, 224}, fresh_seed());
-    const Tensor graph = net->run(input);
-    RecordingObserver observer;
-    RunOptions per_step;
-    per_step.observer = &observer;
-    const Tensor layers = net->run(input, per_step);
-    EXPECT_EQ(observer.calls.size(), 2 * net->steps().size() + 2);
-    ASSERT_EQ(graph.data.size(), layers.data.size());
-    EXPECT_EQ(std::memcmp(graph.data.data(), layers.data.data(), graph.data.size() * sizeof(float)), 0);
-    RunOptions keep;
-    keep.keep_layer_outputs = true;
-    const Tensor kept = net->run(input, keep);
-    EXPECT_EQ(std::memcmp(kept.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0);
-    RunOptions resident;
-    resident.device_resident = true;
-    EXPECT_TRUE(net->run(input, resident).empty());
-    {
-      ScopedOption off("graph", "off");
-      auto plain = prepare(main_model(), 2, 224, 224, p);
-      const Tensor no_graph = plain->run(input);
-      EXPECT_EQ(std::memcmp(no_graph.data.data(), graph.data.data(), graph.data.size() * sizeof(float)), 0);
     }
   }
 }
@@ -972,11 +492,10 @@ TEST_F(CudaBackendTest, ReducedPrecisionDoesNotFuseExpandDepthwiseAndSaysSo) {
 }
 
 // Fusion block (fp16): each inverted-residual block with an expansion in one kernel (expansion, depthwise,
-// projection, residual) where the launch fills the GPU. The golden logits within the fp16 bound with the top
-// class agreeing, the materialised layers (the blocks' outputs) against cpu at batch 3 and an odd size, graph
-// replay bitwise equal to layer-by-layer runs, and each fused step named after every layer it covers. Where the
-// code is older than compute_80 nothing is fused and the plan says why.
-TEST_F(CudaBackendTest, FusedBlockMatchesGoldenLogitsAndIsAttributedAsFused) {
+// projection, residual) where the launch fills the GPU, each fused step named after every layer it covers, graph
+// replay bitwise equal to layer-by-layer runs. Where the code is older than compute_80 nothing is fused and the plan
+// says why. (Its golden logits and materialised layers against the references: the contract.)
+TEST_F(CudaBackendTest, FusedBlockIsAttributedAsFused) {
   ScopedOption variant("variant", "fast");
   ScopedOption fuse("fusion", "block");
   const std::string old_code = tf32_kernels_missing();  // the same condition: compute_80 code on an sm_80+ GPU
@@ -1013,18 +532,8 @@ TEST_F(CudaBackendTest, FusedBlockMatchesGoldenLogitsAndIsAttributedAsFused) {
     EXPECT_GT(fused, 0);
     EXPECT_EQ(fused + noted, 16) << "every expanding block is fused or says why not";
     EXPECT_EQ(net->steps().size(), 52u - 2u * static_cast<size_t>(fused));
-    if (batch == 1)
-      for (const std::string& name : golden_image_names()) {
-        SCOPED_TRACE("golden " + name);
-        const GoldenRun r = run_golden(*net, name, "cuda fp16 block", precision_logits_bound(Precision::fp16));
-        EXPECT_LT(r.rel_l2, precision_logits_bound(Precision::fp16));
-        expect_top_agrees(r.top5, r.golden.top5);
-      }
   }
   if (!old_code.empty()) GTEST_SKIP() << "fused_block not run: " << old_code;
-  expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, "fused block", Precision::fp16);
-  expect_layers_match_cpu(*backend_, main_model(), 3, 193, 257, "fused block", Precision::fp16);
-  expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, "fused block torchvision", Precision::fp16);
 
   auto batch2 = prepare(main_model(), 2, 224, 224, Precision::fp16);
   expect_graph_equals_layer_by_layer(*batch2, Shape{2, 3, 224, 224});
@@ -1032,10 +541,9 @@ TEST_F(CudaBackendTest, FusedBlockMatchesGoldenLogitsAndIsAttributedAsFused) {
 
 // Fusion block in fp32 (fused_stem and fused_block_ffma, FFMA: every architecture) and tf32 (fused_stem's float32
 // kernel, fused_block's TF32 kernel, compute_80 and newer): every expanding block fused (fp32: block 2, the
-// memory-bound one) or saying why not, the golden logits and every materialised layer within the mode's bounds at
-// batch 3, at an odd size whose tiles are partial and on the torchvision export, the graph equal to the steps run one
-// by one. (The kernels themselves, on every block shape: test_kernels_fused_block_ffma.cpp.)
-TEST_F(CudaBackendTest, BlockFusionRunsInFp32AndTf32) {
+// memory-bound one) or saying why not, the graph equal to the steps run one by one. (Golden logits and layers: the
+// contract; the kernels themselves, on every block shape: test_kernels_fused_block_ffma.cpp.)
+TEST_F(CudaBackendTest, BlockFusionInFp32AndTf32IsAttributedAsFused) {
   ScopedOption variant("variant", "fast");
   ScopedOption fuse("fusion", "block");
   for (Precision p : {Precision::fp32, Precision::tf32}) {
@@ -1065,19 +573,7 @@ TEST_F(CudaBackendTest, BlockFusionRunsInFp32AndTf32) {
       EXPECT_EQ(net->steps().size(), 52u - 2u * static_cast<size_t>(fused));
       if (fp32 && batch == 8) EXPECT_EQ(fused, 1) << "block 2, the memory-bound one (kFusedBlockFfmaMaxIntensity)";
       if (!fp32 && batch == 8) EXPECT_GT(fused, 0);
-      if (batch == 1)
-        for (const std::string& name : golden_image_names()) {
-          SCOPED_TRACE("golden " + name);
-          const GoldenRun r =
-              run_golden(*net, name, std::string("cuda ") + to_string(p) + " block", precision_logits_bound(p));
-          EXPECT_LT(r.rel_l2, precision_logits_bound(p));
-          expect_top_agrees(r.top5, r.golden.top5);
-        }
     }
-    const std::string what = std::string("fused ") + to_string(p) + " blocks";
-    expect_layers_match_cpu(*backend_, main_model(), 3, 224, 224, what, p);
-    expect_layers_match_cpu(*backend_, main_model(), 2, 193, 257, what, p);
-    expect_layers_match_cpu(*backend_, torchvision_model(), 2, 224, 224, what + " torchvision", p);
     auto batch8 = prepare(main_model(), 8, 224, 224, p);  // fp32: block 2 fused at batch 8
     expect_graph_equals_layer_by_layer(*batch8, Shape{8, 3, 224, 224});
   }

@@ -130,7 +130,7 @@ void run_case(const BlockCase& c) {
 
   int device = 0;
   MNV2_CHECK_CUDA(cudaGetDevice(&device));
-  const k::DeviceCaps caps = k::device_caps(device);
+  const k::DeviceCaps caps = device_caps(device);
   std::string why;
   std::vector<k::FusedBlockVariant> variants{k::choose_fused_block_variant(s, caps, ptx_version(), &why)};
   ASSERT_EQ(why, "");

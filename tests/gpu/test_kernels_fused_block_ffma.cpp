@@ -121,7 +121,7 @@ void run_case(const BlockCase& c, bool every_variant, Kernel kernel = Kernel::ff
 
   int device = 0;
   MNV2_CHECK_CUDA(cudaGetDevice(&device));
-  const k::DeviceCaps caps = k::device_caps(device);
+  const k::DeviceCaps caps = device_caps(device);
   std::string why;
   auto check = [&](const std::string& what, double recompute, auto&& launch) {
     SCOPED_TRACE(what);

@@ -171,7 +171,7 @@ void run_case(const StemCase& c, k::DType dtype) {
   int device = 0;
   MNV2_CHECK_CUDA(cudaGetDevice(&device));
   std::string why;
-  const k::FusedStemVariant chosen = k::choose_fused_stem_variant(shape, k::device_caps(device), &why);
+  const k::FusedStemVariant chosen = k::choose_fused_stem_variant(shape, device_caps(device), &why);
   ASSERT_EQ(why, "");
   for (const k::FusedStemVariant& v : {chosen, k::FusedStemVariant{8}, k::FusedStemVariant{16}}) {
     SCOPED_TRACE(k::to_string(v));

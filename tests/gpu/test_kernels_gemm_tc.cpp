@@ -230,7 +230,7 @@ TEST(KernelGemmTc, TileChoiceFitsTheDevicesSharedMemory) {
 // The caps read off the device are coherent, and printed for the record (they scale the cost model).
 TEST(KernelGemmTc, DeviceCapsAreReadFromTheDevice) {
   MNV2_SKIP_WITHOUT_GPU();
-  const k::DeviceCaps c = k::device_caps(0);
+  const k::DeviceCaps c = device_caps(0);
   std::printf(
       "device caps: %d SMs, %d B opt-in smem per block, %d B smem per SM, %d threads per SM, %.2f DRAM B per "
       "SM cycle\n",

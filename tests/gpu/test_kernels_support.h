@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/shapes.h"  // device_caps: the kernels' view of a GPU's description
 #include "gpu/check.h"
+#include "gpu/device.h"  // read_gpu_properties
 #include "gpu/runtime.h"
 #include "gpu_backend_test_support.h"
 #include "kernels/common.cuh"
@@ -35,6 +37,11 @@ inline constexpr double kKernelMaxRelL2 = 1e-5;
     const ::mnv2::CudaEnvironment& env_ = ::mnv2::cuda_environment();                                           \
     if (env_.devices.empty()) GTEST_SKIP() << "no CUDA device (" << env_.why_none << "): kernel tests skipped"; \
   } while (0)
+
+// What the tile choosers see of `device`: its one description (read as the backends read it), as the kernels see it.
+inline kernels::DeviceCaps device_caps(int device) {
+  return cuda_backend::device_caps(gpu::read_gpu_properties(device));
+}
 
 // MNV2_TEST_SEED reproduces a failing run; otherwise every run draws new data.
 inline uint64_t kernel_test_seed() {

@@ -13,10 +13,10 @@
 namespace mnv2::cuda_backend {
 
 void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches) {
-  const bool half = lw.act == k::DType::f16;
-  if (step.layers.size() < 5 || (!half && lw.act != k::DType::f32))
-    throw Error("cuda: step '" + step.name + "' is no fp16, tf32 or fp32 inverted-residual block");
-  const bool tf32 = !half && step.tensor_cores;  // float32 storage on tensor cores (the planner's choice)
+  if (step.layers.size() < 5) throw Error("cuda: step '" + step.name + "' is no inverted-residual block");
+  // The step's precision as planned: half storage (fp16), float32 storage on tensor cores (tf32), or FFMA (fp32).
+  const bool half = step.half;
+  const bool tf32 = !half && step.tensor_cores;
   const int i = step.layers.front();
   const Layer& expand = lw.layer(i);
   const Layer& dw = lw.layer(i + 2);
@@ -33,13 +33,13 @@ void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& 
                           expand.bias, dw.weight, dw.bias, project.weight, project.bias);
   p.input = lw.nhwc_input(in);
   // Half in fp16, TF32-rounded float32 in tf32 (the kernel reads them without rounding), float32 in fp32.
-  p.expand_weight = tf32 ? lw.upload(k::to_tf32(w.expand)) : lw.upload_gemm_weights(w.expand);
+  p.expand_weight = tf32 ? lw.upload(k::to_tf32(w.expand)) : lw.upload_gemm_weights(step, w.expand);
   p.expand_bias = lw.upload(w.expand_bias);
   p.expand_clip = clip_of(lw.layer(step.clip_layer));
   p.dw_weight = lw.upload(w.dw);
   p.dw_bias = lw.upload(w.dw_bias);
   p.dw_clip = clip_of(lw.layer(step.dw_clip_layer));
-  p.project_weight = tf32 ? lw.upload(k::to_tf32(w.project)) : lw.upload_gemm_weights(w.project);
+  p.project_weight = tf32 ? lw.upload(k::to_tf32(w.project)) : lw.upload_gemm_weights(step, w.project);
   p.project_bias = lw.upload(w.project_bias);
   p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
   if (tc) {
@@ -61,8 +61,8 @@ void lower_fused_stem(Lowering& lw, const CudaStep& step, std::vector<Launch>& l
   const Layer& dw = lw.layer(i + 2);
   const Layer& project = lw.layer(i + 4);
   k::FusedStemParams p;
-  p.shape =
-      fused_stem_shape(stem, dw, project, lw.shape_of(stem.inputs.at(0)), lw.out_shape(i), lw.out_shape(i + 4), lw.act);
+  p.shape = fused_stem_shape(stem, dw, project, lw.shape_of(stem.inputs.at(0)), lw.out_shape(i), lw.out_shape(i + 4),
+                             act_type(step));
   const k::FusedStemShape& s = p.shape;
   p.input = static_cast<const float*>(lw.input.data);
   p.weights =

@@ -77,7 +77,7 @@ void lower_direct_conv(Lowering& lw, const CudaStep& step, std::vector<Launch>& 
   p.dilation_w = c.dilation_w;
   p.groups = c.groups;
   p.input_layout = nchw ? k::Layout::nchw : k::Layout::nhwc;
-  p.dtype = lw.act;
+  p.dtype = act_type(step);
   p.input = nchw ? lw.input.data : lw.nhwc_input(in);
   p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
   p.bias = lw.upload_bias(layer);

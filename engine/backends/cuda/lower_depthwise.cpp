@@ -63,14 +63,14 @@ void lower_depthwise_conv(Lowering& lw, const CudaStep& step, std::vector<Launch
   p.stride_w = c.stride_w;
   p.pad_top = c.pad_top;
   p.pad_left = c.pad_left;
-  p.dtype = lw.act;
+  p.dtype = act_type(step);
   p.input = lw.nhwc_input(in);
   p.weight = lw.upload(tap_major(layer));
   p.bias = bias;
   if (step.clip_layer >= 0) p.clip = clip_of(lw.layer(step.clip_layer));
   p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
   if (lab_runs(lw, step)) return lower_lab_depthwise(lw, p, launches);
-  const k::DepthwiseVariant v{step.launch.vec_width, step.launch.cols, step.launch.stride, lw.act};
+  const k::DepthwiseVariant v{step.launch.vec_width, step.launch.cols, step.launch.stride, act_type(step)};
   launches.push_back([p, v](cudaStream_t s) { k::launch_depthwise_conv3x3(p, v, s); });
 }
 

@@ -10,7 +10,7 @@ void lower_clip(Lowering& lw, const CudaStep& step, std::vector<Launch>& launche
   const Layer& layer = lw.layer(i);
   k::ClipParams p;
   p.count = lw.out_shape(i).numel();
-  p.dtype = lw.act;
+  p.dtype = act_type(step);
   p.input = lw.step_input(step, layer.inputs.at(0));
   p.output = lw.values[static_cast<size_t>(i)].data;
   p.clip = clip_of(layer);
@@ -22,7 +22,7 @@ void lower_add(Lowering& lw, const CudaStep& step, std::vector<Launch>& launches
   const Layer& layer = lw.layer(i);
   k::AddParams p;
   p.count = lw.out_shape(i).numel();
-  p.dtype = lw.act;
+  p.dtype = act_type(step);
   p.a = lw.step_input(step, layer.inputs.at(0));
   p.b = lw.step_input(step, layer.inputs.at(1));
   p.output = lw.values[static_cast<size_t>(i)].data;

@@ -66,9 +66,9 @@ void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& la
     u.pixels = checked_int(ys.n * ys.h * ys.w, "output pixels");
     u.in_channels = c.in_channels;
     u.out_channels = c.out_channels;
-    u.dtype = lw.act == k::DType::f16 ? mnv2_lab::kF16 : mnv2_lab::kF32;
+    u.dtype = act_type(step) == k::DType::f16 ? mnv2_lab::kF16 : mnv2_lab::kF32;
     u.input = lw.nhwc_input(in);
-    u.weight = lw.upload_gemm_weights(transposed(layer));
+    u.weight = lw.upload_gemm_weights(step, transposed(layer));
     u.bias = bias;
     u.clip = mnv2_lab::Clip{clip.enabled, clip.lo, clip.hi};
     u.residual = residual;
@@ -85,10 +85,10 @@ void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& la
     g.m = checked_int(ys.n * ys.h * ys.w, "output pixels");
     g.n = c.out_channels;
     g.k = c.in_channels;
-    g.in_type = g.out_type = lw.act;
+    g.in_type = g.out_type = act_type(step);
     g.a = lw.nhwc_input(in);
     g.lda = c.in_channels;
-    g.b = lw.upload_gemm_weights(transposed(layer));
+    g.b = lw.upload_gemm_weights(step, transposed(layer));
     g.ldb = c.out_channels;
     g.c = y;
     g.ldc = c.out_channels;
@@ -151,10 +151,10 @@ void lower_linear(Lowering& lw, const CudaStep& step, std::vector<Launch>& launc
     u.out_features = O;
     u.ld_weight = padded;
     u.ld_output = padded;
-    u.dtype = lw.act == k::DType::f16 ? mnv2_lab::kF16 : mnv2_lab::kF32;
+    u.dtype = act_type(step) == k::DType::f16 ? mnv2_lab::kF16 : mnv2_lab::kF32;
     u.out_dtype = out.dtype == k::DType::f16 ? mnv2_lab::kF16 : mnv2_lab::kF32;
     u.input = lw.step_input(step, in);
-    u.weight = lw.upload_gemm_weights(w);
+    u.weight = lw.upload_gemm_weights(step, w);
     u.bias = bias.empty() ? nullptr : lw.upload(bias);
     u.output = out.data;
     const int64_t items = ((int64_t{O} + lw.lab->tile(0) - 1) / lw.lab->tile(0)) *
@@ -167,11 +167,11 @@ void lower_linear(Lowering& lw, const CudaStep& step, std::vector<Launch>& launc
     g.m = batch;
     g.n = padded;
     g.k = K;
-    g.in_type = lw.act;
+    g.in_type = act_type(step);
     g.out_type = out.dtype;
     g.a = lw.step_input(step, in);
     g.lda = K;
-    g.b = lw.upload_gemm_weights(w);
+    g.b = lw.upload_gemm_weights(step, w);
     g.ldb = padded;
     g.c = out.data;
     g.ldc = padded;

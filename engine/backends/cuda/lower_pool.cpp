@@ -15,7 +15,7 @@ void lower_pool(Lowering& lw, const CudaStep& step, std::vector<Launch>& launche
   p.batch = checked_int(xs.n, "batch");
   p.channels = checked_int(xs.c, "channels");
   p.plane = xs.h * xs.w;
-  p.dtype = lw.act;
+  p.dtype = act_type(step);
   p.layout = fast && (in != kNetworkInput || step.reads_input_copy) ? k::Layout::nhwc : k::Layout::nchw;
   p.input = lw.step_input(step, in);
   p.output = lw.values[static_cast<size_t>(i)].data;

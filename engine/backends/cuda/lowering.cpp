@@ -15,58 +15,57 @@ namespace {
 constexpr int kPoisonByte = 0xFF;
 }  // namespace
 
-Lowering::Lowering(const Model& m, const CudaPlan& p, std::vector<LayerStats> s, cudaStream_t stream)
-    : model(m),
-      plan(p),
-      stats(std::move(s)),
-      act(p.config.precision == Precision::fp16 ? k::DType::f16 : k::DType::f32),
-      stream_(stream) {
+Lowering::Lowering(const Model& m, const CudaPlan& p, std::vector<LayerStats> s, cudaStream_t stream,
+                   gpu::DeviceMemory& memory)
+    : model(m), plan(p), stats(std::move(s)), stream_(stream), memory_(memory) {
   const Shape input_shape{p.config.batch, m.input_channels, p.config.height, p.config.width};
   input = Value{new_activation(input_shape, k::DType::f32), input_shape, false};
-  if (p.input_nhwc_copy) input_nhwc = new_activation(input_shape, act);
+  if (p.input_nhwc_copy && !p.steps.empty()) {  // made by the first step, for the steps that read it
+    input_nhwc_type = act_type(p.steps.front());
+    input_nhwc = new_activation(input_shape, input_nhwc_type);
+  }
   values.assign(m.layers.size(), Value{});
-  if (p.im2col_workspace_floats > 0) im2col_workspace = allocate(p.im2col_workspace_floats, &workspace_bytes);
-  if (p.gemm_workspace_floats > 0) gemm_workspace = allocate(p.gemm_workspace_floats, &workspace_bytes);
+  if (p.im2col_workspace_floats > 0) im2col_workspace = allocate(p.im2col_workspace_floats, gpu::MemoryUse::workspace);
+  if (p.gemm_workspace_floats > 0) gemm_workspace = allocate(p.gemm_workspace_floats, gpu::MemoryUse::workspace);
   if (p.gemm_tile_counters > 0) {  // zero once; every in-kernel split-K GEMM leaves them at zero again
     const int64_t bytes = p.gemm_tile_counters * static_cast<int64_t>(sizeof(unsigned));
-    gemm_tile_counters = static_cast<unsigned*>(allocate_bytes(bytes, &workspace_bytes));
+    gemm_tile_counters = static_cast<unsigned*>(allocate_bytes(bytes, gpu::MemoryUse::workspace));
     MNV2_CHECK_CUDA(cudaMemsetAsync(gemm_tile_counters, 0, static_cast<size_t>(bytes), stream_));
   }
 }
 
-void* Lowering::allocate_bytes(int64_t bytes, int64_t* counter) {
-  gpu::DeviceBuffer buffer(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
-  *counter += static_cast<int64_t>(buffer.bytes());
-  void* p = buffer.get();
-  buffers.push_back(std::move(buffer));
-  return p;
+void* Lowering::allocate_bytes(int64_t bytes, gpu::MemoryUse use) {
+  const char* what = use == gpu::MemoryUse::weights       ? "the weights"
+                     : use == gpu::MemoryUse::activations ? "the activations"
+                                                          : "the workspaces";
+  return memory_.allocate(use, static_cast<size_t>(std::max<int64_t>(bytes, 1)), what);
 }
 
-float* Lowering::allocate(int64_t floats, int64_t* counter) {
-  return static_cast<float*>(allocate_bytes(floats * static_cast<int64_t>(sizeof(float)), counter));
+float* Lowering::allocate(int64_t floats, gpu::MemoryUse use) {
+  return static_cast<float*>(allocate_bytes(floats * static_cast<int64_t>(sizeof(float)), use));
 }
 
 void* Lowering::new_activation(const Shape& shape, k::DType dtype) {
   const int64_t bytes = shape.numel() * k::dtype_bytes(dtype);
-  void* p = allocate_bytes(bytes, &activation_bytes);
+  void* p = allocate_bytes(bytes, gpu::MemoryUse::activations);
   MNV2_CHECK_CUDA(cudaMemsetAsync(p, kPoisonByte, static_cast<size_t>(bytes), stream_));
   return p;
 }
 
 const float* Lowering::upload(const std::vector<float>& host) {
-  float* p = allocate(static_cast<int64_t>(host.size()), &weight_bytes);
+  float* p = allocate(static_cast<int64_t>(host.size()), gpu::MemoryUse::weights);
   // Pageable source: the call returns once the bytes are staged; prepare() synchronises before returning.
   MNV2_CHECK_CUDA(cudaMemcpyAsync(p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, stream_));
   return p;
 }
 
-const void* Lowering::upload_gemm_weights(const std::vector<float>& host) {
-  if (act != k::DType::f16) return upload(host);
+const void* Lowering::upload_gemm_weights(const CudaStep& step, const std::vector<float>& host) {
+  if (act_type(step) != k::DType::f16) return upload(host);
   return upload_half_bits(k::to_half_bits(host));
 }
 
 const void* Lowering::upload_half_bits(const std::vector<uint16_t>& bits) {
-  void* p = allocate_bytes(static_cast<int64_t>(bits.size() * sizeof(uint16_t)), &weight_bytes);
+  void* p = allocate_bytes(static_cast<int64_t>(bits.size() * sizeof(uint16_t)), gpu::MemoryUse::weights);
   // A pageable source is staged before the call returns, so the temporary may go.
   MNV2_CHECK_CUDA(cudaMemcpyAsync(p, bits.data(), bits.size() * sizeof(uint16_t), cudaMemcpyHostToDevice, stream_));
   MNV2_CHECK_CUDA(cudaStreamSynchronize(stream_));

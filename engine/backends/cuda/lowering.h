@@ -13,6 +13,7 @@
 
 #include "backends/cuda/lab_kernel.h"
 #include "backends/cuda/shapes.h"  // checked_int, the fused kernels' shapes
+#include "gpu/device_memory.h"
 #include "gpu/runtime.h"
 #include "kernels/common.cuh"
 #include "mnv2/cuda_plan.h"
@@ -36,25 +37,29 @@ struct Value {
   float* f32() const { return static_cast<float*>(data); }
 };
 
-// The device memory of a prepared network as lowering fills it: every allocation, the values, the workspaces
-// (allocated before any step is lowered, from the plan's sizes, so launches capture their pointers).
+// The step's activation element type as the planner chose it (CudaStep::half): what its kernels read, and what its
+// GEMMs' weights are stored as. Lowering reads the step's precision; it never works it out from the options.
+inline k::DType act_type(const CudaStep& step) { return step.half ? k::DType::f16 : k::DType::f32; }
+
+// A prepared network's values and weights as lowering fills them, in the net's device memory (which holds and
+// counts every allocation): the values, the workspaces (allocated before any step is lowered, from the plan's
+// sizes, so launches capture their pointers).
 class Lowering {
  public:
-  Lowering(const Model& model, const CudaPlan& plan, std::vector<LayerStats> stats, cudaStream_t stream);
+  Lowering(const Model& model, const CudaPlan& plan, std::vector<LayerStats> stats, cudaStream_t stream,
+           gpu::DeviceMemory& memory);
 
   const Model& model;
   const CudaPlan& plan;
   const std::vector<LayerStats> stats;
-  const k::DType act;  // element type of the activations: f16 in fp16, else f32 (the network input is always f32)
 
-  Value input;                             // the network input, NCHW float32
-  void* input_nhwc = nullptr;              // its NHWC copy in the activation type, when the plan wants one
+  Value input;                 // the network input, NCHW float32
+  void* input_nhwc = nullptr;  // its NHWC copy in the first step's activation type, when the plan wants one
+  k::DType input_nhwc_type = k::DType::f32;
   std::vector<Value> values;               // per layer; data == nullptr where fused away
   float* gemm_workspace = nullptr;         // split-K partial sums, shared by every split GEMM
   unsigned* gemm_tile_counters = nullptr;  // in-kernel split-K arrival counters, shared, zero between GEMMs
   float* im2col_workspace = nullptr;       // the baseline's columns
-  int64_t weight_bytes = 0, activation_bytes = 0, workspace_bytes = 0;
-  std::vector<gpu::DeviceBuffer> buffers;  // every weight, activation and workspace allocation
   // The kernel lab's user kernel, when this net is "cuda+lab:NAME": the lowering of its slot launches it in
   // place of ours for the layers it replaces (lab_kernel.h).
   std::shared_ptr<const LabKernel> lab;
@@ -71,20 +76,21 @@ class Lowering {
     return j == kNetworkInput ? input.data : values[static_cast<size_t>(j)].data;
   }
 
-  void* allocate_bytes(int64_t bytes, int64_t* counter);
-  float* allocate(int64_t floats, int64_t* counter);
+  void* allocate_bytes(int64_t bytes, gpu::MemoryUse use);
+  float* allocate(int64_t floats, gpu::MemoryUse use);
   // An activation of `dtype`, poisoned (every element reads NaN, in both types): an element no kernel wrote
   // shows up at once in a diff instead of passing as a stale or zero value.
   void* new_activation(const Shape& shape, k::DType dtype);
   const float* upload(const std::vector<float>& host);
-  // GEMM weights in the mode's operand type: half in fp16 (rounded to nearest on the host), else float32.
-  const void* upload_gemm_weights(const std::vector<float>& host);
+  // GEMM weights in `step`'s operand type: half where it stores half (rounded to nearest on the host), else float32.
+  const void* upload_gemm_weights(const CudaStep& step, const std::vector<float>& host);
   // Half values already rounded (their bits), as weights.
   const void* upload_half_bits(const std::vector<uint16_t>& bits);
   const float* upload_bias(const Layer& l) { return l.bias.empty() ? nullptr : upload(l.bias); }
 
  private:
   cudaStream_t stream_;
+  gpu::DeviceMemory& memory_;
 };
 
 k::Clip clip_of(const Layer& l);

@@ -1,6 +1,6 @@
-// What the planner and the lowering of the cuda backend both derive from the model: the kernels' 32-bit sizes and
-// the problem shapes of the fusion block's kernels (the planner chooses their tiles from them, the lowering launches
-// them), written once.
+// What the planner and the lowering of the cuda backend both derive from the model and the GPU: the kernels' view of
+// the device, their 32-bit sizes and the problem shapes of the fusion block's kernels (the planner chooses their
+// tiles from them, the lowering launches them), written once.
 #pragma once
 
 #include <cstdint>
@@ -8,9 +8,25 @@
 
 #include "kernels/tiles.h"
 #include "mnv2/error.h"
+#include "mnv2/gpu_properties.h"
 #include "mnv2/model.h"
 
 namespace mnv2::cuda_backend {
+
+// What the kernels' tile choosers know of a GPU, derived from its one description (mnv2/gpu_properties.h): the
+// planner's presets and a real device's properties (engine/gpu/device.h read_gpu_properties) alike.
+inline kernels::DeviceCaps device_caps(const GpuProperties& g) {
+  kernels::DeviceCaps c;
+  c.num_sms = g.sm_count;
+  c.smem_per_block_optin = g.smem_per_block_optin;
+  c.smem_per_sm = g.smem_per_sm;
+  c.max_threads_per_sm = g.max_threads_per_sm;
+  c.max_blocks_per_sm = g.max_blocks_per_sm;
+  c.regs_per_sm = g.regs_per_sm;
+  c.dram_bytes_per_sm_cycle =
+      kernels::dram_bytes_per_sm_cycle(g.memory_clock_khz, g.memory_bus_bits, g.sm_clock_khz, g.sm_count);
+  return c;
+}
 
 // v as the kernels' int, or Error naming `what`.
 inline int checked_int(int64_t v, const std::string& what) {

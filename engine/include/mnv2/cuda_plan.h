@@ -8,36 +8,10 @@
 #include <vector>
 
 #include "mnv2/backend.h"
+#include "mnv2/gpu_properties.h"  // GpuProperties, tf32_refusal
 #include "mnv2/model.h"
 
 namespace mnv2 {
-
-// What the planner needs to know of a GPU. from_device in the backend reads the real one; the presets
-// describe others (datasheet values).
-struct GpuProperties {
-  std::string name;
-  int cc_major = 0, cc_minor = 0;  // compute capability of the hardware
-  int code_arch = 0;               // architecture the running code was compiled for (e.g. 75 for compute_75 PTX
-                                   // JIT-compiled on an H200); 0: the hardware's own (cc_major * 10 + cc_minor)
-  int sm_count = 0;                // multiprocessors
-  int smem_per_block_optin = 0;    // bytes of shared memory a block may opt in to
-  int smem_per_sm = 0;             // bytes of shared memory per multiprocessor
-  int regs_per_sm = 0;             // 32-bit registers per multiprocessor
-  int max_threads_per_sm = 0;      // resident threads per multiprocessor
-  int max_blocks_per_sm = 0;       // resident blocks per multiprocessor
-  int memory_clock_khz = 0;        // DRAM clock as the runtime reports it (double data rate)
-  int memory_bus_bits = 0;         // DRAM bus width
-  int sm_clock_khz = 0;            // multiprocessor clock (boost)
-
-  int arch() const { return cc_major * 10 + cc_minor; }
-  int effective_code_arch() const { return code_arch > 0 ? code_arch : arch(); }
-  bool operator==(const GpuProperties&) const = default;
-
-  static GpuProperties t4();       // Tesla T4: Turing, sm_75, 40 SMs, 64 KB shared memory per SM
-  static GpuProperties a100();     // A100 SXM4 40 GB: Ampere, sm_80, 108 SMs, 164 KB
-  static GpuProperties rtx4090();  // GeForce RTX 4090: Ada, sm_89, 128 SMs, 100 KB, 1536 threads per SM
-  static GpuProperties h200();     // H200 SXM: Hopper, sm_90, 132 SMs, 228 KB
-};
 
 // The kernel family a step runs.
 enum class CudaKernel {
@@ -133,8 +107,5 @@ CudaPlan plan_cuda_network(const Model& model, const PrepareConfig& config, cons
 std::string describe(const CudaPlan& plan);
 // The launch chain in a few words: "57 kernels per run, PDL on, 12 split-K GEMMs reduced in the kernel".
 std::string describe_chain(const CudaPlan& plan);
-
-// Why tf32 cannot run on this GPU with this code ("" when it can); the backend's supports() and prepare() say it.
-std::string tf32_refusal(const GpuProperties& gpu);
 
 }  // namespace mnv2

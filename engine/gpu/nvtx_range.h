@@ -1,6 +1,6 @@
 // An NVTX range around one execution step, named after it, so Nsight Systems and Nsight Compute (`--nvtx
 // --nvtx-include 'NAME/'`, see mnv2 profile --ncu-command) can pick out a layer's kernels. Shared by the
-// GPU backends.
+// GPU backends' run loop (prepared_net.cpp).
 #pragma once
 
 #include <nvtx3/nvToolsExt.h>
