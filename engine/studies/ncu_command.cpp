@@ -63,8 +63,11 @@ NcuCommand ncu_command(const Model& model, const NcuCommandConfig& config) {
 NcuCommand ncu_command(const RunReport& run, int layer, const std::string& mnv2_path) {
   refuse_host_backend(run.backend);
   if (layer < 0 || layer >= static_cast<int>(run.layers.size()))
-    throw UsageError("layer " + std::to_string(layer) + " does not exist (the run has layers 0.." +
-                     std::to_string(run.layers.size() - 1) + ")");
+    throw UsageError("the run has no layer " + std::to_string(layer) + " (it has " + std::to_string(run.layers.size()) +
+                     ")");
+  const int step = run.layers[static_cast<size_t>(layer)].step;
+  if (step < 0 || step >= static_cast<int>(run.steps.size()))
+    throw Error("layer " + std::to_string(layer) + " has no step in the run's report");
   NcuCommandConfig config;
   config.mnv2_path = mnv2_path;
   if (!run.model_synthetic) config.model_path = run.model_source;
@@ -80,8 +83,7 @@ NcuCommand ncu_command(const RunReport& run, int layer, const std::string& mnv2_
     (input.extension() == ".f32" ? config.tensor : config.image) = absolute;
   }
   // The run's own step names are exact (a fused layer's range is its step's name).
-  const StepProfile& step = run.steps.at(static_cast<size_t>(run.layers[static_cast<size_t>(layer)].step));
-  return command_of(config, layer, step.name, {});
+  return command_of(config, layer, run.steps[static_cast<size_t>(step)].name, {});
 }
 
 }  // namespace mnv2
