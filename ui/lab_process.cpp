@@ -92,6 +92,7 @@ QStringList LabProcess::arguments(const Request& r, const QString& jsonPath) {
   if (!r.layers.isEmpty()) a << QStringLiteral("--layers") << r.layers;
   if (!r.model.isEmpty()) a << QStringLiteral("--model") << r.model;
   if (!r.arch.isEmpty()) a << QStringLiteral("--arch") << r.arch;
+  a << QStringLiteral("--device") << QString::number(r.device);
   a << QStringLiteral("--json") << jsonPath;
   if (r.action == Action::Compile) a << QStringLiteral("--compile-only");
   if (r.action == Action::Check) a << QStringLiteral("--no-time");

@@ -31,8 +31,9 @@ class LabProcess : public QObject {
     QString layers;      // "2,7"; empty: every layer of the slot
     QString precision = QStringLiteral("fp32");
     int batch = 1;
-    QString arch;   // "sm_90": compile for this architecture (a machine without a GPU); empty: the GPU's
-    QString model;  // the app's model file, so that the lab runs the network the app shows; empty: mnv2's lookup
+    QString arch;    // "sm_90": compile for this architecture (a machine without a GPU); empty: the GPU's
+    int device = 0;  // the GPU the check and the timings run on (the run settings' device)
+    QString model;   // the app's model file, so that the lab runs the network the app shows; empty: mnv2's lookup
   };
   // How a job ended. `result` is there when the process wrote a readable result; `error` says why not (or
   // what else went wrong); `output` is the template's source for Template.

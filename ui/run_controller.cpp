@@ -176,8 +176,8 @@ void RunWorker::classify(JobId id, const ClassifyRequest& request) {
           result.picture.scaled(kMaxShownSide, kMaxShownSide, Qt::KeepAspectRatio, Qt::SmoothTransformation);
     result.crop = toQImage(crop);
 
-    const mnv2::ClassifyConfig config{request.backend.toStdString(), mnv2::Precision::fp32, request.cuda, 5,
-                                      request.cudnn};
+    mnv2::ClassifyConfig config{request.backend.toStdString(), mnv2::Precision::fp32, request.cuda, 5, request.cudnn};
+    config.device = request.device;
     const auto t0 = std::chrono::steady_clock::now();
     const mnv2::ClassifyResult ranked = m_classifier.classify(m, m_labels, config, result.input);
     result.runMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -286,6 +286,7 @@ void RunWorker::diff(JobId id, const DiffRequest& request) {
     config.precision = request.precision;
     config.cuda = request.cuda;
     config.cudnn = request.cudnn;
+    config.device = request.device;
     config.input = input;
     mnv2::DiffResult study = mnv2::run_diff(m, config);
     result.referencePrecision = study.rule.run[0];

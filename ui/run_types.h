@@ -78,6 +78,7 @@ struct ClassifyRequest {
   ImageDecoder decoder = ImageDecoder::Auto;
   mnv2::CudaOptions cuda;
   mnv2::CudnnOptions cudnn;  // the cudnn backend's options (PrepareConfig::cudnn)
+  int device = 0;            // the GPU backends' CUDA ordinal (PrepareConfig::device)
 };
 
 struct ClassifyResult {
@@ -129,6 +130,7 @@ struct DiffRequest {
   // Asked for; the compare rule (mnv2::resolve_compare) decides what the backend and the reference run.
   mnv2::Precision precision = mnv2::Precision::fp32;
   mnv2::CudaOptions cuda;
+  int device = 0;      // the GPU backends' CUDA ordinal (PrepareConfig::device)
   mnv2::Tensor input;  // one image; empty: the random input (seed 1) the profiler uses
   QString inputName;
   int height = 224;

@@ -141,6 +141,7 @@ void cuda_option_set(Args& a) {
     if (s.per_run && (s.name.rfind("cuda-", 0) == 0 || s.name.rfind("cudnn-", 0) == 0)) a.table(s.name);
 }
 void threads_option(Args& a) { a.table("threads"); }
+void device_option(Args& a) { a.table("device"); }
 void counts_options(Args& a, const char* warmup, const char* iters) {
   a.table("warmup", warmup);
   a.table("iters", iters);
@@ -168,6 +169,7 @@ void run_options(Args& a, bool compare) {
   a.value("--image", "run on this photograph, preprocessed as the model says (default: random input, seed 1)");
   a.value("--tensor", "run on this raw float32 NCHW tensor file");
   precision_option(a);
+  device_option(a);
   cuda_option_set(a);
   threads_option(a);
 }

@@ -83,6 +83,7 @@ void size_option(Args& a);
 void precision_option(Args& a);
 void cuda_option_set(Args& a);  // every per-run cuda- and cudnn- option
 void threads_option(Args& a);
+void device_option(Args& a);  // the GPU the GPU backends run on
 void counts_options(Args& a, const char* warmup, const char* iters);
 // Where files are and the CUPTI switch (the options that are not part of a run): every command takes them.
 void process_options(Args& a);

@@ -150,6 +150,7 @@ void declare_bench(Args& a) {
   counts_options(a, "5", "50");
   report_options(a, false);
   precision_option(a);
+  device_option(a);
   cuda_option_set(a);
   threads_option(a);
   a.flag("--u8",
@@ -188,7 +189,7 @@ int cmd_bench(const Args& args, const OptionValues& options) {
   const std::vector<int> batches = table_integers("batch", args.get_or("--batch", "1"));
   const int warmup = static_cast<int>(options.integer("warmup"));
   const int iters = static_cast<int>(options.integer("iters"));
-  // Precision, host threads and the backends' options (batch and size are the lists above).
+  // Precision, host threads, device and the backends' options (batch and size are the lists above).
   const PrepareConfig run = prepare_config_of(options, {224, 224});
   for (const auto& b : backend_list) make_backend(b);  // unknown names fail here, as usage errors
   // Saved results to show beside the fresh ones: read (and refused) before anything runs.
@@ -207,6 +208,7 @@ int cmd_bench(const Args& args, const OptionValues& options) {
   sweep.cuda = run.cuda;
   sweep.cudnn = run.cudnn;
   sweep.cpu_threads = run.cpu_threads;
+  sweep.device = run.device;
   sweep.u8_input = args.flag("--u8");
   if (args.get("--sub-batch")) {
     if (!sweep.u8_input) throw UsageError("--sub-batch applies to the 8-bit input path: add --u8");

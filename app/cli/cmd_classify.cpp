@@ -29,6 +29,7 @@ void declare_classify(Args& a) {
   a.value("--tensor", "classify the images of this raw float32 NCHW tensor file instead");
   size_option(a);
   precision_option(a);
+  device_option(a);
   cuda_option_set(a);
   a.flag("--json", "print JSON (top-5, the top K, every logit) instead of text");
   a.positional("images", "image files");
@@ -71,8 +72,9 @@ int cmd_classify(const Args& args, const OptionValues& options) {
     input = stack_batch(batch);
   }
   Classifier classifier;
-  const ClassifyResult classified = classifier.classify(
-      m.model, labels, ClassifyConfig{backend_name, precision, pc.cuda, std::max(top, 5), pc.cudnn}, input);
+  ClassifyConfig classify_config{backend_name, precision, pc.cuda, std::max(top, 5), pc.cudnn};
+  classify_config.device = pc.device;
+  const ClassifyResult classified = classifier.classify(m.model, labels, classify_config, input);
   // NaN/Inf logits: the results still print (exit 0, as for a model with NaN weights), the warning naming the
   // first layer that produced them goes to stderr, whatever the output format.
   for (const auto& w : classified.warnings) std::cerr << "WARNING: " << w << "\n";

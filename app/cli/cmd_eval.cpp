@@ -57,6 +57,7 @@ void declare_eval(Args& a) {
   a.value("--threads", "image loader threads (default min(4, cores))");
   a.output("--json", "write the result as JSON to this file ('-': standard output)");
   precision_option(a);
+  device_option(a);
   cuda_option_set(a);
 }
 
@@ -69,10 +70,11 @@ int cmd_eval(const Args& args, const OptionValues& options) {
   cfg.batch = table_integer_at_most(args, options, "batch", kMaxEvalBatch);
   // Not the table's threads (the cpu backends'): the image loaders'.
   cfg.loader_threads = parse_int(args.get_or("--threads", "0"), "--threads", 0, 256);
-  const PrepareConfig run = prepare_config_of(options, {224, 224});  // precision and the backends' options
+  const PrepareConfig run = prepare_config_of(options, {224, 224});  // precision, device, the backends' options
   cfg.precision = run.precision;
   cfg.cuda = run.cuda;
   cfg.cudnn = run.cudnn;
+  cfg.device = run.device;
   make_backend(cfg.backend);  // unknown names are usage errors, before any file work
   if (!std::filesystem::is_directory(*images_dir)) throw Error(*images_dir + ": no such folder");
   LoadedModel m = load_model(options);

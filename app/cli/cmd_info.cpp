@@ -56,14 +56,16 @@ int cmd_info(const Args& args, const OptionValues& options) {
     json::Json dj = json::Json::object();
     dj["index"] = d.index;
     dj["name"] = d.name;
+    dj["uuid"] = d.uuid;
+    dj["pci_bus_id"] = d.pci_bus_id;
     dj["compute_capability"] = std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor);
     dj["memory_bytes"] = d.memory_bytes;
     dj["multiprocessors"] = d.multiprocessors;
     if (d.cannot_run.empty()) {
       dj["code"] = d.code;
-      if (d.index == 0 && plugin.loaded) {
+      if (plugin.loaded) {
         std::string why;
-        const int arch = kernel_code_arch(0, &why);
+        const int arch = kernel_code_arch(d.index, &why);
         dj["kernel_code_arch"] = arch > 0 ? json::Json("compute_" + std::to_string(arch)) : json::Json(why);
       }
     } else {
@@ -147,7 +149,8 @@ int cmd_info(const Args& args, const OptionValues& options) {
   for (size_t i = 0; i < env.devices.size(); ++i) {
     const GpuDevice& d = env.devices[i];
     std::cout << "device " << d.index << ": " << d.name << ", sm_" << d.cc_major << d.cc_minor << ", "
-              << d.multiprocessors << " SMs, " << (d.memory_bytes >> 20) << " MiB; ";
+              << d.multiprocessors << " SMs, " << (d.memory_bytes >> 20) << " MiB, " << d.uuid << " at PCI "
+              << d.pci_bus_id << "; ";
     if (!d.cannot_run.empty()) {
       std::cout << "cannot run this build's kernels: " << d.cannot_run << "\n";
       continue;

@@ -67,6 +67,7 @@ void declare_lab(Args& a) {
   a.value("--kernel", "FILE.cu: the kernel (its module's one __global__ function), see docs/KERNEL_LAB.md");
   a.value("--layers", "comma-separated layer indices of the slot to replace (default: all of them)");
   precision_option(a);
+  device_option(a);
   batch_option(a);
   model_options(a);
   a.value("--input", "random (default, seed 1) or a raw float32 NCHW tensor file (one image or the batch)");
@@ -124,6 +125,7 @@ int cmd_lab(const Args& args, const OptionValues& options) {
   c.compile_only = args.flag("--compile-only");
   c.no_time = args.flag("--no-time");
   c.arch = args.get_or("--arch", "");
+  c.device = static_cast<int>(options.integer("device"));
   const std::string json_path = args.get_or("--json", "");
   c.report_csv = args.get_or("--csv", "");
   if (auto out = args.get("--out")) {

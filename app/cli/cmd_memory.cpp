@@ -21,6 +21,7 @@ void declare_memory(Args& a) {
   size_option(a);
   precision_option(a);
   report_options(a, false);
+  device_option(a);
   cuda_option_set(a);
 }
 

@@ -303,8 +303,9 @@ EvalResult evaluate(const Model& model, const std::vector<EvalItem>& items, cons
   const int threads = config.loader_threads > 0 ? config.loader_threads : std::min(4, hw);
   const int ahead = config.queue_batches > 0 ? config.queue_batches : threads + 1;
   const int crop = model.preprocess.crop;
-  std::unique_ptr<PreparedNet> net =
-      backend->prepare(model, PrepareConfig{config.batch, crop, crop, config.precision, config.cuda, 0, config.cudnn});
+  PrepareConfig pc{config.batch, crop, crop, config.precision, config.cuda, 0, config.cudnn};
+  pc.device = config.device;
+  std::unique_ptr<PreparedNet> net = backend->prepare(model, pc);
 
   EvalResult r;
   r.config = config;

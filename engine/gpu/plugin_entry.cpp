@@ -13,7 +13,7 @@ std::unique_ptr<Backend> make_cudnn_backend();                              // e
 std::unique_ptr<Backend> make_cuda_backend();                               // engine/backends/cuda
 std::unique_ptr<Backend> make_cuda_lab_backend(const LabKernelSpec& spec);  // engine/backends/cuda
 namespace cuda_backend {
-void lab_module_info(const std::string& cubin_path, gpu_plugin::LabModuleInfo& info);  // lab_kernel.cpp
+void lab_module_info(int device, const std::string& cubin_path, gpu_plugin::LabModuleInfo& info);  // lab_kernel.cpp
 }  // namespace cuda_backend
 
 namespace gpu_plugin {
@@ -22,6 +22,22 @@ void lab_nvrtc_compile(const LabNvrtcJob& job, LabNvrtcOutput& out);  // engine/
 
 namespace gpu_plugin {
 namespace {
+
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", lower-case hex, as nvidia-smi and NVML print a GPU's UUID; "" when
+// CUDA gave none (all zero).
+std::string uuid_string(const cudaUUID_t& uuid) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "GPU-";
+  bool any = false;
+  for (int i = 0; i < 16; ++i) {
+    const auto b = static_cast<unsigned char>(uuid.bytes[i]);
+    any = any || b != 0;
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return any ? out : std::string();
+}
 
 void query_environment(CudaEnvironment& env) {
   cudaRuntimeGetVersion(&env.runtime_version);
@@ -62,6 +78,12 @@ void query_environment(CudaEnvironment& env) {
     d.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
     d.multiprocessors = prop.multiProcessorCount;
     d.l2_bytes = prop.l2CacheSize;
+    d.uuid = uuid_string(prop.uuid);
+    char bus[32] = {};
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, i) == cudaSuccess)
+      d.pci_bus_id = bus;
+    else
+      cudaGetLastError();
     const DeviceCode code = code_for_device(built_cuda_architectures(), d.cc_major, d.cc_minor);
     d.code = code.runs ? code.code : "";
     d.cannot_run = code.runs ? "" : code.why_not;
@@ -110,8 +132,8 @@ bool memory_use(int device, int64_t* used_bytes, int64_t* total_bytes) {
   return true;
 }
 
-bool create_context() {
-  if (cudaFree(nullptr) == cudaSuccess) return true;
+bool create_context(int device) {
+  if (cudaSetDevice(device) == cudaSuccess && cudaFree(nullptr) == cudaSuccess) return true;
   cudaGetLastError();
   return false;
 }

@@ -77,27 +77,29 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
                      std::to_string(config.sub_batch));
   if (config.sub_batch > 0 && !config.u8_input) throw UsageError("a sub-batch applies to the 8-bit input path only");
   auto backend = make_backend(config.backend);
+  BenchResult result;
   if (Availability a = backend->availability(); !a.available)
     throw Error("backend '" + config.backend + "' is not available: " + a.reason);
 
   PrepareConfig pc{config.batch, config.height,      config.width, config.precision,
                    config.cuda,  config.cpu_threads, config.cudnn};
-  DeviceMemoryProbe memory_probe(!is_host_backend(backend->name()));  // the driver's view of what the network takes
+  pc.device = config.device;
+  const bool gpu = !is_host_backend(backend->name());
+  if (gpu) result.gpu = record_gpu(config.device);     // throws UsageError for a device this machine does not show
+  DeviceMemoryProbe memory_probe(gpu, config.device);  // the driver's view of what the network takes
   auto net = backend->prepare(model, pc);
   memory_probe.sample();
   const Tensor input =
       random_input(Shape{config.batch, model.input_channels, config.height, config.width}, config.seed);
 
-  BenchResult result;
   result.config = config;
   result.backend_description = backend->description();
-  const bool gpu = !is_host_backend(backend->name());
   result.config.cpu_threads = gpu ? 0 : net->config().cpu_threads;  // the count used
   if (const std::string d = net->description(); !d.empty()) result.backend_description = d;
   const int total = config.warmup + config.iters;
   // Only the run's boundaries are observed: one event pair on the stream for GPU backends.
   HostContentionProbe host_probe;
-  GpuConditionsProbe gpu_probe(gpu);
+  GpuConditionsProbe gpu_probe(gpu, config.device);
   gpu_probe.sample();
   host_probe.start();
   auto run_timer = make_run_timer(gpu);

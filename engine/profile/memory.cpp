@@ -36,19 +36,19 @@ DeviceMemoryUse device_memory_use(int device) {
   return use;
 }
 
-DeviceMemoryProbe::DeviceMemoryProbe(bool gpu_backend) {
+DeviceMemoryProbe::DeviceMemoryProbe(bool gpu_backend, int device) : device_(device) {
   if (!gpu_backend) return;
   const gpu_plugin::Api* gpu = gpu_plugin::api();
   // Creates the context first, so that it is not counted as the network's.
-  if (gpu == nullptr || !gpu->create_context()) return;
-  before_ = device_memory_use();
+  if (gpu == nullptr || !gpu->create_context(device)) return;
+  before_ = device_memory_use(device);
   active_ = before_.used_bytes >= 0;
   peak_ = before_.used_bytes;
 }
 
 void DeviceMemoryProbe::sample() {
   if (!active_) return;
-  peak_ = std::max(peak_, device_memory_use().used_bytes);
+  peak_ = std::max(peak_, device_memory_use(device_).used_bytes);
 }
 
 void DeviceMemoryProbe::finish(MemoryReport& report) const {
@@ -82,7 +82,9 @@ MemoryStudy memory_study(const Model& model, const std::string& backend_name, co
   if (Availability a = backend->availability(); !a.available)
     throw Error("backend '" + backend_name + "' is not available: " + a.reason);
   s.backend_description = backend->description();
-  DeviceMemoryProbe probe(!is_host_backend(backend_name));
+  const bool gpu = !is_host_backend(backend_name);
+  if (gpu) gpu_device(config.device);  // a UsageError for a device this machine does not show
+  DeviceMemoryProbe probe(gpu, config.device);
   auto net = backend->prepare(model, config);
   probe.sample();
   net->run(random_input(Shape{config.batch, model.input_channels, config.height, config.width}, 1));

@@ -100,14 +100,15 @@ void validate(const ProfileConfig& cfg) {
   if (cfg.iters < 1 || cfg.iters > 1000000) throw UsageError("iteration count must be in 1..1000000");
 }
 
-void fill_environment(RunReport& r, bool gpu) {
+void fill_environment(RunReport& r, bool gpu, int device) {
   const CudaEnvironment& env = cuda_environment();
   r.driver = cuda_version_string(env.driver_version);
   r.cuda_runtime = cuda_version_string(env.runtime_version);
   r.cudnn = env.cudnn_version;
-  if (gpu && !env.devices.empty()) {
-    r.device = env.devices.front().name;
-    r.sm_clock_mhz_start = current_sm_clock_mhz(0);
+  if (gpu) {
+    r.gpu = record_gpu(device);  // throws UsageError for a device this machine does not show
+    r.device = r.gpu.name;
+    r.sm_clock_mhz_start = current_sm_clock_mhz(device);
   } else {
     r.device = "CPU";
   }
@@ -238,12 +239,13 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   r.commit = MNV2_GIT_COMMIT;
   r.date = iso_date_utc();
   r.warnings = model.warnings;
-  fill_environment(r, gpu);
+  fill_environment(r, gpu, cfg.device);
 
   r.layer_stats = analyse(model, cfg.batch, cfg.height, cfg.width);
-  DeviceMemoryProbe memory_probe(gpu);  // the driver's view of the memory the network takes
-  auto net = backend->prepare(
-      model, PrepareConfig{cfg.batch, cfg.height, cfg.width, cfg.precision, cfg.cuda, cfg.cpu_threads, cfg.cudnn});
+  DeviceMemoryProbe memory_probe(gpu, cfg.device);  // the driver's view of the memory the network takes
+  PrepareConfig pc{cfg.batch, cfg.height, cfg.width, cfg.precision, cfg.cuda, cfg.cpu_threads, cfg.cudnn};
+  pc.device = cfg.device;
+  auto net = backend->prepare(model, pc);
   memory_probe.sample();
   // The count the net runs with (the cpu backends resolve 0 to their default), and its description with it.
   cfg.cpu_threads = gpu ? 0 : net->config().cpu_threads;
@@ -263,7 +265,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   // What else runs beside the timed phases: the host's other processes, the GPU's clock and neighbours
   // (sampled between runs, never inside a timed one).
   HostContentionProbe host_probe;
-  GpuConditionsProbe gpu_probe(gpu);
+  GpuConditionsProbe gpu_probe(gpu, cfg.device);
   gpu_probe.sample();
   host_probe.start();
 
@@ -444,7 +446,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   r.gap_ms = e2e - r.sum_of_steps_ms;
   memory_probe.sample();
   memory_probe.finish(r.memory);
-  if (gpu) r.sm_clock_mhz_end = current_sm_clock_mhz(0);
+  if (gpu) r.sm_clock_mhz_end = current_sm_clock_mhz(cfg.device);
   cfg.input.reset();
   r.config = cfg;
   r.options = options_of(cfg);
@@ -556,6 +558,7 @@ OptionValues options_of(const ProfileConfig& c) {
   v["timing"] = c.timer == TimerKind::cupti_kernel ? "cupti" : "event";
   v["exec"] = c.graph_replay ? "graph" : "layers";
   v["threads"] = std::to_string(c.cpu_threads);
+  v["device"] = std::to_string(c.device);
   v["cuda-variant"] = to_string(c.cuda.variant);
   v["cuda-fusion"] = to_string(c.cuda.fusion);
   v["cuda-graph"] = to_string(c.cuda.graph);

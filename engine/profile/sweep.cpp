@@ -23,6 +23,7 @@ std::vector<BenchConfig> sweep_points(const SweepConfig& c) {
         b.cuda = c.cuda;
         b.cudnn = c.cudnn;
         b.cpu_threads = c.cpu_threads;
+        b.device = c.device;
         b.u8_input = c.u8_input;
         b.sub_batch = c.sub_batch > 0 && batch > c.sub_batch ? c.sub_batch : 0;
         if (b.sub_batch > 0 && batch % b.sub_batch != 0)

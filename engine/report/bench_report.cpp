@@ -113,6 +113,7 @@ std::string bench_json(const std::vector<BenchResult>& results, const ReportMode
     rj["memory"] = r.memory;
     rj["cpu_threads"] = r.config.cpu_threads;  // the cpu backends' threads as run; 0 for GPU backends
     rj["reliability"] = reliability_json(r.reliability);
+    if (r.gpu.index >= 0) rj["gpu"] = gpu_record_json(r.gpu);  // GPU backends; absent in older files
     rows.push_back(std::move(rj));
   }
   const Json j = {{"schema", "mnv2.bench/1"},
@@ -241,6 +242,13 @@ BenchResult result_from(const json::Json& j) {
       r.reliability = reliability_from_json(*rel);
     } catch (const Error& e) {
       throw Error(json::named_error("reliability", e.what()));
+    }
+  }
+  if (const json::Json* g = json::find(j, "gpu")) {  // GPU backends; absent in older files
+    try {
+      r.gpu = gpu_record_from_json(*g);
+    } catch (const Error& e) {
+      throw Error(json::named_error("gpu", e.what()));
     }
   }
   return r;

@@ -364,6 +364,39 @@ Reliability reliability_from_json(const Json& j) {
   return rel;
 }
 
+// ---- the GPU ------------------------------------------------------------------------------------------
+
+Json gpu_record_json(const GpuRecord& g) {
+  Json j = Json{{"index", g.index},
+                {"uuid", g.uuid},
+                {"name", g.name},
+                {"pci_bus_id", g.pci_bus_id},
+                {"sm_clock_max_mhz", g.sm_clock_max_mhz},
+                {"sm_clock_applications_mhz", g.sm_clock_applications_mhz},
+                {"memory_clock_mhz", g.memory_clock_mhz},
+                {"power_limit_w", g.power_limit_w}};
+  if (!g.nvml_problem.empty()) j["nvml_problem"] = g.nvml_problem;
+  return j;
+}
+
+GpuRecord gpu_record_from_json(const Json& j) {
+  constexpr int kMaxClock = 100000;  // MHz: far beyond any GPU; a bound for a file's claim
+  GpuRecord g;
+  g.index = int_in(json::at(j, "index"), "gpu index", 0, 1023);
+  g.uuid = one_line(json::string_at(j, "uuid"));
+  g.name = one_line(json::string_at(j, "name"));
+  g.pci_bus_id = one_line(json::string_at(j, "pci_bus_id"));
+  g.sm_clock_max_mhz = int_in(json::at(j, "sm_clock_max_mhz"), "gpu sm_clock_max_mhz", -1, kMaxClock);
+  g.sm_clock_applications_mhz =
+      int_in(json::at(j, "sm_clock_applications_mhz"), "gpu sm_clock_applications_mhz", -1, kMaxClock);
+  g.memory_clock_mhz = int_in(json::at(j, "memory_clock_mhz"), "gpu memory_clock_mhz", -1, kMaxClock);
+  g.power_limit_w = json::number_at(j, "power_limit_w");
+  if (!(g.power_limit_w == -1 || (std::isfinite(g.power_limit_w) && g.power_limit_w > 0 && g.power_limit_w < 1e6)))
+    throw Error("gpu power_limit_w " + std::to_string(g.power_limit_w) + " is neither -1 nor a power in watts");
+  if (const Json* p = json::find(j, "nvml_problem")) g.nvml_problem = one_line(json::as_string(*p));
+  return g;
+}
+
 // ---- CSV ------------------------------------------------------------------------------------------------
 
 namespace {
@@ -495,6 +528,7 @@ Json report_json(const RunReport& r) {
   meta["execution"] = r.execution;
   if (r.kernels_per_run >= 0) meta["kernels_per_run"] = r.kernels_per_run;  // of an un-instrumented run
   meta["device"] = r.device;
+  if (r.gpu.index >= 0) meta["gpu"] = gpu_record_json(r.gpu);  // GPU runs; absent in older reports
   meta["sm_clock_mhz_start"] = r.sm_clock_mhz_start;
   meta["sm_clock_mhz_end"] = r.sm_clock_mhz_end;
   meta["driver"] = r.driver;
@@ -700,6 +734,7 @@ RunReport report_from(const Json& j) {
     }
   }
   r.device = json::string_at(m, "device");
+  if (const Json* g = json::find(m, "gpu")) r.gpu = gpu_record_from_json(*g);
   r.sm_clock_mhz_start = int_from(json::at(m, "sm_clock_mhz_start"), "sm_clock_mhz_start");
   r.sm_clock_mhz_end = int_from(json::at(m, "sm_clock_mhz_end"), "sm_clock_mhz_end");
   r.driver = json::string_at(m, "driver");

@@ -66,18 +66,20 @@ ClassifyResult Classifier::classify(const Model& model, const std::vector<std::s
     throw UsageError(std::to_string(labels.size()) + " labels for a model with " + std::to_string(model.num_classes) +
                      " classes");
   if (config.top < 1) throw UsageError("top must be at least 1");
-  const PrepareConfig pc{static_cast<int>(input.shape.n),
-                         static_cast<int>(input.shape.h),
-                         static_cast<int>(input.shape.w),
-                         config.precision,
-                         config.cuda,
-                         0,
-                         config.cudnn};
+  PrepareConfig pc{static_cast<int>(input.shape.n),
+                   static_cast<int>(input.shape.h),
+                   static_cast<int>(input.shape.w),
+                   config.precision,
+                   config.cuda,
+                   0,
+                   config.cudnn};
+  pc.device = config.device;
   Cache& c = *cache_;
   const bool same = c.net && c.model == &model && c.model_checksum == model.checksum &&
                     c.model_data_files == model.file.external_files && c.config.backend == config.backend &&
                     c.prepared.batch == pc.batch && c.prepared.height == pc.height && c.prepared.width == pc.width &&
-                    c.prepared.precision == pc.precision && c.prepared.cuda == pc.cuda && c.prepared.cudnn == pc.cudnn;
+                    c.prepared.precision == pc.precision && c.prepared.cuda == pc.cuda &&
+                    c.prepared.cudnn == pc.cudnn && c.prepared.device == pc.device;
   if (!same) {
     c.net.reset();  // a GPU network's memory is freed before the next one takes its own
     if (std::string problem = classifier_head_problem(model, pc.height, pc.width); !problem.empty())

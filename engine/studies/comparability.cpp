@@ -2,6 +2,7 @@
 // what it does to a comparison of the two runs' figures.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,8 +17,9 @@ namespace {
 using Weight = SettingDifference::Weight;
 
 // Options with their own finding above (worded for what they do to a comparison).
-const std::set<std::string> kComparedAbove = {"backend", "precision", "batch",  "input-size",
-                                              "warmup",  "iters",     "timing", "exec"};
+// The GPU's ordinal says nothing across machines: the card itself (metadata.gpu) is compared instead.
+const std::set<std::string> kComparedAbove = {"backend", "precision", "batch", "input-size", "warmup",
+                                              "iters",   "timing",    "exec",  "device"};
 
 // Clocks further apart than this (relative) change kernel times by about as much: worth a warning.
 constexpr double kClockTolerance = 0.05;
@@ -38,6 +40,18 @@ double run_clock(const RunReport& r) {
   if (s > 0 && e > 0) return (s + e) / 2.0;
   return s > 0 ? s : (e > 0 ? e : 0);
 }
+
+std::string mhz_text(int mhz) { return mhz > 0 ? std::to_string(mhz) + " MHz" : "not recorded"; }
+
+std::string watts_text(double w) {
+  if (w <= 0) return "not recorded";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f W", w);
+  return buf;
+}
+
+// Two recorded settings further apart than the tolerance (relative); unrecorded ones (<= 0) are not compared.
+bool apart(double a, double b) { return a > 0 && b > 0 && std::abs(a - b) > kClockTolerance * std::max(a, b); }
 
 bool clock_moved(const RunReport& r) {
   const int s = r.sm_clock_mhz_start, e = r.sm_clock_mhz_end;
@@ -147,6 +161,26 @@ RunComparability compare_settings(const RunReport& a, const RunReport& b) {
     add("device", a.device, b.device, cpu_vs_gpu ? Weight::note : Weight::warn,
         cpu_vs_gpu ? "a CPU against a GPU"
                    : "the runs are from different processors: differences are the hardware's as much as the code's");
+  // Two GPU runs: the card, and the settings that bound its speed (NVML, at each run's start).
+  const GpuRecord &ga = a.gpu, &gb = b.gpu;
+  if (ga.index >= 0 && gb.index >= 0) {
+    if (a.device == b.device && !ga.uuid.empty() && !gb.uuid.empty() && ga.uuid != gb.uuid)
+      add("GPU card", ga.uuid + " (" + ga.pci_bus_id + ")", gb.uuid + " (" + gb.pci_bus_id + ")", Weight::note,
+          "two cards of the same model: their power limits and clocks are compared below");
+    if (ga.power_limit_w > 0 && gb.power_limit_w > 0 && std::abs(ga.power_limit_w - gb.power_limit_w) >= 1)
+      add("GPU power limit", watts_text(ga.power_limit_w), watts_text(gb.power_limit_w), Weight::warn,
+          "a card held to less power lowers its clocks under load: kernel times differ by that as well as by the "
+          "code");
+    if (apart(ga.sm_clock_max_mhz, gb.sm_clock_max_mhz))
+      add("GPU max SM clock", mhz_text(ga.sm_clock_max_mhz), mhz_text(gb.sm_clock_max_mhz), Weight::warn,
+          "the cards allow different SM clocks: kernel times scale with the clock");
+    if (apart(ga.sm_clock_applications_mhz, gb.sm_clock_applications_mhz))
+      add("GPU application clock", mhz_text(ga.sm_clock_applications_mhz), mhz_text(gb.sm_clock_applications_mhz),
+          Weight::warn, "the cards target different SM clocks under load (nvidia-smi -ac): kernel times scale with it");
+    if (apart(ga.memory_clock_mhz, gb.memory_clock_mhz))
+      add("GPU memory clock", mhz_text(ga.memory_clock_mhz), mhz_text(gb.memory_clock_mhz), Weight::warn,
+          "different memory clocks: memory-bound layers (most of this network) scale with it");
+  }
   const double fa = run_clock(a), fb = run_clock(b);
   if (clock_moved(a) || clock_moved(b) ||
       (fa > 0 && fb > 0 && std::abs(fa - fb) > kClockTolerance * std::max(fa, fb))) {

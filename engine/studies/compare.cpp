@@ -9,7 +9,17 @@
 
 namespace mnv2 {
 
-CompareRule resolve_compare(const std::vector<std::string>& backends, Precision requested) {
+namespace {
+
+bool has_mode(const std::string& backend, Precision precision, const SupportsPrecision& supports) {
+  if (supports) return supports(backend, precision);
+  return make_backend(backend)->supports(precision);  // unknown names: UsageError
+}
+
+}  // namespace
+
+CompareRule resolve_compare(const std::vector<std::string>& backends, Precision requested,
+                            const SupportsPrecision& supports) {
   if (backends.empty()) throw UsageError("no backend to compare");
   CompareRule rule;
   rule.requested = requested;
@@ -18,20 +28,37 @@ CompareRule resolve_compare(const std::vector<std::string>& backends, Precision 
     const std::string& name = backends[i];
     for (size_t k = 0; k < i; ++k)
       if (backends[k] == name) throw UsageError("backend '" + name + "' given twice");
-    const bool has_mode = make_backend(name)->supports(requested);  // unknown names: UsageError
+    const bool runs_mode = has_mode(name, requested, supports);
     if (i == 0) {
-      rule.run.push_back(has_mode ? requested : Precision::fp32);
-      if (!has_mode)
+      rule.run.push_back(runs_mode ? requested : Precision::fp32);
+      if (!runs_mode)
         rule.notes.push_back(name + " runs fp32 as the reference (it has no " + to_string(requested) + " mode)");
       continue;
     }
-    if (!has_mode)
+    if (!runs_mode)
       throw UsageError("backend '" + name + "' has no " + to_string(requested) +
                        " mode; only the reference (the first backend) may run fp32 in its place ('mnv2 info' lists "
                        "each backend's modes)");
     rule.run.push_back(requested);
   }
   return rule;
+}
+
+CompareSelection select_compare(const std::vector<std::string>& available, Precision requested,
+                                const SupportsPrecision& supports) {
+  if (available.empty()) throw UsageError("no backend to compare");
+  CompareSelection s;
+  for (size_t i = 0; i < available.size(); ++i) {
+    if (i > 0 && !has_mode(available[i], requested, supports))
+      s.left_out.push_back(available[i]);
+    else
+      s.backends.push_back(available[i]);
+  }
+  s.rule = resolve_compare(s.backends, requested, supports);
+  for (const std::string& name : s.left_out)
+    s.rule.notes.push_back(name + " is left out (it has no " + to_string(requested) + " mode, and only the reference " +
+                           s.backends.front() + " may run fp32 in its place)");
+  return s;
 }
 
 namespace {
@@ -64,8 +91,9 @@ CompareResult run_compare(const Model& model, const CompareConfig& config, const
   if (!config.diffs || n < 2) return result;
   const Tensor first = first_image(model, config.base);
   const std::string& reference = config.backends.front();
-  const PrepareConfig pc{1, config.base.height, config.base.width, result.rule.judged, config.base.cuda,
-                         0, config.base.cudnn};
+  PrepareConfig pc{1, config.base.height, config.base.width, result.rule.judged, config.base.cuda,
+                   0, config.base.cudnn};
+  pc.device = config.base.device;
   for (int i = 1; i < n; ++i) {
     const std::string& backend = config.backends[static_cast<size_t>(i)];
     if (progress && !progress(i, backend, "diff", 0, 1)) throw Error("cancelled");
@@ -80,9 +108,10 @@ DiffResult run_diff(const Model& model, const DiffConfig& config) {
   result.rule = resolve_compare({config.reference, config.backend}, config.precision);
   Tensor input = config.input;
   if (input.empty()) input = random_input(Shape{1, model.input_channels, config.height, config.width}, 1);
-  const PrepareConfig pc{
+  PrepareConfig pc{
       1,           static_cast<int>(input.shape.h), static_cast<int>(input.shape.w), result.rule.judged, config.cuda, 0,
       config.cudnn};
+  pc.device = config.device;
   result.diff = diff_backends(model, config.backend, config.reference, pc, input);
   return result;
 }

@@ -112,8 +112,12 @@ const LabSlot& lab_slot(const std::string& name) {
 }
 
 std::vector<int> lab_slot_layers(const Model& model, const std::string& slot) {
+  return lab_slot_layers(model.layers, slot);
+}
+
+std::vector<int> lab_slot_layers(const std::vector<Layer>& topology, const std::string& slot) {
   std::vector<int> layers;
-  for (const Layer& l : model.layers) {
+  for (const Layer& l : topology) {
     // As the cuda planner's fast variant picks its kernels (planner.cpp, plan_fast_conv, plan_pool, plan_linear).
     if (l.kind == LayerKind::GlobalAveragePool) {
       if (slot == "pool") layers.push_back(l.index);
@@ -227,7 +231,8 @@ LabCompileResult lab_compile(const LabCompileConfig& config) {
     const CudaEnvironment& env = cuda_environment();
     if (env.devices.empty())
       throw UsageError("no GPU to compile for (" + env.why_none + "): give the architecture, e.g. --arch sm_90");
-    r.arch = "sm_" + std::to_string(env.devices.front().cc_major) + std::to_string(env.devices.front().cc_minor);
+    const GpuDevice& d = gpu_device(config.device);
+    r.arch = "sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor);
   }
   if (!std::regex_match(r.arch, std::regex(R"(sm_\d{2,3}[af]?)")))
     throw UsageError("architecture '" + r.arch + "' is not of the form sm_XX (e.g. sm_90)");
@@ -429,6 +434,7 @@ LabResult run_lab(const LabConfig& c, const LabProgress& progress) {
   cc.source = source;
   cc.file_name = fs::path(c.kernel_file).filename().string();
   cc.arch = c.arch;
+  cc.device = c.device;
   LabCompileResult compiled = lab_compile(cc);
   r.kernel_name = compiled.kernel_name;
   for (const LabDiagnostic& d : compiled.diagnostics)
@@ -467,6 +473,7 @@ LabResult run_lab(const LabConfig& c, const LabProgress& progress) {
   req["layers"] = c.layers;
   req["precision"] = r.precision;
   req["batch"] = c.batch;
+  req["device"] = c.device;
   req["input"] = c.input;
   req["model"] = c.model_path;
   req["runs"] = c.runs;

@@ -143,7 +143,7 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
   LabKernelSpec spec;
   Model model;
   Precision precision = Precision::fp32;
-  int batch = 1, runs = 100;
+  int batch = 1, runs = 100, device = 0;
   bool no_time = false;
   std::string input_text, report_json, report_csv;
   try {
@@ -154,6 +154,7 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
     spec.layers = req.at("layers").get<std::vector<int>>();
     precision = parse_precision(req.at("precision").get<std::string>());
     batch = req.at("batch").get<int>();
+    device = req.value("device", 0);
     runs = std::max(1, req.at("runs").get<int>());
     no_time = req.at("no_time").get<bool>();
     input_text = req.at("input").get<std::string>();
@@ -171,8 +172,8 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
       r.message = "no GPU in the worker: " + env.why_none;
       return finish(1);
     }
-    r.device = env.devices.front().name + " (sm_" + std::to_string(env.devices.front().cc_major) +
-               std::to_string(env.devices.front().cc_minor) + ")";
+    const GpuDevice& d = gpu_device(device);
+    r.device = d.name + " (sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor) + ")";
   } catch (const std::exception& e) {
     r.message = std::string("bad request: ") + e.what();
     return finish(1);
@@ -199,6 +200,7 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
   config.width = model.input_width;
   config.precision = precision;
   config.cuda = unfused;
+  config.device = device;
 
   Tensor input;
   std::string input_name;
@@ -231,7 +233,7 @@ int lab_worker_main(const std::string& request_path, int result_fd) {
     const gpu_plugin::Api* gpu = gpu_plugin::api();
     if (gpu == nullptr) throw Error("the GPU plugin is not loaded: " + gpu_plugin::status().problem);
     gpu_plugin::LabModuleInfo info;
-    gpu->lab_module_info(spec.cubin_path, info);
+    gpu->lab_module_info(device, spec.cubin_path, info);
     // A kernel written for another slot (or taking anything else) would read this slot's struct as its own: its
     // (mangled) name says what it takes ("_Z6linearN8mnv2_lab16ClassifierParamsE"); an extern "C" kernel's name
     // does not, and is trusted.

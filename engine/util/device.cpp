@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "gpu/plugin_api.h"
+#include "mnv2/error.h"
 #include "util/nvml.h"
 
 namespace mnv2 {
@@ -176,6 +177,42 @@ int kernel_code_arch(int device, std::string* why) {
     return -1;
   }
   return api->kernel_code_arch(device, why);
+}
+
+const GpuDevice& gpu_device(int index) {
+  const CudaEnvironment& env = cuda_environment();
+  for (const GpuDevice& d : env.devices)
+    if (d.index == index) return d;
+  if (env.devices.empty()) throw Error("no GPU to run on: " + why_no_gpu());
+  std::string shown;
+  for (const GpuDevice& d : env.devices) shown += (shown.empty() ? "" : ", ") + std::to_string(d.index) + " " + d.name;
+  const size_t n = env.devices.size();
+  throw UsageError("--device " + std::to_string(index) + ": this machine shows " + std::to_string(n) + " GPU" +
+                   (n == 1 ? "" : "s") + " (" + shown + "; CUDA_VISIBLE_DEVICES chooses which)");
+}
+
+GpuRecord record_gpu(int index) {
+  const GpuDevice& d = gpu_device(index);
+  GpuRecord r;
+  r.index = d.index;
+  r.uuid = d.uuid;
+  r.name = d.name;
+  r.pci_bus_id = d.pci_bus_id;
+  const NvmlCard card = nvml_card(d.pci_bus_id);
+  if (!card.found) {
+    r.nvml_problem = card.problem;
+    return r;
+  }
+  if (!card.uuid.empty() && !d.uuid.empty() && card.uuid != d.uuid) {
+    // Another card than CUDA's at that bus id (a MIG instance, a virtualised bus): its settings are not this GPU's.
+    r.nvml_problem = "NVML's card at " + d.pci_bus_id + " is " + card.uuid + ", not " + d.uuid;
+    return r;
+  }
+  r.sm_clock_max_mhz = card.sm_clock_max_mhz;
+  r.sm_clock_applications_mhz = card.sm_clock_applications_mhz;
+  r.memory_clock_mhz = card.memory_clock_mhz;
+  r.power_limit_w = card.power_limit_w;
+  return r;
 }
 
 std::string why_no_gpu() {

@@ -71,6 +71,9 @@ std::vector<OptionSpec> make_table() {
   t.push_back(
       choice("backend", {"cpu", "cpu-ref", "cudnn", "cuda"}, "cpu",
              "cpu (oneDNN), cpu-ref (the float32 reference), cudnn (NVIDIA's libraries) or cuda (our kernels)"));
+  t.push_back(integer("device", 0, 1023, "0",
+                      "the GPU the GPU backends run on: its CUDA ordinal among the visible GPUs (mnv2 info lists them)",
+                      gpu_backends()));
   t.push_back(
       choice("precision", names(kPrecisions), "fp32", "the GPU backends' arithmetic; the cpu backends run fp32 only"));
   t.push_back(integer("batch", 1, 65536, "1", "images per forward pass"));
@@ -311,6 +314,7 @@ PrepareConfig prepare_config_of(const OptionValues& values, std::pair<int, int> 
   c.width = w;
   c.precision = parse_precision(values.value("precision"));
   c.cpu_threads = static_cast<int>(values.integer("threads"));
+  c.device = static_cast<int>(values.integer("device"));
   c.cuda.variant = parse_cuda_variant(values.value("cuda-variant"));
   c.cuda.fusion = parse_cuda_fusion(values.value("cuda-fusion"));
   c.cuda.graph = parse_cuda_graph(values.value("cuda-graph"));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli_runner.h"
+#include "mnv2/device.h"
 #include "mnv2/options.h"
 #include "mnv2/report.h"
 #include "test_support.h"
@@ -110,6 +111,29 @@ TEST(CliOptions, FlagsAndHelpComeFromTheTable) {
   const CliResult bad = run_cli({"profile", "--backend", "cpu-ref"}, {"MNV2_CUDA_SPLITK=sometimes"});
   EXPECT_EQ(bad.code, 2) << describe(bad);
   EXPECT_NE(bad.err.find("$MNV2_CUDA_SPLITK must be one of separate, in_kernel"), std::string::npos) << bad.err;
+}
+
+// --device names the GPU of every GPU command; a bad one is refused with the reason, never a crash or device 0.
+TEST(CliOptions, EveryGpuCommandTakesADeviceAndRefusesOneThisMachineDoesNotShow) {
+  for (const char* command : {"profile", "roofline", "compare", "bench", "classify", "memory", "eval", "lab"}) {
+    const CliResult help = run_cli({command, "--help"});
+    EXPECT_NE(help.out.find("--device"), std::string::npos) << command;
+  }
+  for (const char* bad : {"-1", "x", "2000"}) {
+    const CliResult r = run_cli({"profile", "--model", main_model_path(), "--backend", "cuda", "--device", bad});
+    EXPECT_EQ(r.code, 2) << describe(r);
+    EXPECT_NE(r.err.find("--device"), std::string::npos) << r.err;
+  }
+  // An ordinal past the machine's GPUs: where there is a GPU, the message lists them; without one, it says why.
+  const int missing = static_cast<int>(cuda_environment().devices.size());
+  const CliResult r = run_cli({"profile", "--model", main_model_path(), "--backend", "cuda", "--batch", "1", "--iters",
+                               "1", "--warmup", "0", "--device", std::to_string(missing)});
+  EXPECT_NE(r.code, 0) << describe(r);
+  EXPECT_FALSE(r.signaled) << describe(r);
+  if (missing > 0) {
+    EXPECT_EQ(r.code, 2) << describe(r);
+    EXPECT_NE(r.err.find("--device " + std::to_string(missing) + ": this machine shows"), std::string::npos) << r.err;
+  }
 }
 
 TEST(CliOptions, TheNcuCommandRepeatsEveryOptionThatIsNotADefault) {

@@ -28,6 +28,7 @@ while [[ $# -gt 0 ]]; do
     --precision) precision=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
     --arch) shift 2 ;;
+    --device) [[ $2 =~ ^[0-9]+$ ]] || { echo "mnv2 lab: --device must be an integer" >&2; exit 2; }; shift 2 ;;
     --model) [[ -f $2 ]] || { echo "mnv2 lab: no model at $2" >&2; exit 2; }; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --compile-only) mode=compile; shift ;;

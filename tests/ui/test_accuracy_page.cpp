@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -175,9 +176,14 @@ class AccuracyPageTest : public QObject {
     QVERIFY(itemEnabled(combo, Precision::tf32) && itemEnabled(combo, Precision::fp16));
     QVERIFY(panel.setPrecision(Precision::tf32));
     QCOMPARE(panel.precision(), Precision::tf32);
-    // Compare in tf32: cpu and cuda run fp32, and the panel says so before the run.
+    // Compare in tf32, as the engine's rule (mnv2::select_compare) says before the run: cpu, the reference, runs
+    // fp32; cuda, without tf32, is left out; Compare runs cpu and cudnn.
     QVERIFY(!note->isHidden());
-    QVERIFY2(note->text().contains(QStringLiteral("cpu, cuda")), qPrintable(note->text()));
+    QVERIFY2(note->text().contains(QStringLiteral("cpu runs fp32 as the reference")), qPrintable(note->text()));
+    QVERIFY2(note->text().contains(QStringLiteral("cuda is left out")), qPrintable(note->text()));
+    QCOMPARE(panel.compareSelection().backends, (std::vector<std::string>{"cpu", "cudnn"}));
+    auto* compare = panel.findChild<QPushButton*>(QStringLiteral("compareButton"));
+    QVERIFY(compare && compare->toolTip().contains(QStringLiteral("cpu, cudnn")));
     // cuda does not run tf32: choosing it falls back to fp32 and disables tf32, with the reason.
     QVERIFY(panel.selectBackend(QStringLiteral("cuda")));
     QCOMPARE(panel.precision(), Precision::fp32);

@@ -23,6 +23,7 @@
 #include <cmath>
 
 #include "lab_process.h"
+#include "mnv2/lab.h"
 #include "models/lab_result_model.h"
 #include "ui_test_support.h"
 #include "widgets/code_editor.h"
@@ -158,6 +159,14 @@ class KernelLabTest : public QObject {
       QVERIFY(topology[static_cast<size_t>(l)].conv.pointwise());
     QVERIFY(labSlotRefusal(QStringLiteral("depthwise")).isEmpty());
     QVERIFY(!labSlotRefusal(QStringLiteral("block")).isEmpty());
+    // The page asks the engine's lab (the slots `mnv2 lab` knows, their refusals and their layers): never its own.
+    QCOMPARE(labSlots().size(), static_cast<qsizetype>(mnv2::lab_slots().size()));
+    for (const mnv2::LabSlot& s : mnv2::lab_slots()) {
+      const QString name = QString::fromStdString(s.name);
+      QCOMPARE(labSlotRefusal(name).isEmpty(), s.why_not.empty());
+      if (!s.why_not.empty()) QVERIFY(labSlotRefusal(name).contains(QString::fromStdString(s.why_not)));
+      QCOMPARE(labSlotLayers(name, topology), mnv2::lab_slot_layers(mainModel(), s.name));
+    }
     QString error;
     QCOMPARE(*parseLabLayers(QStringLiteral(" 7, 2,7 "), &error), (std::vector<int>{2, 7}));
     QVERIFY(!parseLabLayers(QStringLiteral("2,x"), &error));
@@ -184,6 +193,10 @@ class KernelLabTest : public QObject {
     r.arch = QStringLiteral("sm_90");
     QCOMPARE(LabProcess::arguments(r, {}).mid(LabProcess::arguments(r, {}).indexOf(QStringLiteral("--arch")), 2),
              (QStringList{QStringLiteral("--arch"), QStringLiteral("sm_90")}));
+    QCOMPARE(args.at(args.indexOf(QStringLiteral("--device")) + 1), QStringLiteral("0"));  // the run settings' GPU
+    r.device = 1;
+    QCOMPARE(LabProcess::arguments(r, {}).at(LabProcess::arguments(r, {}).indexOf(QStringLiteral("--device")) + 1),
+             QStringLiteral("1"));
     r.model = QStringLiteral("/m/mobilenet.onnx");
     const QStringList withModel = LabProcess::arguments(r, QStringLiteral("/t/r.json"));
     QCOMPARE(withModel.at(withModel.indexOf(QStringLiteral("--model")) + 1), QStringLiteral("/m/mobilenet.onnx"));

@@ -50,6 +50,38 @@ TEST(CompareRule, TheReferenceAloneFallsBackAndEveryOtherBackendRunsTheModeAsked
   }
 }
 
+// The app's Compare runs every available backend: the selection is whatever resolve_compare accepts, each
+// backend left out named with its reason, for every mode and with the backends' own answers or a front end's.
+TEST(CompareRule, SelectingEveryAvailableBackendLeavesOutOnlyWhatTheRuleRefuses) {
+  const std::vector<std::string> names = backend_names();
+  for (Precision p : kModes) {
+    SCOPED_TRACE(to_string(p));
+    const CompareSelection s = select_compare(names, p);
+    EXPECT_EQ(s.backends.size() + s.left_out.size(), names.size());
+    EXPECT_EQ(s.backends.front(), names.front());  // the reference is never left out
+    EXPECT_NO_THROW(resolve_compare(s.backends, p));
+    for (const std::string& gone : s.left_out) {
+      EXPECT_FALSE(make_backend(gone)->supports(p)) << gone;
+      EXPECT_THROW(resolve_compare({names.front(), gone}, p), UsageError);
+      bool named = false;
+      for (const std::string& n : s.rule.notes) named = named || n.rfind(gone + " is left out", 0) == 0;
+      EXPECT_TRUE(named) << gone;
+    }
+  }
+  // With a front end's answers (the app's backend list): cpu the reference, cuda without tf32 left out.
+  auto answers = [](const std::string& b, Precision q) {
+    return q == Precision::fp32 || b == "cudnn" || (b == "cuda" && q == Precision::fp16);
+  };
+  const CompareSelection tf32 = select_compare({"cpu", "cudnn", "cuda"}, Precision::tf32, answers);
+  EXPECT_EQ(tf32.backends, (std::vector<std::string>{"cpu", "cudnn"}));
+  EXPECT_EQ(tf32.left_out, std::vector<std::string>{"cuda"});
+  ASSERT_EQ(tf32.rule.notes.size(), 2u);
+  EXPECT_EQ(tf32.rule.notes[0], "cpu runs fp32 as the reference (it has no tf32 mode)");
+  EXPECT_NE(tf32.rule.notes[1].find("cuda is left out"), std::string::npos);
+  EXPECT_EQ(tf32.rule.run, (std::vector<Precision>{Precision::fp32, Precision::tf32}));
+  EXPECT_THROW(select_compare({}, Precision::fp32), UsageError);
+}
+
 TEST(CompareRule, FloatIsAlwaysComparableAndOneBackendIsItsOwnReference) {
   for (const std::string& name : backend_names()) {
     const CompareRule rule = resolve_compare({name}, Precision::fp32);

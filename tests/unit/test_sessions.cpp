@@ -184,6 +184,91 @@ TEST(CompareSettings, ClocksWithinFivePercentAreANoteAndACpuAgainstAGpuIsNoWarni
   EXPECT_FALSE(c.warned());
 }
 
+// Two GPU runs on two cards: the card, its power limit and its clocks as NVML gave them (metadata.gpu).
+GpuRecord card(const std::string& uuid, double watts, int max_mhz, int app_mhz, int mem_mhz) {
+  GpuRecord g;
+  g.index = 0;
+  g.uuid = uuid;
+  g.name = "NVIDIA H100 80GB HBM3";
+  g.pci_bus_id = "00000000:19:00.0";
+  g.power_limit_w = watts;
+  g.sm_clock_max_mhz = max_mhz;
+  g.sm_clock_applications_mhz = app_mhz;
+  g.memory_clock_mhz = mem_mhz;
+  return g;
+}
+
+TEST(CompareSettings, AnotherCardsPowerLimitAndClocksAreWarnedTheOrdinalIsNot) {
+  RunReport a = real_runs()[0];
+  a.backend = "cuda";
+  a.device = "NVIDIA H100 80GB HBM3";
+  a.timer = "cuda_event";
+  RunReport b = a;
+  a.gpu = card("GPU-11111111-2222-3333-4444-555555555555", 700, 1980, 1755, 2619);
+  b.gpu = a.gpu;
+  b.gpu.index = 1;  // another ordinal of the same card (CUDA_VISIBLE_DEVICES): nothing to say
+  b.config.device = 1;
+  EXPECT_TRUE(compare_settings(a, b).differences.empty()) << compare_settings(a, b).differences.front().setting;
+
+  b.gpu = card("GPU-99999999-2222-3333-4444-555555555555", 500, 1980, 1755, 2619);
+  RunComparability c = compare_settings(a, b);
+  ASSERT_NE(find(c, "GPU card"), nullptr);
+  EXPECT_EQ(find(c, "GPU card")->weight, Weight::note);
+  ASSERT_NE(find(c, "GPU power limit"), nullptr);
+  EXPECT_EQ(find(c, "GPU power limit")->weight, Weight::warn);
+  EXPECT_EQ(find(c, "GPU power limit")->a, "700 W");
+  EXPECT_EQ(find(c, "GPU power limit")->b, "500 W");
+  EXPECT_EQ(find(c, "GPU max SM clock"), nullptr);
+  EXPECT_TRUE(c.warned());
+
+  b.gpu = card("GPU-99999999-2222-3333-4444-555555555555", 700, 1980, 1500, 1593);
+  c = compare_settings(a, b);
+  EXPECT_EQ(find(c, "GPU power limit"), nullptr);
+  ASSERT_NE(find(c, "GPU application clock"), nullptr);
+  EXPECT_EQ(find(c, "GPU application clock")->weight, Weight::warn);
+  ASSERT_NE(find(c, "GPU memory clock"), nullptr);
+  EXPECT_EQ(find(c, "GPU memory clock")->b, "1593 MHz");
+
+  // Settings NVML did not give (-1) are not compared; a report without the record (older, or a CPU run) neither.
+  b.gpu = card("GPU-99999999-2222-3333-4444-555555555555", -1, -1, -1, -1);
+  c = compare_settings(a, b);
+  EXPECT_EQ(find(c, "GPU power limit"), nullptr);
+  EXPECT_EQ(find(c, "GPU memory clock"), nullptr);
+  b.gpu = GpuRecord{};
+  EXPECT_TRUE(compare_settings(a, b).differences.empty());
+}
+
+TEST(GpuRecordJson, RoundTripsThroughAReportAndRefusesNonsense) {
+  RunReport r = real_runs()[0];
+  r.backend = "cuda";
+  r.gpu = card("GPU-11111111-2222-3333-4444-555555555555", 700, 1980, 1755, 2619);
+  r.gpu.index = 3;
+  const RunReport back = reports_from_json(reports_json({r})).front();
+  EXPECT_EQ(back.gpu.index, 3);
+  EXPECT_EQ(back.gpu.uuid, r.gpu.uuid);
+  EXPECT_EQ(back.gpu.name, r.gpu.name);
+  EXPECT_EQ(back.gpu.pci_bus_id, r.gpu.pci_bus_id);
+  EXPECT_EQ(back.gpu.power_limit_w, 700);
+  EXPECT_EQ(back.gpu.sm_clock_max_mhz, 1980);
+  EXPECT_EQ(back.gpu.sm_clock_applications_mhz, 1755);
+  EXPECT_EQ(back.gpu.memory_clock_mhz, 2619);
+  // A CPU run writes none and reads back none.
+  EXPECT_EQ(reports_from_json(reports_json({real_runs()[0]})).front().gpu.index, -1);
+  for (const auto& [key, value] : std::vector<std::pair<std::string, json::Json>>{{"index", -1},
+                                                                                  {"index", 5000},
+                                                                                  {"power_limit_w", -3.0},
+                                                                                  {"power_limit_w", 0.0},
+                                                                                  {"memory_clock_mhz", 1 << 30},
+                                                                                  {"uuid", 7}}) {
+    json::Json j = gpu_record_json(r.gpu);
+    j[key] = value;
+    EXPECT_THROW(gpu_record_from_json(j), Error) << key << " " << value.dump();
+  }
+  json::Json missing = gpu_record_json(r.gpu);
+  missing.erase("pci_bus_id");
+  EXPECT_THROW(gpu_record_from_json(missing), Error);
+}
+
 TEST(CompareSettings, DifferentNetworksAreRefusedWithTheReason) {
   RunReport a = real_runs()[0];
   RunReport b = a;

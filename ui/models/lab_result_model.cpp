@@ -116,43 +116,24 @@ std::optional<LabResult> parseLabResult(const QByteArray& json, QString* error) 
   }
 }
 
+// The slots, their refusals and their layers as the engine's lab defines them (mnv2/lab.h): asked, not restated.
 QStringList labSlots() {
-  return {QStringLiteral("depthwise"), QStringLiteral("pointwise"),  QStringLiteral("stem"),
-          QStringLiteral("pool"),      QStringLiteral("classifier"), QStringLiteral("block")};
+  QStringList out;
+  for (const mnv2::LabSlot& s : mnv2::lab_slots()) out << QString::fromStdString(s.name);
+  return out;
 }
 
 QString labSlotRefusal(const QString& slot) {
-  if (slot == QLatin1String("block"))
-    return QStringLiteral(
-        "Whole inverted-residual blocks: not yet — the lab runs the unfused plan, where each layer of a block is "
-        "its own step; a block slot needs the planner's whole-block step (--cuda-fusion block) with a slot header "
-        "and lowering of its own, so `mnv2 lab --slot block` is refused.");
-  return {};
+  for (const mnv2::LabSlot& s : mnv2::lab_slots())
+    if (s.name == slot.toStdString())
+      return s.why_not.empty() ? QString()
+                               : QStringLiteral("%1 (%2): not yet — %3")
+                                     .arg(slot, QString::fromStdString(s.op), QString::fromStdString(s.why_not));
+  return QStringLiteral("unknown slot '%1'").arg(slot);
 }
 
 std::vector<int> labSlotLayers(const QString& slot, const std::vector<mnv2::Layer>& topology) {
-  std::vector<int> out;
-  bool stemSeen = false;
-  for (const mnv2::Layer& l : topology) {
-    bool take = false;
-    if (l.kind == mnv2::LayerKind::Conv2d) {
-      const bool dw = l.conv.depthwise();
-      const bool pw = l.conv.pointwise();
-      if (slot == QLatin1String("depthwise"))
-        take = dw;
-      else if (slot == QLatin1String("pointwise"))
-        take = pw;
-      else if (slot == QLatin1String("stem"))
-        take = !dw && !pw && !stemSeen;  // the first full convolution
-      if (!dw && !pw) stemSeen = true;
-    } else if (l.kind == mnv2::LayerKind::GlobalAveragePool) {
-      take = slot == QLatin1String("pool");
-    } else if (l.kind == mnv2::LayerKind::Linear) {
-      take = slot == QLatin1String("classifier");
-    }
-    if (take) out.push_back(l.index);
-  }
-  return out;
+  return mnv2::lab_slot_layers(topology, slot.toStdString());
 }
 
 QString formatLabLayers(const std::vector<int>& layers) {

@@ -578,6 +578,7 @@ bool KernelLabPage::startJob(LabProcess::Action action) {
   r.batch = m_batch->value();
   r.model = m_modelPath;
   r.arch = m_arch->currentData().toString();
+  r.device = m_device;
   m_action = action;
   m_jobSource = source;
   m_jobFile = file;

@@ -43,6 +43,7 @@ class KernelLabPage : public QWidget {
   void setTopology(std::vector<mnv2::Layer> topology);
   // The app's model file (empty for the built-in topology): `mnv2 lab --model` gets it.
   void setModelPath(const QString& path) { m_modelPath = path; }
+  void setDevice(int device) { m_device = device; }  // the run settings' GPU
   // Ask before discarding unsaved edits (message boxes); off in the scripted mode and the tests.
   void setConfirmations(bool ask) { m_confirm = ask; }
 
@@ -116,6 +117,7 @@ class KernelLabPage : public QWidget {
   std::vector<mnv2::Layer> m_topology;
   QString m_path;  // the file the editor shows; empty: untitled
   QString m_modelPath;
+  int m_device = 0;
   bool m_confirm = true;
   LabProcess::Action m_action = LabProcess::Action::Run;
   QString m_jobSource;  // the source the running job compiles

@@ -210,6 +210,10 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
 
   connect(m_settings, &RunSettingsPanel::runClicked, this, [this] { startRun(false); });
   connect(m_settings, &RunSettingsPanel::compareClicked, this, [this] { startRun(true); });
+  connect(m_settings, &RunSettingsPanel::deviceChanged, this, [this] {
+    showGpu();
+    m_lab->setDevice(m_settings->device());
+  });
   connect(m_settings, &RunSettingsPanel::cancelClicked, this, [this] { cancelRun(); });
   connect(m_settings, &RunSettingsPanel::backendChanged, this, [this](const QString& backend) {
     // The predictions follow the chosen backend (one forward pass).
@@ -546,27 +550,46 @@ QString MainWindow::compactArchitectures() {
   return text.isEmpty() ? QStringLiteral("none") : text;
 }
 
+// The GPU the GPU backends run on (the run settings' device) in the status bar.
+void MainWindow::showGpu() {
+  const mnv2::CudaEnvironment& env = m_cuda;
+  const int chosen = m_settings->device();
+  const auto d = std::find_if(env.devices.begin(), env.devices.end(),
+                              [chosen](const mnv2::GpuDevice& g) { return g.index == chosen; });
+  if (env.devices.empty()) {
+    m_statusGpu->setText(QStringLiteral("GPU: none (%1)").arg(QString::fromStdString(env.why_none)));
+  } else if (d == env.devices.end()) {
+    m_statusGpu->setText(
+        QStringLiteral("GPU %1: not on this machine (it shows %2)").arg(chosen).arg(env.devices.size()));
+  } else {
+    m_statusGpu->setText(QStringLiteral("GPU %1 of %2: %3 (sm_%4%5, %6 GiB)%7")
+                             .arg(d->index)
+                             .arg(env.devices.size())
+                             .arg(QString::fromStdString(d->name))
+                             .arg(d->cc_major)
+                             .arg(d->cc_minor)
+                             .arg(d->memory_bytes / double(1 << 30), 0, 'f', 0)
+                             .arg(d->cannot_run.empty() ? QString()
+                                                        : QStringLiteral(": cannot run this build's kernels (%1)")
+                                                              .arg(QString::fromStdString(d->cannot_run))));
+  }
+  m_statusGpu->setToolTip(m_statusGpu->text() +
+                          (d == env.devices.end()
+                               ? QString()
+                               : QStringLiteral("\n%1 at PCI %2")
+                                     .arg(QString::fromStdString(d->uuid), QString::fromStdString(d->pci_bus_id))));
+}
+
 void MainWindow::onEnvironment(const EnvironmentInfo& info) {
   m_backends = info.backends;
   m_settings->setBackends(info.backends);
   m_diffs->setBackends(info.backends);
   m_sweep->setBackends(info.backends);
   m_accuracy->setBackends(info.backends);
+  m_settings->setDevices(info.cuda.devices);
+  m_cuda = info.cuda;
+  showGpu();
   const mnv2::CudaEnvironment& env = info.cuda;
-  if (env.devices.empty()) {
-    m_statusGpu->setText(QStringLiteral("GPU: none (%1)").arg(QString::fromStdString(env.why_none)));
-  } else {
-    const mnv2::GpuDevice& d = env.devices.front();
-    m_statusGpu->setText(QStringLiteral("GPU: %1 (sm_%2%3, %4 GiB)%5")
-                             .arg(QString::fromStdString(d.name))
-                             .arg(d.cc_major)
-                             .arg(d.cc_minor)
-                             .arg(d.memory_bytes / double(1 << 30), 0, 'f', 0)
-                             .arg(d.cannot_run.empty() ? QString()
-                                                       : QStringLiteral(": cannot run this build's kernels (%1)")
-                                                             .arg(QString::fromStdString(d.cannot_run))));
-  }
-  m_statusGpu->setToolTip(m_statusGpu->text());
   const QString driverCuda = QString::fromStdString(mnv2::cuda_version_string(env.driver_version));
   m_statusDriver->setText(
       !env.driver_version ? QStringLiteral("driver: none")
@@ -670,6 +693,7 @@ void MainWindow::classifyCurrent(const QString& path) {
   request.decoder = m_options.decoder;
   request.cuda = m_settings->cudaOptions();
   request.cudnn = m_settings->cudnnOptions();
+  request.device = m_settings->device();
   m_controller->classify(request);
 }
 
@@ -708,6 +732,7 @@ bool MainWindow::startSweep() {
   sweep.config.cuda = m_settings->cudaOptions();
   sweep.config.cudnn = m_settings->cudnnOptions();
   sweep.config.cpu_threads = m_settings->cpuThreads();
+  sweep.config.device = m_settings->device();
   m_controller->sweep(sweep);
   return true;
 }
@@ -724,6 +749,7 @@ bool MainWindow::startEval() {
   request->decoder = m_options.decoder;
   request->config.cuda = m_settings->cudaOptions();
   request->config.cudnn = m_settings->cudnnOptions();
+  request->config.device = m_settings->device();
   m_accuracy->evalStarted(
       QStringLiteral("evaluating %1 on %2…")
           .arg(request->set, runLabel(QString::fromStdString(request->config.backend), request->config.precision)));
@@ -767,7 +793,11 @@ void MainWindow::startRun(bool compare) {
   }
   ProfileRequest request;
   request.compare = compare;
-  request.backends = compare ? m_settings->availableBackends() : QStringList{m_settings->backend()};
+  if (compare) {  // the engine's compare rule picks them (mnv2::select_compare), as the panel's note says
+    for (const std::string& b : m_settings->compareSelection().backends) request.backends << QString::fromStdString(b);
+  } else {
+    request.backends = QStringList{m_settings->backend()};
+  }
   request.backends.removeAll(QString());
   if (request.backends.isEmpty()) {
     reportError(QStringLiteral("Cannot run"), QStringLiteral("no backend is available"));
@@ -783,6 +813,7 @@ void MainWindow::startRun(bool compare) {
   c.cuda = m_settings->cudaOptions();
   c.cudnn = m_settings->cudnnOptions();
   c.cpu_threads = m_settings->cpuThreads();
+  c.device = m_settings->device();
   c.options = m_settings->options();  // each value with its source, recorded in the report
   if (m_settings->useImage() && m_image) {
     c.input = m_image->input;
@@ -826,6 +857,7 @@ void MainWindow::computeDiff(const QString& backend, const QString& reference) {
   request.precision = m_settings->precision();
   request.cuda = m_settings->cudaOptions();
   request.cudnn = m_settings->cudnnOptions();
+  request.device = m_settings->device();
   if (m_image) {
     request.input = m_image->input;
     request.inputName = QFileInfo(m_image->imagePath).fileName();

@@ -131,6 +131,7 @@ class MainWindow : public QMainWindow {
   void clearShown();
   void saveSessionInteractive();
   void onEnvironment(const EnvironmentInfo& info);
+  void showGpu();
   void onModel(const ModelInfo& info);
   void onClassified(const ClassifyResult& result);
   void onProfiled(const ProfileResult& result);
@@ -188,6 +189,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* m_runsDock = nullptr;
 
   std::vector<BackendStatus> m_backends;
+  mnv2::CudaEnvironment m_cuda;  // the machine's GPUs, as the worker found them
   std::optional<ModelInfo> m_model;
   std::optional<ClassifyResult> m_image;
   std::vector<ReportPtr> m_currentRun;

@@ -9,6 +9,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
@@ -82,6 +83,15 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
                        (spec.env.empty() ? QString() : QStringLiteral(" ($%1)").arg(QString::fromStdString(spec.env))));
     m_backendOptions[spec.name] = widget;
   }
+  // The GPU: one entry a visible GPU once the machine is known (setDevices); a saved ordinal this machine does not
+  // show stays, marked, so that the run says which GPUs there are rather than the panel dropping it.
+  const OptionSpec& deviceSpec = *mnv2::find_option("device");
+  auto* device = new QComboBox(this);
+  device->setObjectName(QStringLiteral("deviceCombo"));
+  device->addItem(QString::fromStdString(deviceSpec.default_value), QString::fromStdString(deviceSpec.default_value));
+  device->setToolTip(QString::fromStdString(deviceSpec.help));
+  connect(device, &QComboBox::currentIndexChanged, this, [this] { Q_EMIT deviceChanged(); });
+  m_backendOptions[deviceSpec.name] = device;
   // Start values: the table's defaults under the environment's overrides; loadSettings() adds the saved ones
   // beneath the environment's (flag > environment > saved > default).
   m_resolved = OptionValues(kAppDefaults);
@@ -122,7 +132,6 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_run->setToolTip(QStringLiteral("Profile the selected backend (F5)"));
   m_compare = new QPushButton(QStringLiteral("Compare"), this);
   m_compare->setObjectName(QStringLiteral("compareButton"));
-  m_compare->setToolTip(QStringLiteral("Profile every available backend and diff their outputs against cpu (F6)"));
   m_cancel = new QPushButton(QStringLiteral("Cancel"), this);
   m_cancel->setObjectName(QStringLiteral("cancelButton"));
   // Run, Compare, Cancel, the progress bar and the status: one widget that the main window keeps outside the
@@ -220,7 +229,11 @@ void RunSettingsPanel::setOptionText(const std::string& name, const QString& val
   auto it = m_backendOptions.find(name);
   if (it == m_backendOptions.end()) return;
   if (auto* combo = qobject_cast<QComboBox*>(it->second)) {
-    const int i = combo->findData(value);
+    int i = combo->findData(value);
+    if (i < 0 && name == "device" && !value.isEmpty()) {  // an ordinal this machine does not show (yet)
+      combo->addItem(QStringLiteral("%1 (not on this machine)").arg(value), value);
+      i = combo->count() - 1;
+    }
     if (i >= 0) combo->setCurrentIndex(i);
   } else {
     qobject_cast<QLineEdit*>(it->second)->setText(value);
@@ -290,6 +303,23 @@ void RunSettingsPanel::setTimer(mnv2::TimerKind timer) {
 }
 
 int RunSettingsPanel::cpuThreads() const { return m_cpuThreads->value(); }
+
+int RunSettingsPanel::device() const { return optionText("device").toInt(); }
+
+void RunSettingsPanel::setDevices(const std::vector<mnv2::GpuDevice>& devices) {
+  auto* combo = qobject_cast<QComboBox*>(m_backendOptions.at("device"));
+  const QString chosen = optionText("device");
+  {
+    const QSignalBlocker block(combo);
+    combo->clear();
+    for (const mnv2::GpuDevice& d : devices)
+      combo->addItem(QStringLiteral("%1: %2").arg(d.index).arg(QString::fromStdString(d.name)),
+                     QString::number(d.index));
+    if (devices.empty()) combo->addItem(QStringLiteral("0 (no GPU)"), QStringLiteral("0"));
+  }
+  setOptionText("device", chosen);
+  Q_EMIT deviceChanged();
+}
 int RunSettingsPanel::batch() const { return m_batch->value(); }
 int RunSettingsPanel::warmup() const { return m_warmup->value(); }
 int RunSettingsPanel::iterations() const { return m_iters->value(); }
@@ -359,21 +389,32 @@ void RunSettingsPanel::updateEnabled() {
   for (QWidget* w :
        std::initializer_list<QWidget*>{m_backend, m_precision, m_input, m_batch, m_warmup, m_iters, m_cpuThreads})
     w->setEnabled(!m_running);
-  // Compare runs every available backend in the chosen mode; one that does not run it runs fp32 (the cpu
-  // reference stays fp32): said here, before the run, not as a failure after it.
-  QStringList fp32Only;
-  if (precision() != mnv2::Precision::fp32)
-    for (const QString& name : availableBackends())
-      if (const BackendStatus* b = m_backend->status(name); b && !b->supports(precision())) fp32Only << name;
-  m_precisionNote->setVisible(!fp32Only.isEmpty());
-  m_precisionNote->setText(QStringLiteral("Compare: %1 run%2 fp32 (no %3 there); %4 against it is judged by the "
-                                          "reduced-precision bound.")
-                               .arg(fp32Only.join(QStringLiteral(", ")),
-                                    fp32Only.size() == 1 ? QStringLiteral("s") : QString(), precisionName(precision()),
-                                    precisionName(precision())));
+  // What Compare runs in the chosen mode, as the engine's rule says (the reference may run fp32 in its place; a
+  // later backend without the mode is left out): said here, before the run, not as a failure after it.
+  const mnv2::CompareSelection selection = compareSelection();
+  QStringList notes;
+  for (const std::string& n : selection.rule.notes) notes << QString::fromStdString(n);
+  m_precisionNote->setVisible(!notes.isEmpty());
+  m_precisionNote->setText(QStringLiteral("Compare: %1.").arg(notes.join(QStringLiteral("; "))));
+  QStringList runs;
+  for (const std::string& b : selection.backends) runs << QString::fromStdString(b);
+  m_compare->setToolTip(runs.size() > 1 ? QStringLiteral("Profile %1 and diff each against %2 (F6)")
+                                              .arg(runs.join(QStringLiteral(", ")), runs.front())
+                                        : QStringLiteral("Profile every available backend and diff each against the "
+                                                         "first (F6)"));
   m_run->setEnabled(!m_running && !backend().isEmpty());
-  m_compare->setEnabled(!m_running && !availableBackends().isEmpty());
+  m_compare->setEnabled(!m_running && !selection.backends.empty());
   m_cancel->setEnabled(m_running);
+}
+
+mnv2::CompareSelection RunSettingsPanel::compareSelection() const {
+  std::vector<std::string> available;
+  for (const QString& name : availableBackends()) available.push_back(name.toStdString());
+  if (available.empty()) return {};
+  return mnv2::select_compare(available, precision(), [this](const std::string& name, mnv2::Precision p) {
+    const BackendStatus* b = m_backend->status(QString::fromStdString(name));
+    return b != nullptr && b->supports(p);
+  });
 }
 
 void RunSettingsPanel::loadSettings(const QSettings& s) {

@@ -37,6 +37,9 @@ class RunSettingsPanel : public QWidget {
   QString backend() const;                  // the selected (available) backend
   bool selectBackend(const QString& name);  // false when unknown or unavailable
   QStringList availableBackends() const;    // cpu-ref, cpu first: the reference of diffs
+  // What Compare runs in the chosen precision: the engine's rule (mnv2::select_compare) over the available
+  // backends, with the backends' own answers; empty backends when none is available.
+  mnv2::CompareSelection compareSelection() const;
   bool isBackendAvailable(const QString& name) const;
   const BackendStatus* backendStatus(const QString& name) const;  // as probed; nullptr when unknown
   mnv2::Precision precision() const;
@@ -62,6 +65,9 @@ class RunSettingsPanel : public QWidget {
   void setOptions(const mnv2::OptionValues& values);
   // The cpu backends' thread count (PrepareConfig::cpu_threads): 0 = their default.
   int cpuThreads() const;
+  // The GPU the GPU backends run on (option "device": the CUDA ordinal), chosen among the machine's GPUs.
+  int device() const;
+  void setDevices(const std::vector<mnv2::GpuDevice>& devices);
   int batch() const;
   int warmup() const;
   int iterations() const;
@@ -88,6 +94,7 @@ class RunSettingsPanel : public QWidget {
   void compareClicked();
   void cancelClicked();
   void backendChanged(const QString& backend);
+  void deviceChanged();
 
  private:
   void updateEnabled();

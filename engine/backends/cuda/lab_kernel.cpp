@@ -82,8 +82,8 @@ void LabKernel::launch(int64_t items, void* params, cudaStream_t stream) const {
   }
 }
 
-void lab_module_info(const std::string& cubin_path, gpu_plugin::LabModuleInfo& info) {
-  MNV2_CHECK_CUDA(cudaSetDevice(0));
+void lab_module_info(int device, const std::string& cubin_path, gpu_plugin::LabModuleInfo& info) {
+  MNV2_CHECK_CUDA(cudaSetDevice(device));
   const LabKernel kernel(LabKernelSpec{"", "", cubin_path, {}});
   info.kernel_name = kernel.kernel_name();
   info.block[0] = static_cast<int>(kernel.block().x);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "mnv2/backend.h"
+#include "mnv2/device.h"
 #include "mnv2/reliability.h"
 #include "mnv2/stats.h"
 
@@ -23,6 +24,7 @@ struct BenchConfig {
   int cpu_threads = 0;  // the cpu backends' threads (PrepareConfig::cpu_threads); in a result: the count used
   uint64_t seed = 1;    // the input is uniform random in [-1, 1] from this seed (never zeros)
   CudnnOptions cudnn;   // the cudnn backend's options (PrepareConfig::cudnn)
+  int device = 0;       // the GPU backends' CUDA ordinal (PrepareConfig::device)
   // Also time the end-to-end path from 8-bit pixels (PreparedNet::run_u8): `batch` network-size RGB images
   // (uniform random bytes from the seed) per run, in sub-batches of `sub_batch` (0: one of `batch`), the net
   // prepared at the sub-batch; host clock from the caller's bytes to the logits on the host.
@@ -50,6 +52,7 @@ struct BenchResult {
   // does not count them, and in files written before the count existed.
   int64_t kernels_per_run = -1;
   Reliability reliability;  // of the end-to-end figures (mnv2/reliability.h)
+  GpuRecord gpu;            // the GPU backends' card and its settings; index -1 for the cpu backends
 };
 
 // Called after each run with (runs done, total runs); returning false cancels (throws Error "cancelled").

@@ -42,8 +42,10 @@ DeviceCode code_for_device(const std::vector<CudaArch>& carried, int cc_major, i
 std::string driver_problem(int driver_version, int runtime_version);
 
 struct GpuDevice {
-  int index = 0;
+  int index = 0;  // the CUDA ordinal among the visible GPUs (CUDA_VISIBLE_DEVICES applies)
   std::string name;
+  std::string uuid;                // "GPU-8f2e65d4-...", as `nvidia-smi -L` prints it; "" when CUDA does not say
+  std::string pci_bus_id;          // "0000:19:00.0" (cudaDeviceGetPCIBusId): how NVML finds this card
   int cc_major = 0, cc_minor = 0;  // compute capability
   int64_t memory_bytes = 0;
   int multiprocessors = 0;
@@ -66,6 +68,25 @@ struct CudaEnvironment {
 
 // Queried once per process and cached; never throws.
 const CudaEnvironment& cuda_environment();
+
+// The visible GPU of CUDA ordinal `index` (PrepareConfig::device). Throws UsageError naming the ordinal and the
+// GPUs there are ("--device 2: this machine shows 1 GPU: 0 NVIDIA H100"), or Error saying why there are none.
+const GpuDevice& gpu_device(int index);
+
+// A GPU as a run records it: which card, and the settings that bound its speed, read at the run's start
+// through NVML from the card at the device's PCI bus id (never by NVML's own index, which is another card
+// under CUDA_VISIBLE_DEVICES). -1 and "" where not known: no NVML, a setting the card does not report, or a
+// report written before these fields.
+struct GpuRecord {
+  int index = -1;  // the CUDA ordinal the run used; -1: no GPU recorded (a CPU run, an older report)
+  std::string uuid, name, pci_bus_id;
+  int sm_clock_max_mhz = -1;           // the highest SM clock the card allows
+  int sm_clock_applications_mhz = -1;  // the SM clock it targets under load (nvidia-smi -ac)
+  int memory_clock_mhz = -1;           // the memory clock at the start
+  double power_limit_w = -1;           // the enforced power limit
+  std::string nvml_problem;            // why NVML gave nothing, or that its card at that bus id is another one
+};
+GpuRecord record_gpu(int index);
 
 // "13.0" from 13000.
 std::string cuda_version_string(int version);

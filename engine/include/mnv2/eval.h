@@ -45,6 +45,7 @@ struct EvalConfig {
   int loader_threads = 0;  // 0: min(4, hardware threads)
   int queue_batches = 0;   // batches decoded ahead of inference at most; 0: loader_threads + 1
   CudnnOptions cudnn;      // the cudnn backend's options (PrepareConfig::cudnn)
+  int device = 0;          // the GPU backends' CUDA ordinal (PrepareConfig::device)
 };
 
 struct EvalMiss {

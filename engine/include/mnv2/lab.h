@@ -30,6 +30,7 @@ const std::vector<LabSlot>& lab_slots();
 const LabSlot& lab_slot(const std::string& name);
 // The topology layers (indices) whose kernel the slot replaces: for depthwise, every 3x3 depthwise convolution.
 std::vector<int> lab_slot_layers(const Model& model, const std::string& slot);
+std::vector<int> lab_slot_layers(const std::vector<Layer>& layers, const std::string& slot);  // a report's topology
 
 // The folder holding include/mnv2_lab/*.h and templates/*.cu: $MNV2_LAB_DIR, else beside the program
 // (../share/mnv2-profiler/lab, as installed; or the source tree's kernels/lab for a build tree). Error if none.
@@ -54,7 +55,8 @@ std::vector<LabDiagnostic> parse_nvrtc_log(const std::string& log);
 struct LabCompileConfig {
   std::string source;     // the kernel's text
   std::string file_name;  // what diagnostics call it ("my_dw.cu")
-  std::string arch;       // "sm_90"; empty: the current device's (Error without a GPU: give one)
+  std::string arch;       // "sm_90"; empty: that of GPU `device` (Error without a GPU: give one)
+  int device = 0;         // the CUDA ordinal whose architecture an empty `arch` means
   std::string cache_dir;  // empty: cache_dir()/lab
   bool use_cache = true;
 };
@@ -156,6 +158,7 @@ struct LabConfig {
   bool compile_only = false;            // stop after compiling
   bool no_time = false;                 // stop after the check
   std::string arch;                     // compile for this architecture ("" = the device's)
+  int device = 0;                       // the GPU the worker checks and times on (CUDA ordinal)
   std::string report_json, report_csv;  // the usual profile reports of the cuda+lab run
   std::string program;                  // the mnv2 executable the worker is started from
   std::vector<std::string> argv;        // the user's command line, for the sanitizer and ncu lines

@@ -25,19 +25,20 @@ struct DeviceMemoryUse {
   int64_t used_bytes = -1;
   int64_t total_bytes = -1;
 };
-DeviceMemoryUse device_memory_use(int device = 0);
+DeviceMemoryUse device_memory_use(int device);
 
 // Fills MemoryReport's device_* fields: begin() before prepare() (after the CUDA context exists, so the
 // context is not counted), sample() after prepare() and after runs, finish() into the report. Does
 // nothing for host backends.
 class DeviceMemoryProbe {
  public:
-  explicit DeviceMemoryProbe(bool gpu_backend);
+  DeviceMemoryProbe(bool gpu_backend, int device);
   void sample();
   void finish(MemoryReport& report) const;
 
  private:
   bool active_ = false;
+  int device_ = 0;
   DeviceMemoryUse before_;
   int64_t peak_ = -1;
 };

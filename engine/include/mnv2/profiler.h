@@ -161,6 +161,7 @@ struct RunReport {
   // Environment recorded at the start (and clocks at the end) of the run.
   std::string driver, cuda_runtime, cudnn;
   int sm_clock_mhz_start = -1, sm_clock_mhz_end = -1;
+  GpuRecord gpu;  // the GPU backends' card and its settings (metadata.gpu); index -1 for a CPU run or an older report
   MemoryReport memory;
   // Kernel launches per un-instrumented run (PreparedNet::kernels_per_run()); -1 where not counted, and in
   // reports written before the count existed.

@@ -100,7 +100,7 @@ class HostContentionProbe {
 // run. sample() is cheap enough (a few NVML calls) to call between timed iterations, never inside one.
 class GpuConditionsProbe {
  public:
-  GpuConditionsProbe(bool gpu, int device = 0);
+  GpuConditionsProbe(bool gpu, int device);
   void sample();
   void fill(ReliabilityInputs& in) const;  // clocks and processes seen over every sample
 

@@ -40,6 +40,13 @@ json::Json model_json(const ReportModel& model);
 json::Json reliability_json(const Reliability& reliability);
 Reliability reliability_from_json(const json::Json& value);
 
+// The GPU a run used (mnv2/device.h GpuRecord) as reports and bench files write it: {"index", "uuid", "name",
+// "pci_bus_id", "sm_clock_max_mhz", "sm_clock_applications_mhz", "memory_clock_mhz", "power_limit_w"} (-1: not
+// known), and "nvml_problem" where NVML gave nothing. The reader refuses an index outside 0..1023, a clock outside
+// -1..100000 MHz and a power limit that is not -1 or a positive finite figure.
+json::Json gpu_record_json(const GpuRecord& gpu);
+GpuRecord gpu_record_from_json(const json::Json& value);
+
 std::string report_csv(const std::vector<RunReport>& reports);  // header + rows
 
 json::Json report_json(const RunReport& report);

@@ -47,9 +47,25 @@ struct CompareRule {
   Precision judged = Precision::fp32;
   std::vector<std::string> notes;  // "cpu-ref runs fp32 as the reference (it has no fp16 mode)"
 };
+// Whether a backend runs a precision: by default the backend's own answer (Backend::supports); a front end
+// that holds the backends' answers already (the app's backend list) may pass them.
+using SupportsPrecision = std::function<bool(const std::string& backend, Precision precision)>;
+
 // Throws UsageError for fewer than one backend, unknown or repeated names, or a non-reference backend
 // without the mode (availability is not checked here: an unavailable backend fails when it is prepared).
-CompareRule resolve_compare(const std::vector<std::string>& backends, Precision requested);
+CompareRule resolve_compare(const std::vector<std::string>& backends, Precision requested,
+                            const SupportsPrecision& supports = {});
+
+// A compare of every backend of `available` (in order; the first is the reference) in `requested`, as the app's
+// Compare runs it: the backends resolve_compare accepts, each later backend without the mode left out with a
+// note saying so. `rule` is resolve_compare's for `backends`, its notes followed by those of the left-out ones.
+struct CompareSelection {
+  std::vector<std::string> backends;
+  std::vector<std::string> left_out;
+  CompareRule rule;
+};
+CompareSelection select_compare(const std::vector<std::string>& available, Precision requested,
+                                const SupportsPrecision& supports = {});
 
 // (backend index, backend, phase, done, total); phases: "end-to-end", "per-layer" (profile()), "diff".
 using CompareProgress =
@@ -81,6 +97,7 @@ struct DiffConfig {
   int height = 224;
   int width = 224;
   CudnnOptions cudnn;  // the cudnn backend's options (PrepareConfig::cudnn)
+  int device = 0;      // the GPU backends' CUDA ordinal (PrepareConfig::device)
 };
 struct DiffResult {
   CompareRule rule;  // rule.run[0] is the reference's precision, rule.run[1] the backend's
@@ -144,6 +161,7 @@ struct ClassifyConfig {
   CudaOptions cuda;
   int top = 5;
   CudnnOptions cudnn;  // the cudnn backend's options (PrepareConfig::cudnn)
+  int device = 0;      // the GPU backends' CUDA ordinal (PrepareConfig::device)
 };
 struct Classification {
   std::vector<Prediction> top;  // the `top` most probable, most probable first

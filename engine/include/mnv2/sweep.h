@@ -21,6 +21,7 @@ struct SweepConfig {
   CudaOptions cuda;       // the cuda backend's options (PrepareConfig::cuda)
   int cpu_threads = 0;    // the cpu backends' threads (PrepareConfig::cpu_threads)
   CudnnOptions cudnn;     // the cudnn backend's options (PrepareConfig::cudnn)
+  int device = 0;         // the GPU backends' CUDA ordinal (PrepareConfig::device)
   bool u8_input = false;  // BenchConfig::u8_input
   int sub_batch = 0;      // sub-batches of the 8-bit path: batches larger than this run as sub-batches of it
 };
