@@ -228,12 +228,12 @@ void RunWorker::profile(JobId id, const ProfileRequest& request) {
     if (request.measureCeilings) {
       sendProgress(RunProgress{id, request.backends[0], QStringLiteral("ceilings"), 0, 1, n - 1, n, 1.0}, true);
       try {
-        std::string warning;
-        // The first run's mode: a GPU's compute roof depends on it (fp16 and tf32 tensor cores).
-        result.ceilings = mnv2::device_ceilings(
-            request.backends[0].toStdString(), false, &warning,
-            result.reports.empty() ? mnv2::Precision::fp32 : result.reports.front().config.precision);
-        result.ceilingsNote = QString::fromStdString(warning);
+        // The first run under its device's ceilings: the engine's rule (device, precision, threads), as mnv2
+        // roofline's. The page places every shown run itself (roofline_points) under the ceilings it applies to.
+        if (result.reports.empty()) throw mnv2::Error("no run to place under the ceilings");
+        mnv2::RooflineResult roofline = mnv2::roofline_study(result.reports.front());
+        result.ceilings = std::move(roofline.ceilings);
+        result.ceilingsNote = QString::fromStdString(roofline.warning);
       } catch (const mnv2::Error& e) {  // the run itself stands; the roofline says why it has no roof
         result.ceilingsNote = QString::fromStdString(e.what());
       }

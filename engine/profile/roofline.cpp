@@ -102,7 +102,7 @@ Ceilings calibrate_cpu(int cpu_threads) {
   return c;
 }
 
-std::string ceilings_key(const std::string& backend, Precision precision, int cpu_threads) {
+std::string ceilings_key(const std::string& backend, Precision precision, int cpu_threads, int device) {
   if (is_host_backend(backend)) {
     // The GEMM named too: ceilings cached when OpenBLAS measured them (on some CPUs with its oldest kernels)
     // are not read back as this build's.
@@ -111,7 +111,10 @@ std::string ceilings_key(const std::string& backend, Precision precision, int cp
   }
   const CudaEnvironment& env = cuda_environment();
   if (env.devices.empty()) throw Error("backend '" + backend + "' needs a GPU: " + env.why_none);
-  std::string key = gpu_calibration_key(0);
+  if (device < 0 || device >= static_cast<int>(env.devices.size()))
+    throw Error("no CUDA device " + std::to_string(device) + " (this machine has " +
+                std::to_string(env.devices.size()) + " visible)");
+  std::string key = gpu_calibration_key(device);
   if (precision != Precision::fp32) key.append("|").append(to_string(precision));
   return key;
 }
@@ -147,9 +150,9 @@ void from_json(const json::Json& j, Ceilings& c) {
 }
 
 Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning, Precision precision,
-                         int cpu_threads) {
+                         int cpu_threads, int device) {
   if (is_host_backend(backend)) precision = Precision::fp32;  // the cpu backends have no other mode
-  const std::string key = ceilings_key(backend, precision, cpu_threads);
+  const std::string key = ceilings_key(backend, precision, cpu_threads, device);
   const std::string file = roofline_cache_file();
   json::Json cache;  // {"schema": "mnv2.roofline-cache/1", "devices": {key: ceilings}}
   std::error_code ec;
@@ -178,7 +181,7 @@ Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::stri
           devices->erase(key);
         }
       }
-  Ceilings c = is_host_backend(backend) ? calibrate_cpu(cpu_threads) : calibrate_gpu(0, precision);
+  Ceilings c = is_host_backend(backend) ? calibrate_cpu(cpu_threads) : calibrate_gpu(device, precision);
   c.key = key;
   try {
     const json::Json* old = cache.is_object() ? json::find(cache, "devices") : nullptr;

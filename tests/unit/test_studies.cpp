@@ -28,6 +28,7 @@
 #include "mnv2/profiler.h"
 #include "mnv2/report.h"
 #include "mnv2/roofline.h"
+#include "mnv2/studies.h"
 #include "mnv2/sweep.h"
 #include "test_support.h"
 
@@ -554,6 +555,87 @@ TEST(Roofline, CpuCeilingsAreCachedPerDevice) {
   EXPECT_FALSE(device_ceilings("cpu", false, &warning).from_cache);
   EXPECT_NE(warning.find("over its limit"), std::string::npos) << warning;
   synced_unsetenv("MNV2_CACHE_DIR");
+}
+
+// The roofline study places a run under the ceilings of the device it ran on, at its own thread count (a cpu
+// run on one thread under ceilings measured on one thread, whatever the process's default), and a GPU run on the
+// GPU its config names.
+TEST(Roofline, TheStudyTakesTheRunsOwnDeviceAndThreads) {
+  TempDir d;
+  const ScopedSettings cache([&](ProcessSettings& s) { s.cache_dir = d.path(); });
+  ProfileConfig pc;
+  pc.backend = "cpu-ref";
+  pc.height = pc.width = 64;
+  pc.warmup = 0;
+  pc.iters = 1;
+  pc.cpu_threads = 1;
+  const RunReport r = profile(builtin_mobilenet_v2(), pc);
+  const RooflineResult first = roofline_study(r);
+  EXPECT_TRUE(first.warning.empty()) << first.warning;
+  EXPECT_EQ(first.ceilings.key, ceilings_key("cpu", Precision::fp32, 1));
+  EXPECT_FALSE(first.ceilings.from_cache);
+  EXPECT_EQ(first.points.size(), roofline_points(r, first.ceilings).size());
+  EXPECT_TRUE(roofline_study(r).ceilings.from_cache);
+  RooflineConfig again;
+  again.recalibrate = true;
+  EXPECT_FALSE(roofline_study(r, again).ceilings.from_cache);
+  RunReport gpu = r;
+  gpu.backend = "cuda";
+  gpu.config.device = 64;  // no machine has it: an Error (here, without a GPU, the one that says so)
+  EXPECT_THROW(roofline_study(gpu), Error);
+}
+
+// The ncu-command study from a model: the layer by index or name, the range of the step that runs it (assumed to
+// be the layer's own, with a warning, where the backend cannot run here), the command that repeats the run.
+TEST(Ncu, TheStudyFromAModelNamesTheLayersRange) {
+  const Model m = builtin_mobilenet_v2();
+  NcuCommandConfig c;
+  c.mnv2_path = "/opt/mnv2";
+  c.run.backend = "cpu";
+  c.layer = "3";
+  EXPECT_THROW(ncu_command(m, c), UsageError);  // the cpu backends launch no GPU kernels
+  c.run.backend = "cudnn";
+  c.layer = "no.such.layer";
+  EXPECT_THROW(ncu_command(m, c), UsageError);
+  c.layer = m.layers[3].name;
+  const NcuCommand cmd = ncu_command(m, c);
+  EXPECT_EQ(cmd.layer, 3);
+  if (!make_backend("cudnn")->availability().available) {
+    EXPECT_EQ(cmd.nvtx_range, default_step_name(m, 3));
+    EXPECT_NE(cmd.warning.find("assumes layer 3 runs as a step of its own"), std::string::npos) << cmd.warning;
+  }
+  NcuTarget t;
+  t.mnv2_path = "/opt/mnv2";
+  t.backend = "cudnn";
+  t.options = c.run.options;
+  t.nvtx_range = cmd.nvtx_range;
+  t.layer = 3;
+  EXPECT_EQ(cmd.argv, ncu_argv(t));
+}
+
+// From a finished run's report: its own step names (a fused layer's range is its step's), its input file where it
+// is still there (a .f32 file as --tensor, any other as --image), no --model for a synthetic model.
+TEST(Ncu, TheStudyFromAReportUsesItsStepsAndInput) {
+  TempDir d;
+  RunReport r = small_cpu_report();
+  EXPECT_THROW(ncu_command(r, 1, "/opt/mnv2"), UsageError);  // a cpu run
+  r.backend = "cuda";
+  r.steps[0].name = "fused 0";
+  r.layers[1].step = 0;
+  EXPECT_THROW(ncu_command(r, static_cast<int>(r.layers.size()), "/opt/mnv2"), UsageError);
+  const NcuCommand random = ncu_command(r, 1, "/opt/mnv2");
+  EXPECT_EQ(random.nvtx_range, "fused 0");
+  EXPECT_TRUE(random.warning.empty());
+  const std::string line = shell_join(random.argv);
+  EXPECT_NE(line.find("--nvtx-include 'fused 0/'"), std::string::npos) << line;
+  EXPECT_NE(line.find("/opt/mnv2 profile --backend cuda --batch 1 --input-size 64x64"), std::string::npos) << line;
+  EXPECT_EQ(line.find("--model"), std::string::npos) << line;  // the built-in model: the run finds its own
+  write_file(d.file("in.f32"), "");
+  r.config.input_name = d.file("in.f32");
+  EXPECT_NE(shell_join(ncu_command(r, 1, "/opt/mnv2").argv).find("--tensor " + d.file("in.f32")), std::string::npos);
+  write_file(d.file("in.bmp"), "");
+  r.config.input_name = d.file("in.bmp");
+  EXPECT_NE(shell_join(ncu_command(r, 1, "/opt/mnv2").argv).find("--image " + d.file("in.bmp")), std::string::npos);
 }
 
 }  // namespace

@@ -11,7 +11,6 @@
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QDir>
-#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -26,8 +25,10 @@
 #include <map>
 
 #include "mnv2/backend.h"
+#include "mnv2/error.h"
 #include "mnv2/memory.h"
 #include "mnv2/ncu.h"
+#include "mnv2/studies.h"
 #include "models/layer_selection.h"
 #include "widgets/chart_style.h"
 
@@ -263,30 +264,15 @@ void RooflinePage::showLayer(int layer) {
   if (!m_report || layer < 0 || layer >= static_cast<int>(m_report->layers.size())) return;
   const mnv2::RunReport& r = *m_report;
   if (m_memory->currentRow() != layer) m_memory->selectRow(layer);
-  if (mnv2::is_host_backend(r.backend)) {
-    m_ncu->setPlaceholderText(QStringLiteral("the cpu backends launch no GPU kernels: run cudnn or cuda for ncu"));
+  // The engine's ncu-command study from the run's report, the line `mnv2 profile --ncu-command` prints; where
+  // there is none (a cpu run launches no GPU kernels), the study's reason in its place.
+  try {
+    const QString program = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("mnv2"));
+    m_ncu->setText(shownText(mnv2::shell_join(mnv2::ncu_command(r, layer, program.toStdString()).argv)));
+  } catch (const mnv2::Error& e) {
+    m_ncu->setPlaceholderText(shownText(e.what()));
     return;
   }
-  // The run's own step names are exact (a fused layer's range is its step's name).
-  const mnv2::StepProfile& step = r.steps.at(static_cast<size_t>(r.layers[static_cast<size_t>(layer)].step));
-  mnv2::NcuTarget t;
-  t.mnv2_path = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("mnv2")).toStdString();
-  t.backend = r.backend;
-  if (!r.model_synthetic) t.model_path = r.model_source;
-  t.batch = r.config.batch;
-  t.height = r.config.height;
-  t.width = r.config.width;
-  t.options = r.options;  // every option the run had (the cuda ones too), as its report keeps them
-  const QFileInfo input(shownText(r.config.input_name));
-  if (input.isFile()) {
-    if (input.suffix() == QLatin1String("f32"))
-      t.tensor = input.absoluteFilePath().toStdString();
-    else
-      t.image = input.absoluteFilePath().toStdString();
-  }
-  t.nvtx_range = step.name;
-  t.layer = layer;
-  m_ncu->setText(shownText(mnv2::shell_join(mnv2::ncu_argv(t))));
   m_ncu->setCursorPosition(0);
   m_copy->setEnabled(true);
 }

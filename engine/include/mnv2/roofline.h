@@ -22,29 +22,32 @@ struct Ceilings {
   double attainable_gflop_s(double intensity) const;  // min(gflop_s, bandwidth_gb_s * intensity)
 };
 
-// GPU `device`: a device-to-device copy of 1 GiB (or an eighth of the free memory if less) and a
-// cuBLAS GEMM of 8192 (4096 if memory is short) in `precision`'s arithmetic: fp32 an SGEMM with
+// GPU `device` (the CUDA ordinal among the visible GPUs): a device-to-device copy of 1 GiB (or an eighth of the free
+// memory if less) and a cuBLAS GEMM of 8192 (4096 if memory is short) in `precision`'s arithmetic: fp32 an SGEMM with
 // CUBLAS_DEFAULT_MATH (no TF32), tf32 an SGEMM with CUBLAS_TF32_TENSOR_OP_MATH, fp16 a GemmEx of half
 // operands with float32 accumulation (tensor cores) — the compute roof a run in that mode can reach. 3
 // warm-up and 10 timed runs each, cudaEvent timing. Throws Error without CUDA or a device.
 Ceilings calibrate_gpu(int device = 0, Precision precision = Precision::fp32);
 // "gpu|NAME|UUID|sm MHZ|mem MHZ" of GPU `device` (the clocks are the maximum the device reports).
 std::string gpu_calibration_key(int device);
-// The host: memcpy of 256 MiB and oneDNN SGEMM of 2048 on the cpu backend's thread count.
-Ceilings calibrate_cpu();
+// The host: memcpy of 256 MiB and oneDNN SGEMM of 2048 on `cpu_threads` threads (0: the cpu backends' count).
+Ceilings calibrate_cpu(int cpu_threads = 0);
 
 // Ceilings for the device a backend runs on ("cpu" or a GPU backend) in `precision` (a GPU's compute roof
 // depends on it; the cpu is fp32 only), from the cache file when it holds this device's and mode's key
 // (unless `recalibrate`), otherwise calibrated and stored. The cache is
 // roofline.json in the cache folder (cache_dir()).
 // A cache that cannot be read or written is ignored with a warning in `warning`. `cpu_threads` (0: the cpu
-// backends' default) is the thread count the cpu's ceilings are measured with, as its key says.
+// backends' default) is the thread count the cpu's ceilings are measured with, as its key says; `device` is the
+// GPU backends' CUDA ordinal among the visible GPUs (PrepareConfig::device). Which ceilings belong to a profiled
+// run is the roofline study's rule (roofline_study, mnv2/studies.h).
 Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning = nullptr,
-                         Precision precision = Precision::fp32, int cpu_threads = 0);
+                         Precision precision = Precision::fp32, int cpu_threads = 0, int device = 0);
 std::string roofline_cache_file();
 // A calibration key for the device `backend` runs on here in `precision` (what device_ceilings looks up):
 // the device's key, with "|tf32" or "|fp16" appended for a GPU's reduced modes.
-std::string ceilings_key(const std::string& backend, Precision precision = Precision::fp32, int cpu_threads = 0);
+std::string ceilings_key(const std::string& backend, Precision precision = Precision::fp32, int cpu_threads = 0,
+                         int device = 0);
 
 // One profiled step on the roofline. FLOPs: 2 per MAC for Conv2d and Linear, 1 per add for ResidualAdd
 // and pooling, 2 per element for ReLU6/ReLU (a min and a max); bytes: the fewest moved (inputs +

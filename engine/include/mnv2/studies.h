@@ -10,7 +10,8 @@
 //   bench      run_sweep()       (sweep.h)     mnv2 bench        Sweep page
 //   eval       evaluate()        (eval.h)      mnv2 eval         Accuracy page
 //   memory     memory_study()    (memory.h)    mnv2 memory       Memory page
-//   roofline   device_ceilings() (roofline.h)  mnv2 roofline     Roofline page
+//   roofline   roofline_study()                mnv2 roofline     run controller (ceilings), Roofline page
+//   ncu        ncu_command()                   mnv2 profile --ncu-command   Roofline page (its command line)
 //   alignment  align_runs()                    -                 run comparison (two reports, fused steps)
 #pragma once
 
@@ -23,6 +24,7 @@
 #include "mnv2/labels.h"
 #include "mnv2/model.h"
 #include "mnv2/profiler.h"
+#include "mnv2/roofline.h"
 #include "mnv2/tensor.h"
 
 namespace mnv2 {
@@ -102,6 +104,50 @@ struct DiffResult {
   DiffReport diff;
 };
 DiffResult run_diff(const Model& model, const DiffConfig& config);
+
+// ---- roofline: a run under its device's ceilings -----------------------------------------------------------
+
+// The one rule for the ceilings a profiled run is placed under (CLI and app alike): those of the device it ran on
+// (its config.device for the GPU backends; the host at its thread count for the cpu backends), measured in the
+// precision it ran (a GPU's compute roof depends on it: fp16 and tf32 tensor cores), read from the cache
+// (device_ceilings, mnv2/roofline.h) unless `recalibrate`.
+struct RooflineConfig {
+  bool recalibrate = false;  // measure the ceilings again instead of reading the cache
+};
+struct RooflineResult {
+  Ceilings ceilings;
+  std::string warning;                // the cache could not be read or written (the ceilings stand)
+  std::vector<RooflinePoint> points;  // every timed step of the run under them
+};
+// Throws Error where the device cannot be calibrated (no GPU, another GPU's run, too little memory).
+RooflineResult roofline_study(const RunReport& run, const RooflineConfig& config = {});
+
+// ---- ncu-command: one layer under Nsight Compute --------------------------------------------------------------
+
+// What a layer's `ncu` command line (mnv2/ncu.h) repeats: a run's configuration, and where its files are.
+struct NcuCommandConfig {
+  std::string mnv2_path;   // absolute path of the mnv2 program ncu starts
+  std::string model_path;  // absolute; empty: the run finds the model as mnv2 does (synthetic when none)
+  // The run: backend, batch, size, precision, the backends' options, device and the option values (what the
+  // profiled run must repeat to plan the same steps); counts and timer are ncu's own.
+  ProfileConfig run;
+  std::string image, tensor;  // the run's input file (absolute), or both empty: the random input
+  std::string layer;          // an index or a name (resolve_layer)
+};
+struct NcuCommand {
+  int layer = 0;                  // the layer resolved
+  std::string nvtx_range;         // the name of the step that runs it: ncu profiles that range's kernels only
+  std::vector<std::string> argv;  // ncu_argv(): starts with "ncu"; shell_join() makes the line
+  // Non-empty where the backend cannot run here (no GPU on this machine): the range is then assumed to be the
+  // layer's own step's (default_step_name) and this says so, since a fusing backend names it after the fused step.
+  std::string warning;
+};
+// The backend is prepared (on config.run.device) to learn its step names. Throws UsageError for a cpu backend (it
+// launches no GPU kernels) or a layer that does not exist.
+NcuCommand ncu_command(const Model& model, const NcuCommandConfig& config);
+// The command of `layer` of a finished run, everything from its report: its options, its model file (unless the
+// model was synthetic), its input file where that was one and still exists, and the range from its own steps.
+NcuCommand ncu_command(const RunReport& run, int layer, const std::string& mnv2_path);
 
 // ---- classify --------------------------------------------------------------------------------------------
 

@@ -1,0 +1,192 @@
+// mnv2: the headless command-line front end. It drives the same engine objects as the desktop app. This file is
+// the dispatcher: the command table, the usage and help, the run options resolved once and the process settings
+// taken from them, the output files; each command is a file of its own (commands.h).
+// Exit codes: 0 success, 1 runtime error ("error: ..." on stderr), 2 usage error.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+#include "common/environment.h"
+#include "common/omp_wait_policy.h"
+#include "mnv2/error.h"
+#include "mnv2/options.h"
+
+namespace mnv2::cli {
+namespace {
+
+// The notes under `mnv2 --help`: what no single option says.
+constexpr const char* kFooter =
+    R"(The model is --model F, else $MNV2_MODEL, else a weights/ folder next to the program, else
+mnv2-profiler/ in $XDG_DATA_HOME (~/.local/share) or in $XDG_DATA_DIRS (/usr/local/share:/usr/share); with
+none, a built-in MobileNetV2 with synthetic weights runs (timing only: its predictions are meaningless).
+--tensor F: raw little-endian float32 NCHW, a whole number of 3xHxW images (default 224x224).
+--precision fp32|tf32|fp16: the arithmetic of the GPU backends (default fp32; 'mnv2 info' lists what each
+backend supports). A reduced mode is judged against the cpu reference, which stays fp32. compare: the first
+backend is the reference and alone may run fp32 in place of a mode it lacks; every other backend must have the
+mode; diffs are judged in the mode asked for.
+--cuda-variant, --cuda-fusion, --cuda-graph, --cuda-gemm-tile, --cuda-pdl, --cuda-splitk: the cuda backend's
+options; unset, the environment's MNV2_CUDA_VARIANT, MNV2_CUDA_FUSE, MNV2_CUDA_GRAPH, MNV2_CUDA_GEMM_TILE,
+MNV2_CUDA_PDL, MNV2_CUDA_SPLITK, else fast, none, auto, the planner's tile, auto and separate.
+--cudnn-variant fused|naive, --cudnn-graph auto|on|off, --cudnn-layout auto|nchw|nhwc: the cudnn backend's
+options (default fused, auto, auto). The fused variant keeps its tuned plans in
+$XDG_CACHE_HOME/mnv2-profiler/cudnn_plans.json ($MNV2_CUDNN_PLAN_CACHE: another file, or off).
+--threads N: the cpu backends' thread count (default $MNV2_CPU_THREADS, else one per core). Their idle OpenMP
+threads spin ~10 us, then sleep (GOMP_SPINCOUNT=1000), unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set: on a
+busy machine long spins turn into long tails; OMP_WAIT_POLICY=passive gives the best median there.
+Every profile and bench says whether its figures are reliable: end-to-end CV and tail, noisy layers, SM clock
+changes, other GPU processes, other processes on the host's cores (docs/PERFORMANCE.md).
+Backends: cpu (oneDNN, CPUID-dispatched kernels), cpu-ref (the plain float32 reference every other backend
+is judged against), cudnn and cuda (the GPU plugin: NVIDIA GPU, driver 580+, CUDA 13, cuDNN 9).
+Exit codes: 0 success, 1 runtime error, 2 usage error. 'mnv2 COMMAND --help' lists a command's options.)";
+
+struct Command {
+  const char* name;
+  const char* help;
+  void (*declare)(Args&);
+  int (*run)(const Args&, const OptionValues&);
+};
+
+const Command kCommands[] = {
+    {"info", "build, devices, backends and why unavailable, model lookup; the model's format, producer, input, classes",
+     declare_info, cmd_info},
+    {"topology", "the layers with output shapes, params and MACs", declare_topology, cmd_topology},
+    {"classify", "top-K classes for each image (or each image of a tensor)", declare_classify, cmd_classify},
+    {"plan", "the cuda backend's plan for a GPU (steps, kernels, tiles), made without one", declare_plan, cmd_plan},
+    {"bench", "end-to-end latency and throughput (no instrumentation), every backend x input size x batch",
+     declare_bench, cmd_bench},
+    {"profile", "an end-to-end run, then a per-layer run: table and reports", declare_profile, cmd_profile},
+    {"roofline", "the device's measured ceilings (cached per device) and each layer's intensity and GFLOP/s",
+     declare_roofline, cmd_roofline},
+    {"memory", "activation and weight bytes per layer; what the prepared backend holds and what the driver saw",
+     declare_memory, cmd_memory},
+    {"eval", "top-1/top-5 accuracy over labelled images", declare_eval, cmd_eval},
+    {"compare", "profiles each backend, side by side, with each layer's output error against the first backend",
+     declare_compare, cmd_compare},
+    {"runs", "report or session files side by side: every setting that differs, weighed, and the layers", declare_runs,
+     cmd_runs},
+    {"lab", "the kernel lab: your CUDA kernel for one slot, compiled (NVRTC), checked per layer, timed beside ours",
+     declare_lab, cmd_lab},
+    {"lab-worker", "", declare_lab_worker, cmd_lab_worker},
+};
+
+// The command between its output files: every one is checked before any work starts and the set is written
+// (mnv2/output_files.h) only when the command succeeded. When an output goes to standard output, the
+// command's text goes to standard error, so `--json - | jq` reads JSON only.
+int run_command(const Command& command, Args& args, const OptionValues& options) {
+  args.reserve_outputs();
+  if (args.outputs().writes_stdout()) {
+    std::fflush(stdout);
+    const int out = ::dup(1);
+    if (out < 0 || ::dup2(2, 1) < 0)
+      throw Error(std::string("cannot set standard output aside: ") + std::strerror(errno));
+    args.outputs().move_stdout(out);
+  }
+  // A run that took an option from the environment says so first (on standard error where standard output is
+  // the command's JSON).
+  if (const std::string note = args.environment_note(options); !note.empty()) {
+    if (args.flag("--json"))
+      std::cerr << note << "\n";
+    else
+      std::cout << note << "\n";
+  }
+  const int rc = command.run(args, options);
+  std::fflush(stdout);
+  std::cout.flush();
+  if (rc == 0)
+    for (const std::string& line : args.outputs().commit()) std::cerr << line << "\n";
+  return rc;
+}
+
+int dispatch(int argc, char** argv) {
+  CLI::App app(
+      "mnv2: MobileNetV2 inference on our CUDA kernels, cuDNN/cuBLAS or the CPU; per-layer profiles, "
+      "comparisons and reports.",
+      "mnv2");
+  app.set_version_flag("--version", std::string("mnv2 ") + MNV2_VERSION + " (commit " + MNV2_GIT_COMMIT + ")");
+  app.require_subcommand(1);
+  app.footer(kFooter);
+  std::vector<std::pair<CLI::App*, std::unique_ptr<Args>>> parsed;
+  for (const Command& c : kCommands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    if (std::string(c.name) == "lab-worker") sub->group("");  // hidden: started by 'mnv2 lab' only
+    parsed.emplace_back(sub, std::make_unique<Args>(*sub));
+    c.declare(*parsed.back().second);
+    if (std::string(c.name) != "lab-worker") process_options(*parsed.back().second);
+  }
+  if (argc < 2) {
+    std::cerr << app.help();
+    return 2;
+  }
+  // An unknown first word is named as a command, not as a stray argument.
+  const std::string first = argv[1];
+  if (first.rfind('-', 0) != 0 && first != "help") {
+    bool known = false;
+    for (const Command& c : kCommands) known = known || first == c.name;
+    if (!known) throw UsageError("unknown command '" + first + "' ('mnv2 --help' lists them)");
+  }
+  if (first == "help") {
+    std::cout << app.help();
+    return 0;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);  // the help of the command asked about, on stdout, exit 0
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ArgumentMismatch& e) {
+    // CLI11 says "--batch: 1 required TEXT missing" and "--iters: At Most 1 required but received 2"; say it plainly.
+    const std::string text = e.what();
+    const std::string option = text.substr(0, text.find(':'));
+    if (text.find("missing") != std::string::npos) throw UsageError(option + " needs a value");
+    if (text.find("received") != std::string::npos) throw UsageError(option + " given twice");
+    throw UsageError(text);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());  // unknown option, stray argument ("not expected"): exit 2
+  }
+  for (size_t i = 0; i < parsed.size(); ++i)
+    if (parsed[i].first->parsed()) {
+      // The run options, resolved once (a bad value is a usage error before anything runs), and what the engine
+      // takes once per process from them (folders, caches, CUPTI).
+      const OptionValues options = parsed[i].second->resolve();
+      set_process_settings(frontend::process_settings_of(options));
+      return run_command(kCommands[i], *parsed[i].second, options);
+    }
+  throw UsageError("no command given ('mnv2 --help' lists them)");
+}
+
+}  // namespace
+}  // namespace mnv2::cli
+
+// Idle OpenMP threads spin briefly, then sleep, unless the user chose a policy (set before libgomp starts).
+MNV2_DEFAULT_OMP_WAIT_POLICY();
+
+int main(int argc, char** argv) {
+  try {
+    return mnv2::cli::dispatch(argc, argv);
+  } catch (const mnv2::UsageError& e) {
+    std::cerr << "error: " << e.what() << "\n(run 'mnv2 --help' for usage)\n";
+    return 2;
+  } catch (const mnv2::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}

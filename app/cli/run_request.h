@@ -1,0 +1,33 @@
+// What mnv2's commands run on: the model the options locate, and the one run that profile, roofline and compare
+// describe the same way (backends, counts, input, options).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "mnv2/model.h"
+#include "mnv2/model_lookup.h"
+#include "mnv2/options.h"
+#include "mnv2/profiler.h"
+
+namespace mnv2::cli {
+
+struct LoadedModel {
+  Model model;
+  ModelLocation location;
+};
+
+// The model --model (or the environment, or the lookup) names; its warnings go to standard error.
+LoadedModel load_model(const OptionValues& options);
+
+// The run of profile, roofline (one backend) and compare (several): checked, its input read, its size one the
+// network can take.
+struct ProfileRequest {
+  LoadedModel m;
+  ProfileConfig base;
+  std::vector<std::string> backends;
+};
+ProfileRequest parse_profile_request(const Args& args, const OptionValues& options, bool compare);
+
+}  // namespace mnv2::cli
