@@ -50,6 +50,10 @@ GpuProperties read_gpu_properties(int device) {
 
 DeviceProbe probe_device(int device) {
   DeviceProbe p;
+  if (const std::string why = why_no_gpu(); !why.empty()) {  // what availability() says where there is no GPU
+    p.reason = why;
+    return p;
+  }
   try {
     gpu_device(device);  // a visible GPU, or why not
     p.gpu = read_gpu_properties(device);
