@@ -18,6 +18,9 @@ work=/tmp/mnv2-run
 repo=$PWD
 rm -rf /tmp/bundle "$work" && mkdir -p "$work"
 tar -xJf .device/bundle.tar.xz -C /tmp || { echo "no bundle: run scripts/device-bundle.sh first"; exit 1; }
+# A slim bundle (MNV2_DEVICE_SLIM=1) leaves out the second export style; an earlier call may have carried it as
+# .device/extra.tar.xz (bundle/shared/weights/...), which stays on a warm machine between calls.
+[[ -f .device/extra.tar.xz ]] && tar -xJf .device/extra.tar.xz -C /tmp
 cd /tmp/bundle
 export LD_LIBRARY_PATH=$PWD/lib:${LD_LIBRARY_PATH:-} MNV2_SHARED_DIR=$PWD/shared
 export MNV2_MODEL=$PWD/shared/weights/mobilenet_v2_1.0_224.onnx

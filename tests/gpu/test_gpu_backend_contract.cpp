@@ -347,7 +347,19 @@ TEST_P(GpuBackendContract, GraphReplayIsBitwiseIdenticalToLayerByLayerRuns) {
   off.cudnn.graph = CudnnOptions::Graph::off;
   auto plain = backend_->prepare(main_model(), off);
   EXPECT_FALSE(plain->has_graph());
-  EXPECT_TRUE(same(plain->run(input))) << "a net prepared without a graph";
+  // A net prepared again runs the same kernels where it chose the same ones: bitwise. cuDNN's autotuner times its
+  // candidates at each prepare, so a second net may take another engine for a step (its variant names the engine);
+  // then its logits are another implementation's, held to the precision's bound.
+  bool same_choice = plain->steps().size() == net->steps().size();
+  for (size_t i = 0; same_choice && i < net->steps().size(); ++i)
+    same_choice = plain->steps()[i].variant == net->steps()[i].variant;
+  const Tensor plain_logits = plain->run(input);
+  if (same_choice) {
+    EXPECT_TRUE(same(plain_logits)) << "a net prepared without a graph";
+  } else {
+    EXPECT_LT(rel_l2_of(plain_logits, graph), precision_logits_bound(variant().precision))
+        << "a net prepared without a graph, on other engines";
+  }
   RunOptions plain_resident;
   plain_resident.device_resident = true;
   EXPECT_TRUE(plain->run(input, plain_resident).empty());
