@@ -162,12 +162,6 @@ std::string where(const OptionSpec& spec, OptionSource source) {
   }
 }
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? (i + 1 == v.size() ? " or " : ", ") : "") + v[i];
-  return out;
-}
-
 // The value as the option holds it (checked); throws UsageError naming where it came from.
 std::string checked(const OptionSpec& spec, const std::string& value, OptionSource source) {
   const std::string from = where(spec, source);
