@@ -598,7 +598,9 @@ if want abab; then
   mkdir -p /tmp/old && tar -xJf "$repo/.device/old.tar.xz" -C /tmp/old
   points=("cuda fp16 block 1,256" "cuda fp16 none 1,256" "cuda fp32 block 1,256" "cuda fp32 none 1,256"
     "cudnn fp16 - 1,256" "cudnn fp32 - 1,256")
-  for rep in 1 2 3; do
+  # ABAB_POINTS="cuda fp16 none 256;cuda fp32 none 256" ABAB_REPS=6: a focused rerun of some points.
+  [[ -n ${ABAB_POINTS:-} ]] && IFS=';' read -r -a points <<<"$ABAB_POINTS"
+  for rep in $(seq 1 "${ABAB_REPS:-3}"); do
     for which in new old; do
       if [[ $which == new ]]; then bin=./bin/mnv2 lib=$PWD/lib; else bin=/tmp/old/bundle/bin/mnv2 lib=/tmp/old/bundle/lib:$PWD/lib; fi
       for p in "${points[@]}"; do
@@ -621,11 +623,11 @@ for f in glob.glob(os.path.join(work, "abab_*.json")):
         for key in ("device_resident_median_ms", "median_ms"):
             if key in r:
                 fig.setdefault((backend, prec, fusion, r["batch"], key), {}).setdefault(which, []).append(r[key])
-print("ABAB x3 (median of the three medians per binary; new vs old)")
+print("ABAB (median of each binary's medians; new vs old)")
 worst = 0.0
 for k in sorted(fig):
     o, n = fig[k].get("old", []), fig[k].get("new", [])
-    if len(o) < 3 or len(n) < 3: print(k, "incomplete", o, n); continue
+    if not o or len(o) != len(n): print(k, "incomplete", o, n); continue
     mo, mn = statistics.median(o), statistics.median(n)
     d = 100 * (mn - mo) / mo
     worst = max(worst, abs(d))
