@@ -600,6 +600,21 @@ if want abab; then
     "cudnn fp16 - 1,256" "cudnn fp32 - 1,256")
   # ABAB_POINTS="cuda fp16 none 256;cuda fp32 none 256" ABAB_REPS=6: a focused rerun of some points.
   [[ -n ${ABAB_POINTS:-} ]] && IFS=';' read -r -a points <<<"$ABAB_POINTS"
+  # ABAB_PLAN_CACHE=shared: cuDNN's engines are tuned once, by the new binary, into one plan cache file that both
+  # binaries then read, so that old and new run the same engines and the comparison sees the run path, not the
+  # autotuner's pick of the moment (its spread between runs is larger than 2% at batch 1). Default: tuned per run.
+  plan_cache=off
+  if [[ ${ABAB_PLAN_CACHE:-} == shared ]]; then
+    plan_cache=$work/abab_plans.json
+    for p in "${points[@]}"; do
+      read -r backend prec fusion batches <<<"$p"
+      [[ $backend == cudnn ]] || continue
+      TAIL=2 run "abab_tune_${prec}" ./bin/mnv2 bench --backend cudnn --precision "$prec" --batch "$batches" \
+        --warmup 2 --iters 5 --cudnn-plan-cache "$plan_cache"
+    done
+    [[ -f $plan_cache ]] && python3 -c "import json,sys; print('shared plan cache:', len(json.load(open(sys.argv[1]))['entries']), 'entries')" \
+      "$plan_cache" | tee -a "$summary"
+  fi
   for rep in $(seq 1 "${ABAB_REPS:-3}"); do
     for which in new old; do
       if [[ $which == new ]]; then bin=./bin/mnv2 lib=$PWD/lib; else bin=/tmp/old/bundle/bin/mnv2 lib=/tmp/old/bundle/lib:$PWD/lib; fi
@@ -608,7 +623,7 @@ if want abab; then
         extra=(); [[ $fusion != - ]] && extra=(--cuda-fusion "$fusion")
         name="abab_${which}_${rep}_${backend}_${prec}_${fusion}"
         TAIL=3 run "$name" env LD_LIBRARY_PATH=$lib "$bin" bench --backend "$backend" \
-          --precision "$prec" "${extra[@]}" --batch "$batches" --warmup 20 --iters 200 --cudnn-plan-cache off \
+          --precision "$prec" "${extra[@]}" --batch "$batches" --warmup 20 --iters 200 --cudnn-plan-cache "$plan_cache" \
           --json "$work/$name.json"
       done
     done
@@ -617,7 +632,7 @@ if want abab; then
 import glob, json, os, statistics, sys
 work = sys.argv[1]
 fig = {}
-for f in glob.glob(os.path.join(work, "abab_*.json")):
+for f in glob.glob(os.path.join(work, "abab_new_*.json")) + glob.glob(os.path.join(work, "abab_old_*.json")):
     _, which, rep, backend, prec, fusion = os.path.basename(f)[:-5].split("_", 5)
     for r in json.load(open(f))["results"]:
         for key in ("device_resident_median_ms", "median_ms"):
