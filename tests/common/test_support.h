@@ -16,6 +16,12 @@
 
 namespace mnv2::test {
 
+// A test whose subject is a decoded image file skips in a build without image decoding (the GPU machine's
+// bundle, MNV2_WITH_OPENCV_CODECS=OFF), saying so; CI's build decodes, so there it always runs.
+#define MNV2_SKIP_WITHOUT_IMAGE_DECODING() \
+  if (!::mnv2::image_decoding_available()) \
+  GTEST_SKIP() << "this build decodes no image files ('mnv2 info': image decoding none)"
+
 // The shared data folder: env MNV2_SHARED_DIR, else the CMake cache variable MNV2_SHARED_DIR.
 std::string shared_dir();
 std::string shared_path(const std::string& relative);  // shared_dir() + "/" + relative

@@ -96,10 +96,15 @@ TEST(GoldenCpu, StackedBatchEqualsSingleImages) {
     ASSERT_EQ(logits.shape, (Shape{batch, classes, 1, 1}));
     for (int b = 0; b < batch; ++b) {
       const float* row = logits.data.data() + b * classes;
-      // Only the classifier GEMM sees a different shape with the batch; everything else runs the same
-      // arithmetic per image, so the results agree to float32 rounding.
+      // Each image of the batch is as close to the float64 logits as it is alone (the promise of a float32
+      // backend), and its row is that image's, not a neighbour's (a mixed-up row is off by O(1)). Not bit-equal
+      // to the single run: oneDNN picks its convolution kernels and their blocking by the batch too, so the sums
+      // run in another order (a Xeon with AMX, also capped to AVX512_CORE: 1.3e-6 between batch 5 and batch 1).
+      const Golden g = read_golden(names[static_cast<size_t>(b)]);
+      EXPECT_LT(rel_l2(std::vector<float>(row, row + classes), g.logits), kMaxRelL2)
+          << names[static_cast<size_t>(b)] << " in the batch at " << b;
       const ErrorStats e = compare(row, singles[static_cast<size_t>(b)].data.data(), classes);
-      EXPECT_LT(e.rel_l2, 1e-6) << names[static_cast<size_t>(b)] << " in the batch at " << b;
+      EXPECT_LT(e.rel_l2, kMaxRelL2) << names[static_cast<size_t>(b)] << " in the batch at " << b;
       EXPECT_EQ(top5(row, static_cast<size_t>(classes)),
                 top5(singles[static_cast<size_t>(b)].data.data(), static_cast<size_t>(classes)));
     }
