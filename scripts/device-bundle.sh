@@ -11,8 +11,17 @@ cmake --preset device "$@" >/dev/null  # CMakePresets.json: build-device/
 cmake --build --preset device -j "$(nproc)"
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
+# MNV2_DEVICE_CPU_TESTS=1 adds the CPU test programs CI runs (unit and CLI tests, built without image codecs), for
+# device-run.sh's cpu_suite: the suite on the GPU machine's CPU, another x86-64 than this one.
+cpu_tests=()
+if [[ ${MNV2_DEVICE_CPU_TESTS:-0} != 0 ]]; then
+  cmake --build "$build" -j "$(nproc)" --target mnv2_unit_tests mnv2_cli_tests
+  cpu_tests=("$build/tests/mnv2_unit_tests" "$build/tests/mnv2_cli_tests")
+fi
 bash "$shared/tools/device-bundle.sh" "$stage/bundle" "$build/app/mnv2" "$build/tests/mnv2_gpu_tests" \
-  "$build/tests/mnv2_op_harness" >/dev/null
+  "$build/tests/mnv2_op_harness" "${cpu_tests[@]}" >/dev/null
+# Where the test programs were built: their compiled-in paths (the CLI, tests/data) are remade there from these.
+printf '%s\n' "$root" "$build" >"$stage/bundle/build-paths.txt"
 # The engine finds the GPU plugin beside itself (ldd resolved both into lib/ above).
 [[ -f $stage/bundle/lib/libmnv2_gpu.so && -f $stage/bundle/lib/libmnv2_engine.so ]] || { echo "no plugin in the bundle"; exit 1; }
 
@@ -52,6 +61,18 @@ cp "$shared"/images/* "$stage/bundle/shared/images/"  # the app decodes them wit
 mkdir -p "$root/.device"
 tar -C "$stage" -cJf "$root/.device/bundle.tar.xz" bundle
 echo "bundle: $(du -h "$root/.device/bundle.tar.xz" | cut -f1) in .device/bundle.tar.xz"
+# With the CPU test programs the bundle no longer fits beside the working tree in the device tool's 64 MiB:
+# .device/cpusuite.tar.xz is the same bundle without mnv2_gpu_tests, stripped, compressed with xz's x86 filter
+# (about 37 MB). device-run.sh reads it with MNV2_DEVICE_BUNDLE=.device/cpusuite.tar.xz MNV2_DEVICE_SECTIONS=cpu_suite.
+if [[ ${MNV2_DEVICE_CPU_TESTS:-0} != 0 ]]; then
+  cpu=$(mktemp -d)
+  cp -a "$stage/bundle" "$cpu/bundle"
+  rm "$cpu/bundle/bin/mnv2_gpu_tests"
+  strip --strip-unneeded "$cpu"/bundle/bin/* "$cpu"/bundle/lib/*.so*
+  tar -C "$cpu" -cf - bundle | xz --x86 --lzma2=preset=9e -T"$(nproc)" >"$root/.device/cpusuite.tar.xz"
+  rm -rf "$cpu"
+  echo "cpu suite: $(du -h "$root/.device/cpusuite.tar.xz" | cut -f1) in .device/cpusuite.tar.xz"
+fi
 
 # The desktop app for a live run there (MNV2_DEVICE_APP=1 adds it): a GUI build without OpenCV codecs in
 # build-ui-device/ (QImage decodes), packed with Qt's offscreen platform by the shared device-qt-bundle.sh.

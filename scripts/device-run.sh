@@ -5,8 +5,8 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu;
-# default all but round2, stem, ffma, tf32, lab, applab, ops, devices, abab and golden_cpu), e.g.
+# timeline, anchor, cudnn, baseline, round2, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite;
+# default all but round2, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu and cpu_suite), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -17,7 +17,8 @@ mkdir -p "$out"
 work=/tmp/mnv2-run
 repo=$PWD
 rm -rf /tmp/bundle "$work" && mkdir -p "$work"
-tar -xJf .device/bundle.tar.xz -C /tmp || { echo "no bundle: run scripts/device-bundle.sh first"; exit 1; }
+# MNV2_DEVICE_BUNDLE: another bundle file (e.g. one repacked smaller to fit the carry limit).
+tar -xJf "${MNV2_DEVICE_BUNDLE:-.device/bundle.tar.xz}" -C /tmp || { echo "no bundle: run scripts/device-bundle.sh first"; exit 1; }
 # A slim bundle (MNV2_DEVICE_SLIM=1) leaves out the second export style; an earlier call may have carried it as
 # .device/extra.tar.xz (bundle/shared/weights/...), which stays on a warm machine between calls.
 [[ -f .device/extra.tar.xz ]] && tar -xJf .device/extra.tar.xz -C /tmp
@@ -664,6 +665,48 @@ if want golden_cpu; then
   done
   grep -h "^-- golden_" "$summary" | awk '{print $NF, $0}' >/dev/null
   echo "golden_cpu: $(grep -c '^-- golden_.*exit 0' "$summary") passed, $(grep '^-- golden_' "$summary" | grep -vc 'exit 0') failed" | tee -a "$summary"
+fi
+
+# cpu_suite: the CPU test programs CI runs, on this machine's CPU (another x86-64 than the build machine's), with
+# the GPU hidden as on a CI machine: unit and CLI tests (sharded over the cores, as ctest -j runs them), the
+# CPU-dependent tests under every oneDNN ISA cap, the op harness, the golden CLI outputs at 1 and 2 threads under
+# every cap, and the promises' own test. Needs a bundle built with MNV2_DEVICE_CPU_TESTS=1. The bundle has no image
+# codecs: tests that decode image files skip, saying so; the app and package tests need Qt and are not here.
+if want cpu_suite; then
+  grep -m1 "model name" /proc/cpuinfo | tee -a "$summary"
+  src=$(sed -n 1p build-paths.txt) bld=$(sed -n 2p build-paths.txt)
+  # The test programs' compiled-in paths: tests/data in the source tree, the CLI in the build tree.
+  [[ -e $src/tests ]] || { mkdir -p "$src" && ln -s "$repo/tests" "$src/tests"; }
+  # A copy, not a wrapper: a test compares the path the CLI reports for itself with its compiled-in one.
+  [[ -e $bld/app/mnv2 ]] || { mkdir -p "$bld/app" && cp bin/mnv2 "$bld/app/mnv2"; }
+  cpuenv=(env -u MNV2_MODEL CUDA_VISIBLE_DEVICES=)
+  golden=(python3 "$repo/tests/cli/golden/run_golden.py" --mnv2 "$bld/app/mnv2" --shared shared)
+  for i in 0 1 2 3 4 5; do
+    GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i TAIL=8 run "cpu_unit_$i" "${cpuenv[@]}" ./bin/mnv2_unit_tests --gtest_brief=1 &
+  done
+  for i in 0 1 2 3; do
+    GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i TAIL=8 run "cpu_cli_$i" "${cpuenv[@]}" ./bin/mnv2_cli_tests --gtest_brief=1 &
+  done
+  wait
+  for isa in AVX512_CORE AVX2 SSE41; do
+    TAIL=6 run "cpu_isa_$isa" "${cpuenv[@]}" ONEDNN_MAX_CPU_ISA=$isa ./bin/mnv2_unit_tests \
+      --gtest_filter='CpuOps.*:GoldenCpu.*' --gtest_brief=1 &
+  done
+  TAIL=6 run cpu_op_harness "${cpuenv[@]}" ./bin/mnv2_op_harness --seed 29 &
+  TAIL=6 run cpu_op_harness_sse41 "${cpuenv[@]}" ONEDNN_MAX_CPU_ISA=SSE41 ./bin/mnv2_op_harness --seed 29 --backends cpu &
+  TAIL=4 run cpu_golden_promises python3 "$repo/tests/cli/golden/test_promises.py" &
+  wait
+  TAIL=24 run cpu_golden "${cpuenv[@]}" "${golden[@]}" &
+  TAIL=24 run cpu_golden_threads1 "${cpuenv[@]}" "${golden[@]}" --threads 1 &
+  for isa in SSE41 AVX2 AVX512_CORE; do
+    for threads in 1 2; do
+      TAIL=24 run "cpu_golden_${isa}_threads$threads" "${cpuenv[@]}" ONEDNN_MAX_CPU_ISA=$isa "${golden[@]}" \
+        --threads "$threads" &
+    done
+  done
+  wait
+  echo "cpu_suite: $(grep -c '^-- cpu_.*exit 0,' "$summary") programs passed, $(grep '^-- cpu_' "$summary" | grep -vc 'exit 0,') failed" |
+    tee -a "$summary"
 fi
 
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$summary" 2>&1
