@@ -191,13 +191,14 @@ namespace {
 
 TEST(CliRoofline, CpuCeilingsCachedAndEveryLayerPlaced) {
   TempDir d;
-  const std::vector<std::string> env = {"MNV2_CACHE_DIR=" + d.path()};
+  const std::vector<std::string> env = {"MNV2_CACHE_DIR=" + d.file("cache")};
   const std::vector<std::string> args = {
       "roofline", "--model", main_model_path(), "--input-size",  "96x96",  "--warmup",      "0",
       "--iters",  "1",       "--csv",           d.file("r.csv"), "--json", d.file("r.json")};
   auto first = run_cli(args, env);
   ASSERT_EQ(first.code, 0) << describe(first);
-  EXPECT_NE(first.out.find("calibrated now, cached in " + d.file("roofline.json")), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("calibrated now, cached in " + d.file("cache/roofline.json")), std::string::npos)
+      << first.out;
   // A point per step: the cpu backend runs the 99 layers in at most 54 (fused convolutions).
   const size_t at = first.out.find(" steps: ");
   ASSERT_NE(at, std::string::npos) << first.out;
