@@ -42,9 +42,9 @@ int cmd_roofline(const Args& args, const OptionValues& options) {
   const Ceilings& c = study.ceilings;
   print_warnings(std::cout, req.m.model);
   const std::string cache_file = roofline_cache_file();
-  const std::string where = c.from_cache         ? "cached in " + cache_file
-                            : cache_file.empty() ? std::string("calibrated now, not cached")
-                                                 : "calibrated now, cached in " + cache_file;
+  const std::string where = c.from_cache ? "cached in " + cache_file
+                            : c.stored   ? "calibrated now, cached in " + cache_file
+                                         : std::string("calibrated now, not cached");
   std::printf("%s: memory %.1f GB/s, compute %.1f GFLOP/s, ridge %.2f FLOP/byte (%s; %s)\n", c.device.c_str(),
               c.bandwidth_gb_s, c.gflop_s, c.ridge(), c.method.c_str(), where.c_str());
   std::printf("backend %s; batch %d; %dx%d; %s timer, median of %d runs\n", r.backend.c_str(), r.config.batch,

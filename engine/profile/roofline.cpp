@@ -156,11 +156,11 @@ std::string roofline_cache_file() {
   return dir.empty() ? std::string() : (fs::path(dir) / kRooflineCacheName).string();
 }
 
-void store_ceilings(const Ceilings& c, std::string* warning) {
+bool store_ceilings(const Ceilings& c, std::string* warning) {
   const PrivateCache cache = PrivateCache::open_default();
   if (!cache.usable()) {
     add_warning(warning, "the calibration is not cached: " + cache.note());
-    return;
+    return false;
   }
   try {
     // Read, merge and write under the entry's lock: entries other processes stored meanwhile are kept.
@@ -174,8 +174,10 @@ void store_ceilings(const Ceilings& c, std::string* warning) {
     devices[c.key] = c;
     const json::Json out = {{"schema", "mnv2.roofline-cache/1"}, {"devices", devices}};
     cache.write(kRooflineCacheName, json::dump(out, 2) + "\n");
+    return true;
   } catch (const std::exception& e) {
     add_warning(warning, "the calibration could not be cached: " + std::string(e.what()));
+    return false;
   }
 }
 
@@ -242,7 +244,7 @@ Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::stri
   }
   Ceilings c = is_host_backend(backend) ? calibrate_cpu(cpu_threads) : calibrate_gpu(device, precision);
   c.key = key;
-  store_ceilings(c, warning);
+  c.stored = store_ceilings(c, warning);
   return c;
 }
 

@@ -17,6 +17,7 @@ struct Ceilings {
   double gflop_s = 0;         // best of the timed GEMMs: 2*n^3 / time, in the precision calibrated for
   std::string method;         // what was measured, with sizes
   bool from_cache = false;
+  bool stored = false;  // calibrated now and written to the cache (device_ceilings); false when not cached
   // Intensity (FLOP/byte) where the two ceilings meet: below it a step is memory-bound.
   double ridge() const { return bandwidth_gb_s > 0 ? gflop_s / bandwidth_gb_s : 0; }
   double attainable_gflop_s(double intensity) const;  // min(gflop_s, bandwidth_gb_s * intensity)
@@ -45,8 +46,8 @@ Ceilings calibrate_cpu(int cpu_threads = 0);
 Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning = nullptr,
                          Precision precision = Precision::fp32, int cpu_threads = 0, int device = 0);
 // Stores `c` under c.key: the cache is read, merged and written under its lock, so concurrent writers lose no
-// entry. A cache that cannot be used or written adds to `warning` (never a throw).
-void store_ceilings(const Ceilings& c, std::string* warning = nullptr);
+// entry. A cache that cannot be used or written adds to `warning` (never a throw) and gives false.
+bool store_ceilings(const Ceilings& c, std::string* warning = nullptr);
 // cache_dir()/roofline.json, or "" when there is no cache folder.
 std::string roofline_cache_file();
 // A calibration key for the device `backend` runs on here in `precision` (what device_ceilings looks up):
