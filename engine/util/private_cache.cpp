@@ -65,19 +65,21 @@ PrivateCache PrivateCache::open_default(bool create) {
 PrivateCache PrivateCache::open(const std::string& path, bool create) {
   PrivateCache c;
   c.path_ = path;
+  // "cache/" would resolve a link named cache despite O_NOFOLLOW (a trailing '/' makes the kernel follow it).
+  while (c.path_.size() > 1 && c.path_.back() == '/') c.path_.pop_back();
   const std::string what = "the cache folder " + path;
   if (path.empty()) {
     c.note_ = "no cache folder named; the cache is not used";
     return c;
   }
-  if (create) create_private(fs::path(path));
+  if (create) create_private(fs::path(c.path_));
   // O_NOFOLLOW: the folder itself is never a link (a planted one would lead our writes elsewhere).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const int fd = ::open(c.path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
     struct stat st {};
     if (err == ELOOP || err == ENOTDIR) {
-      const bool link = ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+      const bool link = ::lstat(c.path_.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
       c.note_ = what + (link ? " is a symbolic link" : " is not a folder") + "; the cache is not used";
     } else {
       c.note_ = what + " cannot be opened (" + std::strerror(err) + "); the cache is not used";

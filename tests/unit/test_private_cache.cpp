@@ -136,6 +136,7 @@ TEST(PrivateCache, LinksAreNeverFollowed) {
   const PrivateCache linked = PrivateCache::open(d.file("link"));
   EXPECT_FALSE(linked.usable());
   EXPECT_NE(linked.note().find("is a symbolic link"), std::string::npos) << linked.note();
+  EXPECT_FALSE(PrivateCache::open(d.file("link") + "//").usable()) << "a trailing '/' followed the link";
   // An entry that is a link, in a private folder: not read, not written through.
   fs::create_symlink(victim, d.file("real/roofline.json"));
   const PrivateCache c = PrivateCache::open(d.file("real"));
