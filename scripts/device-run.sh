@@ -164,7 +164,9 @@ if want studies; then
 set_dir=$work/eval-set && mkdir -p "$set_dir/x100"
 for img in cat cat_720p grace_hopper hot_dog parrot; do
   label=$(grep -m1 '"index"' "shared/golden/$img.json" | tr -dc 0-9)
-  echo "$PWD/shared/golden/$img.input.f32 $label" >>"$set_dir/golden.txt"
+  # A list names files beneath --images (absolute names are refused): a link to each input.
+  ln -sf "$PWD/shared/golden/$img.input.f32" "$set_dir/$img.input.f32"
+  echo "$img.input.f32 $label" >>"$set_dir/golden.txt"
   for k in $(seq -w 1 100); do
     ln -sf "$PWD/shared/golden/$img.input.f32" "$set_dir/x100/$img-$k.f32"
     echo "$img-$k.f32 $label" >>"$set_dir/x100.txt"

@@ -41,9 +41,12 @@ int cmd_roofline(const Args& args, const OptionValues& options) {
   if (!study.warning.empty()) std::cerr << "WARNING: " << study.warning << "\n";
   const Ceilings& c = study.ceilings;
   print_warnings(std::cout, req.m.model);
-  std::printf("%s: memory %.1f GB/s, compute %.1f GFLOP/s, ridge %.2f FLOP/byte (%s; %s %s)\n", c.device.c_str(),
-              c.bandwidth_gb_s, c.gflop_s, c.ridge(), c.method.c_str(),
-              c.from_cache ? "cached in" : "calibrated now, cached in", roofline_cache_file().c_str());
+  const std::string cache_file = roofline_cache_file();
+  const std::string where = c.from_cache ? "cached in " + cache_file
+                            : c.stored   ? "calibrated now, cached in " + cache_file
+                                         : std::string("calibrated now, not cached");
+  std::printf("%s: memory %.1f GB/s, compute %.1f GFLOP/s, ridge %.2f FLOP/byte (%s; %s)\n", c.device.c_str(),
+              c.bandwidth_gb_s, c.gflop_s, c.ridge(), c.method.c_str(), where.c_str());
   std::printf("backend %s; batch %d; %dx%d; %s timer, median of %d runs\n", r.backend.c_str(), r.config.batch,
               r.config.height, r.config.width, r.timer.c_str(), r.config.iters);
   std::printf("%-4s %-26s %-18s %10s %10s %12s %7s %s\n", "idx", "step", "kind", "FLOP/B", "GFLOP/s", "roof_GFLOP/s",

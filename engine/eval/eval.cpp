@@ -41,6 +41,18 @@ std::string fold(const std::string& s) {
   return out;
 }
 
+// Why a list's name could lead out of the images folder by its form ("" when it cannot).
+std::string outside_name(const std::string& name) {
+  if (name.front() == '/') return "is an absolute path";
+  for (size_t start = 0; start <= name.size();) {
+    size_t end = name.find('/', start);
+    if (end == std::string::npos) end = name.size();
+    if (name.compare(start, end - start, "..") == 0 && end - start == 2) return "contains '..'";
+    start = end + 1;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<EvalItem> read_eval_list(const std::string& list_file, const std::string& images_dir, int classes) {
@@ -49,6 +61,8 @@ std::vector<EvalItem> read_eval_list(const std::string& list_file, const std::st
   std::vector<EvalItem> items;
   std::string line;
   for (int64_t number = 1; std::getline(in, line); ++number) {
+    // A UTF-8 byte order mark (Windows editors write one) is not part of the first name.
+    if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     if (static_cast<uint64_t>(number) > inputs::kEvalList.max_lines)
       throw Error(list_file + ": the list file has more than " + std::to_string(inputs::kEvalList.max_lines) +
                   " lines; split the set or check the file");
@@ -70,8 +84,12 @@ std::vector<EvalItem> read_eval_list(const std::string& list_file, const std::st
     const int index = std::stoi(label);
     if (index >= classes)
       throw Error(where + "label " + label + " is outside the model's classes 0.." + std::to_string(classes - 1));
-    const fs::path p(name);
-    items.push_back({p.is_absolute() ? name : (fs::path(images_dir) / p).string(), index});
+    // Names are beneath the images folder: an absolute name or a '..' would read anywhere the user can (a list
+    // from elsewhere naming /etc/shadow).
+    if (const std::string why = outside_name(name); !why.empty())
+      throw Error(where + "'" + name + "' " + why + "; the names of a list are relative to the images folder (" +
+                  images_dir + ")");
+    items.push_back({(fs::path(images_dir) / name).string(), index});
   }
   if (items.empty()) throw Error(list_file + ": no 'FILENAME LABEL' lines");
   return items;
@@ -138,10 +156,16 @@ std::vector<fs::path> list_folder(const fs::path& folder, std::string& error) {
 std::vector<EvalItem> scan_class_folders(const std::string& dir, const std::vector<std::string>& labels) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(dir + ": not a folder");
-  std::map<std::string, int> by_name;  // folded label (whole line and its first name) -> index
+  // Folded label (whole line and its first name) -> every index it names: a labels file may name two classes
+  // alike (ImageNet's "crane" is a bird, 134, and a machine, 517), and such a folder name is refused, never
+  // taken as the first.
+  std::map<std::string, std::vector<int>> by_name;
   for (size_t i = 0; i < labels.size(); ++i) {
-    by_name.emplace(fold(labels[i]), static_cast<int>(i));
-    by_name.emplace(fold(labels[i].substr(0, labels[i].find(','))), static_cast<int>(i));
+    for (const std::string& key : {fold(labels[i]), fold(labels[i].substr(0, labels[i].find(',')))}) {
+      std::vector<int>& indices = by_name[key];
+      if (std::find(indices.begin(), indices.end(), static_cast<int>(i)) == indices.end())
+        indices.push_back(static_cast<int>(i));
+    }
   }
   std::string error;
   const std::vector<fs::path> entries = list_folder(dir, error);
@@ -164,7 +188,14 @@ std::vector<EvalItem> scan_class_folders(const std::string& dir, const std::vect
         throw Error(entry.string() + ": class " + name + " is outside the model's classes 0.." +
                     std::to_string(labels.size() - 1));
     } else if (auto it = by_name.find(fold(name)); it != by_name.end()) {
-      label = it->second;
+      if (it->second.size() > 1) {
+        std::string which;
+        for (int i : it->second)
+          which += (which.empty() ? "" : ", ") + std::to_string(i) + " (" + labels[static_cast<size_t>(i)] + ")";
+        throw Error(entry.string() + ": the folder name is the name of several classes: " + which +
+                    "; name the folder by its class index");
+      }
+      label = it->second.front();
     } else {
       throw Error(entry.string() + ": the folder name is neither a class index nor a class name of the model");
     }

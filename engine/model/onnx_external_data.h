@@ -10,8 +10,10 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "mnv2/contained_open.h"
 #include "mnv2/model.h"
 
 namespace onnx {
@@ -42,8 +44,10 @@ ExternalRef parse_external_ref(const onnx::TensorProto& t);
 // read over all tensors are bounded, and so are the files' sizes together (each is read whole for its hash).
 class ExternalDataReader {
  public:
-  // `folder` must exist; it is made canonical once, and no location may lead out of it.
-  ExternalDataReader(const std::string& folder, uint64_t max_total_bytes);
+  // `folder` must exist; it is opened once, and every location is opened beneath that descriptor
+  // (mnv2/contained_open.h; `method` forces the component walk in tests). No location may lead out of it.
+  ExternalDataReader(const std::string& folder, uint64_t max_total_bytes,
+                     ContainedMethod method = ContainedMethod::automatic);
   ~ExternalDataReader();
   ExternalDataReader(const ExternalDataReader&) = delete;
   ExternalDataReader& operator=(const ExternalDataReader&) = delete;
@@ -61,15 +65,16 @@ class ExternalDataReader {
     int fd = -1;
     uint64_t size = 0;
   };
+  using FileId = std::pair<uint64_t, uint64_t>;  // st_dev, st_ino: one file under several names is one file
   const OpenFile& open(const std::string& location);
-  std::string resolve(const std::string& location) const;
 
-  std::string root_;  // canonical folder, no trailing '/'
+  int dir_fd_ = -1;  // the model's folder (O_PATH)
   uint64_t max_total_;
-  uint64_t total_ = 0;                           // tensor bytes read
-  uint64_t hashed_ = 0;                          // file bytes hashed
-  std::map<std::string, OpenFile> files_;        // by resolved path
-  std::map<std::string, std::string> resolved_;  // location -> resolved path
+  ContainedMethod method_;
+  uint64_t total_ = 0;   // tensor bytes read
+  uint64_t hashed_ = 0;  // file bytes hashed
+  std::map<FileId, OpenFile> files_;
+  std::map<std::string, FileId> opened_;  // location -> its file
   std::vector<ExternalDataFile> read_;
 };
 

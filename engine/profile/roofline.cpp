@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <vector>
 
 #include "backends/cpu/cpu_common.h"
@@ -21,7 +23,7 @@
 #include "mnv2/input_files.h"
 #include "mnv2/json_io.h"
 #include "mnv2/model_lookup.h"
-#include "mnv2/output_files.h"
+#include "mnv2/private_cache.h"
 
 namespace mnv2 {
 namespace fs = std::filesystem;
@@ -119,7 +121,65 @@ std::string ceilings_key(const std::string& backend, Precision precision, int cp
   return key;
 }
 
-std::string roofline_cache_file() { return (fs::path(cache_dir()) / "roofline.json").string(); }
+namespace {
+
+constexpr const char* kRooflineCacheName = "roofline.json";
+
+void add_warning(std::string* warning, const std::string& text) {
+  if (warning == nullptr) return;
+  if (!warning->empty()) *warning += "; ";
+  *warning += text;
+}
+
+// The cache's "devices" object ({key: ceilings}); a missing file is an empty one. Throws Error naming the file
+// when it cannot be read (a link, not a regular file, over its budget) or is not a roofline cache.
+json::Json read_devices(const PrivateCache& cache) {
+  const std::optional<std::string> text = cache.read(kRooflineCacheName, inputs::kRooflineCache);
+  if (!text) return json::Json::object();
+  const std::string file = cache.file(kRooflineCacheName);
+  json::Json doc;
+  try {
+    doc = json::parse(*text, inputs::kRooflineCache);
+  } catch (const Error& e) {
+    throw Error(file + ": " + e.what());
+  }
+  if (!doc.is_object()) throw Error(file + ": not a roofline cache");
+  const json::Json* devices = json::find(doc, "devices");
+  if (devices == nullptr || !devices->is_object()) return json::Json::object();
+  return *devices;
+}
+
+}  // namespace
+
+std::string roofline_cache_file() {
+  const std::string dir = cache_dir();
+  return dir.empty() ? std::string() : (fs::path(dir) / kRooflineCacheName).string();
+}
+
+bool store_ceilings(const Ceilings& c, std::string* warning) {
+  const PrivateCache cache = PrivateCache::open_default();
+  if (!cache.usable()) {
+    add_warning(warning, "the calibration is not cached: " + cache.note());
+    return false;
+  }
+  try {
+    // Read, merge and write under the entry's lock: entries other processes stored meanwhile are kept.
+    const PrivateCache::Lock lock = cache.lock(kRooflineCacheName);
+    json::Json devices = json::Json::object();
+    try {
+      devices = read_devices(cache);
+    } catch (const std::exception&) {
+      // Unreadable or damaged: written anew (the write itself refuses a link or anything but a regular file).
+    }
+    devices[c.key] = c;
+    const json::Json out = {{"schema", "mnv2.roofline-cache/1"}, {"devices", devices}};
+    cache.write(kRooflineCacheName, json::dump(out, 2) + "\n");
+    return true;
+  } catch (const std::exception& e) {
+    add_warning(warning, "the calibration could not be cached: " + std::string(e.what()));
+    return false;
+  }
+}
 
 void to_json(json::Json& j, const Ceilings& c) {
   j = json::Json{{"device", c.device},
@@ -139,8 +199,15 @@ void from_json(const json::Json& j, Ceilings& c) {
   // Within physical reason: positive, and under ten times the fastest memory (HBM3e, 8 TB/s) and the fastest
   // dense tensor-core GEMM (about 2 PFLOP/s) any device has. A cache edited by hand, or damaged, past these is
   // measured again rather than trusted.
-  constexpr double kMaxBandwidthGbS = 80'000, kMaxGflopS = 20'000'000;
-  if (!(c.bandwidth_gb_s > 0) || !(c.gflop_s > 0)) throw Error("ceilings must be positive");
+  // Below, a floor no device since the 1990s is under (0.1 GB/s, 0.1 GFLOP/s): a denormal bandwidth (5e-324)
+  // would make the ridge infinite (written as null) and every step "memory bound".
+  constexpr double kMaxBandwidthGbS = 80'000, kMaxGflopS = 20'000'000, kMinBandwidthGbS = 0.1, kMinGflopS = 0.1;
+  if (!std::isfinite(c.bandwidth_gb_s) || !std::isfinite(c.gflop_s) || !(c.bandwidth_gb_s > 0) || !(c.gflop_s > 0))
+    throw Error("ceilings must be finite and positive");
+  if (c.bandwidth_gb_s < kMinBandwidthGbS)
+    throw Error("a bandwidth of " + json::dump(c.bandwidth_gb_s) + " GB/s is below any device (at least 0.1)");
+  if (c.gflop_s < kMinGflopS)
+    throw Error("a compute roof of " + json::dump(c.gflop_s) + " GFLOP/s is below any device (at least 0.1)");
   if (c.bandwidth_gb_s > kMaxBandwidthGbS)
     throw Error("a bandwidth of " + std::to_string(c.bandwidth_gb_s) + " GB/s is beyond any device (at most " +
                 std::to_string(static_cast<int64_t>(kMaxBandwidthGbS)) + ")");
@@ -153,46 +220,31 @@ Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::stri
                          int cpu_threads, int device) {
   if (is_host_backend(backend)) precision = Precision::fp32;  // the cpu backends have no other mode
   const std::string key = ceilings_key(backend, precision, cpu_threads, device);
-  const std::string file = roofline_cache_file();
-  json::Json cache;  // {"schema": "mnv2.roofline-cache/1", "devices": {key: ceilings}}
-  std::error_code ec;
-  if (fs::exists(fs::symlink_status(file, ec)) || fs::exists(file, ec)) {
+  const PrivateCache cache = PrivateCache::open_default();
+  json::Json devices = json::Json::object();  // the cache file: {"schema": "mnv2.roofline-cache/1", "devices": {}}
+  if (cache.usable()) {
     try {
-      cache = json::parse_file(file, inputs::kRooflineCache);
-      if (!cache.is_object()) throw Error("not a roofline cache");
+      devices = read_devices(cache);
     } catch (const std::exception& e) {
-      if (warning) *warning = file + ": ignored (" + e.what() + "); calibrating again";
-      cache = json::Json();
+      add_warning(warning, std::string(e.what()) + "; ignored, calibrating again");
     }
   }
-  if (cache.is_object())
-    if (json::Json* devices = cache.contains("devices") ? &cache["devices"] : nullptr; devices && devices->is_object())
-      if (devices->contains(key)) {
-        try {
-          Ceilings c = (*devices)[key].get<Ceilings>();
-          if (c.key != key) throw Error("the entry is keyed '" + c.key + "'");
-          c.from_cache = true;
-          if (!recalibrate) return c;
-        } catch (const std::exception& e) {
-          // Only this entry is dropped: the others (other devices, backends, precisions) stay cached.
-          if (warning)
-            *warning = file + ": the cached ceilings of this device are not believable (" + e.what() +
-                       "); measuring them again";
-          devices->erase(key);
-        }
-      }
+  if (devices.contains(key)) {
+    try {
+      Ceilings c = devices[key].get<Ceilings>();
+      if (c.key != key) throw Error("the entry is keyed '" + c.key + "'");
+      c.from_cache = true;
+      if (!recalibrate) return c;
+    } catch (const std::exception& e) {
+      // Only this entry is replaced: the others (other devices, backends, precisions) stay cached.
+      add_warning(warning, cache.file(kRooflineCacheName) +
+                               ": the cached ceilings of this device are not believable (" + e.what() +
+                               "); measuring them again");
+    }
+  }
   Ceilings c = is_host_backend(backend) ? calibrate_cpu(cpu_threads) : calibrate_gpu(device, precision);
   c.key = key;
-  try {
-    const json::Json* old = cache.is_object() ? json::find(cache, "devices") : nullptr;
-    json::Json devices = old && old->is_object() ? *old : json::Json::object();
-    devices[key] = c;
-    const json::Json out = {{"schema", "mnv2.roofline-cache/1"}, {"devices", devices}};
-    fs::create_directories(fs::path(file).parent_path(), ec);
-    write_output_file(file, json::dump(out, 2) + "\n");
-  } catch (const std::exception& e) {
-    if (warning) *warning = "the calibration could not be cached: " + std::string(e.what());
-  }
+  c.stored = store_ceilings(c, warning);
   return c;
 }
 

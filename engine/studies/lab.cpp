@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -28,6 +29,8 @@
 #include "mnv2/model_lookup.h"
 #include "mnv2/options.h"
 #include "mnv2/output_files.h"
+#include "mnv2/private_cache.h"
+#include "studies/lab_cache.h"
 #include "util/sha256.h"
 
 namespace mnv2 {
@@ -40,6 +43,15 @@ namespace fs = std::filesystem;
 std::string read_text(const std::string& path, const char* what) {
   const InputBudget budget{what, 16 * inputs::kMiB};
   return read_input_file(path, budget);
+}
+
+// A fresh folder of this process's own (mkdtemp: 0700, a name nobody held), in the temporary folder.
+fs::path private_temp_dir() {
+  std::string name = (fs::temp_directory_path() / "mnv2-lab-XXXXXX").string();
+  if (::mkdtemp(name.data()) == nullptr)
+    throw Error("cannot create a private folder in " + fs::temp_directory_path().string() + ": " +
+                std::strerror(errno));
+  return name;
 }
 
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
@@ -260,16 +272,21 @@ LabCompileResult lab_compile(const LabCompileConfig& config) {
   for (const fs::path& h : headers) keyed += h.filename().string() + '\0' + read_text(h.string(), "slot header") + '\0';
   r.key = sha256_hex(keyed);
 
-  const fs::path cache = config.cache_dir.empty() ? fs::path(cache_dir()) / "lab" : fs::path(config.cache_dir);
-  const fs::path cubin = cache / (r.key + ".cubin");
-  const fs::path log = cache / (r.key + ".log");
-  if (config.use_cache && fs::exists(cubin, ec)) {
-    r.ok = true;
-    r.cached = true;
-    r.cubin_path = cubin.string();
-    if (fs::exists(log, ec)) r.log = read_text(log.string(), "NVRTC log");
-    r.diagnostics = parse_nvrtc_log(r.log);
-    return r;
+  // The private cache (checked: this user's, 0700, no link followed); an entry is a hit only when its CUBIN hashes
+  // to what lab_compile stored beside it.
+  const std::string cache_path = !config.cache_dir.empty()
+                                     ? config.cache_dir
+                                     : (cache_dir().empty() ? std::string() : (fs::path(cache_dir()) / "lab").string());
+  const PrivateCache cache = PrivateCache::open(cache_path);
+  if (config.use_cache) {
+    if (std::optional<lab_cache::Entry> hit = lab_cache::find(cache, r.key)) {
+      r.ok = true;
+      r.cached = true;
+      r.cubin_path = hit->cubin_path;
+      r.log = hit->log;
+      r.diagnostics = parse_nvrtc_log(r.log);
+      return r;
+    }
   }
   gpu_plugin::LabNvrtcOutput out;
   const auto start = std::chrono::steady_clock::now();
@@ -280,11 +297,14 @@ LabCompileResult lab_compile(const LabCompileConfig& config) {
   r.diagnostics = parse_nvrtc_log(r.log);
   r.ok = out.ok;
   if (!r.ok) return r;
-  fs::create_directories(cache, ec);
-  if (ec) throw Error("cannot create the lab cache " + cache.string() + ": " + ec.message());
-  write_output_file(log.string(), r.log);
-  write_output_file(cubin.string(), out.cubin);  // last: its presence means a complete entry
-  r.cubin_path = cubin.string();
+  if (cache.usable()) {
+    r.cubin_path = lab_cache::store(cache, r.key, out.cubin, r.log).cubin_path;
+  } else {
+    // No usable cache (its note says why): the module goes to a fresh private folder of its own.
+    const fs::path dir = private_temp_dir();
+    write_output_file((dir / (r.key + ".cubin")).string(), out.cubin);
+    r.cubin_path = (dir / (r.key + ".cubin")).string();
+  }
   return r;
 }
 
@@ -462,9 +482,7 @@ LabResult run_lab(const LabConfig& c, const LabProgress& progress) {
   }
 
   // The worker's request: everything it needs, nothing it must find again.
-  const fs::path run_dir = fs::path(cache_dir()) / "lab" / ("run-" + std::to_string(::getpid()));
-  fs::create_directories(run_dir, ec);
-  if (ec) throw Error("cannot create " + run_dir.string() + ": " + ec.message());
+  const fs::path run_dir = private_temp_dir();  // fresh and 0700: nobody else can plant the request
   json::Json req = json::Json::object();
   req["slot"] = slot.name;
   req["name"] = fs::path(c.kernel_file).stem().string();

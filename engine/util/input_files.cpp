@@ -70,8 +70,12 @@ OpenedInput open_input_file(const std::string& path, const InputBudget& budget) 
 namespace {
 
 template <class Bytes>
-Bytes read_all(const std::string& path, const InputBudget& budget) {
-  const OpenedInput in = open_input_file(path, budget);
+Bytes read_opened(const OpenedInput& in, const std::string& path, const InputBudget& budget) {
+  if (in.size > budget.max_bytes) {
+    ::close(in.fd);
+    throw Error(path + ": " + budget.what + " of " + std::to_string(in.size) + " bytes is over its limit of " +
+                size_text(budget.max_bytes) + (budget.hint ? std::string("; ") + budget.hint : std::string()));
+  }
   Bytes bytes;
   try {
     bytes.resize(static_cast<size_t>(in.size));
@@ -108,7 +112,16 @@ Bytes read_all(const std::string& path, const InputBudget& budget) {
   return bytes;
 }
 
+template <class Bytes>
+Bytes read_all(const std::string& path, const InputBudget& budget) {
+  return read_opened<Bytes>(open_input_file(path, budget), path, budget);
+}
+
 }  // namespace
+
+std::string read_opened_input(const OpenedInput& in, const std::string& path, const InputBudget& budget) {
+  return read_opened<std::string>(in, path, budget);
+}
 
 std::string read_input_file(const std::string& path, const InputBudget& budget) {
   return read_all<std::string>(path, budget);

@@ -62,9 +62,14 @@ std::vector<fs::path> xdg_data_dirs() {
 std::string cache_dir() {
   const ProcessSettings& env = process_settings();
   if (!env.cache_dir.empty()) return env.cache_dir;
-  if (!env.xdg_cache_home.empty()) return (fs::path(env.xdg_cache_home) / "mnv2-profiler").string();
-  if (!env.home.empty()) return (fs::path(env.home) / ".cache" / "mnv2-profiler").string();
-  return (fs::temp_directory_path() / "mnv2-profiler").string();
+  // A relative XDG_CACHE_HOME (or HOME) is ignored, as the XDG base directory specification says. There is no
+  // fallback to a shared folder (/tmp): another user could plant entries there, or links that we would write
+  // through. Without either, the cache is off (PrivateCache says so).
+  if (!env.xdg_cache_home.empty() && fs::path(env.xdg_cache_home).is_absolute())
+    return (fs::path(env.xdg_cache_home) / "mnv2-profiler").string();
+  if (!env.home.empty() && fs::path(env.home).is_absolute())
+    return (fs::path(env.home) / ".cache" / "mnv2-profiler").string();
+  return {};
 }
 
 std::string executable_dir() {

@@ -50,17 +50,31 @@ TEST(CliEval, ListFileWithAWrongLabelAndAnUnreadableImage) {
     // grace_hopper gets a wrong label: it must come back as misclassified, with its path.
     list += g.image + " " + std::to_string(name == "grace_hopper" ? 1 : g.top5.front()) + "\n";
   }
-  write_file(d.file("broken.jpg"), "not a jpeg");
-  list += d.file("broken.jpg") + " 3\n";
+  // The images folder: links to the shared images (followed: the folder is the user's own arrangement) and a
+  // broken file. A list names files beneath it only.
+  fs::create_directories(d.file("set"));
+  for (const auto& name : golden_image_names()) {
+    const std::string image = read_golden(name).image;
+    fs::create_symlink(shared_path("images/" + image), d.file("set/" + image));
+  }
+  write_file(d.file("set/broken.jpg"), "not a jpeg");
+  list += "broken.jpg 3\n";
   write_file(d.file("list.txt"), list);
-  auto r =
-      run_cli({"eval", "--model", main_model_path(), "--images", shared_path("images"), "--list", d.file("list.txt")});
+  auto r = run_cli({"eval", "--model", main_model_path(), "--images", d.file("set"), "--list", d.file("list.txt")});
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("top-1 80.00% (4/5)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("misclassified (1):\n  " + shared_path("images/grace_hopper.bmp") + ": label 1 (tench"),
+  EXPECT_NE(r.out.find("misclassified (1):\n  " + d.file("set/grace_hopper.bmp") + ": label 1 (tench"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("skipped (1):\n  " + d.file("broken.jpg")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped (1):\n  " + d.file("set/broken.jpg")), std::string::npos) << r.out;
+  // A name outside the folder is refused naming the line, before any image is read.
+  write_file(d.file("outside.txt"), "cat.bmp 286\n" + shared_path("images/cat.bmp") + " 286\n../list.txt 1\n");
+  auto outside =
+      run_cli({"eval", "--model", main_model_path(), "--images", d.file("set"), "--list", d.file("outside.txt")});
+  EXPECT_EQ(outside.code, 1) << describe(outside);
+  EXPECT_NE(outside.err.find(d.file("outside.txt") + ":2: '" + shared_path("images/cat.bmp") + "' is an absolute path"),
+            std::string::npos)
+      << describe(outside);
 }
 
 // The golden inputs (.f32, already preprocessed) as the set: how a machine without image codecs (the GPU
@@ -68,11 +82,13 @@ TEST(CliEval, ListFileWithAWrongLabelAndAnUnreadableImage) {
 TEST(CliEval, PreprocessedTensorFilesAsTheSet) {
   TempDir d;
   std::string list;
-  for (const auto& name : golden_image_names())
-    list += shared_path("golden/" + name + ".input.f32") + " " + std::to_string(read_golden(name).top5.front()) + "\n";
+  for (const auto& name : golden_image_names()) {
+    fs::create_symlink(shared_path("golden/" + name + ".input.f32"), d.file(name + ".input.f32"));
+    list += name + ".input.f32 " + std::to_string(read_golden(name).top5.front()) + "\n";
+  }
   const std::string one = read_file(shared_path("golden/cat.input.f32"));
   write_file(d.file("two.F32"), one + one);
-  list += d.file("two.F32") + " 286\n";
+  list += "two.F32 286\n";
   write_file(d.file("list.txt"), list);
   auto r = run_cli(
       {"eval", "--model", main_model_path(), "--images", d.path(), "--list", d.file("list.txt"), "--batch", "3"});
@@ -195,15 +211,41 @@ TEST(CliBench, SweepOverInputAndBatchSizesWritesCsv) {
 namespace mnv2::test {
 namespace {
 
+// A cache folder open to others (issue 30, finding 2): the ceilings are measured and shown, but the cache is
+// neither read nor written (a planted link is not written through), with a note; a relative XDG_CACHE_HOME is
+// ignored (the cache goes to HOME's).
+TEST(CliRoofline, ACacheFolderNotPrivateIsNotUsed) {
+  TempDir d;
+  fs::create_directories(d.file("shared"));
+  ASSERT_EQ(::chmod(d.file("shared").c_str(), 0777), 0);
+  write_file(d.file("victim"), "VICTIM");
+  fs::create_symlink(d.file("victim"), d.file("shared/roofline.json"));
+  const std::vector<std::string> args = {
+      "roofline", "--model", main_model_path(), "--input-size", "64x64", "--warmup", "0", "--iters", "1"};
+  const auto shared = run_cli(args, {"MNV2_CACHE_DIR=" + d.file("shared")});
+  ASSERT_EQ(shared.code, 0) << describe(shared);
+  EXPECT_NE(shared.err.find("is open to other users (mode 0777); a cache must be private (0700)"), std::string::npos)
+      << shared.err;
+  EXPECT_NE(shared.out.find("calibrated now, not cached"), std::string::npos) << shared.out;
+  EXPECT_EQ(read_file(d.file("victim")), "VICTIM");
+  EXPECT_TRUE(fs::is_symlink(d.file("shared/roofline.json")));
+  const auto relative = run_cli(args, {"XDG_CACHE_HOME=relative/cache", "HOME=" + d.file("home")});
+  ASSERT_EQ(relative.code, 0) << describe(relative);
+  EXPECT_NE(relative.out.find("calibrated now, cached in " + d.file("home/.cache/mnv2-profiler/roofline.json")),
+            std::string::npos)
+      << relative.out;
+}
+
 TEST(CliRoofline, CpuCeilingsCachedAndEveryLayerPlaced) {
   TempDir d;
-  const std::vector<std::string> env = {"MNV2_CACHE_DIR=" + d.path()};
+  const std::vector<std::string> env = {"MNV2_CACHE_DIR=" + d.file("cache")};
   const std::vector<std::string> args = {
       "roofline", "--model", main_model_path(), "--input-size",  "96x96",  "--warmup",      "0",
       "--iters",  "1",       "--csv",           d.file("r.csv"), "--json", d.file("r.json")};
   auto first = run_cli(args, env);
   ASSERT_EQ(first.code, 0) << describe(first);
-  EXPECT_NE(first.out.find("calibrated now, cached in " + d.file("roofline.json")), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("calibrated now, cached in " + d.file("cache/roofline.json")), std::string::npos)
+      << first.out;
   // A point per step: the cpu backend runs the 99 layers in at most 54 (fused convolutions).
   const size_t at = first.out.find(" steps: ");
   ASSERT_NE(at, std::string::npos) << first.out;

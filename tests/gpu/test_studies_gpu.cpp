@@ -53,7 +53,7 @@ TEST_F(StudiesGpu, CalibrationGivesPlausibleCeilingsAndIsCached) {
   EXPECT_GT(c.gflop_s, 500.0);
   EXPECT_LT(c.gflop_s, 400000.0);
   TempDir d;
-  ASSERT_EQ(synced_setenv("MNV2_CACHE_DIR", d.path().c_str(), 1), 0);
+  ASSERT_EQ(synced_setenv("MNV2_CACHE_DIR", d.file("cache").c_str(), 1), 0);
   const Ceilings first = device_ceilings("cudnn", false);
   const Ceilings cached = device_ceilings("cudnn", false);
   EXPECT_FALSE(first.from_cache);

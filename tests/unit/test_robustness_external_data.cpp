@@ -6,20 +6,26 @@
 #include <gtest/gtest.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mnv2/error.h"
 #include "mnv2/model.h"
+#include "model/onnx_external_data.h"
 #include "onnx_builder.h"
 #include "test_support.h"
 
@@ -229,10 +235,9 @@ TEST(ExternalDataHostile, SymbolicLinksInsideTheFolderAreFine) {
   struct Case {
     std::string link, target, location;
   };
-  for (const Case& c : {Case{"w.bin", "data/real.bin", "w.bin"},                      // relative target
-                        Case{"w_abs.bin", l.in_model("data/real.bin"), "w_abs.bin"},  // absolute, inside
-                        Case{"d", "data", "d/real.bin"},                              // a linked folder
-                        Case{"up.bin", "data/../data/real.bin", "up.bin"}}) {         // '..' inside a target
+  for (const Case& c : {Case{"w.bin", "data/real.bin", "w.bin"},               // relative target
+                        Case{"d", "data", "d/real.bin"},                       // a linked folder
+                        Case{"up.bin", "data/../data/real.bin", "up.bin"}}) {  // '..' inside a target
     SCOPED_TRACE(c.location);
     fs::create_symlink(c.target, l.in_model(c.link));
     save_conv(l, {{"location", c.location}, {"offset", "0"}, {"length", "24"}});
@@ -240,6 +245,11 @@ TEST(ExternalDataHostile, SymbolicLinksInsideTheFolderAreFine) {
     EXPECT_EQ(m.layers.at(0).weight, kWeights);
     EXPECT_EQ(external_locations(m), std::vector<std::string>{c.location});
   }
+  // An absolute target is refused even where it points inside (openat2's RESOLVE_BENEATH: the folder's own
+  // path is not trusted to mean the folder).
+  fs::create_symlink(l.in_model("data/real.bin"), l.in_model("w_abs.bin"));
+  save_conv(l, {{"location", "w_abs.bin"}});
+  expect_refused(l, {"leads outside the model's folder"});
   // A folder reached through a symbolic link is the model's folder: locations resolve in its real place.
   fs::create_directory_symlink(l.model_dir, l.root.file("alias"));
   save_conv(l, {{"location", "d/real.bin"}});
@@ -271,7 +281,10 @@ TEST(ExternalDataHostile, DirectoriesAndDevicesAreRefused) {
   save_conv(l, {{"location", "."}});
   expect_refused(l, {"names the model's folder, not a file"});
   save_conv(l, {{"location", "sub/"}});
-  expect_refused(l, {"is a directory"});
+  expect_refused(l, {"ends in '/'"});
+  write_file(l.in_model("w.bin"), float_bytes(kWeights));
+  save_conv(l, {{"location", "w.bin/"}});
+  expect_refused(l, {"external data location 'w.bin/' ends in '/'"});
   // A device node inside the folder, where this user may make one (root); a link to /dev/null is a link out.
   if (mknod(l.in_model("null").c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0) {
     save_conv(l, {{"location", "null"}});
@@ -493,6 +506,72 @@ TEST(ExternalDataHostile, ConstantNodeTensorsAreReadUnderTheSameRules) {
   const std::string msg = load_error(l.model);
   EXPECT_EQ(msg.rfind(l.model + ": node 'k' (Constant): attribute 'value': external data location", 0), 0u) << msg;
   EXPECT_NE(msg.find("is an absolute path"), std::string::npos) << msg;
+}
+
+// The check and the open are one operation (issue 30, finding 1): a thread swaps the model's sub-folder with a
+// symbolic link to a folder outside (renameat2 RENAME_EXCHANGE) as fast as it can while w, at sub/w.bin, is read
+// again and again. Each read gets sub/w.bin or is refused; none reads the outside file (other bytes). Both
+// mechanisms: the whole import (openat2 here), and the reader with the component walk forced. Before, 35 of 300
+// imports read the outside file.
+TEST(ExternalDataHostile, SwappingAFolderForALinkOutsideNeverReadsOutside) {
+  Layout l;
+  fs::create_directories(l.in_model("sub"));
+  write_file(l.in_model("sub/w.bin"), float_bytes(kWeights));
+  const std::vector<float> other(kWeights.size(), 99.0f);
+  write_file(l.outside + "/w.bin", float_bytes(other));
+  fs::create_directory_symlink("../outside", l.in_model("swap"));
+  save_conv(l, {{"location", "sub/w.bin"}});
+  const std::string sub = l.in_model("sub"), swap = l.in_model("swap");
+
+  for (ContainedMethod method : {ContainedMethod::automatic, ContainedMethod::walk}) {
+    const char* how = method == ContainedMethod::walk ? "walk (reader)" : "import (openat2 where available)";
+    SCOPED_TRACE(how);
+    // The weights one round read, or nothing when refused.
+    const auto read_once = [&]() -> std::optional<std::vector<float>> {
+      try {
+        if (method == ContainedMethod::automatic) return load_onnx(l.model).layers.at(0).weight;
+        detail::ExternalDataReader reader(l.model_dir, 1 << 20, method);
+        const std::string bytes = reader.read(detail::ExternalRef{"sub/w.bin", 0, 24}, 24);
+        std::vector<float> w(6);
+        std::memcpy(w.data(), bytes.data(), bytes.size());
+        return w;
+      } catch (const std::exception&) {  // Error from the import, ExternalDataRefusal from the reader
+        return std::nullopt;
+      }
+    };
+    std::atomic<bool> stop{false};
+    std::atomic<long> swaps{0};
+    std::thread swapper([&] {
+      while (!stop.load()) {
+        if (::syscall(SYS_renameat2, AT_FDCWD, sub.c_str(), AT_FDCWD, swap.c_str(), RENAME_EXCHANGE) == 0) ++swaps;
+      }
+    });
+    int inside = 0, refused = 0, outside = 0, other_bytes = 0, rounds = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    for (; rounds < 500 && std::chrono::steady_clock::now() < deadline; ++rounds) {
+      const std::optional<std::vector<float>> w = read_once();
+      if (!w) {
+        ++refused;
+      } else if (*w == kWeights) {
+        ++inside;
+      } else if (*w == other) {
+        ++outside;
+      } else {
+        ++other_bytes;
+      }
+    }
+    stop = true;
+    swapper.join();
+    std::printf("[ figures  ] %s: %d reads while %ld swaps: %d read sub/w.bin, %d refused, %d read outside\n", how,
+                rounds, swaps.load(), inside, refused, outside);
+    EXPECT_GE(rounds, 100);
+    EXPECT_GT(swaps.load(), 0);
+    EXPECT_EQ(outside, 0) << "a read reached the file outside the model's folder";
+    EXPECT_EQ(other_bytes, 0);
+    // Leave the layout as it began for the next method.
+    if (!fs::is_directory(fs::symlink_status(sub)))
+      ::syscall(SYS_renameat2, AT_FDCWD, sub.c_str(), AT_FDCWD, swap.c_str(), RENAME_EXCHANGE);
+  }
 }
 
 }  // namespace

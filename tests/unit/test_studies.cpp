@@ -88,12 +88,12 @@ TEST(Ncu, ResolvesLayersByIndexOrNameAndFindsTheirStep) {
 
 TEST(EvalSet, ListFileNamesTheBadLine) {
   TempDir d;
-  write_file(d.file("ok.txt"), "# comment\n\na b.jpg 3\n/abs/x.png 0\r\n");
+  write_file(d.file("ok.txt"), "# comment\n\na b.jpg 3\nsub/./x.png 0\r\n");
   const auto items = read_eval_list(d.file("ok.txt"), "/imgs", 10);
   ASSERT_EQ(items.size(), 2u);
   EXPECT_EQ(items[0].path, "/imgs/a b.jpg");
   EXPECT_EQ(items[0].label, 3);
-  EXPECT_EQ(items[1].path, "/abs/x.png");
+  EXPECT_EQ(items[1].path, "/imgs/sub/./x.png");
   write_file(d.file("bad.txt"), "a.jpg 1\nb.jpg cat\n");
   try {
     read_eval_list(d.file("bad.txt"), "/imgs", 10);
@@ -108,6 +108,69 @@ TEST(EvalSet, ListFileNamesTheBadLine) {
   write_file(d.file("empty.txt"), "# nothing\n");
   EXPECT_THROW(read_eval_list(d.file("empty.txt"), "/imgs", 10), Error);
   EXPECT_THROW(read_eval_list(d.file("missing.txt"), "/imgs", 10), Error);
+}
+
+// A list reads beneath its images folder only (issue 30, finding 5): an absolute name or a '..' is refused naming
+// the line, before any image is opened; a UTF-8 byte order mark is not part of the first name.
+TEST(EvalSet, ListNamesStayBeneathTheImagesFolder) {
+  TempDir d;
+  struct Case {
+    std::string line, why;
+  };
+  for (const Case& c : {Case{"/etc/shadow 1", "'/etc/shadow' is an absolute path"},
+                        Case{"../outside.jpg 1", "'../outside.jpg' contains '..'"},
+                        Case{"a/../../b.jpg 1", "contains '..'"}, Case{"sub/.. 2", "contains '..'"}}) {
+    write_file(d.file("l.txt"), "ok.jpg 0\n" + c.line + "\n");
+    try {
+      read_eval_list(d.file("l.txt"), "/imgs", 10);
+      ADD_FAILURE() << "accepted " << c.line;
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(d.file("l.txt") + ":2: "), std::string::npos) << msg;
+      EXPECT_NE(msg.find(c.why), std::string::npos) << msg;
+      EXPECT_NE(msg.find("relative to the images folder (/imgs)"), std::string::npos) << msg;
+    }
+  }
+  // Names that only look alike stay: "..x", "x..", a folder named "...".
+  write_file(d.file("dots.txt"), "..x.jpg 1\nx...jpg 2\n.../y.jpg 3\n");
+  EXPECT_EQ(read_eval_list(d.file("dots.txt"), "/imgs", 10).size(), 3u);
+  write_file(d.file("bom.txt"),
+             "\xEF\xBB\xBF"
+             "first.jpg 4\nsecond.jpg 5\n");
+  const auto items = read_eval_list(d.file("bom.txt"), "/imgs", 10);
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].path, "/imgs/first.jpg");
+  EXPECT_EQ(items[0].label, 4);
+}
+
+// Two classes named alike (ImageNet's "crane", 134 and 517): a folder of that name is refused, naming both, not
+// taken as the first.
+TEST(EvalSet, AFolderNamedLikeTwoClassesIsRefused) {
+  TempDir d;
+  const std::vector<std::string> labels = {"tench", "crane", "goldfish", "crane", "kite, bird", "kite"};
+  fs::create_directories(d.file("crane"));
+  write_file(d.file("crane/a.jpg"), "x");
+  try {
+    scan_class_folders(d.path(), labels);
+    ADD_FAILURE() << "a folder named like two classes was taken";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("several classes: 1 (crane), 3 (crane)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("by its class index"), std::string::npos) << msg;
+  }
+  fs::remove_all(d.file("crane"));
+  // A first name that is another class's whole line is ambiguous too; an unambiguous name and an index stay.
+  fs::create_directories(d.file("kite"));
+  EXPECT_THROW(scan_class_folders(d.path(), labels), Error);
+  fs::remove_all(d.file("kite"));
+  for (const char* f : {"goldfish", "3"}) {
+    fs::create_directories(d.file(f));
+    write_file(d.file(f) + "/a.jpg", "x");
+  }
+  const auto items = scan_class_folders(d.path(), labels);
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].label, 3);
+  EXPECT_EQ(items[1].label, 2);
 }
 
 TEST(EvalSet, ClassFoldersByIndexOrName) {
@@ -509,19 +572,20 @@ TEST(Roofline, TheFusedStemReadsTheFloat32InputWhateverTheStorage) {
 
 TEST(Roofline, CpuCeilingsAreCachedPerDevice) {
   TempDir d;
-  ASSERT_EQ(synced_setenv("MNV2_CACHE_DIR", d.path().c_str(), 1), 0);
+  const std::string folder = d.file("cache");  // made by the engine, private (a TempDir is 0755)
+  ASSERT_EQ(synced_setenv("MNV2_CACHE_DIR", folder.c_str(), 1), 0);
   std::string warning;
   const Ceilings first = device_ceilings("cpu", false, &warning);
   EXPECT_TRUE(warning.empty()) << warning;
   EXPECT_FALSE(first.from_cache);
   EXPECT_GT(first.bandwidth_gb_s, 0.1);
   EXPECT_GT(first.gflop_s, 0.1);
-  EXPECT_EQ(roofline_cache_file(), d.file("roofline.json"));
+  EXPECT_EQ(roofline_cache_file(), folder + "/roofline.json");
   const Ceilings again = device_ceilings("cpu", false, &warning);
   EXPECT_TRUE(again.from_cache);
   EXPECT_EQ(again.gflop_s, first.gflop_s);
   EXPECT_EQ(again.key, first.key);
-  write_file(d.file("roofline.json"), "{ not json");
+  write_file(folder + "/roofline.json", "{ not json");
   const Ceilings fresh = device_ceilings("cpu", false, &warning);
   EXPECT_FALSE(fresh.from_cache);
   EXPECT_NE(warning.find("roofline.json"), std::string::npos) << warning;
@@ -533,24 +597,24 @@ TEST(Roofline, CpuCeilingsAreCachedPerDevice) {
 
   // Ceilings beyond physical reason (a hand-edited or damaged cache) are measured again, with a warning; the
   // other entries of the cache stay.
-  json::Json cache = json::parse_file(d.file("roofline.json"), inputs::kRooflineCache);
+  json::Json cache = json::parse_file(folder + "/roofline.json", inputs::kRooflineCache);
   cache["devices"][ceilings_key("cpu")]["bandwidth_gb_s"] = 1e308;
   cache["devices"]["some other GPU"] = cache["devices"][ceilings_key("cpu")];
   cache["devices"]["some other GPU"]["bandwidth_gb_s"] = 3000.0;
   cache["devices"]["some other GPU"]["key"] = "some other GPU";
-  write_file(d.file("roofline.json"), json::dump(cache, 2));
+  write_file(folder + "/roofline.json", json::dump(cache, 2));
   warning.clear();
   const Ceilings remeasured = device_ceilings("cpu", false, &warning);
   EXPECT_FALSE(remeasured.from_cache);
   EXPECT_LT(remeasured.bandwidth_gb_s, 80000);
   EXPECT_NE(warning.find("not believable"), std::string::npos) << warning;
   EXPECT_NE(warning.find("beyond any device"), std::string::npos) << warning;
-  const json::Json after = json::parse_file(d.file("roofline.json"), inputs::kRooflineCache);
+  const json::Json after = json::parse_file(folder + "/roofline.json", inputs::kRooflineCache);
   EXPECT_TRUE(after["devices"].contains("some other GPU"));
   EXPECT_LT(after["devices"][ceilings_key("cpu")]["bandwidth_gb_s"].get<double>(), 80000);
   // A cache past its size budget is not read (the 150 MiB cache of the adversarial pass, here sparse).
-  write_file(d.file("roofline.json"), "");
-  ASSERT_EQ(::truncate(d.file("roofline.json").c_str(), 150 << 20), 0);
+  write_file(folder + "/roofline.json", "");
+  ASSERT_EQ(::truncate((folder + "/roofline.json").c_str(), 150 << 20), 0);
   warning.clear();
   EXPECT_FALSE(device_ceilings("cpu", false, &warning).from_cache);
   EXPECT_NE(warning.find("over its limit"), std::string::npos) << warning;
@@ -562,7 +626,7 @@ TEST(Roofline, CpuCeilingsAreCachedPerDevice) {
 // GPU its config names.
 TEST(Roofline, TheStudyTakesTheRunsOwnDeviceAndThreads) {
   TempDir d;
-  const ScopedSettings cache([&](ProcessSettings& s) { s.cache_dir = d.path(); });
+  const ScopedSettings cache([&](ProcessSettings& s) { s.cache_dir = d.file("cache"); });
   ProfileConfig pc;
   pc.backend = "cpu-ref";
   pc.height = pc.width = 64;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,7 @@
 #include "mnv2/model_lookup.h"
 #include "mnv2/options.h"
 #include "mnv2/output_files.h"
+#include "mnv2/private_cache.h"
 
 namespace mnv2::cudnn_backend {
 namespace {
@@ -69,23 +71,68 @@ std::string PlanCache::dump() const {
   return json::dump(doc, 1) + "\n";
 }
 
-PlanCache PlanCache::load(const std::string& path, std::string* warning) {
+namespace {
+
+constexpr const char* kCacheName = "cudnn_plans.json";
+
+// The default file (in the private cache folder), "" when there is no cache folder.
+std::string default_file() {
+  const std::string dir = cache_dir();
+  return dir.empty() ? std::string() : (fs::path(dir) / kCacheName).string();
+}
+
+// The file's text, or nullopt when there is none: the default file through the private cache (no link
+// followed, the folder checked), a file the user named as it is named. Throws Error naming the file.
+std::optional<std::string> read_text(const std::string& path, const PrivateCache* cache) {
+  if (cache != nullptr) {
+    if (!cache->usable()) throw Error(cache->note());
+    return cache->read(kCacheName, kBudget);
+  }
   std::error_code ec;
-  if (path.empty() || !fs::exists(path, ec)) return {};
+  if (!fs::exists(path, ec)) return std::nullopt;
+  return read_input_file(path, kBudget);
+}
+
+PlanCache load_from(const std::string& path, const PrivateCache* cache, std::string* warning) {
   try {
-    return parse(read_input_file(path, kBudget));
+    const std::optional<std::string> text = read_text(path, cache);
+    return text ? PlanCache::parse(*text) : PlanCache();
   } catch (const std::exception& e) {
     if (warning) *warning = path + ": ignored (" + e.what() + ")";
     return {};
   }
 }
 
+}  // namespace
+
+PlanCache PlanCache::load(const std::string& path, std::string* warning) {
+  if (path.empty()) return {};
+  if (path == default_file()) {
+    const PrivateCache cache = PrivateCache::open(fs::path(path).parent_path().string(), false);
+    // A folder not made yet is an empty cache; one that is not private is said.
+    if (!cache.usable() && !fs::exists(fs::path(path).parent_path())) return {};
+    return load_from(path, &cache, warning);
+  }
+  return load_from(path, nullptr, warning);
+}
+
 void PlanCache::save(const std::string& path) const {
-  PlanCache merged = load(path, nullptr);
-  for (const auto& [key, p] : entries_) merged.entries_[key] = p;
+  // Read, merge and write under the file's lock: the entries other processes stored meanwhile are kept.
+  if (path == default_file()) {
+    const PrivateCache cache = PrivateCache::open(fs::path(path).parent_path().string(), true);
+    if (!cache.usable()) throw Error(cache.note());
+    const PrivateCache::Lock lock = cache.lock(kCacheName);
+    PlanCache merged = load_from(path, &cache, nullptr);
+    for (const auto& [key, p] : entries_) merged.entries_[key] = p;
+    cache.write(kCacheName, merged.dump());
+    return;
+  }
   std::error_code ec;
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
+  const PrivateCache::Lock lock = PrivateCache::Lock::on_folder(parent.empty() ? "." : parent.string());
+  PlanCache merged = load_from(path, nullptr, nullptr);
+  for (const auto& [key, p] : entries_) merged.entries_[key] = p;
   write_output_file(path, merged.dump());
 }
 
@@ -122,7 +169,7 @@ void clear_process_plans() {
 std::string plan_cache_file() {
   // The front end's cudnn-plan-cache option ($MNV2_CUDNN_PLAN_CACHE, --cudnn-plan-cache): another file, or off.
   if (const std::string& f = process_settings().cudnn_plan_cache; !f.empty()) return f == "off" ? std::string() : f;
-  return (fs::path(cache_dir()) / "cudnn_plans.json").string();
+  return default_file();
 }
 
 }  // namespace mnv2::cudnn_backend

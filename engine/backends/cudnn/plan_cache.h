@@ -31,7 +31,9 @@ class PlanCache {
   static PlanCache parse(std::string_view text);
   std::string dump() const;
   // Merges this cache's entries into the file's current ones (those of another process kept) and writes the
-  // result atomically (temporary + rename). Throws Error naming the path.
+  // result atomically (temporary + rename), all under the file's lock (flock): concurrent writers lose nothing.
+  // The default file lives in the private cache folder (mnv2/private_cache.h: checked, no link followed); a
+  // file the user named is taken as named, its lock a flock on its folder. Throws Error naming the path.
   void save(const std::string& path) const;
 
   const CachedPlan* find(const std::string& key) const;
@@ -48,9 +50,9 @@ std::optional<CachedPlan> find_process_plan(const std::string& key);
 void put_process_plan(const std::string& key, const CachedPlan& plan);
 void clear_process_plans();  // tests: the next prepare() reads the file again
 
-// $MNV2_CUDNN_PLAN_CACHE if set (a file path; "off" disables the cache: returns ""), else
-// $MNV2_CACHE_DIR/cudnn_plans.json, else $XDG_CACHE_HOME/mnv2-profiler/cudnn_plans.json, else
-// ~/.cache/mnv2-profiler/cudnn_plans.json.
+// $MNV2_CUDNN_PLAN_CACHE if set (a file path; "off" disables the cache: returns ""), else cudnn_plans.json in
+// the cache folder (cache_dir(): $MNV2_CACHE_DIR, $XDG_CACHE_HOME/mnv2-profiler, ~/.cache/mnv2-profiler), else
+// "" (no cache folder).
 std::string plan_cache_file();
 
 }  // namespace mnv2::cudnn_backend

@@ -22,8 +22,9 @@ struct EvalItem {
 };
 
 // A list file: one "FILENAME LABEL" per line (the label is the last whitespace-separated field, so names
-// may hold spaces); blank lines and lines starting with '#' are skipped; relative names are taken from
-// `images_dir`. Throws Error naming FILE:LINE for a malformed line or a label outside 0..classes-1, and
+// may hold spaces); blank lines and lines starting with '#' are skipped; a UTF-8 byte order mark is dropped;
+// names are taken from `images_dir`. Throws Error naming FILE:LINE for a malformed line, a label outside
+// 0..classes-1, or a name that is absolute or holds a '..' (a list reads beneath its images folder only), and
 // Error naming the file for one that is not a regular file (a FIFO or a device is refused, never waited
 // on) or is over its budget (inputs::kEvalList in mnv2/input_files.h).
 std::vector<EvalItem> read_eval_list(const std::string& list_file, const std::string& images_dir, int classes);
@@ -32,6 +33,7 @@ std::vector<EvalItem> read_eval_list(const std::string& list_file, const std::st
 // otherwise a class name: the whole label line or its first comma-separated name, compared without
 // regard to case, spaces and underscores ("Egyptian_cat" is 285 with 1001 labels). Files are taken in
 // name order; hidden files are skipped. Throws Error naming the folder when a name matches no class, or
+// several (a labels file that names two classes alike: the folder must then be named by its index), or
 // when `dir` itself cannot be listed. What cannot be read below it (a symbolic link loop, a dangling link,
 // a FIFO, socket or device, a sub-folder without permission to list it) becomes an item with `skip` set,
 // so the evaluation goes on and reports it; an unreadable file is skipped by the loader.

@@ -65,6 +65,10 @@ struct OpenedInput {
 };
 OpenedInput open_input_file(const std::string& path, const InputBudget& budget);
 
+// The whole of a regular file already open (a contained open, mnv2/contained_open.h) within the budget, as
+// read_input_file does; `in.fd` is closed whatever happens. `path` names the file in errors.
+std::string read_opened_input(const OpenedInput& in, const std::string& path, const InputBudget& budget);
+
 // What a file that is not a regular one is, from its st_mode: "a directory", "a FIFO (named pipe)", "a
 // character device", "a block device", "a socket", else "not a regular file". Every refusal says it so.
 const char* file_kind(uint32_t st_mode);

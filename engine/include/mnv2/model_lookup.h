@@ -26,8 +26,10 @@ Model load_located_model(const ModelLocation& location);
 // The folder holding the running executable (from /proc/self/exe).
 std::string executable_dir();
 
-// The folder of the engine's caches (roofline ceilings, cuDNN plans): $MNV2_CACHE_DIR, else
-// $XDG_CACHE_HOME/mnv2-profiler, else ~/.cache/mnv2-profiler, else <temp>/mnv2-profiler. Not created here.
+// The folder of the engine's caches (roofline ceilings, cuDNN plans, the lab's CUBINs): the cache-dir option
+// ($MNV2_CACHE_DIR), else $XDG_CACHE_HOME/mnv2-profiler, else ~/.cache/mnv2-profiler; a relative XDG_CACHE_HOME
+// or HOME is ignored (the XDG specification). "" when none applies: the cache is off (never a shared /tmp
+// folder). Not created or checked here: mnv2/private_cache.h opens it.
 std::string cache_dir();
 
 }  // namespace mnv2

@@ -17,6 +17,7 @@ struct Ceilings {
   double gflop_s = 0;         // best of the timed GEMMs: 2*n^3 / time, in the precision calibrated for
   std::string method;         // what was measured, with sizes
   bool from_cache = false;
+  bool stored = false;  // calibrated now and written to the cache (device_ceilings); false when not cached
   // Intensity (FLOP/byte) where the two ceilings meet: below it a step is memory-bound.
   double ridge() const { return bandwidth_gb_s > 0 ? gflop_s / bandwidth_gb_s : 0; }
   double attainable_gflop_s(double intensity) const;  // min(gflop_s, bandwidth_gb_s * intensity)
@@ -35,14 +36,19 @@ Ceilings calibrate_cpu(int cpu_threads = 0);
 
 // Ceilings for the device a backend runs on ("cpu" or a GPU backend) in `precision` (a GPU's compute roof
 // depends on it; the cpu is fp32 only), from the cache file when it holds this device's and mode's key
-// (unless `recalibrate`), otherwise calibrated and stored. The cache is
-// roofline.json in the cache folder (cache_dir()).
-// A cache that cannot be read or written is ignored with a warning in `warning`. `cpu_threads` (0: the cpu
+// (unless `recalibrate`), otherwise calibrated and stored (store_ceilings). The cache is roofline.json in the
+// private cache folder (mnv2/private_cache.h): read without following a link, within inputs::kRooflineCache,
+// each entry checked (finite, 0.1..80 000 GB/s, 0.1..2e7 GFLOP/s; else measured again). A cache that cannot
+// be used, read or written is ignored with a warning in `warning`. `cpu_threads` (0: the cpu
 // backends' default) is the thread count the cpu's ceilings are measured with, as its key says; `device` is the
 // GPU backends' CUDA ordinal among the visible GPUs (PrepareConfig::device). Which ceilings belong to a profiled
 // run is the roofline study's rule (roofline_study, mnv2/studies.h).
 Ceilings device_ceilings(const std::string& backend, bool recalibrate, std::string* warning = nullptr,
                          Precision precision = Precision::fp32, int cpu_threads = 0, int device = 0);
+// Stores `c` under c.key: the cache is read, merged and written under its lock, so concurrent writers lose no
+// entry. A cache that cannot be used or written adds to `warning` (never a throw) and gives false.
+bool store_ceilings(const Ceilings& c, std::string* warning = nullptr);
+// cache_dir()/roofline.json, or "" when there is no cache folder.
 std::string roofline_cache_file();
 // A calibration key for the device `backend` runs on here in `precision` (what device_ceilings looks up):
 // the device's key, with "|tf32" or "|fp16" appended for a GPU's reduced modes.
