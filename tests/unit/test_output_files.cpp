@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -411,6 +412,41 @@ TEST(OutputFiles, ConcurrentSetsEndAsOneProcesssWholeSet) {
   EXPECT_GT(told, 0) << "no second writer was told of the first";
   std::printf("concurrent sets: %d rounds, %d mixed, %d commits told of the other process\n", kRounds, mixed, told);
   EXPECT_TRUE(others(tmp.path(), {"r.json", "r.csv", "sub"}).empty());
+}
+
+// A folder another writer holds locked is waited for, at most the lock wait, then the commit fails with
+// nothing written; a commit that waited says so.
+TEST(OutputFiles, ALockedFolderIsWaitedForThenRefused) {
+  TempDir tmp;
+  write_file(tmp.file("r.json"), "old");
+  const int held = ::open(tmp.path().c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);  // another open file description: conflicts as another process would
+  {
+    OutputSet set;
+    set.set_lock_wait(std::chrono::milliseconds(200));
+    set.add("--json", tmp.file("r.json"));
+    set.put("--json", "new");
+    const std::string msg = commit_error(set);
+    EXPECT_NE(msg.find("another process kept " + tmp.path()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("nothing was written"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(read_file(tmp.file("r.json")), "old");
+  EXPECT_TRUE(others(tmp.path(), {"r.json"}).empty());
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::flock(held, LOCK_UN);
+  });
+  OutputSet set;
+  set.add("--json", tmp.file("r.json"));
+  set.put("--json", "new");
+  const std::vector<std::string> lines = set.commit();
+  release.join();
+  ::close(held);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("after waiting for another process writing into " + tmp.path()), std::string::npos)
+      << lines[0];
+  EXPECT_EQ(read_file(tmp.file("r.json")), "new");
 }
 
 TEST(OutputFiles, SetIsAllOrNothingWhenAWriteFails) {
