@@ -18,6 +18,11 @@ void Args::output(const std::string& name, const std::string& help) {
   output_names_.push_back(name);
 }
 
+void Args::input(const std::string& name, const std::string& help, bool list) {
+  value(name, help);
+  input_names_.emplace_back(name, list);
+}
+
 void Args::flag(const std::string& name, const std::string& help) { flags_[name] = app_.add_flag(name, help); }
 
 void Args::table(const std::string& name, const std::string& command_default) {
@@ -85,6 +90,11 @@ bool Args::flag(const std::string& name) const {
 void Args::reserve_outputs() {
   for (const std::string& name : output_names_)
     if (auto path = get(name)) outputs_.add(name, *path);
+  for (const auto& [name, list] : input_names_)
+    if (auto path = get(name))
+      for (const std::string& item : list ? split(*path, ',') : std::vector<std::string>{*path})
+        outputs_.add_input(name, item);
+  for (const std::string& file : positionals_) outputs_.add_input("", file);
 }
 
 int parse_int(const std::string& text, const std::string& what, int lo, int hi) {
@@ -130,7 +140,7 @@ int table_integer_at_most(const Args& args, const OptionValues& values, const st
 
 void model_options(Args& a) { a.table("model"); }
 void labels_option(Args& a) {
-  a.value("--labels", "class names, one per line (default: the built-in ImageNet labels)");
+  a.input("--labels", "class names, one per line (default: the built-in ImageNet labels)");
 }
 void backend_option(Args& a) { a.table("backend"); }
 void batch_option(Args& a) { a.table("batch"); }
@@ -166,8 +176,8 @@ void run_options(Args& a, bool compare) {
   counts_options(a, "10", "100");
   a.table("timing");
   a.table("exec");
-  a.value("--image", "run on this photograph, preprocessed as the model says (default: random input, seed 1)");
-  a.value("--tensor", "run on this raw float32 NCHW tensor file");
+  a.input("--image", "run on this photograph, preprocessed as the model says (default: random input, seed 1)");
+  a.input("--tensor", "run on this raw float32 NCHW tensor file");
   precision_option(a);
   device_option(a);
   cuda_option_set(a);

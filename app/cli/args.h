@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mnv2/options.h"
@@ -27,10 +28,14 @@ class Args {
   // A value naming a file the command writes: checked and reserved by reserve_outputs() before the command
   // runs, given its contents by put() and written, all or nothing, when the command has succeeded.
   void output(const std::string& name, const std::string& help);
+  // A value naming a file (or folder) the command reads, FILE[,FILE...] when `list`: declared to the output set
+  // by reserve_outputs(), so an output that is one of them is refused before the command runs.
+  void input(const std::string& name, const std::string& help, bool list = false);
   void flag(const std::string& name, const std::string& help);
   // An option of the engine's table (mnv2/options.h) as the flag --NAME, its help from the table: what it
   // does, its values, its default (`command_default` where this command has its own) and its variable.
   void table(const std::string& name, const std::string& command_default = {});
+  // The command's positional arguments: files it reads (declared as inputs, as input() does).
   void positional(const std::string& name, const std::string& help);
 
   // Every option's value and source: this command's defaults, then the environment, then the flags given. The
@@ -45,6 +50,7 @@ class Args {
   bool flag(const std::string& name) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
 
+  // Reserves every output given and declares every input (input(), positionals) to the set.
   void reserve_outputs();
   bool wants(const std::string& name) const { return outputs_.has(name); }
   void put(const std::string& name, std::string bytes) const { outputs_.put(name, std::move(bytes)); }
@@ -57,9 +63,10 @@ class Args {
   std::map<std::string, CLI::Option*> flags_;
   std::vector<std::string> positionals_;
   std::vector<std::string> output_names_;
-  std::vector<std::string> table_names_;                 // table options this command takes as flags
-  std::map<std::string, std::string> command_defaults_;  // table defaults this command overrides
-  mutable OutputSet outputs_;                            // filled by the command (const Args&), committed by dispatch
+  std::vector<std::pair<std::string, bool>> input_names_;  // name, FILE[,FILE...]
+  std::vector<std::string> table_names_;                   // table options this command takes as flags
+  std::map<std::string, std::string> command_defaults_;    // table defaults this command overrides
+  mutable OutputSet outputs_;                              // filled by the command (const Args&), committed by dispatch
 };
 
 // `text` as an integer in lo..hi, for the flags that are not table options; `what` names the flag in the

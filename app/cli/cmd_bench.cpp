@@ -143,10 +143,11 @@ void declare_bench(Args& a) {
   backend_option(a);
   a.value("--batch", "N[,N...] (default 1)");
   a.value("--input-size", "HxW[,HxW...] (default: the model's)");
-  a.value("--with",
+  a.input("--with",
           "FILE[,FILE...]: saved mnv2.bench/1 results (ours, scripts/pytorch-anchor.py's) shown and "
-          "written beside the fresh ones");
-  a.value("--show", "FILE[,FILE...]: print saved mnv2.bench/1 results (and --csv/--json them); runs nothing");
+          "written beside the fresh ones",
+          true);
+  a.input("--show", "FILE[,FILE...]: print saved mnv2.bench/1 results (and --csv/--json them); runs nothing", true);
   counts_options(a, "5", "50");
   report_options(a, false);
   precision_option(a);
@@ -195,7 +196,7 @@ int cmd_bench(const Args& args, const OptionValues& options) {
   // Saved results to show beside the fresh ones: read (and refused) before anything runs.
   const auto saved = args.get("--with") ? read_bench_files("--with", *args.get("--with"))
                                         : std::vector<std::pair<std::string, BenchFile>>{};
-  LoadedModel m = load_model(options);
+  LoadedModel m = load_model(args, options);
   SweepConfig sweep;
   sweep.backends = backend_list;
   sweep.batches = batches;

@@ -12,6 +12,7 @@
 #include "mnv2/image.h"
 #include "mnv2/json_io.h"
 #include "mnv2/labels.h"
+#include "mnv2/printable.h"
 #include "mnv2/report.h"
 #include "mnv2/studies.h"
 #include "mnv2/tensor.h"
@@ -26,7 +27,7 @@ void declare_classify(Args& a) {
   labels_option(a);
   backend_option(a);
   a.value("--top", "classes per image (default 5)");
-  a.value("--tensor", "classify the images of this raw float32 NCHW tensor file instead");
+  a.input("--tensor", "classify the images of this raw float32 NCHW tensor file instead");
   size_option(a);
   precision_option(a);
   device_option(a);
@@ -49,7 +50,7 @@ int cmd_classify(const Args& args, const OptionValues& options) {
   if (Availability a = make_backend(backend_name)->availability(); !a.available)
     throw Error("backend '" + backend_name + "' is not available: " + a.reason);
 
-  LoadedModel m = load_model(options);
+  LoadedModel m = load_model(args, options);
   const PrepareConfig pc = prepare_config_of(options, {m.model.input_height, m.model.input_width});
   std::vector<std::string> labels =
       args.get("--labels") ? read_labels_file(*args.get("--labels")) : builtin_labels(m.model.num_classes);
@@ -77,7 +78,7 @@ int cmd_classify(const Args& args, const OptionValues& options) {
   const ClassifyResult classified = classifier.classify(m.model, labels, classify_config, input);
   // NaN/Inf logits: the results still print (exit 0, as for a model with NaN weights), the warning naming the
   // first layer that produced them goes to stderr, whatever the output format.
-  for (const auto& w : classified.warnings) std::cerr << "WARNING: " << w << "\n";
+  for (const auto& w : classified.warnings) std::cerr << "WARNING: " << printable(w) << "\n";
   if (args.flag("--json")) {
     std::vector<ClassifiedImage> images;
     for (size_t i = 0; i < classified.images.size(); ++i) images.push_back({names[i], &classified.images[i]});
@@ -87,11 +88,11 @@ int cmd_classify(const Args& args, const OptionValues& options) {
   for (size_t i = 0; i < classified.images.size(); ++i) {
     const std::vector<Prediction>& preds = classified.images[i].top;
     print_warnings(std::cout, m.model);
-    std::cout << names[i] << "  [backend " << backend_name << ", " << to_string(precision) << "]\n";
+    std::cout << printable(names[i]) << "  [backend " << backend_name << ", " << to_string(precision) << "]\n";
     for (int k = 0; k < top && k < static_cast<int>(preds.size()); ++k) {
       char line[512];
       std::snprintf(line, sizeof line, "  %2d. %4d  %6.2f%%  %s\n", k + 1, preds[k].index, preds[k].prob * 100.0,
-                    preds[k].label.c_str());
+                    printable(preds[k].label).c_str());
       std::cout << line;
     }
   }

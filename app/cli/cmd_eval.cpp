@@ -13,6 +13,7 @@
 #include "mnv2/eval.h"
 #include "mnv2/eval_report.h"
 #include "mnv2/labels.h"
+#include "mnv2/printable.h"
 #include "mnv2/report.h"
 #include "output.h"
 #include "run_request.h"
@@ -48,8 +49,8 @@ EvalProgress eval_progress() {
 }  // namespace
 
 void declare_eval(Args& a) {
-  a.value("--images", "DIR: one sub-folder per class (index or name), or the files of --list");
-  a.value("--list", "FILE of 'FILENAME LABEL-INDEX' lines (paths relative to --images)");
+  a.input("--images", "DIR: one sub-folder per class (index or name), or the files of --list");
+  a.input("--list", "FILE of 'FILENAME LABEL-INDEX' lines (paths relative to --images)");
   model_options(a);
   labels_option(a);
   backend_option(a);
@@ -77,7 +78,7 @@ int cmd_eval(const Args& args, const OptionValues& options) {
   cfg.device = run.device;
   make_backend(cfg.backend);  // unknown names are usage errors, before any file work
   if (!std::filesystem::is_directory(*images_dir)) throw Error(*images_dir + ": no such folder");
-  LoadedModel m = load_model(options);
+  LoadedModel m = load_model(args, options);
   const std::vector<std::string> labels =
       args.get("--labels") ? read_labels_file(*args.get("--labels")) : builtin_labels(m.model.num_classes);
   if (static_cast<int>(labels.size()) != m.model.num_classes)
@@ -89,14 +90,14 @@ int cmd_eval(const Args& args, const OptionValues& options) {
   const EvalResult r = evaluate(m.model, items, cfg, default_image_loader(m.model.preprocess), eval_progress());
 
   auto name = [&](int i) {
-    return i >= 0 && i < static_cast<int>(labels.size()) ? labels[static_cast<size_t>(i)] : "";
+    return i >= 0 && i < static_cast<int>(labels.size()) ? printable(labels[static_cast<size_t>(i)]) : "";
   };
   print_warnings(std::cout, m.model);
   std::printf("model %s; backend %s (%s); precision %s; batch %d; %d loader threads, at most %d batches ahead\n",
-              m.model.source.c_str(), cfg.backend.c_str(), r.backend_description.c_str(), to_string(cfg.precision),
-              cfg.batch, r.config.loader_threads, r.config.queue_batches);
-  std::printf("%d images from %s (%s), %zu skipped as unreadable\n", r.images, images_dir->c_str(),
-              args.get("--list") ? ("list " + *args.get("--list")).c_str() : "one sub-folder per class",
+              printable(m.model.source).c_str(), cfg.backend.c_str(), r.backend_description.c_str(),
+              to_string(cfg.precision), cfg.batch, r.config.loader_threads, r.config.queue_batches);
+  std::printf("%d images from %s (%s), %zu skipped as unreadable\n", r.images, printable(*images_dir).c_str(),
+              args.get("--list") ? ("list " + printable(*args.get("--list"))).c_str() : "one sub-folder per class",
               r.skipped.size());
   std::printf("top-1 %.2f%% (%d/%d), top-5 %.2f%% (%d/%d)\n", r.top1 * 100, r.top1_correct, r.images, r.top5 * 100,
               r.top5_correct, r.images);
@@ -104,7 +105,7 @@ int cmd_eval(const Args& args, const OptionValues& options) {
               r.inference_s, r.loader_wait_s);
   if (!r.misclassified.empty()) std::printf("misclassified (%zu):\n", r.misclassified.size());
   for (const auto& miss : r.misclassified) {
-    std::printf("  %s: label %d (%s), predicted", miss.path.c_str(), miss.label, name(miss.label).c_str());
+    std::printf("  %s: label %d (%s), predicted", printable(miss.path).c_str(), miss.label, name(miss.label).c_str());
     for (size_t k = 0; k < miss.top5.size(); ++k)
       std::printf("%s %d%s", k ? "," : "", miss.top5[k], k ? "" : (" (" + name(miss.top5[k]) + ")").c_str());
     std::printf("\n");
@@ -112,7 +113,7 @@ int cmd_eval(const Args& args, const OptionValues& options) {
   if (!r.skipped.empty()) std::printf("skipped (%zu):\n", r.skipped.size());
   for (const auto& skip : r.skipped)  // the decoder's message names the file already
     std::printf("  %s\n",
-                (skip.reason.rfind(skip.path, 0) == 0 ? skip.reason : skip.path + ": " + skip.reason).c_str());
+                printable(skip.reason.rfind(skip.path, 0) == 0 ? skip.reason : skip.path + ": " + skip.reason).c_str());
   std::fflush(stdout);
   if (args.wants("--json"))
     args.put("--json",

@@ -15,6 +15,7 @@
 #include "mnv2/labels.h"
 #include "mnv2/model_lookup.h"
 #include "mnv2/model_summary.h"
+#include "mnv2/printable.h"
 #include "output.h"
 
 namespace mnv2::cli {
@@ -180,14 +181,14 @@ int cmd_info(const Args& args, const OptionValues& options) {
     for (const auto& s : loc.searched) std::cout << ", " << s;
     std::cout << "): the built-in topology with synthetic weights will run; predictions are meaningless\n";
   } else {
-    std::cout << "model:   " << loc.path << " (" << loc.how << ")\n";
+    std::cout << "model:   " << printable(loc.path) << " (" << loc.how << ")\n";
   }
   if (model) {
     for (const auto& [key, value] : model_summary_rows(*model, labels))
-      std::cout << "  " << key << ": " << value << "\n";
+      std::cout << "  " << key << ": " << printable(value) << "\n";
     print_warnings(std::cout, *model, "  WARNING: ");
   }
-  if (!model_error.empty()) std::cerr << "error: " << model_error << "\n";
+  if (!model_error.empty()) std::cerr << "error: " << printable(model_error) << "\n";
   return model_error.empty() ? 0 : 1;
 }
 

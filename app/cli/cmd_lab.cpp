@@ -64,13 +64,13 @@ std::vector<int> parse_layer_list(const std::string& text) {
 
 void declare_lab(Args& a) {
   a.value("--slot", "depthwise (pointwise, stem, pool, classifier, block: listed by --list-slots)");
-  a.value("--kernel", "FILE.cu: the kernel (its module's one __global__ function), see docs/KERNEL_LAB.md");
+  a.input("--kernel", "FILE.cu: the kernel (its module's one __global__ function), see docs/KERNEL_LAB.md");
   a.value("--layers", "comma-separated layer indices of the slot to replace (default: all of them)");
   precision_option(a);
   device_option(a);
   batch_option(a);
   model_options(a);
-  a.value("--input", "random (default, seed 1) or a raw float32 NCHW tensor file (one image or the batch)");
+  a.input("--input", "random (default, seed 1) or a raw float32 NCHW tensor file (one image or the batch)");
   a.value("--timeout", "seconds the worker may take before it is killed (default 60)");
   a.value("--json", "write the result (format mnv2.lab) here, also when the check fails");
   a.value("--csv", "write the per-layer CSV report of the cuda+lab run here");
@@ -90,7 +90,7 @@ int cmd_lab(const Args& args, const OptionValues& options) {
     return 0;
   }
   if (args.flag("--list-slots")) {
-    const LoadedModel m = load_model(options);
+    const LoadedModel m = load_model(args, options);
     for (const LabSlot& s : lab_slots()) {
       std::string layers;
       for (int l : lab_slot_layers(m.model, s.name)) layers += (layers.empty() ? "" : ",") + std::to_string(l);
@@ -105,7 +105,7 @@ int cmd_lab(const Args& args, const OptionValues& options) {
   lab_slot(c.slot);  // unknown or refused: a usage error before anything runs
   c.kernel_file = args.get_or("--kernel", "");
   if (c.kernel_file.empty()) throw UsageError("lab needs --kernel FILE.cu");
-  const LoadedModel m = load_model(options);
+  const LoadedModel m = load_model(args, options);
   c.model_path = m.location.path;
   if (auto layers = args.get("--layers")) {
     c.layers = parse_layer_list(*layers);
@@ -153,7 +153,11 @@ int cmd_lab(const Args& args, const OptionValues& options) {
   std::string out_json = json_path;
   if (out_json.empty() && args.get("--out"))
     out_json = (std::filesystem::path(*args.get("--out")) / "lab.json").string();
-  if (!out_json.empty()) write_output_file(out_json, lab_result_json(r).dump(2) + "\n");
+  // Written after the run (also when the check failed), so outside the command's set; its inputs still may not be
+  // replaced by it.
+  if (!out_json.empty())
+    write_output_file(out_json, lab_result_json(r).dump(2) + "\n",
+                      {{"--kernel", c.kernel_file}, {"--input", c.input}, {"the model", c.model_path}});
   std::fflush(stdout);
   return lab_exit_code(r);
 }

@@ -29,7 +29,7 @@ int cmd_memory(const Args& args, const OptionValues& options) {
   if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
   const std::string backend = args.get_or("--backend", "cpu");
   make_backend(backend);  // unknown names are usage errors
-  LoadedModel m = load_model(options);
+  LoadedModel m = load_model(args, options);
   const PrepareConfig pc = prepare_config_of(options, {m.model.input_height, m.model.input_width});
   const MemoryStudy s = memory_study(m.model, backend, pc);
   print_warnings(std::cout, m.model);

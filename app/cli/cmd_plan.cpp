@@ -37,7 +37,7 @@ int cmd_plan(const Args& args, const OptionValues& options) {
     throw UsageError("unknown --gpu '" + gpu_name + "' (choose t4, a100, rtx4090, h200)");
   }
   if (auto arch = args.get("--code-arch")) gpu.code_arch = parse_int(*arch, "--code-arch", 50, 200);
-  LoadedModel m = load_model(options);
+  LoadedModel m = load_model(args, options);
   const PrepareConfig pc = prepare_config_of(options, {m.model.input_height, m.model.input_width});
   print_warnings(std::cout, m.model);
   std::cout << describe(plan_cuda_network(m.model, pc, gpu));

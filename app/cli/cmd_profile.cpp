@@ -10,6 +10,7 @@
 #include "mnv2/backend.h"
 #include "mnv2/error.h"
 #include "mnv2/ncu.h"
+#include "mnv2/printable.h"
 #include "mnv2/profiler.h"
 #include "mnv2/studies.h"
 #include "output.h"
@@ -82,8 +83,8 @@ int cmd_profile(const Args& args, const OptionValues& options) {
   RunReport r = profile(req.m.model, cfg, stderr_progress(cfg.backend));
   print_warnings(std::cout, req.m.model);
   std::printf("model %s; input %s; batch %d; %dx%d; %s; warm-up %d, %d timed runs per phase; percentiles: type 7\n",
-              r.model_source.c_str(), r.config.input_name.c_str(), r.config.batch, r.config.height, r.config.width,
-              to_string(r.config.precision), r.config.warmup, r.config.iters);
+              printable(r.model_source).c_str(), printable(r.config.input_name).c_str(), r.config.batch,
+              r.config.height, r.config.width, to_string(r.config.precision), r.config.warmup, r.config.iters);
   print_profile_table(r);
   print_summary(r);
   put_reports(args, {r});

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "mnv2/error.h"
+#include "mnv2/printable.h"
 #include "mnv2/report.h"
 #include "mnv2/studies.h"
 #include "output.h"
@@ -50,11 +51,12 @@ int cmd_runs(const Args& args, const OptionValues& /*options*/) {
               "end_to_end_ms", "device");
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunReport& r = runs[i].report;
-    std::printf("%-3zu %-24s %-10s %-9s %5d %-9s %14.3f  %s%s\n", i + 1, runs[i].name.c_str(), r.backend.c_str(),
-                to_string(r.config.precision), r.config.batch,
+    std::printf("%-3zu %-24s %-10s %-9s %5d %-9s %14.3f  %s%s\n", i + 1, printable(runs[i].name).c_str(),
+                printable(r.backend).c_str(), to_string(r.config.precision), r.config.batch,
                 (std::to_string(r.config.height) + "x" + std::to_string(r.config.width)).c_str(),
-                r.end_to_end.host_ms.median, r.device.c_str(), static_cast<int>(i) == baseline ? "  (baseline)" : "");
-    if (!runs[i].note.empty()) std::printf("    note: %s\n", runs[i].note.c_str());
+                r.end_to_end.host_ms.median, printable(r.device).c_str(),
+                static_cast<int>(i) == baseline ? "  (baseline)" : "");
+    if (!runs[i].note.empty()) std::printf("    note: %s\n", printable(runs[i].note).c_str());
   }
   int refused = 0;
   const Listed& a = runs[static_cast<size_t>(baseline)];
@@ -62,14 +64,14 @@ int cmd_runs(const Args& args, const OptionValues& /*options*/) {
     if (static_cast<int>(i) == baseline) continue;
     const Listed& b = runs[i];
     const RunComparability c = compare_settings(a.report, b.report);
-    std::printf("\n%s against %s:\n", b.name.c_str(), a.name.c_str());
+    std::printf("\n%s against %s:\n", printable(b.name).c_str(), printable(a.name).c_str());
     if (c.differences.empty()) std::printf("  the same settings\n");
     for (const SettingDifference& d : c.differences)
-      std::printf("  %-6s %s %s -> %s: %s\n", to_string(d.weight), d.setting.c_str(), d.a.c_str(), d.b.c_str(),
-                  d.consequence.c_str());
+      std::printf("  %-6s %s %s -> %s: %s\n", to_string(d.weight), d.setting.c_str(), printable(d.a).c_str(),
+                  printable(d.b).c_str(), d.consequence.c_str());
     if (c.refused()) {
-      std::fprintf(stderr, "mnv2 runs: %s against %s not compared: %s\n", b.name.c_str(), a.name.c_str(),
-                   c.refusal().c_str());
+      std::fprintf(stderr, "mnv2 runs: %s against %s not compared: %s\n", printable(b.name).c_str(),
+                   printable(a.name).c_str(), printable(c.refusal()).c_str());
       ++refused;
       continue;
     }
@@ -84,8 +86,9 @@ int cmd_runs(const Args& args, const OptionValues& /*options*/) {
       const Layer& first = a.report.topology[static_cast<size_t>(seg.first_layer)];
       std::string name = first.name;
       if (seg.layers.size() > 1) name += " +" + std::to_string(seg.layers.size() - 1);
-      std::printf("  %-4d %-26s %12s %12s %8.3g%s\n", seg.first_layer, name.c_str(), us(seg.median_a).c_str(),
-                  us(seg.median_b).c_str(), seg.median_a > 0 ? seg.median_b / seg.median_a : 0.0,
+      std::printf("  %-4d %-26s %12s %12s %8.3g%s\n", seg.first_layer, printable(name).c_str(),
+                  us(seg.median_a).c_str(), us(seg.median_b).c_str(),
+                  seg.median_a > 0 ? seg.median_b / seg.median_a : 0.0,
                   seg.p90_a < seg.p10_b || seg.p90_b < seg.p10_a ? "" : "  (within noise)");
     }
   }

@@ -27,7 +27,7 @@ int cmd_topology(const Args& args, const OptionValues& options) {
   const std::string format = args.get_or("--format", "table");
   if (format != "table" && format != "csv" && format != "json")
     throw UsageError("--format must be table, csv or json, got '" + format + "'");
-  LoadedModel m = load_model(options);
+  LoadedModel m = load_model(args, options);
   const PrepareConfig size = prepare_config_of(options, {m.model.input_height, m.model.input_width});
   const int batch = size.batch, h = size.height, w = size.width;
   const std::vector<LayerStats> stats = analyse(m.model, batch, h, w);

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -22,6 +23,7 @@
 #include "common/omp_wait_policy.h"
 #include "mnv2/error.h"
 #include "mnv2/options.h"
+#include "mnv2/printable.h"
 
 namespace mnv2::cli {
 namespace {
@@ -173,20 +175,45 @@ int dispatch(int argc, char** argv) {
 // Idle OpenMP threads spin briefly, then sleep, unless the user chose a policy (set before libgomp starts).
 MNV2_DEFAULT_OMP_WAIT_POLICY();
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   try {
     return mnv2::cli::dispatch(argc, argv);
   } catch (const mnv2::UsageError& e) {
-    std::cerr << "error: " << e.what() << "\n(run 'mnv2 --help' for usage)\n";
+    std::cerr << "error: " << mnv2::printable(e.what()) << "\n(run 'mnv2 --help' for usage)\n";
     return 2;
   } catch (const mnv2::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << mnv2::printable(e.what()) << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of memory\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << mnv2::printable(e.what()) << "\n";
     return 1;
   }
+}
+
+// What the command printed must have reached standard output: a write error there (a full disk, /dev/full) fails
+// the command, whatever it returned. The one check, at exit, for printf and std::cout alike (they share stdio's
+// buffer).
+int check_stdout(int rc) {
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (flushed && !std::ferror(stdout) && !std::cout.fail()) return rc;
+  std::cerr << "error: cannot write to standard output"
+            << (!flushed && err != 0 ? std::string(" (") + std::strerror(err) + ")" : std::string()) << "\n";
+  return rc == 0 ? 1 : rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) makes write() fail with EFBIG, which the writers report and clean up after,
+  // instead of killing the process mid-write (SIGXFSZ's default) with temporaries left behind.
+  std::signal(SIGXFSZ, SIG_IGN);
+  return check_stdout(run(argc, argv));
 }

@@ -8,13 +8,14 @@
 #include <memory>
 
 #include "mnv2/memory.h"
+#include "mnv2/printable.h"
 #include "mnv2/report.h"
 #include "mnv2/stats.h"
 
 namespace mnv2::cli {
 
 void print_warnings(std::ostream& out, const Model& model, const char* prefix) {
-  for (const auto& w : model.warnings) out << prefix << w << "\n";
+  for (const auto& w : model.warnings) out << prefix << printable(w) << "\n";
 }
 
 void print_reliability(const Reliability& rel, const char* indent) {

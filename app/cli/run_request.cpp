@@ -1,6 +1,7 @@
 // What mnv2's commands run on (see run_request.h).
 #include "run_request.h"
 
+#include <filesystem>
 #include <iostream>
 #include <utility>
 
@@ -8,15 +9,20 @@
 #include "mnv2/backend.h"
 #include "mnv2/error.h"
 #include "mnv2/image.h"
+#include "mnv2/printable.h"
 #include "mnv2/sweep.h"
 
 namespace mnv2::cli {
 
-LoadedModel load_model(const OptionValues& options) {
+LoadedModel load_model(const Args& args, const OptionValues& options) {
   LoadedModel m;
   m.location = locate_model(frontend::explicit_model(options), executable_dir());
+  args.outputs().add_input("the model", m.location.path);
   m.model = load_located_model(m.location);
-  for (const auto& w : m.model.warnings) std::cerr << "WARNING: " << w << "\n";
+  const std::filesystem::path folder = std::filesystem::path(m.location.path).parent_path();
+  for (const ExternalDataFile& f : m.model.file.external_files)
+    args.outputs().add_input("the model's external data", (folder / f.location).string());
+  for (const auto& w : m.model.warnings) std::cerr << "WARNING: " << printable(w) << "\n";
   return m;
 }
 
@@ -53,7 +59,7 @@ ProfileRequest parse_profile_request(const Args& args, const OptionValues& optio
   if (args.get("--image") && args.get("--tensor")) throw UsageError("give --image or --tensor, not both");
   if (args.get("--image") && args.get("--input-size"))
     throw UsageError("--input-size applies to random or --tensor inputs; an image is cropped as the model says");
-  req.m = load_model(options);
+  req.m = load_model(args, options);
   auto [h, w] = args.get("--input-size") ? parse_input_size(*args.get("--input-size"))
                                          : std::pair<int, int>{req.m.model.input_height, req.m.model.input_width};
   if (auto image = args.get("--image")) {

@@ -18,8 +18,10 @@ struct LoadedModel {
   ModelLocation location;
 };
 
-// The model --model (or the environment, or the lookup) names; its warnings go to standard error.
-LoadedModel load_model(const OptionValues& options);
+// The model --model (or the environment, or the lookup) names; its warnings go to standard error. The model file
+// and its external data files are declared to the command's output set as inputs (one of them as an output is
+// refused before any run).
+LoadedModel load_model(const Args& args, const OptionValues& options);
 
 // The run of profile, roofline (one backend) and compare (several): checked, its input read, its size one the
 // network can take.

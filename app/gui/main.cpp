@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -18,6 +19,8 @@
 MNV2_DEFAULT_OMP_WAIT_POLICY();
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) is an export's EFBIG error, not a process killed mid-write (SIGXFSZ).
+  std::signal(SIGXFSZ, SIG_IGN);
   // --help and --version print and exit before any window system is needed: a QCoreApplication for them (a
   // QApplication aborts without a display), the QApplication otherwise.
   bool textOnly = false;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,17 @@ namespace {
 
 [[noreturn]] void fail_undecodable(const std::string& path) {
   throw Error(path + ": not a decodable image (truncated or unsupported format)");
+}
+
+// An allocation that failed while decoding (OpenCV's own "insufficient memory", or std::bad_alloc) is the
+// machine's limit, not the file's fault: said as such.
+[[noreturn]] void fail_memory(const std::string& path) {
+  throw Error(path + ": not enough memory to decode this image (a memory limit such as ulimit -v, or the machine's)");
+}
+
+[[noreturn]] void fail_decoding(const std::string& path, const cv::Exception& e) {
+  if (e.code == cv::Error::StsNoMem) fail_memory(path);
+  fail_undecodable(path);
 }
 
 void check_sides(const std::string& path, int64_t width, int64_t height) {
@@ -243,8 +255,10 @@ Image8 decode_image_file(const std::string& path) {
     // alpha. Unlike IMREAD_UNCHANGED, these flags let OpenCV apply the EXIF orientation, as the default
     // IMREAD_COLOR ("decode to 8-bit BGR" in the reference steps) does: phone photos are not fed sideways.
     decoded = cv::imdecode(buffer, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR);
-  } catch (const cv::Exception&) {
-    fail_undecodable(path);
+  } catch (const cv::Exception& e) {
+    fail_decoding(path, e);
+  } catch (const std::bad_alloc&) {
+    fail_memory(path);
   }
   if (decoded.empty() || decoded.dims != 2) fail_undecodable(path);
   check_sides(path, decoded.cols, decoded.rows);
@@ -282,8 +296,10 @@ Image8 decode_image_file(const std::string& path) {
     cv::Mat rgb(image.height, image.width, CV_8UC3, image.rgb.data());
     cv::cvtColor(pixels8, rgb, code);
     if (rgb.data != image.rgb.data()) throw Error(path + ": internal error converting pixels to RGB");
-  } catch (const cv::Exception&) {
-    fail_undecodable(path);
+  } catch (const cv::Exception& e) {
+    fail_decoding(path, e);
+  } catch (const std::bad_alloc&) {
+    fail_memory(path);
   }
   return image;
 }

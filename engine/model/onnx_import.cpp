@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "mnv2/error.h"
+#include "mnv2/image.h"
 #include "mnv2/input_files.h"
 #include "mnv2/model.h"
 #include "model/onnx_external_data.h"
@@ -236,6 +237,9 @@ Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
       throw Refusal(what + " has " + std::to_string(raw.size()) + " bytes of data; its shape " + dims_str(k.dims) +
                     " needs " + std::to_string(numel) + " values of " + std::to_string(elem) + " bytes");
   };
+  // Some writers set raw_data to empty bytes beside the typed field that holds the values (a FLOAT16 tensor's
+  // int32_data, one 16-bit pattern per int32): the values are where the data is, whichever field that is.
+  auto from_raw = [&](int typed_count) { return t.has_raw_data() && !(raw.empty() && typed_count > 0); };
   auto check_count = [&](int count) {
     if (count < 0 || static_cast<size_t>(count) != n)
       throw Refusal(what + " has " + std::to_string(count) + " values; its shape " + dims_str(k.dims) + " needs " +
@@ -243,7 +247,7 @@ Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
   };
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT:
-      if (t.has_raw_data()) {
+      if (from_raw(t.float_data_size())) {
         check_raw(4);
         k.f.resize(n);
         for (size_t i = 0; i < n; ++i) k.f[i] = std::bit_cast<float>(static_cast<uint32_t>(load_le(bytes + 4 * i, 4)));
@@ -253,7 +257,7 @@ Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
       }
       break;
     case onnx::TensorProto::DOUBLE:
-      if (t.has_raw_data()) {
+      if (from_raw(t.double_data_size())) {
         check_raw(8);
         k.f.resize(n);
         for (size_t i = 0; i < n; ++i) k.f[i] = to_float(std::bit_cast<double>(load_le(bytes + 8 * i, 8)));
@@ -269,7 +273,7 @@ Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
       auto convert = [half](uint32_t bits) {
         return half ? half_to_float(static_cast<uint16_t>(bits)) : bfloat16_to_float(static_cast<uint16_t>(bits));
       };
-      if (t.has_raw_data()) {
+      if (from_raw(t.int32_data_size())) {
         check_raw(2);
         k.f.resize(n);
         for (size_t i = 0; i < n; ++i) k.f[i] = convert(static_cast<uint32_t>(load_le(bytes + 2 * i, 2)));
@@ -284,7 +288,7 @@ Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
     }
     case onnx::TensorProto::INT64:
       k.is_float = false;
-      if (t.has_raw_data()) {
+      if (from_raw(t.int64_data_size())) {
         check_raw(8);
         k.i.resize(n);
         for (size_t i = 0; i < n; ++i) k.i[i].v = static_cast<int64_t>(load_le(bytes + 8 * i, 8));
@@ -295,7 +299,7 @@ Const decode_tensor(const onnx::TensorProto& t, const std::string& name) {
       break;
     case onnx::TensorProto::INT32:
       k.is_float = false;
-      if (t.has_raw_data()) {
+      if (from_raw(t.int32_data_size())) {
         check_raw(4);
         k.i.resize(n);
         for (size_t i = 0; i < n; ++i)
@@ -379,8 +383,9 @@ void parse_preprocess(const std::string& path, const std::map<std::string, std::
       pre.color = v;
     } else if (key == "preprocess.resize" || key == "preprocess.crop") {
       int v = 0;
-      if (!parse_int(value, v) || v <= 0 || v > kMaxSide)
-        throw bad(key, value, "a whole number of pixels in 1.." + std::to_string(kMaxSide));
+      // The image bound (mnv2/image.h), which preprocess() holds too: a larger side is the model's fault, said here.
+      if (!parse_int(value, v) || v <= 0 || v > kMaxImageSide)
+        throw bad(key, value, "a whole number of pixels in 1.." + std::to_string(kMaxImageSide));
       (key == "preprocess.resize" ? pre.resize : pre.crop) = v;
     } else if (key == "preprocess.mean" || key == "preprocess.std") {
       std::array<float, 3> v{};

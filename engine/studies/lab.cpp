@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -414,7 +415,14 @@ LabResult run_lab(const LabConfig& c, const LabProgress& progress) {
   const LabSlot& slot = lab_slot(c.slot);
   if (c.kernel_file.empty()) throw UsageError("lab: --kernel FILE.cu is required");
   std::error_code ec;
-  if (!fs::is_regular_file(c.kernel_file, ec)) throw UsageError("lab: kernel file not found: " + c.kernel_file);
+  // What the path is, said as such: a FIFO or /dev/null is "not a regular file", not "not found".
+  if (struct stat st{}; ::stat(c.kernel_file.c_str(), &st) != 0) {
+    const int err = errno;
+    throw UsageError(err == ENOENT ? "lab: kernel file not found: " + c.kernel_file
+                                   : "lab: kernel file " + c.kernel_file + ": " + std::strerror(err));
+  } else if (!S_ISREG(st.st_mode)) {
+    throw UsageError("lab: kernel file " + c.kernel_file + " is " + file_kind(st.st_mode) + ", not a regular file");
+  }
   if (c.batch < 1) throw UsageError("lab: --batch must be positive");
   if (c.timeout_s <= 0) throw UsageError("lab: --timeout must be positive");
   const auto say = [&](const std::string& line) {

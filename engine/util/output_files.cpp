@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -30,6 +32,10 @@ constexpr int kMaxLinkHops = 40;               // as the kernel's own limit (ELO
 constexpr std::chrono::seconds kStaleAge{60};  // a temporary younger than this may belong to a live writer elsewhere
 
 std::string reason(int err) { return std::strerror(err); }
+
+int64_t mtime_ns_of(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
 
 std::string dir_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -121,7 +127,14 @@ void resolve(Target& t) {
       return;
     }
     if (!S_ISREG(st.st_mode)) refuse(t, "is not a regular file");
+    // Read-only is the mode's answer, not access(2)'s: root passes access() for any file.
+    if ((st.st_mode & S_IWUSR) == 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      refuse(t, std::string("is read-only (mode ") + mode + "); make it writable (chmod u+w) to replace it");
+    }
     if (::access(cur.c_str(), W_OK) != 0) refuse(t, "cannot be written (" + reason(errno) + ")");
+    t.mtime_ns = mtime_ns_of(st);
     t.exists = true;
     t.mode = st.st_mode & 07777;
     t.uid = st.st_uid;
@@ -242,6 +255,55 @@ class IgnoreSigpipe {
   struct sigaction old_ {};
 };
 
+// Exclusive flock()s on the folders a commit renames into, taken in the order of their paths (so two sets
+// over the same folders cannot deadlock) and released when the object ends. A folder whose file system has
+// no flock (some network file systems) is written without one.
+class FolderLocks {
+ public:
+  FolderLocks() = default;
+  ~FolderLocks() {
+    for (int fd : fds_) ::close(fd);  // closing releases the lock
+  }
+  FolderLocks(const FolderLocks&) = delete;
+  FolderLocks& operator=(const FolderLocks&) = delete;
+
+  // Throws Error when a folder stays locked for `wait`; returns the folders another process held first.
+  std::vector<std::string> take(std::vector<std::string> folders, std::chrono::milliseconds wait) {
+    std::sort(folders.begin(), folders.end());
+    folders.erase(std::unique(folders.begin(), folders.end()), folders.end());
+    std::vector<std::string> waited;
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    for (const std::string& f : folders) {
+      const int fd = ::open(f.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) continue;  // the rename into it fails and says why
+      bool held = false;
+      for (;;) {
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+          held = true;
+          break;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EWOULDBLOCK) break;  // no flock here
+        if (waited.empty() || waited.back() != f) waited.push_back(f);
+        if (std::chrono::steady_clock::now() >= deadline) {
+          ::close(fd);
+          throw Error("another process kept " + f + " locked for " + std::to_string(wait.count()) +
+                      " ms while writing its files there");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      if (held)
+        fds_.push_back(fd);
+      else
+        ::close(fd);
+    }
+    return waited;
+  }
+
+ private:
+  std::vector<int> fds_;
+};
+
 int open_stream(const Target& t, std::chrono::milliseconds wait) {
   if (t.fd >= 0) return t.fd;
   const auto deadline = std::chrono::steady_clock::now() + wait;
@@ -293,8 +355,37 @@ void OutputSet::add(const std::string& label, const std::string& path) {
       throw UsageError(label + " " + path + " and " + o.label + " " + o.path +
                        " are the same file: one would overwrite the other");
   }
+  for (const Input& in : inputs_) check_against(t, in);
   if (t.kind == Kind::file) remove_stale_temporaries(dir_of(t.real));
   targets_.push_back(std::move(t));
+}
+
+void OutputSet::add_input(const std::string& label, const std::string& path) {
+  struct stat st {};
+  if (path.empty() || path == "-" || ::stat(path.c_str(), &st) != 0) return;  // the reader says what is wrong
+  if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return;  // devices (/dev/null) may be read and written
+  Input in{label, path, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), S_ISDIR(st.st_mode)};
+  for (const Target& t : targets_) check_against(t, in);
+  inputs_.push_back(std::move(in));
+}
+
+void OutputSet::check_against(const Target& t, const Input& in) const {
+  const std::string what = (in.label.empty() ? "" : in.label + " ") + in.path;
+  if (!in.folder) {
+    if ((t.exists || t.kind == Kind::stream) && t.dev == in.dev && t.ino == in.ino && !S_ISCHR(t.mode) &&
+        !S_ISBLK(t.mode))
+      refuse(t, "is " + what + ", which this command reads; writing it would replace its input");
+    return;
+  }
+  if (t.kind != Kind::file || !t.exists) return;
+  // An existing file anywhere below the folder: t.real's folder is canonical, so walking up by name is exact.
+  for (std::string dir = dir_of(t.real);; dir = dir_of(dir)) {
+    struct stat ds {};
+    if (::stat(dir.c_str(), &ds) == 0 && static_cast<uint64_t>(ds.st_dev) == in.dev &&
+        static_cast<uint64_t>(ds.st_ino) == in.ino)
+      refuse(t, "is inside " + what + ", whose files this command reads; write it elsewhere");
+    if (dir == "/" || dir == ".") return;
+  }
 }
 
 bool OutputSet::has(const std::string& label) const {
@@ -376,9 +467,30 @@ std::vector<std::string> OutputSet::commit() {
     }
   }
 
-  // 2. The renames, all or none, with the termination signals held off.
+  // 2. The renames, all or none, under the folders' locks, with the termination signals held off.
+  std::vector<std::string> waited_for;
+  std::vector<bool> changed(targets_.size(), false);
   {
     std::lock_guard lock(g_commit_mutex);
+    FolderLocks folder_locks;
+    {
+      std::vector<std::string> dirs;
+      for (size_t i : files) dirs.push_back(dir_of(targets_[i].real));
+      try {
+        waited_for = folder_locks.take(dirs, lock_wait_);
+      } catch (const Error& e) {
+        drop_temps();
+        throw Error(std::string(e.what()) + "; nothing was written (" + join(all_files) + " left as they were)");
+      }
+    }
+    // Another process's commit since add(): this set replaces it whole, and says so.
+    for (size_t i : files) {
+      const Target& t = targets_[i];
+      struct stat st {};
+      const bool now = ::lstat(t.real.c_str(), &st) == 0;
+      changed[i] =
+          now != t.exists || (now && (static_cast<uint64_t>(st.st_ino) != t.ino || mtime_ns_of(st) != t.mtime_ns));
+    }
     SignalHold hold;
     struct Done {
       size_t index;
@@ -443,6 +555,10 @@ std::vector<std::string> OutputSet::commit() {
     const Target& t = targets_[i];
     std::string line = "wrote " + t.path;
     if (t.linked) line += " (through the symbolic link: " + t.real + ")";
+    if (changed[i])
+      line += " (another process wrote it while this command ran: this set replaced that one)";
+    else if (!waited_for.empty())
+      line += " (after waiting for another process writing into " + dir_of(t.real) + ")";
     if (t.links > 1)
       line += " (it had " + std::to_string(t.links) +
               " hard links: this name has the new contents, the other names keep the previous ones)";
@@ -468,10 +584,12 @@ std::vector<std::string> OutputSet::commit() {
   return lines;
 }
 
-void write_output_file(const std::string& path, std::string_view bytes) {
+void write_output_file(const std::string& path, std::string_view bytes,
+                       const std::vector<std::pair<std::string, std::string>>& inputs) {
   OutputSet set;
   try {
     set.add("", path);
+    for (const auto& [label, input] : inputs) set.add_input(label, input);
   } catch (const UsageError& e) {
     throw Error(e.what());  // a file the program chose (a cache, an export) is not a usage mistake
   }

@@ -1,5 +1,7 @@
 // `mnv2 lab` from the command line (issue 18): usage errors exit 2 and write no result, the template and the
 // slot list print, a kernel that does not compile exits 3 with file:line:column and its JSON result written.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -49,6 +51,16 @@ TEST(CliLab, UsageErrorsExit2AndWriteNoResult) {
   EXPECT_NE(run_cli({"lab", "--slot", "block", "--kernel", naive}).err.find("whole-block"), std::string::npos);
   EXPECT_NE(run_cli({"lab", "--slot", "depthwise", "--kernel", naive, "--layers", "3"}).err.find("2,7,12"),
             std::string::npos);
+  // A kernel path that exists but is no file says what it is (issue 30: "kernel file not found" for both).
+  ASSERT_EQ(::mkfifo(d.file("k.cu").c_str(), 0600), 0);
+  for (const auto& [path, kind] :
+       std::vector<std::pair<std::string, std::string>>{{"/dev/null", "a character device, not a regular file"},
+                                                        {d.file("k.cu"), "a FIFO (named pipe), not a regular file"}}) {
+    const CliResult r = run_cli({"lab", "--slot", "depthwise", "--kernel", path}, {}, MNV2_CLI_PATH, 60);
+    EXPECT_EQ(r.code, 2) << describe(r);
+    EXPECT_NE(r.err.find(path + " is " + kind), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("not found"), std::string::npos) << r.err;
+  }
 }
 
 TEST(CliLab, TemplateAndSlotList) {

@@ -672,7 +672,8 @@ TEST(ExporterOps, SixteenBitAndDoubleInitializersDecode) {
       std::memcpy(bytes.data(), c.bits.data(), bytes.size());
       auto& w = b.init_raw("w", {6, 1, 1, 1}, c.type, bytes);
       if (!raw) {
-        w.clear_raw_data();
+        // int32_data beside raw_data set to no bytes (some writers emit both): issue 30 saw "has 0 bytes of data".
+        w.set_raw_data("");
         for (uint16_t v : c.bits) w.add_int32_data(v);
       }
       b.node("Conv", {"x", "w"}, {"y"}, "conv");

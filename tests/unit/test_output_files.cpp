@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -10,11 +11,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -287,6 +291,162 @@ TEST(OutputFiles, ReadOnlyFileOrFolderIsRefused) {
   EXPECT_THROW(set.add("--csv", tmp.file("r.csv")), UsageError);
   EXPECT_THROW(set.add("--json", tmp.file("locked/r.json")), UsageError);
   ::chmod(tmp.file("locked").c_str(), 0755);
+}
+
+TEST(OutputFiles, ReadOnlyFileIsRefusedAlsoAsRoot) {
+  // access(2) lets root write anything; the mode bits say read-only for root too (finding 4 of issue 30).
+  TempDir tmp;
+  write_file(tmp.file("r.json"), "old");
+  ::chmod(tmp.file("r.json").c_str(), 0444);
+  OutputSet set;
+  try {
+    set.add("--json", tmp.file("r.json"));
+    ADD_FAILURE() << "a 0444 target was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("read-only (mode 0444)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_file(tmp.file("r.json")), "old");
+}
+
+TEST(OutputFiles, AnInputOfTheCommandIsRefusedAsATarget) {
+  TempDir tmp;
+  write_file(tmp.file("model.onnx"), "model");
+  write_file(tmp.file("p.jpg"), "photo");
+  fs::create_directory(tmp.file("images"));
+  write_file(tmp.file("images/old.json"), "json");
+  ::link(tmp.file("p.jpg").c_str(), tmp.file("p-link.jpg").c_str());
+  fs::create_symlink("model.onnx", tmp.file("alias.onnx"));
+  auto refusal = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  {  // target first, input second
+    OutputSet set;
+    set.add("--csv", tmp.file("model.onnx"));
+    const std::string msg = refusal([&] { set.add_input("--model", tmp.file("model.onnx")); });
+    EXPECT_NE(msg.find("--csv " + tmp.file("model.onnx")), std::string::npos) << msg;
+    EXPECT_NE(msg.find("is --model " + tmp.file("model.onnx") + ", which this command reads"), std::string::npos)
+        << msg;
+  }
+  {  // input first; through a symbolic link, a hard link, ./
+    OutputSet set;
+    set.add_input("--model", tmp.file("model.onnx"));
+    set.add_input("--image", tmp.file("p.jpg"));
+    set.add_input("--images", tmp.file("images"));
+    EXPECT_NE(refusal([&] { set.add("--json", tmp.file("alias.onnx")); }), "");
+    EXPECT_NE(refusal([&] { set.add("--json", tmp.file("p-link.jpg")); }), "");
+    EXPECT_NE(refusal([&] { set.add("--json", tmp.path() + "/./p.jpg"); }), "");
+    const std::string msg = refusal([&] { set.add("--json", tmp.file("images/old.json")); });
+    EXPECT_NE(msg.find("is inside --images"), std::string::npos) << msg;
+    // A new file in the folder, another file beside the inputs and /dev/null are fine.
+    set.add("--json", tmp.file("images/new.json"));
+    set.add("--csv", tmp.file("other.csv"));
+    set.add_input("--labels", "/dev/null");
+    set.add("--trace", "/dev/null");
+  }
+  EXPECT_EQ(read_file(tmp.file("model.onnx")), "model");
+  EXPECT_EQ(read_file(tmp.file("p.jpg")), "photo");
+}
+
+// Two processes commit three-file sets to the same targets at once, many rounds; each file says which
+// process wrote it. Every round must end with one process's whole set (finding 6 of issue 30).
+TEST(OutputFiles, ConcurrentSetsEndAsOneProcesssWholeSet) {
+  TempDir tmp;
+  const std::vector<std::string> names = {tmp.file("r.json"), tmp.file("r.csv"), tmp.file("sub/r.trace")};
+  fs::create_directory(tmp.file("sub"));
+  constexpr int kRounds = 300;
+  int mixed = 0, told = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    int report[2];
+    ASSERT_EQ(::pipe(report), 0);
+    std::vector<pid_t> kids;
+    for (const char tag : {'A', 'B'}) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        int rc = 0;
+        try {
+          ::close(go[1]);
+          OutputSet set;
+          for (size_t i = 0; i < names.size(); ++i) set.add(std::to_string(i), names[i]);
+          for (size_t i = 0; i < names.size(); ++i) set.put(std::to_string(i), std::string(1, tag));
+          // A pause between renames widens the window another process's renames would fall into.
+          set.set_rename_observer([](size_t) { std::this_thread::sleep_for(std::chrono::microseconds(200)); });
+          char c;
+          (void)!::read(go[0], &c, 1);  // both start together
+          bool noted = false;
+          for (const std::string& line : set.commit())
+            noted = noted || line.find("another process") != std::string::npos;
+          if (noted) (void)!::write(report[1], "n", 1);
+        } catch (...) {
+          rc = 1;
+        }
+        ::_exit(rc);
+      }
+      kids.push_back(pid);
+    }
+    ::close(go[0]);
+    ::close(report[1]);
+    ::close(go[1]);  // EOF releases both
+    for (pid_t pid : kids) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round << ": status " << status;
+    }
+    char c;
+    while (::read(report[0], &c, 1) == 1) ++told;
+    ::close(report[0]);
+    const std::string first = read_file(names[0]);
+    for (const std::string& n : names)
+      if (read_file(n) != first) {
+        ++mixed;
+        break;
+      }
+  }
+  EXPECT_EQ(mixed, 0) << "of " << kRounds << " rounds";
+  EXPECT_GT(told, 0) << "no second writer was told of the first";
+  std::printf("concurrent sets: %d rounds, %d mixed, %d commits told of the other process\n", kRounds, mixed, told);
+  EXPECT_TRUE(others(tmp.path(), {"r.json", "r.csv", "sub"}).empty());
+}
+
+// A folder another writer holds locked is waited for, at most the lock wait, then the commit fails with
+// nothing written; a commit that waited says so.
+TEST(OutputFiles, ALockedFolderIsWaitedForThenRefused) {
+  TempDir tmp;
+  write_file(tmp.file("r.json"), "old");
+  const int held = ::open(tmp.path().c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);  // another open file description: conflicts as another process would
+  {
+    OutputSet set;
+    set.set_lock_wait(std::chrono::milliseconds(200));
+    set.add("--json", tmp.file("r.json"));
+    set.put("--json", "new");
+    const std::string msg = commit_error(set);
+    EXPECT_NE(msg.find("another process kept " + tmp.path()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("nothing was written"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(read_file(tmp.file("r.json")), "old");
+  EXPECT_TRUE(others(tmp.path(), {"r.json"}).empty());
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::flock(held, LOCK_UN);
+  });
+  OutputSet set;
+  set.add("--json", tmp.file("r.json"));
+  set.put("--json", "new");
+  const std::vector<std::string> lines = set.commit();
+  release.join();
+  ::close(held);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("after waiting for another process writing into " + tmp.path()), std::string::npos)
+      << lines[0];
+  EXPECT_EQ(read_file(tmp.file("r.json")), "new");
 }
 
 TEST(OutputFiles, SetIsAllOrNothingWhenAWriteFails) {

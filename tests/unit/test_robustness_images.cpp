@@ -5,7 +5,13 @@
 // WebP, PPM) go all the way through decoding and preprocessing.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -164,6 +170,53 @@ Image8 through_the_pipeline(const TempDir& dir, const std::string& name, const c
     }
   }
   return image;
+}
+
+// A decode that runs out of memory (here: a 4096x4096 16-bit RGBA PNG, 128 MiB of pixels, under an address-space
+// limit 48 MiB above what the process already maps) says so, instead of "not a decodable image" (issue 30).
+TEST(RobustImages, DecodingOutOfMemoryIsSaidAsSuch) {
+  SKIP_WITHOUT_DECODER();
+#ifdef MNV2_TEST_HAVE_IMGCODECS
+  TempDir dir;
+  {
+    const cv::Mat pixels(4096, 4096, CV_16UC4, cv::Scalar(1000, 2000, 3000, 65535));
+    std::vector<uint8_t> png;
+    ASSERT_TRUE(cv::imencode(".png", pixels, png));
+    write_file(dir.file("big.png"), std::string(png.begin(), png.end()));
+  }
+  const std::string path = dir.file("big.png");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int rc = 3;
+    long vm_kib = 0;
+    std::ifstream status("/proc/self/status");
+    for (std::string key; status >> key;)
+      if (key == "VmSize:") {
+        status >> vm_kib;
+        break;
+      }
+    const rlim_t limit = static_cast<rlim_t>(vm_kib) * 1024 + (rlim_t{48} << 20);
+    const rlimit lim{limit, limit};
+    if (vm_kib > 0 && ::setrlimit(RLIMIT_AS, &lim) == 0) {
+      try {
+        (void)decode_image_file(path);
+        rc = 2;  // decoded: the limit did not bite
+      } catch (const Error& e) {
+        const std::string msg = e.what();
+        rc =
+            msg.find("not enough memory to decode") != std::string::npos && msg.find(path) != std::string::npos ? 0 : 1;
+        if (rc != 0) std::fprintf(stderr, "message: %s\n", msg.c_str());
+      } catch (...) {
+        rc = 4;
+      }
+    }
+    ::_exit(rc);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: another message, 2: decoded, 3: no limit set, 4: another exception";
+#endif
 }
 
 TEST(RobustImages, OddButValidImagesGoAllTheWay) {

@@ -14,12 +14,30 @@
 #include "mnv2/error.h"
 #include "mnv2/json_io.h"
 #include "mnv2/model_lookup.h"
+#include "mnv2/printable.h"
 #include "mnv2/stats.h"
 #include "mnv2/tensor.h"
 #include "test_support.h"
 
 namespace mnv2::test {
 namespace {
+
+// The one escaper of text from files and names (issue 30): controls escaped, valid UTF-8 kept.
+TEST(Printable, EscapesControlsAndKeepsValidUtf8) {
+  EXPECT_EQ(printable("plain name.jpg"), "plain name.jpg");
+  EXPECT_EQ(printable("a\x1b[2Jb\r\nc\td"), "a\\x1b[2Jb\\r\\nc\\td");
+  EXPECT_EQ(printable(std::string("nul\0bel\x07"
+                                  "del\x7f",
+                                  12)),
+            "nul\\x00bel\\x07del\\x7f");
+  EXPECT_EQ(printable("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x90\x88"),
+            "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x90\x88");
+  EXPECT_EQ(printable("csi\xc2\x9b"
+                      "31m"),
+            "csi\\u009b31m");  // U+009B, a C1 control some terminals obey
+  EXPECT_EQ(printable("bad\xff\xc3(\xed\xa0\x80"), "bad\\xff\\xc3(\\xed\\xa0\\x80");  // not UTF-8: bytes
+  EXPECT_EQ(printable("back\\slash"), "back\\slash");
+}
 
 TEST(Json, RoundTripKeepsOrderAndValues) {
   json::Json v;

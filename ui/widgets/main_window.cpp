@@ -768,6 +768,11 @@ void MainWindow::onEvaluated(const EvalOutcome& outcome) {
   Q_EMIT evalFinished(true);
 }
 
+std::vector<std::pair<std::string, std::string>> MainWindow::exportInputs() const {
+  if (!m_model || m_model->synthetic) return {};
+  return {{"the model", m_model->source.toStdString()}};
+}
+
 bool MainWindow::exportEvalCsv(const QString& path) {
   const EvalRecordPtr record = m_accuracy->record();
   if (!record) {
@@ -775,7 +780,7 @@ bool MainWindow::exportEvalCsv(const QString& path) {
     return false;
   }
   try {
-    mnv2::write_output_file(path.toStdString(), evalCsv(*record));
+    mnv2::write_output_file(path.toStdString(), evalCsv(*record), exportInputs());
   } catch (const std::exception& e) {
     reportError(QStringLiteral("Export failed"), QString::fromUtf8(e.what()));
     return false;
@@ -1196,34 +1201,36 @@ bool MainWindow::exportTo(ExportFormat format, const QString& path) {
   try {
     switch (format) {
       case ExportFormat::Csv:
-        mnv2::write_csv_report(file, reports);
+        mnv2::write_output_file(file, mnv2::report_csv(reports), exportInputs());
         break;
       case ExportFormat::Json:
-        mnv2::write_json_report(file, reports);
+        mnv2::write_output_file(file, mnv2::reports_json_text(reports), exportInputs());
         break;
       case ExportFormat::Trace:
-        mnv2::write_trace(file, reports);
+        mnv2::write_output_file(file, mnv2::trace_json(reports), exportInputs());
         break;
       case ExportFormat::SweepCsv:
-        mnv2::write_output_file(file, mnv2::bench_csv(m_sweep->results()));
+        mnv2::write_output_file(file, mnv2::bench_csv(m_sweep->results()), exportInputs());
         break;
       case ExportFormat::SweepJson:
-        mnv2::write_output_file(file, mnv2::bench_json(m_sweep->results(), reportModel(m_model)));
+        mnv2::write_output_file(file, mnv2::bench_json(m_sweep->results(), reportModel(m_model)), exportInputs());
         break;
       case ExportFormat::EvalCsv:
-        mnv2::write_output_file(file, evalCsv(*m_accuracy->record()));
+        mnv2::write_output_file(file, evalCsv(*m_accuracy->record()), exportInputs());
         break;
       case ExportFormat::EvalJson: {
         const EvalRecord& record = *m_accuracy->record();
         mnv2::write_output_file(
-            file, mnv2::eval_json(record.result, reportModel(m_model), mnv2::EvalSource{record.set.toStdString(), {}}));
+            file, mnv2::eval_json(record.result, reportModel(m_model), mnv2::EvalSource{record.set.toStdString(), {}}),
+            exportInputs());
         break;
       }
       case ExportFormat::RooflineCsv:
-        mnv2::write_output_file(file, mnv2::roofline_csv(m_roofline->points()));
+        mnv2::write_output_file(file, mnv2::roofline_csv(m_roofline->points()), exportInputs());
         break;
       case ExportFormat::RooflineJson:
-        mnv2::write_output_file(file, mnv2::roofline_json(*m_roofline->shownCeilings(), *m_roofline->report()));
+        mnv2::write_output_file(file, mnv2::roofline_json(*m_roofline->shownCeilings(), *m_roofline->report()),
+                                exportInputs());
         break;
     }
   } catch (const std::exception& e) {

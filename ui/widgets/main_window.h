@@ -7,6 +7,8 @@
 #include <QMainWindow>
 #include <QPointer>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "models/report_access.h"
@@ -119,6 +121,8 @@ class MainWindow : public QMainWindow {
   void dropEvent(QDropEvent* event) override;
 
  private:
+  // What an export must not replace: the loaded model file (mnv2::write_output_file's inputs).
+  std::vector<std::pair<std::string, std::string>> exportInputs() const;
   void buildMenus();
   void buildStatusBar();
   void connectController();

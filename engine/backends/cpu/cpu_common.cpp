@@ -2,12 +2,18 @@
 #include "backends/cpu/cpu_common.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "backends/layer_checks.h"
 #include "mnv2/error.h"
@@ -27,6 +33,66 @@ void check_prepare(const Backend& backend, const Model& model, const PrepareConf
                      std::to_string(config.cpu_threads));
   for (const Layer& layer : model.layers)
     if (auto reason = backend.unsupported_reason(layer)) throw Error(name + ": " + layer_label(layer) + ": " + *reason);
+  check_thread_capacity(name, config.cpu_threads > 0 ? config.cpu_threads : thread_count());
+}
+
+namespace {
+
+// The probe's threads wait here until every one was started, so they all exist at once, as a team does.
+struct ProbeGate {
+  std::mutex m;
+  std::condition_variable cv;
+  bool open = false;
+};
+
+extern "C" void* probe_thread(void* arg) {
+  auto* gate = static_cast<ProbeGate*>(arg);
+  std::unique_lock lock(gate->m);
+  gate->cv.wait(lock, [&] { return gate->open; });
+  return nullptr;
+}
+
+}  // namespace
+
+void check_thread_capacity(const std::string& backend, int threads) {
+  // libgomp keeps its team's threads: a count once started needs no second probe.
+  static std::mutex probed_mutex;
+  static int probed = 1;
+  std::lock_guard probed_lock(probed_mutex);
+  if (threads <= probed) return;
+  ProbeGate gate;
+  std::vector<pthread_t> started;
+  int failure = 0;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, size_t{64} << 10);  // the probe's threads do nothing: little stack
+  for (int i = 1; i < threads; ++i) {
+    pthread_t t;
+    if (const int rc = pthread_create(&t, &attr, probe_thread, &gate); rc != 0) {
+      failure = rc;
+      break;
+    }
+    started.push_back(t);
+  }
+  pthread_attr_destroy(&attr);
+  {
+    std::lock_guard lock(gate.m);
+    gate.open = true;
+  }
+  gate.cv.notify_all();
+  for (pthread_t t : started) pthread_join(t, nullptr);
+  if (failure == 0) {
+    probed = threads;
+    return;
+  }
+  const int could = static_cast<int>(started.size()) + 1;
+  std::string limit;
+  rlimit nproc{};
+  if (::getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY)
+    limit = "; this user may run " + std::to_string(nproc.rlim_cur) + " processes and threads in all (ulimit -u)";
+  throw Error(backend + ": cannot start " + std::to_string(threads) + " threads: the system refused thread " +
+              std::to_string(could + 1) + " (" + std::strerror(failure) + limit + "); use " + std::to_string(could) +
+              " threads or fewer (the threads option)");
 }
 
 int thread_count() {

@@ -15,7 +15,12 @@ namespace mnv2::cpu {
 // supported by `backend` (UsageError / Error naming the backend and the layer).
 void check_prepare(const Backend& backend, const Model& model, const PrepareConfig& config);
 
-inline constexpr int kMaxThreads = 4096;  // PrepareConfig::cpu_threads and MNV2_CPU_THREADS
+inline constexpr int kMaxThreads = 4096;
+
+// Starts `threads` - 1 threads that wait for each other, then ends them: when the system refuses one (a
+// process limit, ulimit -u), an Error naming the backend, the limit and the count that can run, instead of
+// OpenMP's own "libgomp: Thread creation failed" and exit when its team starts. check_prepare() calls it.
+void check_thread_capacity(const std::string& backend, int threads);  // PrepareConfig::cpu_threads and MNV2_CPU_THREADS
 
 // The default thread count (PrepareConfig::cpu_threads 0 resolves to it): env MNV2_CPU_THREADS when set (a whole number
 // from 1 to 4096, else UsageError), otherwise what OpenMP would use (OMP_NUM_THREADS, or the processors this process
