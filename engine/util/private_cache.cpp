@@ -188,8 +188,10 @@ PrivateCache::Lock PrivateCache::lock(const std::string& name) const {
   return Lock(locked(::openat(fd_, lock_name.c_str(), kLockFlags, 0600), file(lock_name)));
 }
 
-PrivateCache::Lock PrivateCache::Lock::on_folder(const std::string& dir) {
-  return Lock(locked(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC), dir));
+PrivateCache::Lock PrivateCache::Lock::beside(const std::string& file) {
+  const std::filesystem::path p(file);
+  const std::string lock_path = (p.parent_path() / ("." + p.filename().string() + ".lock")).string();
+  return Lock(locked(::open(lock_path.c_str(), kLockFlags, 0600), lock_path));
 }
 
 }  // namespace mnv2

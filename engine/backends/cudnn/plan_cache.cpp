@@ -130,7 +130,7 @@ void PlanCache::save(const std::string& path) const {
   std::error_code ec;
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
-  const PrivateCache::Lock lock = PrivateCache::Lock::on_folder(parent.empty() ? "." : parent.string());
+  const PrivateCache::Lock lock = PrivateCache::Lock::beside(path);
   PlanCache merged = load_from(path, nullptr, nullptr);
   for (const auto& [key, p] : entries_) merged.entries_[key] = p;
   write_output_file(path, merged.dump());

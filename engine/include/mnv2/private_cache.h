@@ -48,9 +48,10 @@ class PrivateCache {
   class Lock {
    public:
     explicit Lock(int fd) : fd_(fd) {}
-    // An exclusive lock on the folder `dir` itself (flock on its descriptor; nothing is left in it): for a cache
-    // file the user named outside the cache folder (the cudnn-plan-cache option).
-    static Lock on_folder(const std::string& dir);
+    // An exclusive lock for a cache file the user named outside the cache folder (the cudnn-plan-cache option):
+    // flock on ".NAME.lock" beside it (not on the folder itself: OutputSet's commit flocks the folders it renames
+    // into, and a second descriptor of this process on the same folder would wait for the first).
+    static Lock beside(const std::string& file);
     ~Lock();
     Lock(const Lock&) = delete;
     Lock& operator=(const Lock&) = delete;
