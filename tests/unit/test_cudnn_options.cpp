@@ -122,8 +122,10 @@ TEST(CudnnPlanCache, SaveMergesWithTheFileAndReplacesACorruptOne) {
   b.save(path);  // a corrupt file is replaced, not a reason to fail
   EXPECT_EQ(PlanCache::load(path, &warning).size(), 1u);
   EXPECT_TRUE(warning.empty()) << warning;
+  // The file and its writers' lock (kept: removing a lock file races the next writer's open); no temporary.
   for (const auto& entry : std::filesystem::directory_iterator(tmp.file("sub")))
-    EXPECT_EQ(entry.path().filename(), "plans.json") << "a temporary left behind";
+    EXPECT_TRUE(entry.path().filename() == "plans.json" || entry.path().filename() == ".plans.json.lock")
+        << "a temporary left behind: " << entry.path();
 }
 
 TEST(CudnnPlanCache, FileLocationFollowsTheOption) {
