@@ -145,7 +145,10 @@ void check_webp_header(const std::string& path, const std::vector<uint8_t>& b) {
   }
 }
 
-// TIFF (classic and BigTIFF): ImageWidth (256) and ImageLength (257) in the first directory.
+// TIFF (classic and BigTIFF): ImageWidth (256) and ImageLength (257) in the first directory, in every integer type
+// libtiff takes for them: BYTE (1), SHORT (3), LONG (4), SBYTE (6), SSHORT (8), SLONG (9), LONG8 (16), SLONG8 (17).
+// A side given as SSHORT or SLONG once slipped past this check and decoded to 2.7 GB before the decoded size was
+// refused. A negative side is libtiff's to refuse; a tag given twice counts with its larger value.
 void check_tiff_header(const std::string& path, const std::vector<uint8_t>& b) {
   const bool little = b[0] == 'I';
   auto get = [&](size_t at, int bytes) -> uint64_t {
@@ -163,49 +166,109 @@ void check_tiff_header(const std::string& path, const std::vector<uint8_t>& b) {
     const size_t at = first + static_cast<size_t>(i) * entry;
     if (at >= b.size()) break;
     const uint64_t tag = get(at, 2), type = get(at + 2, 2);
+    if (tag != 256 && tag != 257) continue;
     const size_t value_at = at + (big ? 12 : 8);
-    const uint64_t value = type == 3    ? get(value_at, 2)
-                           : type == 4  ? get(value_at, 4)
-                           : type == 16 ? get(value_at, 8)
-                                        : 0;
-    if (tag == 256) w = value;
-    if (tag == 257) h = value;
+    int bytes = 0;
+    bool is_signed = false;
+    switch (type) {
+      case 6:
+        is_signed = true;
+        [[fallthrough]];
+      case 1:
+        bytes = 1;
+        break;
+      case 8:
+        is_signed = true;
+        [[fallthrough]];
+      case 3:
+        bytes = 2;
+        break;
+      case 9:
+        is_signed = true;
+        [[fallthrough]];
+      case 4:
+        bytes = 4;
+        break;
+      case 17:
+        is_signed = true;
+        [[fallthrough]];
+      case 16:
+        bytes = 8;
+        break;
+      default:
+        continue;  // not an integer type: libtiff refuses the directory
+    }
+    uint64_t value = get(value_at, bytes);
+    if (is_signed && bytes < 8 && (value >> (8 * bytes - 1)) != 0) continue;  // negative
+    if (is_signed && bytes == 8 && (value >> 63) != 0) continue;
+    uint64_t& side = tag == 256 ? w : h;
+    side = std::max(side, value);
   }
-  check_sides(path, w, h);
+  check_sides(path, static_cast<int64_t>(std::min<uint64_t>(w, INT64_MAX)),
+              static_cast<int64_t>(std::min<uint64_t>(h, INT64_MAX)));
 }
 
-// JPEG: walk the marker segments up to the first scan, checking the frame header (SOFn). libjpeg decodes a
-// file cut short inside the entropy-coded data into a grey-padded image with only a warning, so a file
-// without an end-of-image marker after its first scan is rejected here as truncated. Thumbnails with their
-// own markers live in APPn segments before the scan and are skipped with them.
+// The most scans (SOS markers) a JPEG may hold. A progressive decoder passes over every coefficient block of a
+// component once per scan, so a file of empty scans makes its work grow with no data to show for it: 5,000 empty
+// AC scans in 50 KB (16384x16384 gray) took 71 s and 1.1 GB. Encoders write far fewer: libjpeg's progressive
+// script 10 for colour and 6 for gray, mozjpeg's scan optimisation at most 64 candidates of which it keeps about
+// a dozen; a sequential file has one per component at most.
+inline constexpr int kMaxJpegScans = 100;
+
+// JPEG: walk every marker segment to the end-of-image marker, checking the frame header (SOFn) and counting the
+// scans; between a scan's header and the next marker lies its entropy-coded data, in which 0xFF is always
+// followed by 0x00 (a stuffed byte), a restart marker or fill. libjpeg decodes a file cut short inside the
+// entropy-coded data into a grey-padded image with only a warning, so a file without an end-of-image marker
+// after its first scan is rejected here as truncated. Thumbnails with their own markers live in APPn segments
+// before the first scan and are skipped with them.
 void check_jpeg(const std::string& path, const std::vector<uint8_t>& b) {
   const size_t n = b.size();
   size_t pos = 2;
   size_t scan_start = 0;
+  int scans = 0;
+  bool walked_to_end = false;  // the walk reached the end-of-image marker
   while (pos < n) {
-    if (b[pos] != 0xFF) return;               // not a marker where one must be; the decoder reports it
+    if (b[pos] != 0xFF) {  // not a marker where one must be: before a scan, the decoder reports it
+      if (scan_start == 0) return;
+      break;
+    }
     while (pos < n && b[pos] == 0xFF) ++pos;  // fill bytes may precede a marker
     if (pos >= n) break;
     const uint8_t marker = b[pos++];
     const bool standalone = marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8);
     if (standalone) continue;
-    if (marker == 0xD9) break;
+    if (marker == 0xD9) {
+      walked_to_end = true;
+      break;
+    }
     if (pos + 2 > n) break;
     const size_t length = be16(&b[pos]);  // counts its own two bytes
-    if (length < 2) return;
+    if (length < 2) {
+      if (scan_start == 0) return;
+      break;
+    }
     const bool is_sof = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
     if (is_sof && length >= 7 && pos + 7 <= n) {
       // Height 0 means "given later by a DNL marker"; the decoder's own limits cover that rare case.
       check_sides(path, be16(&b[pos + 5]), be16(&b[pos + 3]));
     }
-    if (marker == 0xDA) {
-      scan_start = pos + length;
-      break;
-    }
     pos += length;
+    if (marker != 0xDA) continue;
+    if (scan_start == 0) scan_start = pos;
+    if (++scans > kMaxJpegScans)
+      throw Error(path + ": not a decodable image (a JPEG of more than " + std::to_string(kMaxJpegScans) +
+                  " scans; encoders write at most a few dozen, and each scan makes the decoder pass over the whole "
+                  "image again)");
+    // The entropy-coded data: up to the next marker that is neither a stuffed byte nor a restart marker.
+    while (pos + 1 < n &&
+           !(b[pos] == 0xFF && b[pos + 1] != 0x00 && b[pos + 1] != 0xFF && !(b[pos + 1] >= 0xD0 && b[pos + 1] <= 0xD7)))
+      ++pos;
+    if (pos + 1 >= n) break;
   }
   if (scan_start == 0 || scan_start >= n) fail_undecodable(path);
-  // Inside entropy-coded data 0xFF is always followed by 0x00 or a restart marker, so FF D9 is the real end.
+  if (walked_to_end) return;
+  // The walk stopped early (a malformed segment after the first scan): the end-of-image marker is then looked
+  // for from the end, where FF D9 can only be the real end.
   for (size_t i = n - 1; i > scan_start; --i) {
     if (b[i] == 0xD9 && b[i - 1] == 0xFF) return;
   }

@@ -154,12 +154,93 @@ TEST(RobustImages, EveryFormatsSidesAreCheckedFromItsHeader) {
   expect_refused(dir.file("canvas.webp"), "20000x20000");
 }
 
+// Issue 30, finding 13: a TIFF's sides in every integer type libtiff takes for them (a side given as SSHORT or SLONG
+// decoded to 2.7 GB before the decoded size was refused), in either byte order, classic and BigTIFF.
+TEST(RobustImages, TiffSidesAreReadInEveryIntegerType) {
+  SKIP_WITHOUT_DECODER();
+  TempDir dir;
+  struct Side {
+    uint32_t type;
+    int bytes;
+  };
+  // SSHORT (8), SLONG (9), SHORT (3), LONG (4): each as the width (20000) with a SHORT length of 10.
+  for (const Side side : {Side{8, 2}, Side{9, 4}, Side{3, 2}, Side{4, 4}}) {
+    for (const bool little : {true, false}) {
+      SCOPED_TRACE("type " + std::to_string(side.type) + (little ? " II" : " MM"));
+      auto put = [&](std::string& s, size_t at, uint32_t v, int bytes) {
+        little ? put_le(s, at, v, bytes) : put_be(s, at, v, bytes);
+      };
+      std::string tiff(64, '\0');
+      tiff.replace(0, 4, little ? std::string("II\x2a\x00", 4) : std::string("MM\x00\x2a", 4));
+      put(tiff, 4, 8, 4);
+      put(tiff, 8, 2, 2);
+      put(tiff, 10, 256, 2);
+      put(tiff, 12, side.type, 2);
+      put(tiff, 14, 1, 4);
+      put(tiff, 18, 20000, side.bytes);
+      put(tiff, 22, 257, 2);
+      put(tiff, 24, 3, 2);
+      put(tiff, 26, 1, 4);
+      put(tiff, 30, 10, 2);
+      const std::string path = dir.file("t" + std::to_string(side.type) + (little ? "ii" : "mm") + ".tif");
+      write_file(path, tiff);
+      expect_refused(path, "20000x10, larger than the 16384-pixel limit");
+    }
+  }
+  // BigTIFF (43): 8-byte counts and offsets, a SLONG8 (17) length of 40000.
+  std::string big(96, '\0');
+  big.replace(0, 4, std::string("II\x2b\x00", 4));
+  put_le(big, 4, 8, 2);   // offset size
+  put_le(big, 8, 16, 4);  // first directory at 16 (8 bytes)
+  put_le(big, 16, 2, 4);  // two entries (8 bytes)
+  put_le(big, 24, 256, 2);
+  put_le(big, 26, 3, 2);  // SHORT width 12
+  put_le(big, 28, 1, 4);
+  put_le(big, 36, 12, 2);
+  put_le(big, 44, 257, 2);
+  put_le(big, 46, 17, 2);  // SLONG8 length 40000
+  put_le(big, 48, 1, 4);
+  put_le(big, 56, 40000, 4);
+  write_file(dir.file("big.tif"), big);
+  expect_refused(dir.file("big.tif"), "12x40000");
+}
+
+// Issue 30, finding 13: a JPEG's scans are counted before the decoder runs. 5,000 empty scans over a 16384x16384 gray
+// frame took 71 s and 1.1 GB; more than 100 scans (encoders write a dozen or so) are refused from the markers alone.
+TEST(RobustImages, AJpegOfTooManyScansIsRefusedBeforeDecoding) {
+  SKIP_WITHOUT_DECODER();
+  TempDir dir;
+  auto jpeg = [](int scans) {
+    std::string j("\xFF\xD8", 2);
+    // SOF2 (progressive): 8-bit, 16384 x 16384, one component.
+    j += std::string("\xFF\xC2\x00\x0B\x08\x40\x00\x40\x00\x01\x01\x11\x00", 13);
+    for (int i = 0; i < scans; ++i) {
+      // SOS: one component, spectral band 1..63, then one byte of entropy-coded data (and a stuffed 0xFF).
+      j += std::string("\xFF\xDA\x00\x08\x01\x01\x00\x01\x3F\x00", 10);
+      j += std::string("\x12\xFF\x00", 3);
+    }
+    return j + std::string("\xFF\xD9", 2);
+  };
+  write_file(dir.file("scans.jpg"), jpeg(101));
+  expect_refused(dir.file("scans.jpg"), "a JPEG of more than 100 scans");
+  // 100 scans pass the count (this file then fails in the decoder: it has no tables).
+  write_file(dir.file("hundred.jpg"), jpeg(100));
+  try {
+    (void)decode_image_file(dir.file("hundred.jpg"));
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("scans"), std::string::npos) << e.what();
+  }
+}
+
 #ifdef MNV2_TEST_HAVE_IMGCODECS
 
 // Writes `mat` with OpenCV, then decodes and preprocesses it as the CLI does.
 Image8 through_the_pipeline(const TempDir& dir, const std::string& name, const cv::Mat& mat) {
   const std::string path = dir.file(name);
-  if (!cv::imwrite(path, mat)) throw std::runtime_error("cv::imwrite failed for " + path);
+  std::vector<int> params;
+  if (name.find("progressive") != std::string::npos) params = {cv::IMWRITE_JPEG_PROGRESSIVE, 1};
+  if (name.find("restarts") != std::string::npos) params = {cv::IMWRITE_JPEG_RST_INTERVAL, 1};
+  if (!cv::imwrite(path, mat, params)) throw std::runtime_error("cv::imwrite failed for " + path);
   Image8 image = decode_image_file(path);
   const Tensor t = preprocess(image, Preprocess{});
   EXPECT_EQ(t.shape, (Shape{1, 3, 224, 224})) << name;
@@ -226,6 +307,8 @@ TEST(RobustImages, OddButValidImagesGoAllTheWay) {
   cv::randu(gray, 0, 255);
   cv::randu(rgba, 0, 255);
   cv::randu(deep, 0, 65535);
+  cv::Mat large(48, 64, CV_8UC3);
+  cv::randu(large, 0, 255);
   struct Case {
     std::string name;
     cv::Mat mat;
@@ -241,6 +324,8 @@ TEST(RobustImages, OddButValidImagesGoAllTheWay) {
       {"strip_1x4000.png", cv::Mat(4000, 1, CV_8UC3, cv::Scalar(1, 2, 3)), 1, 4000},
       {"strip_4000x1.bmp", cv::Mat(1, 4000, CV_8UC3, cv::Scalar(1, 2, 3)), 4000, 1},
       {"photo.tif", rgb, 7, 5},
+      {"progressive.jpg", large, 64, 48},  // written progressive: the scan walk over a real file's scans
+      {"restarts.jpg", large, 64, 48},     // a restart marker after every MCU in the entropy-coded data
       {"photo.webp", rgb, 7, 5},
       {"photo.ppm", rgb, 7, 5},
       {"gray.pgm", gray, 7, 5},
