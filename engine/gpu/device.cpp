@@ -4,9 +4,11 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <vector>
 
 #include "backends/layer_checks.h"  // layer_label
 #include "gpu/check.h"
+#include "gpu/device_memory.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
 
@@ -94,6 +96,15 @@ void check_prepare(const Backend& backend, const std::string& who, const Model& 
     throw Error(who + ": " + s.tf32_why_not + " (fp32 and fp16 run here)");
   for (const Layer& layer : model.layers)
     if (auto reason = backend.unsupported_reason(layer)) throw Error(who + ": " + layer_label(layer) + ": " + *reason);
+  // The sizes the model and the command declare, against the device's free memory, before any plan, descriptor
+  // or buffer is made.
+  const Shape input{config.batch, model.input_channels, config.height, config.width};
+  const std::vector<LayerStats> stats = analyse(model, config.batch, config.height, config.width);
+  const int64_t floor = activation_floor_bytes(model, input, stats, config.precision == Precision::fp16 ? 2 : 4);
+  MNV2_CHECK_CUDA(cudaSetDevice(config.device));
+  DeviceMemory(who, config)
+      .require(static_cast<size_t>(floor),
+               "the input, the logits and the largest layer's input and output at once, at the least,");
 }
 
 }  // namespace mnv2::gpu

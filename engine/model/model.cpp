@@ -273,6 +273,28 @@ double layer_flops(const Layer& layer, const LayerStats& stats) {
   }
 }
 
+int64_t activation_floor_bytes(const Model& model, const Shape& input, const std::vector<LayerStats>& stats,
+                               int element_bytes) {
+  // In long double: hostile shapes may pass int64 when summed (each one alone fits, analyse() checked it).
+  auto elements = [](const Shape& s) {
+    return static_cast<long double>(s.n) * s.c * static_cast<long double>(s.h) * static_cast<long double>(s.w);
+  };
+  const long double in = elements(input);
+  long double largest = 0;
+  for (size_t i = 0; i < model.layers.size() && i < stats.size(); ++i) {
+    long double live = elements(stats[i].output);
+    for (int src : model.layers[i].inputs)
+      live += src == kNetworkInput                                  ? in
+              : src >= 0 && static_cast<size_t>(src) < stats.size() ? elements(stats[static_cast<size_t>(src)].output)
+                                                                    : 0;
+    largest = std::max(largest, live);
+  }
+  const long double logits = stats.empty() ? 0 : elements(stats.back().output);
+  const long double bytes = (in + logits + largest) * element_bytes;
+  constexpr auto kMax = std::numeric_limits<int64_t>::max();
+  return bytes >= static_cast<long double>(kMax) ? kMax : static_cast<int64_t>(bytes);
+}
+
 std::string describe(const Layer& layer) {
   switch (layer.kind) {
     case LayerKind::Conv2d: {

@@ -865,7 +865,7 @@ void Importer::conv(const onnx::NodeProto& n) {
     throw Refusal("dilations " + dims_str(dil) + " must be two positive numbers");
   if (pads.size() != 4) throw Refusal("pads " + dims_str(pads) + " must have four values [top, left, bottom, right]");
   for (int64_t p : pads)
-    if (p < 0 || p > kMaxSide) throw Refusal("pads " + dims_str(pads) + " must be non-negative");
+    if (p < 0 || p > kMaxSide) throw Refusal("pads " + dims_str(pads) + " must be in 0.." + std::to_string(kMaxSide));
 
   Layer L;
   L.kind = LayerKind::Conv2d;

@@ -2,6 +2,7 @@
 // graph; shapes, MACs, params, bytes, descriptions and block names; analyse() refusals on hand-built graphs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -483,6 +484,29 @@ TEST(ModelBlocks, GenericGraphs) {
   EXPECT_EQ(m.layers[5].name, "head.conv");
   EXPECT_EQ(m.layers[6].name, "head.relu");
   EXPECT_EQ(m.layers[6].block, 2);
+}
+
+// Issue 30, finding 14: the least memory a run takes, from the graph's shapes alone (what every backend checks before
+// it makes any primitive or buffer): the input, the logits, and the layer whose inputs and output are largest.
+TEST(ModelMain, ActivationFloorFromTheShapes) {
+  const Model& m = main_model();
+  const std::vector<LayerStats> stats = analyse(m, 2, 224, 224);
+  const Shape input{2, 3, 224, 224};
+  int64_t largest = 0;
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    int64_t live = stats[i].output.numel();
+    for (int src : m.layers[i].inputs)
+      live += src == kNetworkInput ? input.numel() : stats[static_cast<size_t>(src)].output.numel();
+    largest = std::max(largest, live);
+  }
+  EXPECT_EQ(activation_floor_bytes(m, input, stats, 4), (input.numel() + stats.back().output.numel() + largest) * 4);
+  EXPECT_EQ(activation_floor_bytes(m, input, stats, 2), activation_floor_bytes(m, input, stats, 4) / 2);
+  // The first block's 96-channel expansion at 112x112 and its depthwise output: 2 x 96 x 112 x 112 x 2 values at the
+  // least.
+  EXPECT_GE(largest, int64_t{2} * 2 * 96 * 112 * 112);
+  // The largest input analyse() takes: in the hundreds of GiB, not wrapped around.
+  const std::vector<LayerStats> huge = analyse(m, 1, 65536, 65536);
+  EXPECT_GT(activation_floor_bytes(m, Shape{1, 3, 65536, 65536}, huge, 4), int64_t{100} << 30);
 }
 
 }  // namespace

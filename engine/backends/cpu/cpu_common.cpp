@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -33,6 +32,14 @@ void check_prepare(const Backend& backend, const Model& model, const PrepareConf
                      std::to_string(config.cpu_threads));
   for (const Layer& layer : model.layers)
     if (auto reason = backend.unsupported_reason(layer)) throw Error(name + ": " + layer_label(layer) + ": " + *reason);
+  // The sizes the model and the command declare, against the host's memory, before any primitive or buffer is
+  // made: oneDNN took a minute creating the primitives of a convolution padded by millions before its buffers
+  // were found not to fit.
+  const Shape input{config.batch, model.input_channels, config.height, config.width};
+  const std::vector<LayerStats> stats = analyse(model, config.batch, config.height, config.width);
+  check_host_memory(name, config.batch, config.height, config.width,
+                    activation_floor_bytes(model, input, stats, sizeof(float)),
+                    "the input, the logits and the largest layer's input and output at once, at the least");
   check_thread_capacity(name, config.cpu_threads > 0 ? config.cpu_threads : thread_count());
 }
 
@@ -98,33 +105,6 @@ int thread_count() {
   // The front end's threads option (flag, $MNV2_CPU_THREADS or a saved setting), else OpenMP's count.
   if (const int n = process_settings().cpu_threads; n > 0) return std::min(n, kMaxThreads);
   return std::max(1, omp_get_max_threads());
-}
-
-int64_t host_memory_available() {
-  int64_t best = -1;
-  auto consider = [&](int64_t bytes) {
-    if (bytes >= 0 && (best < 0 || bytes < best)) best = bytes;
-  };
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") {
-      consider(kib * 1024);
-      break;
-    }
-  }
-  // cgroup v2, then v1: the limit minus what is in use. "max" (no limit) reads as a failed number.
-  for (const auto& [limit_file, usage_file] :
-       {std::pair{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"},
-        std::pair{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"}}) {
-    std::ifstream limit_in(limit_file), usage_in(usage_file);
-    int64_t limit = 0, usage = 0;
-    if (limit_in >> limit && usage_in >> usage && limit > 0 && limit < (int64_t{1} << 60))
-      consider(std::max<int64_t>(0, limit - usage));
-  }
-  return best;
 }
 
 std::string gib(int64_t bytes) {

@@ -150,6 +150,14 @@ struct LayerStats {
 // convolution whose pads at this size differ from the ones resolved at the declared size, ...).
 std::vector<LayerStats> analyse(const Model& model, int batch, int height, int width);
 
+// The fewest bytes of activations any backend holds to run `model` on `input` (batch, channels, height, width) with
+// `stats` analysed for it (analyse()), at `element_bytes` per value: the input and the logits, and, at the layer that
+// needs most, its inputs and its output at once. From the graph's shapes only (microseconds), so every backend checks
+// it against its memory before it builds any primitive or buffer: a 65,536-pixel input or a convolution padded by
+// millions is refused at once, not after a minute of primitive creation. Saturates at INT64_MAX.
+int64_t activation_floor_bytes(const Model& model, const Shape& input, const std::vector<LayerStats>& stats,
+                               int element_bytes);
+
 // "Conv2d(3, 32, 3, 2, 1, 1)" (in, out, kernel, stride, padding, groups), asymmetric pads as
 // "[t, l, b, r]"; "ReLU6()", "ResidualAdd(5, 9)", "GlobalAveragePool()", "Linear(1280, 1001)".
 std::string describe(const Layer& layer);
