@@ -19,6 +19,10 @@ std::string classifier_head_problem(const Model& model, int height, int width) {
          "1x1 convolution)";
 }
 
+int classify_batch(int64_t inputs, int most) {
+  return static_cast<int>(std::clamp<int64_t>(inputs, 1, std::max(1, most)));
+}
+
 namespace {
 
 bool all_finite(const Tensor& t) {
@@ -60,15 +64,10 @@ Classifier::~Classifier() = default;
 
 void Classifier::release() { cache_ = std::make_unique<Cache>(); }
 
-ClassifyResult Classifier::classify(const Model& model, const std::vector<std::string>& labels,
-                                    const ClassifyConfig& config, const Tensor& input) {
-  if (static_cast<int>(labels.size()) != model.num_classes)
-    throw UsageError(std::to_string(labels.size()) + " labels for a model with " + std::to_string(model.num_classes) +
-                     " classes");
-  if (config.top < 1) throw UsageError("top must be at least 1");
-  PrepareConfig pc{static_cast<int>(input.shape.n),
-                   static_cast<int>(input.shape.h),
-                   static_cast<int>(input.shape.w),
+void Classifier::prepare(const Model& model, const ClassifyConfig& config, const Shape& input) {
+  PrepareConfig pc{static_cast<int>(input.n),
+                   static_cast<int>(input.h),
+                   static_cast<int>(input.w),
                    config.precision,
                    config.cuda,
                    0,
@@ -80,21 +79,29 @@ ClassifyResult Classifier::classify(const Model& model, const std::vector<std::s
                     c.prepared.batch == pc.batch && c.prepared.height == pc.height && c.prepared.width == pc.width &&
                     c.prepared.precision == pc.precision && c.prepared.cuda == pc.cuda &&
                     c.prepared.cudnn == pc.cudnn && c.prepared.device == pc.device;
-  if (!same) {
-    c.net.reset();  // a GPU network's memory is freed before the next one takes its own
-    if (std::string problem = classifier_head_problem(model, pc.height, pc.width); !problem.empty())
-      throw Error(problem);
-    auto backend = make_backend(config.backend);
-    if (const Availability a = backend->availability(); !a.available)
-      throw Error("backend '" + config.backend + "' is not available: " + a.reason);
-    c.net = backend->prepare(model, pc);
-    c.model = &model;
-    c.model_checksum = model.checksum;
-    c.model_data_files = model.file.external_files;
-    c.config = config;
-    c.prepared = pc;
-    c.description = backend->description();
-  }
+  if (same) return;
+  c.net.reset();  // a GPU network's memory is freed before the next one takes its own
+  if (std::string problem = classifier_head_problem(model, pc.height, pc.width); !problem.empty()) throw Error(problem);
+  auto backend = make_backend(config.backend);
+  if (const Availability a = backend->availability(); !a.available)
+    throw Error("backend '" + config.backend + "' is not available: " + a.reason);
+  c.net = backend->prepare(model, pc);
+  c.model = &model;
+  c.model_checksum = model.checksum;
+  c.model_data_files = model.file.external_files;
+  c.config = config;
+  c.prepared = pc;
+  c.description = backend->description();
+}
+
+ClassifyResult Classifier::classify(const Model& model, const std::vector<std::string>& labels,
+                                    const ClassifyConfig& config, const Tensor& input) {
+  if (static_cast<int>(labels.size()) != model.num_classes)
+    throw UsageError(std::to_string(labels.size()) + " labels for a model with " + std::to_string(model.num_classes) +
+                     " classes");
+  if (config.top < 1) throw UsageError("top must be at least 1");
+  prepare(model, config, input.shape);
+  Cache& c = *cache_;
   const Tensor logits = c.net->run(input);
   const int classes = static_cast<int>(logits.shape.per_image());
   ClassifyResult result;

@@ -22,46 +22,64 @@ std::string Shape::str() const {
   return std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w);
 }
 
-Tensor read_tensor_file(const std::string& path, Shape expected) {
-  const int64_t image_bytes = expected.per_image() * 4;
-  if (image_bytes <= 0) throw UsageError(path + ": expected tensor shape " + expected.str() + " is empty");
+TensorFileReader::TensorFileReader(const std::string& path, Shape image) : path_(path), image_(image) {
+  image_.n = 1;
+  const int64_t image_bytes = image_.per_image() * 4;
+  if (image_bytes <= 0) throw UsageError(path + ": expected tensor shape " + image_.str() + " is empty");
   const OpenedInput in = open_input_file(path, inputs::kTensor);  // a regular file within its budget
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{in.fd};
+  fd_ = in.fd;
   const uint64_t size = in.size;
   if (size == 0 || size % static_cast<uint64_t>(image_bytes) != 0) {
+    ::close(fd_);
     throw Error(path + ": " + std::to_string(size) + " bytes is not a whole number of float32 tensors of " +
-                std::to_string(expected.c) + "x" + std::to_string(expected.h) + "x" + std::to_string(expected.w) +
-                " (" + std::to_string(image_bytes) + " bytes each)");
+                std::to_string(image.c) + "x" + std::to_string(image.h) + "x" + std::to_string(image.w) + " (" +
+                std::to_string(image_bytes) + " bytes each)");
   }
-  Shape shape = expected;
-  shape.n = static_cast<int64_t>(size / static_cast<uint64_t>(image_bytes));
+  images_ = static_cast<int64_t>(size / static_cast<uint64_t>(image_bytes));
   // The largest batch any command takes; a bigger file is not an input but a mistake (or a sparse file).
   constexpr int64_t kMaxImages = 65536;
-  if (shape.n > kMaxImages)
-    throw Error(path + ": holds " + std::to_string(shape.n) + " images of " + std::to_string(expected.c) + "x" +
-                std::to_string(expected.h) + "x" + std::to_string(expected.w) + "; at most " +
-                std::to_string(kMaxImages) + " (the largest batch) can be read");
+  if (images_ > kMaxImages) {
+    ::close(fd_);
+    throw Error(path + ": holds " + std::to_string(images_) + " images of " + std::to_string(image.c) + "x" +
+                std::to_string(image.h) + "x" + std::to_string(image.w) + "; at most " + std::to_string(kMaxImages) +
+                " (the largest batch) can be read");
+  }
+}
+
+TensorFileReader::~TensorFileReader() { ::close(fd_); }
+
+Tensor TensorFileReader::read(int64_t first, int64_t count) const {
+  if (first < 0 || count < 1 || first > images_ || count > images_ - first)
+    throw UsageError(path_ + ": images " + std::to_string(first) + ".." + std::to_string(first + count - 1) +
+                     " asked for; the file holds " + std::to_string(images_));
+  Shape shape = image_;
+  shape.n = count;
   Tensor t;
   try {
     t = Tensor(shape);
   } catch (const std::bad_alloc&) {
-    throw Error(path + ": not enough memory to read " + std::to_string(size) + " bytes of tensor data");
+    throw Error(path_ + ": not enough memory to read " + std::to_string(shape.numel() * 4) + " bytes of tensor data");
   }
+  const uint64_t size = static_cast<uint64_t>(shape.numel()) * 4;
+  const uint64_t offset = static_cast<uint64_t>(first) * static_cast<uint64_t>(image_.per_image()) * 4;
   char* dst = reinterpret_cast<char*>(t.data.data());
   for (uint64_t done = 0; done < size;) {
-    const ssize_t n = ::read(in.fd, dst + done, static_cast<size_t>(std::min<uint64_t>(size - done, 1u << 30)));
+    const ssize_t n = ::pread(fd_, dst + done, static_cast<size_t>(std::min<uint64_t>(size - done, 1u << 30)),
+                              static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
-      throw Error(path + ": read failed" +
+      throw Error(path_ + ": read failed" +
                   (n < 0 ? std::string(" (") + std::strerror(errno) + ")" : " (the file shrank)"));
     done += static_cast<uint64_t>(n);
   }
   for (float v : t.data)
-    if (!std::isfinite(v)) throw Error(path + ": tensor holds NaN or Inf values");
+    if (!std::isfinite(v)) throw Error(path_ + ": tensor holds NaN or Inf values");
   return t;
+}
+
+Tensor read_tensor_file(const std::string& path, Shape expected) {
+  const TensorFileReader reader(path, expected);
+  return reader.read(0, reader.images());
 }
 
 void write_tensor_file(const std::string& path, const Tensor& t) {

@@ -33,6 +33,25 @@ struct Tensor {
 // then). Throws Error naming the file and both sizes on a mismatch.
 Tensor read_tensor_file(const std::string& path, Shape expected);
 
+// The same file read a few images at a time (classify of a large tensor file streams it in bounded batches): the
+// constructor opens it and makes read_tensor_file()'s checks; read() takes images [first, first + count) from the
+// descriptor opened then. Throws Error naming the file.
+class TensorFileReader {
+ public:
+  TensorFileReader(const std::string& path, Shape image);  // image.n is ignored
+  ~TensorFileReader();
+  TensorFileReader(const TensorFileReader&) = delete;
+  TensorFileReader& operator=(const TensorFileReader&) = delete;
+  int64_t images() const { return images_; }
+  Tensor read(int64_t first, int64_t count) const;
+
+ private:
+  std::string path_;
+  Shape image_;
+  int fd_ = -1;
+  int64_t images_ = 0;
+};
+
 // Writes raw little-endian float32 atomically (temporary file, then rename).
 void write_tensor_file(const std::string& path, const Tensor& t);
 
