@@ -96,6 +96,7 @@ int cmd_eval(const Args& args, const OptionValues& options) {
   std::printf("model %s; backend %s (%s); precision %s; batch %d; %d loader threads, at most %d batches ahead\n",
               printable(m.model.source).c_str(), cfg.backend.c_str(), r.backend_description.c_str(),
               to_string(cfg.precision), cfg.batch, r.config.loader_threads, r.config.queue_batches);
+  if (!r.queue_note.empty()) std::printf("note: %s\n", r.queue_note.c_str());
   std::printf("%d images from %s (%s), %zu skipped as unreadable\n", r.images, printable(*images_dir).c_str(),
               args.get("--list") ? ("list " + printable(*args.get("--list"))).c_str() : "one sub-folder per class",
               r.skipped.size());

@@ -10,15 +10,18 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "mnv2/error.h"
+#include "mnv2/host_memory.h"
 #include "mnv2/image.h"
 #include "mnv2/input_files.h"
 #include "mnv2/labels.h"
@@ -27,6 +30,12 @@ namespace mnv2 {
 namespace fs = std::filesystem;
 
 namespace {
+
+std::string gib_text(long double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes / (1 << 30)));
+  return text;
+}
 
 bool is_number(const std::string& s) {
   return !s.empty() && s.size() <= 9 &&
@@ -250,7 +259,15 @@ class BatchLoader {
         count_((static_cast<int>(items.size()) + batch - 1) / batch),
         ahead_(ahead),
         load_(load) {
-    for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
+    for (int t = 0; t < threads; ++t) {
+      try {
+        workers_.emplace_back([this] { work(); });
+      } catch (const std::system_error& e) {  // the system refused a thread (ulimit -u): go on with fewer
+        if (!workers_.empty()) break;
+        throw Error(std::string("eval: cannot start an image loader thread (") + e.what() +
+                    "; a process limit such as ulimit -u)");
+      }
+    }
   }
   ~BatchLoader() {
     {
@@ -323,6 +340,33 @@ class BatchLoader {
 
 }  // namespace
 
+LoaderQueue fit_loader_queue(int batch, int64_t values_per_image, int threads, int ahead, int64_t available) {
+  LoaderQueue q;
+  q.ahead = std::max(1, ahead);
+  q.threads = std::clamp(threads, 1, q.ahead);  // a thread beyond the batches it may claim would only wait
+  const long double batch_bytes = static_cast<long double>(batch) * values_per_image * sizeof(float);
+  auto need = [&](int a, int t) { return (a + 2) * batch_bytes + static_cast<long double>(t) * kLoaderDecodeBytes; };
+  q.bytes = static_cast<int64_t>(need(q.ahead, q.threads));
+  if (available < 0) return q;  // the machine does not say: as asked
+  const long double budget = static_cast<long double>(available) * kLoaderShareOfAvailable;
+  if (need(1, 1) > budget)
+    throw Error("eval: batch " + std::to_string(batch) + " needs " + gib_text(need(1, 1)) +
+                " for its image loader queue at the least (the batch being filled, the one ready, the one the "
+                "network runs, and one image being decoded); " +
+                gib_text(static_cast<long double>(available)) + " of host memory is available: use a smaller batch");
+  const int asked_ahead = q.ahead, asked_threads = q.threads;
+  while (q.ahead > 1 && need(q.ahead, std::min(q.threads, q.ahead)) > budget) --q.ahead;
+  q.threads = std::min(q.threads, q.ahead);
+  q.bytes = static_cast<int64_t>(need(q.ahead, q.threads));
+  if (q.ahead != asked_ahead || q.threads != asked_threads)
+    q.note = "the image loader queue was cut from " + std::to_string(asked_ahead) + " batches ahead and " +
+             std::to_string(asked_threads) + " threads to " + std::to_string(q.ahead) + " and " +
+             std::to_string(q.threads) + ": " + gib_text(need(asked_ahead, asked_threads)) + " would not fit in the " +
+             gib_text(budget) + " it may take (" + std::to_string(static_cast<int>(kLoaderShareOfAvailable * 100)) +
+             "% of the " + gib_text(static_cast<long double>(available)) + " available)";
+  return q;
+}
+
 EvalResult evaluate(const Model& model, const std::vector<EvalItem>& items, const EvalConfig& config,
                     const ImageLoader& loader, const EvalProgress& progress) {
   if (items.empty()) throw Error("no images to evaluate");
@@ -337,11 +381,13 @@ EvalResult evaluate(const Model& model, const std::vector<EvalItem>& items, cons
   PrepareConfig pc{config.batch, crop, crop, config.precision, config.cuda, 0, config.cudnn};
   pc.device = config.device;
   std::unique_ptr<PreparedNet> net = backend->prepare(model, pc);
-
   EvalResult r;
+  const LoaderQueue queue = fit_loader_queue(config.batch, static_cast<int64_t>(model.input_channels) * crop * crop,
+                                             threads, ahead, host_memory_available());
   r.config = config;
-  r.config.loader_threads = threads;
-  r.config.queue_batches = ahead;
+  r.config.loader_threads = queue.threads;
+  r.config.queue_batches = queue.ahead;
+  r.queue_note = queue.note;
   r.backend_description = backend->description();
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
@@ -349,7 +395,7 @@ EvalResult evaluate(const Model& model, const std::vector<EvalItem>& items, cons
   Tensor input(Shape{config.batch, model.input_channels, crop, crop});  // a short last batch runs padded
   const int64_t per_image = input.shape.per_image();
   const std::vector<std::string> no_labels;
-  BatchLoader batches(items, config.batch, threads, ahead, loader);
+  BatchLoader batches(items, config.batch, queue.threads, queue.ahead, loader);
   int done = 0;
   for (int k = 0; k < batches.count(); ++k) {
     const auto wait0 = clock::now();

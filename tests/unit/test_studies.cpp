@@ -702,5 +702,41 @@ TEST(Ncu, TheStudyFromAReportUsesItsStepsAndInput) {
   EXPECT_NE(shell_join(ncu_command(r, 1, "/opt/mnv2").argv).find("--image " + d.file("in.bmp")), std::string::npos);
 }
 
+// Issue 30, finding 11: the loader queue fits the memory the process may take, decided before any image is read.
+TEST(EvalLoaderQueue, IsCutToTheMemoryAvailableAndRefusedWhenNotEvenOneBatchFits) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  const int64_t per_image = 3 * 224 * 224;  // 588 KiB of float32 per image
+  // What was asked where nothing is known, or where it fits: as asked, but no more threads than batches ahead.
+  LoaderQueue q = fit_loader_queue(64, per_image, 4, 5, -1);
+  EXPECT_EQ(q.threads, 4);
+  EXPECT_EQ(q.ahead, 5);
+  EXPECT_TRUE(q.note.empty());
+  q = fit_loader_queue(64, per_image, 16, 5, 64 * kGiB);
+  EXPECT_EQ(q.threads, 5);
+  EXPECT_EQ(q.ahead, 5);
+  EXPECT_TRUE(q.note.empty()) << q.note;
+  // The finding: --batch 4096 --threads 256 (257 batches ahead, 620 GB) on a machine with 23.8 GB available.
+  const int64_t available = 23.8 * 1e9;
+  q = fit_loader_queue(4096, per_image, 256, 257, available);
+  EXPECT_GE(q.ahead, 1);
+  EXPECT_LE(q.threads, q.ahead);
+  EXPECT_LE(static_cast<double>(q.bytes), kLoaderShareOfAvailable * static_cast<double>(available));
+  // The largest queue that fits was chosen: one more batch ahead would not.
+  const double batch_bytes = 4096.0 * per_image * 4;
+  EXPECT_GT((q.ahead + 3) * batch_bytes + (q.threads + 1.0) * kLoaderDecodeBytes,
+            kLoaderShareOfAvailable * static_cast<double>(available));
+  EXPECT_NE(q.note.find("cut from 257 batches ahead and 256 threads to " + std::to_string(q.ahead)), std::string::npos)
+      << q.note;
+  // Not even one batch ahead: refused, naming the batch, what it needs and what there is.
+  try {
+    (void)fit_loader_queue(65536, per_image, 4, 5, 8 * kGiB);
+    ADD_FAILURE() << "a queue of 3 batches of 65536 images fitted in 8 GiB";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("eval: batch 65536 needs 110.3 GiB"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("8.0 GiB of host memory is available: use a smaller batch"), std::string::npos) << msg;
+  }
+}
+
 }  // namespace
 }  // namespace mnv2::test

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "mnv2/backend.h"
+#include "mnv2/host_memory.h"  // host_memory_available
 #include "mnv2/model.h"
 
 namespace mnv2::cpu {
@@ -26,10 +27,6 @@ void check_thread_capacity(const std::string& backend, int threads);  // Prepare
 // from 1 to 4096, else UsageError), otherwise what OpenMP would use (OMP_NUM_THREADS, or the processors this process
 // may run on).
 int thread_count();
-
-// Bytes this process can still allocate without swapping or being killed: MemAvailable from /proc/meminfo,
-// or less where a cgroup (container) limit leaves less. -1 when neither can be read.
-int64_t host_memory_available();
 
 // The error a backend throws when a batch does not fit: "cpu: out of host memory for batch 8 at 224x224
 // (needs 1.2 GiB for ...; <have>)". `have` says what is available or what failed.

@@ -73,7 +73,24 @@ struct EvalResult {
   double loader_wait_s = 0;             // time inference waited for decoded batches (the loaders' shortfall)
   std::vector<EvalMiss> misclassified;  // top-1 wrong, in input order
   std::vector<EvalSkip> skipped;        // unreadable images, in input order
+  std::string queue_note;               // non-empty when the loader queue was cut to fit (fit_loader_queue)
 };
+
+// The image loaders' queue, fitted to the host's memory before any image is decoded: batches claimed ahead of the
+// network (being decoded or ready) take ahead x batch x the preprocessed image, plus the batch being consumed and
+// the network's input batch, plus each thread's decode of one image (kLoaderDecodeBytes: a 20-megapixel photograph
+// decoded to RGB with its resize). When that exceeds kLoaderShareOfAvailable of `available` (bytes, -1 for
+// unknown: taken as asked), the queue is shortened (down to 1 batch ahead) and the threads with it (never more
+// threads than batches ahead: the rest would wait); when even one batch ahead does not fit, Error naming the
+// batch and both figures. A queue of 257 batches of 4,096 images once took 23.8 GB before the OOM killer ended it.
+inline constexpr int64_t kLoaderDecodeBytes = int64_t{64} << 20;
+inline constexpr double kLoaderShareOfAvailable = 0.75;
+struct LoaderQueue {
+  int threads = 1, ahead = 1;
+  int64_t bytes = 0;  // what the queue may hold at most, by the rule above
+  std::string note;   // how and why it was cut; empty when taken as asked
+};
+LoaderQueue fit_loader_queue(int batch, int64_t values_per_image, int threads, int ahead, int64_t available);
 
 // Turns a file into one preprocessed 1xCxHxW tensor of the model's input size; throws Error naming the
 // file. The default decodes with decode_image_file() and preprocess(), except that a ".f32" file is taken
