@@ -140,6 +140,21 @@ int cmd_lab(const Args& args, const OptionValues& options) {
   std::error_code ec;
   if (const auto self = std::filesystem::read_symlink("/proc/self/exe", ec); !ec) c.program = self.string();
 
+  std::string out_json = json_path;
+  if (out_json.empty() && args.get("--out"))
+    out_json = (std::filesystem::path(*args.get("--out")) / "lab.json").string();
+  {
+    // Every file the run will write, checked before it starts (a missing folder, a directory, a read-only file, one
+    // of its inputs, two of them the same file) as a command's output set is: the worker writes the report files,
+    // this process the result, after a run that may take minutes.
+    OutputSet planned;
+    planned.add_input("--kernel", c.kernel_file);
+    if (c.input != "random") planned.add_input("--input", c.input);
+    planned.add_input("the model", c.model_path);
+    if (!out_json.empty()) planned.add(json_path.empty() ? "--out (lab.json)" : "--json", out_json);
+    if (!c.report_csv.empty()) planned.add(args.get("--csv") ? "--csv" : "--out (profile.csv)", c.report_csv);
+    if (!c.report_json.empty()) planned.add("--out (profile.json)", c.report_json);
+  }
   const LabResult r = run_lab(c, [](const std::string& line) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
@@ -150,9 +165,6 @@ int cmd_lab(const Args& args, const OptionValues& options) {
     std::printf("memory checker: %s\n", r.compute_sanitizer_command.c_str());
     std::printf("Nsight Compute: %s\n", r.ncu_command.c_str());
   }
-  std::string out_json = json_path;
-  if (out_json.empty() && args.get("--out"))
-    out_json = (std::filesystem::path(*args.get("--out")) / "lab.json").string();
   // Written after the run (also when the check failed), so outside the command's set; its inputs still may not be
   // replaced by it.
   if (!out_json.empty())
