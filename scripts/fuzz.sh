@@ -4,7 +4,7 @@
 # crash, leak, hang or blow the memory limit land in tests/fuzz/regressions/<target>/: fix the cause and
 # keep the file (git add it); the unit tests replay every file there and in the corpora.
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: onnx_import image_decode report_reader output_set (default all)
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      TARGET: onnx_import image_decode report_reader output_set eval_list (default all)
 #   MNV2_FUZZ_KEEP_GOING=1   keep fuzzing after a finding (libFuzzer fork mode) and collect them all
 #   MNV2_FUZZ_BUILD_DIR=DIR  build somewhere else than build-fuzz/
 #
@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-300}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(onnx_import image_decode report_reader output_set)
+((${#targets[@]})) || targets=(onnx_import image_decode report_reader output_set eval_list)
 build=${MNV2_FUZZ_BUILD_DIR:-$root/build-fuzz}
 jobs=${MNV2_FUZZ_BUILD_JOBS:-$(nproc)}
 

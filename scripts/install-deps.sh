@@ -14,6 +14,7 @@ packages=(
   python3  # tests/cli/golden/run_golden.py
   dpkg-dev desktop-file-utils
   clang-format  # scripts/check-format.sh, run by scripts/test.sh
+  time  # GNU time: the tests that measure a run's peak memory (tests/cli/test_cli_budgets.cpp)
 )
 missing=()
 for p in "${packages[@]}"; do

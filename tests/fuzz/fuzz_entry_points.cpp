@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -22,6 +23,8 @@
 #include "mnv2/bench.h"
 #include "mnv2/bench_report.h"
 #include "mnv2/error.h"
+#include "mnv2/eval.h"
+#include "mnv2/host_memory.h"
 #include "mnv2/image.h"
 #include "mnv2/input_files.h"
 #include "mnv2/json_io.h"
@@ -127,6 +130,27 @@ Outcome onnx_import(const uint8_t* data, size_t size) {
     macs += s.macs;
     activation_bytes += s.activation_bytes;
   }
+  // The least memory the declared sizes take: at least the input and every single layer's output.
+  const Shape declared{1, model.input_channels, model.input_height, model.input_width};
+  const int64_t floor = activation_floor_bytes(model, declared, stats, 4);
+  if (floor < declared.numel() * 4)
+    finding("activation_floor_bytes " + std::to_string(floor) + " is below the input's");
+  for (const LayerStats& s : stats)
+    if (s.activation_bytes > floor) finding("activation_floor_bytes is below a layer's output");
+  // Sizes beyond the host's memory: refused by prepare from the shapes, before any buffer (the fuzzer's memory
+  // limit would catch an allocation of that size).
+  if (const int64_t available = host_memory_available(); available >= 0 && floor > available) {
+    try {
+      (void)make_backend("cpu")->prepare(model,
+                                         PrepareConfig{1, model.input_height, model.input_width, Precision::fp32});
+      finding("cpu prepared a model whose activations need " + std::to_string(floor) + " bytes, more than the " +
+              std::to_string(available) + " available");
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("out of host memory") == std::string::npos)
+        finding(std::string("a model over the host's memory was refused for another reason: ") + e.what());
+    }
+    return Outcome::accepted;
+  }
   if (macs > kMaxRunMacs || activation_bytes > kMaxRunActivationBytes) return Outcome::accepted;
 
   auto backend = make_backend("cpu");
@@ -214,6 +238,32 @@ Outcome report_reader(const uint8_t* data, size_t size) {
     if (back.size() != reports.size()) finding("a report read back with a different number of runs");
   } catch (const Error& e) {
     finding(std::string("a report that was read could not be read back after writing: ") + e.what());
+  }
+  return Outcome::accepted;
+}
+
+Outcome eval_list(const uint8_t* data, size_t size) {
+  write_input(data, size);
+  constexpr int kClasses = 1000;
+  const std::string images = scratch_dir();
+  std::vector<EvalItem> items;
+  try {
+    items = read_eval_list(input_path(), images, kClasses);
+  } catch (const Error& e) {
+    check_refusal(e, "read_eval_list");
+    return Outcome::refused;
+  }
+  if (items.empty()) finding("read_eval_list accepted a list of no images");
+  for (const EvalItem& item : items) {
+    if (item.label < 0 || item.label >= kClasses) finding("a label outside 0..999: " + std::to_string(item.label));
+    if (item.path.rfind(images + "/", 0) != 0) finding("a name outside the images folder: " + item.path);
+    const std::string rest = item.path.substr(images.size() + 1);
+    if (rest.empty() || rest.front() == '/') finding("an absolute or empty name: " + item.path);
+    for (size_t at = 0; at <= rest.size();) {
+      const size_t end = std::min(rest.find('/', at), rest.size());
+      if (rest.compare(at, end - at, "..") == 0) finding("a '..' component: " + item.path);
+      at = end + 1;
+    }
   }
   return Outcome::accepted;
 }

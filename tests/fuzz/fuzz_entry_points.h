@@ -14,7 +14,9 @@ enum class Outcome {
 };
 
 // Any other exception escapes, and an inconsistent result throws std::logic_error: both are findings.
-// load_onnx(), then analyse() at the declared size and, for small models, a cpu prepare + run. External
+// load_onnx(), then analyse() at the declared size and, for small models, a cpu prepare + run; a model whose
+// declared sizes need more memory than the host has (activation_floor_bytes) must be refused by the cpu prepare
+// before it allocates anything. External
 // data is resolved in a scratch folder of this process only (scratch_dir()), never next to the memfd.
 Outcome onnx_import(const uint8_t* data, size_t size);
 
@@ -34,6 +36,11 @@ Outcome report_reader(const uint8_t* data, size_t size);
 // hard links), with a rename that fails part-way when the bytes say so: never a temporary left, and a
 // failed commit changes no file.
 Outcome output_set(const uint8_t* data, size_t size);
+
+// read_eval_list() over the bytes as a list file for a 1000-class model, its images folder the scratch folder: every
+// name accepted lies beneath that folder (no absolute name, no '..'), every label is in range, every refusal names
+// the file on one line.
+Outcome eval_list(const uint8_t* data, size_t size);
 
 // The file the bytes were last written to (a memfd, so nothing touches the disk); errors must name it.
 std::string input_path();

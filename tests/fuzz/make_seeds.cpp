@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -144,8 +145,57 @@ std::string external_data() {
   return g.bytes();
 }
 
-void write_image(const fs::path& path, const cv::Mat& mat) {
-  if (!cv::imwrite(path.string(), mat)) throw std::runtime_error("cv::imwrite failed for " + path.string());
+void write_image(const fs::path& path, const cv::Mat& mat, const std::vector<int>& params = {}) {
+  if (!cv::imwrite(path.string(), mat, params)) throw std::runtime_error("cv::imwrite failed for " + path.string());
+}
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A little-endian TIFF as OpenCV writes it, with the type of its ImageWidth and ImageLength entries changed to
+// `type` (8 SSHORT, 9 SLONG; the value keeps its bytes, which fit): the tag types finding 13 of issue 30 was about.
+std::string tiff_with_side_type(const cv::Mat& mat, uint16_t type, const fs::path& scratch) {
+  write_image(scratch, mat);
+  std::string b = read_bytes(scratch);
+  fs::remove(scratch);
+  auto u16 = [&](size_t at) { return static_cast<uint16_t>(uint8_t(b[at]) | uint8_t(b[at + 1]) << 8); };
+  if (b.size() < 8 || b[0] != 'I') throw std::runtime_error("OpenCV wrote no little-endian TIFF");
+  const size_t ifd = uint8_t(b[4]) | uint8_t(b[5]) << 8 | uint8_t(b[6]) << 16 | size_t(uint8_t(b[7])) << 24;
+  for (size_t i = 0, n = u16(ifd); i < n; ++i) {
+    const size_t at = ifd + 2 + 12 * i;
+    const uint16_t tag = u16(at), old = u16(at + 2);
+    if ((tag == 256 || tag == 257) && (old == 3 || old == 4) && (type == 9 || old == 3)) {
+      b[at + 2] = static_cast<char>(type & 0xFF);
+      b[at + 3] = static_cast<char>(type >> 8);
+    }
+  }
+  return b;
+}
+
+// A progressive JPEG written by OpenCV with its last scan repeated `extra` times before the end-of-image marker:
+// many scans over a small frame (finding 13 of issue 30: 5,000 empty scans over a large one).
+std::string jpeg_with_repeated_scan(const cv::Mat& mat, int extra, const fs::path& scratch) {
+  write_image(scratch, mat, {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+  const std::string b = read_bytes(scratch);
+  fs::remove(scratch);
+  const size_t last_sos = b.rfind(std::string("\xFF\xDA", 2));
+  const size_t eoi = b.rfind(std::string("\xFF\xD9", 2));
+  if (last_sos == std::string::npos || eoi == std::string::npos || eoi < last_sos)
+    throw std::runtime_error("OpenCV wrote no progressive JPEG");
+  std::string out = b.substr(0, eoi);
+  for (int i = 0; i < extra; ++i) out += b.substr(last_sos, eoi - last_sos);
+  return out + b.substr(eoi);
+}
+
+// A small network whose declared sizes are huge: a fixed 65536x65536 input, or a convolution padded by 60,000.
+std::string huge_declared(bool pads) {
+  OnnxBuilder g(13);
+  g.input("x", pads ? std::vector<int64_t>{1, 3, 8, 8} : std::vector<int64_t>{1, 3, 65536, 65536});
+  g.conv("x", "c", 3, 4, 3, 1, pads ? 60000 : 1);  // the importer takes pads up to 65536
+  g.classifier("c", 4, 5);
+  return g.bytes();
 }
 
 cv::Mat pattern(int rows, int cols, int type) {
@@ -227,6 +277,8 @@ int main(int argc, char** argv) {
     write_bytes(onnx / "torch_export_style.onnx", torch_export_style());
     write_bytes(onnx / "external_data.onnx", external_data());
     write_bytes(onnx / "mobilenet_like_truncated.onnx", model.substr(0, model.size() / 2));
+    write_bytes(onnx / "huge_input.onnx", huge_declared(false));
+    write_bytes(onnx / "huge_pads.onnx", huge_declared(true));
 
     cv::setRNGSeed(7);
     write_image(image / "rgb_4x3.bmp", pattern(3, 4, CV_8UC3));
@@ -237,6 +289,12 @@ int main(int argc, char** argv) {
     write_image(image / "one_pixel.jpg", pattern(1, 1, CV_8UC3));
     write_image(image / "rgb_8x8.jpg", pattern(8, 8, CV_8UC3));
     write_image(image / "gray_8x8.jpg", pattern(8, 8, CV_8UC1));
+    write_image(image / "progressive_16x16.jpg", pattern(16, 16, CV_8UC3), {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+    write_image(image / "restarts_32x16.jpg", pattern(16, 32, CV_8UC3), {cv::IMWRITE_JPEG_RST_INTERVAL, 1});
+    write_bytes(image / "progressive_120_scans.jpg",
+                jpeg_with_repeated_scan(pattern(8, 8, CV_8UC1), 120, image / "scratch.jpg"));
+    write_bytes(image / "sides_sshort_4x3.tif", tiff_with_side_type(pattern(3, 4, CV_8UC3), 8, image / "scratch.tif"));
+    write_bytes(image / "sides_slong_4x3.tif", tiff_with_side_type(pattern(3, 4, CV_8UC1), 9, image / "scratch.tif"));
 
     write_bytes(report / "small_report.json", small_report());
     std::cout << "wrote seeds under " << dir.string() << "\n";

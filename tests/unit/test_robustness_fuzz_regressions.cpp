@@ -105,5 +105,12 @@ TEST(FuzzRegressions, OutputSet) {
   replay("output_set", fuzz::output_set, "regressions");
 }
 
+TEST(FuzzRegressions, EvalList) {
+  const Tally seeds = replay("eval_list", fuzz::eval_list, "corpus");
+  EXPECT_GE(seeds.accepted, 3) << "the seed lists with names beneath the folder should read";
+  EXPECT_GE(seeds.refused, 2) << "the seed lists naming /etc/shadow and ../ should be refused";
+  replay("eval_list", fuzz::eval_list, "regressions");
+}
+
 }  // namespace
 }  // namespace mnv2::test
