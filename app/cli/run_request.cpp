@@ -9,6 +9,7 @@
 #include "mnv2/backend.h"
 #include "mnv2/error.h"
 #include "mnv2/image.h"
+#include "mnv2/memory.h"  // check_sizes_fit
 #include "mnv2/printable.h"
 #include "mnv2/sweep.h"
 
@@ -63,6 +64,12 @@ ProfileRequest parse_profile_request(const Args& args, const OptionValues& optio
   auto [h, w] = args.get("--input-size") ? parse_input_size(*args.get("--input-size"))
                                          : std::pair<int, int>{req.m.model.input_height, req.m.model.input_width};
   if (auto image = args.get("--image")) {
+    // The image is cropped as the model says: every backend's sizes are checked at that crop before it is decoded.
+    for (const std::string& backend : req.backends) {
+      PrepareConfig at_crop = p;
+      at_crop.height = at_crop.width = req.m.model.preprocess.crop;
+      check_sizes_fit(req.m.model, backend, at_crop);
+    }
     Tensor t = preprocess(decode_image_file(*image), req.m.model.preprocess);
     h = static_cast<int>(t.shape.h);
     w = static_cast<int>(t.shape.w);

@@ -104,7 +104,7 @@ void check_prepare(const Backend& backend, const std::string& who, const Model& 
   MNV2_CHECK_CUDA(cudaSetDevice(config.device));
   DeviceMemory(who, config)
       .require(static_cast<size_t>(floor),
-               "the input, the logits and the largest layer's input and output at once, at the least,");
+               "at the least, the input, the logits and the largest layer's input and output held at once");
 }
 
 }  // namespace mnv2::gpu

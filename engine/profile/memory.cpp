@@ -6,6 +6,7 @@
 
 #include "mnv2/bench.h"
 #include "mnv2/error.h"
+#include "mnv2/host_memory.h"
 
 #include "gpu/plugin_api.h"
 
@@ -34,6 +35,45 @@ DeviceMemoryUse device_memory_use(int device) {
     use.total_bytes = total;
   }
   return use;
+}
+
+namespace {
+
+std::string gib_of(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  return text;
+}
+
+}  // namespace
+
+void check_sizes_fit(const Model& model, const std::string& backend, const PrepareConfig& config) {
+  const Shape input{config.batch, model.input_channels, config.height, config.width};
+  const std::vector<LayerStats> stats = analyse(model, config.batch, config.height, config.width);
+  const std::string where = backend + ": out of ";
+  const std::string run = " for batch " + std::to_string(config.batch) + " at " + std::to_string(config.height) + "x" +
+                          std::to_string(config.width);
+  const char* what = "the input, the logits and the largest layer's input and output at once, at the least";
+  const int64_t available = host_memory_available();
+  if (is_host_backend(backend)) {
+    const int64_t need = activation_floor_bytes(model, input, stats, sizeof(float));
+    if (available >= 0 && need > available)
+      throw Error(where + "host memory" + run + " (needs " + gib_of(need) + " for " + what + "; " + gib_of(available) +
+                  " available)");
+    return;
+  }
+  // A GPU backend: its input batch is host memory too (float32), and its activations device memory.
+  const int64_t input_bytes = input.numel() * static_cast<int64_t>(sizeof(float));
+  if (available >= 0 && input_bytes > available)
+    throw Error(where + "host memory" + run + " (needs " + gib_of(input_bytes) + " for the input batch; " +
+                gib_of(available) + " available)");
+  const int64_t need = activation_floor_bytes(model, input, stats, config.precision == Precision::fp16 ? 2 : 4);
+  if (const DeviceMemoryUse use = device_memory_use(config.device); use.used_bytes >= 0 && use.total_bytes > 0) {
+    const int64_t free_bytes = use.total_bytes - use.used_bytes;
+    if (need > free_bytes)
+      throw Error(where + "device memory" + run + ": " + what + " need " + gib_of(need) + "; " + gib_of(free_bytes) +
+                  " of " + gib_of(use.total_bytes) + " are free");
+  }
 }
 
 DeviceMemoryProbe::DeviceMemoryProbe(bool gpu_backend, int device) : device_(device) {

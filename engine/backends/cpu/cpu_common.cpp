@@ -16,6 +16,7 @@
 
 #include "backends/layer_checks.h"
 #include "mnv2/error.h"
+#include "mnv2/memory.h"  // check_sizes_fit
 #include "mnv2/options.h"
 
 namespace mnv2::cpu {
@@ -35,11 +36,7 @@ void check_prepare(const Backend& backend, const Model& model, const PrepareConf
   // The sizes the model and the command declare, against the host's memory, before any primitive or buffer is
   // made: oneDNN took a minute creating the primitives of a convolution padded by millions before its buffers
   // were found not to fit.
-  const Shape input{config.batch, model.input_channels, config.height, config.width};
-  const std::vector<LayerStats> stats = analyse(model, config.batch, config.height, config.width);
-  check_host_memory(name, config.batch, config.height, config.width,
-                    activation_floor_bytes(model, input, stats, sizeof(float)),
-                    "the input, the logits and the largest layer's input and output at once, at the least");
+  check_sizes_fit(model, name, config);
   check_thread_capacity(name, config.cpu_threads > 0 ? config.cpu_threads : thread_count());
 }
 

@@ -57,6 +57,16 @@ struct MemoryStudy {
   std::vector<std::string> warnings;   // the model's
 };
 
+// The check every backend makes first in prepare(), without preparing anything: the network's least memory
+// (activation_floor_bytes() from analyse()'s shapes, at the precision's bytes per value) against the host's memory
+// for the cpu backends (host_memory_available()) and the device's free memory for the GPU ones (where the GPU
+// plugin can tell; the backend's prepare checks again), and the input batch against the host's memory for every
+// backend. Throws Error "BACKEND: out of host memory for batch B at HxW (needs ... for ...; ... available)" or
+// "... out of device memory ...", or analyse()'s Error for a size the network cannot take. Front ends call it before
+// they decode an input whose size the model's preprocessing decides (a 16384x16384 crop took 9.3 GB and a minute
+// before the network was found not to fit).
+void check_sizes_fit(const Model& model, const std::string& backend, const PrepareConfig& config);
+
 // Prepares `backend` for `config`, runs it once on a random input and reports. Throws Error when the
 // backend is unavailable or fails (out of memory included).
 MemoryStudy memory_study(const Model& model, const std::string& backend, const PrepareConfig& config);
