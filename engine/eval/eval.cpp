@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -25,16 +26,18 @@
 #include "mnv2/image.h"
 #include "mnv2/input_files.h"
 #include "mnv2/labels.h"
+#include "mnv2/memory.h"  // format_gib
 
 namespace mnv2 {
 namespace fs = std::filesystem;
 
 namespace {
 
+// Figures of the queue rule are long double (a hostile batch x size passes int64 once multiplied); what is printed
+// is at most INT64_MAX bytes.
 std::string gib_text(long double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes / (1 << 30)));
-  return text;
+  constexpr auto kMax = std::numeric_limits<int64_t>::max();
+  return format_gib(bytes >= static_cast<long double>(kMax) ? kMax : static_cast<int64_t>(bytes));
 }
 
 bool is_number(const std::string& s) {

@@ -37,16 +37,6 @@ DeviceMemoryUse device_memory_use(int device) {
   return use;
 }
 
-namespace {
-
-std::string gib_of(int64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
-  return text;
-}
-
-}  // namespace
-
 void check_sizes_fit(const Model& model, const std::string& backend, const PrepareConfig& config) {
   const Shape input{config.batch, model.input_channels, config.height, config.width};
   const std::vector<LayerStats> stats = analyse(model, config.batch, config.height, config.width);
@@ -58,21 +48,21 @@ void check_sizes_fit(const Model& model, const std::string& backend, const Prepa
   if (is_host_backend(backend)) {
     const int64_t need = activation_floor_bytes(model, input, stats, sizeof(float));
     if (available >= 0 && need > available)
-      throw Error(where + "host memory" + run + " (needs " + gib_of(need) + " for " + what + "; " + gib_of(available) +
-                  " available)");
+      throw Error(where + "host memory" + run + " (needs " + format_gib(need) + " for " + what + "; " +
+                  format_gib(available) + " available)");
     return;
   }
   // A GPU backend: its input batch is host memory too (float32), and its activations device memory.
   const int64_t input_bytes = input.numel() * static_cast<int64_t>(sizeof(float));
   if (available >= 0 && input_bytes > available)
-    throw Error(where + "host memory" + run + " (needs " + gib_of(input_bytes) + " for the input batch; " +
-                gib_of(available) + " available)");
+    throw Error(where + "host memory" + run + " (needs " + format_gib(input_bytes) + " for the input batch; " +
+                format_gib(available) + " available)");
   const int64_t need = activation_floor_bytes(model, input, stats, config.precision == Precision::fp16 ? 2 : 4);
   if (const DeviceMemoryUse use = device_memory_use(config.device); use.used_bytes >= 0 && use.total_bytes > 0) {
     const int64_t free_bytes = use.total_bytes - use.used_bytes;
     if (need > free_bytes)
-      throw Error(where + "device memory" + run + ": " + what + " need " + gib_of(need) + "; " + gib_of(free_bytes) +
-                  " of " + gib_of(use.total_bytes) + " are free");
+      throw Error(where + "device memory" + run + ": " + what + " need " + format_gib(need) + "; " +
+                  format_gib(free_bytes) + " of " + format_gib(use.total_bytes) + " are free");
   }
 }
 
@@ -132,6 +122,12 @@ MemoryStudy memory_study(const Model& model, const std::string& backend_name, co
   s.held = net->memory();
   probe.finish(s.held);
   return s;
+}
+
+std::string format_gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  return buf;
 }
 
 std::string format_mib(int64_t bytes) {

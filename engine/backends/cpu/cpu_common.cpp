@@ -16,7 +16,7 @@
 
 #include "backends/layer_checks.h"
 #include "mnv2/error.h"
-#include "mnv2/memory.h"  // check_sizes_fit
+#include "mnv2/memory.h"  // check_sizes_fit, format_gib
 #include "mnv2/options.h"
 
 namespace mnv2::cpu {
@@ -104,11 +104,7 @@ int thread_count() {
   return std::max(1, omp_get_max_threads());
 }
 
-std::string gib(int64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
-  return text;
-}
+std::string gib(int64_t bytes) { return format_gib(bytes); }
 
 std::string out_of_host_memory(const std::string& backend, int batch, int height, int width, int64_t need_bytes,
                                const std::string& what, const std::string& have) {

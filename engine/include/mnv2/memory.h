@@ -73,6 +73,8 @@ MemoryStudy memory_study(const Model& model, const std::string& backend, const P
 
 // "12.3 MiB".
 std::string format_mib(int64_t bytes);
+// "12.3 GiB": every memory budget's message (the backends' checks, eval's loader queue).
+std::string format_gib(int64_t bytes);
 // One line: the backend's own account (total, weights, activations, workspace, buffers), then the
 // driver's reading where there is one. The CLI and the app print this.
 std::string describe_memory(const MemoryReport& memory);
