@@ -87,6 +87,54 @@ bool Args::flag(const std::string& name) const {
   return it != flags_.end() && it->second->count() > 0;
 }
 
+std::vector<std::string> Args::forwardable(const OptionValues& values, const std::vector<std::string>& except) const {
+  auto excluded = [&](const std::string& name) {
+    for (const std::string& e : except)
+      if (e == name) return true;
+    for (const std::string& o : output_names_)
+      if (o == name) return true;
+    for (const auto& [i, list] : input_names_)
+      if (i == name) return true;
+    return false;
+  };
+  std::vector<std::string> out;
+  for (const auto& [name, option] : options_) {
+    if (excluded(name)) continue;
+    const std::string bare = name.substr(2);
+    const OptionSpec* spec = find_option(bare);
+    if (spec != nullptr && !spec->per_run) continue;  // where files are on this machine: not the target's
+    if (option->count() > 0) {
+      out.insert(out.end(), {name, values_.at(name)});
+    } else if (spec != nullptr && values.at(bare).source == OptionSource::environment) {
+      out.insert(out.end(), {name, values.value(bare)});
+    }
+  }
+  for (const auto& [name, flag] : flags_)
+    if (flag->count() > 0 && !excluded(name)) out.push_back(name);
+  return out;
+}
+
+std::vector<std::string> Args::file_options_given() const {
+  std::vector<std::string> out;
+  for (const std::string& o : output_names_)
+    if (get(o)) out.push_back(o);
+  for (const auto& [i, list] : input_names_)
+    if (get(i)) out.push_back(i);
+  for (const OptionSpec& s : option_table())
+    if (!s.per_run && get("--" + s.name)) out.push_back("--" + s.name);
+  if (!positionals_.empty()) out.push_back("a file argument");
+  return out;
+}
+
+void Args::values(const std::string& name, const std::string& help) {
+  app_.add_option(name, lists_[name], help)->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+std::vector<std::string> Args::all(const std::string& name) const {
+  auto it = lists_.find(name);
+  return it != lists_.end() ? it->second : std::vector<std::string>{};
+}
+
 void Args::reserve_outputs() {
   for (const std::string& name : output_names_)
     if (auto path = get(name)) outputs_.add(name, *path);
@@ -164,6 +212,9 @@ void report_options(Args& a, bool trace) {
   a.output("--csv", "write the results as CSV to this file ('-': standard output)");
   a.output("--json", "write the results as JSON to this file ('-': standard output)");
   if (trace) a.output("--trace", "write a Perfetto/Chrome trace to this file ('-': standard output)");
+}
+void target_option(Args& a) {
+  a.value("--target", "run on this remote target ('mnv2 targets list'; default: this machine)");
 }
 void run_options(Args& a, bool compare) {
   model_options(a);

@@ -50,6 +50,16 @@ class Args {
   bool flag(const std::string& name) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
 
+  // The arguments that say the same run on another machine: every option and flag given except those that name
+  // files (input(), output(), positionals) and those in `except`, with the per-run table options that came
+  // from the environment as flags, each as "--name" "value".
+  std::vector<std::string> forwardable(const OptionValues& values, const std::vector<std::string>& except) const;
+  // The file options given (inputs and outputs), by name: the agent refuses a run that has any.
+  std::vector<std::string> file_options_given() const;
+  // A repeatable option (--setup A --setup B): every value, in order.
+  void values(const std::string& name, const std::string& help);
+  std::vector<std::string> all(const std::string& name) const;
+
   // Reserves every output given and declares every input (input(), positionals) to the set.
   void reserve_outputs();
   bool wants(const std::string& name) const { return outputs_.has(name); }
@@ -59,6 +69,7 @@ class Args {
  private:
   CLI::App& app_;
   std::map<std::string, std::string> values_;  // nodes stay put: CLI11 writes into them
+  std::map<std::string, std::vector<std::string>> lists_;
   std::map<std::string, CLI::Option*> options_;
   std::map<std::string, CLI::Option*> flags_;
   std::vector<std::string> positionals_;
@@ -95,6 +106,8 @@ void counts_options(Args& a, const char* warmup, const char* iters);
 // Where files are and the CUPTI switch (the options that are not part of a run): every command takes them.
 void process_options(Args& a);
 void report_options(Args& a, bool trace);
+// --target NAME: where the run happens (a remote target of targets.json; mnv2/remote.h), not a run option.
+void target_option(Args& a);
 // profile, roofline and compare: one run described the same way.
 void run_options(Args& a, bool compare);
 

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "mnv2/studies.h"
 #include "output.h"
+#include "remote_run.h"
 #include "run_request.h"
 
 namespace mnv2::cli {
@@ -16,9 +17,11 @@ namespace mnv2::cli {
 void declare_compare(Args& a) {
   run_options(a, true);
   report_options(a, true);
+  target_option(a);
 }
 
 int cmd_compare(const Args& args, const OptionValues& options) {
+  if (args.get("--target")) return run_on_target(args, options, "compare");
   ProfileRequest req = parse_profile_request(args, options, true);
   CompareConfig config;
   config.backends = req.backends;

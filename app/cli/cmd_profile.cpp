@@ -14,6 +14,7 @@
 #include "mnv2/profiler.h"
 #include "mnv2/studies.h"
 #include "output.h"
+#include "remote_run.h"
 #include "run_request.h"
 
 namespace mnv2::cli {
@@ -73,9 +74,14 @@ void declare_profile(Args& a) {
   a.value("--ncu-command",
           "instead: print the Nsight Compute command line that profiles only this layer's "
           "kernels (index or name)");
+  target_option(a);
 }
 
 int cmd_profile(const Args& args, const OptionValues& options) {
+  if (args.get("--target")) {
+    if (args.get("--ncu-command")) throw UsageError("--ncu-command prints a line for this machine: not with --target");
+    return run_on_target(args, options, "profile");
+  }
   ProfileRequest req = parse_profile_request(args, options, false);
   if (args.get("--ncu-command")) return print_ncu_command(args, req);
   ProfileConfig cfg = req.base;

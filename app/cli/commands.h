@@ -4,6 +4,9 @@
 // error (UsageError); a command may return 1 itself where it printed why (runs refused, a failed lab check).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "args.h"
 #include "mnv2/options.h"
 
@@ -45,6 +48,16 @@ int cmd_runs(const Args& args, const OptionValues& options);
 void declare_lab(Args& a);
 int cmd_lab(const Args& args, const OptionValues& options);
 
+void declare_targets(Args& a);
+int cmd_targets(const Args& args, const OptionValues& options);
+void declare_remote(Args& a);
+int cmd_remote(const Args& args, const OptionValues& options);
+// Hidden: the fixed entry point of a remote target (mnv2/remote.h), started by ssh or srun.
+void declare_agent(Args& a);
+int cmd_agent(const Args& args, const OptionValues& options);
+// For the agent: "" when `args` are a run of `command` a target may take (no option that names a file), else why
+// not (mnv2.cpp: it parses them with the command's own declaration).
+std::string check_remote_args(const std::string& command, const std::vector<std::string>& args);
 // Hidden: the process `mnv2 lab` starts to run a user's kernel apart from itself.
 void declare_lab_worker(Args& a);
 int cmd_lab_worker(const Args& args, const OptionValues& options);

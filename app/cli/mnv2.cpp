@@ -24,6 +24,7 @@
 #include "mnv2/error.h"
 #include "mnv2/options.h"
 #include "mnv2/printable.h"
+#include "output.h"
 
 namespace mnv2::cli {
 namespace {
@@ -80,7 +81,11 @@ const Command kCommands[] = {
      cmd_runs},
     {"lab", "the kernel lab: your CUDA kernel for one slot, compiled (NVRTC), checked per layer, timed beside ours",
      declare_lab, cmd_lab},
+    {"targets", "remote targets (SSH hosts, Slurm): list, add, remove, probe, connect, disconnect", declare_targets,
+     cmd_targets},
+    {"remote", "remote install TARGET: copy this mnv2 to a target (no root needed)", declare_remote, cmd_remote},
     {"lab-worker", "", declare_lab_worker, cmd_lab_worker},
+    {"agent", "", declare_agent, cmd_agent},
 };
 
 // The command between its output files: every one is checked before any work starts and the set is written
@@ -111,6 +116,38 @@ int run_command(const Command& command, Args& args, const OptionValues& options)
   return rc;
 }
 
+}  // namespace
+
+std::string check_remote_args(const std::string& command, const std::vector<std::string>& args) {
+  const Command* found = nullptr;
+  for (const Command& c : kCommands)
+    if (command == c.name) found = &c;
+  if (found == nullptr || command == "agent" || command == "lab-worker" || command == "targets" || command == "remote")
+    return "'" + command + "' is not a study a target runs";
+  CLI::App app("", "mnv2");
+  CLI::App* sub = app.add_subcommand(found->name, "");
+  Args parsed(*sub);
+  found->declare(parsed);
+  process_options(parsed);
+  std::vector<std::string> argv = {"mnv2", command};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  try {
+    app.parse(static_cast<int>(cargv.size()), cargv.data());
+  } catch (const CLI::ParseError& e) {
+    return std::string("the run's arguments: ") + e.what();
+  }
+  if (const auto files = parsed.file_options_given(); !files.empty())
+    return "the run's arguments name a file (" + files.front() +
+           "): on a target the agent names every file, and files travel with the run";
+  for (const char* a : {"--target", "--progress-fd"})
+    if (parsed.get(a)) return std::string("the run's arguments hold ") + a;
+  return {};
+}
+
+namespace {
+
 int dispatch(int argc, char** argv) {
   CLI::App app(
       "mnv2: MobileNetV2 inference on our CUDA kernels, cuDNN/cuBLAS or the CPU; per-layer profiles, "
@@ -120,12 +157,16 @@ int dispatch(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(kFooter);
   std::vector<std::pair<CLI::App*, std::unique_ptr<Args>>> parsed;
+  int progress_fd = -1;
   for (const Command& c : kCommands) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
-    if (std::string(c.name) == "lab-worker") sub->group("");  // hidden: started by 'mnv2 lab' only
+    const bool hidden = std::string(c.name) == "lab-worker" || std::string(c.name) == "agent";
+    if (hidden) sub->group("");  // started by 'mnv2 lab' and by ssh or srun only
     parsed.emplace_back(sub, std::make_unique<Args>(*sub));
     c.declare(*parsed.back().second);
-    if (std::string(c.name) != "lab-worker") process_options(*parsed.back().second);
+    if (!hidden) process_options(*parsed.back().second);
+    // The agent's runs report their progress on a descriptor of their own (hidden: remote runs only).
+    sub->add_option("--progress-fd", progress_fd, "")->group("");
   }
   if (argc < 2) {
     std::cerr << app.help();
@@ -163,6 +204,7 @@ int dispatch(int argc, char** argv) {
       // The run options, resolved once (a bad value is a usage error before anything runs), and what the engine
       // takes once per process from them (folders, caches, CUPTI).
       const OptionValues options = parsed[i].second->resolve();
+      if (progress_fd >= 0) set_progress_fd(progress_fd);
       set_process_settings(frontend::process_settings_of(options));
       return run_command(kCommands[i], *parsed[i].second, options);
     }

@@ -78,10 +78,21 @@ void print_summary(const RunReport& r) {
   print_reliability(r.reliability, "  ");
 }
 
+namespace {
+int g_progress_fd = -1;
+}  // namespace
+
+void set_progress_fd(int fd) { g_progress_fd = fd; }
+
 ProfileProgress stderr_progress(const std::string& backend) {
   const bool tty = isatty(2);
   auto last_phase = std::make_shared<std::string>();
   return [tty, backend, last_phase](const std::string& phase, int done, int total) {
+    if (g_progress_fd >= 0) {
+      const std::string line =
+          "P " + std::to_string(done) + " " + std::to_string(total) + " " + backend + " " + phase + "\n";
+      if (::write(g_progress_fd, line.data(), line.size()) < 0) g_progress_fd = -1;
+    }
     if (tty) {
       std::cerr << "\r\033[K" << backend << " " << phase << ": " << done << "/" << total << std::flush;
       if (done == total) std::cerr << "\r\033[K";

@@ -28,7 +28,9 @@ void print_summary(const RunReport& r);
 
 // The profiler's progress of `backend` on standard error: a line that rewrites itself on a terminal, a line per
 // phase otherwise.
+// With --progress-fd N (the agent's run of a study), each step also goes to descriptor N as "P DONE TOTAL PHASE".
 ProfileProgress stderr_progress(const std::string& backend);
+void set_progress_fd(int fd);
 
 // --csv, --json and --trace of profile and compare.
 void put_reports(const Args& args, const std::vector<RunReport>& reports);

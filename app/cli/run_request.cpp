@@ -27,7 +27,7 @@ LoadedModel load_model(const Args& args, const OptionValues& options) {
   return m;
 }
 
-ProfileRequest parse_profile_request(const Args& args, const OptionValues& options, bool compare) {
+ProfileRequest parse_profile_request(const Args& args, const OptionValues& options, bool compare, bool remote) {
   if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
   ProfileRequest req;
   if (compare) {
@@ -66,6 +66,7 @@ ProfileRequest parse_profile_request(const Args& args, const OptionValues& optio
   if (auto image = args.get("--image")) {
     // The image is cropped as the model says: every backend's sizes are checked at that crop before it is decoded.
     for (const std::string& backend : req.backends) {
+      if (remote) break;
       PrepareConfig at_crop = p;
       at_crop.height = at_crop.width = req.m.model.preprocess.crop;
       check_sizes_fit(req.m.model, backend, at_crop);

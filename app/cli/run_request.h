@@ -30,6 +30,8 @@ struct ProfileRequest {
   ProfileConfig base;
   std::vector<std::string> backends;
 };
-ProfileRequest parse_profile_request(const Args& args, const OptionValues& options, bool compare);
+// `remote`: the run happens on a target (mnv2/remote.h), whose memory and devices this machine cannot check: the
+// target's own mnv2 checks them before it runs.
+ProfileRequest parse_profile_request(const Args& args, const OptionValues& options, bool compare, bool remote = false);
 
 }  // namespace mnv2::cli

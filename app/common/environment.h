@@ -52,4 +52,27 @@ inline std::string explicit_model(const OptionValues& values) {
   return m.source == OptionSource::flag || m.source == OptionSource::saved ? m.value : std::string();
 }
 
+// Remote targets (mnv2/remote.h): what the environment says about where they are kept and how ssh is reached.
+struct RemoteEnvironment {
+  std::string targets_file;  // $XDG_CONFIG_HOME/mnv2-profiler/targets.json (~/.config when unset)
+  std::string runtime_dir;   // $XDG_RUNTIME_DIR ("" = unset: /tmp with the uid)
+  std::string temp_root;     // $TMPDIR, else /tmp: the agent's private run folders
+  std::string slurm_job;     // $SLURM_JOB_ID: the agent runs inside a job
+  std::string ssh_program;   // $MNV2_SSH, else "ssh" (a test or a wrapper may name another)
+};
+
+inline RemoteEnvironment remote_environment() {
+  RemoteEnvironment e;
+  std::string config = env_or_empty("XDG_CONFIG_HOME");
+  if (config.empty() || config.front() != '/') config = env_or_empty("HOME") + "/.config";
+  e.targets_file = config + "/mnv2-profiler/targets.json";
+  e.runtime_dir = env_or_empty("XDG_RUNTIME_DIR");
+  e.temp_root = env_or_empty("TMPDIR");
+  if (e.temp_root.empty() || e.temp_root.front() != '/') e.temp_root = "/tmp";
+  e.slurm_job = env_or_empty("SLURM_JOB_ID");
+  e.ssh_program = env_or_empty("MNV2_SSH");
+  if (e.ssh_program.empty()) e.ssh_program = "ssh";
+  return e;
+}
+
 }  // namespace mnv2::frontend

@@ -529,6 +529,8 @@ Json report_json(const RunReport& r) {
   if (r.kernels_per_run >= 0) meta["kernels_per_run"] = r.kernels_per_run;  // of an un-instrumented run
   meta["device"] = r.device;
   if (r.gpu.index >= 0) meta["gpu"] = gpu_record_json(r.gpu);  // GPU runs; absent in older reports
+  if (!r.origin.target.empty())                                // a remote run's target (absent for a local run)
+    meta["target"] = Json{{"name", r.origin.target}, {"host", r.origin.host}, {"slurm_job", r.origin.slurm_job}};
   meta["sm_clock_mhz_start"] = r.sm_clock_mhz_start;
   meta["sm_clock_mhz_end"] = r.sm_clock_mhz_end;
   meta["driver"] = r.driver;
@@ -735,6 +737,12 @@ RunReport report_from(const Json& j) {
   }
   r.device = json::string_at(m, "device");
   if (const Json* g = json::find(m, "gpu")) r.gpu = gpu_record_from_json(*g);
+  if (const Json* t = json::find(m, "target")) {
+    r.origin.target = json::string_at(*t, "name");
+    r.origin.host = json::string_at(*t, "host");
+    r.origin.slurm_job = json::string_at(*t, "slurm_job");
+    if (r.origin.target.empty()) throw Error("json: 'target': an empty name");
+  }
   r.sm_clock_mhz_start = int_from(json::at(m, "sm_clock_mhz_start"), "sm_clock_mhz_start");
   r.sm_clock_mhz_end = int_from(json::at(m, "sm_clock_mhz_end"), "sm_clock_mhz_end");
   r.driver = json::string_at(m, "driver");

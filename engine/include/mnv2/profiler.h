@@ -138,6 +138,12 @@ inline constexpr int kMaxTimelineCandidates = 256;
 // ("stem.conv", "block2.expand+block2.expand_relu6"); "step N" where the topology lacks a layer.
 std::string step_span_name(const std::vector<Layer>& topology, const std::vector<int>& layers, int step);
 
+// Where a run happened when it was not this machine (mnv2/remote.h): the target's name, the host the study ran on
+// (a compute node under Slurm) and the Slurm job; empty for a local run (and absent from its report).
+struct RunOrigin {
+  std::string target, host, slurm_job;
+};
+
 struct RunReport {
   int schema_version = 1;
   std::string run_id;
@@ -162,6 +168,7 @@ struct RunReport {
   std::string driver, cuda_runtime, cudnn;
   int sm_clock_mhz_start = -1, sm_clock_mhz_end = -1;
   GpuRecord gpu;  // the GPU backends' card and its settings (metadata.gpu); index -1 for a CPU run or an older report
+  RunOrigin origin;  // metadata.target: a remote run's target, host and Slurm job
   MemoryReport memory;
   // Kernel launches per un-instrumented run (PreparedNet::kernels_per_run()); -1 where not counted, and in
   // reports written before the count existed.

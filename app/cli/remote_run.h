@@ -1,0 +1,25 @@
+// What mnv2's commands share to run on a remote target (mnv2/remote.h): the session settings from the
+// environment, and the run of a study on the target --target names.
+#pragma once
+
+#include <string>
+
+#include "args.h"
+#include "common/environment.h"
+#include "mnv2/options.h"
+#include "mnv2/remote.h"
+
+namespace mnv2::cli {
+
+// ssh's program and control folder (a note on standard error when connections cannot be reused and `say_note`).
+remote::SessionConfig session_config(const frontend::RemoteEnvironment& env, bool say_note);
+
+// The target --target names, from the targets file; a UsageError lists the targets there when none has the name.
+remote::Target target_named(const std::string& name);
+
+// profile or compare on the target: the model and the input travel (an image is decoded here, so the target needs
+// no image codecs), the study's output is shown as it arrives (escaped), and its report comes back, is read like
+// any report and written here with the target named in its metadata.
+int run_on_target(const Args& args, const OptionValues& options, const std::string& command);
+
+}  // namespace mnv2::cli
