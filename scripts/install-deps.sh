@@ -15,6 +15,9 @@ packages=(
   dpkg-dev desktop-file-utils
   clang-format  # scripts/check-format.sh, run by scripts/test.sh
   time  # GNU time: the tests that measure a run's peak memory (tests/cli/test_cli_budgets.cpp)
+  openssh-server openssh-client  # tests/remote/fixture.sh: a throwaway sshd on 127.0.0.1 for the remote-target tests
+  tcsh  # the remote test user's login shell (our commands must survive a csh-family shell)
+  slurmctld slurmd slurm-client munge  # tests/remote/fixture.sh: a single-node Slurm cluster (srun, squeue, scancel, sinfo)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -264,8 +264,9 @@ std::string control_folder(const std::string& base, std::string* note) {
     if (note != nullptr) *note = why + "; connections are not reused";
     return {};
   }
-  // ssh's control socket path must fit sun_path (108 bytes) with the 40-character %C.
-  if (dir.size() + 42 > 104) {
+  // ssh's control socket path must fit sun_path (108 bytes) with "/", the 40-character %C and the 17 characters
+  // ssh appends to the socket it binds before renaming it.
+  if (dir.size() + 1 + 40 + 17 >= 108) {
     if (note != nullptr)
       *note = "the ssh control folder " + dir + " is too long for a socket; connections are not reused";
     return {};
