@@ -146,20 +146,7 @@ int run_on_target(const Args& args, const OptionValues& options, const std::stri
               << ") ended with exit status " << result.exit_code << "; no report written\n";
     return result.exit_code == 2 ? 2 : 1;
   }
-  auto it = result.outputs.find("--json");
-  if (it == result.outputs.end()) throw Error("target '" + target.name + "' sent no report");
-  // Untrusted: read within the report's budget, like any report file.
-  std::vector<RunReport> reports;
-  try {
-    reports = reports_from_json(json::parse(it->second, inputs::kReport));
-  } catch (const Error& e) {
-    throw Error("target '" + target.name + "' sent a report that does not read: " + e.what());
-  }
-  for (RunReport& rep : reports) {
-    rep.origin = RunOrigin{target.name, result.host, result.slurm_job};
-    rep.model_source = req.m.location.path;  // the file sent (the target ran its cached copy, same SHA-256)
-    if (!req.base.input_name.empty()) rep.config.input_name = req.base.input_name;
-  }
+  const std::vector<RunReport> reports = remote::reports_from_target(result, target, req.base, req.m.location.path);
   std::cout << "ran on target " << printable(target.name) << ", host " << printable(result.host)
             << (result.slurm_job.empty() ? std::string() : ", Slurm job " + printable(result.slurm_job)) << "\n";
   put_reports(args, reports);

@@ -96,6 +96,7 @@ struct Session::Impl {
 
   void tick() {
     drain_stderr();
+    if (c.cancelled && c.cancelled()) cancelled = true;
     if (cancelled && !cancel_sent) {
       cancel_sent = true;
       ssh.close_in();  // the agent sees its input end: it kills its run and cancels its job

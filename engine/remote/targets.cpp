@@ -12,6 +12,7 @@
 #include "mnv2/output_files.h"
 #include "mnv2/private_cache.h"
 #include "mnv2/remote.h"
+#include "remote/process.h"
 
 namespace mnv2::remote {
 
@@ -237,6 +238,11 @@ std::vector<std::string> ssh_exit_argv(const Target& t, const SshSettings& s) {
   if (t.port > 0) a.insert(a.end(), {"-p", std::to_string(t.port)});
   a.insert(a.end(), {"-o", "ControlPath=" + s.control_dir + "/%C", "-O", "exit", "--", t.host});
   return a;
+}
+
+void close_connection(const Target& t, const SshSettings& s) {
+  const std::vector<std::string> argv = ssh_exit_argv(t, s);
+  if (!argv.empty()) run_captured(argv, 10);
 }
 
 std::vector<std::vector<std::string>> agent_commands(const std::string& version) {

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "mnv2/profiler.h"
+
 namespace mnv2::remote {
 
 // The version of the agent protocol: the entry point is `mnv2 agent --protocol kProtocol`. A client and an
@@ -78,6 +80,9 @@ std::vector<std::string> ssh_argv(const Target& target, const SshSettings& setti
 std::vector<std::vector<std::string>> agent_commands(const std::string& version);
 // ssh -O exit for the target's master connection (nothing when no control_dir).
 std::vector<std::string> ssh_exit_argv(const Target& target, const SshSettings& settings);
+
+// Closes the target's master connection (ssh -O exit), if one is open; bounded, never throws (the app on quit).
+void close_connection(const Target& target, const SshSettings& settings);
 
 // A private runtime folder for ssh's control sockets: `base`/mnv2-profiler-ssh (base = $XDG_RUNTIME_DIR, else
 // /tmp with the uid appended), created 0700 and checked to be this user's and private; "" with `note` set when
@@ -151,6 +156,8 @@ struct SessionConfig {
   int hello_timeout_s = 60;                       // connect + start of the agent (Slurm's pending time comes on top)
   int idle_timeout_s = 120;                       // no message at all from the agent for this long ends the session
   int64_t max_output_bytes = int64_t{256} << 20;  // of all a run sends back
+  // Asked every 200 ms while the session waits: true cancels, as Session::cancel() (a front end's Cancel button).
+  std::function<bool()> cancelled;
 };
 
 // One agent process on a target, reached over ssh (through srun for a Slurm target). Every wait has a time-out;
@@ -176,6 +183,26 @@ class Session {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// ---- the profile study on a target (what the app runs; the CLI forwards its own arguments) --------------------
+
+// The arguments of `mnv2 profile` (one backend) or `mnv2 compare` (several) that run `config` there: every per-run
+// option of the table as --NAME VALUE (the model and the input are files: they travel); one rule for both front ends.
+std::vector<std::string> profile_arguments(const ProfileConfig& config, const std::vector<std::string>& backends);
+
+// What the target sent back, read like any report file (within the report budget, every field checked) and named:
+// the target, the host and Slurm job in each run's origin, the model file and input as the user named them here,
+// each option's source as this front end resolved it. Error when the run failed (with the target's last words) or
+// the report does not read.
+std::vector<RunReport> reports_from_target(const RemoteRunResult& result, const Target& target,
+                                           const ProfileConfig& config, const std::string& model_path);
+
+// profile (or compare, with two or more backends) of `config` on the target: the model file and the input tensor
+// travel; the study's output goes to `on_output` as it arrives; the result as reports_from_target gives it.
+std::vector<RunReport> profile_on_target(
+    const Target& target, const SessionConfig& session, const ProfileConfig& config,
+    const std::vector<std::string>& backends, const std::string& model_path, const RemoteProgressFn& progress = {},
+    const std::function<void(bool is_stderr, const std::string& bytes)>& on_output = {});
 
 // ---- installing mnv2 on a target -------------------------------------------------------------------------------
 
