@@ -15,6 +15,7 @@
 #include "mnv2/report.h"
 #include "mnv2/sweep.h"
 #include "output.h"
+#include "remote_run.h"
 #include "run_request.h"
 
 namespace mnv2::cli {
@@ -160,9 +161,11 @@ void declare_bench(Args& a) {
   a.value("--sub-batch",
           "N: with --u8, run each batch as sub-batches of N images (a net prepared at N), each upload "
           "overlapping the previous sub-batch's compute; batches up to N run whole (default: whole batches)");
+  target_option(a);
 }
 
 int cmd_bench(const Args& args, const OptionValues& options) {
+  if (args.get("--target")) return study_on_target(args, options, "bench");
   if (!args.positionals().empty()) throw UsageError("bench takes no positional arguments");
   if (const auto show = args.get("--show")) {
     for (const char* o : {"--with", "--backends", "--backend", "--batch", "--input-size", "--warmup", "--iters",

@@ -10,6 +10,7 @@
 #include "mnv2/memory.h"
 #include "mnv2/memory_report.h"
 #include "output.h"
+#include "remote_run.h"
 #include "run_request.h"
 
 namespace mnv2::cli {
@@ -23,9 +24,11 @@ void declare_memory(Args& a) {
   report_options(a, false);
   device_option(a);
   cuda_option_set(a);
+  target_option(a);
 }
 
 int cmd_memory(const Args& args, const OptionValues& options) {
+  if (args.get("--target")) return study_on_target(args, options, "memory");
   if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
   const std::string backend = args.get_or("--backend", "cpu");
   make_backend(backend);  // unknown names are usage errors

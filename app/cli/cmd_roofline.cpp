@@ -14,6 +14,7 @@
 #include "mnv2/roofline_report.h"
 #include "mnv2/studies.h"
 #include "output.h"
+#include "remote_run.h"
 #include "run_request.h"
 
 namespace mnv2::cli {
@@ -22,9 +23,11 @@ void declare_roofline(Args& a) {
   run_options(a, false);
   report_options(a, false);
   a.flag("--recalibrate", "measure the ceilings again instead of reading the cache");
+  target_option(a);
 }
 
 int cmd_roofline(const Args& args, const OptionValues& options) {
+  if (args.get("--target")) return study_on_target(args, options, "roofline");
   if (args.get("--trace")) throw UsageError("roofline writes --csv and --json (its points); profile writes traces");
   ProfileRequest req = parse_profile_request(args, options, false);
   ProfileConfig cfg = req.base;

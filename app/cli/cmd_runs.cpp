@@ -54,7 +54,8 @@ int cmd_runs(const Args& args, const OptionValues& /*options*/) {
     std::printf("%-3zu %-24s %-10s %-9s %5d %-9s %14.3f  %s%s\n", i + 1, printable(runs[i].name).c_str(),
                 printable(r.backend).c_str(), to_string(r.config.precision), r.config.batch,
                 (std::to_string(r.config.height) + "x" + std::to_string(r.config.width)).c_str(),
-                r.end_to_end.host_ms.median, printable(r.device).c_str(),
+                r.end_to_end.host_ms.median,
+                printable(r.device + (r.origin.target.empty() ? "" : " " + origin_text(r.origin))).c_str(),
                 static_cast<int>(i) == baseline ? "  (baseline)" : "");
     if (!runs[i].note.empty()) std::printf("    note: %s\n", printable(runs[i].note).c_str());
   }

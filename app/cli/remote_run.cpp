@@ -8,10 +8,13 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <thread>
 
+#include "mnv2/bench_report.h"
 #include "mnv2/error.h"
+#include "mnv2/image.h"
 #include "mnv2/json_io.h"
 #include "mnv2/printable.h"
 #include "mnv2/report.h"
@@ -70,31 +73,12 @@ void on_signal(int) {
 
 }  // namespace
 
-int run_on_target(const Args& args, const OptionValues& options, const std::string& command) {
-  const remote::Target target = target_named(*args.get("--target"));
-  ProfileRequest req = parse_profile_request(args, options, command == "compare", true);
-  if (req.m.location.path.empty())
-    throw UsageError("--target: name the model with --model (or $MNV2_MODEL): a remote run sends the model it runs");
-  if (!req.m.model.file.external_files.empty())
-    throw UsageError("--target: a model with external data files does not travel yet; use a single-file .onnx");
-  remote::RemoteRunRequest r;
-  r.command = command;
-  r.args = args.forwardable(options, {"--target"});
-  r.model_path = req.m.location.path;
-  r.outputs = {"--json"};
-  // The input travels as the tensor this machine made from it, under the name of the user's file.
-  std::string temp_dir;
-  if (req.base.input) {
-    std::string dir = (fs::temp_directory_path() / "mnv2-remote-XXXXXX").string();
-    if (::mkdtemp(dir.data()) == nullptr) throw Error("cannot create a private temporary folder");
-    temp_dir = dir;
-    const std::string given = args.get("--image") ? *args.get("--image") : *args.get("--tensor");
-    std::string name = fs::path(given).filename().string();
-    if (name.empty() || name == "." || name == "..") name = "input";
-    const std::string path = temp_dir + "/input.f32";
-    write_tensor_file(path, *req.base.input);
-    r.files.push_back({"--tensor", name, path});
-  }
+namespace {
+
+// The request run on the target with this terminal's view of it: progress on standard error, the study's own
+// output escaped as it arrives, Ctrl-C (SIGINT, SIGTERM, SIGHUP) as Cancel. `cleanup` runs whatever happens.
+remote::RemoteRunResult run_with_terminal(const remote::Target& target, remote::RemoteRunRequest& r,
+                                          const std::function<void()>& cleanup) {
   EscapedStream out(std::cout), err(std::cerr);
   r.on_output = [&](bool is_stderr, const std::string& bytes) { (is_stderr ? err : out).add(bytes); };
   const bool tty = isatty(2);
@@ -131,7 +115,7 @@ int run_on_target(const Args& args, const OptionValues& options, const std::stri
     if (tty) std::cerr << "\r\033[K";
     out.finish();
     err.finish();
-    if (!temp_dir.empty()) fs::remove_all(temp_dir);
+    cleanup();
     throw;
   }
   ::sigaction(SIGINT, &old_int, nullptr);
@@ -140,7 +124,40 @@ int run_on_target(const Args& args, const OptionValues& options, const std::stri
   if (tty) std::cerr << "\r\033[K";
   out.finish();
   err.finish();
-  if (!temp_dir.empty()) fs::remove_all(temp_dir);
+  cleanup();
+  return result;
+}
+
+}  // namespace
+
+int run_on_target(const Args& args, const OptionValues& options, const std::string& command) {
+  const remote::Target target = target_named(*args.get("--target"));
+  ProfileRequest req = parse_profile_request(args, options, command == "compare", true);
+  if (req.m.location.path.empty())
+    throw UsageError("--target: name the model with --model (or $MNV2_MODEL): a remote run sends the model it runs");
+  if (!req.m.model.file.external_files.empty())
+    throw UsageError("--target: a model with external data files does not travel yet; use a single-file .onnx");
+  remote::RemoteRunRequest r;
+  r.command = command;
+  r.args = args.forwardable(options, {"--target"});
+  r.model_path = req.m.location.path;
+  r.outputs = {"--json"};
+  // The input travels as the tensor this machine made from it, under the name of the user's file.
+  std::string temp_dir;
+  if (req.base.input) {
+    std::string dir = (fs::temp_directory_path() / "mnv2-remote-XXXXXX").string();
+    if (::mkdtemp(dir.data()) == nullptr) throw Error("cannot create a private temporary folder");
+    temp_dir = dir;
+    const std::string given = args.get("--image") ? *args.get("--image") : *args.get("--tensor");
+    std::string name = fs::path(given).filename().string();
+    if (name.empty() || name == "." || name == "..") name = "input";
+    const std::string path = temp_dir + "/input.f32";
+    write_tensor_file(path, *req.base.input);
+    r.files.push_back({"--tensor", name, path});
+  }
+  remote::RemoteRunResult result = run_with_terminal(target, r, [&] {
+    if (!temp_dir.empty()) fs::remove_all(temp_dir);
+  });
   if (result.exit_code != 0) {
     std::cerr << "error: " << command << " on target '" << target.name << "' (" << printable(result.host)
               << ") ended with exit status " << result.exit_code << "; no report written\n";
@@ -150,6 +167,76 @@ int run_on_target(const Args& args, const OptionValues& options, const std::stri
   std::cout << "ran on target " << printable(target.name) << ", host " << printable(result.host)
             << (result.slurm_job.empty() ? std::string() : ", Slurm job " + printable(result.slurm_job)) << "\n";
   put_reports(args, reports);
+  return 0;
+}
+
+}  // namespace mnv2::cli
+
+namespace mnv2::cli {
+
+int study_on_target(const Args& args, const OptionValues& options, const std::string& command) {
+  const remote::Target target = target_named(*args.get("--target"));
+  for (const char* local_only : {"--with", "--show"})
+    if (args.get(local_only))
+      throw UsageError(std::string(local_only) + " reads files on this machine: not with --target");
+  if (!args.positionals().empty()) throw UsageError("--target: " + command + " takes no file arguments there");
+  const LoadedModel m = load_model(args, options);
+  if (m.location.path.empty())
+    throw UsageError("--target: name the model with --model (or $MNV2_MODEL): a remote run sends the model it runs");
+  if (!m.model.file.external_files.empty())
+    throw UsageError("--target: a model with external data files does not travel yet; use a single-file .onnx");
+  remote::RemoteRunRequest r;
+  r.command = command;
+  r.args = args.forwardable(options, {"--target"});
+  r.model_path = m.location.path;
+  std::string temp_dir;
+  auto temp = [&]() -> const std::string& {
+    if (temp_dir.empty()) {
+      std::string dir = (fs::temp_directory_path() / "mnv2-remote-XXXXXX").string();
+      if (::mkdtemp(dir.data()) == nullptr) throw Error("cannot create a private temporary folder");
+      temp_dir = dir;
+    }
+    return temp_dir;
+  };
+  try {
+    if (auto image = args.get("--image")) {
+      // Decoded here: the target needs no image codecs; the tensor travels under the image's name.
+      const Tensor t = preprocess(decode_image_file(*image), m.model.preprocess);
+      write_tensor_file(temp() + "/input.f32", t);
+      r.files.push_back({"--tensor", fs::path(*image).filename().string(), temp() + "/input.f32"});
+    }
+    if (auto tensor = args.get("--tensor"))
+      r.files.push_back({"--tensor", fs::path(*tensor).filename().string(), *tensor});
+    for (const char* output : {"--json", "--csv"})
+      if (args.wants(output)) r.outputs.push_back(output);
+  } catch (...) {
+    if (!temp_dir.empty()) fs::remove_all(temp_dir);
+    throw;
+  }
+  const remote::RemoteRunResult result = run_with_terminal(target, r, [&] {
+    if (!temp_dir.empty()) fs::remove_all(temp_dir);
+  });
+  if (result.exit_code != 0) {
+    std::cerr << "error: " << command << " on target '" << target.name << "' (" << printable(result.host)
+              << ") ended with exit status " << result.exit_code << "; no file written\n";
+    return result.exit_code == 2 ? 2 : 1;
+  }
+  // Untrusted: each file read by its reader within the report budget before it is written here.
+  for (const auto& [option, bytes] : result.outputs) {
+    try {
+      if (option == "--json") {
+        const json::Json j = json::parse(bytes, inputs::kReport);
+        if (command == "bench") bench_from_json(j);
+      } else if (bytes.size() > inputs::kReport.max_bytes) {
+        throw Error("larger than a report may be");
+      }
+    } catch (const Error& e) {
+      throw Error("target '" + target.name + "' sent a " + option + " file that does not read: " + e.what());
+    }
+    args.put(option, bytes);
+  }
+  std::cout << "ran on target " << printable(target.name) << ", host " << printable(result.host)
+            << (result.slurm_job.empty() ? std::string() : ", Slurm job " + printable(result.slurm_job)) << "\n";
   return 0;
 }
 

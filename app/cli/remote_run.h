@@ -22,4 +22,8 @@ remote::Target target_named(const std::string& name);
 // any report and written here with the target named in its metadata.
 int run_on_target(const Args& args, const OptionValues& options, const std::string& command);
 
+// bench, memory or roofline on the target: their arguments forwarded, the model and an image's tensor sent, every
+// output file given brought back, read by its reader (JSON) within its budget, and written here all or nothing.
+int study_on_target(const Args& args, const OptionValues& options, const std::string& command);
+
 }  // namespace mnv2::cli

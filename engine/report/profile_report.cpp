@@ -1049,4 +1049,11 @@ void write_trace(const std::string& path, const std::vector<RunReport>& reports)
   write_output_file(path, trace_json(reports));
 }
 
+std::string origin_text(const RunOrigin& o) {
+  if (o.target.empty()) return {};
+  std::string where = o.host;
+  if (!o.slurm_job.empty()) where += (where.empty() ? "" : ", ") + std::string("Slurm job ") + o.slurm_job;
+  return "on " + o.target + (where.empty() ? std::string() : " (" + where + ")");
+}
+
 }  // namespace mnv2

@@ -155,6 +155,12 @@ RunComparability compare_settings(const RunReport& a, const RunReport& b) {
         "the layers do different amounts of work per image: times differ by that as well as by the code");
 
   // The machine.
+  if (a.origin.target != b.origin.target || a.origin.host != b.origin.host) {
+    auto where = [](const RunReport& r) {
+      return r.origin.target.empty() ? std::string("this machine") : origin_text(r.origin);
+    };
+    add("where", where(a), where(b), Weight::note, "the runs ran on different machines (remote targets)");
+  }
   // A CPU against a GPU is what a compare of backends is for; two GPUs (or two CPUs) apart are not.
   const bool cpu_vs_gpu = (a.device == "CPU") != (b.device == "CPU");
   if (a.device != b.device)

@@ -257,6 +257,31 @@ TEST(RemoteSsh, InstallProbeProfileCacheCancelAndKill) {
   ASSERT_EQ(c.code, 0) << describe(c);
   EXPECT_EQ(c.err.find("upload model"), std::string::npos) << describe(c);
 
+  // compare, bench and memory go the same way; what comes back is read by its reader before it is written here.
+  const std::string compared = r.local() + "/compare.json";
+  c = r.mnv2({"compare", "--target", "lab", "--backends", "cpu-ref,cpu", "--model", mnv2::test::main_model_path(),
+              "--warmup", "1", "--iters", "2", "--threads", "1", "--json", compared});
+  ASSERT_EQ(c.code, 0) << describe(c);
+  const auto runs = mnv2::json::parse(read_all(compared))["runs"];
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& run : runs) EXPECT_EQ(run["metadata"]["target"]["name"], "lab");
+  EXPECT_TRUE(runs[1].contains("diff")) << "the second backend's diff against the first";
+  const std::string bench = r.local() + "/bench.json", memory = r.local() + "/memory.json";
+  c = r.mnv2({"bench", "--target", "lab", "--model", mnv2::test::main_model_path(), "--backends", "cpu", "--batch",
+              "1,2", "--warmup", "1", "--iters", "2", "--threads", "1", "--json", bench});
+  ASSERT_EQ(c.code, 0) << describe(c);
+  EXPECT_EQ(mnv2::json::parse(read_all(bench))["results"].size(), 2u);
+  c = r.mnv2(
+      {"memory", "--target", "lab", "--model", mnv2::test::main_model_path(), "--backend", "cpu", "--json", memory});
+  ASSERT_EQ(c.code, 0) << describe(c);
+  EXPECT_TRUE(fs::exists(memory));
+  // A run the target refuses (its own usage check): its message, its exit code, nothing written here.
+  c = r.mnv2({"memory", "--target", "lab", "--model", mnv2::test::main_model_path(), "--backend", "cuda", "--json",
+              r.local() + "/refused.json"});
+  EXPECT_NE(c.code, 0) << describe(c);
+  EXPECT_NE(c.err.find("on target 'lab'"), std::string::npos) << describe(c);
+  EXPECT_FALSE(fs::exists(r.local() + "/refused.json"));
+
   // Cancel (SIGINT, as Ctrl-C): the run on the target ends, nothing of it is left there, no report here.
   {
     const std::string cancelled = r.local() + "/cancelled.json";

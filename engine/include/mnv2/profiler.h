@@ -143,6 +143,8 @@ std::string step_span_name(const std::vector<Layer>& topology, const std::vector
 struct RunOrigin {
   std::string target, host, slurm_job;
 };
+// "on h200 (gpu-node-3, Slurm job 812)", "" for a local run: how every front end names where a run happened.
+std::string origin_text(const RunOrigin& origin);
 
 struct RunReport {
   int schema_version = 1;
