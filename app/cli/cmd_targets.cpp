@@ -174,6 +174,13 @@ int cmd_targets(const Args& args, const OptionValues&) {
     targets.push_back(t);
     remote::write_targets(env.targets_file, targets);
     std::cout << "added " << printable(t.name) << ": " << describe(t) << "\n";
+    // What ssh itself makes of it (Host aliases, User, Port, ProxyJump of the configuration): said, not stored.
+    std::string why;
+    const std::string resolved = remote::ssh_resolve(t, session_config(env, false).ssh, &why);
+    if (!resolved.empty())
+      std::cout << "  ssh resolves it to " << printable(resolved) << "\n";
+    else
+      std::cerr << "note: ssh -G could not resolve it: " << printable(why) << "\n";
     return 0;
   }
   if (action == "remove") {

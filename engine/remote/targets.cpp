@@ -240,6 +240,33 @@ std::vector<std::string> ssh_exit_argv(const Target& t, const SshSettings& s) {
   return a;
 }
 
+std::string ssh_resolve(const Target& t, const SshSettings& s, std::string* why) {
+  std::vector<std::string> argv = {s.ssh_program};
+  if (!t.ssh_config.empty()) argv.insert(argv.end(), {"-F", t.ssh_config});
+  if (t.port > 0) argv.insert(argv.end(), {"-p", std::to_string(t.port)});
+  argv.insert(argv.end(), {"-G", "--", t.host});
+  const Captured c = run_captured(argv, 10);
+  if (c.code != 0) {
+    if (why != nullptr) *why = c.err.empty() ? "ssh -G failed" : c.err.substr(0, c.err.find('\n'));
+    return {};
+  }
+  std::string user, host, port;
+  size_t start = 0;
+  while (start < c.out.size()) {
+    size_t end = c.out.find('\n', start);
+    if (end == std::string::npos) end = c.out.size();
+    const std::string line = c.out.substr(start, end - start);
+    start = end + 1;
+    const size_t sp = line.find(' ');
+    if (sp == std::string::npos) continue;
+    const std::string key = line.substr(0, sp), value = line.substr(sp + 1);
+    if (key == "user") user = value;
+    if (key == "hostname") host = value;
+    if (key == "port") port = value;
+  }
+  return user + "@" + host + ":" + port;
+}
+
 void close_connection(const Target& t, const SshSettings& s) {
   const std::vector<std::string> argv = ssh_exit_argv(t, s);
   if (!argv.empty()) run_captured(argv, 10);

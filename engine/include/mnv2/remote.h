@@ -81,6 +81,10 @@ std::vector<std::vector<std::string>> agent_commands(const std::string& version)
 // ssh -O exit for the target's master connection (nothing when no control_dir).
 std::vector<std::string> ssh_exit_argv(const Target& target, const SshSettings& settings);
 
+// What ssh makes of the target's destination with its configuration (`ssh -G`): "user@hostname:port", or "" with
+// `why` set when ssh cannot say (bounded, never throws).
+std::string ssh_resolve(const Target& target, const SshSettings& settings, std::string* why = nullptr);
+
 // Closes the target's master connection (ssh -O exit), if one is open; bounded, never throws (the app on quit).
 void close_connection(const Target& target, const SshSettings& settings);
 
