@@ -24,7 +24,9 @@ rule "engine/ includes no Qt and no front end" '^engine/' 'Q[A-Za-z]+[>"]|qcusto
 rule "kernels/ include only CUDA, the standard library, kernels/ and mnv2/error.h" '^kernels/' \
   'mnv2/|backends/|profile/|gpu/|model/|report/|studies/' '^$' 'include "mnv2/error\.h"'
 # Front ends see the engine's public API only (engine/include/mnv2/), never its internals.
-rule "app/ and ui/ include only the public engine API (mnv2/...)" '^(app|ui)/' 'backends/|profile/|gpu/|report/|studies/|model/|util/|kernels/'
+rule "app/ and ui/ include only the public engine API (mnv2/...)" '^(app|ui)/' 'backends/|profile/|gpu/|report/|studies/|model/|util/|kernels/|remote/'
+# Remote targets run studies as the program's own commands: the public API and engine/util/ only.
+rule "engine/remote/ includes only the public API, engine/util/ and itself" '^engine/remote/' 'backends/|profile/|gpu/|report/|studies/|model/|kernels/'
 # A backend never includes another backend's files, nor the profiler (what it needs comes through StepObserver).
 rule "the cpu backend includes no other backend" '^engine/backends/cpu/' 'backends/(cuda|cudnn)/'
 rule "the cudnn backend includes no other backend" '^engine/backends/cudnn/' 'backends/(cuda|cpu)/'

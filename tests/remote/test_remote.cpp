@@ -418,6 +418,13 @@ TEST(RemoteSlurm, ProbeProfileCancelAndPendingTimeout) {
     EXPECT_TRUE(eventually([&] { return r.remote_processes("mnv2.bin") == 0; }, 15)) << sh("ps -ef").out;
   }
 
+  // A partition the cluster does not have: Slurm's own words.
+  r.add_target("nopart", r["SSH_HOST"], {"--slurm-partition", "nosuch"});
+  c = r.mnv2({"targets", "probe", "nopart"}, 120);
+  EXPECT_EQ(c.code, 1) << describe(c);
+  EXPECT_NE(c.err.find("before the job's agent started"), std::string::npos) << describe(c);
+  EXPECT_NE(c.err.find("nvalid partition"), std::string::npos) << describe(c);
+
   c = r.mnv2({"targets", "probe", "down"}, 120);
   EXPECT_EQ(c.code, 1) << describe(c);
   EXPECT_NE(c.err.find("still pending after"), std::string::npos) << describe(c);
