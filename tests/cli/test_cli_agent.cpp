@@ -71,6 +71,10 @@ TEST(CliAgent, HostileMessagesAreRefused) {
        "\"outputs\": []}\n",
        "name a file (--json)"},
       {"{\"type\": \"run\", \"command\": \"agent\", \"args_b64\": [], \"outputs\": []}\n", "not a study a target runs"},
+      // The lab writes its --json even on failure (a plain value, not a declared output): not a remote study.
+      {"{\"type\": \"run\", \"command\": \"lab\", \"args_b64\": [\"LS1qc29u\", \"L2V0Yy9wYXNzd2Q=\"], "
+       "\"outputs\": []}\n",
+       "not a study a target runs"},
       {"{\"type\": \"run\", \"command\": \"profile\", \"args_b64\": [], \"outputs\": [\"../x\"]}\n",
        "an output must be an option name"},
       {"{\"type\": \"run\", \"command\": \"profile\", \"args_b64\": [], \"model_sha256\": \"" + std::string(64, 'a') +
