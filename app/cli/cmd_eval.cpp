@@ -16,6 +16,7 @@
 #include "mnv2/printable.h"
 #include "mnv2/report.h"
 #include "output.h"
+#include "remote_run.h"
 #include "run_request.h"
 
 namespace mnv2::cli {
@@ -60,9 +61,11 @@ void declare_eval(Args& a) {
   precision_option(a);
   device_option(a);
   cuda_option_set(a);
+  target_option(a);
 }
 
 int cmd_eval(const Args& args, const OptionValues& options) {
+  if (args.get("--target")) return eval_on_target(args, options);
   if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
   const auto images_dir = args.get("--images");
   if (!images_dir) throw UsageError("eval needs --images DIR");

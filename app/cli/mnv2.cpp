@@ -125,8 +125,8 @@ std::string check_remote_args(const std::string& command, const std::vector<std:
   // The studies a target runs this round: each declares every file it reads or writes as such (input(),
   // output()), so the check below sees them all.
   if (found == nullptr || (command != "profile" && command != "compare" && command != "bench" && command != "memory" &&
-                           command != "roofline"))
-    return "'" + command + "' is not a study a target runs (profile, compare, bench, memory, roofline)";
+                           command != "roofline" && command != "eval"))
+    return "'" + command + "' is not a study a target runs (profile, compare, bench, memory, roofline, eval)";
   CLI::App app("", "mnv2");
   CLI::App* sub = app.add_subcommand(found->name, "");
   Args parsed(*sub);

@@ -14,8 +14,11 @@
 
 #include "mnv2/bench_report.h"
 #include "mnv2/error.h"
+#include "mnv2/eval.h"
 #include "mnv2/image.h"
 #include "mnv2/json_io.h"
+#include "mnv2/labels.h"
+#include "mnv2/output_files.h"
 #include "mnv2/printable.h"
 #include "mnv2/report.h"
 #include "mnv2/tensor.h"
@@ -234,6 +237,82 @@ int study_on_target(const Args& args, const OptionValues& options, const std::st
       throw Error("target '" + target.name + "' sent a " + option + " file that does not read: " + e.what());
     }
     args.put(option, bytes);
+  }
+  std::cout << "ran on target " << printable(target.name) << ", host " << printable(result.host)
+            << (result.slurm_job.empty() ? std::string() : ", Slurm job " + printable(result.slurm_job)) << "\n";
+  return 0;
+}
+
+}  // namespace mnv2::cli
+
+namespace mnv2::cli {
+
+int eval_on_target(const Args& args, const OptionValues& options) {
+  const remote::Target target = target_named(*args.get("--target"));
+  if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
+  const auto images_dir = args.get("--images");
+  if (!images_dir) throw UsageError("eval needs --images DIR");
+  if (!fs::is_directory(*images_dir)) throw Error(*images_dir + ": no such folder");
+  const LoadedModel m = load_model(args, options);
+  if (m.location.path.empty())
+    throw UsageError("--target: name the model with --model (or $MNV2_MODEL): a remote run sends the model it runs");
+  const std::vector<std::string> labels =
+      args.get("--labels") ? read_labels_file(*args.get("--labels")) : builtin_labels(m.model.num_classes);
+  // The set the local rules pick, sent with a list of it: the target evaluates exactly these files and labels.
+  const std::vector<EvalItem> items = args.get("--list")
+                                          ? read_eval_list(*args.get("--list"), *images_dir, m.model.num_classes)
+                                          : scan_class_folders(*images_dir, labels);
+  std::string prefix = *images_dir;
+  while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
+  prefix += "/";
+  remote::RemoteTree tree{"--images", *images_dir, {}};
+  std::string list;
+  std::vector<std::string> notes;
+  for (const EvalItem& item : items) {
+    if (!item.skip.empty()) {
+      notes.push_back(item.path + ": " + item.skip + " (not sent)");
+      continue;
+    }
+    const std::string rel = item.path.rfind(prefix, 0) == 0 ? item.path.substr(prefix.size()) : std::string();
+    if (rel.empty() || rel.find('\n') != std::string::npos || rel.find('\r') != std::string::npos) {
+      notes.push_back(item.path + ": a name a list line cannot hold (not sent)");
+      continue;
+    }
+    tree.relative.push_back(rel);
+    list += rel + " " + std::to_string(item.label) + "\n";
+  }
+  std::string dir = (fs::temp_directory_path() / "mnv2-remote-XXXXXX").string();
+  if (::mkdtemp(dir.data()) == nullptr) throw Error("cannot create a private temporary folder");
+  const std::string list_path = dir + "/eval-list.txt";
+  try {
+    write_output_file(list_path, list);
+  } catch (...) {
+    fs::remove_all(dir);
+    throw;
+  }
+  remote::RemoteRunRequest r;
+  r.command = "eval";
+  r.args = args.forwardable(options, {"--target"});
+  r.model_path = m.location.path;
+  r.files.push_back({"--list", "eval-list.txt", list_path});
+  if (auto l = args.get("--labels")) r.files.push_back({"--labels", fs::path(*l).filename().string(), *l});
+  r.trees.push_back(tree);
+  r.tree_notes = &notes;
+  if (args.wants("--json")) r.outputs.push_back("--json");
+  const remote::RemoteRunResult result = run_with_terminal(target, r, [&] { fs::remove_all(dir); });
+  for (const std::string& note : notes) std::cerr << "note: " << printable(note) << "\n";
+  if (result.exit_code != 0) {
+    std::cerr << "error: eval on target '" << target.name << "' (" << printable(result.host)
+              << ") ended with exit status " << result.exit_code << "; no file written\n";
+    return result.exit_code == 2 ? 2 : 1;
+  }
+  if (auto it = result.outputs.find("--json"); it != result.outputs.end()) {
+    try {
+      json::parse(it->second, inputs::kReport);
+    } catch (const Error& e) {
+      throw Error("target '" + target.name + "' sent a --json file that does not read: " + e.what());
+    }
+    args.put("--json", it->second);
   }
   std::cout << "ran on target " << printable(target.name) << ", host " << printable(result.host)
             << (result.slurm_job.empty() ? std::string() : ", Slurm job " + printable(result.slurm_job)) << "\n";

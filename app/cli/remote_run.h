@@ -26,4 +26,8 @@ int run_on_target(const Args& args, const OptionValues& options, const std::stri
 // output file given brought back, read by its reader (JSON) within its budget, and written here all or nothing.
 int study_on_target(const Args& args, const OptionValues& options, const std::string& command);
 
+// eval on the target: the images the local rules pick (class folders or --list) travel as a stream of files that
+// never follows a link out of the folder, with a list of them and their labels; the target decodes them.
+int eval_on_target(const Args& args, const OptionValues& options);
+
 }  // namespace mnv2::cli

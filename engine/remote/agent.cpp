@@ -104,6 +104,8 @@ class Agent {
           model(*m);
         } else if (type == "file") {
           file(*m);
+        } else if (type == "tree") {
+          tree(*m);
         } else if (type == "run") {
           if (!run(*m)) return 0;
         } else if (type == "cancel") {
@@ -244,6 +246,67 @@ class Agent {
     ::close(fd);
     files_.emplace_back(option, path);
     send(c_.out_fd, Json{{"type", "file"}, {"option", option}, {"size", size}});
+  }
+
+  // A folder's files, each beneath a fresh folder of the run under its relative name: every component is one
+  // folder entry (no '..'), every folder made and opened without following a link, every file created new.
+  void tree(const Json& m) {
+    const std::string option = json::string_at(m, "option");
+    const int64_t count = json::int_at(m, "count");
+    if (option.rfind("--", 0) != 0) throw Error("a tree's option must start with '--'");
+    if (count < 0 || count > 10'000'000) throw Error("a tree holds 0 to 10 000 000 files");
+    const std::string root = run_dir() + "/in/" + std::to_string(files_.size());
+    if (::mkdir(root.c_str(), 0700) != 0) throw Error("cannot create " + root + ": " + std::strerror(errno));
+    const int root_fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (root_fd < 0) throw Error("cannot open " + root);
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{root_fd};
+    int64_t total = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      auto e = receive(in_, Clock::now() + kIdle);
+      if (!e || (*e)["type"] != "entry") throw Error("expected a tree entry");
+      const std::string path = base64_decode(json::string_at(*e, "path_b64"));
+      const int64_t size = json::int_at(*e, "size");
+      if (size < 0 || size > kMaxFileBytes) throw Error("a file's size must be 0 to 4 GiB");
+      total += size;
+      if (total > (int64_t{1} << 40)) throw Error("a tree of more than 1 TiB");
+      std::vector<std::string> parts;
+      size_t start = 0;
+      for (;;) {
+        const size_t slash = path.find('/', start);
+        parts.push_back(path.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+        if (slash == std::string::npos) break;
+        start = slash + 1;
+      }
+      if (parts.size() > 64) throw Error("a tree entry deeper than 64 folders");
+      int dir = ::dup(root_fd);
+      for (size_t k = 0; k + 1 < parts.size(); ++k) {
+        check_file_name(parts[k]);
+        if (::mkdirat(dir, parts[k].c_str(), 0700) != 0 && errno != EEXIST) {
+          ::close(dir);
+          throw Error("cannot create a folder of the tree: " + std::string(std::strerror(errno)));
+        }
+        const int next = ::openat(dir, parts[k].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        ::close(dir);
+        if (next < 0) throw Error("a folder of the tree is not a folder");
+        dir = next;
+      }
+      check_file_name(parts.back());
+      const int fd = ::openat(dir, parts.back().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      ::close(dir);
+      if (fd < 0) throw Error("cannot create a file of the tree: " + std::string(std::strerror(errno)));
+      try {
+        receive_file_data(in_, fd, size, Clock::now() + kIdle);
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+      ::close(fd);
+    }
+    files_.emplace_back(option, root);
+    send(c_.out_fd, Json{{"type", "tree"}, {"option", option}, {"count", count}});
   }
 
   // Runs the study; false when the client went away during it.

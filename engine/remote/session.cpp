@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "mnv2/contained_open.h"
 #include "mnv2/error.h"
 #include "mnv2/json_io.h"
 #include "mnv2/remote.h"
@@ -381,6 +382,52 @@ RemoteRunResult Session::run(const RemoteRunRequest& req) {
       throw;
     }
     ::close(fd);
+  }
+  for (const RemoteTree& tree : req.trees) {
+    const int dir = ::open(tree.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) throw Error("cannot open the folder " + tree.root + ": " + std::strerror(errno));
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{dir};
+    // Opened first, all of them: the count is known before the stream starts, and a file that would lead out of the
+    // folder (a link) is left out, with its reason, never followed.
+    std::vector<std::pair<std::string, ContainedFile>> open_files;
+    struct Opened {
+      std::vector<std::pair<std::string, ContainedFile>>& files;
+      ~Opened() {
+        for (auto& [name, f] : files)
+          if (f.fd >= 0) ::close(f.fd);
+      }
+    } opened{open_files};
+    int64_t total = 0;
+    for (const std::string& rel : tree.relative) {
+      ContainedFile f = open_beneath(dir, rel, ContainedLinks::refuse);
+      if (!f.ok()) {
+        if (req.tree_notes != nullptr) req.tree_notes->push_back(rel + ": " + f.why + " (not sent)");
+        continue;
+      }
+      total += static_cast<int64_t>(f.size);
+      open_files.emplace_back(rel, f);
+    }
+    s.send_or_throw(
+        Json{{"type", "tree"}, {"option", tree.option}, {"count", static_cast<int64_t>(open_files.size())}});
+    int64_t sent = 0;
+    for (auto& [rel, f] : open_files) {
+      s.send_or_throw(
+          Json{{"type", "entry"}, {"path_b64", base64_encode(rel)}, {"size", static_cast<int64_t>(f.size)}});
+      const int64_t before = sent;
+      if (!send_file_data(s.ssh.in, f.fd, static_cast<int64_t>(f.size), [&](int64_t done) {
+            sent = before + done;
+            s.report("upload", tree.option, sent, total);
+            s.tick();
+            if (s.cancelled) throw Error("cancelled");
+          }))
+        throw Error(s.who() + ": the connection ended while " + tree.option + " was sent");
+      sent = before + static_cast<int64_t>(f.size);
+    }
+    const Json ack = s.next(s.idle(), "sending " + tree.option);
+    if (ack["type"] != "tree") throw Error(s.who() + ": unexpected message while sending " + tree.option);
   }
   Json args = Json::array();
   for (const std::string& a : req.args) args.push_back(base64_encode(a));

@@ -275,6 +275,24 @@ TEST(RemoteSsh, InstallProbeProfileCacheCancelAndKill) {
       {"memory", "--target", "lab", "--model", mnv2::test::main_model_path(), "--backend", "cpu", "--json", memory});
   ASSERT_EQ(c.code, 0) << describe(c);
   EXPECT_TRUE(fs::exists(memory));
+  // eval: the images travel as a stream of files (a link out of the folder is not followed: left out, said so)
+  // with a list of them; the target decodes them.
+  {
+    const std::string images = r.local() + "/images";
+    fs::create_directories(images + "/sub dir");
+    fs::copy_file(mnv2::test::shared_path("images/cat.bmp"), images + "/sub dir/cat one.bmp");
+    fs::create_symlink("/etc/hostname", images + "/escape.jpg");
+    const std::string list = r.local() + "/list.txt";
+    std::ofstream(list) << "sub dir/cat one.bmp 282\nescape.jpg 1\n";
+    const std::string evaluated = r.local() + "/eval.json";
+    c = r.mnv2({"eval", "--target", "lab", "--images", images, "--list", list, "--model", mnv2::test::main_model_path(),
+                "--backend", "cpu", "--json", evaluated});
+    ASSERT_EQ(c.code, 0) << describe(c);
+    EXPECT_NE(c.err.find("escape.jpg"), std::string::npos) << describe(c);
+    EXPECT_NE(c.out.find("1 images from"), std::string::npos) << describe(c);
+    EXPECT_NO_THROW(mnv2::json::parse(read_all(evaluated)));
+  }
+
   // A run the target refuses (its own usage check): its message, its exit code, nothing written here.
   c = r.mnv2({"memory", "--target", "lab", "--model", mnv2::test::main_model_path(), "--backend", "cuda", "--json",
               r.local() + "/refused.json"});

@@ -137,11 +137,23 @@ struct RemoteFile {
   std::string path;    // read from here
 };
 
+// A folder that travels as a stream of its files (an eval's images): each file opened beneath `root` here without
+// following a link out of it, and written beneath a fresh folder there under the same relative name. The folder
+// there is what `option` names.
+struct RemoteTree {
+  std::string option;                 // "--images"
+  std::string root;                   // the folder here
+  std::vector<std::string> relative;  // the files to send, relative to root ("n01440764/x.JPEG")
+};
+
 struct RemoteRunRequest {
   std::string command;            // profile, compare, ...
   std::vector<std::string> args;  // the command's arguments, without any file option
   std::string model_path;         // "" = the built-in model (the target is told to use it, not its own)
   std::vector<RemoteFile> files;
+  std::vector<RemoteTree> trees;
+  // Names of files left out of a tree (a link out of the folder, unreadable): what it said, one line each.
+  std::vector<std::string>* tree_notes = nullptr;
   std::vector<std::string> outputs;  // the output options whose files come back ("--json")
   // The study's standard output and error as they arrive (raw bytes: escape them before showing).
   std::function<void(bool is_stderr, const std::string& bytes)> on_output;
