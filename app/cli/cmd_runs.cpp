@@ -82,8 +82,11 @@ int cmd_runs(const Args& args, const OptionValues& /*options*/) {
       if (c.images_ratio != 1) std::printf(" per run, %.3g per image", tb / ta / c.images_ratio);
       std::printf("\n");
     }
+    const std::vector<AlignedSegment> segments = align_runs(a.report, b.report);
+    if (const std::string headline = difference_headline(a.report, b.report, segments); !headline.empty())
+      std::printf("  %s\n", headline.c_str());
     std::printf("  %-4s %-26s %12s %12s %8s\n", "idx", "layers", "a_us", "b_us", "b/a");
-    for (const AlignedSegment& seg : align_runs(a.report, b.report)) {
+    for (const AlignedSegment& seg : segments) {
       const Layer& first = a.report.topology[static_cast<size_t>(seg.first_layer)];
       std::string name = first.name;
       if (seg.layers.size() > 1) name += " +" + std::to_string(seg.layers.size() - 1);

@@ -229,6 +229,12 @@ struct AlignedSegment {
 // Segments come out in layer order.
 std::vector<AlignedSegment> align_runs(const RunReport& a, const RunReport& b);
 
+// Where B's time differs from A's, in one sentence for a person (mnv2 runs, the app's comparison): the block with
+// the largest difference and its ratio, and the kind of layer (expand, dw, project, a fused block, ...) that
+// accounts for most of the whole difference: "B is 1.31x A's layer time (+61.2 us); block5 differs most: 1.52x
+// (+9.8 us); expand layers account for 64% of the difference". Runs within 1% of each other say so.
+std::string difference_headline(const RunReport& a, const RunReport& b, const std::vector<AlignedSegment>& segments);
+
 // ---- what two runs have in common --------------------------------------------------------------------------
 
 // One setting in which two runs differ, and what that does to a comparison of their figures.
