@@ -214,7 +214,9 @@ void report_options(Args& a, bool trace) {
   if (trace) a.output("--trace", "write a Perfetto/Chrome trace to this file ('-': standard output)");
 }
 void target_option(Args& a) {
-  a.value("--target", "run on this remote target ('mnv2 targets list'; default: this machine)");
+  a.value("--target",
+          "run on this remote target ('mnv2 targets list'; default: this machine); NAME[@GPU][,NAME[@GPU]...]: the "
+          "same run on each at once, side by side (profile, compare)");
 }
 void run_options(Args& a, bool compare) {
   model_options(a);

@@ -30,6 +30,9 @@ namespace mnv2::cli {
 namespace fs = std::filesystem;
 
 remote::Target target_named(const std::string& name) {
+  if (name.find_first_of(",@") != std::string::npos)
+    throw UsageError("--target " + printable(name) +
+                     ": several places at once (A,B or NAME@GPU) are for profile and compare; give one target");
   const frontend::RemoteEnvironment env = frontend::remote_environment();
   const std::vector<remote::Target> targets = remote::read_targets(env.targets_file);
   if (const remote::Target* t = remote::find_target(targets, name)) return *t;
@@ -134,6 +137,9 @@ remote::RemoteRunResult run_with_terminal(const remote::Target& target, remote::
 }  // namespace
 
 int run_on_target(const Args& args, const OptionValues& options, const std::string& command) {
+  if (const std::vector<Place> places = parse_places(*args.get("--target"));
+      places.size() > 1 || places.front().device >= 0)
+    return run_on_places(args, options, command, places);
   const remote::Target target = target_named(*args.get("--target"));
   ProfileRequest req = parse_profile_request(args, options, command == "compare", true);
   if (req.m.location.path.empty())

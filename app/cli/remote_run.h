@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "args.h"
 #include "common/environment.h"
@@ -21,6 +22,17 @@ remote::Target target_named(const std::string& name);
 // no image codecs), the study's output is shown as it arrives (escaped), and its report comes back, is read like
 // any report and written here with the target named in its metadata.
 int run_on_target(const Args& args, const OptionValues& options, const std::string& command);
+
+// One place of `--target A,B@1,...`: a target, and the GPU there (-1: the command's --device).
+struct Place {
+  std::string target, label;
+  int device = -1;
+};
+std::vector<Place> parse_places(const std::string& text);
+// profile or compare of the same configuration on every place at once (remote_multi.cpp): one report file with every
+// run, each set beside the first (comparability, difference headline).
+int run_on_places(const Args& args, const OptionValues& options, const std::string& command,
+                  const std::vector<Place>& places);
 
 // bench, memory or roofline on the target: their arguments forwarded, the model and an image's tensor sent, every
 // output file given brought back, read by its reader (JSON) within its budget, and written here all or nothing.
