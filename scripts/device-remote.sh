@@ -65,7 +65,9 @@ $M targets probe h200 --json >"$out/probe.json"; cat "$out/probe.json" | head -6
 common=(--backend cuda --model "$model" --precision fp16 --cuda-fusion block --timing cupti --warmup 20 --iters 200)
 gpus=$(nvidia-smi -L | grep -c '^GPU')
 if [[ $gpus -ge 2 ]]; then
-step "GPU 0 and GPU 1 at once through the target (batch 1 and 256)"
+step "GPU 0 and GPU 1 at once through the target, one command (--target h200@0,h200@1), batch 1"
+$M profile --target h200@0,h200@1 "${common[@]}" --json "$out/h200_both_b1.json" 2>&1 | grep -v '^\[h200@' | tail -20
+step "GPU 0 and GPU 1 at once through the target (batch 1 and 256), two commands"
 for b in 1 256; do
   $M profile --target h200 "${common[@]}" --batch $b --device 0 --json "$out/h200_dev0_b$b.json" >"$out/dev0_b$b.txt" 2>&1 &
   p0=$!
