@@ -94,7 +94,7 @@ $M profile --target h200 --backend cuda --model "$model" --precision fp16 --cuda
   --warmup 5 --iters 20 --json "$out/h200_fresh_r2_b1.json" >"$out/fresh_r2.txt" 2>&1; echo "fresh: exit $?"
 $M runs "$B/old/r2_profile_fp16_block_b1.json" "$out/h200_fresh_r2_b1.json" | tee "$out/runs_earlier_vs_fresh.txt" | head -60
 step "cancel through the target: SIGINT after 5 s"
-$M profile --target h200 --backend cuda --model "$model" --warmup 20 --iters 100000000 --json "$out/cancelled.json" \
+$M profile --target h200 --backend cuda --model "$model" --warmup 20 --iters 1000000 --json "$out/cancelled.json" \
   >"$out/cancel.txt" 2>&1 &
 pc=$!; sleep 8; echo "on the target before: $(pgrep -fc 'mnv2.bin profile' || true)"; kill -INT $pc; wait $pc; echo "cancel: exit $? (report written: $([ -e "$out/cancelled.json" ] && echo yes || echo no))"
 tail -3 "$out/cancel.txt"; sleep 2; echo "mnv2 processes left: $(pgrep -fc 'mnv2.bin profile' || true)"

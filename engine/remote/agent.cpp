@@ -339,6 +339,7 @@ class Agent {
     argv.insert(argv.end(), {"--progress-fd", "3"});
     SpawnOptions o;
     o.pipe_stdin = false;
+    o.null_stdin = true;  // the agent's input is the client's channel: the study never reads it
     o.extra_fd = progress[1];
     o.cwd = run_dir();
     Child child;

@@ -86,7 +86,12 @@ Child Child::spawn(const std::vector<std::string>& argv, const SpawnOptions& opt
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (options.pipe_stdin) ::dup2(pin[0], 0);
+    if (options.pipe_stdin) {
+      ::dup2(pin[0], 0);
+    } else if (options.null_stdin) {
+      const int null_fd = ::open("/dev/null", O_RDONLY);
+      if (null_fd >= 0) ::dup2(null_fd, 0);
+    }
     if (options.pipe_stdout) ::dup2(pout[1], 1);
     if (options.pipe_stderr) ::dup2(perr[1], 2);
     if (options.extra_fd >= 0) {
@@ -239,6 +244,7 @@ Captured run_captured(const std::vector<std::string>& argv, int timeout_s, size_
   Captured r;
   SpawnOptions o;
   o.pipe_stdin = false;
+  o.null_stdin = true;
   Child c;
   try {
     c = Child::spawn(argv, o);

@@ -15,6 +15,7 @@ using Clock = std::chrono::steady_clock;
 
 struct SpawnOptions {
   bool pipe_stdin = true, pipe_stdout = true, pipe_stderr = true;
+  bool null_stdin = false;        // not piped: /dev/null (never the parent's input) instead of inheriting it
   bool new_process_group = true;  // kill(-pid) reaches everything the child starts
   int extra_fd = -1;              // a pipe's write end the child gets as descriptor 3 (-1: none)
   std::string cwd;                // "" = ours
