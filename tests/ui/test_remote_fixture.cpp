@@ -172,7 +172,9 @@ class RemoteFixtureTest : public QObject {
     QStringList stages;
     QObject context;  // the connection ends with this test function
     connect(m_controller.get(), &RunController::progress, &context, [&](const RunProgress& p) { stages << p.text; });
-    m_controller->profile(request(3));
+    ProfileRequest req = request(3);
+    req.config.cpu_threads = 0;  // the app's default (the target's own): no --threads goes there
+    m_controller->profile(req);
     QVERIFY(QTest::qWaitFor([&] { return profiled.count() + failed.count() > 0; }, 300000));
     QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.first().at(0).value<JobFailure>().message));
     const ProfileResult result = profiled.first().at(0).value<ProfileResult>();
