@@ -275,8 +275,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     m_choiceProbe = 0;
     if (!chosen || m_controller->isRunning()) return;
     if (!p.ok) {
-      m_settings->setStatus(QStringLiteral("Profile and Compare run on %1, which did not answer a probe: %2")
-                                .arg(p.target, p.error));
+      m_settings->setStatus(
+          QStringLiteral("Profile and Compare run on %1, which did not answer a probe: %2").arg(p.target, p.error));
       return;
     }
     QStringList gpus, backends;
@@ -711,7 +711,8 @@ void MainWindow::showGpu() {
     const mnv2::remote::ProbeResult* probe = targetProbe(target);
     QString what = QStringLiteral("not probed");
     if (probe != nullptr) {
-      what = QStringLiteral("not on the target (it shows %1)").arg(probe->gpus.size());
+      what = probe->gpus.empty() ? QStringLiteral("the target shows no GPU")
+                                 : QStringLiteral("not on the target (it shows %1)").arg(probe->gpus.size());
       for (const mnv2::remote::ProbeGpu& g : probe->gpus)
         if (g.index == chosen)
           what = QStringLiteral("%1 (sm %2)")
