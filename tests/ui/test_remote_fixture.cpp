@@ -216,6 +216,23 @@ class RemoteFixtureTest : public QObject {
         },
         15000));
   }
+
+  // On quit the app ends the master connection its runs left open (ssh -O exit), rather than leaving it for its
+  // ControlPersist time.
+  void closeConnectionsEndsTheMasterConnection() {
+    const QStringList check = {
+        QStringLiteral("-F"), m_fixture.at(QStringLiteral("SSH_CONFIG")),
+        QStringLiteral("-o"), QStringLiteral("ControlPath=%1/mnv2-profiler-ssh/%C").arg(m_runtime.path()),
+        QStringLiteral("-O"), QStringLiteral("check"),
+        QStringLiteral("--"), m_fixture.at(QStringLiteral("SSH_HOST"))};
+    const QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+    const Shell open = run(QStringLiteral("ssh"), check, e, 20000);
+    QVERIFY2(open.code == 0, qPrintable(open.err));  // the runs above left it open
+    QVERIFY(m_controller->targetsUsed().contains(QStringLiteral("lab")));
+    m_controller->closeConnections();
+    QVERIFY(m_controller->targetsUsed().isEmpty());
+    QVERIFY(QTest::qWaitFor([&] { return run(QStringLiteral("ssh"), check, e, 20000).code != 0; }, 10000));
+  }
 };
 
 MNV2_UI_SUITE(RemoteFixtureTest);

@@ -397,7 +397,12 @@ void MainWindow::applyRunTarget() {
   }
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+  // The scripted mode ends without closing the window: the targets it reached are let go here too (a no-op after
+  // closeEvent()).
+  m_controller->cancelProbes();
+  m_controller->closeConnections();
+}
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
