@@ -301,7 +301,9 @@ void RunWorker::profileOnTarget(JobId id, const ProfileRequest& request) {
                  (p.done > 0 ? QStringLiteral(" (%1 s)").arg(p.done) : QString());
         r.fraction = 0.03;
       } else if (p.stage == "upload") {
-        r.text = QStringLiteral("%1: upload %2 %3/%4 MiB").arg(who, phase, mib(p.done), mib(p.total));
+        // The model, or a file that travels with the run (named by its option: the input tensor).
+        const QString what = p.phase == "model" ? phase : QStringLiteral("input (%1)").arg(phase);
+        r.text = QStringLiteral("%1: upload %2 %3/%4 MiB").arg(who, what, mib(p.done), mib(p.total));
         r.fraction = 0.05 + (p.total > 0 ? 0.10 * double(p.done) / double(p.total) : 0.0);
       } else if (p.stage == "run") {
         // The study's own line: "BACKEND PHASE" with its done/total, as `mnv2 profile` reports it.
@@ -314,7 +316,7 @@ void RunWorker::profileOnTarget(JobId id, const ProfileRequest& request) {
         const double within = p.total > 0 ? (phaseIndex * double(p.total) + double(p.done)) / (2.0 * p.total) : 0.0;
         r.fraction = 0.15 + 0.80 * std::min(1.0, (double(i) + within) / n);
         r.text = QStringLiteral("%1: %2 %3/%4").arg(who, phase).arg(p.done).arg(p.total);
-      } else {
+      } else {  // "download": the report coming back (named by its option)
         r.text = QStringLiteral("%1: %2 %3").arg(who, engineText(p.stage), phase);
         r.fraction = 0.97;
       }
