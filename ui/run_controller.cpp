@@ -3,10 +3,13 @@
 
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <limits>
 #include <new>
 
+#include "common/remote_session.h"
 #include "image_input.h"
 #include "mnv2/bench.h"
 #include "mnv2/error.h"
@@ -14,6 +17,8 @@
 #include "mnv2/image.h"
 #include "mnv2/model_lookup.h"
 #include "mnv2/model_summary.h"
+#include "mnv2/printable.h"
+#include "mnv2/remote.h"
 #include "mnv2/studies.h"
 
 namespace mnv2::ui {
@@ -62,6 +67,7 @@ class RunWorker : public QObject {
   void guarded(JobId id, JobKind kind, Work&& work);
   const mnv2::Model& model() const;
   void sendProgress(RunProgress p, bool force);
+  void profileOnTarget(JobId id, const ProfileRequest& request);
 
   std::shared_ptr<RunCancelState> m_cancel;
   std::shared_ptr<const mnv2::Model> m_model;
@@ -188,6 +194,10 @@ void RunWorker::classify(JobId id, const ClassifyRequest& request) {
 }
 
 void RunWorker::profile(JobId id, const ProfileRequest& request) {
+  if (request.target) {
+    profileOnTarget(id, request);
+    return;
+  }
   guarded(id, JobKind::Profile, [&] {
     if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
     if (request.backends.isEmpty()) throw mnv2::UsageError("no backend to profile");
@@ -238,6 +248,93 @@ void RunWorker::profile(JobId id, const ProfileRequest& request) {
         result.ceilingsNote = QString::fromStdString(e.what());
       }
     }
+    if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
+    Q_EMIT profiled(result);
+  });
+}
+
+namespace {
+
+QString engineText(const std::string& text) { return QString::fromStdString(mnv2::printable(text)); }
+
+QString mib(int64_t bytes) { return QString::number(double(bytes) / (1 << 20), 'f', 1); }
+
+}  // namespace
+
+// The profile (or compare) study on a remote target: the engine's profile_on_target sends the model file and the
+// input, runs `mnv2 profile|compare` there and reads the report back with the target, host and Slurm job in its
+// origin. Its stages become this job's progress; Cancel is the same watermark, asked by the session every 200 ms.
+void RunWorker::profileOnTarget(JobId id, const ProfileRequest& request) {
+  guarded(id, JobKind::Profile, [&] {
+    if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
+    if (request.backends.isEmpty()) throw mnv2::UsageError("no backend to profile");
+    const mnv2::remote::Target& target = *request.target;
+    if (const std::string why = frontend::remote_model_refusal(model()); !why.empty())
+      throw mnv2::UsageError("target '" + target.name + "': " + why);
+    std::vector<std::string> backends;
+    for (const QString& b : request.backends) backends.push_back(b.toStdString());
+    const int n = static_cast<int>(backends.size());
+    mnv2::ProfileConfig config = request.config;
+    config.backend = backends.front();
+    mnv2::remote::SessionConfig session = frontend::remote_session_config(frontend::remote_environment());
+    session.cancelled = [cancel = m_cancel, id] { return cancel->cancelled(id); };
+    const QString who = engineText(target.name);
+    m_progressClock.invalidate();
+    std::string lastStage;
+    // Rough shares of the bar: connecting and a pending job up to 5%, the upload to 15%, the study (its backends'
+    // two phases each, as a run here counts them) to 95%, the download the rest.
+    const auto progress = [&](const mnv2::remote::RemoteProgress& p) {
+      RunProgress r{id,
+                    who,
+                    engineText(p.stage),
+                    static_cast<int>(std::min<int64_t>(p.done, INT_MAX)),
+                    static_cast<int>(std::min<int64_t>(p.total, INT_MAX)),
+                    0,
+                    n,
+                    0.0};
+      const QString phase = engineText(p.phase);
+      if (p.stage == "connect") {
+        r.text = QStringLiteral("%1: connecting to %2").arg(who, phase);
+        r.fraction = 0.01;
+      } else if (p.stage == "pending") {
+        r.text = QStringLiteral("%1: pending: %2").arg(who, phase) +
+                 (p.done > 0 ? QStringLiteral(" (%1 s)").arg(p.done) : QString());
+        r.fraction = 0.03;
+      } else if (p.stage == "upload") {
+        // The model, or a file that travels with the run (named by its option: the input tensor).
+        const QString what = p.phase == "model" ? phase : QStringLiteral("input (%1)").arg(phase);
+        r.text = QStringLiteral("%1: upload %2 %3/%4 MiB").arg(who, what, mib(p.done), mib(p.total));
+        r.fraction = 0.05 + (p.total > 0 ? 0.10 * double(p.done) / double(p.total) : 0.0);
+      } else if (p.stage == "run") {
+        // The study's own line: "BACKEND PHASE" with its done/total, as `mnv2 profile` reports it.
+        const qsizetype space = phase.indexOf(QLatin1Char(' '));
+        r.backend = space > 0 ? phase.left(space) : who;
+        r.phase = space > 0 ? phase.mid(space + 1) : phase;
+        const qsizetype i = std::max<qsizetype>(0, request.backends.indexOf(r.backend));
+        r.backendIndex = static_cast<int>(i);
+        const int phaseIndex = r.phase == QLatin1String("per-layer") ? 1 : 0;
+        const double within = p.total > 0 ? (phaseIndex * double(p.total) + double(p.done)) / (2.0 * p.total) : 0.0;
+        r.fraction = 0.15 + 0.80 * std::min(1.0, (double(i) + within) / n);
+        r.text = QStringLiteral("%1: %2 %3/%4").arg(who, phase).arg(p.done).arg(p.total);
+      } else {  // "download": the report coming back (named by its option)
+        r.text = QStringLiteral("%1: %2 %3").arg(who, engineText(p.stage), phase);
+        r.fraction = 0.97;
+      }
+      sendProgress(r, p.stage != lastStage || p.done == p.total);
+      lastStage = p.stage;
+    };
+    ProfileResult result;
+    result.id = id;
+    result.compare = request.compare;
+    result.requested = request.config.precision;
+    result.reports =
+        mnv2::remote::profile_on_target(target, session, config, backends, request.modelPath.toStdString(), progress);
+    if (request.measureCeilings)
+      result.ceilingsNote =
+          QStringLiteral(
+              "No ceilings for a run on target '%1': they are measured on the machine that runs, and the app measures "
+              "them on this one only.")
+              .arg(who);
     if (m_cancel->cancelled(id)) throw mnv2::Error("cancelled");
     Q_EMIT profiled(result);
   });
@@ -351,7 +448,8 @@ void RunWorker::evaluate(JobId id, const EvalRequest& request) {
 
 // ---- RunController ---------------------------------------------------------------------------------
 
-RunController::RunController(QObject* parent) : QObject(parent), m_cancel(std::make_shared<RunCancelState>()) {
+RunController::RunController(QObject* parent)
+    : QObject(parent), m_cancel(std::make_shared<RunCancelState>()), m_probeCancel(std::make_shared<RunCancelState>()) {
   qRegisterMetaType<mnv2::ui::JobId>("mnv2::ui::JobId");
   qRegisterMetaType<EnvironmentInfo>();
   qRegisterMetaType<ModelInfo>();
@@ -362,6 +460,7 @@ RunController::RunController(QObject* parent) : QObject(parent), m_cancel(std::m
   qRegisterMetaType<SweepResult>();
   qRegisterMetaType<EvalOutcome>();
   qRegisterMetaType<JobFailure>();
+  qRegisterMetaType<TargetProbe>();
 
   m_thread.setObjectName(QStringLiteral("mnv2-run-worker"));
   m_worker = new RunWorker(m_cancel);
@@ -429,8 +528,65 @@ RunController::RunController(QObject* parent) : QObject(parent), m_cancel(std::m
 
 RunController::~RunController() {
   m_cancel->raiseTo(std::numeric_limits<JobId>::max());
+  m_probeCancel->raiseTo(std::numeric_limits<JobId>::max());
+  for (QThread* t : std::as_const(m_probes)) {
+    t->wait();  // the session sees the cancel within 200 ms
+    delete t;
+  }
   m_thread.quit();
   m_thread.wait();
+}
+
+JobId RunController::probeTarget(const mnv2::remote::Target& target) {
+  const JobId id = ++m_nextId;
+  noteTargetUsed(target);
+  const std::shared_ptr<RunCancelState> cancel = m_probeCancel;
+  QThread* thread = QThread::create([this, id, target, cancel] {
+    TargetProbe probe;
+    probe.id = id;
+    probe.target = QString::fromStdString(mnv2::printable(target.name));
+    try {
+      mnv2::remote::SessionConfig config = frontend::remote_session_config(frontend::remote_environment());
+      config.cancelled = [cancel, id] { return cancel->cancelled(id); };
+      mnv2::remote::Session session(target, config, [&](const mnv2::remote::RemoteProgress& p) {
+        TargetProbe waiting = probe;
+        waiting.progress = QString::fromStdString(mnv2::printable(p.stage + (p.phase.empty() ? "" : " " + p.phase)));
+        QMetaObject::invokeMethod(
+            this, [this, waiting] { Q_EMIT targetProbeProgress(waiting); }, Qt::QueuedConnection);
+      });
+      probe.result = session.probe();
+      probe.ok = true;
+    } catch (const std::bad_alloc&) {
+      probe.error = QStringLiteral("out of memory");
+    } catch (const std::exception& e) {
+      probe.error = QString::fromStdString(e.what());
+    }
+    if (!probe.ok && cancel->cancelled(id)) probe.error = QStringLiteral("cancelled");
+    // Queued to the controller: dropped with it when it is gone (its destructor waits for this thread first).
+    QMetaObject::invokeMethod(
+        this, [this, probe] { Q_EMIT targetProbed(probe); }, Qt::QueuedConnection);
+  });
+  thread->setObjectName(QStringLiteral("mnv2-probe"));
+  m_probes << thread;
+  connect(thread, &QThread::finished, this, [this, thread] {
+    m_probes.removeAll(thread);
+    thread->deleteLater();
+  });
+  thread->start();
+  return id;
+}
+
+void RunController::cancelProbes() { m_probeCancel->raiseTo(m_nextId); }
+
+void RunController::noteTargetUsed(const mnv2::remote::Target& target) {
+  m_targetsUsed.insert(QString::fromStdString(target.name), target);
+}
+
+void RunController::closeConnections() {
+  if (m_targetsUsed.isEmpty()) return;
+  const mnv2::remote::SessionConfig config = frontend::remote_session_config(frontend::remote_environment());
+  for (const mnv2::remote::Target& t : std::as_const(m_targetsUsed)) mnv2::remote::close_connection(t, config.ssh);
+  m_targetsUsed.clear();
 }
 
 JobId RunController::probeEnvironment() {
@@ -471,6 +627,7 @@ void RunController::finishRun(JobId id) {
 }
 
 JobId RunController::profile(const ProfileRequest& request) {
+  if (request.target) noteTargetUsed(*request.target);
   const JobId id = startRun();
   QMetaObject::invokeMethod(
       m_worker, [w = m_worker, id, request] { w->profile(id, request); }, Qt::QueuedConnection);

@@ -20,6 +20,7 @@
 #include "mnv2/labels.h"
 #include "mnv2/model.h"
 #include "mnv2/profiler.h"
+#include "mnv2/remote.h"
 #include "mnv2/roofline.h"
 #include "mnv2/sweep.h"
 #include "mnv2/tensor.h"
@@ -101,6 +102,10 @@ struct ProfileRequest {
   // backend that does not run it runs fp32 (mnv2::reference_precision), and its report says so.
   mnv2::ProfileConfig config;
   bool measureCeilings = false;  // also the roofline ceilings of the first backend's device (cached per device)
+  // Where the run happens: this machine (none), or a remote target (mnv2::remote::profile_on_target), which is
+  // sent the model file `modelPath` (the file the app opened) and the input tensor; no ceilings are measured there.
+  std::optional<mnv2::remote::Target> target;
+  QString modelPath;
 };
 
 struct RunProgress {
@@ -113,6 +118,9 @@ struct RunProgress {
   int backendCount = 1;
   double fraction = 0;    // of the whole job, 0..1
   double imagesPerS = 0;  // accuracy evaluation: images done / seconds since it started
+  // A run on a remote target: the whole status line ("h200: pending: job 12: Priority", "h200: upload model 3/14
+  // MiB", "h200: cuda end-to-end 5/20"); empty for a run here, whose line is made of the fields above.
+  QString text{};
 };
 
 struct ProfileResult {
@@ -169,6 +177,16 @@ struct EvalOutcome {
   EvalRecord record;  // the set, the decoder ("QImage" or "OpenCV imgcodecs") and the engine's result
 };
 
+// What a remote target has (mnv2::remote::Session::probe), or the engine's error when it could not be asked.
+struct TargetProbe {
+  JobId id = 0;
+  QString target;  // the target's name
+  bool ok = false;
+  mnv2::remote::ProbeResult result;  // when ok
+  QString error;                     // when not: the engine's words
+  QString progress;                  // while waiting: "connect gpu-login", "pending: job 12: Priority"
+};
+
 enum class JobKind { Environment, Model, Classify, Profile, Diff, Eval };
 
 struct JobFailure {
@@ -188,3 +206,4 @@ Q_DECLARE_METATYPE(mnv2::ui::DiffResult)
 Q_DECLARE_METATYPE(mnv2::ui::JobFailure)
 Q_DECLARE_METATYPE(mnv2::ui::SweepResult)
 Q_DECLARE_METATYPE(mnv2::ui::EvalOutcome)
+Q_DECLARE_METATYPE(mnv2::ui::TargetProbe)

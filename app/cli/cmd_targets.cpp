@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "common/environment.h"
+#include "common/remote_session.h"
 #include "mnv2/error.h"
 #include "mnv2/json_io.h"
 #include "mnv2/printable.h"
@@ -19,23 +20,6 @@ namespace mnv2::cli {
 namespace {
 
 using json::Json;
-
-std::string describe(const remote::Target& t) {
-  std::string s = t.host + (t.port > 0 ? ":" + std::to_string(t.port) : std::string());
-  if (t.slurm) {
-    const remote::SlurmLauncher& l = *t.slurm;
-    s += ", through Slurm (srun";
-    if (!l.partition.empty()) s += " --partition=" + l.partition;
-    if (!l.gres.empty()) s += " --gres=" + l.gres;
-    if (!l.time_limit.empty()) s += " --time=" + l.time_limit;
-    if (!l.account.empty()) s += " --account=" + l.account;
-    for (const std::string& e : l.extra) s += " " + e;
-    s += "; pending at most " + std::to_string(l.pending_timeout_s) + " s)";
-  }
-  if (!t.ssh_config.empty()) s += ", ssh -F " + t.ssh_config;
-  for (const std::string& line : t.setup) s += "; setup: " + line;
-  return printable(s);
-}
 
 Json probe_json(const remote::ProbeResult& p) {
   Json gpus = Json::array();
@@ -95,11 +79,8 @@ void print_probe(const remote::ProbeResult& p) {
 }  // namespace
 
 remote::SessionConfig session_config(const frontend::RemoteEnvironment& env, bool say_note) {
-  remote::SessionConfig c;
-  c.version = MNV2_VERSION;
-  c.ssh.ssh_program = env.ssh_program;
   std::string note;
-  c.ssh.control_dir = remote::control_folder(env.runtime_dir, &note);
+  remote::SessionConfig c = frontend::remote_session_config(env, &note);
   if (!note.empty() && say_note) std::cerr << "note: " << printable(note) << "\n";
   return c;
 }
@@ -141,12 +122,13 @@ int cmd_targets(const Args& args, const OptionValues&) {
     if (!words.empty()) throw UsageError("targets list takes no more words");
     if (args.flag("--json")) {
       Json list = Json::array();
-      for (const auto& t : targets) list.push_back(Json{{"name", t.name}, {"description", describe(t)}});
+      for (const auto& t : targets)
+        list.push_back(Json{{"name", t.name}, {"description", frontend::describe_target(t)}});
       std::cout << json::dump(Json{{"targets_file", env.targets_file}, {"targets", list}}, 2) << "\n";
       return 0;
     }
     std::cout << "local: this machine\n";
-    for (const auto& t : targets) std::cout << printable(t.name) << ": " << describe(t) << "\n";
+    for (const auto& t : targets) std::cout << printable(t.name) << ": " << frontend::describe_target(t) << "\n";
     if (targets.empty()) std::cout << "(no remote targets in " << printable(env.targets_file) << ")\n";
     return 0;
   }
@@ -173,7 +155,7 @@ int cmd_targets(const Args& args, const OptionValues&) {
       throw UsageError("a target '" + t.name + "' exists: 'mnv2 targets remove " + t.name + "' first");
     targets.push_back(t);
     remote::write_targets(env.targets_file, targets);
-    std::cout << "added " << printable(t.name) << ": " << describe(t) << "\n";
+    std::cout << "added " << printable(t.name) << ": " << frontend::describe_target(t) << "\n";
     // What ssh itself makes of it (Host aliases, User, Port, ProxyJump of the configuration): said, not stored.
     std::string why;
     const std::string resolved = remote::ssh_resolve(t, session_config(env, false).ssh, &why);
@@ -236,11 +218,8 @@ int cmd_targets(const Args& args, const OptionValues&) {
       ::execvp(cargv[0], cargv.data());
       throw Error("cannot start " + argv[0]);
     }
-    // An interactive login that stays as the master connection: passphrases, one-time codes and new host keys go
-    // to OpenSSH's own prompt (the terminal, or $SSH_ASKPASS where there is none); runs then reuse the connection.
-    config.ssh.batch = false;
-    config.ssh.control_persist_s = 3600;
-    std::vector<std::string> argv = remote::ssh_argv(t, config.ssh, {"true"});
+    // An interactive login that stays as the master connection (frontend::connect_argv); runs then reuse it.
+    std::vector<std::string> argv = frontend::connect_argv(t, config);
     std::vector<char*> cargv;
     for (std::string& a : argv) cargv.push_back(a.data());
     cargv.push_back(nullptr);

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/remote_targets.h"
 #include "mnv2/error.h"
 #include "mnv2/printable.h"
 #include "mnv2/report.h"
@@ -47,8 +48,8 @@ int run_on_places(const Args& args, const OptionValues& options, const std::stri
   ProfileRequest req = parse_profile_request(args, options, command == "compare", true);
   if (req.m.location.path.empty())
     throw UsageError("--target: name the model with --model (or $MNV2_MODEL): a remote run sends the model it runs");
-  if (!req.m.model.file.external_files.empty())
-    throw UsageError("--target: a model with external data files does not travel yet; use a single-file .onnx");
+  if (const std::string why = frontend::remote_model_refusal(req.m.model); !why.empty())
+    throw UsageError("--target: " + why);
   std::vector<std::string> base = args.forwardable(options, {"--target"});
   std::string dir;
   if (req.base.input) {

@@ -12,6 +12,8 @@
 #include <iostream>
 #include <thread>
 
+#include "common/remote_session.h"
+#include "common/remote_targets.h"
 #include "mnv2/bench_report.h"
 #include "mnv2/error.h"
 #include "mnv2/eval.h"
@@ -144,8 +146,8 @@ int run_on_target(const Args& args, const OptionValues& options, const std::stri
   ProfileRequest req = parse_profile_request(args, options, command == "compare", true);
   if (req.m.location.path.empty())
     throw UsageError("--target: name the model with --model (or $MNV2_MODEL): a remote run sends the model it runs");
-  if (!req.m.model.file.external_files.empty())
-    throw UsageError("--target: a model with external data files does not travel yet; use a single-file .onnx");
+  if (const std::string why = frontend::remote_model_refusal(req.m.model); !why.empty())
+    throw UsageError("--target: " + why);
   remote::RemoteRunRequest r;
   r.command = command;
   r.args = args.forwardable(options, {"--target"});
@@ -192,8 +194,8 @@ int study_on_target(const Args& args, const OptionValues& options, const std::st
   const LoadedModel m = load_model(args, options);
   if (m.location.path.empty())
     throw UsageError("--target: name the model with --model (or $MNV2_MODEL): a remote run sends the model it runs");
-  if (!m.model.file.external_files.empty())
-    throw UsageError("--target: a model with external data files does not travel yet; use a single-file .onnx");
+  if (const std::string why = frontend::remote_model_refusal(m.model); !why.empty())
+    throw UsageError("--target: " + why);
   remote::RemoteRunRequest r;
   r.command = command;
   r.args = args.forwardable(options, {"--target"});

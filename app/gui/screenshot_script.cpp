@@ -13,6 +13,7 @@
 #include "mnv2/backend.h"
 #include "mnv2/error.h"
 #include "models/layer_selection.h"
+#include "models/targets_model.h"
 #include "widgets/accuracy_page.h"
 #include "widgets/comparison_page.h"
 #include "widgets/kernel_lab_page.h"
@@ -20,6 +21,7 @@
 #include "widgets/roofline_page.h"
 #include "widgets/run_settings_panel.h"
 #include "widgets/sweep_page.h"
+#include "widgets/targets_dialog.h"
 #include "widgets/timings_page.h"
 
 namespace mnv2::gui {
@@ -52,6 +54,17 @@ struct ScreenshotScript::Options {
                                  QStringLiteral("IMG")};
   const QCommandLineOption backend{QStringLiteral("backend"), QStringLiteral("Backend: cpu, cudnn or cuda."),
                                    QStringLiteral("B")};
+  const QCommandLineOption runOn{
+      QStringLiteral("run-on"),
+      QStringLiteral("Where Profile and Compare run: a target of the targets file (mnv2 targets), or local."),
+      QStringLiteral("TARGET")};
+  const QCommandLineOption probeTarget{
+      QStringLiteral("probe-target"),
+      QStringLiteral("Tools > Remote targets: probe this target and show what it has (or why not)."),
+      QStringLiteral("TARGET")};
+  const QCommandLineOption targetsScreenshot{QStringLiteral("targets-screenshot"),
+                                             QStringLiteral("Save a picture of the Remote targets dialog."),
+                                             QStringLiteral("FILE.png")};
   const QCommandLineOption precision{
       QStringLiteral("precision"),
       QStringLiteral("Arithmetic: fp32, tf32 or fp16 (runs, compare, diffs, sweep, eval); the backend must run it."),
@@ -189,6 +202,7 @@ ScreenshotScript::ScreenshotScript(QCommandLineParser& parser)
                        o.exportCsv,   o.exportJson, o.exportTrace,   o.screenshot, o.size,         o.decoder,
                        o.quit});
   m_parser.addOptions({o.precision, o.eval, o.evalImages, o.evalBatch, o.evalThreads, o.exportEvalCsv});
+  m_parser.addOptions({o.runOn, o.probeTarget, o.targetsScreenshot});
   m_parser.addOptions(
       {o.labSlot, o.labKernel, o.labTemplate, o.labPrecision, o.labLayers, o.labBatch, o.labArch, o.lab, o.labView});
   // The desktop entry's "Exec=mnv2-profiler %f": a file manager opens an image with the app.
@@ -289,7 +303,7 @@ bool ScreenshotScript::check() {
                m_parser.isSet(o.quit) || m_parser.isSet(o.exportCsv) || m_parser.isSet(o.exportJson) ||
                m_parser.isSet(o.exportTrace) || m_parser.isSet(o.diff) || m_parser.isSet(o.sweep) ||
                m_parser.isSet(o.eval) || m_parser.isSet(o.exportEvalCsv) || m_parser.isSet(o.lab) ||
-               m_parser.isSet(o.labTemplate);
+               m_parser.isSet(o.labTemplate) || m_parser.isSet(o.probeTarget) || m_parser.isSet(o.targetsScreenshot);
   return true;
 }
 
@@ -368,6 +382,8 @@ std::optional<int> ScreenshotScript::run(MainWindow& window) {
 
   if (!v.scripted) {
     if (m_parser.isSet(o.tab)) window.selectTab(m_parser.value(o.tab));
+    if (m_parser.isSet(o.runOn))
+      settings->setRunTarget(m_parser.value(o.runOn) == QLatin1String("local") ? QString() : m_parser.value(o.runOn));
     if (m_parser.isSet(o.backend)) settings->selectBackend(m_parser.value(o.backend));
     if (m_parser.isSet(o.precision)) settings->setPrecision(v.precisionValue);
     if (v.imageSet) window.openImage(v.imageValue);
@@ -378,6 +394,18 @@ std::optional<int> ScreenshotScript::run(MainWindow& window) {
   bool failed = !labFieldsOk;
   waitUntil([&] { return v.events.environment > 0 && v.events.model > 0; });
   if (!v.events.modelOk) failed = true;
+  // Where runs go, before the backend is chosen: a target offers its own backends.
+  if (m_parser.isSet(o.runOn)) {
+    const QString target = m_parser.value(o.runOn);
+    if (target == QLatin1String("local")) {
+      settings->setRunTarget(QString());
+    } else if (window.targets()->find(target) == nullptr) {
+      say(QStringLiteral("--run-on: no target '%1' in %2").arg(target, window.targets()->path()));
+      failed = true;
+    } else {
+      settings->setRunTarget(target);
+    }
+  }
   if (m_parser.isSet(o.backend) && !settings->selectBackend(m_parser.value(o.backend))) {
     say(QStringLiteral("backend '%1' cannot run here (see `mnv2 info`)").arg(m_parser.value(o.backend)));
     failed = true;
@@ -499,6 +527,33 @@ std::optional<int> ScreenshotScript::run(MainWindow& window) {
   }
   if (v.layerValue >= 0) window.selection()->setCurrentLayer(v.layerValue);
 
+  // Tools > Remote targets: a probe's answer (or the engine's error: a result like any other), its picture.
+  if (m_parser.isSet(o.probeTarget) || m_parser.isSet(o.targetsScreenshot)) {
+    mnv2::ui::TargetsDialog* dialog = window.targetsDialog(true);
+    const QString shown = m_parser.isSet(o.probeTarget) ? m_parser.value(o.probeTarget) : settings->runTarget();
+    if (!shown.isEmpty()) dialog->selectTarget(shown);
+    if (m_parser.isSet(o.probeTarget)) {
+      bool done = false;
+      QObject::connect(dialog, &mnv2::ui::TargetsDialog::probeFinished, dialog, [&done] { done = true; });
+      if (window.targets()->find(shown) == nullptr || !dialog->probeSelected()) {
+        say(QStringLiteral("--probe-target: no target '%1' in %2").arg(shown, window.targets()->path()));
+        failed = true;
+      } else {
+        waitUntil([&] { return done; });
+        say(QStringLiteral("probe %1: %2").arg(shown, dialog->probeText().left(2000)));
+      }
+    }
+    if (m_parser.isSet(o.targetsScreenshot)) {
+      settle(400);
+      const QString path = m_parser.value(o.targetsScreenshot);
+      if (dialog->grab().save(path)) {
+        say(QStringLiteral("wrote %1").arg(path));
+      } else {
+        say(QStringLiteral("could not write the screenshot %1").arg(path));
+        failed = true;
+      }
+    }
+  }
   if (m_parser.isSet(o.screenshot)) {
     settle(400);
     const QString path = m_parser.value(o.screenshot);

@@ -6,6 +6,8 @@
 //   mnv2-profiler --tab lab --lab-slot S (--lab-kernel F.cu | --lab-template) [--lab-precision P] [--lab-layers L]
 //                 [--lab-batch N] [--lab-arch sm_XX] --lab compile|check|run [--lab-view V] [--screenshot F] [--quit]
 //     (the Kernel lab runs `mnv2 lab` as a process: MNV2_CLI, else the mnv2 beside this program, else the PATH)
+//   mnv2-profiler --run-on TARGET ... --run (Profile on a remote target of the targets file)
+//   mnv2-profiler [--run-on TARGET] [--probe-target TARGET] --targets-screenshot FILE.png [--quit]
 // Exit codes with --quit: 0 success, 1 a step failed (model, image, report, run, export, screenshot),
 // 2 bad arguments.
 #pragma once

@@ -19,10 +19,20 @@ std::vector<std::string> profile_arguments(const ProfileConfig& config, const st
   const OptionValues values = options_of(config);
   std::vector<std::string> args;
   // Every per-run option, default or not (not option_flags()' short line): the target's environment (its
-  // $MNV2_CPU_THREADS, ...) must not change what runs. An empty value is the option unset.
+  // $MNV2_CPU_THREADS, ...) must not change what runs. An empty value is the option unset, and so is a default that
+  // no flag may give ("0" threads: one per core there), as `mnv2 profile --target` leaves an option not given.
   for (const OptionSpec& s : option_table()) {
-    if (!s.per_run || s.name == "backend" || values.value(s.name).empty()) continue;
-    args.insert(args.end(), {"--" + s.name, values.value(s.name)});
+    const std::string& value = values.value(s.name);
+    if (!s.per_run || s.name == "backend" || value.empty()) continue;
+    if (value == s.default_value) {
+      try {
+        OptionValues flag;
+        flag.offer(s.name, value, OptionSource::flag);
+      } catch (const UsageError&) {
+        continue;
+      }
+    }
+    args.insert(args.end(), {"--" + s.name, value});
   }
   if (backends.size() > 1) {
     std::string list;

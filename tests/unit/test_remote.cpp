@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -118,4 +119,24 @@ TEST(RemoteWire, Base64RoundTripsEveryByte) {
   }
   EXPECT_THROW(remote::base64_decode("abc"), mnv2::Error);
   EXPECT_THROW(remote::base64_decode("a*c="), mnv2::Error);
+}
+
+// The arguments of a profile on a target: every per-run option, but a default no flag may give ("0" threads: one per
+// core there) is left out, as `mnv2 profile --target` leaves an option the user did not give (the app's default run).
+TEST(RemoteProfile, ArgumentsLeaveOutADefaultNoFlagMayGive) {
+  mnv2::ProfileConfig c;
+  c.backend = "cpu";
+  c.iters = 7;
+  auto find = [](const std::vector<std::string>& args, const std::string& flag) {
+    const auto it = std::find(args.begin(), args.end(), flag);
+    return it == args.end() || it + 1 == args.end() ? std::string("(none)") : *(it + 1);
+  };
+  std::vector<std::string> args = remote::profile_arguments(c, {"cpu"});
+  EXPECT_EQ(find(args, "--threads"), "(none)");
+  EXPECT_EQ(find(args, "--iters"), "7");
+  EXPECT_EQ(find(args, "--backend"), "cpu");
+  c.cpu_threads = 4;
+  args = remote::profile_arguments(c, {"cpu", "cpu-ref"});
+  EXPECT_EQ(find(args, "--threads"), "4");
+  EXPECT_EQ(find(args, "--backends"), "cpu,cpu-ref");
 }

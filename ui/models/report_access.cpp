@@ -35,7 +35,20 @@ QString runLabel(const QString& backend, mnv2::Precision precision) {
   return backend + QLatin1Char(' ') + precisionName(precision);
 }
 
-QString runLabel(const mnv2::RunReport& r) { return runLabel(shownText(r.backend), r.config.precision); }
+QString targetText(const mnv2::RunOrigin& o) {
+  if (o.target.empty()) return {};
+  QStringList where;
+  if (!o.host.empty()) where << shownText(o.host);
+  if (!o.slurm_job.empty()) where << QStringLiteral("Slurm job %1").arg(shownText(o.slurm_job));
+  return shownText(o.target) +
+         (where.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(where.join(QStringLiteral(", "))));
+}
+
+QString runLabel(const mnv2::RunReport& r) {
+  const QString label = runLabel(shownText(r.backend), r.config.precision);
+  const QString where = targetText(r.origin);
+  return where.isEmpty() ? label : label + QStringLiteral(" on ") + where;
+}
 
 QString diffThresholdText(const mnv2::DiffReport& d, mnv2::Precision precision, mnv2::Precision reference) {
   // The engine picks the threshold from the precision of the backend under test (DiffReport::threshold).

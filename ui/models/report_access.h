@@ -43,9 +43,13 @@ using mnv2::AlignedSegment;
 // "fp32", "tf32", "fp16"
 QString precisionName(mnv2::Precision precision);
 // The name of a run wherever one is shown (legends, run lists, table headers, titles): the backend and
-// the arithmetic it ran, "cudnn fp16".
+// the arithmetic it ran, "cudnn fp16"; a run on a remote target names the target and the host it ran on, and its
+// Slurm job where there was one: "cuda fp16 on h200 (gpu-node-3, Slurm job 123)".
 QString runLabel(const QString& backend, mnv2::Precision precision);
 QString runLabel(const mnv2::RunReport& report);
+// Where a run ran (RunReport::origin): "h200 (gpu-node-3, Slurm job 123)"; empty for a run on the machine that
+// wrote the report.
+QString targetText(const mnv2::RunOrigin& origin);
 // How a diff is judged: "rel L2 0.0001 (fp32 against fp32)" or "rel L2 0.01 (the reduced-precision bound:
 // fp16 against fp32)";
 // `precision` is what the backend under test ran, `reference` what the reference ran.

@@ -4,6 +4,7 @@
 #include <QColor>
 #include <QFileInfo>
 #include <algorithm>
+#include <iterator>
 
 #include "models/report_access.h"
 
@@ -204,8 +205,10 @@ int ReportCatalog::columnCount(const QModelIndex& parent) const { return parent.
 
 QVariant ReportCatalog::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
-  static const char* const names[] = {"Run",   "Backend", "Precision", "Batch", "Size", "End to end (ms)",
-                                      "Taken", "Note",    "Source",    "Label"};
+  static const char* const names[] = {"Run",   "Backend", "Precision",       "Ran on",
+                                      "Batch", "Size",    "End to end (ms)", "Reliability",
+                                      "Taken", "Note",    "Source",          "Label"};
+  static_assert(std::size(names) == ColumnCount, "one header name per column");
   if (role == Qt::DisplayRole) return QString::fromLatin1(names[section]);
   if (role == Qt::ToolTipRole) {
     switch (section) {
@@ -213,6 +216,10 @@ QVariant ReportCatalog::headerData(int section, Qt::Orientation orientation, int
         return QStringLiteral("Checked runs are shown on the pages; ★ marks the pinned baseline, ● the newest run");
       case EndToEnd:
         return QStringLiteral("Median of the un-instrumented end-to-end runs (host clock)");
+      case RanOn:
+        return QStringLiteral(
+            "Where the run ran: local (the machine that ran the study), or a remote target with the "
+            "host and the Slurm job");
       case Reliability:
         return QStringLiteral(
             "Whether noise or contention (CV, tail, SM clock, other GPU processes, host load) "
@@ -281,6 +288,10 @@ QVariant ReportCatalog::data(const QModelIndex& index, int role) const {
           return shownText(r.backend);
         case Precision:
           return precisionName(r.config.precision);
+        case RanOn: {
+          const QString where = targetText(r.origin);
+          return where.isEmpty() ? QStringLiteral("local") : where;
+        }
         case Batch:
           return r.config.batch;
         case Size:

@@ -16,7 +16,21 @@ namespace mnv2::ui {
 class ReportCatalog : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Name, Backend, Precision, Batch, Size, EndToEnd, Reliability, Taken, Note, Source, Label, ColumnCount };
+  enum Column {
+    Name,
+    Backend,
+    Precision,
+    RanOn,  // "this machine", or a remote run's target, host and Slurm job (RunReport::origin)
+    Batch,
+    Size,
+    EndToEnd,
+    Reliability,
+    Taken,
+    Note,
+    Source,
+    Label,
+    ColumnCount
+  };
   enum Role { OriginRole = Qt::UserRole, IsCurrentRole, HasDiffRole, IdRole, BaselineRole, SortRole };
 
   struct Entry {

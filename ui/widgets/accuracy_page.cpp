@@ -231,6 +231,12 @@ std::optional<EvalRequest> AccuracyPage::request(QString* error) const {
   return r;
 }
 
+void AccuracyPage::setRemoteRefusal(const QString& reason) {
+  m_remoteRefusal = reason;
+  m_run->setToolTip(reason);
+  updateEnabled();
+}
+
 void AccuracyPage::setRunning(bool running) {
   m_running = running;
   updateEnabled();
@@ -333,7 +339,7 @@ void AccuracyPage::updateEnabled() {
   for (QWidget* w : std::initializer_list<QWidget*>{m_set, m_images, m_backend, m_precision, m_batch, m_threads})
     w->setEnabled(!m_running);
   m_browseImages->setEnabled(!m_running);
-  m_run->setEnabled(!m_running && !m_backend->backend().isEmpty());
+  m_run->setEnabled(!m_running && !m_backend->backend().isEmpty() && m_remoteRefusal.isEmpty());
   m_cancel->setEnabled(m_running);
   m_export->setEnabled(m_record != nullptr);
 }

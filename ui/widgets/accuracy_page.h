@@ -41,6 +41,10 @@ class AccuracyPage : public QWidget {
   std::optional<EvalRequest> request(QString* error = nullptr) const;
 
   void setRunning(bool running);  // any run of the controller: one job at a time
+  // "" when this page's jobs run here; else why they do not (a remote target is chosen to run on): the page's job
+  // button is disabled with the reason as its tool-tip.
+  void setRemoteRefusal(const QString& reason);
+  QString remoteRefusal() const { return m_remoteRefusal; }
   void evalStarted(const QString& what);
   void setProgress(const RunProgress& progress);
   void setOutcome(const EvalOutcome& outcome);
@@ -87,6 +91,7 @@ class AccuracyPage : public QWidget {
   QTableView* m_skipView = nullptr;
   EvalRecordPtr m_record;
   bool m_running = false;
+  QString m_remoteRefusal;
 };
 
 }  // namespace mnv2::ui

@@ -41,6 +41,7 @@ DiffsPage::DiffsPage(LayerSelection* selection, QWidget* parent) : QWidget(paren
       QStringLiteral("Run both backends on the opened image (else the random input) with every "
                      "layer output kept, and compare them layer by layer. The backend runs the precision of the "
                      "run settings where it can (else fp32); the reference runs fp32 unless it runs that mode too."));
+  m_computeTip = m_compute->toolTip();
   m_summary = new QLabel(QStringLiteral("No diff yet: press Compare (several backends), compute one here, or open a "
                                         "report made by `mnv2 compare`."),
                          this);
@@ -149,10 +150,19 @@ void DiffsPage::setBackends(const std::vector<BackendStatus>& backends) {
       m_backend->setCurrentIndex(i);
       break;
     }
-  m_compute->setEnabled(m_backend->count() > 0);
+  m_compute->setEnabled(!m_computing && m_backend->count() > 0 && m_remoteRefusal.isEmpty());
 }
 
-void DiffsPage::setComputing(bool computing) { m_compute->setEnabled(!computing && m_backend->count() > 0); }
+void DiffsPage::setComputing(bool computing) {
+  m_computing = computing;
+  m_compute->setEnabled(!computing && m_backend->count() > 0 && m_remoteRefusal.isEmpty());
+}
+
+void DiffsPage::setRemoteRefusal(const QString& reason) {
+  m_remoteRefusal = reason;
+  m_compute->setToolTip(reason.isEmpty() ? m_computeTip : reason);
+  setComputing(m_computing);
+}
 
 DiffPtr DiffsPage::currentDiff() const {
   const int i = m_source->currentIndex();

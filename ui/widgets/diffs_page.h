@@ -40,6 +40,9 @@ class DiffsPage : public QWidget {
   void setSources(const QString& origin, std::vector<Source> sources, bool show);
   void setBackends(const std::vector<BackendStatus>& backends);
   void setComputing(bool computing);
+  // "" when this page's jobs run here; else why they do not (a remote target is chosen to run on): the page's job
+  // button is disabled with the reason as its tool-tip.
+  void setRemoteRefusal(const QString& reason);
 
   DiffPtr currentDiff() const;
   int sourceCount() const { return static_cast<int>(m_sources.size()); }
@@ -62,6 +65,9 @@ class DiffsPage : public QWidget {
   QComboBox* m_backend;
   QComboBox* m_reference;
   QPushButton* m_compute;
+  QString m_computeTip;  // the button's own tool-tip, shown again when the refusal goes
+  QString m_remoteRefusal;
+  bool m_computing = false;
   QLabel* m_summary;
   QCustomPlot* m_plot;
   QCPGraph* m_graph = nullptr;

@@ -423,9 +423,19 @@ void KernelLabPage::setStatus(const QString& text, const QColor& color) {
   m_status->setAccessibleDescription(text);
 }
 
+void KernelLabPage::setRemoteRefusal(const QString& reason) {
+  const QList<QPushButton*> jobs = {m_compile, m_check, m_run};
+  if (m_jobTips.isEmpty())
+    for (QPushButton* b : jobs) m_jobTips << b->toolTip();
+  m_remoteRefusal = reason;
+  for (qsizetype i = 0; i < jobs.size(); ++i) jobs[i]->setToolTip(reason.isEmpty() ? m_jobTips[i] : reason);
+  setBusy(isRunning());
+}
+
 void KernelLabPage::setBusy(bool busy) {
-  for (QWidget* w : std::initializer_list<QWidget*>{m_compile, m_check, m_run, m_template, m_open, m_slot})
-    w->setEnabled(!busy);
+  for (QWidget* w : std::initializer_list<QWidget*>{m_template, m_open, m_slot}) w->setEnabled(!busy);
+  for (QWidget* w : std::initializer_list<QWidget*>{m_compile, m_check, m_run})
+    w->setEnabled(!busy && m_remoteRefusal.isEmpty());
   m_cancel->setEnabled(busy);
   Q_EMIT runningChanged(busy);
 }
@@ -537,8 +547,12 @@ void KernelLabPage::cancel() { m_process->cancel(); }
 
 bool KernelLabPage::startJob(LabProcess::Action action) {
   if (isRunning()) return false;
-  const QString refusal = labSlotRefusal(slot());
   const QColor bad = labStatusColor(QStringLiteral("crashed"));
+  if (!m_remoteRefusal.isEmpty()) {
+    setStatus(m_remoteRefusal, bad);
+    return false;
+  }
+  const QString refusal = labSlotRefusal(slot());
   if (!refusal.isEmpty()) {
     setStatus(refusal, bad);
     return false;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <QString>
+#include <QStringList>
 #include <QWidget>
 #include <memory>
 #include <optional>
@@ -44,6 +45,9 @@ class KernelLabPage : public QWidget {
   // The app's model file (empty for the built-in topology): `mnv2 lab --model` gets it.
   void setModelPath(const QString& path) { m_modelPath = path; }
   void setDevice(int device) { m_device = device; }  // the run settings' GPU
+  // "" when the lab's jobs run here; else why not (a remote target is chosen to run on): Compile, Check and Run
+  // are disabled with the reason as tool-tip, and a job asked for anyway is refused with it.
+  void setRemoteRefusal(const QString& reason);
   // Ask before discarding unsaved edits (message boxes); off in the scripted mode and the tests.
   void setConfirmations(bool ask) { m_confirm = ask; }
 
@@ -119,6 +123,8 @@ class KernelLabPage : public QWidget {
   QString m_modelPath;
   int m_device = 0;
   bool m_confirm = true;
+  QString m_remoteRefusal;
+  QStringList m_jobTips;  // Compile, Check and Run's own tool-tips
   LabProcess::Action m_action = LabProcess::Action::Run;
   QString m_jobSource;  // the source the running job compiles
   QString m_jobFile;    // the file it was written to

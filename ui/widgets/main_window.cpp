@@ -25,16 +25,19 @@
 #include <algorithm>
 #include <map>
 
+#include "common/environment.h"
 #include "mnv2/bench_report.h"
 #include "mnv2/error.h"
 #include "mnv2/eval_report.h"
 #include "mnv2/output_files.h"
+#include "mnv2/printable.h"
 #include "mnv2/report.h"
 #include "mnv2/roofline_report.h"
 #include "models/layer_selection.h"
 #include "models/layer_table_model.h"
 #include "models/report_catalog.h"
 #include "models/run_differences.h"
+#include "models/targets_model.h"
 #include "run_controller.h"
 #include "widgets/accuracy_page.h"
 #include "widgets/comparison_page.h"
@@ -46,6 +49,7 @@
 #include "widgets/run_settings_panel.h"
 #include "widgets/runs_panel.h"
 #include "widgets/sweep_page.h"
+#include "widgets/targets_dialog.h"
 #include "widgets/timeline_page.h"
 #include "widgets/timings_page.h"
 #include "widgets/topology_page.h"
@@ -88,8 +92,11 @@ QString describeRun(const std::vector<ReportPtr>& reports, std::optional<mnv2::P
                                         "reduced-precision bound)")
                        : QString());
     }
-    text += QStringLiteral("<br>%1 on %2 (%3): end to end %4 ms median (%5 images/s); sum of layer medians %6 ms")
-                .arg(runLabel(*x), QString::fromStdString(x->device).toHtmlEscaped(), QString::fromStdString(x->timer))
+    // A remote run's label ends with where it ran ("... on h200 (gpu-node-3)"): the device follows a dash.
+    text += QStringLiteral("<br>%1%2%3 (%4): end to end %5 ms median (%6 images/s); sum of layer medians %7 ms")
+                .arg(runLabel(*x).toHtmlEscaped(),
+                     x->origin.target.empty() ? QStringLiteral(" on ") : QStringLiteral(" — "),
+                     QString::fromStdString(x->device).toHtmlEscaped(), QString::fromStdString(x->timer))
                 .arg(x->end_to_end.gpu_ms ? x->end_to_end.gpu_ms->median : x->end_to_end.host_ms.median, 0, 'f', 3)
                 .arg(x->end_to_end.images_per_s, 0, 'f', 1)
                 .arg(x->sum_of_steps_ms, 0, 'f', 3);
@@ -217,7 +224,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   connect(m_settings, &RunSettingsPanel::cancelClicked, this, [this] { cancelRun(); });
   connect(m_settings, &RunSettingsPanel::backendChanged, this, [this](const QString& backend) {
     // The predictions follow the chosen backend (one forward pass).
-    if (m_image && !backend.isEmpty() && backend != m_image->backend) classifyCurrent(m_image->imagePath);
+    if (m_image && !backend.isEmpty() && backend != m_image->backend && m_settings->runTarget().isEmpty())
+      classifyCurrent(m_image->imagePath);
   });
   connect(m_accuracy, &AccuracyPage::runRequested, this, [this] { startEval(); });
   connect(m_accuracy, &AccuracyPage::cancelRequested, this, [this] { cancelRun(); });
@@ -246,12 +254,155 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   });
   connect(m_runs, &RunsPanel::saveRequested, this, [this] { saveSessionInteractive(); });
 
+  // Where runs go: the targets file's targets in the Run-on chooser, re-read when it changes and as the chooser
+  // opens; the choice (a saved setting of its own) sets what the panel offers and what runs here only.
+  m_targets = new TargetsModel(QString::fromStdString(frontend::remote_environment().targets_file), this);
+  m_settings->setTargets(m_targets->targets(), m_targets->error());
+  connect(m_targets, &TargetsModel::targetsChanged, this, [this] {
+    m_settings->setTargets(m_targets->targets(), m_targets->error());
+    applyRunTarget();
+  });
+  connect(m_settings, &RunSettingsPanel::targetsWanted, this, [this] { m_targets->reload(); });
+  connect(m_settings, &RunSettingsPanel::runTargetChanged, this, [this] { applyRunTarget(); });
+  connect(m_settings, &RunSettingsPanel::manageTargetsClicked, this, [this] { targetsDialog(true); });
+  connect(m_controller, &RunController::targetProbed, this, [this](const TargetProbe& p) {
+    const bool chosen = p.target == m_settings->runTarget();
+    if (p.ok) {
+      m_targetProbes.insert(p.target, p.result);
+      if (chosen) applyRunTarget();
+    }
+    if (p.id != m_choiceProbe) return;
+    m_choiceProbe = 0;
+    if (!chosen || m_controller->isRunning()) return;
+    if (!p.ok) {
+      m_settings->setStatus(
+          QStringLiteral("Profile and Compare run on %1, which did not answer a probe: %2").arg(p.target, p.error));
+      return;
+    }
+    QStringList gpus, backends;
+    for (const mnv2::remote::ProbeGpu& g : p.result.gpus) gpus << shownText(mnv2::printable(g.name));
+    for (const mnv2::remote::ProbeBackend& b : p.result.backends)
+      if (b.available) backends << shownText(mnv2::printable(b.name));
+    m_settings->setStatus(QStringLiteral("Profile and Compare run on %1 (%2): %3; backends %4")
+                              .arg(p.target, shownText(mnv2::printable(p.result.host)),
+                                   gpus.isEmpty() ? QStringLiteral("no GPU")
+                                                  : QStringLiteral("GPU %1").arg(gpus.join(QStringLiteral(", "))),
+                                   backends.isEmpty() ? QStringLiteral("none") : backends.join(QStringLiteral(", "))));
+  });
+
   resize(1500, 950);
   if (m_options.useSettings) loadSettings();
+  applyRunTarget();
   updateActions();
 }
 
-MainWindow::~MainWindow() = default;
+TargetsDialog* MainWindow::targetsDialog(bool show) {
+  if (!m_targetsDialog) {
+    m_targetsDialog = new TargetsDialog(m_targets, m_controller, this);
+    connect(m_targetsDialog, &TargetsDialog::connected, this,
+            [this](const mnv2::remote::Target& t) { m_controller->noteTargetUsed(t); });
+  }
+  if (show) {
+    m_targets->reload();
+    m_targetsDialog->show();
+    m_targetsDialog->raise();
+    m_targetsDialog->activateWindow();
+  }
+  return m_targetsDialog;
+}
+
+const mnv2::remote::ProbeResult* MainWindow::targetProbe(const QString& name) const {
+  const auto it = m_targetProbes.constFind(name);
+  return it == m_targetProbes.constEnd() ? nullptr : &*it;
+}
+
+QString MainWindow::remoteRefusal(const QString& what) const {
+  const QString target = m_settings->runTarget();
+  if (target.isEmpty()) return {};
+  return QStringLiteral(
+             "%1 run on this machine only, for now, and Run on is the remote target '%2': choose This "
+             "machine to run it here (Profile and Compare run on the target)")
+      .arg(what, target);
+}
+
+void MainWindow::applyRunTarget() {
+  const QString name = m_settings->runTarget();
+  const bool changed = name != m_appliedTarget;
+  m_appliedTarget = name;
+  m_sweep->setRemoteRefusal(remoteRefusal(QStringLiteral("Sweeps")));
+  m_accuracy->setRemoteRefusal(remoteRefusal(QStringLiteral("Evaluations")));
+  m_diffs->setRemoteRefusal(remoteRefusal(QStringLiteral("Computed diffs")));
+  m_roofline->setRemoteRefusal(
+      remoteRefusal(QStringLiteral("The ceilings are measured on the machine that runs: they")));
+  m_lab->setRemoteRefusal(remoteRefusal(QStringLiteral("Kernel lab jobs")));
+  updateLabActions();
+  if (name.isEmpty()) {
+    if (m_backends.empty()) return;  // this machine is not probed yet: onEnvironment() comes back here
+    m_settings->setBackends(m_backends);
+    m_settings->setDevices(m_cuda.devices);
+    if (changed) m_settings->setStatus(QStringLiteral("runs here"));
+    return;
+  }
+  // The target's backends as its probe answered; before a probe, every backend this version knows (the target runs
+  // the same version), and the target's mnv2 answers when the run starts. The modes are the target's to decide too:
+  // a mode a backend does not run there is refused by it, or runs fp32 as its report says.
+  const mnv2::remote::ProbeResult* probe = targetProbe(name);
+  std::vector<BackendStatus> backends;
+  for (const std::string& b : mnv2::backend_names()) {
+    BackendStatus s;
+    s.name = QString::fromStdString(b);
+    s.precisions = {mnv2::Precision::fp32, mnv2::Precision::tf32, mnv2::Precision::fp16};
+    if (probe == nullptr) {
+      s.available = true;
+      s.description = QStringLiteral(
+                          "on target %1 (not probed: Targets… > Probe says what it has; the target "
+                          "answers when the run starts)")
+                          .arg(name);
+    } else {
+      const auto found = std::find_if(probe->backends.begin(), probe->backends.end(),
+                                      [&](const mnv2::remote::ProbeBackend& p) { return p.name == b; });
+      s.available = found != probe->backends.end() && found->available;
+      s.reason = found == probe->backends.end()
+                     ? QStringLiteral("target %1's mnv2 does not know it").arg(name)
+                     : QStringLiteral("on target %1: %2").arg(name, shownText(mnv2::printable(found->reason)));
+      s.description = QStringLiteral("on target %1 (%2)").arg(name, shownText(mnv2::printable(probe->host)));
+    }
+    backends.push_back(s);
+  }
+  m_settings->setBackends(backends);
+  std::vector<mnv2::GpuDevice> devices;
+  if (probe != nullptr) {
+    for (const mnv2::remote::ProbeGpu& g : probe->gpus) {
+      mnv2::GpuDevice d;
+      d.index = g.index;
+      d.name = mnv2::printable(g.name) + " on " + name.toStdString();
+      devices.push_back(d);
+    }
+  } else {
+    mnv2::GpuDevice d;
+    d.index = 0;
+    d.name = "the first GPU of " + name.toStdString() + " (not probed)";
+    devices.push_back(d);
+  }
+  m_settings->setDevices(devices);
+  if (!changed) return;
+  m_settings->setStatus(
+      QStringLiteral("Profile and Compare run on %1; the image's top-5 is computed here (cpu)").arg(name));
+  // A plain ssh target is asked what it has as it is chosen (a login, a second or so), so that the backends and GPUs
+  // offered are its own; a Slurm target only when asked (Targets… > Probe): its probe takes an allocation.
+  const mnv2::remote::Target* target = m_targets->find(name);
+  if (probe == nullptr && target != nullptr && !target->slurm) {
+    m_choiceProbe = m_controller->probeTarget(*target);
+    m_settings->setStatus(QStringLiteral("Profile and Compare run on %1: asking it what it has…").arg(name));
+  }
+}
+
+MainWindow::~MainWindow() {
+  // The scripted mode ends without closing the window: the targets it reached are let go here too (a no-op after
+  // closeEvent()).
+  m_controller->cancelProbes();
+  m_controller->closeConnections();
+}
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
@@ -379,6 +530,12 @@ void MainWindow::buildMenus() {
   runsToggle->setText(QStringLiteral("R&uns panel"));
   runsToggle->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
   view->addAction(runsToggle);
+
+  QMenu* tools = menuBar()->addMenu(QStringLiteral("&Tools"));
+  m_targetsAction = tools->addAction(QStringLiteral("Remote &targets…"));
+  m_targetsAction->setObjectName(QStringLiteral("targetsAction"));
+  m_targetsAction->setToolTip(QStringLiteral("Add, remove, probe and connect to the targets Run on offers"));
+  connect(m_targetsAction, &QAction::triggered, this, [this] { targetsDialog(true); });
 
   QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
   connect(help->addAction(QStringLiteral("&About")), &QAction::triggered, this,
@@ -554,6 +711,22 @@ QString MainWindow::compactArchitectures() {
 void MainWindow::showGpu() {
   const mnv2::CudaEnvironment& env = m_cuda;
   const int chosen = m_settings->device();
+  if (const QString target = m_settings->runTarget(); !target.isEmpty()) {
+    // The ordinal is the target's: what its probe said of that GPU, if it was probed.
+    const mnv2::remote::ProbeResult* probe = targetProbe(target);
+    QString what = QStringLiteral("not probed");
+    if (probe != nullptr) {
+      what = probe->gpus.empty() ? QStringLiteral("the target shows no GPU")
+                                 : QStringLiteral("not on the target (it shows %1)").arg(probe->gpus.size());
+      for (const mnv2::remote::ProbeGpu& g : probe->gpus)
+        if (g.index == chosen)
+          what = QStringLiteral("%1 (sm %2)")
+                     .arg(shownText(mnv2::printable(g.name)), shownText(mnv2::printable(g.compute_capability)));
+    }
+    m_statusGpu->setText(QStringLiteral("GPU %1 of target %2: %3").arg(chosen).arg(target, what));
+    m_statusGpu->setToolTip(QStringLiteral("Runs go to target %1; this machine's GPUs are not used").arg(target));
+    return;
+  }
   const auto d = std::find_if(env.devices.begin(), env.devices.end(),
                               [chosen](const mnv2::GpuDevice& g) { return g.index == chosen; });
   if (env.devices.empty()) {
@@ -582,12 +755,11 @@ void MainWindow::showGpu() {
 
 void MainWindow::onEnvironment(const EnvironmentInfo& info) {
   m_backends = info.backends;
-  m_settings->setBackends(info.backends);
   m_diffs->setBackends(info.backends);
   m_sweep->setBackends(info.backends);
   m_accuracy->setBackends(info.backends);
-  m_settings->setDevices(info.cuda.devices);
   m_cuda = info.cuda;
+  applyRunTarget();  // this machine's backends and GPUs, unless runs go to a target
   showGpu();
   const mnv2::CudaEnvironment& env = info.cuda;
   const QString driverCuda = QString::fromStdString(mnv2::cuda_version_string(env.driver_version));
@@ -689,7 +861,9 @@ void MainWindow::updateTopologySummary() {
 void MainWindow::classifyCurrent(const QString& path) {
   ClassifyRequest request;
   request.imagePath = path;
-  request.backend = m_settings->backend().isEmpty() ? QStringLiteral("cpu") : m_settings->backend();
+  // The top-5 is computed here: with the chosen backend, or this machine's cpu while runs go to a target.
+  request.backend = m_settings->backend().isEmpty() || !m_settings->runTarget().isEmpty() ? QStringLiteral("cpu")
+                                                                                          : m_settings->backend();
   request.decoder = m_options.decoder;
   request.cuda = m_settings->cudaOptions();
   request.cudnn = m_settings->cudnnOptions();
@@ -721,6 +895,10 @@ void MainWindow::onClassified(const ClassifyResult& result) {
 }
 
 bool MainWindow::startSweep() {
+  if (const QString refusal = remoteRefusal(QStringLiteral("Sweeps")); !refusal.isEmpty()) {
+    reportError(QStringLiteral("Cannot sweep"), refusal);
+    return false;
+  }
   QString error;
   const auto config = m_sweep->config(&error);
   if (!config) {
@@ -738,6 +916,11 @@ bool MainWindow::startSweep() {
 }
 
 bool MainWindow::startEval() {
+  if (const QString refusal = remoteRefusal(QStringLiteral("Evaluations")); !refusal.isEmpty()) {
+    m_accuracy->setError(refusal);
+    reportError(QStringLiteral("Cannot evaluate"), refusal);
+    return false;
+  }
   QString error;
   std::optional<EvalRequest> request = m_accuracy->request(&error);
   if (request && !m_model) error = QStringLiteral("no model is loaded");
@@ -829,14 +1012,36 @@ void MainWindow::startRun(bool compare) {
     c.height = m_settings->inputSize().height();
     c.width = m_settings->inputSize().width();
   }
-  if (compare && request.backends.size() == 1) {
+  if (compare && request.backends.size() == 1 && m_settings->runTarget().isEmpty()) {
     statusBar()->showMessage(QStringLiteral("Compare: only %1 can run on this machine, so one run is shown (the other "
                                             "backends' reasons are in the backend list's tool-tips)")
                                  .arg(request.backends.front()),
                              15000);
   }
-  m_settings->setStatus(QStringLiteral("starting %1…").arg(request.backends.join(QStringLiteral(", "))));
   request.measureCeilings = m_roofline->measureCeilings();
+  if (const QString name = m_settings->runTarget(); !name.isEmpty()) {
+    // On a remote target: the engine sends the model file the app opened (the worker refuses the built-in one, with
+    // the engine's rule) and the input.
+    const mnv2::remote::Target* target = m_targets->find(name);
+    if (target == nullptr) {
+      m_targets->reload();
+      target = m_targets->find(name);
+    }
+    if (target == nullptr) {
+      reportError(QStringLiteral("Cannot run"),
+                  m_targets->error().isEmpty()
+                      ? QStringLiteral("the targets file %1 has no target '%2'").arg(m_targets->path(), name)
+                      : m_targets->error());
+      Q_EMIT runFinished(false);
+      return;
+    }
+    request.target = *target;
+    request.modelPath = m_model->synthetic ? QString() : m_model->source;
+    request.measureCeilings = false;
+    m_settings->setStatus(QStringLiteral("starting %1 on %2…").arg(request.backends.join(QStringLiteral(", ")), name));
+  } else {
+    m_settings->setStatus(QStringLiteral("starting %1…").arg(request.backends.join(QStringLiteral(", "))));
+  }
   m_controller->profile(request);
 }
 
@@ -853,6 +1058,11 @@ void MainWindow::cancelRun() {
 void MainWindow::computeDiff(const QString& backend, const QString& reference) {
   if (!m_model) {
     reportError(QStringLiteral("Cannot compute a diff"), QStringLiteral("no model is loaded"));
+    Q_EMIT runFinished(false);
+    return;
+  }
+  if (const QString refusal = remoteRefusal(QStringLiteral("Computed diffs")); !refusal.isEmpty()) {
+    reportError(QStringLiteral("Cannot compute a diff"), refusal);
     Q_EMIT runFinished(false);
     return;
   }
@@ -1256,7 +1466,7 @@ void MainWindow::exportInteractive(ExportFormat format) {
     stem = QStringLiteral("mnv2-%1-%2-b%3-%4")
                .arg(QString::fromStdString(r.backend), precisionName(r.config.precision))
                .arg(r.config.batch)
-               .arg(now);
+               .arg(r.origin.target.empty() ? now : QString::fromStdString(r.origin.target) + QLatin1Char('-') + now);
   }
   QString suffix, filter;
   switch (format) {
@@ -1333,7 +1543,10 @@ void MainWindow::updateLabActions() {
     const QString name = a->data().toString();
     const bool job = name == QLatin1String("compile") || name == QLatin1String("check") ||
                      name == QLatin1String("run") || name == QLatin1String("template") || name == QLatin1String("open");
-    a->setEnabled(name == QLatin1String("cancel") ? busy : !(job && busy));
+    const bool refused =
+        name == QLatin1String("compile") || name == QLatin1String("check") || name == QLatin1String("run");
+    a->setEnabled(name == QLatin1String("cancel") ? busy
+                                                  : !(job && busy) && !(refused && !m_settings->runTarget().isEmpty()));
     // The job and file shortcuts act while the page is in front (Ctrl+R elsewhere would start a kernel job the
     // user does not see); the menu items work from anywhere and bring the page to the front.
     if (name == QLatin1String("save")) a->setShortcut(lab ? QKeySequence(QKeySequence::Save) : QKeySequence());
@@ -1420,6 +1633,8 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   }
   if (m_options.useSettings) saveSettings();
   m_controller->cancel();
+  m_controller->cancelProbes();
+  m_controller->closeConnections();  // the master connections of the targets this session reached
   QMainWindow::closeEvent(event);
 }
 

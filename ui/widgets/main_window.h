@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QMainWindow>
+#include <QMap>
 #include <QPointer>
 #include <optional>
 #include <string>
@@ -28,6 +29,8 @@ class GraphPage;
 class RooflinePage;
 class SweepPage;
 class InputPanel;
+class TargetsDialog;
+class TargetsModel;
 class KernelLabPage;
 class LayerSelection;
 class LayerTableModel;
@@ -86,6 +89,13 @@ class MainWindow : public QMainWindow {
   LayerSelection* selection() const { return m_selection; }
   ReportCatalog* catalog() const { return m_catalog; }
   RunsPanel* runsPanel() const { return m_runs; }
+  // The remote targets of the targets file (the Run-on chooser's, and the Targets dialog's).
+  TargetsModel* targets() const { return m_targets; }
+  // Tools > Targets (made on first use); shown when `show`.
+  TargetsDialog* targetsDialog(bool show = false);
+  // What a probe of the target found this session; nullptr when it was not probed (or not answered).
+  const mnv2::remote::ProbeResult* targetProbe(const QString& name) const;
+  QAction* targetsAction() const { return m_targetsAction; }
   QDockWidget* runsDock() const { return m_runsDock; }
   TopologyPage* topologyPage() const { return m_topology; }
   TimingsPage* timingsPage() const { return m_timings; }
@@ -143,6 +153,11 @@ class MainWindow : public QMainWindow {
   void onEvaluated(const EvalOutcome& outcome);
   void updateTopologySummary();
   void updateActions();
+  // Where runs go (the run settings' Run on): the backends and GPUs the panel offers (this machine's, or the
+  // target's as its probe said), and the jobs that run here only, refused with the reason while a target is chosen.
+  void applyRunTarget();
+  // Why `what` does not run while a remote target is chosen, or "" on this machine.
+  QString remoteRefusal(const QString& what) const;
   void updateLabActions();  // the Kernel lab's shortcuts (Ctrl+S saves the kernel there, the session elsewhere)
   void addRecent(const QString& key, const QString& path);
   void rebuildRecentMenu();
@@ -189,6 +204,12 @@ class MainWindow : public QMainWindow {
   QAction* m_compareAction = nullptr;
   QAction* m_cancelAction = nullptr;
   QAction* m_saveSessionAction = nullptr;
+  QAction* m_targetsAction = nullptr;
+  TargetsModel* m_targets = nullptr;
+  TargetsDialog* m_targetsDialog = nullptr;
+  QMap<QString, mnv2::remote::ProbeResult> m_targetProbes;  // by target name: the last answer of each
+  QString m_appliedTarget;                                  // the Run-on choice applyRunTarget() last applied
+  JobId m_choiceProbe = 0;  // the probe started by choosing a target (0: none in flight)
   RunsPanel* m_runs = nullptr;
   QDockWidget* m_runsDock = nullptr;
 

@@ -43,6 +43,7 @@ RooflinePage::RooflinePage(LayerSelection* selection, QWidget* parent) : QWidget
   m_measure->setToolTip(QStringLiteral(
       "GPU: a 1 GiB device copy and a cuBLAS SGEMM without TF32; CPU: memcpy and oneDNN SGEMM. Measured once "
       "per device and kept in the cache folder (mnv2 roofline --recalibrate measures again)."));
+  m_measureTip = m_measure->toolTip();
   m_runs = new QComboBox(this);
   m_runs->setToolTip(QStringLiteral("The run placed on the roofline"));
   top->addWidget(m_runs);
@@ -121,7 +122,13 @@ bool RooflinePage::selectRun(int index) {
   return true;
 }
 
-bool RooflinePage::measureCeilings() const { return m_measure->isChecked(); }
+bool RooflinePage::measureCeilings() const { return m_measure->isChecked() && m_remoteRefusal.isEmpty(); }
+
+void RooflinePage::setRemoteRefusal(const QString& reason) {
+  m_remoteRefusal = reason;
+  m_measure->setEnabled(reason.isEmpty());
+  m_measure->setToolTip(reason.isEmpty() ? m_measureTip : reason);
+}
 void RooflinePage::setMeasureCeilings(bool on) { m_measure->setChecked(on); }
 
 void RooflinePage::setReports(std::vector<ReportPtr> reports) {

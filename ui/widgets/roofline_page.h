@@ -36,8 +36,11 @@ class RooflinePage : public QWidget {
   // Ceilings measured for the report's device; nullopt: points only, with the reason shown.
   void setCeilings(std::optional<mnv2::Ceilings> ceilings, const QString& note = {});
   // Whether the next run should measure (or read cached) ceilings.
-  bool measureCeilings() const;
+  bool measureCeilings() const;  // asked for, and not refused (below)
   void setMeasureCeilings(bool on);
+  // "" when ceilings are measured here; else why not (a remote target is chosen to run on): the check box is
+  // disabled with the reason as its tool-tip, and measureCeilings() is false.
+  void setRemoteRefusal(const QString& reason);
 
   QString ncuCommand() const;  // for the selected layer; empty when there is none
   int pointCount() const { return static_cast<int>(m_points.size()); }
@@ -63,6 +66,8 @@ class RooflinePage : public QWidget {
   QCustomPlot* m_plot = nullptr;
   QLabel* m_summary = nullptr;
   QCheckBox* m_measure = nullptr;
+  QString m_measureTip;  // the check box's own tool-tip
+  QString m_remoteRefusal;
   QTableWidget* m_memory = nullptr;
   QLabel* m_memoryHeld = nullptr;
   QLineEdit* m_ncu = nullptr;

@@ -15,6 +15,7 @@
 #include <QVBoxLayout>
 
 #include "common/environment.h"
+#include "common/remote_targets.h"
 #include "mnv2/backend.h"
 #include "mnv2/sweep.h"
 #include "models/report_access.h"
@@ -40,7 +41,28 @@ QSpinBox* spin(QWidget* parent, int lo, int hi, int value, const QString& object
 
 }  // namespace
 
+// The Run-on chooser: asks for the targets to be re-read just before its list opens, so that a target added with
+// `mnv2 targets add` a moment ago is there.
+class RunOnCombo : public QComboBox {
+ public:
+  explicit RunOnCombo(RunSettingsPanel* panel) : QComboBox(panel), m_panel(panel) {}
+  void showPopup() override {
+    Q_EMIT m_panel->targetsWanted();
+    QComboBox::showPopup();
+  }
+
+ private:
+  RunSettingsPanel* m_panel;
+};
+
 RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
+  m_runOn = new RunOnCombo(this);
+  m_runOn->setObjectName(QStringLiteral("runOnCombo"));
+  m_runOn->addItem(QStringLiteral("This machine"), QString());
+  m_runOn->setItemData(0, QStringLiteral("Profile and Compare run here"), Qt::ToolTipRole);
+  m_targets = new QPushButton(QStringLiteral("Targets…"), this);
+  m_targets->setObjectName(QStringLiteral("targetsButton"));
+  m_targets->setToolTip(QStringLiteral("The remote targets: add, remove, probe, connect (Tools > Targets)"));
   m_backend = new BackendCombo(this);
   m_backend->setObjectName(QStringLiteral("backendCombo"));
   m_precision = new PrecisionCombo(this);
@@ -152,7 +174,12 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_status->setObjectName(QStringLiteral("runStatus"));
   m_status->setWordWrap(true);
 
+  auto* runOnRow = new QHBoxLayout;
+  runOnRow->addWidget(m_runOn, 1);
+  runOnRow->addWidget(m_targets);
+
   auto* form = new QFormLayout;
+  form->addRow(QStringLiteral("Run on"), runOnRow);
   form->addRow(QStringLiteral("Backend"), m_backend);
   form->addRow(QStringLiteral("Precision"), m_precision);
   form->addRow(m_precisionNote);
@@ -190,9 +217,46 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
     Q_EMIT backendChanged(backend());
   });
   connect(m_precision, &QComboBox::currentIndexChanged, this, [this] { updateEnabled(); });
+  connect(m_runOn, &QComboBox::currentIndexChanged, this, [this] {
+    updateEnabled();
+    Q_EMIT runTargetChanged(runTarget());
+  });
+  connect(m_targets, &QPushButton::clicked, this, &RunSettingsPanel::manageTargetsClicked);
   connect(m_input, &QComboBox::currentIndexChanged, this, [this] { updateEnabled(); });
   setImageName(QString());
   updateEnabled();
+}
+
+QString RunSettingsPanel::runTarget() const { return m_runOn->currentData().toString(); }
+
+QComboBox* RunSettingsPanel::runOnCombo() const { return m_runOn; }
+
+void RunSettingsPanel::setRunTarget(const QString& name) {
+  int i = name.isEmpty() ? 0 : m_runOn->findData(name);
+  if (i < 0) {
+    m_runOn->addItem(QStringLiteral("%1 (not in the targets file)").arg(name), name);
+    m_runOn->setItemData(m_runOn->count() - 1,
+                         QStringLiteral("A run there fails: the targets file has no target '%1'").arg(name),
+                         Qt::ToolTipRole);
+    i = m_runOn->count() - 1;
+  }
+  m_runOn->setCurrentIndex(i);
+}
+
+void RunSettingsPanel::setTargets(const std::vector<mnv2::remote::Target>& targets, const QString& error) {
+  // The choice stays what it was (the same name), so there is nothing to announce.
+  const QSignalBlocker block(m_runOn);
+  const QString chosen = runTarget();
+  while (m_runOn->count() > 1) m_runOn->removeItem(1);
+  for (const mnv2::remote::Target& t : targets) {
+    const QString name = QString::fromStdString(t.name);
+    m_runOn->addItem(name, name);
+    m_runOn->setItemData(m_runOn->count() - 1, QString::fromStdString(frontend::describe_target(t)), Qt::ToolTipRole);
+  }
+  setRunTarget(chosen);
+  m_runOn->setToolTip(error.isEmpty() ? QStringLiteral("Where Profile and Compare run: this machine, or a target of "
+                                                       "the targets file (Targets…)")
+                                      : error);
 }
 
 void RunSettingsPanel::setBackends(const std::vector<BackendStatus>& backends) { m_backend->setBackends(backends); }
@@ -366,6 +430,10 @@ void RunSettingsPanel::setFinished(bool ok) { m_progress->setValue(ok ? m_progre
 
 void RunSettingsPanel::setProgress(const RunProgress& p) {
   m_progress->setValue(static_cast<int>(p.fraction * m_progress->maximum()));
+  if (!p.text.isEmpty()) {  // a run on a target: its stage, said whole
+    m_status->setText(p.text);
+    return;
+  }
   const QString of =
       p.backendCount > 1 ? QStringLiteral(" (%1 of %2)").arg(p.backendIndex + 1).arg(p.backendCount) : QString();
   m_status->setText(QStringLiteral("%1%2: %3 %4/%5").arg(p.backend, of, p.phase).arg(p.done).arg(p.total));
@@ -386,8 +454,8 @@ void RunSettingsPanel::updateEnabled() {
                                  : QStringLiteral("An image is resized and cropped as the model's preprocessing says");
   m_height->setToolTip(sizeTip);
   m_width->setToolTip(sizeTip);
-  for (QWidget* w :
-       std::initializer_list<QWidget*>{m_backend, m_precision, m_input, m_batch, m_warmup, m_iters, m_cpuThreads})
+  for (QWidget* w : std::initializer_list<QWidget*>{m_runOn, m_backend, m_precision, m_input, m_batch, m_warmup,
+                                                    m_iters, m_cpuThreads})
     w->setEnabled(!m_running);
   // What Compare runs in the chosen mode, as the engine's rule says (the reference may run fp32 in its place; a
   // later backend without the mode is left out): said here, before the run, not as a failure after it.
@@ -464,6 +532,7 @@ void RunSettingsPanel::loadSettings(const QSettings& s) {
   m_width->setValue(s.value(QStringLiteral("run/width"), 224).toInt());
   m_cpuThreads->setValue(static_cast<int>(v.integer("threads")));
   for (const auto& [name, widget] : m_backendOptions) setOptionText(name, QString::fromStdString(v.value(name)));
+  setRunTarget(s.value(QStringLiteral("run/target")).toString());
 }
 
 void RunSettingsPanel::setOptions(const mnv2::OptionValues& v) {
@@ -494,6 +563,7 @@ void RunSettingsPanel::saveSettings(QSettings& s) const {
     if (spec.per_run) s.setValue(settingsKey(spec.name), QString::fromStdString(v.value(spec.name)));
   s.setValue(QStringLiteral("run/height"), m_height->value());
   s.setValue(QStringLiteral("run/width"), m_width->value());
+  s.setValue(QStringLiteral("run/target"), runTarget());
 }
 
 }  // namespace mnv2::ui

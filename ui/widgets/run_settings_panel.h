@@ -1,6 +1,6 @@
-// Run settings: backend (unavailable ones disabled, the reason as tool-tip), precision (the modes the
-// backend runs), timing source, input, batch, warm-up and iteration counts; Run / Compare / Cancel and
-// the progress bar.
+// Run settings: where the run happens (this machine or a remote target of the targets file), backend (unavailable
+// ones disabled, the reason as tool-tip), precision (the modes the backend runs), timing source, input, batch,
+// warm-up and iteration counts; Run / Compare / Cancel and the progress bar.
 #pragma once
 
 #include <QSize>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mnv2/options.h"
+#include "mnv2/remote.h"
 #include "mnv2/timing.h"
 #include "run_types.h"
 
@@ -27,11 +28,22 @@ namespace mnv2::ui {
 
 class BackendCombo;
 class PrecisionCombo;
+class RunOnCombo;
 
 class RunSettingsPanel : public QWidget {
   Q_OBJECT
  public:
   explicit RunSettingsPanel(QWidget* parent = nullptr);
+
+  // Where Profile and Compare run: "" for this machine, else the name of a target of the targets file. It is where a
+  // run happens, not one of its options: saved on its own (run/target), never in a report's options.
+  QString runTarget() const;
+  // Chooses `name` ("" = this machine); a name the targets file does not hold (yet) stays, marked, so that a run
+  // says what is wrong rather than the panel running elsewhere.
+  void setRunTarget(const QString& name);
+  // The targets the chooser offers after "This machine"; `error`: why the targets file could not be read.
+  void setTargets(const std::vector<mnv2::remote::Target>& targets, const QString& error);
+  QComboBox* runOnCombo() const;
 
   void setBackends(const std::vector<BackendStatus>& backends);
   QString backend() const;                  // the selected (available) backend
@@ -95,10 +107,15 @@ class RunSettingsPanel : public QWidget {
   void cancelClicked();
   void backendChanged(const QString& backend);
   void deviceChanged();
+  void runTargetChanged(const QString& target);  // "" = this machine
+  void targetsWanted();                          // the Run-on chooser is about to open: re-read the targets file
+  void manageTargetsClicked();                   // the "Targets…" button beside the chooser
 
  private:
   void updateEnabled();
 
+  RunOnCombo* m_runOn = nullptr;
+  QPushButton* m_targets = nullptr;
   BackendCombo* m_backend = nullptr;
   PrecisionCombo* m_precision = nullptr;
   QLabel* m_precisionNote = nullptr;

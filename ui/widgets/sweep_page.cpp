@@ -60,6 +60,7 @@ SweepPage::SweepPage(QWidget* parent) : QWidget(parent) {
   m_xAxis = new QComboBox(this);
   m_xAxis->addItems({QStringLiteral("batch size"), QStringLiteral("input size (pixels)")});
   m_run = new QPushButton(QStringLiteral("Run sweep"), this);
+  m_run->setObjectName(QStringLiteral("sweepRun"));
   m_export = new QPushButton(QStringLiteral("Export CSV…"), this);
   m_export->setObjectName(QStringLiteral("sweepExport"));
   m_export->setToolTip(QStringLiteral("The sweep's figures as the engine's bench CSV (File ▸ Export ▸ Sweep CSV)"));
@@ -197,8 +198,15 @@ void SweepPage::updatePrecisions() {
 
 bool SweepPage::setPrecision(mnv2::Precision precision) { return m_precision->setPrecision(precision); }
 
+void SweepPage::setRemoteRefusal(const QString& reason) {
+  m_remoteRefusal = reason;
+  m_run->setToolTip(reason);
+  setRunning(m_running);
+}
+
 void SweepPage::setRunning(bool running) {
-  m_run->setEnabled(!running);
+  m_running = running;
+  m_run->setEnabled(!running && m_remoteRefusal.isEmpty());
   m_export->setEnabled(!running && !m_results.empty());
 }
 

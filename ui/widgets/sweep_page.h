@@ -46,6 +46,10 @@ class SweepPage : public QWidget {
   // Everything shown: the sweep's results, then the saved ones (what the sweep exports write).
   const std::vector<mnv2::BenchResult>& results() const { return m_results; }
   void setRunning(bool running);
+  // "" when this page's jobs run here; else why they do not (a remote target is chosen to run on): the page's job
+  // button is disabled with the reason as its tool-tip.
+  void setRemoteRefusal(const QString& reason);
+  QString remoteRefusal() const { return m_remoteRefusal; }
   // X axis: batch size (a line per backend and input size) or input pixels (a line per backend and batch).
   void setXAxis(bool inputSize);
   int lineCount() const;
@@ -77,6 +81,8 @@ class SweepPage : public QWidget {
   QComboBox* m_xAxis = nullptr;
   QPushButton* m_run = nullptr;
   QPushButton* m_export = nullptr;
+  QString m_remoteRefusal;
+  bool m_running = false;
   QTableWidget* m_table = nullptr;
   std::vector<std::vector<const mnv2::BenchResult*>> m_linePoints;  // per graph, its points in x order
   QLabel* m_status = nullptr;
