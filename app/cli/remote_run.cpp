@@ -102,38 +102,36 @@ remote::RemoteRunResult run_with_terminal(const remote::Target& target, remote::
     }
     last_stage = p.stage;
   };
-  remote::RemoteRunResult result;
-  struct sigaction sa {
-  }, old_int{}, old_term{}, old_hup{};
+  // Ctrl-C and its kin cancel the session while it lives; the handlers before it come back, and `cleanup` runs,
+  // however it ends.
+  struct Guard {
+    const std::function<void()>& cleanup;
+    EscapedStream &out, &err;
+    bool tty;
+    struct sigaction old_int {
+    }, old_term{}, old_hup{};
+    ~Guard() {
+      ::sigaction(SIGINT, &old_int, nullptr);
+      ::sigaction(SIGTERM, &old_term, nullptr);
+      ::sigaction(SIGHUP, &old_hup, nullptr);
+      if (tty) std::cerr << "\r\033[K";
+      out.finish();
+      err.finish();
+      cleanup();
+    }
+  } guard{cleanup, out, err, tty};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  try {
-    remote::Session session(target, session_config(frontend::remote_environment(), false), progress);
-    g_session = &session;
-    ::sigaction(SIGINT, &sa, &old_int);
-    ::sigaction(SIGTERM, &sa, &old_term);
-    ::sigaction(SIGHUP, &sa, &old_hup);
-    result = session.run(r);
-    g_session = nullptr;
-  } catch (...) {
-    g_session = nullptr;
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGTERM, &old_term, nullptr);
-    ::sigaction(SIGHUP, &old_hup, nullptr);
-    if (tty) std::cerr << "\r\033[K";
-    out.finish();
-    err.finish();
-    cleanup();
-    throw;
-  }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  ::sigaction(SIGHUP, &old_hup, nullptr);
-  if (tty) std::cerr << "\r\033[K";
-  out.finish();
-  err.finish();
-  cleanup();
-  return result;
+  remote::Session session(target, session_config(frontend::remote_environment(), false), progress);
+  struct Registered {  // a signal reaches the session only while it lives
+    explicit Registered(remote::Session* s) { g_session = s; }
+    ~Registered() { g_session = nullptr; }
+  } registered(&session);
+  ::sigaction(SIGINT, &sa, &guard.old_int);
+  ::sigaction(SIGTERM, &sa, &guard.old_term);
+  ::sigaction(SIGHUP, &sa, &guard.old_hup);
+  return session.run(r);
 }
 
 }  // namespace

@@ -144,6 +144,18 @@ class Agent {
     run_dir_.clear();
   }
 
+  // Creates `name` beneath `dir_fd` (AT_FDCWD: a path) as a new file, no link followed, and fills it with the
+  // client's next `size` bytes; returns their SHA-256.
+  std::string receive_new_file(int dir_fd, const std::string& name, int64_t size) {
+    const int fd = ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) throw Error("cannot create a file of the run: " + std::string(std::strerror(errno)));
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    return receive_file_data(in_, fd, size, Clock::now() + kIdle);
+  }
+
   void probe() {
     const Captured info = run_captured({c_.program, "info", "--json"}, 120, size_t{4} << 20);
     Json reply{{"type", "probe"},           {"glibc", gnu_get_libc_version()},
@@ -198,16 +210,7 @@ class Agent {
     }
     send(c_.out_fd, Json{{"type", "send"}, {"sha256", sha}});
     const std::string path = run_dir() + "/in/model-" + sha + ".onnx";
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) throw Error("cannot create " + path + ": " + std::strerror(errno));
-    std::string got;
-    try {
-      got = receive_file_data(in_, fd, size, Clock::now() + kIdle);
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-    ::close(fd);
+    const std::string got = receive_new_file(AT_FDCWD, path, size);
     if (got != sha) throw Error("the model arrived with SHA-256 " + got + ", not " + sha);
     models_[sha] = path;
     bool stored = false;
@@ -235,15 +238,7 @@ class Agent {
     const std::string folder = run_dir() + "/in/" + std::to_string(files_.size());
     if (::mkdir(folder.c_str(), 0700) != 0) throw Error("cannot create " + folder + ": " + std::strerror(errno));
     const std::string path = folder + "/" + name;
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) throw Error("cannot create a file of the run: " + std::string(std::strerror(errno)));
-    try {
-      receive_file_data(in_, fd, size, Clock::now() + kIdle);
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-    ::close(fd);
+    receive_new_file(AT_FDCWD, path, size);
     files_.emplace_back(option, path);
     send(c_.out_fd, Json{{"type", "file"}, {"option", option}, {"size", size}});
   }
@@ -294,16 +289,11 @@ class Agent {
         dir = next;
       }
       check_file_name(parts.back());
-      const int fd = ::openat(dir, parts.back().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-      ::close(dir);
-      if (fd < 0) throw Error("cannot create a file of the tree: " + std::string(std::strerror(errno)));
-      try {
-        receive_file_data(in_, fd, size, Clock::now() + kIdle);
-      } catch (...) {
-        ::close(fd);
-        throw;
-      }
-      ::close(fd);
+      struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+      } closer{dir};
+      receive_new_file(dir, parts.back(), size);
     }
     files_.emplace_back(option, root);
     send(c_.out_fd, Json{{"type", "tree"}, {"option", option}, {"count", count}});
