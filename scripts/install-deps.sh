@@ -17,6 +17,7 @@ packages=(
   time  # GNU time: the tests that measure a run's peak memory (tests/cli/test_cli_budgets.cpp)
   openssh-server openssh-client  # tests/remote/fixture.sh: a throwaway sshd on 127.0.0.1 for the remote-target tests
   tcsh  # the remote test user's login shell (our commands must survive a csh-family shell)
+  procps  # pgrep, pkill, ps: the remote tests' fixture and checks (not in a minimal container)
   slurmctld slurmd slurm-client munge  # tests/remote/fixture.sh: a single-node Slurm cluster (srun, squeue, scancel, sinfo)
 )
 missing=()
