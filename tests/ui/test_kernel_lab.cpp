@@ -32,6 +32,8 @@
 
 namespace mnv2::ui::test {
 
+using mnv2::ui::test::EnvGuard;
+
 namespace {
 
 constexpr int kJobMs = 20000;
@@ -46,18 +48,6 @@ QByteArray minimalResult(const QString& extra = {}) {
 }
 
 // Restores an environment variable when the test ends, however it ends.
-struct EnvGuard {
-  QByteArray name, value;
-  bool had;
-  explicit EnvGuard(const char* n) : name(n), value(qgetenv(n)), had(qEnvironmentVariableIsSet(n)) {}
-  ~EnvGuard() {
-    if (had)
-      qputenv(name.constData(), value);
-    else
-      qunsetenv(name.constData());
-  }
-};
-
 }  // namespace
 
 class KernelLabTest : public QObject {

@@ -16,6 +16,8 @@
 
 using namespace mnv2::ui;
 
+using mnv2::ui::test::EnvGuard;
+
 namespace {
 
 struct Shell {
@@ -43,18 +45,6 @@ Shell run(const QString& program, const QStringList& args, const QProcessEnviron
   s.err += QString::fromUtf8(p.readAllStandardError());
   return s;
 }
-
-struct EnvGuard {
-  QByteArray name, value;
-  bool had;
-  explicit EnvGuard(const char* n) : name(n), value(qgetenv(n)), had(qEnvironmentVariableIsSet(n)) {}
-  ~EnvGuard() {
-    if (had)
-      qputenv(name.constData(), value);
-    else
-      qunsetenv(name.constData());
-  }
-};
 
 }  // namespace
 

@@ -30,23 +30,13 @@
 
 using namespace mnv2::ui;
 
+using mnv2::ui::test::EnvGuard;
+
 namespace {
 
 constexpr int kTimeoutMs = 120000;
 
 // Restores an environment variable when the test ends, however it ends.
-struct EnvGuard {
-  QByteArray name, value;
-  bool had;
-  explicit EnvGuard(const char* n) : name(n), value(qgetenv(n)), had(qEnvironmentVariableIsSet(n)) {}
-  ~EnvGuard() {
-    if (had)
-      qputenv(name.constData(), value);
-    else
-      qunsetenv(name.constData());
-  }
-};
-
 mnv2::remote::Target target(const std::string& name, const std::string& destination) {
   return mnv2::remote::target_from_destination(name, destination);
 }

@@ -2,8 +2,10 @@
 // shared data folder, and small report builders.
 #pragma once
 
+#include <QByteArray>
 #include <QString>
 #include <QStringList>
+#include <QtGlobal>
 #include <functional>
 #include <vector>
 
@@ -52,5 +54,18 @@ const mnv2::Model& mainModel();
 // step when `fuseActivations`; step k's median is `base_ns * (1 + k % 7)` with p10/p90 at ±`spread`.
 mnv2::RunReport syntheticReport(const std::vector<mnv2::Layer>& topology, const std::string& backend, double baseNs,
                                 double spread, bool fuseActivations);
+
+// An environment variable set for a test and put back as it was (set or unset) when the guard goes.
+struct EnvGuard {
+  QByteArray name, value;
+  bool had;
+  explicit EnvGuard(const char* n) : name(n), value(qgetenv(n)), had(qEnvironmentVariableIsSet(n)) {}
+  ~EnvGuard() {
+    if (had)
+      qputenv(name.constData(), value);
+    else
+      qunsetenv(name.constData());
+  }
+};
 
 }  // namespace mnv2::ui::test
