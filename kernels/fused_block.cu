@@ -52,7 +52,6 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   __half* D = reinterpret_cast<__half*>(smem + l.d);
   const ClipH2 eclip = clip_h2(p.expand_clip), dclip = clip_h2(p.dw_clip);
 
-  fused_block_detail::copy_window<kThreads>(tile, s, l, static_cast<const __half*>(p.input), X, tid);
   // One chunk's weights and biases into buffer `buf`.
   auto load_chunk = [&](int c, int buf) {
     const int e0 = c * kChunk;
@@ -78,9 +77,13 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
     if (tid < 10 * kChunk / 2)
       reinterpret_cast<__half2*>(smem + l.dw + buf * l.dw_bytes)[tid] = __floats2half2_rn(v.x, v.y);
   };
+  // The first chunk's weights are constants: in flight before the wait for the previous kernel (PDL), the input
+  // window after it, both in the first copy group.
   load_chunk(0, 0);
-  cp_commit();
   const float2 dw0 = fetch_dw(0);  // stored once the per-tile set-up below has covered its latency
+  pdl_enter();
+  fused_block_detail::copy_window<kThreads>(tile, s, l, static_cast<const __half*>(p.input), X, tid);
+  cp_commit();
   // The projection's padding rows (pixels past the tile) read zeros.
   for (int i = tid; i < (l.m2 - pout) * (kChunk / 8); i += kThreads) {
     const int r = pout + i / (kChunk / 8), c8 = (i % (kChunk / 8)) * 8;

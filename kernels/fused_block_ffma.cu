@@ -57,8 +57,6 @@ __global__ void __launch_bounds__(kT, kPx* kNc <= 8 ? 2 : 1)
   float* X = reinterpret_cast<float*>(smem + l.x);
   float* Ex = reinterpret_cast<float*>(smem + l.ex);
   float* D = reinterpret_cast<float*>(smem + l.d);
-  // The input window (in_channels == k_pad: the launch refuses other counts).
-  fused_block_detail::copy_window<kT>(tile, s, l, static_cast<const float*>(p.input), X, tid);
   // One chunk's weights and vectors into buffer `buf`.
   auto load_chunk = [&](int c, int buf) {
     const int e0 = c * kC;
@@ -76,7 +74,11 @@ __global__ void __launch_bounds__(kT, kPx* kNc <= 8 ? 2 : 1)
       copy16(vec + kVecDwBias + (tid - 10 * kGroups) * 4, p.dw_bias + e0 + (tid - 10 * kGroups) * 4, true);
     }
   };
+  // The first chunk's weights are constants: in flight before the wait for the previous kernel (PDL); then the
+  // input window (in_channels == k_pad: the launch refuses other counts), both in the first copy group.
   load_chunk(0, 0);
+  pdl_enter();
+  fused_block_detail::copy_window<kT>(tile, s, l, static_cast<const float*>(p.input), X, tid);
   copy_commit();
 
   // Per tile, not per chunk. Expansion: channel group cg, pixel quad pq; which of the thread's window pixels

@@ -48,7 +48,6 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   float* X = reinterpret_cast<float*>(smem + l.x);
   float* Ex = reinterpret_cast<float*>(smem + l.ex);
   float* D = reinterpret_cast<float*>(smem + l.d);
-  fused_block_detail::copy_window<kThreads>(tile, s, l, static_cast<const float*>(p.input), X, tid);
   // One chunk's matrices and vectors into buffer `buf`.
   auto load_chunk = [&](int c, int buf) {
     const int e0 = c * kChunk;
@@ -69,7 +68,11 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
       cp16(dw + kDwBias + (tid - 10 * kQuads) * 4, p.dw_bias + e0 + (tid - 10 * kQuads) * 4, true);
     }
   };
+  // The first chunk's weights are constants: in flight before the wait for the previous kernel (PDL), the input
+  // window after it, both in the first copy group.
   load_chunk(0, 0);
+  pdl_enter();
+  fused_block_detail::copy_window<kThreads>(tile, s, l, static_cast<const float*>(p.input), X, tid);
   cp_commit();
   // The projection's padding rows (pixels past the tile) read zeros.
   for (int i = tid; i < (l.m2 - pout) * (kChunk / 4); i += kThreads) {

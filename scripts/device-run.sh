@@ -5,8 +5,9 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite;
-# default all but round2, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu and cpu_suite), e.g.
+# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, stem, ffma, tf32, lab, applab, ops, devices, abab,
+# golden_cpu, cpu_suite; default all but round2, r3chain, r3table, stem, ffma, tf32, lab, applab, ops, devices, abab,
+# golden_cpu and cpu_suite), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -458,6 +459,44 @@ for spec in ${R2_PROFILES:-fp16:block:1 fp16:block:256 fp32:none:256}; do
     --json "$work/r2_profile_${p}_${f}_b$b.json"
   grep -E "end to end|per layer|per kind|WARNING" "$work/r2_profile_${p}_${f}_b$b.log" >>"$summary"
 done
+fi
+
+# ---- issue 32: the default plan (fusion auto) and PDL into the fused blocks -----------------------------------
+# r3chain: the fused-block steps' programmatic edges (PDL auto = on at batch 1 and 8) against PDL off, the same
+# binary and call; the default plan's fused networks under compute-sanitizer (memcheck, racecheck, synccheck: the
+# graph with its programmatic edges, so each kernel's early start is checked), the GPU suite with the new default.
+if want r3chain; then
+TAIL=12 run r3_describe ./bin/mnv2 profile --backend cuda --precision fp16 --warmup 1 --iters 2
+for p in fp16 tf32 fp32; do
+  TAIL=10 run "r3_pdl_on_$p" ./bin/mnv2 bench --backends cuda --precision $p --batch 1,8 --warmup 20 \
+    --iters "${R3_ITERS:-300}" --json "$work/r3_pdl_on_$p.json"
+  TAIL=10 run "r3_pdl_off_$p" ./bin/mnv2 bench --backends cuda --precision $p --batch 1,8 --cuda-pdl off --warmup 20 \
+    --iters "${R3_ITERS:-300}" --json "$work/r3_pdl_off_$p.json"
+done
+TAIL=40 run r3_gpu_tests ./bin/mnv2_gpu_tests --gtest_brief=1
+for p in fp16 tf32 fp32; do
+  for tool in memcheck racecheck synccheck; do
+    TAIL=6 run "r3_${tool}_$p" compute-sanitizer --tool $tool --error-exitcode 9 ./bin/mnv2 classify --backend cuda \
+      --precision $p --tensor shared/golden/cat.input.f32 --top 3
+  done
+done
+fi
+# r3table: issue 32's table in one call, the default plan beside every plan we have, fused cuDNN and PyTorch's best.
+if want r3table; then
+R3_ITERS=${R3_ITERS:-200}
+for p in ${R3_PRECISIONS:-fp16 fp32 tf32}; do
+  TAIL=16 run "r3_bench_$p" ./bin/mnv2 bench --backends cuda,cudnn --precision $p --batch 1,8,64,256 \
+    --warmup 20 --iters "$R3_ITERS" --json "$work/r3_bench_$p.json"
+  for f in none block; do
+    TAIL=12 run "r3_bench_${p}_$f" ./bin/mnv2 bench --backends cuda --cuda-fusion $f --precision $p \
+      --batch 1,8,64,256 --warmup 20 --iters "$R3_ITERS" --json "$work/r3_bench_${p}_$f.json"
+  done
+done
+TAIL=60 run r3_anchor python3 "$repo/scripts/pytorch-anchor.py" --model "$MNV2_MODEL" --golden shared/golden \
+  --batch 1,8,64,256 --precision "${R3_ANCHOR_PRECISIONS:-fp32,tf32,fp16}" --warmup 20 --iters 100 \
+  --compile-budget-s "${MNV2_ANCHOR_COMPILE_BUDGET_S:-100}" --json "$work/r3_anchor.json"
+shown=$(ls "$work"/r3_bench_*.json "$work"/r3_anchor.json 2>/dev/null | paste -sd,)
+TAIL=80 run r3_table ./bin/mnv2 bench --show "$shown"
 fi
 
 # ---- the fused stem + block 1 (issue 17) ---------------------------------------------------------------------

@@ -90,6 +90,8 @@ const char* to_string(CudaOptions::Variant v) { return v == CudaOptions::Variant
 
 const char* to_string(CudaOptions::Fusion f) {
   switch (f) {
+    case CudaOptions::Fusion::automatic:
+      return "auto";
     case CudaOptions::Fusion::none:
       return "none";
     case CudaOptions::Fusion::expand_dw:

@@ -140,6 +140,7 @@ BenchResult run_bench(const Model& model, const BenchConfig& config, const Progr
   }
   if (config.u8_input) bench_u8(*backend, model, pc, *net, result, progress);
   result.kernels_per_run = net->kernels_per_run();
+  result.resolved_options = net->resolved_options();
   result.memory = net->memory();
   memory_probe.sample();
   memory_probe.finish(result.memory);

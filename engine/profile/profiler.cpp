@@ -261,6 +261,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   if (cfg.input_name.empty()) cfg.input_name = cfg.input ? "tensor" : "random(seed=1)";
   r.memory = net->memory();
   r.kernels_per_run = net->kernels_per_run();
+  r.resolved_options = net->resolved_options();
 
   // What else runs beside the timed phases: the host's other processes, the GPU's clock and neighbours
   // (sampled between runs, never inside a timed one).

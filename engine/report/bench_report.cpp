@@ -109,6 +109,7 @@ std::string bench_json(const std::vector<BenchResult>& results, const ReportMode
       rj["u8_path"] = r.u8_path;
     }
     if (r.kernels_per_run >= 0) rj["kernels_per_run"] = r.kernels_per_run;  // GPU backends that count them
+    if (!r.resolved_options.empty()) rj["resolved_options"] = resolved_options_json(r.resolved_options);
     rj["memory_bytes"] = r.memory.total();
     rj["memory"] = r.memory;
     rj["cpu_threads"] = r.config.cpu_threads;  // the cpu backends' threads as run; 0 for GPU backends
@@ -224,6 +225,7 @@ BenchResult result_from(const json::Json& j) {
     c.sub_batch = int_in(j, "u8_sub_batch", 1, c.batch);
     r.u8_path = json::string_at(j, "u8_path");
   }
+  if (const json::Json* o = json::find(j, "resolved_options")) r.resolved_options = resolved_options_from_json(*o);
   if (json::find(j, "kernels_per_run")) {  // absent in older files, host backends' and other programs'
     const int64_t k = json::int_at(j, "kernels_per_run");
     if (k < 0 || k > kMaxKernelsPerRun)

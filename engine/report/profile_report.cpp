@@ -397,6 +397,32 @@ GpuRecord gpu_record_from_json(const Json& j) {
   return g;
 }
 
+// ---- resolved options -------------------------------------------------------------------------------
+
+Json resolved_options_json(const std::vector<ResolvedOption>& options) {
+  Json j = Json::object();
+  for (const ResolvedOption& o : options)
+    j[o.option] = Json{{"requested", o.requested}, {"resolved", o.resolved}, {"why", o.why}};
+  return j;
+}
+
+std::vector<ResolvedOption> resolved_options_from_json(const Json& value) {
+  if (!value.is_object()) throw Error("resolved_options is not an object");
+  std::vector<ResolvedOption> out;
+  for (const auto& [name, entry] : value.items()) {
+    const OptionSpec* spec = find_option(name);
+    if (spec == nullptr || spec->choices.empty())
+      throw Error("resolved_options: '" + one_line(name) + "' is not an option with choices");
+    ResolvedOption o{name, json::string_at(entry, "requested"), json::string_at(entry, "resolved"),
+                     one_line(json::string_at(entry, "why"))};
+    for (const std::string* v : {&o.requested, &o.resolved})
+      if (std::find(spec->choices.begin(), spec->choices.end(), *v) == spec->choices.end())
+        throw Error("resolved_options: " + name + " '" + one_line(*v) + "' is not one of its choices");
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 // ---- CSV ------------------------------------------------------------------------------------------------
 
 namespace {
@@ -527,6 +553,8 @@ Json report_json(const RunReport& r) {
                                  {"layout", to_string(r.config.cudnn.layout)}};
   meta["execution"] = r.execution;
   if (r.kernels_per_run >= 0) meta["kernels_per_run"] = r.kernels_per_run;  // of an un-instrumented run
+  // What the backend made of options that ask it to choose (cuda-fusion auto -> block); absent where none did
+  if (!r.resolved_options.empty()) meta["resolved_options"] = resolved_options_json(r.resolved_options);
   meta["device"] = r.device;
   if (r.gpu.index >= 0) meta["gpu"] = gpu_record_json(r.gpu);  // GPU runs; absent in older reports
   if (!r.origin.target.empty())                                // a remote run's target (absent for a local run)
@@ -757,6 +785,7 @@ RunReport report_from(const Json& j) {
       throw Error("json: 'kernels_per_run' " + std::to_string(k) + " is out of range");
     r.kernels_per_run = k;
   }
+  if (const Json* o = json::find(m, "resolved_options")) r.resolved_options = resolved_options_from_json(*o);
   r.config.graph_replay = r.execution == "graph replay";
   read_options(m, r);
   r.model_source = json::string_at(m, "model");

@@ -224,15 +224,26 @@ RunComparability compare_settings(const RunReport& a, const RunReport& b) {
     if (!honours(spec, a.backend) && !honours(spec, b.backend)) continue;
     const OptionValue& va = oa.at(spec.name);
     const OptionValue& vb = ob.at(spec.name);
-    if (va.value == vb.value) continue;
-    auto shown = [&spec](const OptionValue& v) {
-      const std::string value = v.value.empty() ? "(unset)" : v.value;
+    // An option the backend resolved (cuda-fusion auto -> block): the value that ran counts as well as the one asked.
+    auto resolved = [&spec](const RunReport& r) -> const ResolvedOption* {
+      for (const ResolvedOption& o : r.resolved_options)
+        if (o.option == spec.name) return &o;
+      return nullptr;
+    };
+    const ResolvedOption *xa = resolved(a), *xb = resolved(b);
+    const std::string ran_a = xa != nullptr ? xa->resolved : va.value, ran_b = xb != nullptr ? xb->resolved : vb.value;
+    if (va.value == vb.value && ran_a == ran_b) continue;
+    auto shown = [](const OptionValue& v, const ResolvedOption* x) {
+      std::string value = v.value.empty() ? "(unset)" : v.value;
+      if (x != nullptr && x->resolved != v.value) value += " → " + x->resolved;
       return v.source == OptionSource::default_value ? value : value + " (" + to_string(v.source) + ")";
     };
     // A backend that ignores the option ran the same either way.
     const bool matters = honours(spec, a.backend) && honours(spec, b.backend) && a.backend == b.backend;
-    add(spec.name, shown(va), shown(vb), Weight::note,
-        matters ? spec.help : spec.name + " applies to one of the two backends only");
+    add(spec.name, shown(va, xa), shown(vb, xb), Weight::note,
+        !matters         ? spec.name + " applies to one of the two backends only"
+        : ran_a == ran_b ? "asked differently, the same value ran (" + ran_a + ")"
+                         : spec.help);
   }
   // The checksum covers the whole input tensor: another batch or size of the same image changes it, and that
   // difference is stated above. Same name, same shape, other data (an image file changed) shows the checksums.

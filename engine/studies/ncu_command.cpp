@@ -1,6 +1,7 @@
 // The ncu-command study: the Nsight Compute command line of one layer of a run (mnv2/studies.h).
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "mnv2/backend.h"
 #include "mnv2/error.h"
@@ -16,8 +17,11 @@ void refuse_host_backend(const std::string& backend) {
                      " backend launches no GPU kernels: Nsight Compute profiles cudnn and cuda runs");
 }
 
-// The command that repeats `config`'s run with only `range`'s kernels profiled.
-NcuCommand command_of(const NcuCommandConfig& config, int layer, std::string range, std::string warning) {
+// The command that repeats `config`'s run with only `range`'s kernels profiled: with the values the run resolved
+// (cuda-fusion auto -> block) in place of the ones that asked the backend to choose, so that Nsight Compute sees
+// the very plan even where its own process would resolve differently.
+NcuCommand command_of(const NcuCommandConfig& config, const std::vector<ResolvedOption>& resolved, int layer,
+                      std::string range, std::string warning) {
   NcuTarget t;
   t.mnv2_path = config.mnv2_path;
   t.backend = config.run.backend;
@@ -26,6 +30,7 @@ NcuCommand command_of(const NcuCommandConfig& config, int layer, std::string ran
   t.height = config.run.height;
   t.width = config.run.width;
   t.options = config.run.options;
+  for (const ResolvedOption& o : resolved) t.options.assign(o.option, o.resolved, OptionSource::flag);
   t.image = config.image;
   t.tensor = config.tensor;
   t.nvtx_range = range;
@@ -48,7 +53,7 @@ NcuCommand ncu_command(const Model& model, const NcuCommandConfig& config) {
   auto backend = make_backend(run.backend);
   if (const Availability a = backend->availability(); !a.available) {
     const std::string range = default_step_name(model, layer);
-    return command_of(config, layer, range,
+    return command_of(config, {}, layer, range,
                       "backend '" + run.backend + "' cannot run here (" + a.reason + "); the NVTX range '" + range +
                           "' assumes layer " + std::to_string(layer) +
                           " runs as a step of its own: where the backend fuses it, the range is the fused step's name "
@@ -57,7 +62,8 @@ NcuCommand ncu_command(const Model& model, const NcuCommandConfig& config) {
   PrepareConfig pc{run.batch, run.height, run.width, run.precision, run.cuda, 0, run.cudnn};
   pc.device = run.device;
   const auto net = backend->prepare(model, pc);
-  return command_of(config, layer, net->steps().at(static_cast<size_t>(step_of_layer(net->steps(), layer))).name, {});
+  return command_of(config, net->resolved_options(), layer,
+                    net->steps().at(static_cast<size_t>(step_of_layer(net->steps(), layer))).name, {});
 }
 
 NcuCommand ncu_command(const RunReport& run, int layer, const std::string& mnv2_path) {
@@ -83,7 +89,7 @@ NcuCommand ncu_command(const RunReport& run, int layer, const std::string& mnv2_
     (input.extension() == ".f32" ? config.tensor : config.image) = absolute;
   }
   // The run's own step names are exact (a fused layer's range is its step's name).
-  return command_of(config, layer, run.steps[static_cast<size_t>(step)].name, {});
+  return command_of(config, run.resolved_options, layer, run.steps[static_cast<size_t>(step)].name, {});
 }
 
 }  // namespace mnv2

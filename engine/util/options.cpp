@@ -91,9 +91,10 @@ std::vector<OptionSpec> make_table() {
   t.push_back(choice("cuda-variant", names(kCudaVariants), "fast",
                      "cuda backend: tensor-core GEMMs and fused steps, or the v1 kernels", {"cuda"},
                      "MNV2_CUDA_VARIANT"));
-  t.push_back(choice("cuda-fusion", names(kCudaFusions), "none",
-                     "cuda backend: expand_dw (fp32 expansion + depthwise) or block (the stem + first block and "
-                     "each inverted-residual block in one kernel)",
+  t.push_back(choice("cuda-fusion", names(kCudaFusions), "auto",
+                     "cuda backend: auto (the plan measured fastest on this GPU: `mnv2 plan` says which and why), "
+                     "none (a step per layer), expand_dw (fp32 expansion + depthwise) or block (the stem + first "
+                     "block and each inverted-residual block in one kernel)",
                      {"cuda"}, "MNV2_CUDA_FUSE"));
   t.push_back(choice("cuda-graph", names(kCudaGraphs), "auto",
                      "cuda backend: replay one CUDA graph (auto: unless steps are timed)", {"cuda"},

@@ -268,17 +268,29 @@ namespace {
 
 // mnv2 plan: the cuda planner for GPUs this machine does not have, printed.
 TEST(CliPlan, PrintsTheStepsForEachGpuAndRefusesWhatItCannotRun) {
+  // The default (auto) on sm_90: the block plan, with the rule that chose it.
   const auto h200 = run_cli({"plan", "--model", main_model_path(), "--gpu", "h200"});
   ASSERT_EQ(h200.code, 0) << describe(h200);
-  EXPECT_NE(
-      h200.out.find("cuda plan for NVIDIA H200 (sm_90, 132 SMs): batch 1, 224x224, fp32, fast, fusion none, 54 steps"),
-      std::string::npos)
+  EXPECT_NE(h200.out.find("cuda plan for NVIDIA H200 (sm_90, 132 SMs): batch 1, 224x224, fp32, fast, fusion auto -> "
+                          "block, "),
+            std::string::npos)
       << h200.out;
-  EXPECT_NE(h200.out.find("Conv2d 14 + ResidualAdd 15"), std::string::npos) << h200.out;
+  EXPECT_NE(h200.out.find("fusion auto: block on sm_90, fp32, batch 1..256: measured fastest"), std::string::npos)
+      << h200.out;
+  EXPECT_NE(h200.out.find("[fused_block]"), std::string::npos) << h200.out;
+  const auto per_layer = run_cli({"plan", "--model", main_model_path(), "--gpu", "h200", "--cuda-fusion", "none"});
+  ASSERT_EQ(per_layer.code, 0) << describe(per_layer);
+  EXPECT_NE(per_layer.out.find("cuda plan for NVIDIA H200 (sm_90, 132 SMs): batch 1, 224x224, fp32, fast, fusion "
+                               "none, 54 steps"),
+            std::string::npos)
+      << per_layer.out;
+  EXPECT_NE(per_layer.out.find("Conv2d 14 + ResidualAdd 15"), std::string::npos) << per_layer.out;
   const auto t4 =
       run_cli({"plan", "--model", main_model_path(), "--gpu", "t4", "--precision", "fp16", "--batch", "256"});
   ASSERT_EQ(t4.code, 0) << describe(t4);
   EXPECT_NE(t4.out.find("no cp.async below sm_80"), std::string::npos) << t4.out;
+  EXPECT_NE(t4.out.find("fusion auto -> none, "), std::string::npos) << t4.out;
+  EXPECT_NE(t4.out.find("no measurement of the plans on sm_75"), std::string::npos) << t4.out;
   EXPECT_NE(t4.out, h200.out);
   // tf32 needs sm_80 tensor cores: a runtime refusal (exit 1) naming why.
   const auto tf32 = run_cli({"plan", "--model", main_model_path(), "--gpu", "t4", "--precision", "tf32"});

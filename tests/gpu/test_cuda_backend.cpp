@@ -32,8 +32,15 @@ namespace mnv2::test {
 namespace {
 
 // The options every cuda network of the current scope is prepared with, as a front end passes them
-// (PrepareConfig::cuda); ScopedOption sets one of them for one scope.
-CudaOptions g_options;
+// (PrepareConfig::cuda); ScopedOption sets one of them for one scope. These tests are of the per-layer plan unless a
+// scope asks for a fusion (the default plan, auto, is tested where it says so: the contract's fast_auto variants, and
+// DefaultPlanIsTheRulesTablesChoice below).
+CudaOptions per_layer_options() {
+  CudaOptions o;
+  o.fusion = CudaOptions::Fusion::none;
+  return o;
+}
+CudaOptions g_options = per_layer_options();
 
 class ScopedOption {
  public:
@@ -167,6 +174,35 @@ TEST_F(CudaBackendTest, FastPathFusesEpiloguesAndNamesEveryCoveredLayer) {
   EXPECT_TRUE(saw_dw_s2);
   EXPECT_NE(steps[0].variant.find("3x3x3"), std::string::npos) << steps[0].variant;
   EXPECT_NE(steps.back().variant.find("padded to 1004"), std::string::npos) << steps.back().variant;
+}
+
+// The default plan on this GPU is the rules table's choice for it (mnv2/cuda_plan.h): what the net runs, what it
+// says it resolved and what its description names agree, at every precision this build runs.
+TEST_F(CudaBackendTest, DefaultPlanIsTheRulesTablesChoice) {
+  ScopedOption automatic("fusion", "auto");
+  const GpuDevice& device = cuda_environment().devices.front();
+  // The table measured sm_90 with sm_90 code: block there; this test's other GPUs take what the table says.
+  const bool measured = device.cc_major == 9 && device.cc_minor == 0 && device.code.find("sm_90") != std::string::npos;
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16}) {
+    if (!backend_->supports(p)) continue;
+    for (int batch : {1, 8}) {
+      SCOPED_TRACE(std::string(to_string(p)) + " batch " + std::to_string(batch) + ", " + device.code);
+      auto net = prepare(main_model(), batch, 224, 224, p);
+      const std::vector<ResolvedOption> resolved = net->resolved_options();
+      ASSERT_EQ(resolved.size(), 1u);
+      EXPECT_EQ(resolved[0].option, "cuda-fusion");
+      EXPECT_EQ(resolved[0].requested, "auto");
+      EXPECT_EQ(resolved[0].why.rfind("auto: ", 0), 0u) << resolved[0].why;
+      if (measured) EXPECT_EQ(resolved[0].resolved, "block") << resolved[0].why;
+      EXPECT_NE(net->description().find("fusion auto -> " + resolved[0].resolved), std::string::npos)
+          << net->description();
+      bool fused = false;
+      for (const ExecStep& s : net->steps()) fused = fused || s.layers.size() > 3;
+      EXPECT_EQ(fused, resolved[0].resolved == "block") << resolved[0].why;
+      std::printf("default plan, %s batch %d: %s (%s)\n", to_string(p), batch, resolved[0].resolved.c_str(),
+                  resolved[0].why.substr(0, 70).c_str());
+    }
+  }
 }
 
 TEST_F(CudaBackendTest, BaselineRunsOneStepPerLayer) {
@@ -339,6 +375,7 @@ TEST_F(CudaBackendTest, ProfilerAttributesFusedStepsWithBothTimers) {
   for (TimerKind timer : {TimerKind::cuda_event, TimerKind::cupti_kernel}) {
     ProfileConfig c;
     c.backend = "cuda";
+    c.cuda.fusion = CudaOptions::Fusion::none;  // the per-layer plan's steps
     c.batch = 2;
     c.timer = timer;
     c.warmup = 3;

@@ -69,6 +69,9 @@ std::vector<GpuVariant> every_variant() {
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16}) {
     v.push_back({"cuda", "fast", p, cuda_options(CV::fast, CF::none), {}, false, precision_layer_threshold(p)});
     v.push_back({"cuda", "fast_block", p, cuda_options(CV::fast, CF::block), {}, false, precision_layer_threshold(p)});
+    // The default (auto: the rules table's plan for this GPU, block on sm_90 with its code, none elsewhere).
+    v.push_back(
+        {"cuda", "fast_auto", p, cuda_options(CV::fast, CF::automatic), {}, false, precision_layer_threshold(p)});
     v.push_back({"cudnn", "fused", p, {}, cudnn_options(DV::fused, DL::automatic), false, 0.1});
   }
   // expand_dw fuses in fp32 only; the baseline runs strict fp32 only.

@@ -223,6 +223,7 @@ TEST_F(ProfilerGpu, FusedPlansTakeLayerOutputsFromAnEveryLayerPlan) {
   EXPECT_EQ(d.first_divergent_layer, -1);
 
   PrepareConfig plain{1, 224, 224};
+  plain.cuda.fusion = CudaOptions::Fusion::none;  // the per-layer plan: its own layer outputs
   const DiffReport dn = diff_backends(model(), "cuda", "cpu-ref", plain, input);
   EXPECT_TRUE(dn.outputs_plan.empty()) << dn.outputs_plan;
   PrepareConfig expand_dw = plain;

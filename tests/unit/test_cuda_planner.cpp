@@ -810,6 +810,90 @@ TEST(CudaPlanner, FusedBlockTf32LayoutIsConflictFreeAndEveryBlockShapeHasATile) 
   EXPECT_EQ(r[5], std::numeric_limits<float>::infinity());
 }
 
+// The default plan (fusion auto) follows the rules table: on sm_90 with its own code, the block plan at every
+// precision and batch (the measurements named by each rule); the per-layer plan, saying why, on a GPU the table
+// has no measurement for, on sm_90 running compute_75 code, and for the baseline variant.
+bool same_steps(const CudaPlan& a, const CudaPlan& b) {
+  if (a.steps.size() != b.steps.size()) return false;
+  for (size_t i = 0; i < a.steps.size(); ++i)
+    if (a.steps[i].kernel != b.steps[i].kernel || a.steps[i].layers != b.steps[i].layers ||
+        a.steps[i].variant != b.steps[i].variant)
+      return false;
+  return planned_kernels(a) == planned_kernels(b);
+}
+
+TEST(CudaPlanner, AutoFusionFollowsTheRulesTable) {
+  using F = CudaOptions::Fusion;
+  EXPECT_EQ(CudaOptions{}.fusion, F::automatic) << "auto is the default";
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16})
+    for (int batch : {1, 3, 8, 64, 256, 257, 1024}) {
+      SCOPED_TRACE(std::string(to_string(p)) + " batch " + std::to_string(batch));
+      const CudaPlan automatic =
+          plan_cuda_network(model(), config(batch, p, CudaOptions::Variant::fast, F::automatic), GpuProperties::h200());
+      const CudaPlan block =
+          plan_cuda_network(model(), config(batch, p, CudaOptions::Variant::fast, F::block), GpuProperties::h200());
+      EXPECT_EQ(automatic.fusion, F::block);
+      EXPECT_EQ(block.fusion, F::block);
+      EXPECT_EQ(block.fusion_note, "as asked");
+      EXPECT_TRUE(same_steps(automatic, block)) << describe(automatic) << describe(block);
+      EXPECT_EQ(automatic.config.cuda.fusion, F::automatic) << "the plan keeps what was asked";
+      EXPECT_EQ(automatic.fusion_note.rfind("auto: block on sm_90, " + std::string(to_string(p)), 0), 0u)
+          << automatic.fusion_note;
+      EXPECT_NE(automatic.fusion_note.find(batch <= 256 ? "docs/bench/" : "above the measured batches"),
+                std::string::npos)
+          << automatic.fusion_note;
+      EXPECT_NE(describe(automatic).find("fusion auto -> block, "), std::string::npos) << describe(automatic);
+      EXPECT_NE(describe(automatic).find("\nfusion auto: block on sm_90"), std::string::npos);
+    }
+  // No measurement on these architectures: the per-layer plan, the same as asking for it.
+  for (const GpuProperties& other : {GpuProperties::t4(), GpuProperties::a100(), GpuProperties::rtx4090()})
+    for (Precision p : {Precision::fp32, Precision::fp16}) {
+      SCOPED_TRACE(other.name);
+      const CudaPlan automatic =
+          plan_cuda_network(model(), config(8, p, CudaOptions::Variant::fast, F::automatic), other);
+      EXPECT_EQ(automatic.fusion, F::none);
+      EXPECT_NE(automatic.fusion_note.find("no measurement of the plans on sm_" + std::to_string(other.arch())),
+                std::string::npos)
+          << automatic.fusion_note;
+      EXPECT_NE(automatic.fusion_note.find("portable"), std::string::npos);
+      EXPECT_TRUE(same_steps(automatic, plan_cuda_network(model(), config(8, p), other)));
+    }
+  // sm_90 running compute_75 PTX (the portable build): the rules were measured with sm_90 code.
+  GpuProperties jit = GpuProperties::h200();
+  jit.code_arch = 75;
+  const CudaPlan portable =
+      plan_cuda_network(model(), config(1, Precision::fp16, CudaOptions::Variant::fast, F::automatic), jit);
+  EXPECT_EQ(portable.fusion, F::none);
+  EXPECT_NE(portable.fusion_note.find("compute_75"), std::string::npos) << portable.fusion_note;
+  // The baseline variant has no fused steps.
+  const CudaPlan baseline = plan_cuda_network(
+      model(), config(1, Precision::fp32, CudaOptions::Variant::baseline, F::automatic), GpuProperties::h200());
+  EXPECT_EQ(baseline.fusion, F::none);
+  EXPECT_NE(baseline.fusion_note.find("baseline"), std::string::npos);
+  // The names parse both ways; the option's default is auto.
+  for (F f : {F::automatic, F::none, F::expand_dw, F::block}) EXPECT_EQ(parse_cuda_fusion(to_string(f)), f);
+}
+
+// The table itself: every rule names its measurement, resolves to a real plan, and no two rules of an
+// architecture and precision cover the same batch (the choice is deterministic).
+TEST(CudaPlanner, FusionRulesAreDisjointAndNameTheirMeasurement) {
+  const std::vector<CudaFusionRule>& rules = cuda_fusion_rules();
+  ASSERT_FALSE(rules.empty());
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const CudaFusionRule& r = rules[i];
+    SCOPED_TRACE("rule " + std::to_string(i));
+    EXPECT_NE(r.fusion, CudaOptions::Fusion::automatic);
+    EXPECT_GE(r.min_batch, 1);
+    EXPECT_LE(r.min_batch, r.max_batch);
+    EXPECT_GT(std::string(r.measurement).size(), 20u);
+    for (size_t j = i + 1; j < rules.size(); ++j) {
+      const CudaFusionRule& o = rules[j];
+      if (o.cc == r.cc && o.precision == r.precision)
+        EXPECT_TRUE(o.max_batch < r.min_batch || o.min_batch > r.max_batch) << "rules " << i << " and " << j;
+    }
+  }
+}
+
 TEST(CudaPlanner, DescribePrintsEveryStep) {
   const CudaPlan plan = plan_cuda_network(model(), config(256, Precision::fp16), GpuProperties::rtx4090());
   const std::string text = describe(plan);

@@ -78,7 +78,7 @@ TEST(Options, EveryOptionIsWellFormed) {
 
 TEST(Options, FlagOverEnvironmentOverSavedOverDefault) {
   OptionValues v;
-  EXPECT_EQ(v.value("cuda-fusion"), "none");
+  EXPECT_EQ(v.value("cuda-fusion"), "auto");
   EXPECT_EQ(v.at("cuda-fusion").source, OptionSource::default_value);
   v.offer("cuda-fusion", "expand_dw", OptionSource::saved);
   EXPECT_EQ(v.value("cuda-fusion"), "expand_dw");
@@ -214,8 +214,29 @@ TEST(Options, TheComparabilityCheckNamesEveryDifferentOption) {
   const auto it = std::find_if(c.differences.begin(), c.differences.end(),
                                [](const SettingDifference& d) { return d.setting == "cuda-fusion"; });
   ASSERT_NE(it, c.differences.end());
-  EXPECT_EQ(it->a, "none");
+  EXPECT_EQ(it->a, "auto");
   EXPECT_EQ(it->b, "block (environment)");
+  // The value auto resolved to is shown; asked differently but the same plan ran is said so, and two auto runs
+  // that resolved differently (another GPU) are a finding.
+  a.resolved_options = {{"cuda-fusion", "auto", "block", "auto: block on sm_90, ..."}};
+  b.resolved_options = {{"cuda-fusion", "block", "block", "as asked"}};
+  const RunComparability same = compare_settings(a, b);
+  const auto s = std::find_if(same.differences.begin(), same.differences.end(),
+                              [](const SettingDifference& d) { return d.setting == "cuda-fusion"; });
+  ASSERT_NE(s, same.differences.end());
+  EXPECT_EQ(s->a, "auto → block");
+  EXPECT_NE(s->consequence.find("the same value ran (block)"), std::string::npos) << s->consequence;
+  RunReport other = a;
+  other.resolved_options = {{"cuda-fusion", "auto", "none", "auto: no measurement of the plans on sm_86 ..."}};
+  const RunComparability apart = compare_settings(a, other);
+  const auto o = std::find_if(apart.differences.begin(), apart.differences.end(),
+                              [](const SettingDifference& d) { return d.setting == "cuda-fusion"; });
+  ASSERT_NE(o, apart.differences.end());
+  EXPECT_EQ(o->a, "auto → block");
+  EXPECT_EQ(o->b, "auto → none");
+  EXPECT_TRUE(compare_settings(a, a).differences.empty() ||
+              std::none_of(compare_settings(a, a).differences.begin(), compare_settings(a, a).differences.end(),
+                           [](const SettingDifference& d) { return d.setting == "cuda-fusion"; }));
   // Options neither backend honours are not findings.
   RunReport x = a, y = a;
   x.backend = y.backend = x.config.backend = y.config.backend = "cpu";

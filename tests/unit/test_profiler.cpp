@@ -291,6 +291,27 @@ TEST(Report, GraphReplayExecutionRoundTrips) {
   EXPECT_TRUE(back[0].config.graph_replay);
 }
 
+// The options a backend resolved (cuda-fusion auto -> block) travel with the report; an older report has none; a
+// file naming an unknown option or a value outside the option's choices is refused.
+TEST(Report, ResolvedOptionsRoundTripAndBadOnesAreRefused) {
+  RunReport r = cpu_report();
+  EXPECT_FALSE(reports_json({r}).at("runs")[0].at("metadata").contains("resolved_options"));
+  r.resolved_options = {{"cuda-fusion", "auto", "block", "auto: block on sm_90, fp16, batch 1..256: measured"}};
+  json::Json j = reports_json({r});
+  EXPECT_EQ(j.at("runs")[0].at("metadata").at("resolved_options").at("cuda-fusion").at("resolved"), "block");
+  EXPECT_EQ(reports_from_json(j)[0].resolved_options, r.resolved_options);
+  json::Json bad = j;
+  bad.at("runs")[0].at("metadata").at("resolved_options").at("cuda-fusion")["resolved"] = "sideways";
+  EXPECT_THROW(reports_from_json(bad), Error);
+  bad = j;
+  bad.at("runs")[0].at("metadata")["resolved_options"] =
+      json::Json{{"no-such-option", j.at("runs")[0].at("metadata").at("resolved_options").at("cuda-fusion")}};
+  EXPECT_THROW(reports_from_json(bad), Error);
+  bad = j;
+  bad.at("runs")[0].at("metadata")["resolved_options"] = "block";
+  EXPECT_THROW(reports_from_json(bad), Error);
+}
+
 TEST(Report, KernelsPerRunRoundTripsAndOldReportsOpenWithout) {
   RunReport r = cpu_report();
   EXPECT_EQ(r.kernels_per_run, -1);  // the cpu backends do not count kernels

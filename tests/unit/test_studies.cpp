@@ -700,6 +700,12 @@ TEST(Ncu, TheStudyFromAReportUsesItsStepsAndInput) {
   write_file(d.file("in.bmp"), "");
   r.config.input_name = d.file("in.bmp");
   EXPECT_NE(shell_join(ncu_command(r, 1, "/opt/mnv2").argv).find("--image " + d.file("in.bmp")), std::string::npos);
+  // A run whose plan the backend chose (cuda-fusion auto): Nsight Compute gets the plan that ran, not "auto".
+  // (Its options say auto: the line names it, since $MNV2_CUDA_FUSE could change a default there.)
+  EXPECT_NE(shell_join(ncu_command(r, 1, "/opt/mnv2").argv).find("--cuda-fusion auto"), std::string::npos);
+  r.resolved_options = {{"cuda-fusion", "auto", "block", "auto: block on sm_90"}};
+  EXPECT_NE(shell_join(ncu_command(r, 1, "/opt/mnv2").argv).find("--cuda-fusion block"), std::string::npos)
+      << shell_join(ncu_command(r, 1, "/opt/mnv2").argv);
 }
 
 // Issue 30, finding 11: the loader queue fits the memory the process may take, decided before any image is read.

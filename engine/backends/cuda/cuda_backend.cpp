@@ -124,14 +124,22 @@ class CudaBackend final : public Backend {
     });
     MNV2_CHECK_CUDA(cudaSetDevice(config.device));
     std::shared_ptr<const LabKernel> lab;
+    PrepareConfig planned = config;
     if (lab_) {
-      if (config.cuda.variant != CudaOptions::Variant::fast || config.cuda.fusion != CudaOptions::Fusion::none)
+      const bool unfused =
+          config.cuda.fusion == CudaOptions::Fusion::none || config.cuda.fusion == CudaOptions::Fusion::automatic;
+      if (config.cuda.variant != CudaOptions::Variant::fast || !unfused)
         throw UsageError(name() +
                          ": the kernel lab runs the fast variant's unfused plan (--cuda-variant fast, "
-                         "--cuda-fusion none)");
+                         "--cuda-fusion none or auto)");
+      planned.cuda.fusion = CudaOptions::Fusion::none;
       lab = std::make_shared<const LabKernel>(*lab_);  // loaded into the device's context
     }
-    CudaPlan plan = plan_cuda_network(model, config, probe(config.device).gpu);
+    CudaPlan plan = plan_cuda_network(model, planned, probe(config.device).gpu);
+    if (lab && config.cuda.fusion == CudaOptions::Fusion::automatic) {
+      plan.config.cuda.fusion = config.cuda.fusion;  // asked: auto; runs: none, because the lab's slots are layers
+      plan.fusion_note = "auto: a kernel lab run takes the per-layer plan (its kernels replace single layers)";
+    }
     return make_prepared_net(model, config, std::move(plan), std::move(lab));
   }
 

@@ -48,13 +48,14 @@ void copy_to_host(float* dst, const Value& v, const void* src, cudaStream_t stre
 // The kernel families whose kernels call pdl_wait() before touching activations (kernels/common.cuh); a step of any
 // other kernel keeps a plain edge and so waits for the kernel before it to finish.
 bool pdl_ready(CudaKernel kernel) {
-  switch (kernel) {
+  switch (kernel) {  // every family now: the switch stays so that a new one is a decision
     case CudaKernel::direct_conv:
     case CudaKernel::depthwise_conv:
     case CudaKernel::pointwise_gemm:
     case CudaKernel::pointwise_tc:
     case CudaKernel::expand_depthwise:
     case CudaKernel::fused_stem:
+    case CudaKernel::fused_block:
     case CudaKernel::im2col_gemm:
     case CudaKernel::clip:
     case CudaKernel::add:
@@ -81,7 +82,12 @@ class CudaPreparedNet final : public gpu::GpuPreparedNet {
   }
 
   // The backend's description and this plan's launch chain (kernels per run, PDL, split-K reduction).
-  std::string description() const override { return backend_text(device()) + "; " + describe_chain(plan_); }
+  std::string description() const override {
+    return backend_text(device()) + "; fusion " + describe_fusion(plan_) + "; " + describe_chain(plan_);
+  }
+  std::vector<ResolvedOption> resolved_options() const override {
+    return {{"cuda-fusion", to_string(plan_.config.cuda.fusion), to_string(plan_.fusion), plan_.fusion_note}};
+  }
 
   // A fusion of whole ops (expand_dw, block) leaves intermediate maps on chip: diffs take their layer outputs
   // from the per-op plan. (The epilogue fusions of the plain fast plan, bias/ReLU6/residual, stay as they are:

@@ -135,6 +135,9 @@ class Planner {
     for (const Layer& l : model_.layers)
       for (int j : l.inputs)
         if (j >= 0) ++readers_[static_cast<size_t>(j)];
+    const CudaFusionChoice fusion = resolve_cuda_fusion(config, gpu_);
+    plan_.fusion = fusion.fusion;
+    plan_.fusion_note = fusion.why;
     if (fast_) {
       plan_fast();
     } else {
@@ -292,8 +295,8 @@ class Planner {
           act != k::DType::f32 && (l.kind == LayerKind::GlobalAveragePool || l.kind == LayerKind::Linear);
       if (reads_input && (is_clip(l) || l.kind == LayerKind::ResidualAdd || typed_reader)) plan_.input_nhwc_copy = true;
     }
-    const bool fuse = plan_.config.cuda.fusion == CudaOptions::Fusion::expand_dw;
-    const bool fuse_block = plan_.config.cuda.fusion == CudaOptions::Fusion::block;
+    const bool fuse = plan_.fusion == CudaOptions::Fusion::expand_dw;
+    const bool fuse_block = plan_.fusion == CudaOptions::Fusion::block;
     for (int i = 0; i < n();) {
       const Layer& layer = at(i);
       CudaStep step;
@@ -918,13 +921,19 @@ std::string describe_chain(const CudaPlan& plan) {
               : std::string());
 }
 
+std::string describe_fusion(const CudaPlan& plan) {
+  return plan.config.cuda.fusion == CudaOptions::Fusion::automatic ? std::string("auto -> ") + to_string(plan.fusion)
+                                                                   : std::string(to_string(plan.fusion));
+}
+
 std::string describe(const CudaPlan& plan) {
   const PrepareConfig& c = plan.config;
   std::string text = "cuda plan for " + plan.gpu.name + " (sm_" + std::to_string(plan.gpu.arch()) + ", " +
                      std::to_string(plan.gpu.sm_count) + " SMs): batch " + std::to_string(c.batch) + ", " +
                      std::to_string(c.height) + "x" + std::to_string(c.width) + ", " + to_string(c.precision) + ", " +
-                     to_string(c.cuda.variant) + ", fusion " + to_string(c.cuda.fusion) + ", " +
-                     std::to_string(plan.steps.size()) + " steps; " + describe_chain(plan) + "\n";
+                     to_string(c.cuda.variant) + ", fusion " + describe_fusion(plan) + ", " +
+                     std::to_string(plan.steps.size()) + " steps; " + describe_chain(plan) + "\n" +
+                     (c.cuda.fusion == CudaOptions::Fusion::automatic ? "fusion " + plan.fusion_note + "\n" : "");
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const CudaStep& s = plan.steps[i];
     char head[32];

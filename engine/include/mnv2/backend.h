@@ -24,9 +24,12 @@ Precision parse_precision(const std::string& text);  // throws UsageError
 // flags, the app's run settings); the engine reads no environment for them. Other backends ignore them.
 struct CudaOptions {
   enum class Variant { fast, baseline };  // fast: tensor-core GEMMs, fused steps; baseline: the v1 kernels
-  // expand_dw: expansion 1x1 + depthwise 3x3 in one kernel (fp32); block: each inverted-residual block (expand,
-  // depthwise, project, residual) in one kernel (fp16)
-  enum class Fusion { none, expand_dw, block };
+  // automatic: the plan the rules table (mnv2/cuda_plan.h, cuda_fusion_rules()) measured fastest for this GPU,
+  // its code, the precision and the batch; the per-layer plan (none) where the table has no measurement.
+  // none: a step per layer (epilogues fused); expand_dw: expansion 1x1 + depthwise 3x3 in one kernel (fp32);
+  // block: the stem + first block and each inverted-residual block (expand, depthwise, project, residual) in one
+  // kernel (every precision; the kernels' own rules leave a block unfused where its GEMMs measured faster).
+  enum class Fusion { automatic, none, expand_dw, block };
   enum class Graph { automatic, on, off };  // replay one CUDA graph: auto (unless steps are timed), always, never
   // Programmatic Dependent Launch between the kernels of the CUDA graph (sm_90 and code compiled for it): each
   // kernel may start while the previous one finishes and waits on the GPU for its output. auto: on where the
@@ -37,7 +40,7 @@ struct CudaOptions {
   // and applies the epilogue: no extra launch, the same bits).
   enum class SplitK { separate, in_kernel };
   Variant variant = Variant::fast;
-  Fusion fusion = Fusion::none;
+  Fusion fusion = Fusion::automatic;
   Graph graph = Graph::automatic;
   std::string gemm_tile;  // "" = the planner's choice; "128x64" etc. forces one GEMM tile (tuning experiments)
   Pdl pdl = Pdl::automatic;
@@ -45,7 +48,7 @@ struct CudaOptions {
   bool operator==(const CudaOptions&) const = default;
 };
 const char* to_string(CudaOptions::Variant v);  // "fast", "baseline"
-const char* to_string(CudaOptions::Fusion f);   // "none", "expand_dw", "block"
+const char* to_string(CudaOptions::Fusion f);   // "auto", "none", "expand_dw", "block"
 const char* to_string(CudaOptions::Graph g);    // "auto", "on", "off"
 const char* to_string(CudaOptions::Pdl p);      // "auto", "on", "off"
 const char* to_string(CudaOptions::SplitK s);   // "separate", "in_kernel"
@@ -184,6 +187,13 @@ struct MemoryReport {
   }
 };
 
+// An option whose value asks the backend to choose ("auto"), as this net resolved it: the option's name
+// ("cuda-fusion"), the value asked, the value that runs and why (the rule and its measurement).
+struct ResolvedOption {
+  std::string option, requested, resolved, why;
+  bool operator==(const ResolvedOption&) const = default;
+};
+
 class PreparedNet {
  public:
   virtual ~PreparedNet() = default;
@@ -226,6 +236,10 @@ class PreparedNet {
   // kernels it launches one by one where it has none; memory copies are not kernels. -1 where not counted (the
   // host backends, cudnn).
   virtual int64_t kernels_per_run() const { return -1; }
+
+  // The options this net resolved (the cuda backend: cuda-fusion); reports keep them beside the options asked,
+  // and a command that repeats the run's plan elsewhere (Nsight Compute's) passes the resolved values.
+  virtual std::vector<ResolvedOption> resolved_options() const { return {}; }
 };
 
 class Backend {

@@ -51,8 +51,9 @@ struct BenchResult {
   // Kernel launches per run (PreparedNet::kernels_per_run(): the CUDA graph's kernel nodes); -1 where the backend
   // does not count them, and in files written before the count existed.
   int64_t kernels_per_run = -1;
-  Reliability reliability;  // of the end-to-end figures (mnv2/reliability.h)
-  GpuRecord gpu;            // the GPU backends' card and its settings; index -1 for the cpu backends
+  std::vector<ResolvedOption> resolved_options;  // as RunReport::resolved_options
+  Reliability reliability;                       // of the end-to-end figures (mnv2/reliability.h)
+  GpuRecord gpu;  // the GPU backends' card and its settings; index -1 for the cpu backends
 };
 
 // Called after each run with (runs done, total runs); returning false cancels (throws Error "cancelled").

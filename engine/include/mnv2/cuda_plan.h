@@ -92,7 +92,34 @@ struct CudaPlan {
   // pdl_note says why not where auto turned it off ("" otherwise).
   bool pdl = false;
   std::string pdl_note;
+  // The fusion the plan runs (CudaOptions::fusion resolved: never automatic) and why: the rule and the
+  // measurement behind it for auto, "as asked" for a fusion the options named.
+  CudaOptions::Fusion fusion = CudaOptions::Fusion::none;
+  std::string fusion_note;
 };
+
+// One rule of the automatic plan (--cuda-fusion auto): on a GPU of compute capability cc (major * 10 + minor)
+// running code compiled for that architecture, in `precision`, at batches min_batch..max_batch, the fusion that
+// measured fastest; `measurement` names the run and the figures behind it (docs/PERFORMANCE.md, docs/bench/).
+struct CudaFusionRule {
+  int cc = 0;
+  Precision precision = Precision::fp32;
+  int min_batch = 1, max_batch = 1;
+  CudaOptions::Fusion fusion = CudaOptions::Fusion::none;
+  const char* measurement = "";
+};
+// The table, fixed at build time: no two rules overlap, none says automatic.
+const std::vector<CudaFusionRule>& cuda_fusion_rules();
+
+// The fusion a plan of `config` runs on `gpu`, with its reason: the asked one as it is; for automatic, the rule
+// of cuda_fusion_rules() that covers the GPU's architecture (with code built for it), the precision and the
+// batch; the per-layer plan (none, the portable choice) where no rule covers them, or for the baseline variant,
+// and the reason says so.
+struct CudaFusionChoice {
+  CudaOptions::Fusion fusion = CudaOptions::Fusion::none;
+  std::string why;
+};
+CudaFusionChoice resolve_cuda_fusion(const PrepareConfig& config, const GpuProperties& gpu);
 
 // The kernel launches of one run the plan predicts: every step's kernels and the tail. The backend counts the
 // kernel nodes of its CUDA graph (PreparedNet::kernels_per_run()) and must agree.
@@ -105,6 +132,8 @@ CudaPlan plan_cuda_network(const Model& model, const PrepareConfig& config, cons
 
 // One line per step: index, covered layers, kernel and variant; then the workspaces. For the CLI and tests.
 std::string describe(const CudaPlan& plan);
+// The fusion the plan runs, as asked or resolved: "block", "auto -> block".
+std::string describe_fusion(const CudaPlan& plan);
 // The launch chain in a few words: "57 kernels per run, PDL on, 12 split-K GEMMs reduced in the kernel".
 std::string describe_chain(const CudaPlan& plan);
 

@@ -12,8 +12,8 @@ namespace mnv2 {
 inline constexpr std::array kPrecisions{Precision::fp32, Precision::tf32, Precision::fp16};
 
 inline constexpr std::array kCudaVariants{CudaOptions::Variant::fast, CudaOptions::Variant::baseline};
-inline constexpr std::array kCudaFusions{CudaOptions::Fusion::none, CudaOptions::Fusion::expand_dw,
-                                         CudaOptions::Fusion::block};
+inline constexpr std::array kCudaFusions{CudaOptions::Fusion::automatic, CudaOptions::Fusion::none,
+                                         CudaOptions::Fusion::expand_dw, CudaOptions::Fusion::block};
 inline constexpr std::array kCudaGraphs{CudaOptions::Graph::automatic, CudaOptions::Graph::on, CudaOptions::Graph::off};
 inline constexpr std::array kCudaPdls{CudaOptions::Pdl::automatic, CudaOptions::Pdl::on, CudaOptions::Pdl::off};
 inline constexpr std::array kCudaSplitKs{CudaOptions::SplitK::separate, CudaOptions::SplitK::in_kernel};

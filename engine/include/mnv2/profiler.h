@@ -175,6 +175,9 @@ struct RunReport {
   // Kernel launches per un-instrumented run (PreparedNet::kernels_per_run()); -1 where not counted, and in
   // reports written before the count existed.
   int64_t kernels_per_run = -1;
+  // Options the backend resolved (cuda-fusion auto -> block, with the rule behind it); empty where none was
+  // resolved and in older reports. `options` keeps the values asked.
+  std::vector<ResolvedOption> resolved_options;
 
   EndToEnd end_to_end;
   std::vector<StepProfile> steps;

@@ -47,6 +47,12 @@ Reliability reliability_from_json(const json::Json& value);
 json::Json gpu_record_json(const GpuRecord& gpu);
 GpuRecord gpu_record_from_json(const json::Json& value);
 
+// The options a backend resolved (PreparedNet::resolved_options()) as reports and bench files write them:
+// {"cuda-fusion": {"requested": "auto", "resolved": "block", "why": "..."}}. The reader refuses an option this
+// program does not know and values that are not one of the option's choices.
+json::Json resolved_options_json(const std::vector<ResolvedOption>& options);
+std::vector<ResolvedOption> resolved_options_from_json(const json::Json& value);
+
 std::string report_csv(const std::vector<RunReport>& reports);  // header + rows
 
 json::Json report_json(const RunReport& report);
