@@ -2,6 +2,10 @@
 // held in shared memory, two slices deep: while the block multiplies one slice, each thread already holds
 // its share of the next one in registers, so one barrier per slice suffices. Each thread accumulates a
 // TM x TN block of C in registers (register blocking), read from shared memory as float4.
+// The warp-tiled tiles (GemmTile::t128x128w and kin, gemm_warp_kernel) arrange the same scheme for occupancy and
+// shared-memory traffic: each warp owns 64x32 outputs (8 x 4 lanes of 8x8), 16-deep slices, A's transposed
+// slice XOR-swizzled instead of padded, and at most 128 registers per thread so that two 256-thread blocks share
+// a multiprocessor.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -318,6 +322,241 @@ __global__ void __launch_bounds__(T::kThreads) gemm_kernel(const GemmParams p, c
   }
 }
 
+// ---- warp-tiled variant --------------------------------------------------------------------------------------
+
+// kWarpsM x kWarpsN warps, each owning a 64 x 32 piece of the block tile: its 32 lanes are 8 rows x 4 columns of
+// threads with 8 x 8 outputs each, as two float4 chunks 32 rows apart and two 16 columns apart. A warp's float4
+// reads of a k row then cover 128 contiguous bytes of A (8 addresses, each broadcast to 4 lanes) and 64 of B:
+// one shared-memory wavefront each, 4 per 64 FFMA.
+template <int WarpsM, int WarpsN, int BK, int MinBlocks>
+struct WarpTile {
+  static constexpr int kWarpsM = WarpsM, kWarpsN = WarpsN;
+  static constexpr int kWM = 64, kWN = 32;  // a warp's outputs
+  static constexpr int kBM = kWarpsM * kWM, kBN = kWarpsN * kWN, kBK = BK;
+  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  // Resident blocks the launch bounds ask for (the registers a thread may have: 65536 / (kMinBlocks * kThreads)).
+  static constexpr int kMinBlocks = MinBlocks;
+  // A's transposed slice has no padding; column m of k row k is stored at m ^ ((k / 4) * kSwizzle). The
+  // transposing store of one warp (8 rows of A x 4 float4 along k with BK 16; 16 x 2 with BK 8) then hits 32
+  // banks, and the XOR (bits 2..4 of m) keeps every float4 of a row whole and inside its 128-byte span.
+  static constexpr int kSwizzle = 128 / BK;
+  static_assert(BK == 8 || BK == 16 || BK == 32, "the swizzle covers 2, 4 or 8 float4 along k");
+  static_assert(kBM % 32 == 0, "the swizzle permutes within 32-float spans of a k row");
+};
+
+using WarpTile128x128 = WarpTile<2, 4, 8, 2>;  // 256 threads
+using WarpTile128x96 = WarpTile<2, 3, 8, 2>;   // 192 threads: 96, 192, 384, 576, 960 output channels without padding
+using WarpTile128x64 = WarpTile<2, 2, 8, 4>;   // 128 threads
+using WarpTile128x32 = WarpTile<2, 1, 8, 6>;   // 64 threads
+
+__device__ __forceinline__ int swizzled(int m, int k, int swizzle) { return m ^ ((k >> 2) * swizzle); }
+
+// The same contract as gemm_kernel (k_chunk, split-K partials, kInKernel), with the WarpTile arrangement.
+template <class T, bool kVec, bool kInKernel>
+// Only the vec4 single-pass kernels are held to T::kMinBlocks: the scalar loads' separate addresses and the in-kernel
+// reduction's partial sums would spill there, and neither is what the large GEMMs run.
+__global__ void __launch_bounds__(T::kThreads, kVec && !kInKernel ? T::kMinBlocks : 1)
+    gemm_warp_kernel(const GemmParams p, const int k_chunk) {
+  pdl_enter();  // every operand may come from the previous kernel
+  constexpr int BM = T::kBM, BN = T::kBN, BK = T::kBK;
+  constexpr int kThreads = T::kThreads;
+  constexpr int kW = kVec ? 4 : 1;  // floats per global access
+  using V = Vec<kW>;
+  constexpr int kAElems = BM * BK / kW;  // accesses per slice of A
+  constexpr int kBElems = BK * BN / kW;
+  constexpr int kALoads = (kAElems + kThreads - 1) / kThreads;
+  constexpr int kBLoads = (kBElems + kThreads - 1) / kThreads;
+
+  __shared__ __align__(16) float As[2][BK][BM];  // transposed, swizzled (WarpTile::kSwizzle)
+  __shared__ __align__(16) float Bs[2][BK][BN];
+
+  const bool split = k_chunk > 0;
+  const int z = split ? 0 : static_cast<int>(blockIdx.z);
+  const int outer = z / p.inner;
+  const int inner = z - outer * p.inner;
+  const float* __restrict__ A = p.a + outer * p.a_outer_stride + inner * p.a_inner_stride;
+  const float* __restrict__ B = p.b + outer * p.b_outer_stride + inner * p.b_inner_stride;
+  float* __restrict__ C = p.c + outer * p.c_outer_stride + inner * p.c_inner_stride;
+  const float* __restrict__ R =
+      p.residual != nullptr ? p.residual + outer * p.c_outer_stride + inner * p.c_inner_stride : nullptr;
+  const float* __restrict__ bias = p.bias != nullptr ? p.bias + inner * p.bias_inner_stride : nullptr;
+
+  const int M = p.m, N = p.n, K = p.k;
+  // Column tiles fastest, as gemm_kernel: the column tiles of one row tile of A run back to back.
+  const int n_tiles = (N + BN - 1) / BN;
+  const int m0 = static_cast<int>(blockIdx.x / n_tiles) * BM;
+  const int n0 = static_cast<int>(blockIdx.x % n_tiles) * BN;
+  const int k_begin = split ? static_cast<int>(blockIdx.z) * k_chunk : 0;
+  const int k_end = split ? min(K, k_begin + k_chunk) : K;
+  const int tid = threadIdx.x;
+
+  typename V::Type ra[kALoads], rb[kBLoads];
+
+  // Global -> registers: slice [k0, k0 + BK) of A's rows m0.. and of B's columns n0..; zeros outside.
+  auto load_slice = [&](int k0) {
+#pragma unroll
+    for (int r = 0; r < kALoads; ++r) {
+      const int e = tid + r * kThreads;
+      if (kAElems % kThreads == 0 || e < kAElems) {
+        const int row = e / (BK / kW);
+        const int kk = (e % (BK / kW)) * kW;
+        const int gm = m0 + row, gk = k0 + kk;
+        ra[r] = (gm < M && gk < k_end) ? V::load(A + static_cast<int64_t>(gm) * p.lda + gk) : V::zero();
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kBLoads; ++r) {
+      const int e = tid + r * kThreads;
+      if (kBElems % kThreads == 0 || e < kBElems) {
+        const int row = e / (BN / kW);
+        const int col = (e % (BN / kW)) * kW;
+        const int gk = k0 + row, gn = n0 + col;
+        rb[r] = (gk < k_end && gn < N) ? V::load(B + static_cast<int64_t>(gk) * p.ldb + gn) : V::zero();
+      }
+    }
+  };
+  // Registers -> shared buffer `buf`, A transposed and swizzled (a float4 of A is 4 consecutive k of one row:
+  // the same swizzle for all four).
+  auto store_slice = [&](int buf) {
+#pragma unroll
+    for (int r = 0; r < kALoads; ++r) {
+      const int e = tid + r * kThreads;
+      if (kAElems % kThreads == 0 || e < kAElems) {
+        const int row = e / (BK / kW);
+        const int kk = (e % (BK / kW)) * kW;
+        const int col = swizzled(row, kk, T::kSwizzle);
+        if constexpr (kVec) {
+          As[buf][kk + 0][col] = ra[r].x;
+          As[buf][kk + 1][col] = ra[r].y;
+          As[buf][kk + 2][col] = ra[r].z;
+          As[buf][kk + 3][col] = ra[r].w;
+        } else {
+          As[buf][kk][col] = ra[r];
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kBLoads; ++r) {
+      const int e = tid + r * kThreads;
+      if (kBElems % kThreads == 0 || e < kBElems) {
+        const int row = e / (BN / kW);
+        const int col = (e % (BN / kW)) * kW;
+        V::store(&Bs[buf][row][col], rb[r]);
+      }
+    }
+  };
+
+  const int warp = tid / 32, lane = tid % 32;
+  const int wm = (warp / T::kWarpsN) * T::kWM, wn = (warp % T::kWarpsN) * T::kWN;  // the warp's tile in the block's
+  const int ly = lane / 4, lx = lane % 4;
+  const int a_col = wm + ly * 4;  // + 32 for the second chunk; swizzled per group of 4 k
+  const int b_col = wn + lx * 4;  // + 16 for the second chunk
+  float acc[8][8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+
+  const int slices = (k_end - k_begin + BK - 1) / BK;
+  load_slice(k_begin);
+  store_slice(0);
+  __syncthreads();
+  for (int s = 0; s < slices; ++s) {
+    const int buf = s & 1;
+    if (s + 1 < slices) load_slice(k_begin + (s + 1) * BK);
+    // Fragments two k steps deep: k step kk + 1's four loads are in flight during kk's 64 FFMA.
+    float4 fa[2][2], fb[2][2];
+    auto load_fragments = [&](int kk, int f) {
+      fa[f][0] = *reinterpret_cast<const float4*>(&As[buf][kk][swizzled(a_col, kk, T::kSwizzle)]);
+      fa[f][1] = *reinterpret_cast<const float4*>(&As[buf][kk][swizzled(a_col + 32, kk, T::kSwizzle)]);
+      fb[f][0] = *reinterpret_cast<const float4*>(&Bs[buf][kk][b_col]);
+      fb[f][1] = *reinterpret_cast<const float4*>(&Bs[buf][kk][b_col + 16]);
+    };
+    load_fragments(0, 0);
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      const int f = kk & 1;
+      if (kk + 1 < BK) load_fragments(kk + 1, f ^ 1);
+      const float a[8] = {fa[f][0].x, fa[f][0].y, fa[f][0].z, fa[f][0].w,
+                          fa[f][1].x, fa[f][1].y, fa[f][1].z, fa[f][1].w};
+      const float b[8] = {fb[f][0].x, fb[f][0].y, fb[f][0].z, fb[f][0].w,
+                          fb[f][1].x, fb[f][1].y, fb[f][1].z, fb[f][1].w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    // The other buffer was last read in the previous slice, before that slice's barrier.
+    if (s + 1 < slices) store_slice(buf ^ 1);
+    __syncthreads();
+  }
+
+  // Output (i, j) of the thread: row m0 + a_col + (i / 4) * 32 + i % 4, column n0 + b_col + (j / 4) * 16 + j % 4.
+  if (split) {
+    // Raw partial sums; splitk_reduce_kernel, or the tile's last block here, applies the epilogue.
+    float* P = p.workspace + static_cast<int64_t>(blockIdx.z) * M * N;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int m = m0 + a_col + (i / 4) * 32 + (i % 4);
+      if (m >= M) continue;
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+        const int n = n0 + b_col + v * 16;
+        if (n >= N) continue;
+        float* out = P + static_cast<int64_t>(m) * N + n;
+        if constexpr (kVec) {
+          Vec<4>::store(out, make_float4(acc[i][v * 4 + 0], acc[i][v * 4 + 1], acc[i][v * 4 + 2], acc[i][v * 4 + 3]));
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            if (n + j < N) out[j] = acc[i][v * 4 + j];
+        }
+      }
+    }
+    if constexpr (kInKernel) splitk_reduce_in_kernel<BM, BN, kThreads, kW>(p, m0, n0);
+    return;
+  }
+
+  // Epilogue: bias, clip, residual, store.
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int m = m0 + a_col + (i / 4) * 32 + (i % 4);
+    if (m >= M) continue;
+    const float row_bias = p.bias_mode == BiasMode::per_row ? __ldg(bias + m) : 0.0f;
+#pragma unroll
+    for (int v = 0; v < 2; ++v) {
+      const int n = n0 + b_col + v * 16;
+      if (n >= N) continue;
+      const int64_t c_at = static_cast<int64_t>(m) * p.ldc + n;
+      if constexpr (kVec) {
+        float4 o = make_float4(acc[i][v * 4 + 0], acc[i][v * 4 + 1], acc[i][v * 4 + 2], acc[i][v * 4 + 3]);
+        if (p.bias_mode == BiasMode::per_col) {
+          o = o + Vec<4>::load(bias + n);
+        } else if (p.bias_mode == BiasMode::per_row) {
+          o = o + make_float4(row_bias, row_bias, row_bias, row_bias);
+        }
+        o = apply_clip(o, p.clip);
+        if (R != nullptr) o = o + Vec<4>::load(R + static_cast<int64_t>(m) * p.ldr + n);
+        Vec<4>::store(C + c_at, o);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if (n + j >= N) break;
+          float x = acc[i][v * 4 + j];
+          if (p.bias_mode == BiasMode::per_col) {
+            x += __ldg(bias + n + j);
+          } else {
+            x += row_bias;
+          }
+          x = apply_clip(x, p.clip);
+          if (R != nullptr) x += __ldg(R + static_cast<int64_t>(m) * p.ldr + n + j);
+          C[c_at + j] = x;
+        }
+      }
+    }
+  }
+}
+
 // The separate split-K pass (CudaOptions::SplitK::separate): one thread per kW columns of the result, the
 // partials added in split order (the same order every run: deterministic).
 template <int kW>
@@ -341,7 +580,22 @@ __global__ void __launch_bounds__(kBlockThreads) splitk_reduce_kernel(const Gemm
 // Rounded to whole slices so every split but the last starts on a slice (and a float4) boundary.
 int split_k_chunk(int k, int splits, int bk) { return static_cast<int>(ceil_div(ceil_div(k, splits), bk) * bk); }
 
-template <class T>
+// The two kernel families behind one launch_tile.
+template <class T, bool kVec, bool kInKernel>
+struct PlainKernel {
+  static void launch(dim3 grid, cudaStream_t stream, const GemmParams& p, int k_chunk) {
+    gemm_kernel<T, kVec, kInKernel><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
+  }
+};
+template <class T, bool kVec, bool kInKernel>
+struct WarpKernel {
+  static void launch(dim3 grid, cudaStream_t stream, const GemmParams& p, int k_chunk) {
+    gemm_warp_kernel<T, kVec, kInKernel><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
+  }
+};
+
+// Kernel<T, kVec, kInKernel>: gemm_kernel's or gemm_warp_kernel's instantiations.
+template <class T, template <class, bool, bool> class Kernel>
 void launch_tile(const GemmParams& p, const GemmVariant& v, cudaStream_t stream) {
   const int64_t tiles = ceil_div(p.m, T::kBM) * ceil_div(p.n, T::kBN);
   if (tiles > 0x7fffffff) throw Error("gemm: too many tiles for one launch");
@@ -353,14 +607,14 @@ void launch_tile(const GemmParams& p, const GemmVariant& v, cudaStream_t stream)
   const bool in_kernel = v.splits > 1 && v.reduce_in_kernel;
   if (in_kernel) {
     if (v.vec4) {
-      gemm_kernel<T, true, true><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
+      Kernel<T, true, true>::launch(grid, stream, p, k_chunk);
     } else {
-      gemm_kernel<T, false, true><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
+      Kernel<T, false, true>::launch(grid, stream, p, k_chunk);
     }
   } else if (v.vec4) {
-    gemm_kernel<T, true, false><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
+    Kernel<T, true, false>::launch(grid, stream, p, k_chunk);
   } else {
-    gemm_kernel<T, false, false><<<grid, T::kThreads, 0, stream>>>(p, k_chunk);
+    Kernel<T, false, false>::launch(grid, stream, p, k_chunk);
   }
   MNV2_CHECK_LAUNCH("gemm");
   if (v.splits > 1 && !in_kernel) {
@@ -420,17 +674,25 @@ void launch_gemm(const GemmParams& p, const GemmVariant& v, cudaStream_t stream)
   }
   switch (v.tile) {
     case GemmTile::t128x128:
-      return launch_tile<Tile128x128>(p, v, stream);
+      return launch_tile<Tile128x128, PlainKernel>(p, v, stream);
     case GemmTile::t128x64:
-      return launch_tile<Tile128x64>(p, v, stream);
+      return launch_tile<Tile128x64, PlainKernel>(p, v, stream);
     case GemmTile::t64x64:
-      return launch_tile<Tile64x64>(p, v, stream);
+      return launch_tile<Tile64x64, PlainKernel>(p, v, stream);
     case GemmTile::t128x32:
-      return launch_tile<Tile128x32>(p, v, stream);
+      return launch_tile<Tile128x32, PlainKernel>(p, v, stream);
     case GemmTile::t32x32:
-      return launch_tile<Tile32x32>(p, v, stream);
+      return launch_tile<Tile32x32, PlainKernel>(p, v, stream);
     case GemmTile::t32x32k32:
-      return launch_tile<Tile32x32k32>(p, v, stream);
+      return launch_tile<Tile32x32k32, PlainKernel>(p, v, stream);
+    case GemmTile::t128x128w:
+      return launch_tile<WarpTile128x128, WarpKernel>(p, v, stream);
+    case GemmTile::t128x96w:
+      return launch_tile<WarpTile128x96, WarpKernel>(p, v, stream);
+    case GemmTile::t128x64w:
+      return launch_tile<WarpTile128x64, WarpKernel>(p, v, stream);
+    case GemmTile::t128x32w:
+      return launch_tile<WarpTile128x32, WarpKernel>(p, v, stream);
   }
   throw Error("gemm: unknown tile " + std::to_string(static_cast<int>(v.tile)));
 }

@@ -66,6 +66,12 @@ enum class GemmTile {
   t128x32,    // 128 threads, 8x4 each: few output channels (16..32) over many pixels
   t32x32,     // 64 threads, 4x4 each: small problems (7x7 maps at batch 1), many blocks
   t32x32k32,  // as t32x32 with 32-deep k slices: a quarter of the (latency-bound) slices
+  // Warp-tiled (gemm.cu's gemm_warp_kernel): 8x8 outputs a thread, each warp 64x32, 16-deep slices, at most 128
+  // registers a thread (16 warps per multiprocessor). For large M: the FFMA-bound expansions and projections.
+  t128x128w,  // 256 threads
+  t128x96w,   // 192 threads: output channels in multiples of 96 (96..960) without padding
+  t128x64w,   // 128 threads
+  t128x32w,   // 64 threads: few output channels
 };
 
 struct GemmVariant {

@@ -6,8 +6,8 @@
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
 # timeline, anchor, cudnn, baseline, round2, r3chain, r3table, stem, ffma, tf32, lab, applab, ops, devices, abab,
-# golden_cpu, cpu_suite; default all but round2, r3chain, r3table, stem, ffma, tf32, lab, applab, ops, devices, abab,
-# golden_cpu and cpu_suite), e.g.
+# golden_cpu, cpu_suite, gemm; default all but round2, r3chain, r3table, stem, ffma, tf32, lab, applab, ops, devices,
+# abab, golden_cpu, cpu_suite and gemm), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -236,6 +236,17 @@ if want ops; then
 TAIL=40 run op_harness ./bin/mnv2_op_harness --seed 29 --backends cuda,cudnn
 TAIL=20 run op_bench ./bin/mnv2_op_harness --seed 29 --backends cpu,cudnn,cuda --bench --csv "$work/op_bench.csv" \
   --filter 'mnv2 \| (cpu threads=2|cudnn fused layout=auto|cuda fast fusion=(none|block) splitk=separate) '
+fi
+
+if want gemm; then
+# The FFMA GEMMs (fp32, no TF32) of every distinct 1x1 convolution against cuBLAS CUBLAS_COMPUTE_32F_PEDANTIC
+# (tests/bench/bench_gemm_fp32.cpp): the cost model's variant, every tile forced, cuBLAS; a float64 check first.
+TAIL=40 run gemm_tests ./bin/mnv2_gpu_tests --gtest_filter='KernelGemm.*:KernelPointwiseConv.*:KernelSplitK.*' --gtest_brief=1
+TAIL=120 run gemm_bench ./bin/mnv2_gemm_bench --batch 1,8,64,256 --warmup 20 --iters 200 --json "$work/gemm_bench.json"
+cp "$work/gemm_bench.json" "$work/gemm_bench.log" "$out/" 2>/dev/null
+# The network end to end in fp32 with the planner's choices (the GEMMs its fused blocks leave).
+TAIL=8 run gemm_bench_cuda ./bin/mnv2 bench --backend cuda --batch 1,8,64,256 --warmup 20 --iters 100 \
+  --json "$work/gemm_bench_cuda.json"
 fi
 
 # ---- the cpu backends on this machine's Xeon against ONNX Runtime (issue 12, "every CPU") ------------------

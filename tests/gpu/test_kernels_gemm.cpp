@@ -37,10 +37,17 @@ std::string describe(const GemmCase& c, const k::GemmVariant& v, uint64_t seed) 
   return s.str();
 }
 
-const k::GemmTile kAllTiles[] = {k::GemmTile::t128x128, k::GemmTile::t128x64, k::GemmTile::t64x64,
-                                 k::GemmTile::t128x32,  k::GemmTile::t32x32,  k::GemmTile::t32x32k32};
+const std::vector<k::GemmTile> kAllTiles = {k::GemmTile::t128x128,  k::GemmTile::t128x64,  k::GemmTile::t64x64,
+                                            k::GemmTile::t128x32,   k::GemmTile::t32x32,   k::GemmTile::t32x32k32,
+                                            k::GemmTile::t128x128w, k::GemmTile::t128x96w, k::GemmTile::t128x64w,
+                                            k::GemmTile::t128x32w};
+const std::vector<k::GemmTile> kWarpTiles = {k::GemmTile::t128x128w, k::GemmTile::t128x96w, k::GemmTile::t128x64w,
+                                             k::GemmTile::t128x32w};
 
-void run_case(const GemmCase& c) {
+// Every tile of `tiles` scalar and (where the operands allow) vec4, the cost model's choices, and at batch 1 split-K
+// over every split count of a few tiles (the warp-tiled t128x64w and t128x128w among them; the in-kernel reduction:
+// test_kernels_splitk.cpp).
+void run_case(const GemmCase& c, const std::vector<k::GemmTile>& tiles = kAllTiles) {
   const uint64_t seed = kernel_test_seed();
   std::mt19937_64 gen(seed);
   const int batch = c.outer * c.inner;
@@ -107,7 +114,7 @@ void run_case(const GemmCase& c) {
   p.workspace = dwork.get();
 
   std::vector<k::GemmVariant> variants;
-  for (k::GemmTile t : kAllTiles) {
+  for (k::GemmTile t : tiles) {
     variants.push_back({t, false, 1});
     if (k::gemm_vec4_ok(p)) variants.push_back({t, true, 1});
   }
@@ -115,8 +122,9 @@ void run_case(const GemmCase& c) {
   if (batch == 1) {
     variants.push_back(k::choose_gemm_variant(p, 132, true));
     // Split-K: every split count whose chunks, rounded to whole slices, leave no split empty.
-    for (const auto& [t, bk] : {std::pair{k::GemmTile::t32x32, 8}, std::pair{k::GemmTile::t128x64, 8},
-                                std::pair{k::GemmTile::t32x32k32, 32}}) {
+    for (const auto& [t, bk] :
+         {std::pair{k::GemmTile::t32x32, 8}, std::pair{k::GemmTile::t128x64, 8}, std::pair{k::GemmTile::t32x32k32, 32},
+          std::pair{k::GemmTile::t128x64w, 8}, std::pair{k::GemmTile::t128x128w, 8}}) {
       for (int splits = 2; splits <= 32; ++splits) {
         const int chunk = ((c.k + splits - 1) / splits + bk - 1) / bk * bk;
         if ((c.k + chunk - 1) / chunk != splits) continue;
@@ -160,8 +168,34 @@ TEST(KernelGemm, MatchesFloat64ReferenceOverShapesTilesAndEpilogues) {
       {33, 36, 40, 0, k::BiasMode::per_row, false, false, 2, 3},  // images x groups
       {1, 196, 9, 0, k::BiasMode::per_row, true, false, 3, 8},    // depthwise as the baseline runs it
       {300, 260, 96, 0, k::BiasMode::per_col, true, false, 1, 1},
+      // Odd shapes for the warp-tiled tiles (every tile runs them): M = 1, N < 4, K below one 8-deep slice,
+      // nothing a multiple of 4 (scalar), one row past a 128-row tile, K long and odd.
+      {1, 96, 576, 0, k::BiasMode::per_col, false, true, 1, 1},
+      {5, 3, 2, 0, k::BiasMode::per_col, true, false, 1, 1},
+      {131, 97, 7, 0, k::BiasMode::per_col, true, true, 1, 1},
+      {129, 193, 1001, 0, k::BiasMode::per_col, true, false, 1, 1},
+      {200, 1, 12, 0, k::BiasMode::none, false, false, 1, 1},
+      {257, 100, 36, 4, k::BiasMode::per_row, true, true, 2, 2},
   };
   for (const GemmCase& c : cases) run_case(c);
+}
+
+TEST(KernelGemm, WarpTiledTilesMatchFloat64OverEveryNetworkShape) {
+  MNV2_SKIP_WITHOUT_GPU();
+  // Every 1x1 convolution of MobileNetV2 (cin, cout, map; a residual where the block adds one) as the pointwise
+  // convolution runs it: bias per column, ReLU6-style clip on the expansions and the head, at batch 1 and at an odd
+  // batch (3), through the warp-tiled tiles (scalar and vec4) and the cost model's choices.
+  const int shapes[][4] = {{32, 16, 112, 0}, {16, 96, 112, 0}, {96, 24, 56, 0},  {24, 144, 56, 0}, {144, 24, 56, 1},
+                           {144, 32, 28, 0}, {32, 192, 28, 0}, {192, 32, 28, 1}, {192, 64, 14, 0}, {64, 384, 14, 0},
+                           {384, 64, 14, 1}, {384, 96, 14, 0}, {96, 576, 14, 0}, {576, 96, 14, 1}, {576, 160, 7, 0},
+                           {160, 960, 7, 0}, {960, 160, 7, 1}, {960, 320, 7, 0}, {320, 1280, 7, 0}};
+  for (int batch : {1, 3}) {
+    for (const auto& s : shapes) {
+      const bool projection = s[0] > s[1] || (s[0] == 32 && s[1] == 16);
+      const GemmCase c{batch * s[2] * s[2], s[1], s[0], 0, k::BiasMode::per_col, !projection, s[3] != 0, 1, 1};
+      run_case(c, kWarpTiles);
+    }
+  }
 }
 
 TEST(KernelGemm, ChoosesATileForEveryNetworkShape) {

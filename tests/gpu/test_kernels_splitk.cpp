@@ -131,8 +131,9 @@ TEST(KernelSplitK, FfmaInKernelReductionMatchesReferenceAndSeparatePass) {
     p.residual = c.residual ? dres.get() : nullptr;
     p.ldr = c.n;
     p.workspace = dwork.get();
-    for (const auto& [tile, bk] : {std::pair{k::GemmTile::t32x32k32, 32}, std::pair{k::GemmTile::t32x32, 8},
-                                   std::pair{k::GemmTile::t64x64, 8}}) {
+    for (const auto& [tile, bk] :
+         {std::pair{k::GemmTile::t32x32k32, 32}, std::pair{k::GemmTile::t32x32, 8}, std::pair{k::GemmTile::t64x64, 8},
+          std::pair{k::GemmTile::t128x128w, 8}, std::pair{k::GemmTile::t128x96w, 8}}) {
       const size_t tiles = static_cast<size_t>(k::gemm_tile_count(c.m, c.n, tile));
       gpu::DeviceBuffer counters(tiles * sizeof(unsigned));
       MNV2_CHECK_CUDA(cudaMemset(counters.get(), 0, tiles * sizeof(unsigned)));
