@@ -35,10 +35,12 @@ struct GemmTileInfo {
   bool measured;       // whether its efficiency was fitted on a GPU (else a prediction, see kUnmeasuredMargin)
 };
 
-// The warp-tiled tiles' efficiencies are predictions, not fits (no GPU measured them yet): 8x8 per thread as
-// t128x128, but 16 warps per multiprocessor instead of 8 (12 for t128x96w) and conflict-free fragment loads, so
-// above t128x128's 0.90 and above every tile they would replace at large M. t128x32w stays below t128x32 (0.80):
-// the few-channel GEMMs it serves are memory-bound, and nothing says it moves bytes faster.
+// The warp-tiled tiles' efficiencies were predictions (8x8 per thread as t128x128, but 16 warps per multiprocessor
+// instead of 8 and conflict-free fragment loads). Measured on an H200 (mnv2_gemm_bench, docs/bench/
+// h200-2026-11-29-issue32/gemm_bench.log) they did not hold: with the cost model taking them, the network's 1x1
+// GEMMs ran at 21.25 TFLOP/s time-weighted at batch 256 against 23.35 for the best forced tile per shape, mostly the
+// measured tiles (cuBLAS pedantic: 25.01). So the chooser leaves them out (kChooseUnmeasured); --cuda-gemm-tile and
+// the bench still run them, for the refit.
 constexpr GemmTileInfo kGemmTiles[] = {
     {GemmTile::t128x128, 128, 128, 8, 0.90, 256, 149, 1, 4, true},
     {GemmTile::t128x64, 128, 64, 8, 0.85, 256, 79, 3, 4, true},
@@ -78,6 +80,8 @@ constexpr int kMinSplitDepth = 32;     // each split gets at least this much of 
 // it leaves all but block2.expand's (12544 x 96 x 16: 128x96w for 128x32) as they were measured; to be refitted
 // with mnv2_gemm_bench's forced-tile timings.
 constexpr double kUnmeasuredMargin = 1.15;
+// Whether the chooser may take a tile whose figures are predictions: not since the measurement above.
+constexpr bool kChooseUnmeasured = false;
 
 }  // namespace
 
@@ -101,6 +105,7 @@ GemmVariant choose_gemm_variant(const GemmShape& s, const DeviceCaps& caps, bool
   const int batch = std::max(1, s.batch);
   for (const GemmTileInfo& t : kGemmTiles) {
     if (only_tile != nullptr && t.tile != *only_tile) continue;
+    if (only_tile == nullptr && !t.measured && !kChooseUnmeasured) continue;
     const int blocks_per_sm = gemm_blocks_per_sm(t.tile, caps);
     const int64_t tiles = ceil_div(s.m, t.bm) * ceil_div(s.n, t.bn) * batch;
     // Work the tiles do, padding included, over the whole chip.

@@ -247,6 +247,8 @@ cp "$work/gemm_bench.json" "$work/gemm_bench.log" "$out/" 2>/dev/null
 # The network end to end in fp32 with the planner's choices (the GEMMs its fused blocks leave).
 TAIL=8 run gemm_bench_cuda ./bin/mnv2 bench --backend cuda --batch 1,8,64,256 --warmup 20 --iters 100 \
   --json "$work/gemm_bench_cuda.json"
+TAIL=8 run gemm_bench_cuda_none ./bin/mnv2 bench --backend cuda --cuda-fusion none --batch 1,8,64,256 --warmup 20 \
+  --iters 100 --json "$work/gemm_bench_cuda_none.json"
 fi
 
 # ---- the cpu backends on this machine's Xeon against ONNX Runtime (issue 12, "every CPU") ------------------
@@ -502,6 +504,8 @@ for p in ${R3_PRECISIONS:-fp16 fp32 tf32}; do
     TAIL=12 run "r3_bench_${p}_$f" ./bin/mnv2 bench --backends cuda --cuda-fusion $f --precision $p \
       --batch 1,8,64,256 --warmup 20 --iters "$R3_ITERS" --json "$work/r3_bench_${p}_$f.json"
   done
+  TAIL=8 run "r3_pdl_off_$p" ./bin/mnv2 bench --backends cuda --precision $p --batch 1,8 --cuda-pdl off --warmup 20 \
+    --iters "$R3_ITERS" --json "$work/r3_pdl_off_$p.json"
 done
 TAIL=60 run r3_anchor python3 "$repo/scripts/pytorch-anchor.py" --model "$MNV2_MODEL" --golden shared/golden \
   --batch 1,8,64,256 --precision "${R3_ANCHOR_PRECISIONS:-fp32,tf32,fp16}" --warmup 20 --iters 100 \

@@ -76,7 +76,7 @@ TEST(CliOptions, EveryRunOptionRoundTripsThroughAReportWithItsSource) {
   EXPECT_EQ(reports[0].config.batch, 2);
   EXPECT_EQ(reports[0].config.height, 64);
   EXPECT_EQ(reports[0].config.width, 48);
-  EXPECT_EQ(reports[0].config.cuda.fusion, CudaOptions::Fusion::expand_dw);
+  EXPECT_EQ(reports[0].config.cuda.fusion, parse_cuda_fusion(values.at("cuda-fusion")));
   EXPECT_EQ(reports[0].config.cudnn.layout, CudnnOptions::Layout::nchw);
   EXPECT_EQ(reports[0].config.cpu_threads, 1);
 

@@ -57,8 +57,12 @@ constexpr int64_t kMaxColumnFloats = int64_t{1} << 28;
 constexpr int kMaxGemmBatch = 65535;
 // Images one launch of a kernel whose grid walks images covers (grid.y or grid.z); more take several launches.
 constexpr int kMaxGridImages = 65535;
-// PDL auto: the largest batch it is on for (above it PDL measured no gain).
-constexpr int kPdlAutoMaxBatch = 8;
+// PDL auto: the largest batch it is on for (above it PDL measured no gain), per precision. fp32: 8 (the block plan
+// at batch 8 on an H200, PDL on / off: 0.535 / 0.549 ms and 0.536 / 0.548 in two calls); tf32 and fp16: 1, since at
+// batch 8 the block plan with PDL lost or tied (tf32 0.573 / 0.542 and 0.574 / 0.543 ms; fp16 0.401 / 0.398,
+// 0.402 / 0.400 and 0.402 / 0.399), while at batch 1 it gains 9-14 us in every precision (docs/PERFORMANCE.md,
+// run 13; docs/bench/h200-2026-11-29-issue32).
+int pdl_auto_max_batch(Precision p) { return p == Precision::fp32 ? 8 : 1; }
 // Below this many input channels the expansion does too little arithmetic per byte to hide its expanded
 // map's round trip through device memory (block1..6 of MobileNetV2: 16..32 channels); below this many
 // pixels (batch x map) the two steps are launch- and latency-bound (14x14 and 7x7 maps at small batches).
@@ -266,10 +270,13 @@ class Planner {
     } else if (o.graph == CudaOptions::Graph::off) {
       why_not = "needs the CUDA graph (graph mode off)";
     }
-    // auto stops above batch 8, where PDL measured no gain on the H200 (fp16 batch 256: 6.361 ms on, 6.378 ms
-    // off; batch 64: 1.818 / 1.820 ms, same call, docs/PERFORMANCE.md run 9c); at batch 1 and 8 it saves 8-24 us.
-    if (o.pdl == CudaOptions::Pdl::automatic && why_not.empty() && plan_.config.batch > kPdlAutoMaxBatch) {
-      plan_.pdl_note = "auto: off above batch " + std::to_string(kPdlAutoMaxBatch);
+    // auto stops above a batch per precision (pdl_auto_max_batch): above batch 8 PDL measured no gain on the H200
+    // (fp16 batch 256: 6.361 ms on, 6.378 ms off; batch 64: 1.818 / 1.820 ms, same call, docs/PERFORMANCE.md run
+    // 9c), and with the block plan tf32 and fp16 lose or tie at batch 8 (run 13).
+    const int max_batch = pdl_auto_max_batch(plan_.config.precision);
+    if (o.pdl == CudaOptions::Pdl::automatic && why_not.empty() && plan_.config.batch > max_batch) {
+      plan_.pdl_note = std::string("auto: off above batch ") + std::to_string(max_batch) + " in " +
+                       to_string(plan_.config.precision);
       return;
     }
     if (o.pdl == CudaOptions::Pdl::off) {
