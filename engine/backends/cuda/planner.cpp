@@ -60,7 +60,7 @@ constexpr int kMaxGridImages = 65535;
 // PDL auto: the largest batch it is on for (above it PDL measured no gain), per precision. fp32: 8 (the block plan
 // at batch 8 on an H200, PDL on / off: 0.535 / 0.549 ms and 0.536 / 0.548 in two calls); tf32 and fp16: 1, since at
 // batch 8 the block plan with PDL lost or tied (tf32 0.573 / 0.542 and 0.574 / 0.543 ms; fp16 0.401 / 0.398,
-// 0.402 / 0.400 and 0.402 / 0.399), while at batch 1 it gains 9-14 us in every precision (docs/PERFORMANCE.md,
+// 0.402 / 0.400 and 0.402 / 0.399), while at batch 1 it gains 9-15 us in every precision (docs/PERFORMANCE.md,
 // run 13; docs/bench/h200-2026-11-29-issue32).
 int pdl_auto_max_batch(Precision p) { return p == Precision::fp32 ? 8 : 1; }
 // Below this many input channels the expansion does too little arithmetic per byte to hide its expanded
