@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -201,6 +202,13 @@ TEST(Options, ReportsKeepValuesAndSources) {
   }
 }
 
+// The comparability finding about cuda-fusion between a and b, or null where there is none.
+std::optional<SettingDifference> fusion_finding(const RunReport& a, const RunReport& b) {
+  for (const SettingDifference& d : compare_settings(a, b).differences)
+    if (d.setting == "cuda-fusion") return d;
+  return std::nullopt;
+}
+
 TEST(Options, TheComparabilityCheckNamesEveryDifferentOption) {
   RunReport a;
   a.backend = "cuda";
@@ -210,33 +218,25 @@ TEST(Options, TheComparabilityCheckNamesEveryDifferentOption) {
   b.config.cuda.fusion = CudaOptions::Fusion::block;
   b.config.options.offer("cuda-fusion", "block", OptionSource::environment);
   b.options = options_of(b.config);
-  const RunComparability c = compare_settings(a, b);
-  const auto it = std::find_if(c.differences.begin(), c.differences.end(),
-                               [](const SettingDifference& d) { return d.setting == "cuda-fusion"; });
-  ASSERT_NE(it, c.differences.end());
-  EXPECT_EQ(it->a, "auto");
-  EXPECT_EQ(it->b, "block (environment)");
+  const std::optional<SettingDifference> asked = fusion_finding(a, b);
+  ASSERT_TRUE(asked);
+  EXPECT_EQ(asked->a, "auto");
+  EXPECT_EQ(asked->b, "block (environment)");
   // The value auto resolved to is shown; asked differently but the same plan ran is said so, and two auto runs
   // that resolved differently (another GPU) are a finding.
   a.resolved_options = {{"cuda-fusion", "auto", "block", "auto: block on sm_90, ..."}};
   b.resolved_options = {{"cuda-fusion", "block", "block", "as asked"}};
-  const RunComparability same = compare_settings(a, b);
-  const auto s = std::find_if(same.differences.begin(), same.differences.end(),
-                              [](const SettingDifference& d) { return d.setting == "cuda-fusion"; });
-  ASSERT_NE(s, same.differences.end());
-  EXPECT_EQ(s->a, "auto → block");
-  EXPECT_NE(s->consequence.find("the same value ran (block)"), std::string::npos) << s->consequence;
+  const std::optional<SettingDifference> same = fusion_finding(a, b);
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->a, "auto → block");
+  EXPECT_NE(same->consequence.find("the same value ran (block)"), std::string::npos) << same->consequence;
   RunReport other = a;
   other.resolved_options = {{"cuda-fusion", "auto", "none", "auto: no measurement of the plans on sm_86 ..."}};
-  const RunComparability apart = compare_settings(a, other);
-  const auto o = std::find_if(apart.differences.begin(), apart.differences.end(),
-                              [](const SettingDifference& d) { return d.setting == "cuda-fusion"; });
-  ASSERT_NE(o, apart.differences.end());
-  EXPECT_EQ(o->a, "auto → block");
-  EXPECT_EQ(o->b, "auto → none");
-  const RunComparability itself = compare_settings(a, a);
-  EXPECT_TRUE(std::none_of(itself.differences.begin(), itself.differences.end(),
-                           [](const SettingDifference& d) { return d.setting == "cuda-fusion"; }));
+  const std::optional<SettingDifference> apart = fusion_finding(a, other);
+  ASSERT_TRUE(apart);
+  EXPECT_EQ(apart->a, "auto → block");
+  EXPECT_EQ(apart->b, "auto → none");
+  EXPECT_FALSE(fusion_finding(a, a));
   // Options neither backend honours are not findings.
   RunReport x = a, y = a;
   x.backend = y.backend = x.config.backend = y.config.backend = "cpu";
