@@ -29,7 +29,8 @@
 #include <tuple>
 #include <vector>
 
-#include "backends/cuda/shapes.h"  // device_caps
+#include "backends/cuda/gemm_tile_rules.h"  // measured_gemm_tile
+#include "backends/cuda/shapes.h"           // device_caps
 #include "gpu/check.h"
 #include "gpu/device.h"  // read_gpu_properties
 #include "gpu/runtime.h"
@@ -188,16 +189,21 @@ struct Problem {
 // separate reduction pass, CudaOptions' default) and each tile forced.
 struct Variants {
   k::GemmVariant chosen;
+  bool from_table = false;  // chosen from the measured tile table (gemm_tile_rules.h), not the cost model
   std::vector<k::GemmVariant> forced;
 };
 
 // Split-K partials beyond this are not worth a forced tile's timing (the cost model never splits large M).
 constexpr int64_t kMaxWorkspaceBytes = int64_t{8} << 30;
 
-Variants variants_for(const GemmLayer& g, int64_t m, const k::DeviceCaps& caps) {
+Variants variants_for(const GemmLayer& g, int64_t m, const mnv2::GpuProperties& gpu, const k::DeviceCaps& caps) {
   const k::GemmShape s{static_cast<int>(m), g.cout, g.cin, 1, g.cin % 4 == 0 && g.cout % 4 == 0};
   Variants v;
-  v.chosen = k::choose_gemm_variant(s, caps, true);
+  // The planner's choice: the measured tile table's where it lists the shape for this GPU, else the cost model's.
+  k::GemmTile table_tile{};
+  const mnv2::MeasuredGemmTile* row = s.vec4 ? mnv2::measured_gemm_tile(gpu, s.m, s.n, s.k) : nullptr;
+  v.from_table = row != nullptr && k::parse_gemm_tile(row->tile, &table_tile);
+  v.chosen = k::choose_gemm_variant(s, caps, true, v.from_table ? &table_tile : nullptr);
   for (k::GemmTile t : kTiles) {
     const k::GemmVariant f = k::choose_gemm_variant(s, caps, true, &t);
     if (k::gemm_workspace_floats(s.m, s.n, f) * 4 > kMaxWorkspaceBytes) {
@@ -336,6 +342,7 @@ struct Row {
   int64_t m = 0;
   double flop = 0;
   Measured ours;
+  bool ours_from_table = false;
   std::vector<Measured> tiles;
   Measured best;  // the fastest forced tile
   Measured cublas;
@@ -464,7 +471,7 @@ int run(const Options& o) {
     bool first = true;
     for (const GemmLayer& g : layers) {
       const int64_t m = static_cast<int64_t>(o.check_batch) * g.h * g.w;
-      const Variants v = variants_for(g, m, caps);
+      const Variants v = variants_for(g, m, gpu, caps);
       Problem p = make_problem(g, o.check_batch, v, true, 7);
       std::vector<k::GemmVariant> all{v.chosen};
       all.insert(all.end(), v.forced.begin(), v.forced.end());
@@ -507,7 +514,9 @@ int run(const Options& o) {
       << ",\n  \"timing\": \"cudaEvent pair per repetition on one stream, median of iters after warmup; L2 not "
          "flushed\""
       << ",\n  \"flop\": \"2 * m * n * k\""
-      << ",\n  \"ours\": \"launch_pointwise_conv with the cost model's variant (split-K: separate reduction pass), "
+      << ",\n  \"ours\": \"launch_pointwise_conv with the planner's variant (the measured tile table's where it lists "
+         "the shape, "
+         "else the cost model's; split-K: separate reduction pass), "
          "bias + clip + residual as the layer has them\""
       << ",\n  \"cublas\": \"cublasGemmEx CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_PEDANTIC_MATH, CUBLAS_GEMM_DEFAULT; GEMM "
          "only "
@@ -524,11 +533,12 @@ int run(const Options& o) {
       Row r;
       r.layer = g;
       r.m = static_cast<int64_t>(batch) * g.h * g.w;
-      const Variants v = variants_for(g, r.m, caps);
+      const Variants v = variants_for(g, r.m, gpu, caps);
       Problem p = make_problem(g, batch, v, false, 11);
       r.flop = p.flop();
       const k::PointwiseConvParams params = p.params();
       cudaStream_t s = stream.get();
+      r.ours_from_table = v.from_table;
       r.ours = measured(k::to_string(v.chosen),
                         time_it(s, o.warmup, o.iters, [&] { k::launch_pointwise_conv(params, v.chosen, s); }), r.flop);
       for (const k::GemmVariant& f : v.forced) {
@@ -574,6 +584,7 @@ int run(const Options& o) {
           << ", \"clip\": " << (r.layer.clip ? "true" : "false")
           << ", \"residual\": " << (r.layer.residual ? "true" : "false") << ", \"count\": " << r.layer.count
           << ", \"flop\": " << r.flop << ",\n       \"ours\": " << json(r.ours)
+          << ", \"ours_from_table\": " << (r.ours_from_table ? "true" : "false")
           << ",\n       \"best_tile\": " << json(r.best) << ",\n       \"cublas\": " << json(r.cublas)
           << ",\n       \"ours_time_over_cublas\": "
           << (r.cublas.t.median_ms > 0 ? r.ours.t.median_ms / r.cublas.t.median_ms : 0) << ",\n       \"tiles\": [";

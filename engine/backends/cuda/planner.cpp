@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/gemm_tile_rules.h"
 #include "backends/cuda/shapes.h"
 #include "backends/layer_checks.h"  // layer_label
 #include "kernels/tiles.h"
@@ -174,8 +175,18 @@ class Planner {
   // A split GEMM reduces in the kernel where the options ask for it (CudaOptions::splitk; the separate pass is
   // the default); the tile counters are shared by every split GEMM, so the plan keeps the most any of them needs.
   bool splitk_in_kernel() const { return plan_.config.cuda.splitk == CudaOptions::SplitK::in_kernel; }
-  k::GemmVariant gemm(const k::GemmShape& s) {
-    k::GemmVariant v = k::choose_gemm_variant(s, caps_, s.batch == 1, has_forced_tile_ ? &forced_tile_ : nullptr);
+  // A shape the architecture's measured table lists (gemm_tile_rules.h) takes the tile measured fastest there, with
+  // the split the cost model gives that tile (as it ran in the measurement); a forced tile, the baseline variant
+  // and every other shape take the cost model's choice. `measured` says whether the table chose.
+  k::GemmVariant gemm(const k::GemmShape& s, bool* measured = nullptr) {
+    k::GemmTile table_tile{};
+    const MeasuredGemmTile* row =
+        !has_forced_tile_ && fast_ && s.batch == 1 && s.vec4 ? measured_gemm_tile(gpu_, s.m, s.n, s.k) : nullptr;
+    if (row != nullptr && !k::parse_gemm_tile(row->tile, &table_tile))
+      throw Error(std::string("cuda: the measured GEMM tile table names an unknown tile ") + row->tile);
+    if (measured != nullptr) *measured = row != nullptr;
+    const k::GemmTile* only = has_forced_tile_ ? &forced_tile_ : row != nullptr ? &table_tile : nullptr;
+    k::GemmVariant v = k::choose_gemm_variant(s, caps_, s.batch == 1, only);
     plan_.gemm_workspace_floats = std::max(plan_.gemm_workspace_floats, k::gemm_workspace_floats(s.m, s.n, v));
     v.reduce_in_kernel = v.splits > 1 && splitk_in_kernel();
     if (v.reduce_in_kernel)
@@ -692,9 +703,10 @@ class Planner {
           throw Error("pointwise_conv: " + std::to_string(pixels) + " pixels outside the GEMM's 1..2^31-1 rows");
         k::GemmShape s{static_cast<int>(pixels), c.out_channels, c.in_channels, 1,
                        c.in_channels % 4 == 0 && c.out_channels % 4 == 0};
-        const k::GemmVariant v = gemm(s);
+        bool measured = false;
+        const k::GemmVariant v = gemm(s, &measured);
         record(step.launch, v);
-        step.variant = k::to_string(v) + extras;
+        step.variant = k::to_string(v) + (measured ? " (tile measured fastest)" : "") + extras;
         break;
       }
       default: {  // direct
