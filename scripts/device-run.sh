@@ -5,9 +5,9 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, stem, ffma, tf32, lab, applab, ops, devices, abab,
-# golden_cpu, cpu_suite, gemm; default all but round2, r3chain, r3table, stem, ffma, tf32, lab, applab, ops, devices,
-# abab, golden_cpu, cpu_suite and gemm), e.g.
+# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, stem, ffma, tf32, lab, applab, ops,
+# devices, abab, golden_cpu, cpu_suite, gemm; default all but round2, r3chain, r3table, r3tiles, r3ncu, stem, ffma,
+# tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite and gemm), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -22,7 +22,10 @@ rm -rf /tmp/bundle "$work" && mkdir -p "$work"
 tar -xJf "${MNV2_DEVICE_BUNDLE:-.device/bundle.tar.xz}" -C /tmp || { echo "no bundle: run scripts/device-bundle.sh first"; exit 1; }
 # A slim bundle (MNV2_DEVICE_SLIM=1) leaves out the second export style; an earlier call may have carried it as
 # .device/extra.tar.xz (bundle/shared/weights/...), which stays on a warm machine between calls.
-[[ -f .device/extra.tar.xz ]] && tar -xJf .device/extra.tar.xz -C /tmp
+# MNV2_DEVICE_EXTRA: that file elsewhere (copied off by an earlier call to a warm machine, when the bundle and the
+# extra do not fit one carry).
+extra=${MNV2_DEVICE_EXTRA:-.device/extra.tar.xz}
+[[ -f $extra ]] && tar -xJf "$extra" -C /tmp
 cd /tmp/bundle
 export LD_LIBRARY_PATH=$PWD/lib:${LD_LIBRARY_PATH:-} MNV2_SHARED_DIR=$PWD/shared
 export MNV2_MODEL=$PWD/shared/weights/mobilenet_v2_1.0_224.onnx
@@ -512,6 +515,44 @@ TAIL=60 run r3_anchor python3 "$repo/scripts/pytorch-anchor.py" --model "$MNV2_M
   --compile-budget-s "${MNV2_ANCHOR_COMPILE_BUDGET_S:-100}" --json "$work/r3_anchor.json"
 shown=$(ls "$work"/r3_bench_*.json "$work"/r3_anchor.json 2>/dev/null | paste -sd,)
 TAIL=80 run r3_table ./bin/mnv2 bench --show "$shown"
+fi
+
+# r3tiles: the fp32 GEMMs from the measured tile table (gemm_tile_rules.cpp) in the default plan: the backend contract
+# (every layer against the CPU reference, the golden logits) and the GEMM kernel tests, and a whole default fp32
+# network at batch 8 and 64 (table tiles, split-K) under compute-sanitizer memcheck.
+if want r3tiles; then
+TAIL=30 run r3tiles_tests ./bin/mnv2_gpu_tests --gtest_brief=1 --gtest_filter="${R3TILES_FILTER:-*GpuBackendContract*:\
+CudaBackendTest.*:KernelGemm.*:KernelPointwiseConv.*:KernelSplitK.*}"
+TAIL=6 run r3tiles_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 ./bin/mnv2 bench --backends cuda \
+  --precision fp32 --batch 8,64 --warmup 1 --iters 2
+fi
+# r3ncu: Nsight Compute on one default-plan run at each of issue 32's target points, every kernel of every step
+# (NVTX ranges name the steps), clocks as they run (--clock-control none), raw metrics in base units as CSV;
+# scripts/ncu-summary.py reads them (here and on the files brought back).
+if want r3ncu; then
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+# R3NCU_METRICS=1: only the metrics scripts/ncu-summary.py reads (a quarter of the replay passes of the sections).
+sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats"
+sections+=" --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis"
+if [[ ${R3NCU_METRICS:-0} != 0 ]]; then
+  m=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread
+  m+=,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed
+  m+=,sm__warps_active.avg.pct_of_peak_sustained_active,sm__maximum_warps_per_active_cycle_pct
+  m+=,sm__issue_active.avg.pct_of_peak_sustained_elapsed,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active
+  m+=,sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active
+  for r in barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle not_selected selected \
+    lg_throttle no_instruction; do m+=,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio; done
+  sections="--metrics $m"
+fi
+for pt in ${R3NCU_POINTS:-fp16:1 fp16:8 fp32:1 fp32:8 fp32:64 fp32:256}; do
+  p=${pt%:*} b=${pt#*:}
+  # shellcheck disable=SC2086 # the section flags are words
+  TAIL=4 run "r3ncu_${p}_b$b" timeout 240 "$ncu" --clock-control none --nvtx $sections --csv --page raw \
+    --print-units base --log-file "$work/r3ncu_${p}_b$b.csv" ./bin/mnv2 profile --backend cuda --precision "$p" \
+    --batch "$b" --warmup 0 --iters 1 --timing event
+done
+TAIL=80 run r3ncu_summary python3 "$repo/scripts/ncu-summary.py" "$work"/r3ncu_*.csv
+cp "$work"/r3ncu_*.csv "$out/" 2>/dev/null
 fi
 
 # ---- the fused stem + block 1 (issue 17) ---------------------------------------------------------------------

@@ -41,7 +41,7 @@ backend is the reference and alone may run fp32 in place of a mode it lacks; eve
 mode; diffs are judged in the mode asked for.
 --cuda-variant, --cuda-fusion, --cuda-graph, --cuda-gemm-tile, --cuda-pdl, --cuda-splitk: the cuda backend's
 options; unset, the environment's MNV2_CUDA_VARIANT, MNV2_CUDA_FUSE, MNV2_CUDA_GRAPH, MNV2_CUDA_GEMM_TILE,
-MNV2_CUDA_PDL, MNV2_CUDA_SPLITK, else fast, none, auto, the planner's tile, auto and separate.
+MNV2_CUDA_PDL, MNV2_CUDA_SPLITK, else fast, auto, auto, the planner's tile, auto and separate.
 --cudnn-variant fused|naive, --cudnn-graph auto|on|off, --cudnn-layout auto|nchw|nhwc: the cudnn backend's
 options (default fused, auto, auto). The fused variant keeps its tuned plans in
 $XDG_CACHE_HOME/mnv2-profiler/cudnn_plans.json ($MNV2_CUDNN_PLAN_CACHE: another file, or off).
