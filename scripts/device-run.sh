@@ -5,9 +5,9 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, stem, ffma, tf32, lab, applab, ops,
-# devices, abab, golden_cpu, cpu_suite, gemm; default all but round2, r3chain, r3table, r3tiles, r3ncu, stem, ffma,
-# tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite and gemm), e.g.
+# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, stem, ffma, tf32, lab, applab,
+# ops, devices, abab, golden_cpu, cpu_suite, gemm; default all but round2, r3chain, r3table, r3tiles, r3ncu, r3fp32,
+# stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite and gemm), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -517,6 +517,20 @@ shown=$(ls "$work"/r3_bench_*.json "$work"/r3_anchor.json 2>/dev/null | paste -s
 TAIL=80 run r3_table ./bin/mnv2 bench --show "$shown"
 fi
 
+# r3fp32: fp32 at batch 1 and 8 as the default plan runs them, PDL on and off in alternating rounds (the PDL auto
+# rule), the default beside fused cuDNN, and PyTorch's best at batch 1.
+if want r3fp32; then
+for round in 1 2 3; do
+  for pdl in on off; do
+    TAIL=6 run "r3fp32_${pdl}_$round" ./bin/mnv2 bench --backends cuda --precision fp32 --batch 1,8 --cuda-pdl $pdl \
+      --warmup 20 --iters 300 --json "$work/r3fp32_${pdl}_$round.json"
+  done
+done
+TAIL=8 run r3fp32_default ./bin/mnv2 bench --backends cuda,cudnn --precision fp32 --batch 1,8 --warmup 20 \
+  --iters 200 --json "$work/r3fp32_default.json"
+TAIL=30 run r3fp32_anchor python3 "$repo/scripts/pytorch-anchor.py" --model "$MNV2_MODEL" --golden shared/golden \
+  --batch 1 --precision fp32 --warmup 20 --iters 100 --compile-budget-s 60 --json "$work/r3fp32_anchor.json"
+fi
 # r3tiles: the fp32 GEMMs from the measured tile table (gemm_tile_rules.cpp) in the default plan: the backend contract
 # (every layer against the CPU reference, the golden logits) and the GEMM kernel tests, and a whole default fp32
 # network at batch 8 and 64 (table tiles, split-K) under compute-sanitizer memcheck.

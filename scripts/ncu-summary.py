@@ -117,6 +117,13 @@ def summarise(path):
         key = "sol >= 60% (throughput-bound)" if sol >= 60 else "sol 30-60%" if sol >= 30 else "sol < 30% (latency-bound)"
         bands[key] += k["time"]
     out["time_by_sol_band_us"] = {b: round(v, 1) for b, v in bands.items()}
+    # Kernel time by kernel function (the name without its template arguments and parameters).
+    families = {}
+    for k in kernels:
+        name = re.sub(r"^void\s+", "", k["name"]).split("(")[0].split("<")[0].split("::")[-1]
+        t, n = families.get(name, (0.0, 0))
+        families[name] = (t + k["time"], n + 1)
+    out["time_by_kernel_us"] = {f: [round(t, 1), n] for f, (t, n) in sorted(families.items(), key=lambda x: -x[1][0])}
     return out
 
 
@@ -146,6 +153,8 @@ def main():
               f"{fmt(w['theoretical_occupancy'])}), issue {fmt(w['issue'])}, FMA pipe {fmt(w['fma_pipe'])}, mma pipe "
               f"{fmt(w['mma_pipe'])}, wgmma pipe {fmt(w['wgmma_pipe'])}")
         print("   time by SOL band (us): " + ", ".join(f"{b} {v}" for b, v in s["time_by_sol_band_us"].items()))
+        print("   time by kernel (us, launches): " +
+              ", ".join(f"{f} {t} ({n})" for f, (t, n) in s["time_by_kernel_us"].items()))
         for k in s["slowest"]:
             print(f"   {k['time']:7.2f} us  {k['step'][:34]:34} {k['name'][5:45]:40} grid {k['grid']:>14} "
                   f"regs {k['registers']:>3} SM {fmt(k['sol_sm'])} mem {fmt(k['sol_mem'])} DRAM {fmt(k['dram'])} "
