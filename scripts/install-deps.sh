@@ -19,6 +19,7 @@ packages=(
   tcsh  # the remote test user's login shell (our commands must survive a csh-family shell)
   procps  # pgrep, pkill, ps: the remote tests' fixture and checks (not in a minimal container)
   slurmctld slurmd slurm-client munge  # tests/remote/fixture.sh: a single-node Slurm cluster (srun, squeue, scancel, sinfo)
+  man-db groff-base bsdextrautils zsh  # tests/cli/test_completion_man.sh: man -l, groff's warnings, col, zsh -n
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -135,6 +135,15 @@ std::vector<std::string> Args::all(const std::string& name) const {
   return it != lists_.end() ? it->second : std::vector<std::string>{};
 }
 
+bool Args::names_file(const std::string& name) const {
+  for (const std::string& o : output_names_)
+    if (o == name) return true;
+  for (const auto& [i, list] : input_names_)
+    if (i == name) return true;
+  const OptionSpec* spec = name.rfind("--", 0) == 0 ? find_option(name.substr(2)) : nullptr;
+  return spec != nullptr && spec->type == OptionType::path;
+}
+
 void Args::reserve_outputs() {
   for (const std::string& name : output_names_)
     if (auto path = get(name)) outputs_.add(name, *path);

@@ -60,6 +60,10 @@ class Args {
   void values(const std::string& name, const std::string& help);
   std::vector<std::string> all(const std::string& name) const;
 
+  // Whether the option's value names a file or folder (input(), output(), a table option of type path), for the
+  // shell completion.
+  bool names_file(const std::string& name) const;
+
   // Reserves every output given and declares every input (input(), positionals) to the set.
   void reserve_outputs();
   bool wants(const std::string& name) const { return outputs_.has(name); }

@@ -59,6 +59,18 @@ int cmd_agent(const Args& args, const OptionValues& options);
 // not (mnv2.cpp: it parses them with the command's own declaration).
 std::string check_remote_args(const std::string& command, const std::vector<std::string>& args);
 // Hidden: the process `mnv2 lab` starts to run a user's kernel apart from itself.
+// mnv2 completion bash|zsh and mnv2 man: generated from the commands as declared (their options, the engine's
+// option table's values and defaults); the dispatcher hands them every command first.
+struct DeclaredCommand {
+  const CLI::App* app;
+  const Args* args;
+};
+void set_declared_commands(const CLI::App* root, std::vector<DeclaredCommand> commands);
+void declare_completion(Args& a);
+int cmd_completion(const Args& args, const OptionValues& options);
+void declare_man(Args& a);
+int cmd_man(const Args& args, const OptionValues& options);
+
 void declare_lab_worker(Args& a);
 int cmd_lab_worker(const Args& args, const OptionValues& options);
 

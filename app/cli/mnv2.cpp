@@ -84,6 +84,10 @@ const Command kCommands[] = {
     {"targets", "remote targets (SSH hosts, Slurm): list, add, remove, probe, connect, disconnect", declare_targets,
      cmd_targets},
     {"remote", "remote install TARGET: copy this mnv2 to a target (no root needed)", declare_remote, cmd_remote},
+    {"completion", "bash|zsh: the shell completion script, from the commands and the option table", declare_completion,
+     cmd_completion},
+    {"man", "the manual page (roff), from the commands and the option table: mnv2 man | man -l -", declare_man,
+     cmd_man},
     {"lab-worker", "", declare_lab_worker, cmd_lab_worker},
     {"agent", "", declare_agent, cmd_agent},
 };
@@ -164,13 +168,17 @@ int dispatch(int argc, char** argv) {
   for (const Command& c : kCommands) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     const bool hidden = std::string(c.name) == "lab-worker" || std::string(c.name) == "agent";
+    const bool generator = std::string(c.name) == "completion" || std::string(c.name) == "man";  // run nothing
     if (hidden) sub->group("");  // started by 'mnv2 lab' and by ssh or srun only
     parsed.emplace_back(sub, std::make_unique<Args>(*sub));
     c.declare(*parsed.back().second);
-    if (!hidden) process_options(*parsed.back().second);
+    if (!hidden && !generator) process_options(*parsed.back().second);
     // The agent's runs report their progress on a descriptor of their own (hidden: remote runs only).
     sub->add_option("--progress-fd", progress_fd, "")->group("");
   }
+  std::vector<DeclaredCommand> declared;
+  for (const auto& [sub, args] : parsed) declared.push_back({sub, args.get()});
+  set_declared_commands(&app, std::move(declared));
   if (argc < 2) {
     std::cerr << app.help();
     return 2;

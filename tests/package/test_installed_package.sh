@@ -6,7 +6,8 @@
 #      start, classify, and say the GPU backends are not installed.
 #   2. with mnv2-profiler-cuda beside it, NVIDIA's libraries still hidden: `mnv2 info` names each missing one.
 #   3. the packages' metadata: Debian dependencies from dpkg-shlibdeps, none of NVIDIA's in the main package,
-#      NVIDIA's package names in the -cuda one; the desktop entry, icon and labels installed; no weights.
+#      NVIDIA's package names in the -cuda one; the desktop entry, icon and labels installed; no weights; the
+#      manual page (rendered by man -l) and the bash and zsh completions (sourced, parsed) installed.
 # Usage: test_installed_package.sh BUILD_DIR SHARED_DIR
 set -euo pipefail
 build=$1
@@ -29,7 +30,8 @@ contents=$(dpkg-deb -c "$core" | awk '{print $6}')
 for f in ./usr/bin/mnv2 ./usr/share/applications/mnv2-profiler.desktop \
          ./usr/share/icons/hicolor/256x256/apps/mnv2-profiler.png ./usr/share/mnv2-profiler/imagenet_labels_1001.txt \
          ./usr/share/doc/mnv2-profiler/copyright ./usr/share/mnv2-profiler/lab/include/mnv2_lab/depthwise.h \
-         ./usr/share/mnv2-profiler/lab/templates/depthwise.cu; do
+         ./usr/share/mnv2-profiler/lab/templates/depthwise.cu ./usr/share/man/man1/mnv2.1.gz \
+         ./usr/share/bash-completion/completions/mnv2 ./usr/share/zsh/vendor-completions/_mnv2; do
   grep -qx "$f" <<<"$contents" || fail "$f is not in $core"
 done
 grep -Eq '^./usr/lib/(.*/)?mnv2-profiler/libmnv2_engine.so$' <<<"$contents" || fail "no engine library in $core"
@@ -61,6 +63,14 @@ grep -q "Egyptian cat" <<<"$out" || fail "the installed mnv2 does not classify t
 # directly (not through the loader, which would make /proc/self/exe the loader's path).
 env -u LD_LIBRARY_PATH "$root1/usr/bin/mnv2" lab --template depthwise | grep -q 'mnv2_lab/depthwise.h' ||
   fail "the installed mnv2 does not find the kernel lab's templates"
+# The manual page renders with man, and the installed bash completion completes (`bash --norc`: no system setup).
+page=$(MANWIDTH=100 man -l "$root1/usr/share/man/man1/mnv2.1.gz" 2>&1 | col -b)
+grep -q "^   mnv2 profile$" <<<"$page" && grep -q "^EXIT STATUS$" <<<"$page" ||
+  fail "man -l does not render the installed page: $(head -5 <<<"$page")"
+completed=$(bash --norc --noprofile -c 'source "$1"; COMP_WORDS=(mnv2 profile --precision f); COMP_CWORD=3; _mnv2
+                                        printf "%s " "${COMPREPLY[@]}"' _ "$root1/usr/share/bash-completion/completions/mnv2")
+[[ $completed == "fp32 fp16 " ]] || fail "the installed bash completion offers [$completed] for --precision f"
+zsh -n "$root1/usr/share/zsh/vendor-completions/_mnv2" || fail "the installed zsh completion does not parse"
 # No weights in the package: a model placed in the user's data folder is found without --model.
 mkdir -p "$scratch/xdg/mnv2-profiler"
 cp "$shared/weights/mobilenet_v2_1.0_224.onnx" "$scratch/xdg/mnv2-profiler/"

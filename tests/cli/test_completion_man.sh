@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `mnv2 completion bash|zsh` and `mnv2 man` (app/cli/cmd_docs.cpp), as a user meets them: the bash script sourced in
+# `bash --norc` gives the expected COMPREPLY (commands, each command's flags as --help lists them, a choice
+# option's values from the option table, file names for a file option); the zsh script parses in zsh; the page
+# renders with `man -l` without a groff warning and has its sections; a shell it does not know is a usage error.
+# Usage: test_completion_man.sh MNV2
+set -euo pipefail
+mnv2=$1
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$mnv2" completion bash >"$scratch/mnv2.bash"
+# complete WORD...: the candidates bash offers for the last word, one per line, sorted
+complete() {
+  bash --norc --noprofile -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _mnv2
+                              printf "%s\n" "${COMPREPLY[@]}"' _ "$scratch/mnv2.bash" "$@" | sort
+}
+expect() {  # expect WHAT GOT WANT
+  [[ $2 == "$3" ]] || fail "$1: got [$(tr '\n' ' ' <<<"$2")], want [$(tr '\n' ' ' <<<"$3")]"
+}
+expect "command" "$(complete mnv2 prof)" "profile"
+expect "commands starting with r" "$(complete mnv2 r)" "$(printf '%s\n' remote roofline runs)"
+expect "precision values" "$(complete mnv2 profile --precision f)" "$(printf '%s\n' fp16 fp32)"
+expect "fusion values" "$(complete mnv2 bench --cuda-fusion '')" "$(printf '%s\n' auto block expand_dw none | sort)"
+expect "a flag" "$(complete mnv2 profile --cuda-fus)" "--cuda-fusion"
+mkdir "$scratch/d" && touch "$scratch/d/model.onnx" "$scratch/d/other.txt"
+expect "a file option" "$(cd "$scratch/d" && complete mnv2 profile --model mo)" "model.onnx"
+# Every command: the flags offered are the flags its --help lists (both from the same declarations).
+for cmd in info topology classify plan bench profile roofline memory eval compare runs lab targets remote; do
+  listed=$("$mnv2" "$cmd" --help | sed -nE 's/^  (-[a-zA-Z],)?(--[a-z0-9][a-z0-9-]*).*/\2/p' | sort -u)
+  offered=$(complete mnv2 "$cmd" -- | grep -v '^--$' | sort -u)
+  expect "$cmd's flags" "$offered" "$listed"
+done
+expect "an unknown command" "$(complete mnv2 nosuch --)" ""
+
+"$mnv2" completion zsh >"$scratch/_mnv2"
+head -1 "$scratch/_mnv2" | grep -qx '#compdef mnv2' || fail "the zsh script does not start with #compdef mnv2"
+zsh -n "$scratch/_mnv2" || fail "the zsh script does not parse"
+grep -q -- "--cuda-fusion\[.*\]:cuda-fusion:(auto none expand_dw block)" "$scratch/_mnv2" ||
+  fail "the zsh script does not offer --cuda-fusion's values"
+
+set +e
+"$mnv2" completion fish >/dev/null 2>"$scratch/err"
+rc=$?
+set -e
+[[ $rc == 2 ]] || fail "completion fish: exit $rc, want 2"
+grep -q "bash or zsh" "$scratch/err" || fail "completion fish says: $(cat "$scratch/err")"
+
+"$mnv2" man >"$scratch/mnv2.1"
+warnings=$(groff -man -ww -z "$scratch/mnv2.1" 2>&1)
+[[ -z $warnings ]] || fail "groff warns: $warnings"
+page=$(MANWIDTH=100 man -l "$scratch/mnv2.1" 2>"$scratch/man.err" | col -b)
+[[ ! -s $scratch/man.err ]] || fail "man -l: $(cat "$scratch/man.err")"
+for section in NAME SYNOPSIS DESCRIPTION COMMANDS ENVIRONMENT "EXIT STATUS" EXAMPLES FILES; do
+  grep -qx "$section" <<<"$page" || fail "the page has no $section section"
+done
+for cmd in info topology classify plan bench profile roofline memory eval compare runs lab targets remote completion; do
+  grep -q "^   mnv2 $cmd\$" <<<"$page" || fail "the page has no section for mnv2 $cmd"
+done
+grep -q "MNV2_CUDA_FUSE" <<<"$page" || fail "the page's ENVIRONMENT lacks MNV2_CUDA_FUSE"
+grep -q -- "--cuda-fusion VALUE" <<<"$page" || fail "the page lacks --cuda-fusion"
+echo "completion and man: ok"
