@@ -190,6 +190,27 @@ class RunHistoryTest : public QObject {
     QCOMPARE(catalog()->baselineRow(), -1);  // the baseline was run 0
     QCOMPARE(catalog()->rowOfId(lastId), n - 2);
   }
+
+  // Issue 35, defect 3: with every run removed, no banner speaks of shown runs.
+  void removingEveryRunClearsTheReliabilityBanner() {
+    std::vector<ReportPtr> noisy;
+    for (int i = 0; i < 4; ++i) {
+      mnv2::RunReport r = test::syntheticReport(test::mainModel().layers, "cpu", 1000, 0.1, false);
+      r.reliability.findings = {{"e2e_cv", mnv2::Verdict::unreliable, "end-to-end CV 80% (> 10%)", 0.8, 0.1}};
+      noisy.push_back(std::make_shared<const mnv2::RunReport>(r));
+    }
+    catalog()->addRun(noisy);
+    QLabel* banner = m_window->reliabilityBanner();
+    QVERIFY(banner->isVisible());
+    QVERIFY2(banner->text().contains(QStringLiteral("3 more shown runs are unreliable")), qPrintable(banner->text()));
+    RunsPanel* panel = m_window->runsPanel();
+    panel->view()->selectAll();
+    panel->findChild<QPushButton*>(QStringLiteral("runsRemove"))->click();
+    QCOMPARE(catalog()->count(), 0);
+    QVERIFY2(banner->isHidden(), qPrintable(banner->text()));
+    QVERIFY2(banner->text().isEmpty(), qPrintable(banner->text()));
+    QVERIFY(banner->toolTip().isEmpty());
+  }
 };
 
 MNV2_UI_SUITE(RunHistoryTest);

@@ -1090,6 +1090,7 @@ void MainWindow::clearShown() {
   m_shownTitle.clear();
   m_layers->setReport(nullptr);
   m_timings->setReports({}, QStringLiteral("No run is shown: check one or more runs in the Runs panel."));
+  showReliability({});
   m_graph->view()->setReport(nullptr);
   m_roofline->setReports({});
   m_timeline->setReports({});
@@ -1098,6 +1099,31 @@ void MainWindow::clearShown() {
   m_statusShown->hide();
   updateTopologySummary();
   updateActions();
+}
+
+void MainWindow::showReliability(const std::vector<ReportPtr>& shown) {
+  // One short line per shown run whose figures are not to be trusted (its first reason), at most two lines
+  // so that a laptop screen keeps the pages; every reason is in the tooltip and the Runs panel.
+  QStringList lines, full;
+  for (const ReportPtr& r : shown) {
+    const QStringList reasons = reliabilityReasons(*r);
+    if (reasons.isEmpty()) continue;
+    const QString head = runLabel(*r) + QStringLiteral(" — ") + reliabilityMarker(*r) + QStringLiteral(": ");
+    full << head + reasons.join(QStringLiteral("; "));
+    lines
+        << head + reasons.front() +
+               (reasons.size() > 1
+                    ? QStringLiteral(" (+%1 more: hover here, or the Runs panel's Reliability)").arg(reasons.size() - 1)
+                    : QString());
+  }
+  if (lines.size() > 2) {
+    const qsizetype more = lines.size() - 1;
+    lines.resize(1);
+    lines << QStringLiteral("and %1 more shown runs are unreliable (hover here)").arg(more);
+  }
+  m_reliability->setText(lines.join(QLatin1Char('\n')));
+  m_reliability->setToolTip(full.join(QLatin1Char('\n')));
+  m_reliability->setVisible(!lines.isEmpty());
 }
 
 void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QString& title, const QString& origin) {
@@ -1123,28 +1149,7 @@ void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QStrin
   m_timeline->setReports(same);
   m_graph->view()->setReport(same.front());
   m_roofline->setReports(same);
-  // One short line per shown run whose figures are not to be trusted (its first reason), at most two lines
-  // so that a laptop screen keeps the pages; every reason is in the tooltip and the Runs panel.
-  QStringList lines, full;
-  for (const ReportPtr& r : same) {
-    const QStringList reasons = reliabilityReasons(*r);
-    if (reasons.isEmpty()) continue;
-    const QString head = runLabel(*r) + QStringLiteral(" — ") + reliabilityMarker(*r) + QStringLiteral(": ");
-    full << head + reasons.join(QStringLiteral("; "));
-    lines
-        << head + reasons.front() +
-               (reasons.size() > 1
-                    ? QStringLiteral(" (+%1 more: hover here, or the Runs panel's Reliability)").arg(reasons.size() - 1)
-                    : QString());
-  }
-  if (lines.size() > 2) {
-    const qsizetype more = lines.size() - 1;
-    lines.resize(1);
-    lines << QStringLiteral("and %1 more shown runs are unreliable (hover here)").arg(more);
-  }
-  m_reliability->setText(lines.join(QLatin1Char('\n')));
-  m_reliability->setToolTip(full.join(QLatin1Char('\n')));
-  m_reliability->setVisible(!lines.isEmpty());
+  showReliability(same);
   // The status bar's other fields are this machine's; what the shown runs were measured on is said apart,
   // labelled with where they come from.
   const mnv2::RunReport& first = *same.front();
