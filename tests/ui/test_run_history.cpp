@@ -179,6 +179,39 @@ class RunHistoryTest : public QObject {
     QCOMPARE(m_window->shownReports().size(), size_t{1});
   }
 
+  // Issue 35, defect 2: runs of owl.jpg at batch 1 and 2 and of a random 160×160 tensor at batch 2, shown
+  // together: the Timings title states as shared only what the engine's comparability rule finds the same, and
+  // each run's own input, batch and size where they differ.
+  void theTimingsTitleNamesWhatDiffersBetweenTheShownRuns() {
+    auto make = [](const char* input, int batch, int size) {
+      mnv2::RunReport r = test::syntheticReport(test::mainModel().layers, "cpu", 1000, 0.01, false);
+      r.config.input_name = input;
+      r.config.batch = batch;
+      r.config.height = r.config.width = size;
+      r.input_checksum = input;
+      return std::make_shared<const mnv2::RunReport>(r);
+    };
+    const int first = catalog()->addRun({make("owl.jpg", 1, 224)});
+    catalog()->addRun({make("owl.jpg", 2, 224)});
+    catalog()->addRun({make("random(seed=1)", 2, 160)});
+    catalog()->setShown({first, first + 1, first + 2});
+    const QString title = m_window->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text();
+    // The first line (what all share) says no input, batch or size: they differ.
+    const QString head = title.section(QStringLiteral("<br>"), 0, 0);
+    QVERIFY2(!head.contains(QStringLiteral("input")) && !head.contains(QStringLiteral("batch")), qPrintable(title));
+    QVERIFY2(!head.contains(QStringLiteral("224×224")), qPrintable(title));
+    QVERIFY2(title.contains(QStringLiteral("input random(seed=1), batch 2, input size 160×160")), qPrintable(title));
+    QVERIFY2(title.contains(QStringLiteral("input owl.jpg, batch 1, input size 224×224")), qPrintable(title));
+    QVERIFY2(title.contains(QStringLiteral("input owl.jpg, batch 2, input size 224×224")), qPrintable(title));
+    // What they share is said once.
+    QVERIFY2(title.contains(QStringLiteral("10 warm-up + 100 timed runs per phase")), qPrintable(title));
+    // Shown alone, a run's title names its input.
+    catalog()->setShown({first + 2});
+    const QString alone = m_window->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text();
+    QVERIFY2(alone.contains(QStringLiteral("input random(seed=1), batch 2, 160×160")), qPrintable(alone));
+    catalog()->remove({first, first + 1, first + 2});
+  }
+
   void removingRunsKeepsTheRestAndTheirIds() {
     const int n = catalog()->count();
     const int lastId = catalog()->index(n - 1, 0).data(ReportCatalog::IdRole).toInt();

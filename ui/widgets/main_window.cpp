@@ -74,15 +74,26 @@ QString describeRun(const std::vector<ReportPtr>& reports, std::optional<mnv2::P
   const mnv2::RunReport& r = *reports.front();
   QStringList backends;
   for (const auto& x : reports) backends << runLabel(*x);
-  QString text = QStringLiteral("<b>%1</b> — input %2, batch %3, %4×%5, %6 warm-up + %7 timed runs per phase")
-                     .arg(backends.join(QStringLiteral(" vs ")),
-                          QFileInfo(QString::fromStdString(r.config.input_name)).fileName().toHtmlEscaped())
-                     .arg(r.config.batch)
-                     .arg(r.config.height)
-                     .arg(r.config.width)
-                     .arg(r.config.warmup)
-                     .arg(r.config.iters);
-  for (const auto& x : reports) {
+  // The settings the title states: once when the engine's comparability rule finds every run alike in it, else
+  // on each run's line with that run's value (the rule's names and values).
+  const RunsDifferences differ = differencesAmong(reports);
+  const std::pair<const char*, QString> stated[] = {
+      {"input", QStringLiteral("input ") + QFileInfo(QString::fromStdString(r.config.input_name)).fileName()},
+      {"batch", QStringLiteral("batch %1").arg(r.config.batch)},
+      {"input size", QStringLiteral("%1×%2").arg(r.config.height).arg(r.config.width)},
+      {"iterations", QStringLiteral("%1 warm-up + %2 timed runs per phase").arg(r.config.warmup).arg(r.config.iters)}};
+  QStringList shared;
+  std::vector<const RunsDifferences::Setting*> own;
+  for (const auto& [setting, text] : stated) {
+    if (const RunsDifferences::Setting* s = differ.find(setting))
+      own.push_back(s);
+    else
+      shared << text.toHtmlEscaped();
+  }
+  QString text = QStringLiteral("<b>%1</b>").arg(backends.join(QStringLiteral(" vs ")));
+  if (!shared.isEmpty()) text += QStringLiteral(" — ") + shared.join(QStringLiteral(", "));
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const ReportPtr& x = reports[i];
     if (requested && x->config.precision != *requested) {
       text +=
           QStringLiteral("<br><i>%1 ran %2: it does not run %3%4</i>")
@@ -92,9 +103,13 @@ QString describeRun(const std::vector<ReportPtr>& reports, std::optional<mnv2::P
                                         "reduced-precision bound)")
                        : QString());
     }
+    QStringList values;
+    for (const RunsDifferences::Setting* s : own)
+      values << QString::fromStdString(s->name + " " + s->values[i]).toHtmlEscaped();
     // A remote run's label ends with where it ran ("... on h200 (gpu-node-3)"): the device follows a dash.
-    text += QStringLiteral("<br>%1%2%3 (%4): end to end %5 ms median (%6 images/s); sum of layer medians %7 ms")
-                .arg(runLabel(*x).toHtmlEscaped(),
+    text += QStringLiteral("<br>%1%2%3%4 (%5): end to end %6 ms median (%7 images/s); sum of layer medians %8 ms")
+                .arg(values.isEmpty() ? QString() : values.join(QStringLiteral(", ")) + QStringLiteral(" — "),
+                     runLabel(*x).toHtmlEscaped(),
                      x->origin.target.empty() ? QStringLiteral(" on ") : QStringLiteral(" — "),
                      QString::fromStdString(x->device).toHtmlEscaped(), QString::fromStdString(x->timer))
                 .arg(x->end_to_end.gpu_ms ? x->end_to_end.gpu_ms->median : x->end_to_end.host_ms.median, 0, 'f', 3)
