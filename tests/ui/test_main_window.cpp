@@ -558,6 +558,38 @@ class MainWindowTest : public QObject {
     }
   }
 
+  // Issue 35, defect 14: the app's run settings start at the engine's option table (the CLI's defaults), with
+  // its ranges and its help, so that the app and the CLI cannot disagree.
+  void defaultsRangesAndToolTipsComeFromTheOptionTable() {
+    const QTemporaryDir dir;
+    QSettings empty(dir.filePath(QStringLiteral("fresh.ini")), QSettings::IniFormat);
+    RunSettingsPanel fresh, loaded;
+    loaded.loadSettings(empty);  // nothing saved yet
+    for (const char* name : {"warmup", "iters"}) {
+      const mnv2::OptionSpec& spec = *mnv2::find_option(name);
+      for (RunSettingsPanel* panel : {&fresh, &loaded}) {
+        QCOMPARE(panel->options().value(name), spec.default_value);
+        auto* spin = panel->findChild<QSpinBox*>(QString::fromLatin1(name) == QLatin1String("warmup")
+                                                     ? QStringLiteral("warmupSpin")
+                                                     : QStringLiteral("itersSpin"));
+        QVERIFY(spin);
+        QCOMPARE(spin->value(), std::stoi(spec.default_value));
+        QCOMPARE(spin->minimum(), static_cast<int>(spec.min));
+        QCOMPARE(spin->maximum(), static_cast<int>(spec.max));
+        QVERIFY2(spin->toolTip().contains(QString::fromStdString(spec.help)), qPrintable(spin->toolTip()));
+      }
+    }
+    QCOMPARE(fresh.warmup(), 10);  // the CLI's, as its help says
+    QCOMPARE(fresh.iterations(), 100);
+    // The fusion choice says what the table says (auto by default; block is not fp16-only).
+    auto* fusion = fresh.findChild<QComboBox*>(QStringLiteral("cudaFusionCombo"));
+    QVERIFY(fusion);
+    const mnv2::OptionSpec& f = *mnv2::find_option("cuda-fusion");
+    QCOMPARE(fusion->currentText(), QString::fromStdString(f.default_value));
+    QVERIFY2(fusion->toolTip().startsWith(QString::fromStdString(f.help)), qPrintable(fusion->toolTip()));
+    QVERIFY2(!fusion->toolTip().contains(QStringLiteral("fp16")), qPrintable(fusion->toolTip()));
+  }
+
   void outOfRangeValuesAreClampedOrRefused() {
     RunSettingsPanel* settings = m_window->runSettings();
     // Values the panel cannot hold are ignored (counts) or clamped (spin boxes) rather than sent on.

@@ -13,6 +13,7 @@
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
+#include <string>
 
 #include "common/environment.h"
 #include "common/remote_targets.h"
@@ -25,9 +26,6 @@ namespace mnv2::ui {
 
 namespace {
 
-// The app's own defaults where they differ from the table's: a desktop run starts short.
-const std::map<std::string, std::string> kAppDefaults = {{"warmup", "3"}, {"iters", "20"}};
-
 // The settings key of an option: "options/NAME"; older versions saved some under "run/..." (read as well).
 QString settingsKey(const std::string& name) { return QStringLiteral("options/") + QString::fromStdString(name); }
 
@@ -36,6 +34,15 @@ QSpinBox* spin(QWidget* parent, int lo, int hi, int value, const QString& object
   s->setRange(lo, hi);
   s->setValue(value);
   s->setObjectName(objectName);
+  return s;
+}
+
+// A spin box for an integer option of the engine's table: its range, its default, its help (the CLI's).
+QSpinBox* optionSpin(QWidget* parent, const char* name, const QString& objectName) {
+  const OptionSpec& spec = *mnv2::find_option(name);
+  QSpinBox* s =
+      spin(parent, static_cast<int>(spec.min), static_cast<int>(spec.max), std::stoi(spec.default_value), objectName);
+  s->setToolTip(QString::fromStdString(spec.help));
   return s;
 }
 
@@ -116,7 +123,7 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_backendOptions[deviceSpec.name] = device;
   // Start values: the table's defaults under the environment's overrides; loadSettings() adds the saved ones
   // beneath the environment's (flag > environment > saved > default).
-  m_resolved = OptionValues(kAppDefaults);
+  m_resolved = OptionValues();
   try {
     frontend::offer_environment(m_resolved);
   } catch (const std::exception&) {  // a bad variable: the front end's start reports it; defaults here
@@ -130,11 +137,9 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_height = spin(this, 32, 4096, 224, QStringLiteral("heightSpin"));
   m_width = spin(this, 32, 4096, 224, QStringLiteral("widthSpin"));
   m_batch = spin(this, 1, 4096, 1, QStringLiteral("batchSpin"));
-  m_warmup = spin(this, 0, 100000, 3, QStringLiteral("warmupSpin"));
-  m_iters = spin(this, 1, 1000000, 20, QStringLiteral("itersSpin"));
+  m_warmup = optionSpin(this, "warmup", QStringLiteral("warmupSpin"));
+  m_iters = optionSpin(this, "iters", QStringLiteral("itersSpin"));
   m_batch->setToolTip(QStringLiteral("Images per forward pass; the opened image is repeated over the batch"));
-  m_warmup->setToolTip(QStringLiteral("Untimed runs before each of the two timed phases"));
-  m_iters->setToolTip(QStringLiteral("Timed runs in each phase (end-to-end, then per layer)"));
   m_cpuThreads = spin(this, 0, 4096, 0, QStringLiteral("cpuThreadsSpin"));
   m_cpuThreads->setSpecialValueText(QStringLiteral("default"));
   m_cpuThreads->setValue(static_cast<int>(m_resolved.integer("threads")));  // $MNV2_CPU_THREADS where set
@@ -487,7 +492,7 @@ mnv2::CompareSelection RunSettingsPanel::compareSelection() const {
 
 void RunSettingsPanel::loadSettings(const QSettings& s) {
   // Saved values beneath the environment's: the one precedence rule. A hand-edited bad value is skipped.
-  mnv2::OptionValues v(kAppDefaults);
+  mnv2::OptionValues v;
   auto offerSaved = [&v](const std::string& name, const QVariant& value) {
     if (!value.isValid()) return;
     try {
