@@ -312,6 +312,32 @@ class MainWindowTest : public QObject {
     QVERIFY(diffs->currentDiff());
   }
 
+  // Issue 35, defect 10: Compute diff follows the Input setting: with an image open but the random tensor
+  // chosen at 160×160, it diffs that tensor, not the photograph.
+  void computedDiffFollowsTheInputSetting() {
+    RunSettingsPanel* settings = m_window->runSettings();
+    QVERIFY(settings->useImage());  // the cat is open
+    auto* input = settings->findChild<QComboBox*>(QStringLiteral("inputCombo"));
+    QVERIFY(input);
+    input->setCurrentIndex(1);
+    settings->findChild<QSpinBox*>(QStringLiteral("heightSpin"))->setValue(160);
+    settings->findChild<QSpinBox*>(QStringLiteral("widthSpin"))->setValue(160);
+    QSignalSpy finished(m_window, &MainWindow::runFinished);
+    m_window->computeDiff(QStringLiteral("cpu"), QStringLiteral("cpu-ref"));
+    QVERIFY(finished.wait(kTimeoutMs));
+    QVERIFY(finished.first().at(0).toBool());
+    const QString source = m_window->diffsPage()->findChild<QComboBox*>(QStringLiteral("diffSource"))->currentText();
+    QVERIFY2(source.contains(QStringLiteral("random(seed=1), 160×160")), qPrintable(source));
+    QVERIFY2(!source.contains(QStringLiteral("cat.bmp")), qPrintable(source));
+    // With the image chosen again, the photograph.
+    input->setCurrentIndex(0);
+    m_window->computeDiff(QStringLiteral("cpu"), QStringLiteral("cpu-ref"));
+    QVERIFY(finished.wait(kTimeoutMs));
+    const QString image = m_window->diffsPage()->findChild<QComboBox*>(QStringLiteral("diffSource"))->currentText();
+    QVERIFY2(image.contains(QStringLiteral("cat.bmp")), qPrintable(image));
+    settings->setModelInputSize(224, 224);
+  }
+
   void badImageShowsAnErrorAndTheAppKeepsWorking() {
     QSignalSpy errors(m_window, &MainWindow::errorReported);
     QSignalSpy image(m_window, &MainWindow::imageReady);

@@ -1088,13 +1088,15 @@ void MainWindow::computeDiff(const QString& backend, const QString& reference) {
   request.cuda = m_settings->cudaOptions();
   request.cudnn = m_settings->cudnnOptions();
   request.device = m_settings->device();
-  if (m_image) {
+  // The input the run settings choose, as a Run takes it (startRun): the opened image, or the random tensor at
+  // the chosen size.
+  if (m_settings->useImage() && m_image) {
     request.input = m_image->input;
     request.inputName = QFileInfo(m_image->imagePath).fileName();
   } else {
-    request.height = m_model->inputHeight;
-    request.width = m_model->inputWidth;
-    request.inputName = QStringLiteral("random(seed=1)");
+    request.height = m_settings->inputSize().height();
+    request.width = m_settings->inputSize().width();
+    request.inputName = QStringLiteral("random(seed=1), %1×%2").arg(request.height).arg(request.width);
   }
   m_settings->setStatus(QStringLiteral("diff %1 vs %2…").arg(backend, reference));
   m_controller->diff(request);
