@@ -8,6 +8,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -163,6 +164,25 @@ class RunHistoryTest : public QObject {
     QCOMPARE(catalog()->index(1, ReportCatalog::Name).data(Qt::EditRole).toString(), QStringLiteral("b2 baseline"));
     QCOMPARE(catalog()->baselineRow(), 0);
     QCOMPARE(catalog()->index(2, ReportCatalog::Source).data().toString(), QStringLiteral("session.json"));
+  }
+
+  // Issue 35, defect 11: opening a session keeps the baseline the user pinned, and the status bar says so.
+  void openingASessionKeepsThePinnedBaseline() {
+    const QString path = m_dir.filePath(QStringLiteral("session.json"));
+    QCOMPARE(mnv2::read_session_file(path.toStdString()).baseline, 0);  // the session has a baseline of its own
+    const int pinned = catalog()->addRun({std::make_shared<const mnv2::RunReport>(
+        test::syntheticReport(test::mainModel().layers, "cpu", 1000, 0.01, false))});
+    catalog()->setBaseline(pinned);
+    const int id = catalog()->index(pinned, 0).data(ReportCatalog::IdRole).toInt();
+    const QString name = catalog()->entry(pinned).name;
+    QVERIFY(m_window->openReport(path));
+    QCOMPARE(catalog()->baselineRow(), catalog()->rowOfId(id));
+    const QString said = m_window->statusBar()->currentMessage();
+    QVERIFY2(said.contains(QStringLiteral("baseline")) && said.contains(name), qPrintable(said));
+    QVERIFY2(said.contains(QStringLiteral("b2 baseline")) || said.contains(QStringLiteral("run 1")), qPrintable(said));
+    // Put back what the next tests expect: the session's runs first, its first run the baseline.
+    catalog()->remove({catalog()->rowOfId(id)});
+    catalog()->setBaseline(0);
   }
 
   void runsOfAnotherNetworkAreNotComparedLayerByLayer() {

@@ -99,7 +99,8 @@ int ReportCatalog::addSession(const QString& path, const mnv2::Session& session)
     relabel(e);
   }
   if (!session.runs.empty()) Q_EMIT dataChanged(index(first, 0), index(count() - 1, ColumnCount - 1));
-  if (session.baseline >= 0) setBaseline(first + session.baseline);
+  // A baseline the user pinned stays; the session's is pinned only where none is.
+  if (session.baseline >= 0 && baselineRow() < 0) setBaseline(first + session.baseline);
   return first;
 }
 

@@ -51,7 +51,8 @@ class ReportCatalog : public QAbstractTableModel {
   // one is pinned); returns the row of its first run.
   int addRun(const std::vector<ReportPtr>& reports);
   // Adds (or replaces) the runs of a report file; returns the row of its first run. With a session (names,
-  // notes, baseline), those are restored; a pinned baseline of the file becomes the catalog's baseline.
+  // notes, baseline), those are restored; the file's baseline becomes the catalog's only when none is pinned
+  // (a baseline the user pinned is kept).
   int addFile(const QString& path, const std::vector<ReportPtr>& reports);
   int addSession(const QString& path, const mnv2::Session& session);
 

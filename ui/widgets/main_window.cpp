@@ -1369,7 +1369,19 @@ bool MainWindow::openReport(const QString& path) {
     m_comparison->selectRuns(row, n > 1 ? row + 1 : row);
   addRecent(kRecentReports, path);
   setLastFolder(QStringLiteral("reports"), path);
-  statusBar()->showMessage(QStringLiteral("Opened %1 (%2 run(s))").arg(path).arg(n), 10000);
+  // Which baseline is pinned now: the one the user had (kept), or the session's.
+  QString baseline;
+  const int pinned = m_catalog->baselineRow();
+  if (session.baseline >= 0 && session.baseline < n && pinned >= 0) {
+    const QString own = m_catalog->entry(row + session.baseline).name;
+    baseline = pinned == row + session.baseline
+                   ? QStringLiteral("; its baseline %1 is pinned").arg(own)
+                   : QStringLiteral(
+                         "; the pinned baseline stays %1 (the session's, %2, is not pinned: pin it in the "
+                         "Runs panel)")
+                         .arg(m_catalog->entry(pinned).name, own);
+  }
+  statusBar()->showMessage(QStringLiteral("Opened %1 (%2 run(s))%3").arg(path).arg(n).arg(baseline), 10000);
   return true;
 }
 
