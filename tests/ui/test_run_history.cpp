@@ -3,14 +3,17 @@
 // new run; notes and names are edited; the session is saved and reopened with its names, notes and baseline;
 // runs of another network are refused a layer-by-layer comparison; runs are removed.
 #include <QAbstractItemModelTester>
+#include <QApplication>
 #include <QDockWidget>
 #include <QLabel>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 
 #include "mnv2/report.h"
@@ -183,6 +186,36 @@ class RunHistoryTest : public QObject {
     // Put back what the next tests expect: the session's runs first, its first run the baseline.
     catalog()->remove({catalog()->rowOfId(id)});
     catalog()->setBaseline(0);
+  }
+
+  // Issue 35, defect 12: closing the window with runs that were never saved asks, as an unsaved kernel does;
+  // once the session is saved it does not.
+  void closingWithUnsavedRunsAsks() {
+    MainWindow::Options options;
+    options.useSettings = false;  // not scripted: the questions are asked
+    MainWindow window(options);
+    window.show();
+    QVERIFY(window.close());  // nothing run: nothing to lose
+    window.show();
+    window.catalog()->addRun(
+        {std::make_shared<const mnv2::RunReport>(test::syntheticReport(smallTopology(), "cpu", 1000, 0.01, false))});
+    QString asked;
+    auto answer = [&](QMessageBox::StandardButton button) {
+      QTimer::singleShot(0, &window, [&, button] {
+        for (QWidget* w : QApplication::topLevelWidgets())
+          if (auto* box = qobject_cast<QMessageBox*>(w); box && box->isVisible()) {
+            asked = box->text();
+            box->button(button)->click();
+          }
+      });
+    };
+    answer(QMessageBox::Cancel);
+    QVERIFY(!window.close());  // Cancel keeps the window
+    QVERIFY2(asked.contains(QStringLiteral("run")), qPrintable(asked));
+    QVERIFY(window.saveSession(m_dir.filePath(QStringLiteral("closing.json"))));
+    asked.clear();
+    QVERIFY(window.close());  // saved: no question
+    QVERIFY2(asked.isEmpty(), qPrintable(asked));
   }
 
   void runsOfAnotherNetworkAreNotComparedLayerByLayer() {

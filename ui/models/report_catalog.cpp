@@ -41,6 +41,7 @@ int ReportCatalog::insert(std::vector<Entry> entries) {
 int ReportCatalog::addRun(const std::vector<ReportPtr>& reports) {
   if (reports.empty()) return -1;
   ++m_runs;
+  m_modified = true;
   const int group = m_nextGroup++;
   std::vector<Entry> entries;
   for (size_t i = 0; i < reports.size(); ++i) {
@@ -259,12 +260,14 @@ bool ReportCatalog::setData(const QModelIndex& index, const QVariant& value, int
   if (index.column() == Name) {
     if (text.trimmed().isEmpty()) return false;
     e.name = text.trimmed();
+    m_modified = true;
     relabel(e);
     Q_EMIT dataChanged(this->index(index.row(), 0), this->index(index.row(), ColumnCount - 1));
     return true;
   }
   if (index.column() == Note) {
     e.note = text;
+    m_modified = true;
     Q_EMIT dataChanged(index, index);
     return true;
   }

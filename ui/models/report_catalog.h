@@ -76,6 +76,10 @@ class ReportCatalog : public QAbstractTableModel {
 
   // Every run with its name and note, and the baseline: what File > Save session writes.
   mnv2::Session session() const;
+  // Whether closing now would lose something: a run of this session, a name or a note not saved since
+  // setSaved() (the session was written).
+  bool isModified() const { return m_modified && count() > 0; }
+  void setSaved() { m_modified = false; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -98,6 +102,7 @@ class ReportCatalog : public QAbstractTableModel {
   int m_runs = 0;          // Runs and Compares of this session, for "run N"
   int m_currentGroup = 0;  // 0: none
   int m_baselineId = 0;    // 0: none
+  bool m_modified = false;
 };
 
 }  // namespace mnv2::ui

@@ -1287,6 +1287,7 @@ bool MainWindow::saveSession(const QString& path) {
     reportError(QStringLiteral("Could not save the session"), QString::fromUtf8(e.what()));
     return false;
   }
+  m_catalog->setSaved();
   setLastFolder(QStringLiteral("exports"), path);
   statusBar()->showMessage(QStringLiteral("Saved %1 run(s) to %2").arg(m_catalog->count()).arg(path), 10000);
   return true;
@@ -1661,6 +1662,19 @@ void MainWindow::closeEvent(QCloseEvent* event) {
                                               QStringLiteral("The Kernel lab's kernel has unsaved changes. Save them?"),
                                               QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
     if (answer == QMessageBox::Cancel || (answer == QMessageBox::Save && !m_lab->save())) {
+      event->ignore();
+      return;
+    }
+  }
+  if (!m_options.scripted && m_catalog->isModified()) {
+    const auto answer = QMessageBox::question(
+        this, QStringLiteral("Unsaved runs"),
+        QStringLiteral("The run history has runs, names or notes that are not saved (%1 run(s) in the Runs panel). "
+                       "Save the session?")
+            .arg(m_catalog->count()),
+        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+    if (answer == QMessageBox::Save) saveSessionInteractive();
+    if (answer == QMessageBox::Cancel || (answer == QMessageBox::Save && m_catalog->isModified())) {
       event->ignore();
       return;
     }
