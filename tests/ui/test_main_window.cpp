@@ -164,6 +164,39 @@ class MainWindowTest : public QObject {
     QVERIFY(m_window->runSettings()->useImage());
   }
 
+  // Issue 35, defect 12: the greyed fields show what the run will use: the image's own size (not the random
+  // tensor's last 160×160) and, on a cpu backend, the host clock (not a greyed "cudaEvent").
+  void greyedFieldsShowWhatTheRunUses() {
+    RunSettingsPanel* settings = m_window->runSettings();
+    auto* input = settings->findChild<QComboBox*>(QStringLiteral("inputCombo"));
+    auto* height = settings->findChild<QSpinBox*>(QStringLiteral("heightSpin"));
+    auto* width = settings->findChild<QSpinBox*>(QStringLiteral("widthSpin"));
+    auto* size = settings->findChild<QLabel*>(QStringLiteral("imageSizeLabel"));
+    QVERIFY(input && height && width);
+    input->setCurrentIndex(1);
+    height->setValue(160);
+    width->setValue(160);
+    input->setCurrentIndex(0);  // the cat, 224×224 after the model's preprocessing
+    QVERIFY(settings->useImage());
+    const auto shown = [&] {
+      return size && !size->isHidden() ? size->text()
+                                       : QStringLiteral("%1×%2").arg(height->value()).arg(width->value());
+    };
+    QVERIFY2(shown().contains(QStringLiteral("224×224")), qPrintable(shown()));
+    QVERIFY2(height->isHidden() || !shown().contains(QStringLiteral("160")), qPrintable(shown()));
+    input->setCurrentIndex(1);
+    QVERIFY(!height->isHidden() && height->isEnabled());
+    QCOMPARE(settings->inputSize(), QSize(160, 160));  // the random tensor's size is kept
+    input->setCurrentIndex(0);
+    settings->setModelInputSize(224, 224);
+
+    auto* timer = settings->findChild<QComboBox*>(QStringLiteral("timerCombo"));
+    QVERIFY(settings->selectBackend(QStringLiteral("cpu")));
+    QVERIFY(!timer->isEnabled());
+    QCOMPARE(timer->currentText(), QStringLiteral("host clock"));
+    QCOMPARE(settings->timer(), mnv2::TimerKind::cuda_event);  // the GPU backends' choice stays as it was
+  }
+
   // The default backend, oneDNN: a bar per step, each convolution with its ReLU6 / residual add.
   void runsTheOnednnCpuBackendFused() {
     QCOMPARE(m_window->runSettings()->backend(), QStringLiteral("cpu"));

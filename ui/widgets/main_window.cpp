@@ -902,7 +902,8 @@ void MainWindow::onClassified(const ClassifyResult& result) {
     statusBar()->showMessage(w, 20000);
   }
   m_input->setResult(result);
-  m_settings->setImageName(QFileInfo(result.imagePath).fileName());
+  m_settings->setImageName(QFileInfo(result.imagePath).fileName(),
+                           QSize(static_cast<int>(result.input.shape.w), static_cast<int>(result.input.shape.h)));
   setWindowTitle(QStringLiteral("mnv2-profiler — %1").arg(QFileInfo(result.imagePath).fileName()));
   addRecent(kRecentImages, result.imagePath);
   setLastFolder(QStringLiteral("images"), result.imagePath);

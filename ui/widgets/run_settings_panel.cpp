@@ -83,6 +83,13 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_timer->setObjectName(QStringLiteral("timerCombo"));
   m_timer->addItem(QStringLiteral("cudaEvent"), static_cast<int>(mnv2::TimerKind::cuda_event));
   m_timer->addItem(QStringLiteral("CUPTI kernels"), static_cast<int>(mnv2::TimerKind::cupti_kernel));
+  // What the cpu backends time with; shown (greyed) for them, never chosen for a GPU backend.
+  m_timer->addItem(QStringLiteral("host clock"), static_cast<int>(mnv2::TimerKind::host_clock));
+  if (auto* timers = qobject_cast<QStandardItemModel*>(m_timer->model())) timers->item(2)->setEnabled(false);
+  connect(m_timer, &QComboBox::currentIndexChanged, this, [this] {
+    const auto kind = static_cast<mnv2::TimerKind>(m_timer->currentData().toInt());
+    if (kind != mnv2::TimerKind::host_clock) m_gpuTimer = kind;
+  });
   // The backends' options from the engine's table: choices, help and defaults in one place.
   for (const OptionSpec& spec : option_table()) {
     if (!spec.per_run || (spec.name.rfind("cuda-", 0) != 0 && spec.name.rfind("cudnn-", 0) != 0)) continue;
@@ -150,9 +157,15 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
       "benchmarks; on a busy machine fewer threads than free cores keep the tail short."));
 
   auto* sizeRow = new QHBoxLayout;
+  m_times = new QLabel(QStringLiteral("×"), this);
+  m_imageSize = new QLabel(this);
+  m_imageSize->setObjectName(QStringLiteral("imageSizeLabel"));
+  m_imageSize->setToolTip(QStringLiteral("An image is resized and cropped as the model's preprocessing says"));
+  m_imageSize->hide();
   sizeRow->addWidget(m_height);
-  sizeRow->addWidget(new QLabel(QStringLiteral("×"), this));
+  sizeRow->addWidget(m_times);
   sizeRow->addWidget(m_width);
+  sizeRow->addWidget(m_imageSize);
 
   m_run = new QPushButton(QStringLiteral("Run"), this);
   m_run->setObjectName(QStringLiteral("runButton"));
@@ -286,7 +299,7 @@ bool RunSettingsPanel::setPrecision(mnv2::Precision precision) {
   return m_precision->setPrecision(precision);
 }
 
-mnv2::TimerKind RunSettingsPanel::timer() const { return static_cast<mnv2::TimerKind>(m_timer->currentData().toInt()); }
+mnv2::TimerKind RunSettingsPanel::timer() const { return m_gpuTimer; }
 
 QString RunSettingsPanel::optionText(const std::string& name) const {
   QWidget* w = m_backendOptions.at(name);
@@ -367,8 +380,9 @@ void RunSettingsPanel::setCudaOptions(const mnv2::CudaOptions& o) {
 }
 
 void RunSettingsPanel::setTimer(mnv2::TimerKind timer) {
-  const int i = m_timer->findData(static_cast<int>(timer));
-  if (i >= 0) m_timer->setCurrentIndex(i);
+  if (timer == mnv2::TimerKind::host_clock) return;  // not a GPU backend's choice
+  m_gpuTimer = timer;
+  updateEnabled();
 }
 
 int RunSettingsPanel::cpuThreads() const { return m_cpuThreads->value(); }
@@ -405,7 +419,8 @@ bool RunSettingsPanel::useImage() const {
 
 QSize RunSettingsPanel::inputSize() const { return {m_width->value(), m_height->value()}; }
 
-void RunSettingsPanel::setImageName(const QString& name) {
+void RunSettingsPanel::setImageName(const QString& name, QSize size) {
+  m_imageInputSize = size;
   auto* model = qobject_cast<QStandardItemModel*>(m_input->model());
   QStandardItem* item = model ? model->item(0) : nullptr;
   if (item) {
@@ -449,12 +464,19 @@ void RunSettingsPanel::setStatus(const QString& text) { m_status->setText(text);
 void RunSettingsPanel::updateEnabled() {
   const bool gpu = !backend().isEmpty() && !mnv2::is_host_backend(backend().toStdString());
   m_timer->setEnabled(gpu && !m_running);
+  m_timer->setCurrentIndex(m_timer->findData(static_cast<int>(gpu ? m_gpuTimer : mnv2::TimerKind::host_clock)));
   m_timer->setToolTip(gpu ? QStringLiteral("cudaEvent: events around each layer; CUPTI: GPU kernel time from activity "
                                            "records, with kernel names")
                           : QStringLiteral("The cpu backends are always timed with the host clock"));
   const bool random = !useImage();
   m_height->setEnabled(random && !m_running);
   m_width->setEnabled(random && !m_running);
+  // The image's own size in place of the random tensor's (kept for when the random tensor is chosen again).
+  const bool imageSize = !random && m_imageInputSize.isValid();
+  for (QWidget* w : std::initializer_list<QWidget*>{m_height, m_times, m_width}) w->setVisible(!imageSize);
+  m_imageSize->setVisible(imageSize);
+  m_imageSize->setText(
+      QStringLiteral("%1×%2 (the image)").arg(m_imageInputSize.height()).arg(m_imageInputSize.width()));
   const QString sizeTip = random ? QStringLiteral("Height × width of the random input tensor")
                                  : QStringLiteral("An image is resized and cropped as the model's preprocessing says");
   m_height->setToolTip(sizeTip);
