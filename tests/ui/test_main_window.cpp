@@ -649,6 +649,30 @@ class MainWindowTest : public QObject {
     QVERIFY2(!fusion->toolTip().contains(QStringLiteral("fp16")), qPrintable(fusion->toolTip()));
   }
 
+  // Issue 35, defect 12: a typed iteration count above the maximum is refused with a message, not silently cut
+  // to another count.
+  void aTypedCountAboveTheMaximumIsRefusedWithAMessage() {
+    RunSettingsPanel panel;
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    auto* iters = panel.findChild<QSpinBox*>(QStringLiteral("itersSpin"));
+    auto* status = panel.findChild<QLabel*>(QStringLiteral("runStatus"));
+    QVERIFY(iters && status);
+    iters->setValue(100);
+    iters->setFocus();
+    iters->selectAll();
+    QTest::keyClicks(iters, QStringLiteral("5000000"));
+    QTest::keyClick(iters, Qt::Key_Return);
+    QCOMPARE(panel.iterations(), 100);  // neither 1000000 nor the 500000 of the digits that fitted
+    const QString said = status->text();
+    QVERIFY2(said.contains(QStringLiteral("5000000")) && said.contains(QStringLiteral("1000000")), qPrintable(said));
+    // A count in range is taken as typed.
+    iters->selectAll();
+    QTest::keyClicks(iters, QStringLiteral("250"));
+    QTest::keyClick(iters, Qt::Key_Return);
+    QCOMPARE(panel.iterations(), 250);
+  }
+
   void outOfRangeValuesAreClampedOrRefused() {
     RunSettingsPanel* settings = m_window->runSettings();
     // Values the panel cannot hold are ignored (counts) or clamped (spin boxes) rather than sent on.

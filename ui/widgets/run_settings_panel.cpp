@@ -13,7 +13,9 @@
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "common/environment.h"
 #include "common/remote_targets.h"
@@ -37,11 +39,43 @@ QSpinBox* spin(QWidget* parent, int lo, int hi, int value, const QString& object
   return s;
 }
 
-// A spin box for an integer option of the engine's table: its range, its default, its help (the CLI's).
-QSpinBox* optionSpin(QWidget* parent, const char* name, const QString& objectName) {
+// A count box that refuses a typed number above its maximum rather than cutting it: QSpinBox drops the digit
+// that would pass the maximum (5000000 typed became 500000) without a word. Here the digits stay while typing,
+// Return or leaving the box keeps the previous value, and `refused` is told what was typed.
+class CountSpinBox : public QSpinBox {
+ public:
+  CountSpinBox(QWidget* parent, std::function<void(const QString&)> refused)
+      : QSpinBox(parent), m_refused(std::move(refused)) {
+    // The value changes when the typing is done: the previous count is the one kept, not its first digits.
+    setKeyboardTracking(false);
+  }
+
+  QValidator::State validate(QString& text, int& pos) const override {
+    const QValidator::State state = QSpinBox::validate(text, pos);
+    return state == QValidator::Invalid && above(text) ? QValidator::Intermediate : state;
+  }
+  void fixup(QString& input) const override {
+    if (above(input) && m_refused) m_refused(input.trimmed());
+    QSpinBox::fixup(input);
+  }
+
+ private:
+  bool above(const QString& text) const {
+    bool ok = false;
+    const qlonglong n = text.trimmed().toLongLong(&ok);
+    return ok && n > maximum();
+  }
+  std::function<void(const QString&)> m_refused;
+};
+
+// A count box for an integer option of the engine's table: its range, its default, its help (the CLI's).
+QSpinBox* optionSpin(QWidget* parent, const char* name, const QString& objectName,
+                     std::function<void(const QString&)> refused) {
   const OptionSpec& spec = *mnv2::find_option(name);
-  QSpinBox* s =
-      spin(parent, static_cast<int>(spec.min), static_cast<int>(spec.max), std::stoi(spec.default_value), objectName);
+  auto* s = new CountSpinBox(parent, std::move(refused));
+  s->setRange(static_cast<int>(spec.min), static_cast<int>(spec.max));
+  s->setValue(std::stoi(spec.default_value));
+  s->setObjectName(objectName);
   s->setToolTip(QString::fromStdString(spec.help));
   return s;
 }
@@ -144,8 +178,18 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_height = spin(this, 32, 4096, 224, QStringLiteral("heightSpin"));
   m_width = spin(this, 32, 4096, 224, QStringLiteral("widthSpin"));
   m_batch = spin(this, 1, 4096, 1, QStringLiteral("batchSpin"));
-  m_warmup = optionSpin(this, "warmup", QStringLiteral("warmupSpin"));
-  m_iters = optionSpin(this, "iters", QStringLiteral("itersSpin"));
+  // A typed count above the maximum is refused in the status line, the previous count kept.
+  auto refusal = [this](const QString& what, QSpinBox* const* box) {
+    return [this, what, box](const QString& typed) {
+      if (m_status)
+        m_status->setText(QStringLiteral("%1: %2 is more than the most allowed (%3); kept %4")
+                              .arg(what, typed)
+                              .arg((*box)->maximum())
+                              .arg((*box)->value()));
+    };
+  };
+  m_warmup = optionSpin(this, "warmup", QStringLiteral("warmupSpin"), refusal(QStringLiteral("Warm-up"), &m_warmup));
+  m_iters = optionSpin(this, "iters", QStringLiteral("itersSpin"), refusal(QStringLiteral("Iterations"), &m_iters));
   m_batch->setToolTip(QStringLiteral("Images per forward pass; the opened image is repeated over the batch"));
   m_cpuThreads = spin(this, 0, 4096, 0, QStringLiteral("cpuThreadsSpin"));
   m_cpuThreads->setSpecialValueText(QStringLiteral("default"));
