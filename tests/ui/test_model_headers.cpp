@@ -109,6 +109,11 @@ class ModelHeadersTest : public QObject {
       auto m = std::make_shared<TotalsModel>();
       m->setReports({report("cpu"), report("cudnn")});
       out.push_back({QStringLiteral("TotalsModel"), m, {{QStringLiteral("Kind"), QString()}}});
+      // Two runs of one backend and mode: their names (the run history's) keep the columns apart.
+      auto same = std::make_shared<TotalsModel>();
+      same->setReports({report("cpu"), report("cpu")}, {QStringLiteral("run 1 · cpu fp32 · b1 · 224×224"),
+                                                        QStringLiteral("run 2 · cpu fp32 · b1 · 224×224")});
+      out.push_back({QStringLiteral("TotalsModel"), same, {}});
     }
     for (auto kind : {EvalResultModel::Kind::Misclassified, EvalResultModel::Kind::Skipped})
       out.push_back({QStringLiteral("EvalResultModel"), std::make_shared<EvalResultModel>(kind), {}});

@@ -2,12 +2,15 @@
 // panel; two of them compared state what differs (batch); a pinned baseline is shown and compared beside every
 // new run; notes and names are edited; the session is saved and reopened with its names, notes and baseline;
 // runs of another network are refused a layer-by-layer comparison; runs are removed.
+#include <qcustomplot.h>
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QSet>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -19,9 +22,11 @@
 #include "mnv2/report.h"
 #include "models/report_catalog.h"
 #include "models/run_comparison_model.h"
+#include "models/totals_model.h"
 #include "ui_test_support.h"
 #include "widgets/comparison_page.h"
 #include "widgets/main_window.h"
+#include "widgets/roofline_page.h"
 #include "widgets/run_settings_panel.h"
 #include "widgets/runs_panel.h"
 #include "widgets/timings_page.h"
@@ -216,6 +221,50 @@ class RunHistoryTest : public QObject {
     asked.clear();
     QVERIFY(window.close());  // saved: no question
     QVERIFY2(asked.isEmpty(), qPrintable(asked));
+  }
+
+  // Issue 35, defect 4: three cpu fp32 runs shown together are told apart on every page: each has one name and
+  // one colour, the same in the timings legend, the totals table and chart, and the roofline's run picker.
+  void shownRunsKeepOneNameAndOneColourAcrossPages() {
+    std::vector<int> rows;
+    for (int batch : {1, 2, 4}) {
+      mnv2::RunReport r = test::syntheticReport(test::mainModel().layers, "cpu", 1000 * batch, 0.01, false);
+      r.config.batch = batch;
+      rows.push_back(catalog()->addRun({std::make_shared<const mnv2::RunReport>(r)}));
+    }
+    catalog()->setShown(rows);
+    TimingsPage* timings = m_window->timingsPage();
+    QCOMPARE(timings->seriesCount(), 3);
+    QSet<QString> legend, colours, totals, picker;
+    QStringList said;
+    for (int i = 0; i < 3; ++i) {
+      const auto* bars = qobject_cast<QCPBars*>(timings->plot()->plottable(i));
+      const auto* total = qobject_cast<QCPBars*>(timings->totalsPlot()->plottable(i));
+      QVERIFY(bars && total);
+      const QString name = catalog()->entry(rows[static_cast<size_t>(i)]).name;
+      QVERIFY2(bars->name().startsWith(name + QStringLiteral(" · ")), qPrintable(bars->name()));
+      QVERIFY2(total->name().startsWith(name + QStringLiteral(" · ")), qPrintable(total->name()));
+      QCOMPARE(total->brush().color(), bars->brush().color());  // one colour per run on both charts
+      legend << bars->name();
+      colours << bars->brush().color().name();
+      const QString header = timings->totalsModel()->headerData(1 + 2 * i, Qt::Horizontal).toString();
+      QVERIFY2(header.startsWith(name + QStringLiteral(" · ")), qPrintable(header));
+      totals << header;
+      said << bars->name();
+    }
+    QVERIFY2(legend.size() == 3 && totals.size() == 3, qPrintable(said.join(QStringLiteral(" | "))));
+    QCOMPARE(colours.size(), 3);
+    auto* runs = m_window->rooflinePage()->findChild<QComboBox*>(QStringLiteral("rooflineRun"));
+    QVERIFY(runs);
+    QCOMPARE(runs->count(), 3);
+    for (int i = 0; i < 3; ++i) {
+      QVERIFY2(
+          runs->itemText(i).startsWith(catalog()->entry(rows[static_cast<size_t>(i)]).name + QStringLiteral(" · ")),
+          qPrintable(runs->itemText(i)));
+      picker << runs->itemText(i);
+    }
+    QCOMPARE(picker.size(), 3);
+    catalog()->remove(rows);
   }
 
   void runsOfAnotherNetworkAreNotComparedLayerByLayer() {

@@ -105,6 +105,26 @@ int ReportCatalog::addSession(const QString& path, const mnv2::Session& session)
   return first;
 }
 
+RunIdentity ReportCatalog::identity(int row) const {
+  const Entry& e = entry(row);
+  // Tableau 10: ten colours apart from each other (and from the red of a selected bar, 230,40,40, enough).
+  static const QColor palette[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xf2, 0x8e, 0x2b), QColor(0x59, 0xa1, 0x4f),
+                                   QColor(0xb0, 0x7a, 0xa1), QColor(0x76, 0xb7, 0xb2), QColor(0xed, 0xc9, 0x48),
+                                   QColor(0x9c, 0x75, 0x5f), QColor(0xff, 0x9d, 0xa7), QColor(0xe1, 0x57, 0x59),
+                                   QColor(0xba, 0xb0, 0xac)};
+  return {QStringLiteral("%1 · %2 · b%3 · %4")
+              .arg(e.name, runLabel(*e.report))
+              .arg(e.report->config.batch)
+              .arg(sizeText(*e.report)),
+          palette[static_cast<size_t>(e.id - 1) % std::size(palette)]};
+}
+
+std::optional<RunIdentity> ReportCatalog::identityOf(const ReportPtr& report) const {
+  for (int i = 0; i < count(); ++i)
+    if (m_entries[static_cast<size_t>(i)].report == report) return identity(i);
+  return std::nullopt;
+}
+
 ReportPtr ReportCatalog::report(int row) const {
   return row >= 0 && row < count() ? m_entries[static_cast<size_t>(row)].report : nullptr;
 }

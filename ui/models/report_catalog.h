@@ -6,10 +6,12 @@
 
 #include <QAbstractTableModel>
 #include <QDateTime>
+#include <optional>
 #include <vector>
 
 #include "mnv2/report.h"
 #include "models/report_access.h"
+#include "models/run_identity.h"
 
 namespace mnv2::ui {
 
@@ -62,6 +64,10 @@ class ReportCatalog : public QAbstractTableModel {
   int firstCurrentRow() const;  // the newest Run's first row; -1 when this session has run nothing (left)
   std::vector<int> currentRows() const;
   int count() const { return static_cast<int>(m_entries.size()); }
+  // The run's name and colour on every page: "run 3 · cpu fp32 · b2 · 160×160", a colour of its own (by its id,
+  // so it stays while other runs come and go; ten colours, then they repeat).
+  RunIdentity identity(int row) const;
+  std::optional<RunIdentity> identityOf(const ReportPtr& report) const;  // none: not in the history
 
   void remove(const std::vector<int>& rows);
   void setNote(int row, const QString& note);

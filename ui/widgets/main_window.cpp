@@ -1162,11 +1162,16 @@ void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QStrin
                         "<br><b style='color:#b02a37'>%1 checked run(s) of another network are not shown "
                         "beside the first: a layer-by-layer chart would pair unrelated layers.</b>")
                         .arg(left);
+  // Each run under its one name and colour (the run history's), on every page.
+  std::vector<RunIdentity> identities;
+  for (const ReportPtr& r : same)
+    if (std::optional<RunIdentity> id = m_catalog->identityOf(r)) identities.push_back(*id);
+  if (identities.size() != same.size()) identities.clear();  // a run outside the history: labels as before
   m_layers->setReport(same.front());
-  m_timings->setReports(same, m_shownTitle);
+  m_timings->setReports(same, m_shownTitle, identities);
   m_timeline->setReports(same);
   m_graph->view()->setReport(same.front());
-  m_roofline->setReports(same);
+  m_roofline->setReports(same, identities);
   showReliability(same);
   // The status bar's other fields are this machine's; what the shown runs were measured on is said apart,
   // labelled with where they come from.
