@@ -264,6 +264,14 @@ class RunHistoryTest : public QObject {
       picker << runs->itemText(i);
     }
     QCOMPARE(picker.size(), 3);
+    // The Timings title's line of each run begins with the same name.
+    const QString title = m_window->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text();
+    for (int row : rows) {
+      const QString name = catalog()->identity(row).name;
+      QVERIFY2(title.contains(QStringLiteral("<br>") + name.toHtmlEscaped() + QStringLiteral(" on ")) ||
+                   title.contains(QStringLiteral(" — ") + name.toHtmlEscaped() + QStringLiteral(" on ")),
+               qPrintable(title));
+    }
     catalog()->remove(rows);
   }
 

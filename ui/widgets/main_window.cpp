@@ -69,8 +69,10 @@ QLabel* statusField(QWidget* parent, const QString& objectName) {
   return l;
 }
 
-// `requested`: the mode the run asked for, when known; a backend that ran fp32 instead is named.
-QString describeRun(const std::vector<ReportPtr>& reports, std::optional<mnv2::Precision> requested = {}) {
+// `requested`: the mode the run asked for, when known; a backend that ran fp32 instead is named. `names`: each
+// run's name on the pages (RunIdentity), one per report; without them, the runs' labels.
+QString describeRun(const std::vector<ReportPtr>& reports, std::optional<mnv2::Precision> requested = {},
+                    const QStringList& names = {}) {
   const mnv2::RunReport& r = *reports.front();
   QStringList backends;
   for (const auto& x : reports) backends << runLabel(*x);
@@ -109,7 +111,9 @@ QString describeRun(const std::vector<ReportPtr>& reports, std::optional<mnv2::P
     // A remote run's label ends with where it ran ("... on h200 (gpu-node-3)"): the device follows a dash.
     text += QStringLiteral("<br>%1%2%3%4 (%5): end to end %6 ms median (%7 images/s); sum of layer medians %8 ms")
                 .arg(values.isEmpty() ? QString() : values.join(QStringLiteral(", ")) + QStringLiteral(" — "),
-                     runLabel(*x).toHtmlEscaped(),
+                     (names.size() == static_cast<qsizetype>(reports.size()) ? names[static_cast<qsizetype>(i)]
+                                                                             : runLabel(*x))
+                         .toHtmlEscaped(),
                      x->origin.target.empty() ? QStringLiteral(" on ") : QStringLiteral(" — "),
                      QString::fromStdString(x->device).toHtmlEscaped(), QString::fromStdString(x->timer))
                 .arg(x->end_to_end.gpu_ms ? x->end_to_end.gpu_ms->median : x->end_to_end.host_ms.median, 0, 'f', 3)
@@ -1243,13 +1247,15 @@ void MainWindow::showShown() {
     origin = QStringLiteral("report %1").arg(QFileInfo(file).fileName());
   else
     origin = QStringLiteral("runs %1").arg(shownNames.join(QStringLiteral(", ")));
+  QStringList identities;  // each run's name on the pages
+  for (int row : rows) identities << m_catalog->identity(row).name;
   if (rows == current) {
     title = QStringLiteral("Current run (%1): ").arg(m_catalog->entry(rows.front()).name.toHtmlEscaped()) +
-            describeRun(reports, m_requested);
+            describeRun(reports, m_requested, identities);
   } else {
     QStringList names;
     for (int row : rows) names << m_catalog->entry(row).name.toHtmlEscaped();
-    title = QStringLiteral("Runs %1: ").arg(names.join(QStringLiteral(", "))) + describeRun(reports);
+    title = QStringLiteral("Runs %1: ").arg(names.join(QStringLiteral(", "))) + describeRun(reports, {}, identities);
     for (size_t i = 1; i < rows.size(); ++i) {
       const QString line = warningsLine(mnv2::compare_settings(*reports.front(), *reports[i]));
       if (!line.isEmpty())
