@@ -845,7 +845,10 @@ class MainWindowTest : public QObject {
     QVERIFY2(banner->toolTip().contains(QStringLiteral("⚠ unreliable: end-to-end CV 80% (> 10%); host busy: other "
                                                        "processes used 1.9 of 2 cores")),
              qPrintable(banner->toolTip()));
-    QVERIFY(banner->text().startsWith(runLabel(runs.front())));
+    // The run under its name on the pages: "noisy.json · cpu-ref fp32 · b1 · 224×224".
+    QVERIFY2(
+        banner->text().startsWith(QStringLiteral("noisy.json · ") + runLabel(runs.front()) + QStringLiteral(" · ")),
+        qPrintable(banner->text()));
     // The banner does not push the window past a 1280×720 screen (700 px under a title bar), nor widen it.
     QString heights;  // what asks for the height, when too much
     for (QWidget* w :

@@ -346,6 +346,9 @@ class RunHistoryTest : public QObject {
     QLabel* banner = m_window->reliabilityBanner();
     QVERIFY(banner->isVisible());
     QVERIFY2(banner->text().contains(QStringLiteral("3 more shown runs are unreliable")), qPrintable(banner->text()));
+    // Issue 35, defect 4: the banner names the run as the pages do.
+    const QString first = catalog()->identity(catalog()->shownRows().front()).name;
+    QVERIFY2(banner->text().startsWith(first + QStringLiteral(" — ")), qPrintable(banner->text()));
     RunsPanel* panel = m_window->runsPanel();
     panel->view()->selectAll();
     panel->findChild<QPushButton*>(QStringLiteral("runsRemove"))->click();

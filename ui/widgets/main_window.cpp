@@ -1130,7 +1130,9 @@ void MainWindow::showReliability(const std::vector<ReportPtr>& shown) {
   for (const ReportPtr& r : shown) {
     const QStringList reasons = reliabilityReasons(*r);
     if (reasons.isEmpty()) continue;
-    const QString head = runLabel(*r) + QStringLiteral(" — ") + reliabilityMarker(*r) + QStringLiteral(": ");
+    const std::optional<RunIdentity> id = m_catalog->identityOf(r);  // the run's name on the pages
+    const QString head =
+        (id ? id->name : runLabel(*r)) + QStringLiteral(" — ") + reliabilityMarker(*r) + QStringLiteral(": ");
     full << head + reasons.join(QStringLiteral("; "));
     lines
         << head + reasons.front() +
