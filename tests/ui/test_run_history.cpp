@@ -264,6 +264,16 @@ class RunHistoryTest : public QObject {
       picker << runs->itemText(i);
     }
     QCOMPARE(picker.size(), 3);
+    // The Run comparison says which run is A and which B by the same names, in its summary and its headers.
+    m_window->comparisonPage()->selectRuns(rows[0], rows[1]);
+    const QString nameA = catalog()->identity(rows[0]).name, nameB = catalog()->identity(rows[1]).name;
+    const QString summary = m_window->comparisonPage()->summaryText();
+    QVERIFY2(summary.contains(QStringLiteral("A is <b>") + nameA.toHtmlEscaped() + QStringLiteral("</b>, B is <b>") +
+                              nameB.toHtmlEscaped()),
+             qPrintable(summary));
+    const QAbstractItemModel* compared = m_window->comparisonPage()->model();
+    QVERIFY(compared->headerData(RunComparisonModel::MedianA, Qt::Horizontal).toString().contains(nameA));
+    QVERIFY(compared->headerData(RunComparisonModel::MedianB, Qt::Horizontal).toString().contains(nameB));
     // The Timings title's line of each run begins with the same name.
     const QString title = m_window->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text();
     for (int row : rows) {
