@@ -202,7 +202,13 @@ void LabProcess::onFinished(int exitCode, QProcess::ExitStatus status) {
   o.exitCode = exitCode;
   o.crashed = status == QProcess::CrashExit;
   o.cancelled = m_cancelled;
-  const QString tail = m_tail.isEmpty() ? QString() : QStringLiteral(": ") + m_tail.split(QLatin1Char('\n')).last();
+  // Why it failed, in the CLI's words: its "error: ..." line (mnv2 follows a usage error with a line pointing at
+  // --help), else the last line it printed.
+  QString reason;
+  for (const QString& line : m_tail.split(QLatin1Char('\n'), Qt::SkipEmptyParts))
+    if (line.startsWith(QLatin1String("error: "))) reason = line.mid(7);
+  if (reason.isEmpty() && !m_tail.isEmpty()) reason = m_tail.split(QLatin1Char('\n')).last();
+  const QString tail = reason.isEmpty() ? QString() : QStringLiteral(": ") + reason;
   if (o.cancelled) {
     o.error = QStringLiteral("cancelled");
   } else if (m_request.action == Action::Template) {
@@ -226,7 +232,7 @@ void LabProcess::onFinished(int exitCode, QProcess::ExitStatus status) {
       o.error =
           QStringLiteral("mnv2 lab itself crashed (%1) and wrote no result%2").arg(m_process->errorString(), tail);
     } else if (exitCode == 2) {
-      o.error = QStringLiteral("mnv2 lab refused the request (usage error)%1").arg(tail);
+      o.error = QStringLiteral("mnv2 lab refused the request%1").arg(tail);
     } else if (exitCode == 4) {
       o.error =
           QStringLiteral("crashed: the kernel crashed the worker or timed out, and no result was written%1").arg(tail);

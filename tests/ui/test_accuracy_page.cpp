@@ -220,7 +220,8 @@ class AccuracyPageTest : public QObject {
                  ->entry(m_window->catalog()->firstCurrentRow())
                  .label.contains(QStringLiteral(": cpu fp32 (")),
              qPrintable(m_window->catalog()->entry(0).label));
-    QVERIFY(m_window->timingsPage()->plot()->plottable(0)->name().startsWith(QStringLiteral("cpu fp32")));
+    // The legend names the run (its name in the run history, then what it ran: "run 1 · cpu fp32 · ...").
+    QVERIFY(m_window->timingsPage()->plot()->plottable(0)->name().contains(QStringLiteral(" · cpu fp32 · ")));
     const QString csv = m_dir.filePath(QStringLiteral("run.csv"));
     QVERIFY(m_window->exportTo(MainWindow::ExportFormat::Csv, csv));
     const QStringList lines = csvLines(csv);
@@ -266,7 +267,8 @@ class AccuracyPageTest : public QObject {
     QVERIFY(listed);
     QCustomPlot* plot = m_window->timingsPage()->plot();
     QCOMPARE(plot->plottableCount(), 2);
-    QVERIFY(plot->plottable(1)->name().startsWith(QStringLiteral("cudnn fp16")));
+    QVERIFY2(plot->plottable(1)->name().contains(QStringLiteral(" · cudnn fp16 · ")),
+             qPrintable(plot->plottable(1)->name()));
     const QString diff = m_window->diffsPage()->summaryText();
     QVERIFY2(diff.contains(QStringLiteral("cudnn fp16")) && diff.contains(QStringLiteral("cpu fp32")),
              qPrintable(diff));

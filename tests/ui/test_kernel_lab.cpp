@@ -21,6 +21,7 @@
 #include <QToolButton>
 #include <QtTest>
 #include <cmath>
+#include <optional>
 
 #include "lab_process.h"
 #include "mnv2/lab.h"
@@ -393,6 +394,44 @@ class KernelLabTest : public QObject {
     QVERIFY(page.restoreVersion(2));
     QCOMPARE(page.editor()->markerLines(), std::vector<int>{2});
     QAbstractItemModelTester tester(page.history(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  }
+
+  // Issue 35, defect 9: a request the real `mnv2 lab` refuses (exit 2) shows the CLI's reason, not only its
+  // "(run 'mnv2 --help' for usage)" line.
+  void aRefusedRequestShowsTheClisReason() {
+    qputenv("MNV2_CLI", QByteArrayLiteral(MNV2_CLI_PATH));
+    const QString kernel = m_dir.filePath(QStringLiteral("refused.cu"));
+    {
+      QFile f(kernel);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("__global__ void k() {}\n");
+    }
+    LabProcess process;
+    std::optional<LabProcess::Outcome> outcome;
+    connect(&process, &LabProcess::finished, this, [&](const LabProcess::Outcome& o) { outcome = o; });
+    LabProcess::Request r;
+    r.action = LabProcess::Action::Compile;
+    r.slot = QStringLiteral("depthwise");
+    r.kernelFile = kernel;
+    r.batch = 0;  // out of the CLI's range: a usage error
+    QVERIFY(process.start(r));
+    QVERIFY(QTest::qWaitFor([&] { return outcome.has_value(); }, kJobMs));
+    QCOMPARE(outcome->exitCode, 2);
+    QVERIFY2(outcome->error.contains(QStringLiteral("--batch must be in 1..65536, got 0")), qPrintable(outcome->error));
+    QVERIFY2(!outcome->error.contains(QStringLiteral("--help")), qPrintable(outcome->error));
+  }
+
+  // Issue 35, defect 9: a compile-only result is said to be compiled only, not "checked".
+  void aCompileOnlyResultIsLabelledCompiled() {
+    KernelLabPage page;
+    setSource(page, QStringLiteral("// FAKE_US=20\n__global__ void k() {}\n"));
+    QVERIFY(job(page, &KernelLabPage::compile));
+    QString empty;
+    for (int i = 0; i < page.chart()->itemCount(); ++i)
+      if (auto* t = qobject_cast<QCPItemText*>(page.chart()->item(i)); t && t->objectName() == "labEmpty")
+        empty = t->text();
+    QVERIFY2(empty.contains(QStringLiteral("Compiled only")), qPrintable(empty));
+    QVERIFY2(!empty.contains(QStringLiteral("Checked")), qPrintable(empty));
   }
 
   void crashedKernelIsReported() {

@@ -164,6 +164,39 @@ class MainWindowTest : public QObject {
     QVERIFY(m_window->runSettings()->useImage());
   }
 
+  // Issue 35, defect 12: the greyed fields show what the run will use: the image's own size (not the random
+  // tensor's last 160×160) and, on a cpu backend, the host clock (not a greyed "cudaEvent").
+  void greyedFieldsShowWhatTheRunUses() {
+    RunSettingsPanel* settings = m_window->runSettings();
+    auto* input = settings->findChild<QComboBox*>(QStringLiteral("inputCombo"));
+    auto* height = settings->findChild<QSpinBox*>(QStringLiteral("heightSpin"));
+    auto* width = settings->findChild<QSpinBox*>(QStringLiteral("widthSpin"));
+    auto* size = settings->findChild<QLabel*>(QStringLiteral("imageSizeLabel"));
+    QVERIFY(input && height && width);
+    input->setCurrentIndex(1);
+    height->setValue(160);
+    width->setValue(160);
+    input->setCurrentIndex(0);  // the cat, 224×224 after the model's preprocessing
+    QVERIFY(settings->useImage());
+    const auto shown = [&] {
+      return size && !size->isHidden() ? size->text()
+                                       : QStringLiteral("%1×%2").arg(height->value()).arg(width->value());
+    };
+    QVERIFY2(shown().contains(QStringLiteral("224×224")), qPrintable(shown()));
+    QVERIFY2(height->isHidden() || !shown().contains(QStringLiteral("160")), qPrintable(shown()));
+    input->setCurrentIndex(1);
+    QVERIFY(!height->isHidden() && height->isEnabled());
+    QCOMPARE(settings->inputSize(), QSize(160, 160));  // the random tensor's size is kept
+    input->setCurrentIndex(0);
+    settings->setModelInputSize(224, 224);
+
+    auto* timer = settings->findChild<QComboBox*>(QStringLiteral("timerCombo"));
+    QVERIFY(settings->selectBackend(QStringLiteral("cpu")));
+    QVERIFY(!timer->isEnabled());
+    QCOMPARE(timer->currentText(), QStringLiteral("host clock"));
+    QCOMPARE(settings->timer(), mnv2::TimerKind::cuda_event);  // the GPU backends' choice stays as it was
+  }
+
   // The default backend, oneDNN: a bar per step, each convolution with its ReLU6 / residual add.
   void runsTheOnednnCpuBackendFused() {
     QCOMPARE(m_window->runSettings()->backend(), QStringLiteral("cpu"));
@@ -310,6 +343,32 @@ class MainWindowTest : public QObject {
     QVERIFY(finished.wait(kTimeoutMs));
     QCOMPARE(diffs->sourceCount(), before + 1);
     QVERIFY(diffs->currentDiff());
+  }
+
+  // Issue 35, defect 10: Compute diff follows the Input setting: with an image open but the random tensor
+  // chosen at 160×160, it diffs that tensor, not the photograph.
+  void computedDiffFollowsTheInputSetting() {
+    RunSettingsPanel* settings = m_window->runSettings();
+    QVERIFY(settings->useImage());  // the cat is open
+    auto* input = settings->findChild<QComboBox*>(QStringLiteral("inputCombo"));
+    QVERIFY(input);
+    input->setCurrentIndex(1);
+    settings->findChild<QSpinBox*>(QStringLiteral("heightSpin"))->setValue(160);
+    settings->findChild<QSpinBox*>(QStringLiteral("widthSpin"))->setValue(160);
+    QSignalSpy finished(m_window, &MainWindow::runFinished);
+    m_window->computeDiff(QStringLiteral("cpu"), QStringLiteral("cpu-ref"));
+    QVERIFY(finished.wait(kTimeoutMs));
+    QVERIFY(finished.first().at(0).toBool());
+    const QString source = m_window->diffsPage()->findChild<QComboBox*>(QStringLiteral("diffSource"))->currentText();
+    QVERIFY2(source.contains(QStringLiteral("random(seed=1), 160×160")), qPrintable(source));
+    QVERIFY2(!source.contains(QStringLiteral("cat.bmp")), qPrintable(source));
+    // With the image chosen again, the photograph.
+    input->setCurrentIndex(0);
+    m_window->computeDiff(QStringLiteral("cpu"), QStringLiteral("cpu-ref"));
+    QVERIFY(finished.wait(kTimeoutMs));
+    const QString image = m_window->diffsPage()->findChild<QComboBox*>(QStringLiteral("diffSource"))->currentText();
+    QVERIFY2(image.contains(QStringLiteral("cat.bmp")), qPrintable(image));
+    settings->setModelInputSize(224, 224);
   }
 
   void badImageShowsAnErrorAndTheAppKeepsWorking() {
@@ -558,6 +617,62 @@ class MainWindowTest : public QObject {
     }
   }
 
+  // Issue 35, defect 14: the app's run settings start at the engine's option table (the CLI's defaults), with
+  // its ranges and its help, so that the app and the CLI cannot disagree.
+  void defaultsRangesAndToolTipsComeFromTheOptionTable() {
+    const QTemporaryDir dir;
+    QSettings empty(dir.filePath(QStringLiteral("fresh.ini")), QSettings::IniFormat);
+    RunSettingsPanel fresh, loaded;
+    loaded.loadSettings(empty);  // nothing saved yet
+    for (const char* name : {"warmup", "iters"}) {
+      const mnv2::OptionSpec& spec = *mnv2::find_option(name);
+      for (RunSettingsPanel* panel : {&fresh, &loaded}) {
+        QCOMPARE(panel->options().value(name), spec.default_value);
+        auto* spin = panel->findChild<QSpinBox*>(QString::fromLatin1(name) == QLatin1String("warmup")
+                                                     ? QStringLiteral("warmupSpin")
+                                                     : QStringLiteral("itersSpin"));
+        QVERIFY(spin);
+        QCOMPARE(spin->value(), std::stoi(spec.default_value));
+        QCOMPARE(spin->minimum(), static_cast<int>(spec.min));
+        QCOMPARE(spin->maximum(), static_cast<int>(spec.max));
+        QVERIFY2(spin->toolTip().contains(QString::fromStdString(spec.help)), qPrintable(spin->toolTip()));
+      }
+    }
+    QCOMPARE(fresh.warmup(), 10);  // the CLI's, as its help says
+    QCOMPARE(fresh.iterations(), 100);
+    // The fusion choice says what the table says (auto by default; block is not fp16-only).
+    auto* fusion = fresh.findChild<QComboBox*>(QStringLiteral("cudaFusionCombo"));
+    QVERIFY(fusion);
+    const mnv2::OptionSpec& f = *mnv2::find_option("cuda-fusion");
+    QCOMPARE(fusion->currentText(), QString::fromStdString(f.default_value));
+    QVERIFY2(fusion->toolTip().startsWith(QString::fromStdString(f.help)), qPrintable(fusion->toolTip()));
+    QVERIFY2(!fusion->toolTip().contains(QStringLiteral("fp16")), qPrintable(fusion->toolTip()));
+  }
+
+  // Issue 35, defect 12: a typed iteration count above the maximum is refused with a message, not silently cut
+  // to another count.
+  void aTypedCountAboveTheMaximumIsRefusedWithAMessage() {
+    RunSettingsPanel panel;
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    auto* iters = panel.findChild<QSpinBox*>(QStringLiteral("itersSpin"));
+    auto* status = panel.findChild<QLabel*>(QStringLiteral("runStatus"));
+    QVERIFY(iters && status);
+    iters->setValue(100);
+    iters->setFocus();
+    iters->selectAll();
+    QTest::keyClicks(iters, QStringLiteral("5000000"));
+    QTest::keyClick(iters, Qt::Key_Return);
+    QCOMPARE(panel.iterations(), 100);  // neither 1000000 nor the 500000 of the digits that fitted
+    const QString said = status->text();
+    QVERIFY2(said.contains(QStringLiteral("5000000")) && said.contains(QStringLiteral("1000000")), qPrintable(said));
+    // A count in range is taken as typed.
+    iters->selectAll();
+    QTest::keyClicks(iters, QStringLiteral("250"));
+    QTest::keyClick(iters, Qt::Key_Return);
+    QCOMPARE(panel.iterations(), 250);
+  }
+
   void outOfRangeValuesAreClampedOrRefused() {
     RunSettingsPanel* settings = m_window->runSettings();
     // Values the panel cannot hold are ignored (counts) or clamped (spin boxes) rather than sent on.
@@ -730,7 +845,10 @@ class MainWindowTest : public QObject {
     QVERIFY2(banner->toolTip().contains(QStringLiteral("⚠ unreliable: end-to-end CV 80% (> 10%); host busy: other "
                                                        "processes used 1.9 of 2 cores")),
              qPrintable(banner->toolTip()));
-    QVERIFY(banner->text().startsWith(runLabel(runs.front())));
+    // The run under its name on the pages: "noisy.json · cpu-ref fp32 · b1 · 224×224".
+    QVERIFY2(
+        banner->text().startsWith(QStringLiteral("noisy.json · ") + runLabel(runs.front()) + QStringLiteral(" · ")),
+        qPrintable(banner->text()));
     // The banner does not push the window past a 1280×720 screen (700 px under a title bar), nor widen it.
     QString heights;  // what asks for the height, when too much
     for (QWidget* w :

@@ -41,6 +41,7 @@ int ReportCatalog::insert(std::vector<Entry> entries) {
 int ReportCatalog::addRun(const std::vector<ReportPtr>& reports) {
   if (reports.empty()) return -1;
   ++m_runs;
+  m_modified = true;
   const int group = m_nextGroup++;
   std::vector<Entry> entries;
   for (size_t i = 0; i < reports.size(); ++i) {
@@ -99,8 +100,29 @@ int ReportCatalog::addSession(const QString& path, const mnv2::Session& session)
     relabel(e);
   }
   if (!session.runs.empty()) Q_EMIT dataChanged(index(first, 0), index(count() - 1, ColumnCount - 1));
-  if (session.baseline >= 0) setBaseline(first + session.baseline);
+  // A baseline the user pinned stays; the session's is pinned only where none is.
+  if (session.baseline >= 0 && baselineRow() < 0) setBaseline(first + session.baseline);
   return first;
+}
+
+RunIdentity ReportCatalog::identity(int row) const {
+  const Entry& e = entry(row);
+  // Tableau 10: ten colours apart from each other (and from the red of a selected bar, 230,40,40, enough).
+  static const QColor palette[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xf2, 0x8e, 0x2b), QColor(0x59, 0xa1, 0x4f),
+                                   QColor(0xb0, 0x7a, 0xa1), QColor(0x76, 0xb7, 0xb2), QColor(0xed, 0xc9, 0x48),
+                                   QColor(0x9c, 0x75, 0x5f), QColor(0xff, 0x9d, 0xa7), QColor(0xe1, 0x57, 0x59),
+                                   QColor(0xba, 0xb0, 0xac)};
+  return {QStringLiteral("%1 · %2 · b%3 · %4")
+              .arg(e.name, runLabel(*e.report))
+              .arg(e.report->config.batch)
+              .arg(sizeText(*e.report)),
+          palette[static_cast<size_t>(e.id - 1) % std::size(palette)]};
+}
+
+std::optional<RunIdentity> ReportCatalog::identityOf(const ReportPtr& report) const {
+  for (int i = 0; i < count(); ++i)
+    if (m_entries[static_cast<size_t>(i)].report == report) return identity(i);
+  return std::nullopt;
 }
 
 ReportPtr ReportCatalog::report(int row) const {
@@ -258,12 +280,14 @@ bool ReportCatalog::setData(const QModelIndex& index, const QVariant& value, int
   if (index.column() == Name) {
     if (text.trimmed().isEmpty()) return false;
     e.name = text.trimmed();
+    m_modified = true;
     relabel(e);
     Q_EMIT dataChanged(this->index(index.row(), 0), this->index(index.row(), ColumnCount - 1));
     return true;
   }
   if (index.column() == Note) {
     e.note = text;
+    m_modified = true;
     Q_EMIT dataChanged(index, index);
     return true;
   }

@@ -6,10 +6,12 @@
 
 #include <QAbstractTableModel>
 #include <QDateTime>
+#include <optional>
 #include <vector>
 
 #include "mnv2/report.h"
 #include "models/report_access.h"
+#include "models/run_identity.h"
 
 namespace mnv2::ui {
 
@@ -51,7 +53,8 @@ class ReportCatalog : public QAbstractTableModel {
   // one is pinned); returns the row of its first run.
   int addRun(const std::vector<ReportPtr>& reports);
   // Adds (or replaces) the runs of a report file; returns the row of its first run. With a session (names,
-  // notes, baseline), those are restored; a pinned baseline of the file becomes the catalog's baseline.
+  // notes, baseline), those are restored; the file's baseline becomes the catalog's only when none is pinned
+  // (a baseline the user pinned is kept).
   int addFile(const QString& path, const std::vector<ReportPtr>& reports);
   int addSession(const QString& path, const mnv2::Session& session);
 
@@ -61,6 +64,10 @@ class ReportCatalog : public QAbstractTableModel {
   int firstCurrentRow() const;  // the newest Run's first row; -1 when this session has run nothing (left)
   std::vector<int> currentRows() const;
   int count() const { return static_cast<int>(m_entries.size()); }
+  // The run's name and colour on every page: "run 3 · cpu fp32 · b2 · 160×160", a colour of its own (by its id,
+  // so it stays while other runs come and go; ten colours, then they repeat).
+  RunIdentity identity(int row) const;
+  std::optional<RunIdentity> identityOf(const ReportPtr& report) const;  // none: not in the history
 
   void remove(const std::vector<int>& rows);
   void setNote(int row, const QString& note);
@@ -75,6 +82,10 @@ class ReportCatalog : public QAbstractTableModel {
 
   // Every run with its name and note, and the baseline: what File > Save session writes.
   mnv2::Session session() const;
+  // Whether closing now would lose something: a run of this session, a name or a note not saved since
+  // setSaved() (the session was written).
+  bool isModified() const { return m_modified && count() > 0; }
+  void setSaved() { m_modified = false; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -97,6 +108,7 @@ class ReportCatalog : public QAbstractTableModel {
   int m_runs = 0;          // Runs and Compares of this session, for "run N"
   int m_currentGroup = 0;  // 0: none
   int m_baselineId = 0;    // 0: none
+  bool m_modified = false;
 };
 
 }  // namespace mnv2::ui

@@ -11,10 +11,12 @@ namespace mnv2::ui {
 
 RunComparisonModel::RunComparisonModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void RunComparisonModel::setRuns(ReportPtr a, ReportPtr b) {
+void RunComparisonModel::setRuns(ReportPtr a, ReportPtr b, QString nameA, QString nameB) {
   beginResetModel();
   m_a = std::move(a);
   m_b = std::move(b);
+  m_nameA = std::move(nameA);
+  m_nameB = std::move(nameB);
   m_rows.clear();
   m_totalA = m_totalB = 0;
   m_note.clear();
@@ -152,8 +154,8 @@ QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
 
 QVariant RunComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal) return {};
-  const QString a = m_a ? runLabel(*m_a) : QStringLiteral("A");
-  const QString b = m_b ? runLabel(*m_b) : QStringLiteral("B");
+  const QString a = !m_nameA.isEmpty() ? m_nameA : m_a ? runLabel(*m_a) : QStringLiteral("A");
+  const QString b = !m_nameB.isEmpty() ? m_nameB : m_b ? runLabel(*m_b) : QStringLiteral("B");
   if (role == Qt::DisplayRole) {
     switch (section) {
       case Index:

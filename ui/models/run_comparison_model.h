@@ -22,7 +22,9 @@ class RunComparisonModel : public QAbstractTableModel {
 
   explicit RunComparisonModel(QObject* parent = nullptr);
 
-  void setRuns(ReportPtr a, ReportPtr b);  // either may be null (empty table)
+  // Either may be null (empty table). `nameA`, `nameB`: the runs' names on the pages (RunIdentity); empty: their
+  // labels.
+  void setRuns(ReportPtr a, ReportPtr b, QString nameA = {}, QString nameB = {});
   ReportPtr runA() const { return m_a; }
   ReportPtr runB() const { return m_b; }
   // Totals over the aligned segments (ns): sum of medians of A and of B.
@@ -40,6 +42,7 @@ class RunComparisonModel : public QAbstractTableModel {
   QString segmentName(const AlignedSegment& s) const;
 
   ReportPtr m_a, m_b;
+  QString m_nameA, m_nameB;
   std::vector<AlignedSegment> m_rows;
   double m_totalA = 0, m_totalB = 0;
   QString m_note;

@@ -2,6 +2,7 @@
 #include "models/run_differences.h"
 
 #include <QStringList>
+#include <algorithm>
 
 #include "models/report_access.h"
 
@@ -39,6 +40,28 @@ QString warningsLine(const mnv2::RunComparability& c) {
   for (const mnv2::SettingDifference& d : c.differences)
     if (d.weight != mnv2::SettingDifference::Weight::note) parts << differenceText(d);
   return parts.join(QStringLiteral("; "));
+}
+
+const RunsDifferences::Setting* RunsDifferences::find(std::string_view name) const {
+  const auto it = std::find_if(settings.begin(), settings.end(), [&](const Setting& s) { return s.name == name; });
+  return it == settings.end() ? nullptr : &*it;
+}
+
+RunsDifferences differencesAmong(const std::vector<ReportPtr>& runs) {
+  RunsDifferences out;
+  if (runs.size() < 2) return out;
+  std::vector<mnv2::RunComparability> against(runs.size());  // [i]: the first run against run i
+  for (size_t i = 1; i < runs.size(); ++i) {
+    against[i] = mnv2::compare_settings(*runs.front(), *runs[i]);
+    for (const mnv2::SettingDifference& d : against[i].differences)
+      if (!out.find(d.setting)) out.settings.push_back({d.setting, std::vector<std::string>(runs.size(), d.a)});
+  }
+  // A run that does not differ from the first in a setting has the first one's value.
+  for (RunsDifferences::Setting& s : out.settings)
+    for (size_t i = 1; i < runs.size(); ++i)
+      for (const mnv2::SettingDifference& d : against[i].differences)
+        if (d.setting == s.name) s.values[i] = d.b;
+  return out;
 }
 
 QString ratioText(double timeA, double timeB, double imagesRatio) {

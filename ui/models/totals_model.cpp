@@ -9,9 +9,14 @@ namespace mnv2::ui {
 
 TotalsModel::TotalsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void TotalsModel::setReports(std::vector<ReportPtr> reports) {
+void TotalsModel::setReports(std::vector<ReportPtr> reports, QStringList names) {
   beginResetModel();
   m_reports = std::move(reports);
+  if (names.size() != static_cast<qsizetype>(m_reports.size())) {
+    names.clear();
+    for (const ReportPtr& r : m_reports) names << runLabel(*r);
+  }
+  m_names = std::move(names);
   rebuild();
   endResetModel();
 }
@@ -108,8 +113,8 @@ QVariant TotalsModel::headerData(int section, Qt::Orientation orientation, int r
   if (orientation != Qt::Horizontal || section < 0 || section >= columnCount()) return {};
   if (role == Qt::DisplayRole) {
     if (section == 0) return m_grouping == Grouping::Kind ? QStringLiteral("Kind") : QStringLiteral("Block");
-    const auto& r = m_reports[static_cast<size_t>((section - 1) / 2)];
-    return QStringLiteral("%1 %2").arg(runLabel(*r), (section - 1) % 2 ? QStringLiteral("%") : QStringLiteral("ms"));
+    return QStringLiteral("%1 %2").arg(m_names.at((section - 1) / 2),
+                                       (section - 1) % 2 ? QStringLiteral("%") : QStringLiteral("ms"));
   }
   if (role == Qt::ToolTipRole && section > 0) {
     return QStringLiteral(

@@ -17,7 +17,8 @@ class TotalsModel : public QAbstractTableModel {
 
   explicit TotalsModel(QObject* parent = nullptr);
 
-  void setReports(std::vector<ReportPtr> reports);
+  // `names`: each run's name (RunIdentity::name), one per report; without them, the runs' labels.
+  void setReports(std::vector<ReportPtr> reports, QStringList names = {});
   void setGrouping(Grouping grouping);
   Grouping grouping() const { return m_grouping; }
 
@@ -37,6 +38,7 @@ class TotalsModel : public QAbstractTableModel {
   const mnv2::GroupTotal* find(int report, int group) const;
 
   std::vector<ReportPtr> m_reports;
+  QStringList m_names;  // one per report
   Grouping m_grouping = Grouping::Kind;
   QStringList m_groups;
 };

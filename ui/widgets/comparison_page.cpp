@@ -104,20 +104,22 @@ void ComparisonPage::update() {
     m_summary->setText(QStringLiteral("Run something, or open a report, to compare two runs."));
     return;
   }
+  // Each run under its name on the pages (the run history's identity).
+  const QString nameA = m_catalog->identity(runA()).name, nameB = m_catalog->identity(runB()).name;
   // Every setting that differs is stated; runs of different networks are not paired layer by layer.
   const mnv2::RunComparability settings = mnv2::compare_settings(*a, *b);
   if (settings.refused()) {
     m_model->setRuns(nullptr, nullptr);
     m_summary->setText(QStringLiteral("A is <b>%1</b>, B is <b>%2</b>: <b>not compared</b> — %3.<br>%4")
-                           .arg(runLabel(*a).toHtmlEscaped(), runLabel(*b).toHtmlEscaped(),
+                           .arg(nameA.toHtmlEscaped(), nameB.toHtmlEscaped(),
                                 QString::fromStdString(settings.refusal()).toHtmlEscaped(), differencesHtml(settings)));
     return;
   }
-  m_model->setRuns(a, b);
+  m_model->setRuns(a, b, nameA, nameB);
   m_view->resizeColumnsToContents();
   const double ta = m_model->totalA() / 1e6, tb = m_model->totalB() / 1e6;
   QString text = QStringLiteral("A is <b>%1</b>, B is <b>%2</b>. Sum of layer medians: A %3 ms, B %4 ms")
-                     .arg(runLabel(*a).toHtmlEscaped(), runLabel(*b).toHtmlEscaped())
+                     .arg(nameA.toHtmlEscaped(), nameB.toHtmlEscaped())
                      .arg(ta, 0, 'f', 3)
                      .arg(tb, 0, 'f', 3);
   const QString ratio = ratioText(ta, tb, settings.images_ratio);

@@ -788,8 +788,13 @@ void KernelLabPage::rebuildChart() {
   }
   if (!any) {
     QString why = QStringLiteral("No timings yet:\nRun times each chosen layer\n(yours, ours, cuDNN)");
+    // A compile-only result checked no layer.
+    const bool checked = m_shown && std::any_of(m_shown->layers.begin(), m_shown->layers.end(),
+                                                [](const LabLayer& l) { return l.checked; });
     if (m_shown && m_shown->status != QLatin1String("passed"))
       why = QStringLiteral("Not timed: %1\n(timed once it passes the check)").arg(labStatusText(m_shown->status));
+    else if (m_shown && !checked)
+      why = QStringLiteral("Compiled only: not checked, not timed\npress Check or Run");
     else if (m_shown)
       why = QStringLiteral("Checked, not timed:\npress Run to time it");
     emptyText(m_chart, why);

@@ -69,20 +69,33 @@ QLabel* statusField(QWidget* parent, const QString& objectName) {
   return l;
 }
 
-// `requested`: the mode the run asked for, when known; a backend that ran fp32 instead is named.
-QString describeRun(const std::vector<ReportPtr>& reports, std::optional<mnv2::Precision> requested = {}) {
+// `requested`: the mode the run asked for, when known; a backend that ran fp32 instead is named. `names`: each
+// run's name on the pages (RunIdentity), one per report; without them, the runs' labels.
+QString describeRun(const std::vector<ReportPtr>& reports, std::optional<mnv2::Precision> requested = {},
+                    const QStringList& names = {}) {
   const mnv2::RunReport& r = *reports.front();
   QStringList backends;
   for (const auto& x : reports) backends << runLabel(*x);
-  QString text = QStringLiteral("<b>%1</b> — input %2, batch %3, %4×%5, %6 warm-up + %7 timed runs per phase")
-                     .arg(backends.join(QStringLiteral(" vs ")),
-                          QFileInfo(QString::fromStdString(r.config.input_name)).fileName().toHtmlEscaped())
-                     .arg(r.config.batch)
-                     .arg(r.config.height)
-                     .arg(r.config.width)
-                     .arg(r.config.warmup)
-                     .arg(r.config.iters);
-  for (const auto& x : reports) {
+  // The settings the title states: once when the engine's comparability rule finds every run alike in it, else
+  // on each run's line with that run's value (the rule's names and values).
+  const RunsDifferences differ = differencesAmong(reports);
+  const std::pair<const char*, QString> stated[] = {
+      {"input", QStringLiteral("input ") + QFileInfo(QString::fromStdString(r.config.input_name)).fileName()},
+      {"batch", QStringLiteral("batch %1").arg(r.config.batch)},
+      {"input size", QStringLiteral("%1×%2").arg(r.config.height).arg(r.config.width)},
+      {"iterations", QStringLiteral("%1 warm-up + %2 timed runs per phase").arg(r.config.warmup).arg(r.config.iters)}};
+  QStringList shared;
+  std::vector<const RunsDifferences::Setting*> own;
+  for (const auto& [setting, text] : stated) {
+    if (const RunsDifferences::Setting* s = differ.find(setting))
+      own.push_back(s);
+    else
+      shared << text.toHtmlEscaped();
+  }
+  QString text = QStringLiteral("<b>%1</b>").arg(backends.join(QStringLiteral(" vs ")));
+  if (!shared.isEmpty()) text += QStringLiteral(" — ") + shared.join(QStringLiteral(", "));
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const ReportPtr& x = reports[i];
     if (requested && x->config.precision != *requested) {
       text +=
           QStringLiteral("<br><i>%1 ran %2: it does not run %3%4</i>")
@@ -92,9 +105,15 @@ QString describeRun(const std::vector<ReportPtr>& reports, std::optional<mnv2::P
                                         "reduced-precision bound)")
                        : QString());
     }
+    QStringList values;
+    for (const RunsDifferences::Setting* s : own)
+      values << QString::fromStdString(s->name + " " + s->values[i]).toHtmlEscaped();
     // A remote run's label ends with where it ran ("... on h200 (gpu-node-3)"): the device follows a dash.
-    text += QStringLiteral("<br>%1%2%3 (%4): end to end %5 ms median (%6 images/s); sum of layer medians %7 ms")
-                .arg(runLabel(*x).toHtmlEscaped(),
+    text += QStringLiteral("<br>%1%2%3%4 (%5): end to end %6 ms median (%7 images/s); sum of layer medians %8 ms")
+                .arg(values.isEmpty() ? QString() : values.join(QStringLiteral(", ")) + QStringLiteral(" — "),
+                     (names.size() == static_cast<qsizetype>(reports.size()) ? names[static_cast<qsizetype>(i)]
+                                                                             : runLabel(*x))
+                         .toHtmlEscaped(),
                      x->origin.target.empty() ? QStringLiteral(" on ") : QStringLiteral(" — "),
                      QString::fromStdString(x->device).toHtmlEscaped(), QString::fromStdString(x->timer))
                 .arg(x->end_to_end.gpu_ms ? x->end_to_end.gpu_ms->median : x->end_to_end.host_ms.median, 0, 'f', 3)
@@ -887,7 +906,8 @@ void MainWindow::onClassified(const ClassifyResult& result) {
     statusBar()->showMessage(w, 20000);
   }
   m_input->setResult(result);
-  m_settings->setImageName(QFileInfo(result.imagePath).fileName());
+  m_settings->setImageName(QFileInfo(result.imagePath).fileName(),
+                           QSize(static_cast<int>(result.input.shape.w), static_cast<int>(result.input.shape.h)));
   setWindowTitle(QStringLiteral("mnv2-profiler — %1").arg(QFileInfo(result.imagePath).fileName()));
   addRecent(kRecentImages, result.imagePath);
   setLastFolder(QStringLiteral("images"), result.imagePath);
@@ -1073,13 +1093,15 @@ void MainWindow::computeDiff(const QString& backend, const QString& reference) {
   request.cuda = m_settings->cudaOptions();
   request.cudnn = m_settings->cudnnOptions();
   request.device = m_settings->device();
-  if (m_image) {
+  // The input the run settings choose, as a Run takes it (startRun): the opened image, or the random tensor at
+  // the chosen size.
+  if (m_settings->useImage() && m_image) {
     request.input = m_image->input;
     request.inputName = QFileInfo(m_image->imagePath).fileName();
   } else {
-    request.height = m_model->inputHeight;
-    request.width = m_model->inputWidth;
-    request.inputName = QStringLiteral("random(seed=1)");
+    request.height = m_settings->inputSize().height();
+    request.width = m_settings->inputSize().width();
+    request.inputName = QStringLiteral("random(seed=1), %1×%2").arg(request.height).arg(request.width);
   }
   m_settings->setStatus(QStringLiteral("diff %1 vs %2…").arg(backend, reference));
   m_controller->diff(request);
@@ -1090,6 +1112,7 @@ void MainWindow::clearShown() {
   m_shownTitle.clear();
   m_layers->setReport(nullptr);
   m_timings->setReports({}, QStringLiteral("No run is shown: check one or more runs in the Runs panel."));
+  showReliability({});
   m_graph->view()->setReport(nullptr);
   m_roofline->setReports({});
   m_timeline->setReports({});
@@ -1098,6 +1121,33 @@ void MainWindow::clearShown() {
   m_statusShown->hide();
   updateTopologySummary();
   updateActions();
+}
+
+void MainWindow::showReliability(const std::vector<ReportPtr>& shown) {
+  // One short line per shown run whose figures are not to be trusted (its first reason), at most two lines
+  // so that a laptop screen keeps the pages; every reason is in the tooltip and the Runs panel.
+  QStringList lines, full;
+  for (const ReportPtr& r : shown) {
+    const QStringList reasons = reliabilityReasons(*r);
+    if (reasons.isEmpty()) continue;
+    const std::optional<RunIdentity> id = m_catalog->identityOf(r);  // the run's name on the pages
+    const QString head =
+        (id ? id->name : runLabel(*r)) + QStringLiteral(" — ") + reliabilityMarker(*r) + QStringLiteral(": ");
+    full << head + reasons.join(QStringLiteral("; "));
+    lines
+        << head + reasons.front() +
+               (reasons.size() > 1
+                    ? QStringLiteral(" (+%1 more: hover here, or the Runs panel's Reliability)").arg(reasons.size() - 1)
+                    : QString());
+  }
+  if (lines.size() > 2) {
+    const qsizetype more = lines.size() - 1;
+    lines.resize(1);
+    lines << QStringLiteral("and %1 more shown runs are unreliable (hover here)").arg(more);
+  }
+  m_reliability->setText(lines.join(QLatin1Char('\n')));
+  m_reliability->setToolTip(full.join(QLatin1Char('\n')));
+  m_reliability->setVisible(!lines.isEmpty());
 }
 
 void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QString& title, const QString& origin) {
@@ -1118,33 +1168,17 @@ void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QStrin
                         "<br><b style='color:#b02a37'>%1 checked run(s) of another network are not shown "
                         "beside the first: a layer-by-layer chart would pair unrelated layers.</b>")
                         .arg(left);
+  // Each run under its one name and colour (the run history's), on every page.
+  std::vector<RunIdentity> identities;
+  for (const ReportPtr& r : same)
+    if (std::optional<RunIdentity> id = m_catalog->identityOf(r)) identities.push_back(*id);
+  if (identities.size() != same.size()) identities.clear();  // a run outside the history: labels as before
   m_layers->setReport(same.front());
-  m_timings->setReports(same, m_shownTitle);
+  m_timings->setReports(same, m_shownTitle, identities);
   m_timeline->setReports(same);
   m_graph->view()->setReport(same.front());
-  m_roofline->setReports(same);
-  // One short line per shown run whose figures are not to be trusted (its first reason), at most two lines
-  // so that a laptop screen keeps the pages; every reason is in the tooltip and the Runs panel.
-  QStringList lines, full;
-  for (const ReportPtr& r : same) {
-    const QStringList reasons = reliabilityReasons(*r);
-    if (reasons.isEmpty()) continue;
-    const QString head = runLabel(*r) + QStringLiteral(" — ") + reliabilityMarker(*r) + QStringLiteral(": ");
-    full << head + reasons.join(QStringLiteral("; "));
-    lines
-        << head + reasons.front() +
-               (reasons.size() > 1
-                    ? QStringLiteral(" (+%1 more: hover here, or the Runs panel's Reliability)").arg(reasons.size() - 1)
-                    : QString());
-  }
-  if (lines.size() > 2) {
-    const qsizetype more = lines.size() - 1;
-    lines.resize(1);
-    lines << QStringLiteral("and %1 more shown runs are unreliable (hover here)").arg(more);
-  }
-  m_reliability->setText(lines.join(QLatin1Char('\n')));
-  m_reliability->setToolTip(full.join(QLatin1Char('\n')));
-  m_reliability->setVisible(!lines.isEmpty());
+  m_roofline->setReports(same, identities);
+  showReliability(same);
   // The status bar's other fields are this machine's; what the shown runs were measured on is said apart,
   // labelled with where they come from.
   const mnv2::RunReport& first = *same.front();
@@ -1215,13 +1249,15 @@ void MainWindow::showShown() {
     origin = QStringLiteral("report %1").arg(QFileInfo(file).fileName());
   else
     origin = QStringLiteral("runs %1").arg(shownNames.join(QStringLiteral(", ")));
+  QStringList identities;  // each run's name on the pages
+  for (int row : rows) identities << m_catalog->identity(row).name;
   if (rows == current) {
     title = QStringLiteral("Current run (%1): ").arg(m_catalog->entry(rows.front()).name.toHtmlEscaped()) +
-            describeRun(reports, m_requested);
+            describeRun(reports, m_requested, identities);
   } else {
     QStringList names;
     for (int row : rows) names << m_catalog->entry(row).name.toHtmlEscaped();
-    title = QStringLiteral("Runs %1: ").arg(names.join(QStringLiteral(", "))) + describeRun(reports);
+    title = QStringLiteral("Runs %1: ").arg(names.join(QStringLiteral(", "))) + describeRun(reports, {}, identities);
     for (size_t i = 1; i < rows.size(); ++i) {
       const QString line = warningsLine(mnv2::compare_settings(*reports.front(), *reports[i]));
       if (!line.isEmpty())
@@ -1265,6 +1301,7 @@ bool MainWindow::saveSession(const QString& path) {
     reportError(QStringLiteral("Could not save the session"), QString::fromUtf8(e.what()));
     return false;
   }
+  m_catalog->setSaved();
   setLastFolder(QStringLiteral("exports"), path);
   statusBar()->showMessage(QStringLiteral("Saved %1 run(s) to %2").arg(m_catalog->count()).arg(path), 10000);
   return true;
@@ -1347,7 +1384,19 @@ bool MainWindow::openReport(const QString& path) {
     m_comparison->selectRuns(row, n > 1 ? row + 1 : row);
   addRecent(kRecentReports, path);
   setLastFolder(QStringLiteral("reports"), path);
-  statusBar()->showMessage(QStringLiteral("Opened %1 (%2 run(s))").arg(path).arg(n), 10000);
+  // Which baseline is pinned now: the one the user had (kept), or the session's.
+  QString baseline;
+  const int pinned = m_catalog->baselineRow();
+  if (session.baseline >= 0 && session.baseline < n && pinned >= 0) {
+    const QString own = m_catalog->entry(row + session.baseline).name;
+    baseline = pinned == row + session.baseline
+                   ? QStringLiteral("; its baseline %1 is pinned").arg(own)
+                   : QStringLiteral(
+                         "; the pinned baseline stays %1 (the session's, %2, is not pinned: pin it in the "
+                         "Runs panel)")
+                         .arg(m_catalog->entry(pinned).name, own);
+  }
+  statusBar()->showMessage(QStringLiteral("Opened %1 (%2 run(s))%3").arg(path).arg(n).arg(baseline), 10000);
   return true;
 }
 
@@ -1627,6 +1676,19 @@ void MainWindow::closeEvent(QCloseEvent* event) {
                                               QStringLiteral("The Kernel lab's kernel has unsaved changes. Save them?"),
                                               QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
     if (answer == QMessageBox::Cancel || (answer == QMessageBox::Save && !m_lab->save())) {
+      event->ignore();
+      return;
+    }
+  }
+  if (!m_options.scripted && m_catalog->isModified()) {
+    const auto answer = QMessageBox::question(
+        this, QStringLiteral("Unsaved runs"),
+        QStringLiteral("The run history has runs, names or notes that are not saved (%1 run(s) in the Runs panel). "
+                       "Save the session?")
+            .arg(m_catalog->count()),
+        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+    if (answer == QMessageBox::Save) saveSessionInteractive();
+    if (answer == QMessageBox::Cancel || (answer == QMessageBox::Save && m_catalog->isModified())) {
       event->ignore();
       return;
     }

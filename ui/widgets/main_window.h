@@ -143,6 +143,8 @@ class MainWindow : public QMainWindow {
   void showReports(const std::vector<ReportPtr>& reports, const QString& title, const QString& origin);
   void showShown();  // the runs checked in the Runs panel
   void clearShown();
+  // The banner over the pages: the shown runs whose figures are not to be trusted (hidden when none is).
+  void showReliability(const std::vector<ReportPtr>& shown);
   void saveSessionInteractive();
   void onEnvironment(const EnvironmentInfo& info);
   void showGpu();

@@ -45,6 +45,7 @@ RooflinePage::RooflinePage(LayerSelection* selection, QWidget* parent) : QWidget
       "per device and kept in the cache folder (mnv2 roofline --recalibrate measures again)."));
   m_measureTip = m_measure->toolTip();
   m_runs = new QComboBox(this);
+  m_runs->setObjectName(QStringLiteral("rooflineRun"));
   m_runs->setToolTip(QStringLiteral("The run placed on the roofline"));
   top->addWidget(m_runs);
   top->addWidget(m_summary, 1);
@@ -131,14 +132,17 @@ void RooflinePage::setRemoteRefusal(const QString& reason) {
 }
 void RooflinePage::setMeasureCeilings(bool on) { m_measure->setChecked(on); }
 
-void RooflinePage::setReports(std::vector<ReportPtr> reports) {
+void RooflinePage::setReports(std::vector<ReportPtr> reports, std::vector<RunIdentity> identities) {
   m_reports = std::move(reports);
   m_report = m_reports.empty() ? nullptr : m_reports.front();
   {
     const QSignalBlocker block(m_runs);
     m_runs->clear();
-    for (const ReportPtr& r : m_reports)
-      m_runs->addItem(QStringLiteral("%1 (%2)").arg(runLabel(*r), shownText(r->device)));
+    for (size_t i = 0; i < m_reports.size(); ++i) {
+      const ReportPtr& r = m_reports[i];
+      m_runs->addItem(QStringLiteral("%1 (%2)").arg(
+          identities.size() == m_reports.size() ? identities[i].name : runLabel(*r), shownText(r->device)));
+    }
   }
   rebuild();
 }

@@ -10,6 +10,7 @@
 
 #include "mnv2/roofline.h"
 #include "models/report_access.h"
+#include "models/run_identity.h"
 
 class QCheckBox;
 class QComboBox;
@@ -31,7 +32,8 @@ class RooflinePage : public QWidget {
 
   void setReport(ReportPtr report) { setReports({std::move(report)}); }
   // The shown runs; a list above the chart picks one (the first at first).
-  void setReports(std::vector<ReportPtr> reports);
+  // The runs the picker offers, each under its name (RunIdentity, one per report; else its label).
+  void setReports(std::vector<ReportPtr> reports, std::vector<RunIdentity> identities = {});
   bool selectRun(int index);
   // Ceilings measured for the report's device; nullopt: points only, with the reason shown.
   void setCeilings(std::optional<mnv2::Ceilings> ceilings, const QString& note = {});

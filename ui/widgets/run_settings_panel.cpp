@@ -13,6 +13,9 @@
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
+#include <functional>
+#include <string>
+#include <utility>
 
 #include "common/environment.h"
 #include "common/remote_targets.h"
@@ -25,9 +28,6 @@ namespace mnv2::ui {
 
 namespace {
 
-// The app's own defaults where they differ from the table's: a desktop run starts short.
-const std::map<std::string, std::string> kAppDefaults = {{"warmup", "3"}, {"iters", "20"}};
-
 // The settings key of an option: "options/NAME"; older versions saved some under "run/..." (read as well).
 QString settingsKey(const std::string& name) { return QStringLiteral("options/") + QString::fromStdString(name); }
 
@@ -36,6 +36,47 @@ QSpinBox* spin(QWidget* parent, int lo, int hi, int value, const QString& object
   s->setRange(lo, hi);
   s->setValue(value);
   s->setObjectName(objectName);
+  return s;
+}
+
+// A count box that refuses a typed number above its maximum rather than cutting it: QSpinBox drops the digit
+// that would pass the maximum (5000000 typed became 500000) without a word. Here the digits stay while typing,
+// Return or leaving the box keeps the previous value, and `refused` is told what was typed.
+class CountSpinBox : public QSpinBox {
+ public:
+  CountSpinBox(QWidget* parent, std::function<void(const QString&)> refused)
+      : QSpinBox(parent), m_refused(std::move(refused)) {
+    // The value changes when the typing is done: the previous count is the one kept, not its first digits.
+    setKeyboardTracking(false);
+  }
+
+  QValidator::State validate(QString& text, int& pos) const override {
+    const QValidator::State state = QSpinBox::validate(text, pos);
+    return state == QValidator::Invalid && above(text) ? QValidator::Intermediate : state;
+  }
+  void fixup(QString& input) const override {
+    if (above(input) && m_refused) m_refused(input.trimmed());
+    QSpinBox::fixup(input);
+  }
+
+ private:
+  bool above(const QString& text) const {
+    bool ok = false;
+    const qlonglong n = text.trimmed().toLongLong(&ok);
+    return ok && n > maximum();
+  }
+  std::function<void(const QString&)> m_refused;
+};
+
+// A count box for an integer option of the engine's table: its range, its default, its help (the CLI's).
+QSpinBox* optionSpin(QWidget* parent, const char* name, const QString& objectName,
+                     std::function<void(const QString&)> refused) {
+  const OptionSpec& spec = *mnv2::find_option(name);
+  auto* s = new CountSpinBox(parent, std::move(refused));
+  s->setRange(static_cast<int>(spec.min), static_cast<int>(spec.max));
+  s->setValue(std::stoi(spec.default_value));
+  s->setObjectName(objectName);
+  s->setToolTip(QString::fromStdString(spec.help));
   return s;
 }
 
@@ -76,6 +117,13 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_timer->setObjectName(QStringLiteral("timerCombo"));
   m_timer->addItem(QStringLiteral("cudaEvent"), static_cast<int>(mnv2::TimerKind::cuda_event));
   m_timer->addItem(QStringLiteral("CUPTI kernels"), static_cast<int>(mnv2::TimerKind::cupti_kernel));
+  // What the cpu backends time with; shown (greyed) for them, never chosen for a GPU backend.
+  m_timer->addItem(QStringLiteral("host clock"), static_cast<int>(mnv2::TimerKind::host_clock));
+  if (auto* timers = qobject_cast<QStandardItemModel*>(m_timer->model())) timers->item(2)->setEnabled(false);
+  connect(m_timer, &QComboBox::currentIndexChanged, this, [this] {
+    const auto kind = static_cast<mnv2::TimerKind>(m_timer->currentData().toInt());
+    if (kind != mnv2::TimerKind::host_clock) m_gpuTimer = kind;
+  });
   // The backends' options from the engine's table: choices, help and defaults in one place.
   for (const OptionSpec& spec : option_table()) {
     if (!spec.per_run || (spec.name.rfind("cuda-", 0) != 0 && spec.name.rfind("cudnn-", 0) != 0)) continue;
@@ -116,7 +164,7 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_backendOptions[deviceSpec.name] = device;
   // Start values: the table's defaults under the environment's overrides; loadSettings() adds the saved ones
   // beneath the environment's (flag > environment > saved > default).
-  m_resolved = OptionValues(kAppDefaults);
+  m_resolved = OptionValues();
   try {
     frontend::offer_environment(m_resolved);
   } catch (const std::exception&) {  // a bad variable: the front end's start reports it; defaults here
@@ -130,11 +178,19 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   m_height = spin(this, 32, 4096, 224, QStringLiteral("heightSpin"));
   m_width = spin(this, 32, 4096, 224, QStringLiteral("widthSpin"));
   m_batch = spin(this, 1, 4096, 1, QStringLiteral("batchSpin"));
-  m_warmup = spin(this, 0, 100000, 3, QStringLiteral("warmupSpin"));
-  m_iters = spin(this, 1, 1000000, 20, QStringLiteral("itersSpin"));
+  // A typed count above the maximum is refused in the status line, the previous count kept.
+  auto refusal = [this](const QString& what, QSpinBox* const* box) {
+    return [this, what, box](const QString& typed) {
+      if (m_status)
+        m_status->setText(QStringLiteral("%1: %2 is more than the most allowed (%3); kept %4")
+                              .arg(what, typed)
+                              .arg((*box)->maximum())
+                              .arg((*box)->value()));
+    };
+  };
+  m_warmup = optionSpin(this, "warmup", QStringLiteral("warmupSpin"), refusal(QStringLiteral("Warm-up"), &m_warmup));
+  m_iters = optionSpin(this, "iters", QStringLiteral("itersSpin"), refusal(QStringLiteral("Iterations"), &m_iters));
   m_batch->setToolTip(QStringLiteral("Images per forward pass; the opened image is repeated over the batch"));
-  m_warmup->setToolTip(QStringLiteral("Untimed runs before each of the two timed phases"));
-  m_iters->setToolTip(QStringLiteral("Timed runs in each phase (end-to-end, then per layer)"));
   m_cpuThreads = spin(this, 0, 4096, 0, QStringLiteral("cpuThreadsSpin"));
   m_cpuThreads->setSpecialValueText(QStringLiteral("default"));
   m_cpuThreads->setValue(static_cast<int>(m_resolved.integer("threads")));  // $MNV2_CPU_THREADS where set
@@ -145,9 +201,15 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
       "benchmarks; on a busy machine fewer threads than free cores keep the tail short."));
 
   auto* sizeRow = new QHBoxLayout;
+  m_times = new QLabel(QStringLiteral("×"), this);
+  m_imageSize = new QLabel(this);
+  m_imageSize->setObjectName(QStringLiteral("imageSizeLabel"));
+  m_imageSize->setToolTip(QStringLiteral("An image is resized and cropped as the model's preprocessing says"));
+  m_imageSize->hide();
   sizeRow->addWidget(m_height);
-  sizeRow->addWidget(new QLabel(QStringLiteral("×"), this));
+  sizeRow->addWidget(m_times);
   sizeRow->addWidget(m_width);
+  sizeRow->addWidget(m_imageSize);
 
   m_run = new QPushButton(QStringLiteral("Run"), this);
   m_run->setObjectName(QStringLiteral("runButton"));
@@ -281,7 +343,7 @@ bool RunSettingsPanel::setPrecision(mnv2::Precision precision) {
   return m_precision->setPrecision(precision);
 }
 
-mnv2::TimerKind RunSettingsPanel::timer() const { return static_cast<mnv2::TimerKind>(m_timer->currentData().toInt()); }
+mnv2::TimerKind RunSettingsPanel::timer() const { return m_gpuTimer; }
 
 QString RunSettingsPanel::optionText(const std::string& name) const {
   QWidget* w = m_backendOptions.at(name);
@@ -362,8 +424,9 @@ void RunSettingsPanel::setCudaOptions(const mnv2::CudaOptions& o) {
 }
 
 void RunSettingsPanel::setTimer(mnv2::TimerKind timer) {
-  const int i = m_timer->findData(static_cast<int>(timer));
-  if (i >= 0) m_timer->setCurrentIndex(i);
+  if (timer == mnv2::TimerKind::host_clock) return;  // not a GPU backend's choice
+  m_gpuTimer = timer;
+  updateEnabled();
 }
 
 int RunSettingsPanel::cpuThreads() const { return m_cpuThreads->value(); }
@@ -400,7 +463,8 @@ bool RunSettingsPanel::useImage() const {
 
 QSize RunSettingsPanel::inputSize() const { return {m_width->value(), m_height->value()}; }
 
-void RunSettingsPanel::setImageName(const QString& name) {
+void RunSettingsPanel::setImageName(const QString& name, QSize size) {
+  m_imageInputSize = size;
   auto* model = qobject_cast<QStandardItemModel*>(m_input->model());
   QStandardItem* item = model ? model->item(0) : nullptr;
   if (item) {
@@ -444,12 +508,19 @@ void RunSettingsPanel::setStatus(const QString& text) { m_status->setText(text);
 void RunSettingsPanel::updateEnabled() {
   const bool gpu = !backend().isEmpty() && !mnv2::is_host_backend(backend().toStdString());
   m_timer->setEnabled(gpu && !m_running);
+  m_timer->setCurrentIndex(m_timer->findData(static_cast<int>(gpu ? m_gpuTimer : mnv2::TimerKind::host_clock)));
   m_timer->setToolTip(gpu ? QStringLiteral("cudaEvent: events around each layer; CUPTI: GPU kernel time from activity "
                                            "records, with kernel names")
                           : QStringLiteral("The cpu backends are always timed with the host clock"));
   const bool random = !useImage();
   m_height->setEnabled(random && !m_running);
   m_width->setEnabled(random && !m_running);
+  // The image's own size in place of the random tensor's (kept for when the random tensor is chosen again).
+  const bool imageSize = !random && m_imageInputSize.isValid();
+  for (QWidget* w : std::initializer_list<QWidget*>{m_height, m_times, m_width}) w->setVisible(!imageSize);
+  m_imageSize->setVisible(imageSize);
+  m_imageSize->setText(
+      QStringLiteral("%1×%2 (the image)").arg(m_imageInputSize.height()).arg(m_imageInputSize.width()));
   const QString sizeTip = random ? QStringLiteral("Height × width of the random input tensor")
                                  : QStringLiteral("An image is resized and cropped as the model's preprocessing says");
   m_height->setToolTip(sizeTip);
@@ -487,7 +558,7 @@ mnv2::CompareSelection RunSettingsPanel::compareSelection() const {
 
 void RunSettingsPanel::loadSettings(const QSettings& s) {
   // Saved values beneath the environment's: the one precedence rule. A hand-edited bad value is skipped.
-  mnv2::OptionValues v(kAppDefaults);
+  mnv2::OptionValues v;
   auto offerSaved = [&v](const std::string& name, const QVariant& value) {
     if (!value.isValid()) return;
     try {

@@ -84,9 +84,11 @@ class RunSettingsPanel : public QWidget {
   int warmup() const;
   int iterations() const;
   void setCounts(int batch, int warmup, int iterations);
-  bool useImage() const;                   // the opened image, else a random tensor of inputSize()
-  QSize inputSize() const;                 // height x width for random input
-  void setImageName(const QString& name);  // "" when no image is open
+  bool useImage() const;    // the opened image, else a random tensor of inputSize()
+  QSize inputSize() const;  // height x width for random input
+  // "" when no image is open; `size`: the image's tensor (after the model's preprocessing), shown in place of the
+  // random tensor's size while the image is the input.
+  void setImageName(const QString& name, QSize size = {});
   void setModelInputSize(int height, int width);
 
   void setRunning(bool running);
@@ -120,6 +122,8 @@ class RunSettingsPanel : public QWidget {
   PrecisionCombo* m_precision = nullptr;
   QLabel* m_precisionNote = nullptr;
   QComboBox* m_timer = nullptr;
+  // The GPU backends' timer as chosen; the combo shows "host clock" (greyed) while a cpu backend is selected.
+  mnv2::TimerKind m_gpuTimer = mnv2::TimerKind::cuda_event;
   // The cuda and cudnn backends' options, one widget per option of the engine's table (mnv2/options.h): a
   // combo box of its choices, or a line edit; named after the option ("cuda-fusion" -> cudaFusionCombo).
   std::map<std::string, QWidget*> m_backendOptions;
@@ -132,6 +136,9 @@ class RunSettingsPanel : public QWidget {
   QComboBox* m_input = nullptr;
   QSpinBox* m_height = nullptr;
   QSpinBox* m_width = nullptr;
+  QLabel* m_times = nullptr;      // the "×" between them
+  QLabel* m_imageSize = nullptr;  // in their place while the image is the input
+  QSize m_imageInputSize;
   QSpinBox* m_batch = nullptr;
   QSpinBox* m_warmup = nullptr;
   QSpinBox* m_iters = nullptr;

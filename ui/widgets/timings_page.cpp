@@ -128,11 +128,22 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
   connect(m_selection, &LayerSelection::currentLayerChanged, this, [this](int layer) { highlight(layer); });
 }
 
-void TimingsPage::setReports(std::vector<ReportPtr> reports, const QString& title) {
+void TimingsPage::setReports(std::vector<ReportPtr> reports, const QString& title,
+                             std::vector<RunIdentity> identities) {
   m_reports = std::move(reports);
+  if (identities.size() != m_reports.size()) {
+    identities.clear();
+    for (size_t i = 0; i < m_reports.size(); ++i) {
+      const mnv2::RunReport& r = *m_reports[i];
+      identities.push_back({runLabel(r), runColor(shownText(r.backend), r.config.precision, static_cast<int>(i))});
+    }
+  }
+  m_identities = std::move(identities);
   m_title->setText(title);
   rebuildPlot();
-  m_totals->setReports(m_reports);
+  QStringList names;
+  for (const RunIdentity& id : m_identities) names << id.name;
+  m_totals->setReports(m_reports, names);
   rebuildTotals();
   m_totalsView->resizeColumnsToContents();
 }
@@ -193,8 +204,9 @@ void TimingsPage::rebuildPlot() {
   for (int i = 0; i < series; ++i) {
     const mnv2::RunReport& r = *m_reports[static_cast<size_t>(i)];
     auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
-    bars->setName(QStringLiteral("%1 (%2, %3)").arg(runLabel(r), shownText(r.device), shownText(r.timer)));
-    const QColor color = runColor(shownText(r.backend), r.config.precision, i);
+    const RunIdentity& id = m_identities[static_cast<size_t>(i)];
+    bars->setName(QStringLiteral("%1 (%2, %3)").arg(id.name, shownText(r.device), shownText(r.timer)));
+    const QColor color = id.colour;
     bars->setPen(QPen(color.darker(130), 0.5));
     bars->setBrush(color);
     bars->setWidth(0.84 / series);
@@ -258,11 +270,12 @@ void TimingsPage::rebuildTotals() {
   for (int i = 0; i < series; ++i) {
     const mnv2::RunReport& r = *m_reports[static_cast<size_t>(i)];
     auto* bars = new QCPBars(m_totalsPlot->xAxis, m_totalsPlot->yAxis);
-    const QColor color = runColor(shownText(r.backend), r.config.precision, i);
+    const RunIdentity& id = m_identities[static_cast<size_t>(i)];
+    const QColor color = id.colour;
     bars->setPen(QPen(color.darker(130), 0.5));
     bars->setBrush(color);
     bars->setWidth(0.8 / series);
-    bars->setName(runLabel(r));
+    bars->setName(id.name);
     QVector<double> keys, values;
     for (int g = 0; g < groups.size(); ++g) {
       keys << g;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/report_access.h"
+#include "models/run_identity.h"
 
 class QCheckBox;
 class QComboBox;
@@ -27,8 +28,9 @@ class TimingsPage : public QWidget {
  public:
   explicit TimingsPage(LayerSelection* selection, QWidget* parent = nullptr);
 
-  // Shows these runs side by side (every report must have the same topology as the first).
-  void setReports(std::vector<ReportPtr> reports, const QString& title);
+  // Shows these runs side by side (every report must have the same topology as the first), each under its
+  // identity (one per report: name and colour); without identities, under its label and backend's colour.
+  void setReports(std::vector<ReportPtr> reports, const QString& title, std::vector<RunIdentity> identities = {});
   const std::vector<ReportPtr>& reports() const { return m_reports; }
 
   void setLogScale(bool log);
@@ -51,6 +53,7 @@ class TimingsPage : public QWidget {
 
   LayerSelection* m_selection;
   std::vector<ReportPtr> m_reports;
+  std::vector<RunIdentity> m_identities;  // one per report
   std::vector<QCPBars*> m_bars;
   QCPBarsGroup* m_group = nullptr;
   QLabel* m_title;
