@@ -40,14 +40,7 @@ class ModelHeadersTest : public QObject {
   Q_OBJECT
 
  private:
-  std::vector<mnv2::Layer> topology() const {
-    std::vector<mnv2::Layer> layers = test::mainModel().layers;
-    for (auto& l : layers) {
-      l.weight.clear();
-      l.bias.clear();
-    }
-    return layers;
-  }
+  std::vector<mnv2::Layer> topology() const { return test::weightlessTopology(); }
   ReportPtr report(const std::string& backend) const {
     return std::make_shared<const mnv2::RunReport>(test::syntheticReport(topology(), backend, 1000, 0.05, false));
   }

@@ -19,14 +19,7 @@ class ModelsTest : public QObject {
   Q_OBJECT
 
  private:
-  std::vector<mnv2::Layer> topology() const {
-    std::vector<mnv2::Layer> layers = test::mainModel().layers;
-    for (auto& l : layers) {
-      l.weight.clear();
-      l.bias.clear();
-    }
-    return layers;
-  }
+  std::vector<mnv2::Layer> topology() const { return test::weightlessTopology(); }
   std::vector<mnv2::LayerStats> stats() const { return mnv2::analyse(test::mainModel(), 1, 224, 224); }
 
   // A real cpu-ref run (one step per layer), short: the models must take what the engine produces.

@@ -79,6 +79,15 @@ const mnv2::Model& mainModel() {
   return model;
 }
 
+std::vector<mnv2::Layer> weightlessTopology() {
+  std::vector<mnv2::Layer> layers = mainModel().layers;
+  for (auto& l : layers) {
+    l.weight.clear();
+    l.bias.clear();
+  }
+  return layers;
+}
+
 mnv2::RunReport syntheticReport(const std::vector<mnv2::Layer>& topology, const std::string& backend, double baseNs,
                                 double spread, bool fuseActivations) {
   mnv2::RunReport r;

@@ -49,6 +49,8 @@ QStringList csvFields(const QString& line);
 
 // The main model, loaded once per test program.
 const mnv2::Model& mainModel();
+// Its layers without their weights and biases: the topology a synthetic report needs.
+std::vector<mnv2::Layer> weightlessTopology();
 
 // A hand-made report over `topology`: one step per layer, or pairs (conv + activation) fused into one
 // step when `fuseActivations`; step k's median is `base_ns * (1 + k % 7)` with p10/p90 at ±`spread`.
