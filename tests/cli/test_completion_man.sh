@@ -51,7 +51,8 @@ grep -q "bash or zsh" "$scratch/err" || fail "completion fish says: $(cat "$scra
 warnings=$(groff -man -ww -z "$scratch/mnv2.1" 2>&1)
 [[ -z $warnings ]] || fail "groff warns: $warnings"
 page=$(MANWIDTH=100 man -l "$scratch/mnv2.1" 2>"$scratch/man.err" | col -b)
-[[ ! -s $scratch/man.err ]] || fail "man -l: $(cat "$scratch/man.err")"
+# man's only allowed remark: a locale the machine lacks (a minimal container); anything else is the page's fault.
+if grep -v "can't set the locale" "$scratch/man.err" | grep -q .; then fail "man -l: $(cat "$scratch/man.err")"; fi
 for section in NAME SYNOPSIS DESCRIPTION COMMANDS ENVIRONMENT "EXIT STATUS" EXAMPLES FILES; do
   grep -qx "$section" <<<"$page" || fail "the page has no $section section"
 done
