@@ -15,11 +15,13 @@ void Args::value(const std::string& name, const std::string& help) {
 
 void Args::output(const std::string& name, const std::string& help) {
   value(name, help);
+  options_[name]->type_name("FILE");
   output_names_.push_back(name);
 }
 
 void Args::input(const std::string& name, const std::string& help, bool list) {
   value(name, help);
+  options_[name]->type_name(list ? "FILE[,FILE...]" : "FILE");
   input_names_.emplace_back(name, list);
 }
 
@@ -48,6 +50,25 @@ void Args::table(const std::string& name, const std::string& command_default) {
     help += "]";
   }
   value("--" + name, help);
+  // What --help and the manual page show for the value: the table's type.
+  const char* type = "TEXT";
+  switch (spec->type) {
+    case OptionType::choice:
+      type = "WORD";
+      break;
+    case OptionType::integer:
+      type = "INT";
+      break;
+    case OptionType::size:
+      type = "HxW";
+      break;
+    case OptionType::text:
+      break;
+    case OptionType::path:
+      type = "PATH";
+      break;
+  }
+  options_["--" + name]->type_name(type);
   table_names_.push_back(name);
 }
 

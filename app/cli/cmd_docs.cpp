@@ -24,6 +24,7 @@ std::vector<DeclaredCommand> g_commands;
 struct OptionDoc {
   std::string flag;  // "--batch"
   std::string help;
+  std::string type;  // what the value is: FILE, INT, HxW, ... (CLI11's type name, as --help shows it)
   bool takes_value = true;
   bool names_file = false;
   std::vector<std::string> choices;  // the table's values of a choice option
@@ -39,6 +40,7 @@ std::vector<OptionDoc> options_of(const DeclaredCommand& c) {
     d.flag = "--" + o->get_lnames().front();
     d.help = o->get_description();
     d.takes_value = o->get_expected_min() > 0;
+    d.type = o->get_type_name();
     d.names_file = c.args->names_file(d.flag);
     if (const OptionSpec* spec = find_option(o->get_lnames().front()); spec != nullptr && d.help.find(spec->help) == 0)
       d.choices = spec->choices;
@@ -207,9 +209,10 @@ std::string man_page() {
   for (const DeclaredCommand* c : visible_commands()) {
     s += ".SS mnv2 " + roff(c->app->get_name()) + "\n" + roff(c->app->get_description()) + ".\n";
     for (const OptionDoc& d : options_of(*c)) {
-      s += ".TP\n.B " + roff(d.flag) + (d.takes_value ? " \\fI" + roff(d.names_file ? "FILE" : "VALUE") + "\\fR" : "") +
-           "\n" + roff(d.help) + "\n";
+      s += ".TP\n.B " + roff(d.flag) + (d.takes_value ? " \\fI" + roff(d.type) + "\\fR" : "") + "\n" + roff(d.help) +
+           "\n";
     }
+    if (*c->examples != '\0') s += ".PP\nExamples:\n.RS\n.nf\n" + roff(c->examples) + "\n.fi\n.RE\n";
   }
   s += ".SH ENVIRONMENT\nA flag wins over its variable; the variable over a saved setting; that over the default.\n";
   for (const OptionSpec& spec : option_table())
@@ -223,9 +226,10 @@ std::string man_page() {
        "failed (runs refused, a lab kernel's check)\n.TP\n2\na usage error: an unknown command or option, a bad "
        "value\n.TP\n3\nmnv2 lab: the kernel did not compile\n.TP\n4\nmnv2 lab: the kernel crashed the worker or timed "
        "out\n";
-  s += ".SH EXAMPLES\n.nf\nmnv2 classify photo.jpg\nmnv2 profile \\-\\-backend cuda \\-\\-precision fp16 \\-\\-json "
-       "run.json\nmnv2 compare \\-\\-backends cpu\\-ref,cudnn,cuda \\-\\-image photo.jpg\nmnv2 bench \\-\\-backends "
-       "cuda,cudnn \\-\\-batch 1,8,64,256\nmnv2 runs a.json b.json\nmnv2 plan \\-\\-gpu h200 \\-\\-batch 256\n.fi\n";
+  s += ".SH EXAMPLES\n.nf\n";
+  for (const DeclaredCommand* c : visible_commands())
+    if (*c->examples != '\0') s += roff(std::string(c->examples).substr(0, std::string(c->examples).find('\n'))) + "\n";
+  s += ".fi\n";
   s += ".SH FILES\n.TP\n~/.config/mnv2\\-profiler/targets.json\nthe remote targets\n.TP\n~/.cache/mnv2\\-profiler/\n"
        "the caches (roofline ceilings, cuDNN plans, kernel lab builds)\n";
   s += ".SH SEE ALSO\n.BR mnv2\\-profiler (1),\n.BR ncu (1),\n.BR nsys (1)\n";

@@ -64,6 +64,7 @@ std::string check_remote_args(const std::string& command, const std::vector<std:
 struct DeclaredCommand {
   const CLI::App* app;
   const Args* args;
+  const char* examples;  // two command lines, one per line
 };
 void set_declared_commands(const CLI::App* root, std::vector<DeclaredCommand> commands);
 void declare_completion(Args& a);

@@ -59,35 +59,52 @@ struct Command {
   const char* help;
   void (*declare)(Args&);
   int (*run)(const Args&, const OptionValues&);
+  const char* examples = "";  // two command lines, one per line: under the command's --help and in `mnv2 man`
 };
 
 const Command kCommands[] = {
     {"info", "build, devices, backends and why unavailable, model lookup; the model's format, producer, input, classes",
-     declare_info, cmd_info},
-    {"topology", "the layers with output shapes, params and MACs", declare_topology, cmd_topology},
-    {"classify", "top-K classes for each image (or each image of a tensor)", declare_classify, cmd_classify},
-    {"plan", "the cuda backend's plan for a GPU (steps, kernels, tiles), made without one", declare_plan, cmd_plan},
+     declare_info, cmd_info, "mnv2 info\nmnv2 info --model mobilenet_v2.onnx --json"},
+    {"topology", "the layers with output shapes, params and MACs", declare_topology, cmd_topology,
+     "mnv2 topology\nmnv2 topology --batch 8 --input-size 160 --format csv"},
+    {"classify", "top-K classes for each image (or each image of a tensor)", declare_classify, cmd_classify,
+     "mnv2 classify photo.jpg\nmnv2 classify --backend cuda --precision fp16 --top 3 a.jpg b.png"},
+    {"plan", "the cuda backend's plan for a GPU (steps, kernels, tiles), made without one", declare_plan, cmd_plan,
+     "mnv2 plan --gpu h200 --batch 256 --precision fp16\nmnv2 plan --gpu t4 --code-arch 75 --cuda-fusion block"},
     {"bench", "end-to-end latency and throughput (no instrumentation), every backend x input size x batch",
-     declare_bench, cmd_bench},
-    {"profile", "an end-to-end run, then a per-layer run: table and reports", declare_profile, cmd_profile},
+     declare_bench, cmd_bench,
+     "mnv2 bench --backends cuda,cudnn --batch 1,8,64,256 --json bench.json\nmnv2 bench --show "
+     "bench.json,pytorch.json"},
+    {"profile", "an end-to-end run, then a per-layer run: table and reports", declare_profile, cmd_profile,
+     "mnv2 profile --backend cuda --precision fp16 --image photo.jpg --json run.json\nmnv2 profile --backend cudnn "
+     "--ncu-command block3.dw"},
     {"roofline", "the device's measured ceilings (cached per device) and each layer's intensity and GFLOP/s",
-     declare_roofline, cmd_roofline},
+     declare_roofline, cmd_roofline,
+     "mnv2 roofline --backend cuda --precision fp16\nmnv2 roofline --backend cpu --csv roofline.csv"},
     {"memory", "activation and weight bytes per layer; what the prepared backend holds and what the driver saw",
-     declare_memory, cmd_memory},
-    {"eval", "top-1/top-5 accuracy over labelled images", declare_eval, cmd_eval},
+     declare_memory, cmd_memory,
+     "mnv2 memory --backend cuda --batch 64\nmnv2 memory --backend cudnn --precision fp16 --json memory.json"},
+    {"eval", "top-1/top-5 accuracy over labelled images", declare_eval, cmd_eval,
+     "mnv2 eval --images photos/ --backend cpu\nmnv2 eval --list labelled.txt --backend cuda --precision fp16 --json "
+     "eval.json"},
     {"compare", "profiles each backend, side by side, with each layer's output error against the first backend",
-     declare_compare, cmd_compare},
+     declare_compare, cmd_compare,
+     "mnv2 compare --backends cpu-ref,cudnn,cuda --image photo.jpg\nmnv2 compare --backends cpu,cuda --precision fp16 "
+     "--json compare.json"},
     {"runs", "report or session files side by side: every setting that differs, weighed, and the layers", declare_runs,
-     cmd_runs},
+     cmd_runs, "mnv2 runs a.json b.json\nmnv2 runs --baseline 2 session.json"},
     {"lab", "the kernel lab: your CUDA kernel for one slot, compiled (NVRTC), checked per layer, timed beside ours",
-     declare_lab, cmd_lab},
+     declare_lab, cmd_lab,
+     "mnv2 lab --template depthwise > dw.cu\nmnv2 lab --slot depthwise --kernel dw.cu --json lab.json"},
     {"targets", "remote targets (SSH hosts, Slurm): list, add, remove, probe, connect, disconnect", declare_targets,
-     cmd_targets},
-    {"remote", "remote install TARGET: copy this mnv2 to a target (no root needed)", declare_remote, cmd_remote},
+     cmd_targets, "mnv2 targets add lab gpu-box\nmnv2 targets probe lab"},
+    {"remote", "remote install TARGET: copy this mnv2 to a target (no root needed)", declare_remote, cmd_remote,
+     "mnv2 remote install lab\nmnv2 remote install slurm-a100"},
     {"completion", "bash|zsh: the shell completion script, from the commands and the option table", declare_completion,
-     cmd_completion},
-    {"man", "the manual page (roff), from the commands and the option table: mnv2 man | man -l -", declare_man,
-     cmd_man},
+     cmd_completion,
+     "mnv2 completion bash > ~/.local/share/bash-completion/completions/mnv2\nmnv2 completion zsh > ~/.zfunc/_mnv2"},
+    {"man", "the manual page (roff), from the commands and the option table: mnv2 man | man -l -", declare_man, cmd_man,
+     "mnv2 man | man -l -\nmnv2 man > mnv2.1"},
     {"lab-worker", "", declare_lab_worker, cmd_lab_worker},
     {"agent", "", declare_agent, cmd_agent},
 };
@@ -170,6 +187,12 @@ int dispatch(int argc, char** argv) {
     const bool hidden = std::string(c.name) == "lab-worker" || std::string(c.name) == "agent";
     const bool generator = std::string(c.name) == "completion" || std::string(c.name) == "man";  // run nothing
     if (hidden) sub->group("");  // started by 'mnv2 lab' and by ssh or srun only
+    if (*c.examples != '\0') {
+      std::string lines = std::string("Examples:\n  ") + c.examples;
+      for (size_t at = lines.find('\n', 11); at != std::string::npos; at = lines.find('\n', at + 3))
+        lines.replace(at, 1, "\n  ");
+      sub->footer(lines);
+    }
     parsed.emplace_back(sub, std::make_unique<Args>(*sub));
     c.declare(*parsed.back().second);
     if (!hidden && !generator) process_options(*parsed.back().second);
@@ -177,7 +200,8 @@ int dispatch(int argc, char** argv) {
     sub->add_option("--progress-fd", progress_fd, "")->group("");
   }
   std::vector<DeclaredCommand> declared;
-  for (const auto& [sub, args] : parsed) declared.push_back({sub, args.get()});
+  for (size_t i = 0; i < parsed.size(); ++i)
+    declared.push_back({parsed[i].first, parsed[i].second.get(), kCommands[i].examples});
   set_declared_commands(&app, std::move(declared));
   if (argc < 2) {
     std::cerr << app.help();

@@ -2,7 +2,8 @@
 # `mnv2 completion bash|zsh` and `mnv2 man` (app/cli/cmd_docs.cpp), as a user meets them: the bash script sourced in
 # `bash --norc` gives the expected COMPREPLY (commands, each command's flags as --help lists them, a choice
 # option's values from the option table, file names for a file option); the zsh script parses in zsh; the page
-# renders with `man -l` without a groff warning and has its sections; a shell it does not know is a usage error.
+# renders with `man -l` without a groff warning and has its sections; a shell it does not know is a usage error;
+# every command's --help ends with two examples whose flags the command takes.
 # Usage: test_completion_man.sh MNV2
 set -euo pipefail
 mnv2=$1
@@ -33,6 +34,16 @@ for cmd in info topology classify plan bench profile roofline memory eval compar
   expect "$cmd's flags" "$offered" "$listed"
 done
 expect "an unknown command" "$(complete mnv2 nosuch --)" ""
+# Every command's --help ends with two examples of that command, whose flags are flags it takes.
+for cmd in info topology classify plan bench profile roofline memory eval compare runs lab targets remote completion man; do
+  help=$("$mnv2" "$cmd" --help)
+  examples=$(sed -n '/^Examples:$/,$p' <<<"$help" | sed -n 's/^  //p')
+  [[ $(grep -c "^mnv2 $cmd\b" <<<"$examples") == 2 ]] || fail "$cmd --help has no two examples of mnv2 $cmd: [$examples]"
+  listed=$(sed -nE 's/^  (-[a-zA-Z],)?(--[a-z0-9][a-z0-9-]*).*/\2/p' <<<"$help")
+  for flag in $(grep -oE -- '--[a-z0-9][a-z0-9-]*' <<<"$examples"); do
+    grep -qx -- "$flag" <<<"$listed" || fail "an example of $cmd uses $flag, which $cmd does not take"
+  done
+done
 
 "$mnv2" completion zsh >"$scratch/_mnv2"
 head -1 "$scratch/_mnv2" | grep -qx '#compdef mnv2' || fail "the zsh script does not start with #compdef mnv2"
@@ -60,5 +71,7 @@ for cmd in info topology classify plan bench profile roofline memory eval compar
   grep -q "^   mnv2 $cmd\$" <<<"$page" || fail "the page has no section for mnv2 $cmd"
 done
 grep -q "MNV2_CUDA_FUSE" <<<"$page" || fail "the page's ENVIRONMENT lacks MNV2_CUDA_FUSE"
-grep -q -- "--cuda-fusion VALUE" <<<"$page" || fail "the page lacks --cuda-fusion"
+grep -q -- "--cuda-fusion WORD" <<<"$page" || fail "the page lacks --cuda-fusion"
+[[ $(grep -cE "^[[:space:]]+mnv2 plan --gpu t4 --code-arch 75 --cuda-fusion block$" <<<"$page") == 1 ]] ||
+  fail "the page lacks plan's examples"
 echo "completion and man: ok"
