@@ -201,8 +201,7 @@ Variants variants_for(const GemmLayer& g, int64_t m, const mnv2::GpuProperties& 
   Variants v;
   // The planner's choice: the measured tile table's where it lists the shape for this GPU, else the cost model's.
   k::GemmTile table_tile{};
-  const mnv2::MeasuredGemmTile* row = s.vec4 ? mnv2::measured_gemm_tile(gpu, s.m, s.n, s.k) : nullptr;
-  v.from_table = row != nullptr && k::parse_gemm_tile(row->tile, &table_tile);
+  v.from_table = mnv2::measured_gemm_tile(gpu, s, &table_tile);
   v.chosen = k::choose_gemm_variant(s, caps, true, v.from_table ? &table_tile : nullptr);
   for (k::GemmTile t : kTiles) {
     const k::GemmVariant f = k::choose_gemm_variant(s, caps, true, &t);

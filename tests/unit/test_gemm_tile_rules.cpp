@@ -82,6 +82,12 @@ TEST(GemmTileRules, AppliesOnlyWhereItWasMeasured) {
   ASSERT_NE(row, nullptr);
   EXPECT_STREQ(row->tile, "32x32");
   EXPECT_EQ(measured_gemm_tile(h200, 12544 * 3, 96, 16), nullptr) << "batch 3 was not measured";
+  // By shape, as the planner and the bench ask: the tile parsed; nothing for a batched or unaligned GEMM.
+  kernels::GemmTile tile{};
+  ASSERT_TRUE(measured_gemm_tile(h200, kernels::GemmShape{12544 * 256, 96, 16, 1, true}, &tile));
+  EXPECT_EQ(tile, kernels::GemmTile::t32x32);
+  EXPECT_FALSE(measured_gemm_tile(h200, kernels::GemmShape{12544 * 256, 96, 16, 1, false}, &tile));
+  EXPECT_FALSE(measured_gemm_tile(h200, kernels::GemmShape{12544 * 256, 96, 16, 2, true}, &tile));
   EXPECT_EQ(measured_gemm_tile(h200, 12544, 96, 17), nullptr);
   GpuProperties ptx75 = h200;
   ptx75.code_arch = 75;  // the compute_75 PTX plugin on the same card: other code, not what was measured

@@ -11,6 +11,9 @@
 #include "backends/cuda/gemm_tile_rules.h"
 
 #include <array>
+#include <string>
+
+#include "mnv2/error.h"
 
 namespace mnv2 {
 
@@ -99,6 +102,15 @@ const MeasuredGemmTile* measured_gemm_tile(const GpuProperties& gpu, int m, int 
   for (const MeasuredGemmTile& t : table->tiles)
     if (t.m == m && t.n == n && t.k == k) return &t;
   return nullptr;
+}
+
+bool measured_gemm_tile(const GpuProperties& gpu, const kernels::GemmShape& shape, kernels::GemmTile* tile) {
+  if (shape.batch != 1 || !shape.vec4) return false;
+  const MeasuredGemmTile* row = measured_gemm_tile(gpu, shape.m, shape.n, shape.k);
+  if (row == nullptr) return false;
+  if (!kernels::parse_gemm_tile(row->tile, tile))
+    throw Error(std::string("cuda: the measured GEMM tile table names an unknown tile ") + row->tile);
+  return true;
 }
 
 }  // namespace mnv2

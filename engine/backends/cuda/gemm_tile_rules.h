@@ -6,6 +6,7 @@
 
 #include <span>
 
+#include "kernels/tiles.h"
 #include "mnv2/gpu_properties.h"
 
 namespace mnv2 {
@@ -28,6 +29,9 @@ std::span<const GemmTileTable> gemm_tile_tables();
 // The table entry for this shape on this GPU, or nullptr: no table for its architecture, code built for another
 // one (compute_75 PTX on an sm_90 card), or a shape that was not measured.
 const MeasuredGemmTile* measured_gemm_tile(const GpuProperties& gpu, int m, int n, int k);
+// The tile the table gives a GEMM of `shape` on `gpu` (a single GEMM with 16-byte operands, as measured): true and
+// `*tile` set, or false where the table has none. Throws Error where the table names a tile the kernels lack.
+bool measured_gemm_tile(const GpuProperties& gpu, const kernels::GemmShape& shape, kernels::GemmTile* tile);
 // The table that entry came from (for the plan's note), or nullptr.
 const GemmTileTable* gemm_tile_table(const GpuProperties& gpu);
 

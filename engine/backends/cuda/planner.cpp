@@ -181,12 +181,9 @@ class Planner {
   // and every other shape take the cost model's choice. `measured` says whether the table chose.
   k::GemmVariant gemm(const k::GemmShape& s, bool* measured = nullptr) {
     k::GemmTile table_tile{};
-    const MeasuredGemmTile* row =
-        !has_forced_tile_ && fast_ && s.batch == 1 && s.vec4 ? measured_gemm_tile(gpu_, s.m, s.n, s.k) : nullptr;
-    if (row != nullptr && !k::parse_gemm_tile(row->tile, &table_tile))
-      throw Error(std::string("cuda: the measured GEMM tile table names an unknown tile ") + row->tile);
-    if (measured != nullptr) *measured = row != nullptr;
-    const k::GemmTile* only = has_forced_tile_ ? &forced_tile_ : row != nullptr ? &table_tile : nullptr;
+    const bool from_table = !has_forced_tile_ && fast_ && measured_gemm_tile(gpu_, s, &table_tile);
+    if (measured != nullptr) *measured = from_table;
+    const k::GemmTile* only = has_forced_tile_ ? &forced_tile_ : from_table ? &table_tile : nullptr;
     k::GemmVariant v = k::choose_gemm_variant(s, caps_, s.batch == 1, only);
     plan_.gemm_workspace_floats = std::max(plan_.gemm_workspace_floats, k::gemm_workspace_floats(s.m, s.n, v));
     v.reduce_in_kernel = v.splits > 1 && splitk_in_kernel();
