@@ -546,8 +546,8 @@ fi
 if want r3ncu; then
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 # R3NCU_METRICS=1: only the metrics scripts/ncu-summary.py reads (a quarter of the replay passes of the sections).
-sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats"
-sections+=" --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis"
+ncu_sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats"
+ncu_sections+=" --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis"
 if [[ ${R3NCU_METRICS:-0} != 0 ]]; then
   m=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread
   m+=,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed
@@ -556,12 +556,12 @@ if [[ ${R3NCU_METRICS:-0} != 0 ]]; then
   m+=,sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active
   for r in barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle not_selected selected \
     lg_throttle no_instruction; do m+=,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio; done
-  sections="--metrics $m"
+  ncu_sections="--metrics $m"
 fi
 for pt in ${R3NCU_POINTS:-fp16:1 fp16:8 fp32:1 fp32:8 fp32:64 fp32:256}; do
   p=${pt%:*} b=${pt#*:}
   # shellcheck disable=SC2086 # the section flags are words
-  TAIL=4 run "r3ncu_${p}_b$b" timeout 240 "$ncu" --clock-control none --nvtx $sections --csv --page raw \
+  TAIL=4 run "r3ncu_${p}_b$b" timeout 240 "$ncu" --clock-control none --nvtx $ncu_sections --csv --page raw \
     --print-units base --log-file "$work/r3ncu_${p}_b$b.csv" ./bin/mnv2 profile --backend cuda --precision "$p" \
     --batch "$b" --warmup 0 --iters 1 --timing event
 done
