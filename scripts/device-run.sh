@@ -5,9 +5,9 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, stem, ffma, tf32, lab, applab,
+# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, deepdive, stem, ffma, tf32, lab, applab,
 # ops, devices, abab, golden_cpu, cpu_suite, gemm; default all but round2, r3chain, r3table, r3tiles, r3ncu, r3fp32,
-# stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite and gemm), e.g.
+# deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite and gemm), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -567,6 +567,35 @@ for pt in ${R3NCU_POINTS:-fp16:1 fp16:8 fp32:1 fp32:8 fp32:64 fp32:256}; do
 done
 TAIL=80 run r3ncu_summary python3 "$repo/scripts/ncu-summary.py" "$work"/r3ncu_*.csv
 cp "$work"/r3ncu_*.csv "$out/" 2>/dev/null
+fi
+
+# ---- deep-dive fixtures (issue 35): one layer's step profiled by the command --ncu-command prints, with
+# --clock-control none so its durations match our timings, read back as raw and details CSV by metric name.
+# DEEP_POINTS: backend:precision:batch:layer:fusion words.
+if want deepdive; then
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+"$ncu" --version >"$work/deep_ncu_version.txt" 2>&1
+cp "$work/deep_ncu_version.txt" "$out/"
+for pt in ${DEEP_POINTS:-cuda:fp16:8:block5.expand:block cudnn:fp16:8:block5.expand:auto cuda:fp16:8:block5.expand:none}; do
+  IFS=: read -r be p b layer fusion <<<"$pt"
+  name="deep_${be}_${p}_b${b}_${layer//./_}_$fusion"
+  fusion_flag=()
+  [[ $be == cuda ]] && fusion_flag=(--cuda-fusion "$fusion")
+  ./bin/mnv2 profile --backend "$be" --precision "$p" --batch "$b" "${fusion_flag[@]}" \
+    --tensor shared/golden/cat.input.f32 --ncu-command "$layer" >"$work/$name.cmd" 2>"$work/$name.cmd.err"
+  cmd=$(cat "$work/$name.cmd")
+  # the printed line, with --clock-control none and the report written into $work
+  cmd=${cmd/#ncu /\"$ncu\" --clock-control none }
+  cmd=${cmd/ -o mnv2_/ -o $work/$name.mnv2_}
+  ( cd /tmp/bundle && TAIL=6 run "$name" timeout 200 bash -c "$cmd" )
+  rep=$(ls "$work/$name".mnv2_*.ncu-rep 2>/dev/null | head -1)
+  if [[ -n $rep ]]; then
+    "$ncu" --import "$rep" --csv --page raw --print-units base >"$out/$name.raw.csv" 2>"$work/$name.import.err"
+    "$ncu" --import "$rep" --csv --page details --print-units base >"$out/$name.details.csv" 2>>"$work/$name.import.err"
+    xz -9 -k "$rep" && cp "$rep.xz" "$out/"
+  fi
+  cp "$work/$name.cmd" "$work/$name.log" "$out/" 2>/dev/null
+done
 fi
 
 # ---- the fused stem + block 1 (issue 17) ---------------------------------------------------------------------
