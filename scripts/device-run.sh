@@ -5,9 +5,9 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, deepdive, stem, ffma, tf32, lab, applab,
+# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, r3san, deepdive, stem, ffma, tf32, lab, applab,
 # ops, devices, abab, golden_cpu, cpu_suite, gemm; default all but round2, r3chain, r3table, r3tiles, r3ncu, r3fp32,
-# deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite and gemm), e.g.
+# r3san, deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite and gemm), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -494,6 +494,17 @@ for p in fp16 tf32 fp32; do
   for tool in memcheck racecheck synccheck; do
     TAIL=6 run "r3_${tool}_$p" compute-sanitizer --tool $tool --error-exitcode 9 ./bin/mnv2 classify --backend cuda \
       --precision $p --tensor shared/golden/cat.input.f32 --top 3
+  done
+done
+fi
+# r3san: the measured GEMM tiles (gemm_tile_rules, batch 8 and up on sm_90) under every compute-sanitizer tool, in
+# the precisions and batches whose 1x1 GEMMs take them (R3SAN_POINTS precision:batch words).
+if want r3san; then
+for pt in ${R3SAN_POINTS:-fp32:8 fp32:64 fp16:8 tf32:8}; do
+  p=${pt%:*} b=${pt#*:}
+  for tool in memcheck racecheck synccheck; do
+    TAIL=6 run "r3san_${tool}_${p}_b$b" timeout "${R3SAN_TIMEOUT:-150}" compute-sanitizer --tool $tool --error-exitcode 9 \
+      ./bin/mnv2 profile --backend cuda --precision "$p" --batch "$b" --warmup 0 --iters 1 --timing event
   done
 done
 fi
