@@ -4,6 +4,7 @@
 // filled outside the matrices). The epilogue goes through a small per-warp staging area: each warp stores one
 // accumulator fragment, then every lane finishes 8 consecutive columns of one row (bias, clip, residual,
 // conversion) with 16-byte accesses, the epilogue every other kernel of this library shares (common.cuh).
+#include <cooperative_groups.h>
 #include <mma.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@ namespace mnv2::kernels {
 namespace {
 
 namespace wmma = nvcuda::wmma;
+namespace cg = cooperative_groups;
 
 constexpr int kStages = 3;       // k slices in flight
 constexpr int kSliceBytes = 64;  // bytes of one operand row per k slice
@@ -112,9 +114,11 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // k_chunk > 0: split-K, blockIdx.z is the split; the block covers k in [z * k_chunk, z * k_chunk + k_chunk) and
-// stores raw float32 partial sums to p.workspace (one m x n matrix per split, row stride n), no epilogue.
-template <class TIn, class TOut, class S, bool kVec>
-__device__ __forceinline__ void gemm_tc_body(const TcGemmParams& p, const int k_chunk) {
+// stores raw float32 partial sums to p.workspace (one m x n matrix per split, row stride n), no epilogue; with
+// kCluster to `tile_sums` instead, this block's BM x BN tile in its own shared memory (row stride BN), which the
+// cluster's blocks add through distributed shared memory (splitk_reduce_tc_cluster).
+template <class TIn, class TOut, class S, bool kVec, bool kCluster = false>
+__device__ __forceinline__ void gemm_tc_body(const TcGemmParams& p, const int k_chunk, float* tile_sums = nullptr) {
   using Ops = TcOps<TIn>;
   using L = Smem<TIn, S>;
   constexpr int BM = S::kBM, BN = S::kBN, BK = L::kBK;
@@ -236,7 +240,9 @@ __device__ __forceinline__ void gemm_tc_body(const TcGemmParams& p, const int k_
         float v[8];
 #pragma unroll
         for (int q = 0; q < 8; ++q) v[q] = stage[row * kStageLd + col0 + q];
-        if (split) {  // raw partial sums, row stride N; splitk_reduce_tc_kernel applies the epilogue
+        if (kCluster && split) {  // the tile's partial sums stay in this block's shared memory
+          store_floats<float, 8>(tile_sums + (gm - m0) * BN + (gn - n0), v);
+        } else if (split) {  // raw partial sums, row stride N; splitk_reduce_tc_kernel applies the epilogue
           float* part = p.workspace + (static_cast<int64_t>(blockIdx.z) * M + gm) * N + gn;
           if (kVec && gn + 8 <= N) {
             store_floats<float, 8>(part, v);
@@ -359,6 +365,72 @@ __device__ __forceinline__ void splitk_reduce_tc_in_kernel(const TcGemmParams& p
   if (threadIdx.x == 0) p.tile_counters[blockIdx.x] = 0u;
 }
 
+// Split-K through a thread-block cluster's distributed shared memory (sm_90 and newer): the launch makes each
+// output tile's splits one cluster (grid.z = cluster.z = splits), every block leaves its partial tile in its own
+// shared memory, and after one cluster barrier the blocks share out the tile's kW-column groups: each adds every
+// split's partials, read from the other blocks' shared memory, in split order (the separate pass's order, so the
+// same bits) and applies the epilogue. A second barrier keeps every block's shared memory alive until the others
+// have read it. No workspace, no counters, no second kernel.
+template <class TOut, class S, int kW>
+__device__ __forceinline__ void splitk_reduce_tc_cluster_groups(const TcGemmParams& p, float* tile_sums, int m0,
+                                                                int n0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cg::cluster_group cluster = cg::this_cluster();
+  const int splits = static_cast<int>(cluster.num_blocks());
+  const int rank = static_cast<int>(cluster.block_rank());
+  constexpr int kCols = S::kBN / kW;
+  for (int e = rank * S::kThreads + static_cast<int>(threadIdx.x); e < S::kBM * kCols; e += splits * S::kThreads) {
+    const int r = e / kCols, c = (e % kCols) * kW;
+    const int64_t gm = m0 + r;
+    const int gn = n0 + c;
+    if (gm >= p.m || gn >= p.n) continue;
+    float acc[kW];
+    load_floats<float, kW, true>(cluster.map_shared_rank(tile_sums, 0) + r * S::kBN + c, acc);
+    for (int z = 1; z < splits; ++z) {
+      float part[kW];
+      load_floats<float, kW, true>(cluster.map_shared_rank(tile_sums, z) + r * S::kBN + c, part);
+#pragma unroll
+      for (int j = 0; j < kW; ++j) acc[j] += part[j];
+    }
+    const TOut* res = p.residual != nullptr ? static_cast<const TOut*>(p.residual) + gm * p.ldr + gn : nullptr;
+    epilogue_store<TOut, kW>(static_cast<TOut*>(p.c) + gm * p.ldc + gn, acc, p.bias != nullptr ? p.bias + gn : nullptr,
+                             p.clip, res);
+  }
+#endif
+}
+template <class TOut, class S, bool kVec>
+__device__ __forceinline__ void splitk_reduce_tc_cluster(const TcGemmParams& p, float* tile_sums) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every split's partial tile is in its block's shared memory (release / acquire)
+  const int n_tiles = (p.n + S::kBN - 1) / S::kBN;
+  const int m0 = static_cast<int>(blockIdx.x / n_tiles) * S::kBM;
+  const int n0 = static_cast<int>(blockIdx.x % n_tiles) * S::kBN;
+  if (kVec && p.n % 8 == 0) {
+    splitk_reduce_tc_cluster_groups<TOut, S, 8>(p, tile_sums, m0, n0);
+  } else {
+    splitk_reduce_tc_cluster_groups<TOut, S, 1>(p, tile_sums, m0, n0);
+  }
+  cluster.sync();  // no block exits (freeing its shared memory) while another still reads it
+#endif
+}
+
+// The cluster variant's kernel: the GEMM body with its partial tile kept in shared memory (after the operand stages
+// and the staging areas), then the cluster's reduction. Compiled for sm_90 and newer only; the host never
+// launches it elsewhere (launch_shape checks the device, the planner the code).
+template <class TIn, class TOut, class S, bool kVec>
+__global__ void __launch_bounds__(S::kThreads) gemm_tc_cluster_kernel(const TcGemmParams p, const int k_chunk) {
+  pdl_enter();  // A (activations) comes from the previous kernel
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) unsigned char smem[];
+  float* tile_sums = reinterpret_cast<float*>(smem + Smem<TIn, S>::kBytes);
+  gemm_tc_body<TIn, TOut, S, kVec, true>(p, k_chunk, tile_sums);
+  splitk_reduce_tc_cluster<TOut, S, kVec>(p, tile_sums);
+#else
+  __trap();
+#endif
+}
+
 // kInKernel (a split-K launch whose tile's last block reduces) is a template parameter, not a test of
 // p.tile_counters: the reduction's registers would otherwise be allocated in every GEMM kernel (measured with
 // ptxas -v, CUDA 13.0, sm_90: median 72 -> 255 registers per thread and 12 kernels spilling, PERFORMANCE.md
@@ -390,9 +462,36 @@ __global__ void __launch_bounds__(kBlockThreads) splitk_reduce_tc_kernel(const T
 
 int split_k_chunk(int k, int splits, int bk) { return static_cast<int>(ceil_div(ceil_div(k, splits), bk) * bk); }
 
+// The cluster variant (TcGemmVariant::reduce_in_cluster): one cluster of `splits` blocks per output tile, each with
+// its partial tile in shared memory after the kernel's own layout.
 template <class TIn, class TOut, class S, bool kVec>
-void launch_shape(const TcGemmParams& p, int splits, bool reduce_in_kernel, cudaStream_t stream) {
+void launch_cluster(const TcGemmParams& p, int splits, int k_chunk, unsigned blocks, cudaStream_t stream) {
   using L = Smem<TIn, S>;
+  auto* kernel = gemm_tc_cluster_kernel<TIn, TOut, S, kVec>;
+  constexpr size_t kBytes = L::kBytes + sizeof(float) * S::kBM * S::kBN;
+  static const cudaError_t opted =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBytes));
+  MNV2_KERNEL_CALL("gemm_tc", opted);
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks, 1, static_cast<unsigned>(splits));
+  config.blockDim = dim3(S::kThreads);
+  config.dynamicSmemBytes = kBytes;
+  config.stream = stream;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 1;
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = static_cast<unsigned>(splits);
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  MNV2_KERNEL_CALL("gemm_tc", cudaLaunchKernelEx(&config, kernel, p, k_chunk));
+  MNV2_CHECK_LAUNCH("gemm_tc cluster");
+}
+
+template <class TIn, class TOut, class S, bool kVec>
+void launch_shape(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t stream) {
+  using L = Smem<TIn, S>;
+  const int splits = v.splits;
   auto* separate = gemm_tc_kernel<TIn, TOut, S, kVec, false>;
   auto* reducing = gemm_tc_kernel<TIn, TOut, S, kVec, true>;
   // Above 48 KB a kernel must opt in; once per instantiation (the first launch comes before any graph capture
@@ -409,7 +508,9 @@ void launch_shape(const TcGemmParams& p, int splits, bool reduce_in_kernel, cuda
   if (splits > 1 && ceil_div(p.k, k_chunk) != splits)
     throw Error("gemm_tc: " + std::to_string(splits) + " splits of " + std::to_string(L::kBK) +
                 "-deep slices do not fit k " + std::to_string(p.k) + " (a split would be empty)");
-  const bool in_kernel = splits > 1 && reduce_in_kernel;
+  if (splits > 1 && v.reduce_in_cluster)
+    return launch_cluster<TIn, TOut, S, kVec>(p, splits, k_chunk, static_cast<unsigned>(blocks), stream);
+  const bool in_kernel = splits > 1 && v.reduce_in_kernel;
   auto* kernel = in_kernel ? reducing : separate;
   kernel<<<dim3(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(splits)), S::kThreads, L::kBytes, stream>>>(
       p, k_chunk);
@@ -431,15 +532,15 @@ template <class TIn, class TOut, bool kVec>
 void launch_types(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t stream) {
   switch (v.tile) {
     case TcTile::t128x128:
-      return launch_shape<TIn, TOut, Shape128x128, kVec>(p, v.splits, v.reduce_in_kernel, stream);
+      return launch_shape<TIn, TOut, Shape128x128, kVec>(p, v, stream);
     case TcTile::t128x64:
-      return launch_shape<TIn, TOut, Shape128x64, kVec>(p, v.splits, v.reduce_in_kernel, stream);
+      return launch_shape<TIn, TOut, Shape128x64, kVec>(p, v, stream);
     case TcTile::t64x64:
-      return launch_shape<TIn, TOut, Shape64x64, kVec>(p, v.splits, v.reduce_in_kernel, stream);
+      return launch_shape<TIn, TOut, Shape64x64, kVec>(p, v, stream);
     case TcTile::t128x32:
-      return launch_shape<TIn, TOut, Shape128x32, kVec>(p, v.splits, v.reduce_in_kernel, stream);
+      return launch_shape<TIn, TOut, Shape128x32, kVec>(p, v, stream);
     case TcTile::t32x32:
-      return launch_shape<TIn, TOut, Shape32x32, kVec>(p, v.splits, v.reduce_in_kernel, stream);
+      return launch_shape<TIn, TOut, Shape32x32, kVec>(p, v, stream);
   }
   throw Error("gemm_tc: unknown tile " + std::to_string(static_cast<int>(v.tile)));
 }
@@ -453,8 +554,8 @@ void launch_vec(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t stre
 }  // namespace
 
 // The architecture the current device's code was compiled for (probe_kernel_image), cached per device: asked
-// on every TF32 launch, which may be once per layer per run.
-static int tf32_code_arch() {
+// on every TF32 and cluster launch, which may be once per layer per run.
+static int code_arch() {
   constexpr int kDevices = 64;
   static std::atomic<int> cached[kDevices];  // 0: not asked yet
   int device = 0;
@@ -469,6 +570,10 @@ static int tf32_code_arch() {
   }
   return arch;
 }
+
+// Thread-block clusters and distributed shared memory: code compiled for sm_90 or newer (which only such a device
+// loads).
+static bool cluster_launch_ok() { return code_arch() >= 90; }
 
 bool gemm_tc_vec_ok(const TcGemmParams& p) {
   const int in_per = 16 / dtype_bytes(p.in_type), out_per = 16 / dtype_bytes(p.out_type);
@@ -514,8 +619,15 @@ void launch_gemm_tc(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t 
     throw Error("gemm_tc: the output must not alias an operand or the residual");
   if (v.splits < 1 || v.splits > 65535)
     throw Error("gemm_tc: split count " + std::to_string(v.splits) + " out of range");
-  if (v.splits > 1 && p.workspace == nullptr) throw Error("gemm_tc: split-K needs a workspace");
-  if (v.splits > 1 && !aligned16(p.workspace)) throw Error("gemm_tc: the split-K workspace must be 16-byte aligned");
+  if (v.splits > 1 && !v.reduce_in_cluster && p.workspace == nullptr) throw Error("gemm_tc: split-K needs a workspace");
+  if (v.splits > 1 && !v.reduce_in_cluster && !aligned16(p.workspace))
+    throw Error("gemm_tc: the split-K workspace must be 16-byte aligned");
+  if (v.splits > 1 && v.reduce_in_cluster && (v.reduce_in_kernel || v.splits > kClusterMaxSplits))
+    throw Error("gemm_tc: the cluster split-K reduction takes 2.." + std::to_string(kClusterMaxSplits) +
+                " splits (a portable cluster), not " + std::to_string(v.splits) +
+                (v.reduce_in_kernel ? " in-kernel" : ""));
+  if (v.splits > 1 && v.reduce_in_cluster && !cluster_launch_ok())
+    throw Error("gemm_tc: the cluster split-K reduction needs thread-block clusters (sm_90 and code compiled for it)");
   if (v.splits > 1 && v.reduce_in_kernel && p.tile_counters == nullptr)
     throw Error("gemm_tc: the in-kernel split-K reduction needs tile counters");
   if (v.vec && !gemm_tc_vec_ok(p))
@@ -526,7 +638,7 @@ void launch_gemm_tc(const TcGemmParams& p, const TcGemmVariant& v, cudaStream_t 
     if (p.out_type == DType::f16) return launch_vec<__half, __half>(p, v, stream);
     return launch_vec<__half, float>(p, v, stream);
   }
-  if (const int arch = tf32_code_arch(); arch < 80)
+  if (const int arch = code_arch(); arch < 80)
     throw Error("gemm_tc: TF32 operands need kernels compiled for compute_80 or newer; this device runs compute_" +
                 std::to_string(arch) + " code");
   if (p.out_type == DType::f32) return launch_vec<float, float>(p, v, stream);

@@ -216,7 +216,8 @@ constexpr int kMinSplitSlices = 2;  // each split gets at least this many k slic
 }  // namespace
 
 TcGemmVariant choose_gemm_tc_variant(const TcGemmShape& s, const DeviceCaps& caps, const TcTile* only_tile,
-                                     bool allow_split) {
+                                     bool allow_split, int max_splits) {
+  const int split_limit = allow_split ? (max_splits > 0 ? std::min(max_splits, kTcMaxSplits) : kTcMaxSplits) : 1;
   // The best single-pass and the best split variant; a split must win clearly (its extra pass is certain).
   TcGemmVariant best, best_split;
   best.vec = best_split.vec = s.vec;
@@ -244,7 +245,7 @@ TcGemmVariant choose_gemm_tc_variant(const TcGemmShape& s, const DeviceCaps& cap
     t.blocks_per_sm = static_cast<int>(std::max<int64_t>(
         1, std::min<int64_t>({t.blocks_per_sm, by_smem, by_threads, int64_t{caps.max_blocks_per_sm}})));
     const int64_t tiles = ceil_div(s.m, t.bm) * ceil_div(s.n, t.bn);
-    for (int splits = 1; splits <= (allow_split ? kTcMaxSplits : 1); ++splits) {
+    for (int splits = 1; splits <= split_limit; ++splits) {
       const int k_chunk = split_k_chunk(s.k, splits, bk);
       if (splits > 1 && (k_chunk < kMinSplitSlices * bk || ceil_div(s.k, k_chunk) != splits)) continue;
       const int64_t blocks = tiles * splits;
@@ -303,7 +304,8 @@ bool parse_tc_tile(const std::string& text, TcTile* tile) {
 std::string to_string(const TcGemmVariant& v, DType in_type) {
   return std::string("gemm ") + (in_type == DType::f16 ? "tc-fp16 " : "tc-tf32 ") + to_string(v.tile) +
          (v.vec ? " vec" : " scalar") + (v.splits > 1 ? " splitk" + std::to_string(v.splits) : std::string()) +
-         (v.splits > 1 && v.reduce_in_kernel ? " in-kernel" : "");
+         (v.splits > 1 && v.reduce_in_kernel ? " in-kernel" : "") +
+         (v.splits > 1 && v.reduce_in_cluster ? " dsmem" : "");
 }
 
 int64_t gemm_tc_tile_count(int m, int n, TcTile tile) {

@@ -145,7 +145,13 @@ struct TcGemmVariant {
   // few blocks and too long a k loop.
   int splits = 1;
   bool reduce_in_kernel = false;  // as GemmVariant::reduce_in_kernel (TcGemmParams::tile_counters)
+  // With splits (2..kClusterMaxSplits): each output tile's splits run as one thread-block cluster and add their
+  // partials through distributed shared memory, in split order (the same bits), applying the epilogue; no
+  // workspace, no second kernel. sm_90 and code compiled for it.
+  bool reduce_in_cluster = false;
 };
+// The most splits a cluster reduction takes: the portable cluster size (every sm_90 GPU schedules it).
+inline constexpr int kClusterMaxSplits = 8;
 
 // What the tensor-core GEMM's cost model reads of a problem.
 struct TcGemmShape {
@@ -178,15 +184,16 @@ constexpr int64_t gemm_tc_smem_bytes(TcTile tile, DType in_type) {
 // only_tile restricts the choice to one tile. Tiles whose shared memory exceeds caps.smem_per_block_optin are
 // never chosen (an only_tile that does not fit throws Error); the resident blocks per multiprocessor and the
 // bandwidth follow `caps`.
+// max_splits caps the split (kClusterMaxSplits for the cluster reduction); 0: the model's own limit.
 TcGemmVariant choose_gemm_tc_variant(const TcGemmShape& s, const DeviceCaps& caps, const TcTile* only_tile = nullptr,
-                                     bool allow_split = false);
+                                     bool allow_split = false, int max_splits = 0);
 
 inline int64_t gemm_tc_workspace_floats(int m, int n, const TcGemmVariant& v) {
   return v.splits > 1 ? static_cast<int64_t>(v.splits) * m * n : 0;
 }
 int64_t gemm_tc_tile_count(int m, int n, TcTile tile);  // as gemm_tile_count
 
-// "gemm tc-fp16 128x64 vec" / "gemm tc-tf32 32x32 scalar" / "gemm tc-fp16 32x32 vec splitk6"
+// "gemm tc-fp16 128x64 vec" / "gemm tc-tf32 32x32 scalar" / "gemm tc-fp16 32x32 vec splitk6" / "... splitk6 dsmem"
 std::string to_string(const TcGemmVariant& v, DType in_type);
 const char* to_string(TcTile tile);
 bool parse_tc_tile(const std::string& text, TcTile* tile);  // "128x64" -> TcTile::t128x64

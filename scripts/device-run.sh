@@ -5,9 +5,9 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, r3san, deepdive, stem, ffma, tf32, lab, applab,
+# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, r3san, r3dsmem, deepdive, stem, ffma, tf32, lab, applab,
 # ops, devices, abab, golden_cpu, cpu_suite, gemm; default all but round2, r3chain, r3table, r3tiles, r3ncu, r3fp32,
-# r3san, deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite and gemm), e.g.
+# r3san, r3dsmem, deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite and gemm), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -507,6 +507,28 @@ for pt in ${R3SAN_POINTS:-fp32:8 fp32:64 fp16:8 tf32:8}; do
       ./bin/mnv2 profile --backend cuda --precision "$p" --batch "$b" --warmup 0 --iters 1 --timing event
   done
 done
+fi
+# r3dsmem: split-K reduced in a thread-block cluster through distributed shared memory (--cuda-splitk cluster,
+# tensor-core GEMMs) against the separate reduction kernel, the same binary and call: the kernel and backend tests,
+# sanitizers, then alternating rounds of the device-resident benchmark (R3D_ROUNDS, R3D_ITERS).
+if want r3dsmem; then
+TAIL=20 run r3d_tests ./bin/mnv2_gpu_tests --gtest_filter='KernelSplitK.*:CudaBackendTest.KernelsPerRun*:CudaBackendTest.PdlAndInKernelSplitK*'
+TAIL=6 run r3d_plan ./bin/mnv2 plan --gpu h200 --precision fp16 --batch 1 --cuda-splitk cluster
+for tool in memcheck racecheck synccheck; do
+  TAIL=6 run "r3d_${tool}_net" timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 ./bin/mnv2 profile \
+    --backend cuda --precision fp16 --batch 1 --cuda-splitk cluster --warmup 0 --iters 1 --timing event
+  MNV2_SPLITK_TEST_CASES=6 TAIL=6 run "r3d_${tool}_kernel" timeout 150 compute-sanitizer --tool $tool \
+    --error-exitcode 9 ./bin/mnv2_gpu_tests --gtest_filter='KernelSplitK.TensorCore*'
+done
+for r in $(seq 1 "${R3D_ROUNDS:-3}"); do
+  for m in separate cluster; do
+    for p in ${R3D_PRECISIONS:-fp16 tf32}; do
+      TAIL=8 run "r3d_${p}_${m}_r$r" ./bin/mnv2 bench --backends cuda --precision "$p" --batch "${R3D_BATCHES:-1,8,64,256}" \
+        --cuda-splitk "$m" --warmup 20 --iters "${R3D_ITERS:-300}" --json "$work/r3d_${p}_${m}_r$r.json"
+    done
+  done
+done
+cp "$work"/r3d_*.json "$out/" 2>/dev/null
 fi
 # r3table: issue 32's table in one call, the default plan beside every plan we have, fused cuDNN and PyTorch's best.
 if want r3table; then

@@ -126,7 +126,17 @@ const char* to_string(CudaOptions::Pdl p) {
   return "?";
 }
 
-const char* to_string(CudaOptions::SplitK s) { return s == CudaOptions::SplitK::in_kernel ? "in_kernel" : "separate"; }
+const char* to_string(CudaOptions::SplitK s) {
+  switch (s) {
+    case CudaOptions::SplitK::separate:
+      return "separate";
+    case CudaOptions::SplitK::in_kernel:
+      return "in_kernel";
+    case CudaOptions::SplitK::cluster:
+      return "cluster";
+  }
+  return "?";
+}
 
 namespace {
 

@@ -108,7 +108,8 @@ std::vector<OptionSpec> make_table() {
                      "code runs on an sm_90+ GPU)",
                      {"cuda"}, "MNV2_CUDA_PDL"));
   t.push_back(choice("cuda-splitk", names(kCudaSplitKs), "separate",
-                     "cuda backend: split-K partial sums added by a separate kernel or by the tile's last block",
+                     "cuda backend: split-K partial sums added by a separate kernel, by the tile's last block, or by "
+                     "the tile's thread-block cluster through distributed shared memory (sm_90; tensor-core GEMMs)",
                      {"cuda"}, "MNV2_CUDA_SPLITK"));
   t.push_back(choice("cudnn-variant", names(kCudnnVariants), "fused",
                      "cudnn backend: graph-API conv+bias+ReLU6+add, autotuned, or a legacy call per layer", {"cudnn"}));

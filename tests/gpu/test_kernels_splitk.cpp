@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -92,6 +93,38 @@ void check_in_kernel(const Launch& launch, TypedArray& out, const std::vector<fl
   for (unsigned c : download_counters(counters, counter_count)) ASSERT_EQ(c, 0u) << "a tile counter left non-zero";
 }
 
+// Whether this device runs the cluster reduction (TcGemmVariant::reduce_in_cluster): clusters on the GPU and code
+// compiled for compute_90 or newer.
+bool clusters_here() {
+  int device = 0, cluster_launch = 0;
+  MNV2_CHECK_CUDA(cudaGetDevice(&device));
+  MNV2_CHECK_CUDA(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device));
+  k::KernelImage image;
+  MNV2_CHECK_CUDA(k::probe_kernel_image(&image));
+  return cluster_launch != 0 && image.ptx_version >= 90;
+}
+
+// The cluster launch `launch` once directly and twice as a graph replay: every result the same bits as `separate`,
+// one kernel node.
+template <class Launch>
+void check_cluster(const Launch& launch, TypedArray& out, const std::vector<float>& separate) {
+  out.poison();
+  launch(static_cast<cudaStream_t>(nullptr));
+  const std::vector<float> direct = out.download();
+  EXPECT_TRUE(same_bits(direct, separate)) << "the cluster reduction differs from the separate pass";
+  gpu::Stream stream = gpu::make_stream();
+  gpu::Graph graph = gpu::capture_graph(stream.get(), [&](cudaStream_t s) { launch(s); });
+  EXPECT_EQ(gpu::count_kernel_nodes(graph.get()), 1) << "one kernel: no reduction launch";
+  gpu::GraphExec exec = gpu::instantiate_graph(graph.get(), stream.get());
+  for (int replay = 0; replay < 2; ++replay) {
+    out.poison();
+    MNV2_CHECK_CUDA(cudaDeviceSynchronize());
+    MNV2_CHECK_CUDA(cudaGraphLaunch(exec.get(), stream.get()));
+    MNV2_CHECK_CUDA(cudaStreamSynchronize(stream.get()));
+    EXPECT_TRUE(same_bits(out.download(), direct)) << "replay " << replay << " differs";
+  }
+}
+
 TEST(KernelSplitK, FfmaInKernelReductionMatchesReferenceAndSeparatePass) {
   MNV2_SKIP_WITHOUT_GPU();
   const uint64_t seed = kernel_test_seed();
@@ -162,7 +195,7 @@ TEST(KernelSplitK, FfmaInKernelReductionMatchesReferenceAndSeparatePass) {
   EXPECT_GT(checked, static_cast<int>(cases().size()));
 }
 
-TEST(KernelSplitK, TensorCoreInKernelReductionMatchesReferenceAndSeparatePass) {
+TEST(KernelSplitK, TensorCoreInKernelAndClusterReductionsMatchReferenceAndSeparatePass) {
   MNV2_SKIP_WITHOUT_GPU();
   k::KernelImage image;
   MNV2_CHECK_CUDA(k::probe_kernel_image(&image));
@@ -173,7 +206,8 @@ TEST(KernelSplitK, TensorCoreInKernelReductionMatchesReferenceAndSeparatePass) {
   };
   std::vector<Types> types = {{k::DType::f16, k::DType::f16}, {k::DType::f16, k::DType::f32}};
   if (image.ptx_version >= 80) types.push_back({k::DType::f32, k::DType::f32});  // TF32 from compute_80 code on
-  int checked = 0;
+  int checked = 0, clustered = 0;
+  const bool cluster = clusters_here();
   for (const Types& t : types)
     for (const SplitCase& c : cases()) {
       const std::vector<float> a = TypedArray::rounded(t.in, random_vector(gen, static_cast<size_t>(c.m) * c.k));
@@ -252,13 +286,27 @@ TEST(KernelSplitK, TensorCoreInKernelReductionMatchesReferenceAndSeparatePass) {
             const BoundCheck in = check_within(dc.download(), ref, bound);
             EXPECT_TRUE(in.ok()) << in.str();
             ++checked;
+            if (cluster && splits <= k::kClusterMaxSplits) {  // no workspace: the partials stay on chip
+              k::TcGemmParams q = p;
+              q.workspace = nullptr;
+              q.tile_counters = nullptr;
+              k::TcGemmVariant w{tile, vec, splits};
+              w.reduce_in_cluster = true;
+              check_cluster([&](cudaStream_t s) { k::launch_gemm_tc(q, w, s); }, dc, separate);
+              ++clustered;
+            }
           }
       }
     }
   EXPECT_GT(checked, static_cast<int>(cases().size()));
+  if (cluster) {
+    EXPECT_GT(clustered, static_cast<int>(cases().size()));
+  } else {
+    std::printf("[ NOTE     ] no thread-block clusters here: the cluster reduction was not run\n");
+  }
 }
 
-TEST(KernelSplitK, InKernelReductionWithoutCountersIsRefused) {
+TEST(KernelSplitK, ReductionsWithoutWhatTheyNeedAreRefused) {
   MNV2_SKIP_WITHOUT_GPU();
   DeviceArray a(64 * 64), b(64 * 64), c(64 * 64), work(4 * 64 * 64);
   k::GemmParams p;
@@ -282,6 +330,18 @@ TEST(KernelSplitK, InKernelReductionWithoutCountersIsRefused) {
   k::TcGemmVariant t{k::TcTile::t32x32, false, 2};
   t.reduce_in_kernel = true;
   EXPECT_THROW(k::launch_gemm_tc(q, t, nullptr), Error);
+  // The cluster reduction: more splits than a portable cluster holds, or both reductions at once, are refused;
+  // where clusters do not exist, any cluster launch is.
+  k::TcGemmVariant w{k::TcTile::t32x32, false, k::kClusterMaxSplits + 1};
+  w.reduce_in_cluster = true;
+  q.k = q.lda = 64 * (k::kClusterMaxSplits + 1);  // a valid shape for the split: only the count is wrong
+  EXPECT_THROW(k::launch_gemm_tc(q, w, nullptr), Error);
+  q.k = q.lda = 64;
+  w.splits = 2;
+  w.reduce_in_kernel = true;
+  EXPECT_THROW(k::launch_gemm_tc(q, w, nullptr), Error);
+  w.reduce_in_kernel = false;
+  if (!clusters_here()) EXPECT_THROW(k::launch_gemm_tc(q, w, nullptr), Error);
 }
 
 }  // namespace

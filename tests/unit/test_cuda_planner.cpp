@@ -433,6 +433,52 @@ TEST(CudaPlanner, KernelCountFollowsTheSplitKReduction) {
     EXPECT_NE(describe(in_kernel).find("54 kernels per run"), std::string::npos) << describe(in_kernel);
     EXPECT_NE(describe(separate).find(std::to_string(54 + splits) + " kernels per run"), std::string::npos);
   }
+  // The cluster reduction: the tensor-core GEMMs (fp16) split at most kClusterMaxSplits ways and add their pieces in
+  // their cluster (one kernel, no workspace); the FFMA GEMMs (fp32) keep the second kernel and the plan says why;
+  // without clusters (an A100, or compute_80 code on the H200) every split keeps the second kernel, with the reason.
+  for (Precision precision : {Precision::fp16, Precision::fp32}) {
+    SCOPED_TRACE(to_string(precision));
+    PrepareConfig c = config(1, precision);
+    c.cuda.splitk = CudaOptions::SplitK::cluster;
+    const CudaPlan cluster = plan_cuda_network(model(), c, GpuProperties::h200());
+    int clustered = 0, separate = 0;
+    for (const CudaStep& s : cluster.steps) {
+      SCOPED_TRACE(s.variant);
+      if (s.launch.splits <= 1) continue;
+      const bool tc = s.kernel == CudaKernel::pointwise_tc || s.kernel == CudaKernel::linear_tc;
+      EXPECT_EQ(s.launch.splitk_cluster, tc);
+      EXPECT_FALSE(s.launch.splitk_in_kernel);
+      if (tc) {
+        EXPECT_LE(s.launch.splits, kernels::kClusterMaxSplits);
+        EXPECT_EQ(s.kernels, 1);
+        EXPECT_NE(s.variant.find(" dsmem"), std::string::npos);
+        ++clustered;
+      } else {
+        EXPECT_EQ(s.kernels, 2);
+        ++separate;
+      }
+    }
+    const std::string chain = describe(cluster);
+    if (precision == Precision::fp16) {
+      EXPECT_GE(clustered, 10) << chain;
+      EXPECT_EQ(separate, 0) << chain;
+      EXPECT_EQ(cluster.gemm_workspace_floats, 0) << "no split keeps a workspace";
+      EXPECT_NE(chain.find(std::to_string(clustered) + " split-K GEMMs reduced in their cluster"), std::string::npos)
+          << chain;
+    } else {
+      EXPECT_EQ(clustered, 0) << chain;
+      EXPECT_GE(separate, 10) << chain;
+      EXPECT_NE(chain.find("tensor-core GEMMs only"), std::string::npos) << chain;
+    }
+    GpuProperties ampere_code = GpuProperties::h200();
+    ampere_code.code_arch = 80;
+    for (const GpuProperties& gpu : {GpuProperties::a100(), ampere_code}) {
+      const CudaPlan none = plan_cuda_network(model(), c, gpu);
+      for (const CudaStep& s : none.steps) EXPECT_FALSE(s.launch.splitk_cluster) << s.variant;
+      if (precision == Precision::fp16)
+        EXPECT_NE(describe(none).find("needs thread-block clusters"), std::string::npos) << describe(none);
+    }
+  }
   // Batch 256 splits the classifier alone: one kernel per step in the kernel, one more separately.
   PrepareConfig big = config(256, Precision::fp16);
   big.cuda.splitk = CudaOptions::SplitK::in_kernel;
@@ -504,7 +550,8 @@ TEST(CudaPlanner, PdlOnlyWhereTheGpuAndTheCodeHaveIt) {
   // The option names parse both ways.
   for (CudaOptions::Pdl v : {CudaOptions::Pdl::automatic, CudaOptions::Pdl::on, CudaOptions::Pdl::off})
     EXPECT_EQ(parse_cuda_pdl(to_string(v)), v);
-  for (CudaOptions::SplitK v : {CudaOptions::SplitK::in_kernel, CudaOptions::SplitK::separate})
+  for (CudaOptions::SplitK v :
+       {CudaOptions::SplitK::in_kernel, CudaOptions::SplitK::separate, CudaOptions::SplitK::cluster})
     EXPECT_EQ(parse_cuda_splitk(to_string(v)), v);
   EXPECT_THROW(parse_cuda_pdl("maybe"), UsageError);
   EXPECT_THROW(parse_cuda_splitk("later"), UsageError);

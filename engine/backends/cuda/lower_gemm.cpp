@@ -33,6 +33,7 @@ k::TcGemmVariant tc_variant(const CudaStep& step) {
   v.vec = step.launch.vec;
   v.splits = step.launch.splits;
   v.reduce_in_kernel = step.launch.splitk_in_kernel;
+  v.reduce_in_cluster = step.launch.splitk_cluster;
   return v;
 }
 

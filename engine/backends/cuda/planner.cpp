@@ -176,6 +176,11 @@ class Planner {
   // A split GEMM reduces in the kernel where the options ask for it (CudaOptions::splitk; the separate pass is
   // the default); the tile counters are shared by every split GEMM, so the plan keeps the most any of them needs.
   bool splitk_in_kernel() const { return plan_.config.cuda.splitk == CudaOptions::SplitK::in_kernel; }
+  // The cluster reduction (tensor-core GEMMs): asked for, and thread-block clusters exist on the GPU and in the code.
+  bool splitk_cluster() const {
+    return plan_.config.cuda.splitk == CudaOptions::SplitK::cluster && gpu_.arch() >= 90 &&
+           gpu_.effective_code_arch() >= 90;
+  }
   // A shape the architecture's measured table lists (gemm_tile_rules.h) takes the tile measured fastest there, with
   // the split the cost model gives that tile (as it ran in the measurement); a forced tile, the baseline variant
   // and every other shape take the cost model's choice. `measured` says whether the table chose.
@@ -185,6 +190,8 @@ class Planner {
     if (measured != nullptr) *measured = from_table;
     const k::GemmTile* only = has_forced_tile_ ? &forced_tile_ : from_table ? &table_tile : nullptr;
     k::GemmVariant v = k::choose_gemm_variant(s, caps_, s.batch == 1, only);
+    if (v.splits > 1 && plan_.config.cuda.splitk == CudaOptions::SplitK::cluster)
+      plan_.splitk_note = "is built for the tensor-core GEMMs only: the FFMA GEMMs keep the second kernel";
     plan_.gemm_workspace_floats = std::max(plan_.gemm_workspace_floats, k::gemm_workspace_floats(s.m, s.n, v));
     v.reduce_in_kernel = v.splits > 1 && splitk_in_kernel();
     if (v.reduce_in_kernel)
@@ -192,8 +199,15 @@ class Planner {
     return v;
   }
   k::TcGemmVariant gemm_tc(const k::TcGemmShape& s) {
-    k::TcGemmVariant v =
-        k::choose_gemm_tc_variant(s, caps_, has_forced_tc_tile_ ? &forced_tc_tile_ : nullptr, /*allow_split=*/true);
+    const bool cluster = splitk_cluster();
+    if (!cluster && plan_.config.cuda.splitk == CudaOptions::SplitK::cluster)
+      plan_.splitk_note = "needs thread-block clusters: compute capability 9.0 and code compiled for compute_90";
+    k::TcGemmVariant v = k::choose_gemm_tc_variant(s, caps_, has_forced_tc_tile_ ? &forced_tc_tile_ : nullptr,
+                                                   /*allow_split=*/true, cluster ? k::kClusterMaxSplits : 0);
+    if (cluster && v.splits > 1) {
+      v.reduce_in_cluster = true;  // no workspace, no counters
+      return v;
+    }
     plan_.gemm_workspace_floats = std::max(plan_.gemm_workspace_floats, k::gemm_tc_workspace_floats(s.m, s.n, v));
     v.reduce_in_kernel = v.splits > 1 && splitk_in_kernel();
     if (v.reduce_in_kernel)
@@ -216,6 +230,7 @@ class Planner {
     c.vec = v.vec;
     c.splits = v.splits;
     c.splitk_in_kernel = v.reduce_in_kernel;
+    c.splitk_cluster = v.reduce_in_cluster;
   }
 
   // ---- the launch chain -----------------------------------------------------------------------------------
@@ -228,7 +243,8 @@ class Planner {
     const int batch = plan_.config.batch;
     const int image_chunks = static_cast<int>(k::ceil_div(batch, kMaxGridImages));
     for (CudaStep& step : plan_.steps) {
-      const int reduction = step.launch.splits > 1 && !step.launch.splitk_in_kernel ? 1 : 0;
+      const int reduction =
+          step.launch.splits > 1 && !step.launch.splitk_in_kernel && !step.launch.splitk_cluster ? 1 : 0;
       switch (step.kernel) {
         case CudaKernel::direct_conv:
         case CudaKernel::depthwise_conv:
@@ -926,16 +942,34 @@ int64_t planned_kernels(const CudaPlan& plan) {
   return kernels;
 }
 
+// "14 split-K GEMMs reduced by a second kernel", "... in their cluster", or both counts where the FFMA GEMMs keep
+// the second kernel beside clustered tensor-core GEMMs (and the reason).
+std::string describe_splits(const CudaPlan& plan) {
+  int separate = 0, in_kernel = 0, cluster = 0;
+  for (const CudaStep& s : plan.steps) {
+    if (s.launch.splits <= 1) continue;
+    (s.launch.splitk_cluster ? cluster : s.launch.splitk_in_kernel ? in_kernel : separate) += 1;
+  }
+  std::string out;
+  auto add = [&](int count, const char* how) {
+    if (count == 0) return;
+    out += (out.empty() ? "" : ", ") + std::to_string(count) + " split-K GEMMs reduced " + how;
+  };
+  add(cluster, "in their cluster (distributed shared memory)");
+  add(in_kernel, "in the kernel");
+  add(separate, "by a second kernel");
+  if (separate > 0 && plan.config.cuda.splitk != CudaOptions::SplitK::separate)
+    out += std::string(" (") + to_string(plan.config.cuda.splitk) + " " + plan.splitk_note + ")";
+  return out;
+}
+
 std::string describe_chain(const CudaPlan& plan) {
   int splits = 0;
   for (const CudaStep& s : plan.steps) splits += s.launch.splits > 1 ? 1 : 0;
   return std::to_string(planned_kernels(plan)) + " kernels per run, PDL " +
          (plan.pdl ? std::string("on")
                    : "off" + (plan.pdl_note == "off" ? std::string() : " (" + plan.pdl_note + ")")) +
-         (splits > 0
-              ? ", " + std::to_string(splits) + " split-K GEMMs reduced " +
-                    (plan.config.cuda.splitk == CudaOptions::SplitK::in_kernel ? "in the kernel" : "by a second kernel")
-              : std::string());
+         (splits > 0 ? ", " + describe_splits(plan) : std::string());
 }
 
 std::string describe_fusion(const CudaPlan& plan) {

@@ -36,9 +36,11 @@ struct CudaOptions {
   // device and the code allow it; on: refused (Error) where they do not; off: plain stream order.
   enum class Pdl { automatic, on, off };
   // How a split-K GEMM's partial sums are added: separate (a reduction kernel after the GEMM, the default: faster
-  // on the H200, docs/PERFORMANCE.md run 9b) or in_kernel (the last block of each output tile to finish adds them
-  // and applies the epilogue: no extra launch, the same bits).
-  enum class SplitK { separate, in_kernel };
+  // on the H200, docs/PERFORMANCE.md run 9b), in_kernel (the last block of each output tile to finish adds them
+  // and applies the epilogue: no extra launch, the same bits) or cluster (each tile's splits run as one thread-block
+  // cluster and add their partials through distributed shared memory: no extra launch, no workspace, the same
+  // bits; sm_90 and code compiled for it, at most 8 splits; the tensor-core GEMMs of fp16 and tf32 only).
+  enum class SplitK { separate, in_kernel, cluster };
   Variant variant = Variant::fast;
   Fusion fusion = Fusion::automatic;
   Graph graph = Graph::automatic;
@@ -51,7 +53,7 @@ const char* to_string(CudaOptions::Variant v);  // "fast", "baseline"
 const char* to_string(CudaOptions::Fusion f);   // "auto", "none", "expand_dw", "block"
 const char* to_string(CudaOptions::Graph g);    // "auto", "on", "off"
 const char* to_string(CudaOptions::Pdl p);      // "auto", "on", "off"
-const char* to_string(CudaOptions::SplitK s);   // "separate", "in_kernel"
+const char* to_string(CudaOptions::SplitK s);   // "separate", "in_kernel", "cluster"
 // Parsers for flags and overrides; throw UsageError naming the accepted values.
 CudaOptions::Variant parse_cuda_variant(const std::string& text);
 CudaOptions::Fusion parse_cuda_fusion(const std::string& text);

@@ -38,6 +38,7 @@ struct CudaLaunchChoice {
   std::string tile;               // GEMM tile ("128x64", "32x32k32"); expand_depthwise: the spatial tile ("8x8")
   int splits = 1;                 // GEMM split-K pieces
   bool splitk_in_kernel = false;  // split GEMMs: the last block of each tile adds the pieces (no reduction kernel)
+  bool splitk_cluster = false;    // split tensor-core GEMMs: each tile's splits add their pieces as one cluster
   bool vec = false;               // 16-byte accesses (GEMMs)
   int vec_width = 1;              // depthwise: channels per thread
   int cols = 1;                   // depthwise: output columns per thread
@@ -92,6 +93,8 @@ struct CudaPlan {
   // pdl_note says why not where auto turned it off ("" otherwise).
   bool pdl = false;
   std::string pdl_note;
+  // Why split GEMMs keep the second kernel although CudaOptions::splitk asked for another reduction ("" otherwise).
+  std::string splitk_note;
   // The fusion the plan runs (CudaOptions::fusion resolved: never automatic) and why: the rule and the
   // measurement behind it for auto, "as asked" for a fusion the options named.
   CudaOptions::Fusion fusion = CudaOptions::Fusion::none;

@@ -16,7 +16,8 @@ inline constexpr std::array kCudaFusions{CudaOptions::Fusion::automatic, CudaOpt
                                          CudaOptions::Fusion::expand_dw, CudaOptions::Fusion::block};
 inline constexpr std::array kCudaGraphs{CudaOptions::Graph::automatic, CudaOptions::Graph::on, CudaOptions::Graph::off};
 inline constexpr std::array kCudaPdls{CudaOptions::Pdl::automatic, CudaOptions::Pdl::on, CudaOptions::Pdl::off};
-inline constexpr std::array kCudaSplitKs{CudaOptions::SplitK::separate, CudaOptions::SplitK::in_kernel};
+inline constexpr std::array kCudaSplitKs{CudaOptions::SplitK::separate, CudaOptions::SplitK::in_kernel,
+                                         CudaOptions::SplitK::cluster};
 
 inline constexpr std::array kCudnnVariants{CudnnOptions::Variant::fused, CudnnOptions::Variant::naive};
 inline constexpr std::array kCudnnGraphs{CudnnOptions::Graph::automatic, CudnnOptions::Graph::on,
