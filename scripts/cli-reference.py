@@ -6,7 +6,8 @@ command `mnv2 --help` lists, between the markers `<!-- cli-reference: ... -->` a
     python3 scripts/cli-reference.py --mnv2 build/app/mnv2 --check docs/CLI.md   # exit 1 when they differ
 
 The help text comes from the commands' declarations and the engine's option table, so the reference cannot
-drift from the program: the test `docs_cli_reference` runs --check.
+drift from the program: the test `docs_cli_reference` runs --check, which also fails when the hand-written
+synopsis under '## Commands' has no `mnv2 NAME` line for a command the program has.
 """
 import argparse
 import difflib
@@ -78,6 +79,16 @@ def main():
             os.replace(tmp, path)
         print(f"cli-reference: {path} {'updated' if new != doc else 'already current'}")
         return 0
+    # The hand-written synopsis ("## Commands") must name every command the program has (the audit found plan,
+    # memory and roofline missing from it).
+    names = commands(help_of(a.mnv2, []))
+    m = re.search(r"^## Commands\n(.*?)^## ", doc, re.M | re.S)
+    synopsis = m.group(1) if m else ""
+    missing = [n for n in names if not re.search(rf"^mnv2 {re.escape(n)}\b", synopsis, re.M)]
+    if missing:
+        print(f"cli-reference: the '## Commands' synopsis of {path} has no line 'mnv2 NAME ...' for: "
+              + ", ".join(missing), file=sys.stderr)
+        return 1
     if current != fresh:
         diff = difflib.unified_diff(current.splitlines(), fresh.splitlines(), f"{path} (documented)",
                                     "the program's --help", lineterm="", n=1)
@@ -85,7 +96,7 @@ def main():
         print(f"cli-reference: {path} disagrees with the program's help; regenerate it with\n"
               f"  python3 scripts/cli-reference.py --mnv2 PATH/TO/mnv2 --write {path}", file=sys.stderr)
         return 1
-    print(f"cli-reference: {path} matches the help of {len(commands(help_of(a.mnv2, [])))} commands")
+    print(f"cli-reference: {path} matches the help of {len(names)} commands, and its synopsis names each")
     return 0
 
 
