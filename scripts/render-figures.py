@@ -192,6 +192,10 @@ def render_group(name, table, group, doc, spec, meas):
                 cells.append(fmt(numbers[a] / numbers[b], col.get("format", ".2f"), f"{what}: {head}") + "×")
                 continue
             alias = col.get("file")
+            if alias not in files and col.get("optional"):
+                cells.append("—")  # a group without this file (said so in the spec)
+                blanks.add(head)
+                continue
             if alias not in files:
                 raise SpecError(f"{what}: column {head!r} names file {alias!r}, which the group does not give")
             path = files[alias]
