@@ -11,8 +11,9 @@ Every performance table in README.md and docs/*.md is a marker block
 whose NAME is a table of the spec (docs/bench/tables.json): which bench files, which rows (precision, batch, ...),
 which columns (a field of one result of one file, or the ratio of two columns). The rendered block names its
 files, the GPU, the date and the commit, and puts side by side only figures of one call: a call is one folder of
-docs/bench or docs/reports (one device-run call, see each folder's README); a file directly in docs/bench or
-docs/reports is a call of its own. A group whose files come from two calls is refused; a table of several calls
+docs/bench or docs/reports (one device-run call, see each folder's README), or the files of a folder whose names start with one
+callN_ prefix (a folder that keeps several calls apart by name); a file directly in docs/bench or docs/reports is
+a call of its own. A group whose files come from two calls is refused; a table of several calls
 must split them into groups, each labelled and rendered as a table of its own.
 
     render-figures.py [--root DIR] [--spec FILE] [--check] [DOC ...]
@@ -40,6 +41,7 @@ DESCRIPTION_GPU_RE = re.compile(r" on (NVIDIA [^;]+?)(?:;|$)")
 # A folder named after a GPU: h200-..., h100-..., h200x2-...
 FOLDER_GPU_RE = re.compile(r"^(h\d{3})(?:x\d+)?-", re.I)
 CALL_ROOTS = ("docs/bench", "docs/reports")
+CALL_PREFIX_RE = re.compile(r"^(call\d+)[_-]")
 
 
 class SpecError(Exception):
@@ -47,9 +49,14 @@ class SpecError(Exception):
 
 
 def call_of(path):
-    """The call a measurement file belongs to: its folder, or the file itself when it lies at a call root."""
+    """The call a measurement file belongs to: its folder, or the file itself when it lies at a call root; in a
+    folder that keeps several calls' files apart by name (call1_bench.json, call2_bench.json) the folder and that
+    prefix."""
     folder = os.path.dirname(path)
-    return path if folder in CALL_ROOTS else folder
+    if folder in CALL_ROOTS:
+        return path
+    m = CALL_PREFIX_RE.match(os.path.basename(path))
+    return f"{folder}/{m.group(1)}*" if m else folder
 
 
 class Measurements:
@@ -164,18 +171,27 @@ def render_group(name, table, group, doc, spec, meas):
     files = group.get("files")
     if not isinstance(files, dict) or not files:
         raise SpecError(f'{what}: "files" must name at least one file (alias: path)')
-    for path in files.values():
+    keys = table.get("keys", [])
+    columns = [resolve_column(c, spec, what) for c in table.get("columns", [])]
+    heads = [c.get("head", "") for c in columns]
+    rows = expand_rows(group.get("rows", table.get("rows")), what)
+
+    def path_of(alias, row):
+        """A file's path may name a row's keys: bench_{precision}.json."""
+        try:
+            return files[alias].format(**row)
+        except (KeyError, IndexError, ValueError) as e:
+            raise SpecError(f"{what}: file {files[alias]!r}: {e!r} is not a key of the row") from None
+
+    paths = list(dict.fromkeys(path_of(a, r) for a in files for r in rows))  # in the spec's order
+    for path in paths:
         meas.load(path)
-    calls = sorted({call_of(p) for p in files.values()})
+    calls = sorted({call_of(p) for p in paths})
     if len(calls) != 1:
         raise SpecError(
             f"{what}: mixes calls ({', '.join(calls)}); figures of two calls are never side by side: "
             "split them into separately-labelled groups"
         )
-    keys = table.get("keys", [])
-    columns = [resolve_column(c, spec, what) for c in table.get("columns", [])]
-    heads = [c.get("head", "") for c in columns]
-    rows = expand_rows(group.get("rows", table.get("rows")), what)
     gpus, uuids, used = set(), set(), set()
     lines = ["| " + " | ".join(keys + heads) + " |", "|" + " --- |" * (len(keys) + len(heads))]
     for row in rows:
@@ -198,7 +214,7 @@ def render_group(name, table, group, doc, spec, meas):
                 continue
             if alias not in files:
                 raise SpecError(f"{what}: column {head!r} names file {alias!r}, which the group does not give")
-            path = files[alias]
+            path = path_of(alias, row)
             where = dict(row)
             where.update(col.get("where", {}))
             if col.get("optional") and not any(
@@ -231,10 +247,13 @@ def render_group(name, table, group, doc, spec, meas):
     if not dates:
         raise SpecError(f"{what}: no date in the files or their folder names")
     sources = ", ".join(
-        f"{link(p, doc)} (commit {meas.files[p].get('commit', '?')})" for p in files.values() if p in used
+        f"{link(p, doc)} (commit {meas.files[p].get('commit', '?')})" for p in paths if p in used
     )
     label = f"**{group['label']}** — " if group.get("label") else ""
-    call = "one call, one file" if calls[0] in files.values() else f"one call, `{calls[0]}/`"
+    if calls[0] in paths:
+        call = "one call, one file"
+    else:
+        call = f"one call, `{calls[0]}`" if calls[0].endswith("*") else f"one call, `{calls[0]}/`"
     out = [f"{label}{next(iter(gpus))}, {' and '.join(dates)} ({call}): {sources}."]
     if group.get("note"):
         out.append("")

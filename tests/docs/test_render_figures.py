@@ -114,6 +114,27 @@ class RenderFigures(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("distinct label", r.stderr)
 
+    def test_files_of_two_calls_kept_apart_by_name_are_refused_side_by_side(self):
+        folder = "docs/bench/h200-2026-11-26-block"
+        for name in ("call2_bench_fp16_none.json", "call3_bench_fp16_block.json", "call3_bench_fp16_none.json"):
+            os.makedirs(os.path.join(self.root, folder), exist_ok=True)
+            shutil.copy(os.path.join(REPO, folder, name), os.path.join(self.root, folder, name))
+        cols = [{"head": "none", "file": "none", "where": {"backend": "cuda"}, "field": "device_resident_median_ms"},
+                {"head": "block", "file": "block", "where": {"backend": "cuda"}, "field": "device_resident_median_ms"}]
+
+        def spec(none):
+            self.spec({"t": {"keys": ["precision", "batch"], "columns": cols, "groups": [
+                {"rows": {"precision": "fp16", "batch": [1]},
+                 "files": {"none": f"{folder}/{none}", "block": f"{folder}/call3_bench_fp16_block.json"}}]}})
+
+        spec("call2_bench_fp16_none.json")
+        r = self.run_script("--check")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("mixes calls", r.stderr)
+        spec("call3_bench_fp16_none.json")
+        self.assertEqual(self.run_script().returncode, 0)
+        self.assertIn("h200-2026-11-26-block/call3*", self.read())
+
     def test_a_folder_named_after_another_gpu_is_refused(self):
         wrong = "docs/bench/h200-2026-11-26-tf32/r2_bench_fp16.json"
         os.makedirs(os.path.join(self.root, os.path.dirname(wrong)))
