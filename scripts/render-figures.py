@@ -41,6 +41,8 @@ DESCRIPTION_GPU_RE = re.compile(r" on (NVIDIA [^;]+?)(?:;|$)")
 # A folder named after a GPU: h200-..., h100-..., h200x2-...
 FOLDER_GPU_RE = re.compile(r"^(h\d{3})(?:x\d+)?-", re.I)
 CALL_ROOTS = ("docs/bench", "docs/reports")
+# Other programs' measurement files the renderer reads (its top-level "program"); they name their GPU in "device".
+BENCH_PROGRAMS = ("mnv2_gemm_bench",)
 CALL_PREFIX_RE = re.compile(r"^(call\d+)[_-]")
 
 
@@ -77,12 +79,19 @@ class Measurements:
             raise SpecError(f"{path}: cannot read: {e.strerror}") from None
         except json.JSONDecodeError as e:
             raise SpecError(f"{path}: not JSON: {e}") from None
-        if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("mnv2.bench/"):
-            raise SpecError(f'{path}: not an mnv2 bench file (no "schema": "mnv2.bench/...")')
-        if not isinstance(data.get("results"), list):
-            raise SpecError(f'{path}: no "results" list')
+        if not isinstance(data, dict) or not (
+            str(data.get("schema", "")).startswith("mnv2.bench/") or data.get("program") in BENCH_PROGRAMS
+        ):
+            raise SpecError(f'{path}: neither an mnv2 bench file ("schema": "mnv2.bench/...") nor one of {BENCH_PROGRAMS}')
         self.files[path] = data
         return data
+
+    def records(self, path, listing):
+        """The records a table reads from one file: "results" of a bench file, "batches" of mnv2_gemm_bench."""
+        records = self.files[path].get(listing)
+        if not isinstance(records, list):
+            raise SpecError(f"{path}: no {listing!r} list")
+        return records
 
     def gpu_of(self, path, result):
         """The GPU's name and uuid for one result ("" where the file does not say)."""
@@ -92,6 +101,8 @@ class Measurements:
         anchor = self.files[path].get("anchor")
         if isinstance(anchor, dict) and anchor.get("device"):
             return anchor["device"], ""
+        if isinstance(self.files[path].get("device"), str):  # mnv2_gemm_bench
+            return self.files[path]["device"], ""
         m = DESCRIPTION_GPU_RE.search(str(result.get("backend_description", "")))
         return (m.group(1).strip(), "") if m else ("", "")
 
@@ -112,9 +123,9 @@ def field(result, dotted):
     return value
 
 
-def select(data, path, where):
-    """The one result of a file matching every key of where; anything else is an error naming the file."""
-    found = [r for r in data["results"] if all(field(r, k) == v for k, v in where.items())]
+def select(records, path, where):
+    """The one record of a file matching every key of where; anything else is an error naming the file."""
+    found = [r for r in records if all(field(r, k) == v for k, v in where.items())]
     if len(found) != 1:
         keys = ", ".join(f"{k}={v}" for k, v in where.items())
         raise SpecError(f"{path}: {len(found)} results with {keys} (the spec must pick exactly one)")
@@ -126,6 +137,10 @@ def fmt(value, spec, what):
         raise SpecError(f"{what}: no such field")
     if spec == "s":
         return str(value)
+    if spec.startswith("bool:"):  # "bool:held/missed": the words for true and false
+        if not isinstance(value, bool):
+            raise SpecError(f"{what}: {value!r} is not true or false")
+        return spec[5:].split("/")[0 if value else 1]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SpecError(f"{what}: {value!r} is not a number")
     return format(value, spec)
@@ -150,6 +165,10 @@ def check_folder_gpu(path, gpu):
             raise SpecError(f"{path}: measured on {gpu}, but its folder {part}/ is named after the {m.group(1).upper()}")
 
 
+def commit_of(data):
+    return f"commit {data['commit']}" if data.get("commit") else "no commit in the file: see its run's README"
+
+
 def link(path, doc):
     return f"[`{os.path.basename(path)}`]({os.path.relpath(path, os.path.dirname(doc) or '.')})"
 
@@ -172,6 +191,7 @@ def render_group(name, table, group, doc, spec, meas):
     if not isinstance(files, dict) or not files:
         raise SpecError(f'{what}: "files" must name at least one file (alias: path)')
     keys = table.get("keys", [])
+    listing = table.get("list", "results")
     columns = [resolve_column(c, spec, what) for c in table.get("columns", [])]
     heads = [c.get("head", "") for c in columns]
     rows = expand_rows(group.get("rows", table.get("rows")), what)
@@ -218,12 +238,12 @@ def render_group(name, table, group, doc, spec, meas):
             where = dict(row)
             where.update(col.get("where", {}))
             if col.get("optional") and not any(
-                all(field(r, k) == v for k, v in where.items()) for r in meas.files[path]["results"]
+                all(field(r, k) == v for k, v in where.items()) for r in meas.records(path, listing)
             ):
                 cells.append("—")  # a column some rows have no measurement for (said so in the spec)
                 blanks.add(head)
                 continue
-            result = select(meas.files[path], path, where)
+            result = select(meas.records(path, listing), path, where)
             gpu, uuid = meas.gpu_of(path, result)
             if not gpu:
                 raise SpecError(f"{path}: a result with no GPU named (no gpu record, no 'on NVIDIA ...')")
@@ -247,7 +267,7 @@ def render_group(name, table, group, doc, spec, meas):
     if not dates:
         raise SpecError(f"{what}: no date in the files or their folder names")
     sources = ", ".join(
-        f"{link(p, doc)} (commit {meas.files[p].get('commit', '?')})" for p in paths if p in used
+        f"{link(p, doc)} ({commit_of(meas.files[p])})" for p in paths if p in used
     )
     label = f"**{group['label']}** — " if group.get("label") else ""
     if calls[0] in paths:

@@ -20,6 +20,7 @@ FP16 = "docs/bench/h200-2026-11-29-issue32/table-fp16/r3_bench_fp16.json"
 ANCHOR = "docs/bench/h200-2026-11-29-issue32/table-fp16/r3_anchor.json"
 OTHER_CALL = "docs/bench/h200-2026-11-29-issue32/table/r3_anchor.json"
 H100 = "docs/bench/h100-2026-11-26-tf32/final-round2/r2_bench_fp16.json"
+GEMM = "docs/bench/h200-2026-11-29-issue32b/call1-gemm-ncu/gemm_bench.json"
 
 COLUMNS = [
     {"head": "cuda", "file": "ours", "where": {"backend": "cuda"}, "field": "device_resident_median_ms"},
@@ -38,7 +39,7 @@ def table(ours=FP16, anchor=ANCHOR, **extra):
 class RenderFigures(unittest.TestCase):
     def setUp(self):
         self.root = tempfile.mkdtemp(prefix="render-figures-test-")
-        for path in (FP16, ANCHOR, OTHER_CALL, H100):
+        for path in (FP16, ANCHOR, OTHER_CALL, H100, GEMM):
             os.makedirs(os.path.join(self.root, os.path.dirname(path)), exist_ok=True)
             shutil.copy(os.path.join(REPO, path), os.path.join(self.root, path))
         self.spec({"t": table()})
@@ -159,6 +160,16 @@ class RenderFigures(unittest.TestCase):
             r = self.run_script("--check")
             self.assertEqual(r.returncode, 2, text)
             self.assertIn(message, r.stderr)
+
+    def test_a_gemm_bench_file_renders_its_batches(self):
+        self.spec({"t": {"list": "batches", "keys": ["batch"], "columns": [
+            {"head": "ours", "file": "g", "field": "weighted_network.ours_tflop_s", "format": ".2f"},
+            {"head": "bar", "file": "g", "field": "bar_within_10pct_of_cublas", "format": "bool:held/missed"}],
+            "groups": [{"rows": {"batch": [1, 64]}, "files": {"g": GEMM}}]}})
+        self.assertEqual(self.run_script().returncode, 0)
+        text = self.read()
+        for want in ("NVIDIA H200, 2026-11-29", "| 1 | 1.71 | held |", "| 64 | 19.94 | held |", "no commit in the file"):
+            self.assertIn(want, text)
 
     def test_a_row_the_file_lacks_is_refused(self):
         t = table()
