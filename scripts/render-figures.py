@@ -8,13 +8,14 @@ Every performance table in README.md and docs/*.md is a marker block
     ... rendered, never edited by hand ...
     <!-- /figures -->
 
-whose NAME is a table of the spec (docs/bench/tables.json): which bench files, which rows (precision, batch, ...),
-which columns (a field of one result of one file, or the ratio of two columns). The rendered block names its
-files, the GPU, the date and the commit, and puts side by side only figures of one call: a call is one folder of
-docs/bench or docs/reports (one device-run call, see each folder's README), or the files of a folder whose names start with one
-callN_ prefix (a folder that keeps several calls apart by name); a file directly in docs/bench or docs/reports is
-a call of its own. A group whose files come from two calls is refused; a table of several calls
-must split them into groups, each labelled and rendered as a table of its own.
+whose NAME is a table of the spec (docs/bench/tables.json): which measurement files (mnv2 bench files, mnv2_gemm_bench
+files), which rows (precision, batch, ...), which columns (a field of one record of one file, or the ratio of two
+columns). The rendered block names its files, the GPU, the date and the commit, and puts side by side only figures of
+one call. A call is one folder of docs/bench or docs/reports (one device-run call, see each folder's README), or, in a
+folder that keeps several calls apart by name, the files of one callN_ prefix; a file directly in docs/bench or
+docs/reports is a call of its own. A group whose files come from two calls is refused; a table of several calls
+must split them into groups, each labelled and rendered as a table of its own. A file in a folder named after a
+GPU (h200-..., h100-...) that another GPU measured is refused.
 
     render-figures.py [--root DIR] [--spec FILE] [--check] [DOC ...]
 
@@ -82,7 +83,9 @@ class Measurements:
         if not isinstance(data, dict) or not (
             str(data.get("schema", "")).startswith("mnv2.bench/") or data.get("program") in BENCH_PROGRAMS
         ):
-            raise SpecError(f'{path}: neither an mnv2 bench file ("schema": "mnv2.bench/...") nor one of {BENCH_PROGRAMS}')
+            raise SpecError(
+                f'{path}: neither an mnv2 bench file ("schema": "mnv2.bench/...") nor one of {BENCH_PROGRAMS}'
+            )
         self.files[path] = data
         return data
 
@@ -162,7 +165,8 @@ def check_folder_gpu(path, gpu):
     for part in path.split("/")[:-1]:
         m = FOLDER_GPU_RE.match(part)
         if m and m.group(1).upper() not in gpu.upper().split():
-            raise SpecError(f"{path}: measured on {gpu}, but its folder {part}/ is named after the {m.group(1).upper()}")
+            named = m.group(1).upper()
+            raise SpecError(f"{path}: measured on {gpu}, but its folder {part}/ is named after the {named}")
 
 
 def commit_of(data):
