@@ -242,12 +242,12 @@ def render_group(name, table, group, doc, spec, meas):
             where = dict(row)
             where.update(col.get("where", {}))
             if col.get("optional") and not any(
-                all(field(r, k) == v for k, v in where.items()) for r in meas.records(path, listing)
+                all(field(r, k) == v for k, v in where.items()) for r in meas.records(path, col.get("list", listing))
             ):
                 cells.append("—")  # a column some rows have no measurement for (said so in the spec)
                 blanks.add(head)
                 continue
-            result = select(meas.records(path, listing), path, where)
+            result = select(meas.records(path, col.get("list", listing)), path, where)
             gpu, uuid = meas.gpu_of(path, result)
             if not gpu:
                 raise SpecError(f"{path}: a result with no GPU named (no gpu record, no 'on NVIDIA ...')")
