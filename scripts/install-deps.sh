@@ -11,7 +11,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev  # oneDNN; its CMake config asks for OpenCL (Debian's build has the OpenCL GPU runtime)
   qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev
   xvfb xauth
-  python3  # tests/cli/golden/run_golden.py
+  python3  # tests/cli/golden/run_golden.py, tests/docs/*.py (README tour, links), scripts/cli-reference.py
   dpkg-dev desktop-file-utils
   clang-format  # scripts/check-format.sh, run by scripts/test.sh
   time  # GNU time: the tests that measure a run's peak memory (tests/cli/test_cli_budgets.cpp)
