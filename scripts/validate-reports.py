@@ -2,7 +2,7 @@
 # Validates mnv2's report files against the JSON Schemas in resources/schemas (docs/REPORTS.md): each JSON file
 # by its "schema"/"format" field (or the shape of a trace, topology or classify output), each CSV by its header
 # against the columns its row schema lists, in order, and each row's cells against their types.
-# usage: validate-reports.py [--schemas DIR] [--quiet] FILE|DIR... ; exit 0: all valid, 1: some invalid, 2: usage.
+# usage: validate-reports.py [--schemas DIR] [--quiet] [--at-least N] FILE|DIR... ; exit 0: all valid, 1: some invalid, 2: usage.
 import argparse
 import csv
 import io
@@ -119,6 +119,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--schemas", default=os.path.join(here, "..", "resources", "schemas"))
     p.add_argument("--quiet", action="store_true", help="print only invalid files")
+    p.add_argument("--at-least", type=int, default=0, help="fail unless this many reports were found")
     p.add_argument("paths", nargs="+")
     a = p.parse_args()
     store = load_schemas(a.schemas)
@@ -129,7 +130,7 @@ def main():
                 files += [os.path.join(root, n) for n in sorted(names) if n.endswith((".json", ".csv"))]
         else:
             files.append(path)
-    bad = 0
+    bad = checked = 0
     for path in files:
         try:
             name, problems = check_file(store, path)
@@ -137,6 +138,7 @@ def main():
             name, problems = "?", [str(e)]
         if name is None:
             continue
+        checked += 1
         if problems:
             bad += 1
             print(f"INVALID {path} ({name}): {len(problems)} problem(s)")
@@ -144,6 +146,10 @@ def main():
                 print(f"  {problem[:300]}")
         elif not a.quiet:
             print(f"valid {path} ({name})")
+    print(f"{checked} report(s) checked, {bad} invalid")
+    if checked < a.at_least:
+        print(f"fewer reports than --at-least {a.at_least}: the tests wrote none where expected")
+        return 1
     return 1 if bad else 0
 
 
