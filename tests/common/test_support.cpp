@@ -58,13 +58,21 @@ namespace {
 std::mutex g_test_written_mutex;
 std::set<std::string> g_test_written;
 
+// A name for a kept copy: unique in the folder, naming the test that wrote it.
+std::string kept_name(const std::string& file_name) {
+  static std::atomic<int> counter{0};
+  std::string name = std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-";
+  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
+    name += std::string(info->test_suite_name()) + "." + info->name() + "-";
+  return name + file_name;
+}
+
 // With MNV2_TEST_REPORTS_DIR set (ctest sets it, tests/CMakeLists.txt), every .json and .csv file the program
 // wrote into the folder is copied there before the folder goes, so that the test reports_match_schemas can
 // validate every report the tests wrote against the schemas (scripts/validate-reports.py).
 void keep_reports(const std::string& folder) {
   const char* keep = std::getenv("MNV2_TEST_REPORTS_DIR");
   if (keep == nullptr || *keep == 0) return;
-  static std::atomic<int> counter{0};
   std::error_code ec;
   for (auto it = std::filesystem::recursive_directory_iterator(folder, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
@@ -75,11 +83,8 @@ void keep_reports(const std::string& folder) {
       std::lock_guard<std::mutex> lock(g_test_written_mutex);
       if (g_test_written.count(p.lexically_normal().string())) continue;
     }
-    std::string name = std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-";
-    if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
-      name += std::string(info->test_suite_name()) + "." + info->name() + "-";
     std::error_code copy_ec;
-    std::filesystem::copy_file(p, std::filesystem::path(keep) / (name + p.filename().string()), copy_ec);
+    std::filesystem::copy_file(p, std::filesystem::path(keep) / kept_name(p.filename().string()), copy_ec);
   }
 }
 
@@ -89,6 +94,15 @@ TempDir::~TempDir() {
   keep_reports(path_);
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+void keep_report_text(const std::string& text) {
+  const char* keep = std::getenv("MNV2_TEST_REPORTS_DIR");
+  if (keep == nullptr || *keep == 0 || text.empty()) return;
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  const bool json = first != std::string::npos && (text[first] == '{' || text[first] == '[');
+  std::ofstream out(std::filesystem::path(keep) / kept_name(json ? "stdout.json" : "stdout.csv"), std::ios::binary);
+  out << text;
 }
 
 void write_file(const std::string& path, const std::string& bytes) {

@@ -132,7 +132,11 @@ def main():
     # GPU-only fields: a remote cuda run under CUPTI kept in docs/ (kernel records, the GPU record, event times,
     # the target, resolved options).
     gpu = os.path.join(ROOT, "docs", "bench", "h200x2-2026-11-29-remote", "h200_dev0_b1.json")
-    doc = json.load(open(gpu))
+    expect(os.path.exists(gpu), f"the GPU report {gpu} is there (moved? point this test at its new place)")
+    doc = json.load(open(gpu)) if os.path.exists(gpu) else None
+    if doc is None:
+        print(f"{len(failures)} failure(s)")
+        return 1
     mutate(store, "mnv2.report.schema.json", doc, ["runs", 0, "timeline", "records", 0], "correlation")
     mutate(store, "mnv2.report.schema.json", doc, ["runs", 0, "metadata", "gpu"], "pci_bus_id")
     mutate(store, "mnv2.report.schema.json", doc, ["runs", 0, "metadata", "target"], "host")
