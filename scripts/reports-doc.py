@@ -85,7 +85,13 @@ def render(store):
            "",
            "The JSON formats name themselves (`\"schema\": \"mnv2.report\"` with `schema_version`, `\"schema\":",
            "\"mnv2.bench/1\"`, `\"format\": \"mnv2.lab\"` with `version`); the trace, topology and classify",
-           "outputs are recognised by their shape.", "", "## Contents", ""]
+           "outputs are recognised by their shape.", "",
+           "The schemas describe what this version writes. The readers (`mnv2 runs`, `mnv2 bench --with`, the app)",
+           "also open files of older versions of the same format, written before fields were added (`options`,",
+           "`reliability`, `cpu_threads`, a layer's `weight_bytes`) or with fields since renamed (`kernel_records`,",
+           "now `timeline.records`); such files are not valid against these schemas. Files that other programs",
+           "write in a format of ours (scripts/pytorch-anchor.py's `mnv2.bench/1` with its `mode` fields) are not",
+           "either.", "", "## Contents", ""]
     names = [n for n in ORDER if n + ".schema.json" in store] + \
             sorted(n[:-len(".schema.json")] for n in store if n[:-len(".schema.json")] not in ORDER)
     for n in names:
