@@ -10,7 +10,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 
-ORDER = ["mnv2.report", "mnv2.bench", "mnv2.eval", "mnv2.memory", "mnv2.roofline", "mnv2.lab", "mnv2.trace",
+ORDER = ["mnv2.report", "mnv2.bench", "mnv2.eval", "mnv2.memory", "mnv2.roofline", "mnv2.roofline-cache", "mnv2.lab", "mnv2.trace",
          "mnv2.topology", "mnv2.classify", "mnv2.report.csv", "mnv2.bench.csv", "mnv2.eval.csv", "mnv2.memory.csv",
          "mnv2.roofline.csv", "mnv2.topology.csv", "common"]
 
