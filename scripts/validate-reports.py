@@ -9,7 +9,6 @@ import io
 import json
 import os
 import sys
-import warnings
 
 import jsonschema
 
@@ -29,10 +28,15 @@ def load_schemas(folder):
 
 def validator(store, name):
     schema = store[name]
-    with warnings.catch_warnings():  # RefResolver: deprecated in newer jsonschema, the one Debian 12 has
-        warnings.simplefilter("ignore", DeprecationWarning)
+    try:  # jsonschema 4.18 and later resolve references through a registry
+        from referencing import Registry, Resource
+        from referencing.jsonschema import DRAFT202012
+    except ImportError:  # Debian 12's jsonschema (4.10): a resolver with a store of the schemas by $id
         resolver = jsonschema.RefResolver(BASE + name, schema, store={BASE + n: s for n, s in store.items()})
-    return jsonschema.Draft202012Validator(schema, resolver=resolver)
+        return jsonschema.Draft202012Validator(schema, resolver=resolver)
+    registry = Registry().with_resources(
+        [(BASE + n, Resource.from_contents(s, default_specification=DRAFT202012)) for n, s in store.items()])
+    return jsonschema.Draft202012Validator(schema, registry=registry)
 
 
 # The JSON schema a document claims, by its own field or its shape; None: not an mnv2 report.
