@@ -1574,6 +1574,7 @@ bool MainWindow::selectTab(const QString& name) {
                   : n == QLatin1String("sweep")      ? static_cast<QWidget*>(m_sweep)
                   : n == QLatin1String("accuracy")   ? static_cast<QWidget*>(m_accuracy)
                   : n == QLatin1String("lab")        ? static_cast<QWidget*>(m_lab)
+                  : n == QLatin1String("deepdive")   ? static_cast<QWidget*>(m_deepDive)
                                                      : nullptr;
   if (!page) return false;
   m_tabs->setCurrentWidget(page);
