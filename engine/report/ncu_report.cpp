@@ -14,18 +14,21 @@
 namespace mnv2 {
 namespace {
 
-// A page's records from its header row on (ncu may print its own "==PROF==" and "==WARNING==" lines first).
-std::vector<std::vector<std::string>> page_records(std::string_view csv, const char* page) {
+// A page's records from its header row on (ncu may print its own "==PROF==" and "==WARNING==" lines first). With
+// `ragged`, a row may end early (the details page leaves the rule columns off its metric rows: empty fields).
+std::vector<std::vector<std::string>> page_records(std::string_view csv, const char* page, bool ragged = false) {
   size_t start = csv.rfind("\"ID\",", 0) == 0 ? 0 : csv.find("\n\"ID\",");
   if (start == std::string_view::npos)
     throw Error(std::string("ncu's ") + page + " page has no header row (\"ID\",...): no kernel was profiled");
   if (start != 0) ++start;
   auto records = read_csv(csv.substr(start));
   const size_t width = records.front().size();
-  for (size_t r = 1; r < records.size(); ++r)
+  for (size_t r = 1; r < records.size(); ++r) {
+    if (ragged && records[r].size() < width) records[r].resize(width);
     if (records[r].size() != width)
       throw Error(std::string("ncu's ") + page + " page: row " + std::to_string(r + 1) + " has " +
                   std::to_string(records[r].size()) + " fields, the header " + std::to_string(width));
+  }
   return records;
 }
 
@@ -163,7 +166,7 @@ std::vector<NcuKernel> parse_ncu_raw(std::string_view csv) {
 }
 
 void add_ncu_details(std::string_view csv, std::vector<NcuKernel>& kernels) {
-  const auto records = page_records(csv, "details");
+  const auto records = page_records(csv, "details", true);
   const auto& header = records.front();
   const auto find = [&](const char* name) {
     const auto it = std::find(header.begin(), header.end(), name);
@@ -181,7 +184,8 @@ void add_ncu_details(std::string_view csv, std::vector<NcuKernel>& kernels) {
     if (!is_id(row[0]) || row[name].empty() || row[text].empty()) continue;
     const int id = std::stoi(row[0]);
     if (!by_id.count(id)) continue;
-    std::optional<double> gain = speedup < header.size() ? number(row[speedup]) : std::nullopt;
+    std::optional<double> gain;
+    if (speedup < header.size()) gain = number(row[speedup]);
     std::string note = row[type] + " " + row[name];
     if (gain)
       note += " (estimated speedup " + (speedup_type < header.size() ? row[speedup_type] + " " : std::string()) +

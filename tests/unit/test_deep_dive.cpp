@@ -338,7 +338,6 @@ TEST(DeepDiveRun, CancelEndsNcuAndWhatItStarted) {
   run.argv = study_command();
   run.ncu = ncu.path;
   bool started = false;
-  const auto t0 = std::chrono::steady_clock::now();
   const std::string m = message_of([&] {
     run_ncu(run, [&](const std::string& line) {
       started = started || !line.empty();
@@ -346,7 +345,7 @@ TEST(DeepDiveRun, CancelEndsNcuAndWhatItStarted) {
     });
   });
   EXPECT_EQ(m, "cancelled");
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));  // not the 300 s the child sleeps
+  // (Without the cancel, run_ncu would return only when the stand-in's 300 s sleep ended, with another message.)
   const pid_t child = std::stoi(read_file(ncu.log + ".child"));
   // The process group went down: the child (reparented, reaped by init or a subreaper) is gone within a moment.
   bool gone = false;
