@@ -88,7 +88,7 @@ class DeepDivePageTest : public QObject {
     QCOMPARE(cell(DeepDiveModel::NcuDuration, 0), QStringLiteral("14.82 µs"));
     QCOMPARE(cell(DeepDiveModel::NcuDuration, 1), QStringLiteral("6.94 µs"));
     QCOMPARE(cell(DeepDiveModel::SmThroughput, 0), QStringLiteral("26.8 %"));
-    QCOMPARE(cell(DeepDiveModel::MemoryThroughput, 1), QStringLiteral("15.6 %"));  // 15.55
+    QCOMPARE(cell(DeepDiveModel::SmThroughput, 1), QStringLiteral("12.9 %"));
     QCOMPARE(cell(DeepDiveModel::AchievedOccupancy, 0), QStringLiteral("19.6 %"));
     QCOMPARE(cell(DeepDiveModel::TheoreticalOccupancy, 1), QStringLiteral("12.5 %"));
     QCOMPARE(cell(DeepDiveModel::OccupancyLimiter, 0), QStringLiteral("registers (2 blocks/SM)"));
