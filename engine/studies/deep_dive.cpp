@@ -260,8 +260,7 @@ std::string deep_dive_json(const DeepDiveResult& r) {
   };
   Json kernels = Json::array();
   for (const NcuKernel& k : r.ncu.summary.kernels) kernels.push_back(kernel(k));
-  Json j = {{"schema", "mnv2.deep_dive"},
-            {"schema_version", 1},
+  Json j = {{"schema", "mnv2.deep_dive/1"},
             {"backend", r.backend},
             {"device", r.device},
             {"layer", r.layer},

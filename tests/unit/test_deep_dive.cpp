@@ -378,7 +378,7 @@ TEST(DeepDive, TheJsonHoldsEveryFigureByName) {
   r.layers = {25, 26};
   r.ncu.summary = summarise_ncu(parse_ncu_raw(fixture("r3ncu_fp16_b1_step25.raw.csv")));
   const json::Json j = json::parse(deep_dive_json(r));
-  EXPECT_EQ(j["schema"], "mnv2.deep_dive");
+  EXPECT_EQ(j["schema"], "mnv2.deep_dive/1");
   EXPECT_EQ(j["layers"], json::Json({25, 26}));
   EXPECT_DOUBLE_EQ(j["total"]["duration_ns"].get<double>(), 7200);
   EXPECT_EQ(j["kernels"].size(), 2u);

@@ -145,7 +145,7 @@ DeepDiveResult deep_dive(const RunReport& run, int layer, const DeepDiveConfig& 
 DeepDiveResult deep_dive(const Model& model, const NcuCommandConfig& command_config, const DeepDiveConfig& config,
                          const DeepDiveProgress& progress = {});
 
-// The JSON of a result (schema "mnv2.deep_dive", version 1).
+// The JSON of a result (schema "mnv2.deep_dive/1", as the other reports name theirs).
 std::string deep_dive_json(const DeepDiveResult& result);
 
 }  // namespace mnv2
