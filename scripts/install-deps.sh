@@ -21,6 +21,7 @@ packages=(
   procps  # pgrep, pkill, ps: the remote tests' fixture and checks (not in a minimal container)
   slurmctld slurmd slurm-client munge  # tests/remote/fixture.sh: a single-node Slurm cluster (srun, squeue, scancel, sinfo)
   man-db groff-base bsdextrautils zsh  # tests/cli/test_completion_man.sh: man -l, groff's warnings, col, zsh -n
+  xz-utils  # xz -dc: the Nsight Compute fixtures of the deep-dive tests (tests/data/ncu/*.xz)
 )
 missing=()
 for p in "${packages[@]}"; do

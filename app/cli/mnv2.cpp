@@ -102,6 +102,10 @@ const Command kCommands[] = {
     {"roofline", "the device's measured ceilings (cached per device) and each layer's intensity and GFLOP/s",
      declare_roofline, cmd_roofline,
      "mnv2 roofline --backend cuda --precision fp16\nmnv2 roofline --backend cpu --csv roofline.csv"},
+    {"deep-dive", "one layer's step under Nsight Compute: speed of light, occupancy, stalls, bytes, tensor pipes",
+     declare_deep_dive, cmd_deep_dive,
+     "mnv2 deep-dive --backend cuda --precision fp16 --layer 25\nmnv2 deep-dive --report run.json --layer block3.dw "
+     "--json dive.json"},
     {"memory", "activation and weight bytes per layer; what the prepared backend holds and what the driver saw",
      declare_memory, cmd_memory,
      "mnv2 memory --backend cuda --batch 64\nmnv2 memory --backend cudnn --precision fp16 --json memory.json"},

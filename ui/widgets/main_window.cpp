@@ -41,6 +41,7 @@
 #include "run_controller.h"
 #include "widgets/accuracy_page.h"
 #include "widgets/comparison_page.h"
+#include "widgets/deep_dive_page.h"
 #include "widgets/diffs_page.h"
 #include "widgets/input_panel.h"
 #include "widgets/kernel_lab_page.h"
@@ -222,6 +223,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_lab = new KernelLabPage(m_tabs);
   m_lab->setConfirmations(!m_options.scripted);
   m_tabs->addTab(m_lab, QStringLiteral("Kernel lab"));
+  m_deepDive = new DeepDivePage(m_catalog, m_selection, m_tabs);
+  m_tabs->addTab(m_deepDive, QStringLiteral("Deep dive"));
   auto* centre = new QWidget(this);
   auto* centreLayout = new QVBoxLayout(centre);
   centreLayout->setContentsMargins(4, 4, 4, 0);
@@ -483,6 +486,16 @@ void MainWindow::buildMenus() {
   m_cancelAction = run->addAction(QStringLiteral("C&ancel"));
   m_cancelAction->setShortcut(QKeySequence(Qt::Key_Escape));
   connect(m_cancelAction, &QAction::triggered, this, [this] { cancelRun(); });
+  // Deep dive: from the selected layer of Timings, Topology or Run comparison (their context menus too).
+  QAction* deepDive = run->addAction(QStringLiteral("&Deep dive into the selected layer (Nsight Compute)"));
+  deepDive->setObjectName(QStringLiteral("deepDiveAction"));
+  deepDive->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+  connect(deepDive, &QAction::triggered, this, &MainWindow::deepDive);
+  for (QWidget* page :
+       {static_cast<QWidget*>(m_timings), static_cast<QWidget*>(m_topology), static_cast<QWidget*>(m_comparison)}) {
+    page->addAction(deepDive);
+    page->setContextMenuPolicy(Qt::ActionsContextMenu);
+  }
 
   // The Kernel lab: its jobs and its file, with shortcuts that act while its page is in front.
   m_labMenu = menuBar()->addMenu(QStringLiteral("&Lab"));
@@ -1561,6 +1574,7 @@ bool MainWindow::selectTab(const QString& name) {
                   : n == QLatin1String("sweep")      ? static_cast<QWidget*>(m_sweep)
                   : n == QLatin1String("accuracy")   ? static_cast<QWidget*>(m_accuracy)
                   : n == QLatin1String("lab")        ? static_cast<QWidget*>(m_lab)
+                  : n == QLatin1String("deepdive")   ? static_cast<QWidget*>(m_deepDive)
                                                      : nullptr;
   if (!page) return false;
   m_tabs->setCurrentWidget(page);
@@ -1574,6 +1588,13 @@ void MainWindow::updateActions() {
   m_compareAction->setEnabled(!running);
   m_cancelAction->setEnabled(running || m_lab->isRunning());
   updateLabActions();
+}
+
+void MainWindow::deepDive() {
+  const bool comparison = m_tabs->currentWidget() == m_comparison && m_comparison->runA() >= 0;
+  m_deepDive->diveInto(comparison ? std::vector<int>{m_comparison->runA(), m_comparison->runB()}
+                                  : m_catalog->shownRows());
+  m_tabs->setCurrentWidget(m_deepDive);
 }
 
 QAction* MainWindow::labAction(const QString& name) const {
