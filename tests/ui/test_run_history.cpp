@@ -116,10 +116,8 @@ class RunHistoryTest : public QObject {
     catalog()->setData(catalog()->index(2, ReportCatalog::Name), Qt::Unchecked, Qt::CheckStateRole);
     QCOMPARE(m_window->shownReports().size(), size_t{2});
     QCOMPARE(m_window->shownReports()[1]->config.batch, 2);
-    const QString title = m_window->timingsPage()->findChild<QLabel*>(QStringLiteral("timingsTitle"))
-                              ? m_window->timingsPage()->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text()
-                              : QString();
-    if (!title.isEmpty()) QVERIFY2(title.contains(QStringLiteral("batch 1 → 2")), qPrintable(title));
+    const QString title = m_window->timingsPage()->title();
+    QVERIFY2(title.contains(QStringLiteral("batch 1 → 2")), qPrintable(title));
     // Compare two (the checked ones, none selected) puts them in the Run comparison.
     RunsPanel* panel = m_window->runsPanel();
     panel->view()->clearSelection();
@@ -275,7 +273,7 @@ class RunHistoryTest : public QObject {
     QVERIFY(compared->headerData(RunComparisonModel::MedianA, Qt::Horizontal).toString().contains(nameA));
     QVERIFY(compared->headerData(RunComparisonModel::MedianB, Qt::Horizontal).toString().contains(nameB));
     // The Timings title's line of each run begins with the same name.
-    const QString title = m_window->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text();
+    const QString title = m_window->timingsPage()->title();
     for (int row : rows) {
       const QString name = catalog()->identity(row).name;
       QVERIFY2(title.contains(QStringLiteral("<br>") + name.toHtmlEscaped() + QStringLiteral(" on ")) ||
@@ -315,7 +313,7 @@ class RunHistoryTest : public QObject {
     catalog()->addRun({make("owl.jpg", 2, 224)});
     catalog()->addRun({make("random(seed=1)", 2, 160)});
     catalog()->setShown({first, first + 1, first + 2});
-    const QString title = m_window->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text();
+    const QString title = m_window->timingsPage()->title();
     // The first line (what all share) says no input, batch or size: they differ.
     const QString head = title.section(QStringLiteral("<br>"), 0, 0);
     QVERIFY2(!head.contains(QStringLiteral("input")) && !head.contains(QStringLiteral("batch")), qPrintable(title));
@@ -327,7 +325,7 @@ class RunHistoryTest : public QObject {
     QVERIFY2(title.contains(QStringLiteral("10 warm-up + 100 timed runs per phase")), qPrintable(title));
     // Shown alone, a run's title names its input.
     catalog()->setShown({first + 2});
-    const QString alone = m_window->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text();
+    const QString alone = m_window->timingsPage()->title();
     QVERIFY2(alone.contains(QStringLiteral("input random(seed=1), batch 2, 160×160")), qPrintable(alone));
     catalog()->remove({first, first + 1, first + 2});
   }

@@ -16,10 +16,12 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QScreen>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
 #include <QStatusBar>
+#include <QStyle>
 #include <QTabWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -59,6 +61,8 @@ namespace mnv2::ui {
 namespace {
 
 constexpr int kMaxRecent = 8;
+// More shown runs than this are named by their first and last in the titles ("run 1 … run 20, 20 runs").
+constexpr qsizetype kRunsNamedInTitles = 3;
 const QString kRecentImages = QStringLiteral("recent/images");
 const QString kRecentReports = QStringLiteral("recent/reports");
 
@@ -74,8 +78,16 @@ QLabel* statusField(QWidget* parent, const QString& objectName) {
 QString describeRun(const std::vector<ReportPtr>& reports, std::optional<mnv2::Precision> requested = {},
                     const QStringList& names = {}) {
   const mnv2::RunReport& r = *reports.front();
+  // Each backend once, with how many runs used it, when there are more runs than a line holds.
   QStringList backends;
   for (const auto& x : reports) backends << runLabel(*x);
+  if (backends.size() > kRunsNamedInTitles) {
+    QStringList once;
+    for (const QString& b : backends)
+      if (!once.contains(b)) once << b;
+    for (QString& b : once) b += QStringLiteral(" ×%1").arg(backends.count(b));
+    backends = once;
+  }
   // The settings the title states: once when the engine's comparability rule finds every run alike in it, else
   // on each run's line with that run's value (the rule's names and values).
   const RunsDifferences differ = differencesAmong(reports);
@@ -309,7 +321,16 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
                                    backends.isEmpty() ? QStringLiteral("none") : backends.join(QStringLiteral(", "))));
   });
 
-  resize(1500, 950);
+  // The first start: nine tenths of the screen's free area, at most 1500×950, centred (a fixed 1500×950 ran off a
+  // 1280×720 screen). A saved geometry replaces it (loadSettings).
+  if (const QScreen* screen = this->screen()) {
+    const QRect available = screen->availableGeometry();
+    const QSize size =
+        QSize(1500, 950).boundedTo(available.size() * 0.9).expandedTo(minimumSizeHint()).boundedTo(available.size());
+    setGeometry(QStyle::alignedRect(Qt::LeftToRight, Qt::AlignCenter, size, available));
+  } else {
+    resize(1500, 950);
+  }
   if (m_options.useSettings) loadSettings();
   applyRunTarget();
   updateActions();
@@ -1257,7 +1278,10 @@ void MainWindow::showShown() {
   } else {
     QStringList names;
     for (int row : rows) names << m_catalog->entry(row).name.toHtmlEscaped();
-    title = QStringLiteral("Runs %1: ").arg(names.join(QStringLiteral(", "))) + describeRun(reports, {}, identities);
+    const QString named = names.size() > kRunsNamedInTitles
+                              ? QStringLiteral("%1 … %2, %3 runs").arg(names.front(), names.back()).arg(names.size())
+                              : names.join(QStringLiteral(", "));
+    title = QStringLiteral("Runs %1: ").arg(named) + describeRun(reports, {}, identities);
     for (size_t i = 1; i < rows.size(); ++i) {
       const QString line = warningsLine(mnv2::compare_settings(*reports.front(), *reports[i]));
       if (!line.isEmpty())

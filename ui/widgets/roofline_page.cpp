@@ -61,7 +61,7 @@ RooflinePage::RooflinePage(LayerSelection* selection, QWidget* parent) : QWidget
   applyLogScale(m_plot->yAxis, true);
   m_plot->legend->setVisible(true);
   m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
-  m_plot->setMinimumSize(420, 300);
+  m_plot->setMinimumSize(420, 220);  // the page fits a 700 px screen beside a Runs panel three rows tall
 
   auto* side = new QWidget(split);
   auto* sideLayout = new QVBoxLayout(side);

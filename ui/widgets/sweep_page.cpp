@@ -96,7 +96,7 @@ SweepPage::SweepPage(QWidget* parent) : QWidget(parent) {
     *plot = new QCustomPlot(this);
     applyPlotStyle(*plot);
     (*plot)->legend->setVisible(true);
-    (*plot)->setMinimumSize(240, 170);
+    (*plot)->setMinimumSize(240, 120);  // the page fits a 700 px screen beside a Runs panel three rows tall
     (*plot)->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     charts->addWidget(*plot, 1);
     QCustomPlot* self = *plot;
