@@ -463,7 +463,7 @@ void MainWindow::buildMenus() {
                                      QStringLiteral("mnv2 reports (*.json);;All files (*)"));
     if (!path.isEmpty()) this->openReport(path);
   });
-  m_recentReports = file->addMenu(QStringLiteral("Recent r&eports"));
+  m_recentReports = file->addMenu(QStringLiteral("Recent re&ports"));
   m_saveSessionAction = file->addAction(QStringLiteral("&Save session (all runs)…"));
   m_saveSessionAction->setShortcut(QKeySequence::Save);
   connect(m_saveSessionAction, &QAction::triggered, this, [this] { saveSessionInteractive(); });
@@ -518,7 +518,7 @@ void MainWindow::buildMenus() {
                   {"template", "&New from template", QKeySequence()},
                   {"open", "&Open kernel…", QKeySequence()},
                   {"save", "&Save kernel", QKeySequence::Save},
-                  {"saveAs", "Save kernel &as…", QKeySequence::SaveAs}};
+                  {"saveAs", "Sa&ve kernel as…", QKeySequence::SaveAs}};
   for (const auto& item : labItems) {
     QAction* a = m_labMenu->addAction(QString::fromUtf8(item.text));
     a->setObjectName(QStringLiteral("lab_") + QString::fromUtf8(item.name));
