@@ -29,6 +29,7 @@
 #include "widgets/roofline_page.h"
 #include "widgets/run_settings_panel.h"
 #include "widgets/runs_panel.h"
+#include "widgets/timeline_page.h"
 #include "widgets/timings_page.h"
 
 using namespace mnv2::ui;
@@ -262,6 +263,15 @@ class RunHistoryTest : public QObject {
       picker << runs->itemText(i);
     }
     QCOMPARE(picker.size(), 3);
+    // The Timeline's run picker: each run under its name, with its colour.
+    auto* timeline = m_window->timelinePage()->findChild<QComboBox*>(QStringLiteral("timelineRun"));
+    QVERIFY(timeline);
+    QCOMPARE(timeline->count(), 3);
+    for (int i = 0; i < 3; ++i) {
+      const RunIdentity id = catalog()->identity(rows[static_cast<size_t>(i)]);
+      QCOMPARE(timeline->itemText(i), id.name);
+      QCOMPARE(timeline->itemData(i, Qt::DecorationRole).value<QColor>(), id.colour);
+    }
     // The Run comparison says which run is A and which B by the same names, in its summary and its headers.
     m_window->comparisonPage()->selectRuns(rows[0], rows[1]);
     const QString nameA = catalog()->identity(rows[0]).name, nameB = catalog()->identity(rows[1]).name;

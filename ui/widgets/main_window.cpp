@@ -1196,7 +1196,7 @@ void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QStrin
   if (identities.size() != same.size()) identities.clear();  // a run outside the history: labels as before
   m_layers->setReport(same.front());
   m_timings->setReports(same, m_shownTitle, identities);
-  m_timeline->setReports(same);
+  m_timeline->setReports(same, identities);
   m_graph->view()->setReport(same.front());
   m_roofline->setReports(same, identities);
   showReliability(same);
