@@ -25,6 +25,7 @@
 #include "models/totals_model.h"
 #include "ui_test_support.h"
 #include "widgets/comparison_page.h"
+#include "widgets/diffs_page.h"
 #include "widgets/main_window.h"
 #include "widgets/roofline_page.h"
 #include "widgets/run_settings_panel.h"
@@ -338,6 +339,34 @@ class RunHistoryTest : public QObject {
     const QString alone = m_window->timingsPage()->title();
     QVERIFY2(alone.contains(QStringLiteral("input random(seed=1), batch 2, 160×160")), qPrintable(alone));
     catalog()->remove({first, first + 1, first + 2});
+  }
+
+  // Issue 35, defect 4: the Diffs page names a shown run's diff by the run's name on the other pages.
+  void theDiffsPageNamesTheRunAsThePagesDo() {
+    const auto& topology = test::mainModel().layers;
+    mnv2::RunReport reference = test::syntheticReport(topology, "cpu-ref", 4000, 0.01, false);
+    mnv2::RunReport tested = test::syntheticReport(topology, "cpu", 2000, 0.01, false);
+    mnv2::DiffReport d;
+    d.backend = "cpu";
+    d.reference = "cpu-ref";
+    for (size_t l = 0; l < topology.size(); ++l) {
+      mnv2::LayerDiff ld;
+      ld.layer = static_cast<int>(l);
+      ld.compared = true;
+      d.layers.push_back(ld);
+    }
+    tested.diff = d;
+    const int first = catalog()->addRun(
+        {std::make_shared<const mnv2::RunReport>(reference), std::make_shared<const mnv2::RunReport>(tested)});
+    catalog()->setShown({first, first + 1});
+    auto* sources = m_window->diffsPage()->findChild<QComboBox*>(QStringLiteral("diffSource"));
+    QVERIFY(sources);
+    QStringList texts;
+    for (int i = 0; i < sources->count(); ++i) texts << sources->itemText(i);
+    const QString name = catalog()->identity(first + 1).name;
+    QVERIFY2(texts.filter(name).size() == 1,
+             qPrintable(name + QStringLiteral(" in: ") + texts.join(QStringLiteral(" | "))));
+    catalog()->remove({first, first + 1});
   }
 
   void removingRunsKeepsTheRestAndTheirIds() {

@@ -1305,9 +1305,10 @@ void MainWindow::showShown() {
         referencePrecision = m_catalog->report(other)->config.precision;
     const int classes = r->layer_stats.empty() ? 0 : static_cast<int>(r->layer_stats.back().output.c);
     diffs.push_back(
-        {QStringLiteral("%1 vs %2 (%3)")
-             .arg(runLabel(QString::fromStdString(r->diff->backend), r->config.precision),
-                  runLabel(QString::fromStdString(r->diff->reference), referencePrecision), m_catalog->entry(row).name),
+        // The run under its name on the other pages ("run 3.2 · cpu fp32 · b1 · 224×224"), then its reference.
+        {QStringLiteral("%1 vs %2")
+             .arg(m_catalog->identity(row).name,
+                  runLabel(QString::fromStdString(r->diff->reference), referencePrecision)),
          QStringLiteral("shown"), std::make_shared<const mnv2::DiffReport>(*r->diff), r->topology,
          m_model ? m_model->numClasses : classes, r->config.precision, referencePrecision});
   }
