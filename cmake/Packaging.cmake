@@ -12,8 +12,12 @@ install(FILES ${PROJECT_SOURCE_DIR}/resources/icons/mnv2-profiler.png
         DESTINATION ${CMAKE_INSTALL_DATADIR}/icons/hicolor/256x256/apps COMPONENT core)
 install(FILES ${PROJECT_SOURCE_DIR}/resources/imagenet_labels_1001.txt
         DESTINATION ${CMAKE_INSTALL_DATADIR}/mnv2-profiler COMPONENT core)
+# The report formats' JSON Schemas (docs/REPORTS.md), for users who validate what mnv2 writes.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/schemas/ DESTINATION ${CMAKE_INSTALL_DATADIR}/mnv2-profiler/schemas
+        COMPONENT core FILES_MATCHING PATTERN "*.schema.json")
 set(MNV2_DOCDIR ${CMAKE_INSTALL_DATADIR}/doc/mnv2-profiler)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${MNV2_DOCDIR} COMPONENT core)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/REPORTS.md DESTINATION ${MNV2_DOCDIR} COMPONENT core)
 install(FILES ${PROJECT_SOURCE_DIR}/weights/README.md DESTINATION ${MNV2_DOCDIR} COMPONENT core
         RENAME weights-README.md)
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${MNV2_DOCDIR} COMPONENT core RENAME copyright)

@@ -11,7 +11,8 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev  # oneDNN; its CMake config asks for OpenCL (Debian's build has the OpenCL GPU runtime)
   qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev
   xvfb xauth
-  python3  # tests/cli/golden/run_golden.py
+  python3  # tests/cli/golden/run_golden.py, tests/docs/*.py (README tour, links), scripts/cli-reference.py
+  python3-jsonschema  # scripts/validate-reports.py: every report the tests write against resources/schemas
   dpkg-dev desktop-file-utils
   clang-format  # scripts/check-format.sh, run by scripts/test.sh
   time  # GNU time: the tests that measure a run's peak memory (tests/cli/test_cli_budgets.cpp)
@@ -20,6 +21,7 @@ packages=(
   procps  # pgrep, pkill, ps: the remote tests' fixture and checks (not in a minimal container)
   slurmctld slurmd slurm-client munge  # tests/remote/fixture.sh: a single-node Slurm cluster (srun, squeue, scancel, sinfo)
   man-db groff-base bsdextrautils zsh  # tests/cli/test_completion_man.sh: man -l, groff's warnings, col, zsh -n
+  xz-utils  # xz -dc: the Nsight Compute fixtures of the deep-dive tests (tests/data/ncu/*.xz)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -9,6 +9,8 @@
 #include <QStandardPaths>
 #include <QTimer>
 
+#include "mnv2/exit_codes.h"
+
 namespace mnv2::ui {
 
 namespace {
@@ -231,9 +233,9 @@ void LabProcess::onFinished(int exitCode, QProcess::ExitStatus status) {
     } else if (o.crashed) {
       o.error =
           QStringLiteral("mnv2 lab itself crashed (%1) and wrote no result%2").arg(m_process->errorString(), tail);
-    } else if (exitCode == 2) {
+    } else if (exitCode == mnv2::kExitUsage) {
       o.error = QStringLiteral("mnv2 lab refused the request%1").arg(tail);
-    } else if (exitCode == 4) {
+    } else if (exitCode == mnv2::kExitLabCrashed) {
       o.error =
           QStringLiteral("crashed: the kernel crashed the worker or timed out, and no result was written%1").arg(tail);
     } else {

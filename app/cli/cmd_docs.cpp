@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "mnv2/error.h"
+#include "mnv2/exit_codes.h"
 #include "mnv2/options.h"
 
 namespace mnv2::cli {
@@ -222,10 +223,8 @@ std::string man_page() {
       ".TP\n.B MNV2_GPU_PLUGIN\nthe GPU plugin (libmnv2_gpu.so) to load instead of the one beside the engine, e.g. one "
       "built for other architectures\n";
   s += ".TP\n.B MNV2_SSH\nthe ssh program remote targets use (default: ssh on PATH)\n";
-  s += ".SH EXIT STATUS\n.TP\n0\nsuccess\n.TP\n1\na runtime error (\"error: ...\" on standard error), or a check that "
-       "failed (runs refused, a lab kernel's check)\n.TP\n2\na usage error: an unknown command or option, a bad "
-       "value\n.TP\n3\nmnv2 lab: the kernel did not compile\n.TP\n4\nmnv2 lab: the kernel crashed the worker or timed "
-       "out\n";
+  s += ".SH EXIT STATUS\n";
+  for (const ExitCodeDoc& e : kExitCodes) s += ".TP\n" + std::to_string(e.code) + "\n" + roff(e.meaning) + "\n";
   s += ".SH EXAMPLES\n.nf\n";
   for (const DeclaredCommand* c : visible_commands())
     if (*c->examples != '\0') s += roff(std::string(c->examples).substr(0, std::string(c->examples).find('\n'))) + "\n";

@@ -33,6 +33,9 @@ int cmd_profile(const Args& args, const OptionValues& options);
 void declare_roofline(Args& a);
 int cmd_roofline(const Args& args, const OptionValues& options);
 
+void declare_deep_dive(Args& a);
+int cmd_deep_dive(const Args& args, const OptionValues& options);
+
 void declare_memory(Args& a);
 int cmd_memory(const Args& args, const OptionValues& options);
 

@@ -1,7 +1,7 @@
 // mnv2: the headless command-line front end. It drives the same engine objects as the desktop app. This file is
 // the dispatcher: the command table, the usage and help, the run options resolved once and the process settings
 // taken from them, the output files; each command is a file of its own (commands.h).
-// Exit codes: 0 success, 1 runtime error ("error: ..." on stderr), 2 usage error.
+// Exit codes: mnv2/exit_codes.h (0 success, 1 runtime error, "error: ..." on stderr, 2 usage error; lab 3 and 4).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <new>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "common/environment.h"
 #include "common/omp_wait_policy.h"
 #include "mnv2/error.h"
+#include "mnv2/exit_codes.h"
 #include "mnv2/options.h"
 #include "mnv2/printable.h"
 #include "output.h"
@@ -52,7 +54,26 @@ Every profile and bench says whether its figures are reliable: end-to-end CV and
 changes, other GPU processes, other processes on the host's cores (docs/PERFORMANCE.md).
 Backends: cpu (oneDNN, CPUID-dispatched kernels), cpu-ref (the plain float32 reference every other backend
 is judged against), cudnn and cuda (the GPU plugin: NVIDIA GPU, driver 580+, CUDA 13, cuDNN 9).
-Exit codes: 0 success, 1 runtime error, 2 usage error. 'mnv2 COMMAND --help' lists a command's options.)";
+'mnv2 COMMAND --help' lists a command's options.)";
+
+// The footer of `mnv2 --help`: the notes, then the exit codes from their table, wrapped like the notes.
+std::string footer_text() {
+  std::string codes = "Exit codes:";
+  for (const ExitCodeDoc& e : kExitCodes)
+    codes += std::string(e.code == kExitCodes.front().code ? " " : "; ") + std::to_string(e.code) + " " + e.meaning;
+  codes += ".";
+  constexpr size_t kWidth = 110;
+  std::string s = kFooter, line;
+  std::istringstream words(codes);
+  for (std::string w; words >> w;) {
+    if (!line.empty() && line.size() + 1 + w.size() > kWidth) {
+      s += "\n" + line;
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + w;
+  }
+  return s + "\n" + line;
+}
 
 struct Command {
   const char* name;
@@ -81,6 +102,10 @@ const Command kCommands[] = {
     {"roofline", "the device's measured ceilings (cached per device) and each layer's intensity and GFLOP/s",
      declare_roofline, cmd_roofline,
      "mnv2 roofline --backend cuda --precision fp16\nmnv2 roofline --backend cpu --csv roofline.csv"},
+    {"deep-dive", "one layer's step under Nsight Compute: speed of light, occupancy, stalls, bytes, tensor pipes",
+     declare_deep_dive, cmd_deep_dive,
+     "mnv2 deep-dive --backend cuda --precision fp16 --layer 25\nmnv2 deep-dive --report run.json --layer block3.dw "
+     "--json dive.json"},
     {"memory", "activation and weight bytes per layer; what the prepared backend holds and what the driver saw",
      declare_memory, cmd_memory,
      "mnv2 memory --backend cuda --batch 64\nmnv2 memory --backend cudnn --precision fp16 --json memory.json"},
@@ -179,7 +204,7 @@ int dispatch(int argc, char** argv) {
       "mnv2");
   app.set_version_flag("--version", std::string("mnv2 ") + MNV2_VERSION + " (commit " + MNV2_GIT_COMMIT + ")");
   app.require_subcommand(1);
-  app.footer(kFooter);
+  app.footer(footer_text());
   std::vector<std::pair<CLI::App*, std::unique_ptr<Args>>> parsed;
   int progress_fd = -1;
   for (const Command& c : kCommands) {
@@ -205,7 +230,7 @@ int dispatch(int argc, char** argv) {
   set_declared_commands(&app, std::move(declared));
   if (argc < 2) {
     std::cerr << app.help();
-    return 2;
+    return kExitUsage;
   }
   // An unknown first word is named as a command, not as a stray argument.
   const std::string first = argv[1];
@@ -259,16 +284,16 @@ int run(int argc, char** argv) {
     return mnv2::cli::dispatch(argc, argv);
   } catch (const mnv2::UsageError& e) {
     std::cerr << "error: " << mnv2::printable(e.what()) << "\n(run 'mnv2 --help' for usage)\n";
-    return 2;
+    return mnv2::kExitUsage;
   } catch (const mnv2::Error& e) {
     std::cerr << "error: " << mnv2::printable(e.what()) << "\n";
-    return 1;
+    return mnv2::kExitError;
   } catch (const std::bad_alloc&) {
     std::cerr << "error: out of memory\n";
-    return 1;
+    return mnv2::kExitError;
   } catch (const std::exception& e) {
     std::cerr << "error: " << mnv2::printable(e.what()) << "\n";
-    return 1;
+    return mnv2::kExitError;
   }
 }
 

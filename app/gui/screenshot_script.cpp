@@ -16,6 +16,7 @@
 #include "models/targets_model.h"
 #include "widgets/accuracy_page.h"
 #include "widgets/comparison_page.h"
+#include "widgets/deep_dive_page.h"
 #include "widgets/kernel_lab_page.h"
 #include "widgets/network_graph_view.h"
 #include "widgets/roofline_page.h"
@@ -101,7 +102,7 @@ struct ScreenshotScript::Options {
   const QCommandLineOption tab{
       QStringLiteral("tab"),
       QStringLiteral("Tab to show: topology, timings, timeline, diffs, comparison, graph, roofline, "
-                     "sweep, accuracy, lab."),
+                     "sweep, accuracy, lab, deepdive."),
       QStringLiteral("NAME")};
   const QCommandLineOption colorBy{
       QStringLiteral("color-by"), QStringLiteral("Graph colours: time, share, error or kind."), QStringLiteral("WHAT")};
@@ -125,6 +126,10 @@ struct ScreenshotScript::Options {
                                   QStringLiteral("AXIS")};
   const QCommandLineOption selectLayer{QStringLiteral("select-layer"), QStringLiteral("Select a layer."),
                                        QStringLiteral("N")};
+  const QCommandLineOption deepDive{
+      QStringLiteral("deep-dive"),
+      QStringLiteral("Deep dive (Nsight Compute: ncu on the PATH) into the --select-layer layer of the shown runs, or "
+                     "of the --runs A,B pair with --tab comparison; then the Deep dive page is in front.")};
   const QCommandLineOption exportCsv{QStringLiteral("export-csv"), QStringLiteral("Write the shown runs as CSV."),
                                      QStringLiteral("F")};
   const QCommandLineOption exportJson{QStringLiteral("export-json"), QStringLiteral("Write the shown runs as JSON."),
@@ -202,7 +207,7 @@ ScreenshotScript::ScreenshotScript(QCommandLineParser& parser)
                        o.exportCsv,   o.exportJson, o.exportTrace,   o.screenshot, o.size,         o.decoder,
                        o.quit});
   m_parser.addOptions({o.precision, o.eval, o.evalImages, o.evalBatch, o.evalThreads, o.exportEvalCsv});
-  m_parser.addOptions({o.runOn, o.probeTarget, o.targetsScreenshot});
+  m_parser.addOptions({o.runOn, o.probeTarget, o.targetsScreenshot, o.deepDive});
   m_parser.addOptions(
       {o.labSlot, o.labKernel, o.labTemplate, o.labPrecision, o.labLayers, o.labBatch, o.labArch, o.lab, o.labView});
   // The desktop entry's "Exec=mnv2-profiler %f": a file manager opens an image with the app.
@@ -526,6 +531,20 @@ std::optional<int> ScreenshotScript::run(MainWindow& window) {
     failed = true;
   }
   if (v.layerValue >= 0) window.selection()->setCurrentLayer(v.layerValue);
+  if (m_parser.isSet(o.deepDive)) {
+    mnv2::ui::DeepDivePage* page = window.deepDivePage();
+    bool done = false;
+    QObject::connect(page, &mnv2::ui::DeepDivePage::diveFinished, page, [&done] { done = true; });
+    window.deepDive();
+    if (page->isRunning()) waitUntil([&] { return done; });
+    say(QStringLiteral("deep dive: %1").arg(page->message()));
+    const auto& columns = page->model()->columns();
+    failed = failed || columns.empty();
+    for (const auto& c : columns) {
+      say(QStringLiteral("deep dive %1: %2").arg(c.run, c.result ? QStringLiteral("profiled") : c.status));
+      failed = failed || !c.result;
+    }
+  }
 
   // Tools > Remote targets: a probe's answer (or the engine's error: a result like any other), its picture.
   if (m_parser.isSet(o.probeTarget) || m_parser.isSet(o.targetsScreenshot)) {

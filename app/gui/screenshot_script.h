@@ -8,6 +8,8 @@
 //     (the Kernel lab runs `mnv2 lab` as a process: MNV2_CLI, else the mnv2 beside this program, else the PATH)
 //   mnv2-profiler --run-on TARGET ... --run (Profile on a remote target of the targets file)
 //   mnv2-profiler [--run-on TARGET] [--probe-target TARGET] --targets-screenshot FILE.png [--quit]
+//   mnv2-profiler --model F --backend cuda --precision fp16 --compare --select-layer 21 [--tab comparison --runs A,B]
+//                 --deep-dive [--screenshot F] [--quit]   (Nsight Compute on that layer's step: ncu on the PATH)
 // Exit codes with --quit: 0 success, 1 a step failed (model, image, report, run, export, screenshot),
 // 2 bad arguments.
 #pragma once

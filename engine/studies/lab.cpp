@@ -25,6 +25,7 @@
 #include "gpu/plugin_api.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
+#include "mnv2/exit_codes.h"
 #include "mnv2/input_files.h"
 #include "mnv2/lab.h"
 #include "mnv2/model_lookup.h"
@@ -310,10 +311,10 @@ LabCompileResult lab_compile(const LabCompileConfig& config) {
 }
 
 int lab_exit_code(const LabResult& r) {
-  if (r.status == "passed") return 0;
-  if (r.status == "compile_error") return 3;
-  if (r.status == "crashed" || r.status == "timeout") return 4;
-  return 1;
+  if (r.status == "passed") return kExitSuccess;
+  if (r.status == "compile_error") return kExitLabCompileError;
+  if (r.status == "crashed" || r.status == "timeout") return kExitLabCrashed;
+  return kExitError;
 }
 
 // ---- the parent's run ----------------------------------------------------------------------------------------------

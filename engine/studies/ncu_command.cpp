@@ -21,7 +21,7 @@ void refuse_host_backend(const std::string& backend) {
 // (cuda-fusion auto -> block) in place of the ones that asked the backend to choose, so that Nsight Compute sees
 // the very plan even where its own process would resolve differently.
 NcuCommand command_of(const NcuCommandConfig& config, const std::vector<ResolvedOption>& resolved, int layer,
-                      std::string range, std::string warning) {
+                      std::string range, std::vector<int> step_layers, std::string warning) {
   NcuTarget t;
   t.mnv2_path = config.mnv2_path;
   t.backend = config.run.backend;
@@ -38,6 +38,7 @@ NcuCommand command_of(const NcuCommandConfig& config, const std::vector<Resolved
   NcuCommand c;
   c.layer = layer;
   c.nvtx_range = std::move(range);
+  c.step_layers = std::move(step_layers);
   c.argv = ncu_argv(t);
   c.warning = std::move(warning);
   return c;
@@ -53,7 +54,7 @@ NcuCommand ncu_command(const Model& model, const NcuCommandConfig& config) {
   auto backend = make_backend(run.backend);
   if (const Availability a = backend->availability(); !a.available) {
     const std::string range = default_step_name(model, layer);
-    return command_of(config, {}, layer, range,
+    return command_of(config, {}, layer, range, {layer},
                       "backend '" + run.backend + "' cannot run here (" + a.reason + "); the NVTX range '" + range +
                           "' assumes layer " + std::to_string(layer) +
                           " runs as a step of its own: where the backend fuses it, the range is the fused step's name "
@@ -62,8 +63,8 @@ NcuCommand ncu_command(const Model& model, const NcuCommandConfig& config) {
   PrepareConfig pc{run.batch, run.height, run.width, run.precision, run.cuda, 0, run.cudnn};
   pc.device = run.device;
   const auto net = backend->prepare(model, pc);
-  return command_of(config, net->resolved_options(), layer,
-                    net->steps().at(static_cast<size_t>(step_of_layer(net->steps(), layer))).name, {});
+  const ExecStep& step = net->steps().at(static_cast<size_t>(step_of_layer(net->steps(), layer)));
+  return command_of(config, net->resolved_options(), layer, step.name, step.layers, {});
 }
 
 NcuCommand ncu_command(const RunReport& run, int layer, const std::string& mnv2_path) {
@@ -89,7 +90,8 @@ NcuCommand ncu_command(const RunReport& run, int layer, const std::string& mnv2_
     (input.extension() == ".f32" ? config.tensor : config.image) = absolute;
   }
   // The run's own step names are exact (a fused layer's range is its step's name).
-  return command_of(config, run.resolved_options, layer, run.steps[static_cast<size_t>(step)].name, {});
+  const StepProfile& p = run.steps[static_cast<size_t>(step)];
+  return command_of(config, run.resolved_options, layer, p.name, p.layers, {});
 }
 
 }  // namespace mnv2

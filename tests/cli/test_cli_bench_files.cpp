@@ -15,7 +15,8 @@ namespace {
 
 const std::string kAnchor = std::string(MNV2_TEST_DATA_DIR) + "/bench/pytorch-anchor-h200-excerpt.json";
 
-void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+// A fixture the test writes (test_support: never taken for a report the program wrote).
+void write_text(const std::string& path, const std::string& text) { write_file(path, text); }
 
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;

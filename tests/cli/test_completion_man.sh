@@ -70,7 +70,17 @@ done
 for cmd in info topology classify plan bench profile roofline memory eval compare runs lab targets remote completion; do
   grep -q "^   mnv2 $cmd\$" <<<"$page" || fail "the page has no section for mnv2 $cmd"
 done
-grep -q "MNV2_CUDA_FUSE" <<<"$page" || fail "the page's ENVIRONMENT lacks MNV2_CUDA_FUSE"
+environment=$(sed -n '/^ENVIRONMENT$/,/^EXIT STATUS$/p' <<<"$page")
+for variable in MNV2_CUDA_FUSE MNV2_GPU_PLUGIN MNV2_SSH; do
+  grep -q "$variable" <<<"$environment" || fail "the page's ENVIRONMENT lacks $variable"
+done
+# Every exit code, lab's 3 and 4 too, in the page's EXIT STATUS and in mnv2 --help (mnv2/exit_codes.h).
+status=$(sed -n '/^EXIT STATUS$/,/^EXAMPLES$/p' <<<"$page")
+help=$("$mnv2" --help)
+for code in 0 1 2 3 4; do
+  grep -qE "^[[:space:]]+$code[[:space:]]+[a-z]" <<<"$status" || fail "the page's EXIT STATUS lacks $code"
+  grep -qE "Exit codes:.*[ ;]$code [a-z]" <<<"${help//$'\n'/ }" || fail "mnv2 --help's exit codes lack $code"
+done
 grep -q -- "--cuda-fusion WORD" <<<"$page" || fail "the page lacks --cuda-fusion"
 [[ $(grep -cE "^[[:space:]]+mnv2 plan --gpu t4 --code-arch 75 --cuda-fusion block$" <<<"$page") == 1 ]] ||
   fail "the page lacks plan's examples"

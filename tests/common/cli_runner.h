@@ -45,6 +45,7 @@ inline CliResult run_cli(const std::vector<std::string>& args, const std::vector
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = read_file(tmp.file("out"));
   r.err = read_file(tmp.file("err"));
+  if (r.code == 0) keep_report_text(r.out);  // --json -, --csv -, topology --format json, classify --json
   return r;
 }
 

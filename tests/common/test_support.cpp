@@ -1,11 +1,17 @@
 #include "test_support.h"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -46,12 +52,64 @@ TempDir::TempDir() {
   }
   throw std::runtime_error("cannot create a temporary directory");
 }
+namespace {
+
+// Files a test wrote itself (fixtures, tampered copies of a report): not the program's reports.
+std::mutex g_test_written_mutex;
+std::set<std::string> g_test_written;
+
+// A name for a kept copy: unique in the folder, naming the test that wrote it.
+std::string kept_name(const std::string& file_name) {
+  static std::atomic<int> counter{0};
+  std::string name = std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-";
+  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
+    name += std::string(info->test_suite_name()) + "." + info->name() + "-";
+  return name + file_name;
+}
+
+// With MNV2_TEST_REPORTS_DIR set (ctest sets it, tests/CMakeLists.txt), every .json and .csv file the program
+// wrote into the folder is copied there before the folder goes, so that the test reports_match_schemas can
+// validate every report the tests wrote against the schemas (scripts/validate-reports.py).
+void keep_reports(const std::string& folder) {
+  const char* keep = std::getenv("MNV2_TEST_REPORTS_DIR");
+  if (keep == nullptr || *keep == 0) return;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(folder, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    const std::filesystem::path& p = it->path();
+    if (!it->is_regular_file(ec) || it->is_symlink(ec) || (p.extension() != ".json" && p.extension() != ".csv"))
+      continue;
+    {
+      std::lock_guard<std::mutex> lock(g_test_written_mutex);
+      if (g_test_written.count(p.lexically_normal().string())) continue;
+    }
+    std::error_code copy_ec;
+    std::filesystem::copy_file(p, std::filesystem::path(keep) / kept_name(p.filename().string()), copy_ec);
+  }
+}
+
+}  // namespace
+
 TempDir::~TempDir() {
+  keep_reports(path_);
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
 }
 
+void keep_report_text(const std::string& text) {
+  const char* keep = std::getenv("MNV2_TEST_REPORTS_DIR");
+  if (keep == nullptr || *keep == 0 || text.empty()) return;
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  const bool json = first != std::string::npos && (text[first] == '{' || text[first] == '[');
+  std::ofstream out(std::filesystem::path(keep) / kept_name(json ? "stdout.json" : "stdout.csv"), std::ios::binary);
+  out << text;
+}
+
 void write_file(const std::string& path, const std::string& bytes) {
+  {
+    std::lock_guard<std::mutex> lock(g_test_written_mutex);
+    g_test_written.insert(std::filesystem::path(path).lexically_normal().string());
+  }
   std::ofstream out(path, std::ios::binary);
   out << bytes;
   if (!out) throw std::runtime_error("cannot write " + path);

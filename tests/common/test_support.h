@@ -38,7 +38,8 @@ struct Golden {
 };
 Golden read_golden(const std::string& name);
 
-// A fresh temporary directory, removed by the destructor.
+// A fresh temporary directory, removed by the destructor; with MNV2_TEST_REPORTS_DIR set (ctest), the .json and
+// .csv files the program wrote into it are first copied there for reports_match_schemas.
 class TempDir {
  public:
   TempDir();
@@ -52,7 +53,11 @@ class TempDir {
   std::string path_;
 };
 
+// A file the test writes itself (a fixture, a tampered report): never taken for one the program wrote.
 void write_file(const std::string& path, const std::string& bytes);
+// With MNV2_TEST_REPORTS_DIR set (ctest), what a command printed is kept there for reports_match_schemas,
+// which validates what it recognises as a report (JSON by its format or shape, CSV by its header).
+void keep_report_text(const std::string& text);
 std::string read_file(const std::string& path);
 
 // Serialises a ModelProto to a file.

@@ -7,7 +7,8 @@
 #   2. with mnv2-profiler-cuda beside it, NVIDIA's libraries still hidden: `mnv2 info` names each missing one.
 #   3. the packages' metadata: Debian dependencies from dpkg-shlibdeps, none of NVIDIA's in the main package,
 #      NVIDIA's package names in the -cuda one; the desktop entry, icon and labels installed; no weights; the
-#      manual page (rendered by man -l) and the bash and zsh completions (sourced, parsed) installed.
+#      manual page (rendered by man -l) and the bash and zsh completions (sourced, parsed) installed; every
+#      report format's JSON Schema installed, and a report of the installed mnv2 valid against them.
 # Usage: test_installed_package.sh BUILD_DIR SHARED_DIR
 set -euo pipefail
 build=$1
@@ -34,6 +35,12 @@ for f in ./usr/bin/mnv2 ./usr/share/applications/mnv2-profiler.desktop \
          ./usr/share/bash-completion/completions/mnv2 ./usr/share/zsh/vendor-completions/_mnv2; do
   grep -qx "$f" <<<"$contents" || fail "$f is not in $core"
 done
+here=$(cd "$(dirname "$0")" && pwd)
+for schema in "$here"/../../resources/schemas/*.schema.json; do
+  f=./usr/share/mnv2-profiler/schemas/$(basename "$schema")
+  grep -qx "$f" <<<"$contents" || fail "$f is not in $core"
+done
+grep -qx ./usr/share/doc/mnv2-profiler/REPORTS.md <<<"$contents" || fail "docs/REPORTS.md is not in $core"
 grep -Eq '^./usr/lib/(.*/)?mnv2-profiler/libmnv2_engine.so$' <<<"$contents" || fail "no engine library in $core"
 grep -q 'libmnv2_gpu\|cudnn\|cublas\|cudart\|\.onnx$' <<<"$contents" && fail "GPU plugin, NVIDIA library or weights in $core"
 # ---- 1: the main package alone, no CUDA findable ----------------------------------------------------------
@@ -59,6 +66,13 @@ out=$(run "$root1/usr/bin/mnv2" classify --model "$shared/weights/mobilenet_v2_1
       "$shared/images/cat.bmp")
 echo "$out"
 grep -q "Egyptian cat" <<<"$out" || fail "the installed mnv2 does not classify the cat"
+# What the installed mnv2 writes is valid against the installed schemas.
+run "$root1/usr/bin/mnv2" topology --model "$shared/weights/mobilenet_v2_1.0_224.onnx" --format json >"$scratch/topology.json"
+run "$root1/usr/bin/mnv2" bench --backend cpu-ref --iters 1 --warmup 0 --model "$shared/weights/mobilenet_v2_1.0_224.onnx" \
+  --json "$scratch/bench.json" --csv "$scratch/bench.csv" >/dev/null
+python3 "$here/../../scripts/validate-reports.py" --schemas "$root1/usr/share/mnv2-profiler/schemas" \
+  "$scratch/topology.json" "$scratch/bench.json" "$scratch/bench.csv" ||
+  fail "a report of the installed mnv2 is not valid against the installed schemas"
 # The kernel lab finds its slot headers and templates installed beside the program (no GPU needed); started
 # directly (not through the loader, which would make /proc/self/exe the loader's path).
 env -u LD_LIBRARY_PATH "$root1/usr/bin/mnv2" lab --template depthwise | grep -q 'mnv2_lab/depthwise.h' ||

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 
+#include "models/deep_dive_model.h"
 #include "models/diff_table_model.h"
 #include "models/eval_result_model.h"
 #include "models/lab_result_model.h"
@@ -143,6 +144,13 @@ class ModelHeadersTest : public QObject {
       auto m = std::make_shared<LabHistoryModel>();
       m->record(QStringLiteral("src"), QStringLiteral("compile"), QStringLiteral("compiled"), QString(), std::nullopt);
       out.push_back({QStringLiteral("LabHistoryModel"), m, {}});
+    }
+    {
+      // A column per run (its name on the pages), a row per figure (the rows' names and tips: their own list).
+      auto m = std::make_shared<DeepDiveModel>();
+      m->setColumns({{QStringLiteral("run 1 · cuda fp16"), std::nullopt, QStringLiteral("waiting")},
+                     {QStringLiteral("run 2 · cudnn fp16"), std::nullopt, QStringLiteral("waiting")}});
+      out.push_back({QStringLiteral("DeepDiveModel"), m, {}});
     }
     return out;
   }

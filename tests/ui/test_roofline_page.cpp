@@ -1,6 +1,7 @@
 // The Roofline & memory page: points for every step with work, the roof when ceilings are given, the
 // memory table, and the Nsight Compute command of the selected layer (the run's own step name, fused or not).
 #include <qcustomplot.h>
+#include <QHeaderView>
 #include <QLineEdit>
 #include <QTableWidget>
 #include <QtTest>
@@ -42,6 +43,27 @@ class RooflinePageTest : public QObject {
     QVERIFY(table);
     QCOMPARE(table->rowCount(), static_cast<int>(r->topology.size()));
     QCOMPARE(table->item(0, 3)->text(), QString::number(r->layer_stats[0].activation_bytes));
+  }
+
+  // Issue 35, defect 13: every header of the memory table fits its column ("activation bytes" showed as
+  // "ctivation byte").
+  void memoryHeadersFitTheirColumns() {
+    LayerSelection selection;
+    RooflinePage page(&selection);
+    page.resize(700, 420);  // the page beside the input dock at 1024×700
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.setReport(report("cpu"));
+    auto* table = page.findChild<QTableWidget*>(QStringLiteral("memoryTable"));
+    QVERIFY(table);
+    QHeaderView* header = table->horizontalHeader();
+    for (int c = 0; c < table->columnCount(); ++c) {
+      const QString text = table->horizontalHeaderItem(c)->text();
+      QVERIFY2(header->sectionSize(c) >= header->sectionSizeHint(c), qPrintable(QStringLiteral("\"%1\": %2 px for %3")
+                                                                                    .arg(text)
+                                                                                    .arg(header->sectionSize(c))
+                                                                                    .arg(header->sectionSizeHint(c))));
+    }
   }
 
   void ncuCommandNamesTheStepOfTheSelectedLayer() {
@@ -99,6 +121,48 @@ class SweepPageTest : public QObject {
     QCOMPARE(page.lineCount(), 2);  // x = batch: one line per input size
     page.setXAxis(true);
     QCOMPARE(page.lineCount(), 3);  // x = input size: one line per batch
+  }
+
+  // Issue 35, defect 13: at the size the Sweep page has on a 1024×700 screen, the legend lies outside the axes
+  // (it covered the points) and each y-axis label fits beside its axis (it was cut at both ends).
+  void sweepLegendAndLabelsKeepOffTheData() {
+    SweepPage page;
+    page.resize(690, 470);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    std::vector<mnv2::BenchResult> results;
+    for (const char* backend : {"cpu", "cpu-ref", "cuda"})
+      for (int batch : {1, 8, 64}) {
+        mnv2::BenchResult r;
+        r.config.backend = backend;
+        r.config.batch = batch;
+        r.latency_ms.median = batch * 0.5;
+        r.images_per_s = batch * 1000.0 / r.latency_ms.median;
+        results.push_back(r);
+      }
+    page.setResults(results);
+    QCOMPARE(page.lineCount(), 3);
+    for (QCustomPlot* plot : {page.latencyPlot(), page.throughputPlot()}) {
+      plot->replot();
+      const QRect data = plot->axisRect()->rect();
+      QVERIFY2(!plot->legend->outerRect().intersects(data),  // outside the axes
+               qPrintable(QStringLiteral("%1: the legend %2,%3 %4×%5 over the axes %6,%7 %8×%9")
+                              .arg(plot->objectName())
+                              .arg(plot->legend->outerRect().x())
+                              .arg(plot->legend->outerRect().y())
+                              .arg(plot->legend->outerRect().width())
+                              .arg(plot->legend->outerRect().height())
+                              .arg(data.x())
+                              .arg(data.y())
+                              .arg(data.width())
+                              .arg(data.height())));
+      QVERIFY2(plot->rect().contains(plot->legend->outerRect()), qPrintable(plot->objectName()));
+      const int label = QFontMetrics(plot->yAxis->labelFont()).horizontalAdvance(plot->yAxis->label());
+      QVERIFY2(label <= data.height(), qPrintable(QStringLiteral("%1: \"%2\" is %3 px beside an axis of %4 px")
+                                                      .arg(plot->objectName(), plot->yAxis->label())
+                                                      .arg(label)
+                                                      .arg(data.height())));
+    }
   }
 
   // Saved results (a mnv2.bench/1 file: here the PyTorch anchor's, fp32 and fp16) join the sweep's: rows in

@@ -25,10 +25,12 @@
 #include "models/totals_model.h"
 #include "ui_test_support.h"
 #include "widgets/comparison_page.h"
+#include "widgets/diffs_page.h"
 #include "widgets/main_window.h"
 #include "widgets/roofline_page.h"
 #include "widgets/run_settings_panel.h"
 #include "widgets/runs_panel.h"
+#include "widgets/timeline_page.h"
 #include "widgets/timings_page.h"
 
 using namespace mnv2::ui;
@@ -116,10 +118,8 @@ class RunHistoryTest : public QObject {
     catalog()->setData(catalog()->index(2, ReportCatalog::Name), Qt::Unchecked, Qt::CheckStateRole);
     QCOMPARE(m_window->shownReports().size(), size_t{2});
     QCOMPARE(m_window->shownReports()[1]->config.batch, 2);
-    const QString title = m_window->timingsPage()->findChild<QLabel*>(QStringLiteral("timingsTitle"))
-                              ? m_window->timingsPage()->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text()
-                              : QString();
-    if (!title.isEmpty()) QVERIFY2(title.contains(QStringLiteral("batch 1 → 2")), qPrintable(title));
+    const QString title = m_window->timingsPage()->title();
+    QVERIFY2(title.contains(QStringLiteral("batch 1 → 2")), qPrintable(title));
     // Compare two (the checked ones, none selected) puts them in the Run comparison.
     RunsPanel* panel = m_window->runsPanel();
     panel->view()->clearSelection();
@@ -264,6 +264,15 @@ class RunHistoryTest : public QObject {
       picker << runs->itemText(i);
     }
     QCOMPARE(picker.size(), 3);
+    // The Timeline's run picker: each run under its name, with its colour.
+    auto* timeline = m_window->timelinePage()->findChild<QComboBox*>(QStringLiteral("timelineRun"));
+    QVERIFY(timeline);
+    QCOMPARE(timeline->count(), 3);
+    for (int i = 0; i < 3; ++i) {
+      const RunIdentity id = catalog()->identity(rows[static_cast<size_t>(i)]);
+      QCOMPARE(timeline->itemText(i), id.name);
+      QCOMPARE(timeline->itemData(i, Qt::DecorationRole).value<QColor>(), id.colour);
+    }
     // The Run comparison says which run is A and which B by the same names, in its summary and its headers.
     m_window->comparisonPage()->selectRuns(rows[0], rows[1]);
     const QString nameA = catalog()->identity(rows[0]).name, nameB = catalog()->identity(rows[1]).name;
@@ -275,7 +284,7 @@ class RunHistoryTest : public QObject {
     QVERIFY(compared->headerData(RunComparisonModel::MedianA, Qt::Horizontal).toString().contains(nameA));
     QVERIFY(compared->headerData(RunComparisonModel::MedianB, Qt::Horizontal).toString().contains(nameB));
     // The Timings title's line of each run begins with the same name.
-    const QString title = m_window->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text();
+    const QString title = m_window->timingsPage()->title();
     for (int row : rows) {
       const QString name = catalog()->identity(row).name;
       QVERIFY2(title.contains(QStringLiteral("<br>") + name.toHtmlEscaped() + QStringLiteral(" on ")) ||
@@ -315,7 +324,7 @@ class RunHistoryTest : public QObject {
     catalog()->addRun({make("owl.jpg", 2, 224)});
     catalog()->addRun({make("random(seed=1)", 2, 160)});
     catalog()->setShown({first, first + 1, first + 2});
-    const QString title = m_window->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text();
+    const QString title = m_window->timingsPage()->title();
     // The first line (what all share) says no input, batch or size: they differ.
     const QString head = title.section(QStringLiteral("<br>"), 0, 0);
     QVERIFY2(!head.contains(QStringLiteral("input")) && !head.contains(QStringLiteral("batch")), qPrintable(title));
@@ -327,9 +336,37 @@ class RunHistoryTest : public QObject {
     QVERIFY2(title.contains(QStringLiteral("10 warm-up + 100 timed runs per phase")), qPrintable(title));
     // Shown alone, a run's title names its input.
     catalog()->setShown({first + 2});
-    const QString alone = m_window->findChild<QLabel*>(QStringLiteral("timingsTitle"))->text();
+    const QString alone = m_window->timingsPage()->title();
     QVERIFY2(alone.contains(QStringLiteral("input random(seed=1), batch 2, 160×160")), qPrintable(alone));
     catalog()->remove({first, first + 1, first + 2});
+  }
+
+  // Issue 35, defect 4: the Diffs page names a shown run's diff by the run's name on the other pages.
+  void theDiffsPageNamesTheRunAsThePagesDo() {
+    const auto& topology = test::mainModel().layers;
+    mnv2::RunReport reference = test::syntheticReport(topology, "cpu-ref", 4000, 0.01, false);
+    mnv2::RunReport tested = test::syntheticReport(topology, "cpu", 2000, 0.01, false);
+    mnv2::DiffReport d;
+    d.backend = "cpu";
+    d.reference = "cpu-ref";
+    for (size_t l = 0; l < topology.size(); ++l) {
+      mnv2::LayerDiff ld;
+      ld.layer = static_cast<int>(l);
+      ld.compared = true;
+      d.layers.push_back(ld);
+    }
+    tested.diff = d;
+    const int first = catalog()->addRun(
+        {std::make_shared<const mnv2::RunReport>(reference), std::make_shared<const mnv2::RunReport>(tested)});
+    catalog()->setShown({first, first + 1});
+    auto* sources = m_window->diffsPage()->findChild<QComboBox*>(QStringLiteral("diffSource"));
+    QVERIFY(sources);
+    QStringList texts;
+    for (int i = 0; i < sources->count(); ++i) texts << sources->itemText(i);
+    const QString name = catalog()->identity(first + 1).name;
+    QVERIFY2(texts.filter(name).size() == 1,
+             qPrintable(name + QStringLiteral(" in: ") + texts.join(QStringLiteral(" | "))));
+    catalog()->remove({first, first + 1});
   }
 
   void removingRunsKeepsTheRestAndTheirIds() {

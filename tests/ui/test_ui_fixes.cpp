@@ -9,6 +9,8 @@
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
+#include <QMenuBar>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
@@ -20,6 +22,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 
 #include "mnv2/report.h"
 #include "mnv2/roofline.h"
@@ -140,6 +143,77 @@ class UiFixesTest : public QObject {
       }
     }
     tabs->setCurrentIndex(0);
+  }
+
+  // Issue 35, defect 12: Tab walks the run settings in the order they are laid out (top to bottom, then left to
+  // right), from Run on to the last backend option, then Run, Compare and Cancel; it jumped from Precision to
+  // every cuda/cudnn field and back up to Input.
+  void runSettingsTabOrderFollowsTheLayout() {
+    RunSettingsPanel* panel = m_window->runSettings();
+    auto* first = panel->findChild<QWidget*>(QStringLiteral("runOnCombo"));
+    QVERIFY(first);
+    auto tabStop = [](QWidget* w) { return w->isVisible() && w->isEnabled() && (w->focusPolicy() & Qt::TabFocus); };
+    // A spin box's line edit is its focus proxy: the spin box stands for it.
+    auto inPanel = [panel](QWidget* w) {
+      return panel->isAncestorOf(w) && !(w->parentWidget() && w->parentWidget()->focusProxy() == w);
+    };
+    std::vector<QWidget*> chain;
+    QWidget* w = first;
+    do {
+      if (inPanel(w) && tabStop(w)) chain.push_back(w);
+      w = w->nextInFocusChain();
+    } while (w != first && chain.size() < 200);
+    QVERIFY2(chain.size() >= 10, qPrintable(QString::number(chain.size())));
+    // The visual order: by row (the top edge in the window, a few pixels of slack), then from the left.
+    std::vector<QWidget*> visual = chain;
+    auto at = [this](QWidget* x) { return x->mapTo(m_window, QPoint(0, 0)); };
+    std::stable_sort(visual.begin(), visual.end(), [&](QWidget* a, QWidget* b) {
+      const QPoint pa = at(a), pb = at(b);
+      if (qAbs(pa.y() - pb.y()) > 4) return pa.y() < pb.y();
+      return pa.x() < pb.x();
+    });
+    auto names = [](const std::vector<QWidget*>& ws) {
+      QStringList out;
+      for (QWidget* x : ws)
+        out << (x->objectName().isEmpty() ? QLatin1String(x->metaObject()->className()) : x->objectName());
+      return out.join(QStringLiteral(" → "));
+    };
+    QVERIFY2(chain == visual, qPrintable(QStringLiteral("Tab: %1\nlaid out: %2").arg(names(chain), names(visual))));
+    // Backend, then Precision, then (Timing when enabled) Input: as the form reads.
+    const QStringList order = names(chain).split(QStringLiteral(" → "));
+    QVERIFY(order.indexOf(QStringLiteral("backendCombo")) < order.indexOf(QStringLiteral("precisionCombo")));
+    QVERIFY(order.indexOf(QStringLiteral("precisionCombo")) < order.indexOf(QStringLiteral("inputCombo")));
+  }
+
+  // Issue 35, defect 12: in every menu each mnemonic reaches one item (Alt+F then E reached "Recent reports", not
+  // Export).
+  void everyMenuHasUniqueMnemonics() {
+    std::vector<QWidget*> menus{m_window->menuBar()};
+    QString clashes;
+    for (size_t i = 0; i < menus.size(); ++i) {
+      QMap<int, QString> keys;
+      for (QAction* a : menus[i]->actions()) {
+        if (a->isSeparator() || !a->isVisible()) continue;
+        if (a->menu()) menus.push_back(a->menu());
+        const int key = QKeySequence::mnemonic(a->text())[0].toCombined();
+        if (key == 0) continue;
+        if (keys.contains(key))
+          clashes += QStringLiteral("%1: \"%2\" and \"%3\"; ").arg(menus[i]->objectName(), keys[key], a->text());
+        keys[key] = a->text();
+      }
+    }
+    QVERIFY2(menus.size() >= 6, qPrintable(QString::number(menus.size())));
+    QVERIFY2(clashes.isEmpty(), qPrintable(clashes));
+    // Alt+F, then E: the Export menu.
+    QMenu* file = nullptr;
+    for (QAction* a : m_window->menuBar()->actions())
+      if (QKeySequence::mnemonic(a->text()) == QKeySequence(Qt::ALT | Qt::Key_F)) file = a->menu();
+    QVERIFY(file);
+    QAction* e = nullptr;
+    for (QAction* a : file->actions())
+      if (QKeySequence::mnemonic(a->text()) == QKeySequence(Qt::ALT | Qt::Key_E)) e = a;
+    QVERIFY(e && e->menu());
+    QCOMPARE(e->text(), QStringLiteral("&Export"));
   }
 
   // Tab moves focus out of a table (arrows move between cells); every table of the window says so.

@@ -48,7 +48,8 @@ std::vector<BenchResult> sample_results() {
   return {a, b};
 }
 
-void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+// A fixture the test writes (test_support: never taken for a report the program wrote).
+void write_text(const std::string& path, const std::string& text) { write_file(path, text); }
 
 std::string refusal(const std::string& path) {
   try {

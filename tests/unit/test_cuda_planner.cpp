@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <set>
 #include <string>
@@ -978,6 +979,13 @@ TEST(CudaPlanner, FusionRulesAreDisjointAndNameTheirMeasurement) {
     EXPECT_GE(r.min_batch, 1);
     EXPECT_LE(r.min_batch, r.max_batch);
     EXPECT_GT(std::string(r.measurement).size(), 20u);
+    // Every measurement folder a rule names is in the source tree (docs/bench folders are named after their GPU
+    // and were renamed once; the rule's text must follow).
+    const std::string text = r.measurement;
+    for (size_t at = text.find("docs/bench/"); at != std::string::npos; at = text.find("docs/bench/", at + 1)) {
+      const std::string path = text.substr(at, text.find_first_of(");, ", at) - at);
+      EXPECT_TRUE(std::filesystem::exists(std::string(MNV2_TEST_DATA_DIR) + "/../../" + path)) << path;
+    }
     for (size_t j = i + 1; j < rules.size(); ++j) {
       const CudaFusionRule& o = rules[j];
       if (o.cc == r.cc && o.precision == r.precision)

@@ -51,7 +51,7 @@ DiffsPage::DiffsPage(LayerSelection* selection, QWidget* parent) : QWidget(paren
 
   m_plot = new QCustomPlot(this);
   m_plot->setObjectName(QStringLiteral("diffPlot"));
-  m_plot->setMinimumHeight(220);
+  m_plot->setMinimumHeight(160);  // the page fits a 700 px screen beside a Runs panel three rows tall
   applyPlotStyle(m_plot);
   m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   m_plot->axisRect()->setRangeZoom(Qt::Horizontal);

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "mnv2/exit_codes.h"
 #include "widgets/chart_style.h"
 #include "widgets/code_editor.h"
 
@@ -628,7 +629,7 @@ void KernelLabPage::onFinished(const LabProcess::Outcome& o) {
     // No result: nothing to keep as a version, except a worker that died without one (exit 4), which is
     // this source's outcome.
     QString text = o.cancelled ? QStringLiteral("Cancelled.") : o.error;
-    if (!o.cancelled && o.exitCode == 4 && !o.crashed) {
+    if (!o.cancelled && o.exitCode == mnv2::kExitLabCrashed && !o.crashed) {
       const int row = m_history->record(m_jobSource, LabProcess::actionName(o.action), QStringLiteral("crashed"),
                                         o.error, std::nullopt);
       text = QStringLiteral("v%1 %2 — %3").arg(row + 1).arg(LabProcess::actionName(o.action), o.error);

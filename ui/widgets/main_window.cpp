@@ -16,10 +16,12 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QScreen>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
 #include <QStatusBar>
+#include <QStyle>
 #include <QTabWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -41,6 +43,7 @@
 #include "run_controller.h"
 #include "widgets/accuracy_page.h"
 #include "widgets/comparison_page.h"
+#include "widgets/deep_dive_page.h"
 #include "widgets/diffs_page.h"
 #include "widgets/input_panel.h"
 #include "widgets/kernel_lab_page.h"
@@ -59,6 +62,8 @@ namespace mnv2::ui {
 namespace {
 
 constexpr int kMaxRecent = 8;
+// More shown runs than this are named by their first and last in the titles ("run 1 … run 20, 20 runs").
+constexpr qsizetype kRunsNamedInTitles = 3;
 const QString kRecentImages = QStringLiteral("recent/images");
 const QString kRecentReports = QStringLiteral("recent/reports");
 
@@ -74,8 +79,16 @@ QLabel* statusField(QWidget* parent, const QString& objectName) {
 QString describeRun(const std::vector<ReportPtr>& reports, std::optional<mnv2::Precision> requested = {},
                     const QStringList& names = {}) {
   const mnv2::RunReport& r = *reports.front();
+  // Each backend once, with how many runs used it, when there are more runs than a line holds.
   QStringList backends;
   for (const auto& x : reports) backends << runLabel(*x);
+  if (backends.size() > kRunsNamedInTitles) {
+    QStringList once;
+    for (const QString& b : backends)
+      if (!once.contains(b)) once << b;
+    for (QString& b : once) b += QStringLiteral(" ×%1").arg(backends.count(b));
+    backends = once;
+  }
   // The settings the title states: once when the engine's comparability rule finds every run alike in it, else
   // on each run's line with that run's value (the rule's names and values).
   const RunsDifferences differ = differencesAmong(reports);
@@ -222,6 +235,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_lab = new KernelLabPage(m_tabs);
   m_lab->setConfirmations(!m_options.scripted);
   m_tabs->addTab(m_lab, QStringLiteral("Kernel lab"));
+  m_deepDive = new DeepDivePage(m_catalog, m_selection, m_tabs);
+  m_tabs->addTab(m_deepDive, QStringLiteral("Deep dive"));
   auto* centre = new QWidget(this);
   auto* centreLayout = new QVBoxLayout(centre);
   centreLayout->setContentsMargins(4, 4, 4, 0);
@@ -309,7 +324,16 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
                                    backends.isEmpty() ? QStringLiteral("none") : backends.join(QStringLiteral(", "))));
   });
 
-  resize(1500, 950);
+  // The first start: nine tenths of the screen's free area, at most 1500×950, centred (a fixed 1500×950 ran off a
+  // 1280×720 screen). A saved geometry replaces it (loadSettings).
+  if (const QScreen* screen = this->screen()) {
+    const QRect available = screen->availableGeometry();
+    const QSize size =
+        QSize(1500, 950).boundedTo(available.size() * 0.9).expandedTo(minimumSizeHint()).boundedTo(available.size());
+    setGeometry(QStyle::alignedRect(Qt::LeftToRight, Qt::AlignCenter, size, available));
+  } else {
+    resize(1500, 950);
+  }
   if (m_options.useSettings) loadSettings();
   applyRunTarget();
   updateActions();
@@ -442,7 +466,7 @@ void MainWindow::buildMenus() {
                                      QStringLiteral("mnv2 reports (*.json);;All files (*)"));
     if (!path.isEmpty()) this->openReport(path);
   });
-  m_recentReports = file->addMenu(QStringLiteral("Recent r&eports"));
+  m_recentReports = file->addMenu(QStringLiteral("Recent re&ports"));
   m_saveSessionAction = file->addAction(QStringLiteral("&Save session (all runs)…"));
   m_saveSessionAction->setShortcut(QKeySequence::Save);
   connect(m_saveSessionAction, &QAction::triggered, this, [this] { saveSessionInteractive(); });
@@ -483,6 +507,16 @@ void MainWindow::buildMenus() {
   m_cancelAction = run->addAction(QStringLiteral("C&ancel"));
   m_cancelAction->setShortcut(QKeySequence(Qt::Key_Escape));
   connect(m_cancelAction, &QAction::triggered, this, [this] { cancelRun(); });
+  // Deep dive: from the selected layer of Timings, Topology or Run comparison (their context menus too).
+  QAction* deepDive = run->addAction(QStringLiteral("&Deep dive into the selected layer (Nsight Compute)"));
+  deepDive->setObjectName(QStringLiteral("deepDiveAction"));
+  deepDive->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+  connect(deepDive, &QAction::triggered, this, &MainWindow::deepDive);
+  for (QWidget* page :
+       {static_cast<QWidget*>(m_timings), static_cast<QWidget*>(m_topology), static_cast<QWidget*>(m_comparison)}) {
+    page->addAction(deepDive);
+    page->setContextMenuPolicy(Qt::ActionsContextMenu);
+  }
 
   // The Kernel lab: its jobs and its file, with shortcuts that act while its page is in front.
   m_labMenu = menuBar()->addMenu(QStringLiteral("&Lab"));
@@ -497,7 +531,7 @@ void MainWindow::buildMenus() {
                   {"template", "&New from template", QKeySequence()},
                   {"open", "&Open kernel…", QKeySequence()},
                   {"save", "&Save kernel", QKeySequence::Save},
-                  {"saveAs", "Save kernel &as…", QKeySequence::SaveAs}};
+                  {"saveAs", "Sa&ve kernel as…", QKeySequence::SaveAs}};
   for (const auto& item : labItems) {
     QAction* a = m_labMenu->addAction(QString::fromUtf8(item.text));
     a->setObjectName(QStringLiteral("lab_") + QString::fromUtf8(item.name));
@@ -1175,7 +1209,7 @@ void MainWindow::showReports(const std::vector<ReportPtr>& reports, const QStrin
   if (identities.size() != same.size()) identities.clear();  // a run outside the history: labels as before
   m_layers->setReport(same.front());
   m_timings->setReports(same, m_shownTitle, identities);
-  m_timeline->setReports(same);
+  m_timeline->setReports(same, identities);
   m_graph->view()->setReport(same.front());
   m_roofline->setReports(same, identities);
   showReliability(same);
@@ -1257,7 +1291,10 @@ void MainWindow::showShown() {
   } else {
     QStringList names;
     for (int row : rows) names << m_catalog->entry(row).name.toHtmlEscaped();
-    title = QStringLiteral("Runs %1: ").arg(names.join(QStringLiteral(", "))) + describeRun(reports, {}, identities);
+    const QString named = names.size() > kRunsNamedInTitles
+                              ? QStringLiteral("%1 … %2, %3 runs").arg(names.front(), names.back()).arg(names.size())
+                              : names.join(QStringLiteral(", "));
+    title = QStringLiteral("Runs %1: ").arg(named) + describeRun(reports, {}, identities);
     for (size_t i = 1; i < rows.size(); ++i) {
       const QString line = warningsLine(mnv2::compare_settings(*reports.front(), *reports[i]));
       if (!line.isEmpty())
@@ -1281,9 +1318,10 @@ void MainWindow::showShown() {
         referencePrecision = m_catalog->report(other)->config.precision;
     const int classes = r->layer_stats.empty() ? 0 : static_cast<int>(r->layer_stats.back().output.c);
     diffs.push_back(
-        {QStringLiteral("%1 vs %2 (%3)")
-             .arg(runLabel(QString::fromStdString(r->diff->backend), r->config.precision),
-                  runLabel(QString::fromStdString(r->diff->reference), referencePrecision), m_catalog->entry(row).name),
+        // The run under its name on the other pages ("run 3.2 · cpu fp32 · b1 · 224×224"), then its reference.
+        {QStringLiteral("%1 vs %2")
+             .arg(m_catalog->identity(row).name,
+                  runLabel(QString::fromStdString(r->diff->reference), referencePrecision)),
          QStringLiteral("shown"), std::make_shared<const mnv2::DiffReport>(*r->diff), r->topology,
          m_model ? m_model->numClasses : classes, r->config.precision, referencePrecision});
   }
@@ -1561,6 +1599,7 @@ bool MainWindow::selectTab(const QString& name) {
                   : n == QLatin1String("sweep")      ? static_cast<QWidget*>(m_sweep)
                   : n == QLatin1String("accuracy")   ? static_cast<QWidget*>(m_accuracy)
                   : n == QLatin1String("lab")        ? static_cast<QWidget*>(m_lab)
+                  : n == QLatin1String("deepdive")   ? static_cast<QWidget*>(m_deepDive)
                                                      : nullptr;
   if (!page) return false;
   m_tabs->setCurrentWidget(page);
@@ -1574,6 +1613,13 @@ void MainWindow::updateActions() {
   m_compareAction->setEnabled(!running);
   m_cancelAction->setEnabled(running || m_lab->isRunning());
   updateLabActions();
+}
+
+void MainWindow::deepDive() {
+  const bool comparison = m_tabs->currentWidget() == m_comparison && m_comparison->runA() >= 0;
+  m_deepDive->diveInto(comparison ? std::vector<int>{m_comparison->runA(), m_comparison->runB()}
+                                  : m_catalog->shownRows());
+  m_tabs->setCurrentWidget(m_deepDive);
 }
 
 QAction* MainWindow::labAction(const QString& name) const {

@@ -24,6 +24,7 @@ namespace mnv2::ui {
 
 class AccuracyPage;
 class ComparisonPage;
+class DeepDivePage;
 class DiffsPage;
 class GraphPage;
 class RooflinePage;
@@ -102,6 +103,8 @@ class MainWindow : public QMainWindow {
   TimelinePage* timelinePage() const { return m_timeline; }
   DiffsPage* diffsPage() const { return m_diffs; }
   ComparisonPage* comparisonPage() const { return m_comparison; }
+  DeepDivePage* deepDivePage() const { return m_deepDive; }
+  void deepDive();  // the selected layer of the shown runs (the Run comparison's two when it is in front)
   GraphPage* graphPage() const { return m_graph; }
   RooflinePage* rooflinePage() const { return m_roofline; }
   SweepPage* sweepPage() const { return m_sweep; }
@@ -187,6 +190,7 @@ class MainWindow : public QMainWindow {
   ComparisonPage* m_comparison = nullptr;
   GraphPage* m_graph = nullptr;
   RooflinePage* m_roofline = nullptr;
+  DeepDivePage* m_deepDive = nullptr;
   SweepPage* m_sweep = nullptr;
   AccuracyPage* m_accuracy = nullptr;
   KernelLabPage* m_lab = nullptr;

@@ -38,7 +38,8 @@ class NetworkGraphView : public QWidget {
   QString layerDetails(int layer) const;  // rich text: description, shape, timing, error
 
   QSize sizeHint() const override { return {1200, 520}; }
-  QSize minimumSizeHint() const override { return {480, 300}; }  // fits beside the dock at 1024 px
+  // Fits beside the dock at 1024 px, and under the tabs at 700 px with the Runs panel three rows tall.
+  QSize minimumSizeHint() const override { return {480, 200}; }
 
  Q_SIGNALS:
   void contentChanged();  // a new topology, report, diff or colouring: what a layer's details say may differ

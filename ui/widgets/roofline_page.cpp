@@ -61,7 +61,7 @@ RooflinePage::RooflinePage(LayerSelection* selection, QWidget* parent) : QWidget
   applyLogScale(m_plot->yAxis, true);
   m_plot->legend->setVisible(true);
   m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
-  m_plot->setMinimumSize(420, 300);
+  m_plot->setMinimumSize(420, 220);  // the page fits a 700 px screen beside a Runs panel three rows tall
 
   auto* side = new QWidget(split);
   auto* sideLayout = new QVBoxLayout(side);
@@ -76,6 +76,7 @@ RooflinePage::RooflinePage(LayerSelection* selection, QWidget* parent) : QWidget
   m_memory->setEditTriggers(QAbstractItemView::NoEditTriggers);
   m_memory->setSelectionBehavior(QAbstractItemView::SelectRows);
   m_memory->setSelectionMode(QAbstractItemView::SingleSelection);
+  m_memory->setObjectName(QStringLiteral("memoryTable"));
   m_memory->horizontalHeader()->setStretchLastSection(true);
   sideLayout->addWidget(new QLabel(QStringLiteral("<b>Memory</b>"), side));
   sideLayout->addWidget(m_memoryHeld);
@@ -263,6 +264,9 @@ void RooflinePage::rebuild() {
       m_memory->setItem(l.layer, col, item);
     }
   }
+  // Each column as wide as its header and cells ("activation bytes" was cut to "ctivation byte"); a narrow
+  // panel scrolls sideways instead.
+  m_memory->resizeColumnsToContents();
   m_plot->replot();
   showLayer(m_selection->currentLayer());
 }

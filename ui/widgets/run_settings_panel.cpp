@@ -255,6 +255,23 @@ RunSettingsPanel::RunSettingsPanel(QWidget* parent) : QWidget(parent) {
   for (const OptionSpec& spec : option_table())
     if (auto it = m_backendOptions.find(spec.name); it != m_backendOptions.end())
       form->addRow(QString::fromStdString(spec.name), it->second);
+  // Tab walks the fields as the form reads, top to bottom, then Run, Compare and Cancel (issue 35: the backend
+  // options, made before the fields above them, came between Precision and Input).
+  QWidget* previous = nullptr;
+  auto chain = [&previous](QWidget* w) {
+    if (previous) setTabOrder(previous, w);
+    previous = w;
+  };
+  for (int row = 0; row < form->rowCount(); ++row) {
+    QLayoutItem* field = form->itemAt(row, QFormLayout::FieldRole);
+    if (!field) field = form->itemAt(row, QFormLayout::SpanningRole);
+    if (!field) continue;
+    if (QWidget* w = field->widget()) chain(w);
+    if (QLayout* l = field->layout())
+      for (int i = 0; i < l->count(); ++i)
+        if (QWidget* w = l->itemAt(i)->widget(); w && w->focusPolicy() != Qt::NoFocus) chain(w);
+  }
+  for (QWidget* w : {m_run, m_compare, m_cancel}) chain(w);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(form);

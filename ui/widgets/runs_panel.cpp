@@ -6,6 +6,7 @@
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QTableView>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -27,8 +28,12 @@ RunsPanel::RunsPanel(ReportCatalog* catalog, QWidget* parent) : QWidget(parent),
   m_view->verticalHeader()->hide();
   m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 6);
   m_view->setWordWrap(false);
-  // A laptop screen (1024×700) keeps the pages usable: the table may shrink to a row or two and scroll.
-  m_view->setMinimumHeight(m_view->fontMetrics().height() * 3);
+  // Three rows at least, under the header and above a horizontal scroll bar (issue 35: about one and a half rows
+  // at 720p); the dock can be made taller (the pages above leave it room).
+  m_view->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOn);
+  m_view->setMinimumHeight(m_view->horizontalHeader()->sizeHint().height() +
+                           3 * m_view->verticalHeader()->defaultSectionSize() +
+                           m_view->horizontalScrollBar()->sizeHint().height() + 2 * m_view->frameWidth());
   QHeaderView* header = m_view->horizontalHeader();
   header->setSectionResizeMode(QHeaderView::Interactive);
   header->setStretchLastSection(false);

@@ -96,7 +96,13 @@ SweepPage::SweepPage(QWidget* parent) : QWidget(parent) {
     *plot = new QCustomPlot(this);
     applyPlotStyle(*plot);
     (*plot)->legend->setVisible(true);
-    (*plot)->setMinimumSize(240, 170);
+    // The legend in a row of its own above the axes: inside them it covered the points (issue 35).
+    (*plot)->plotLayout()->insertRow(0);
+    (*plot)->plotLayout()->addElement(0, 0, (*plot)->legend);
+    (*plot)->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    (*plot)->legend->setWrap(3);
+    (*plot)->plotLayout()->setRowStretchFactor(0, 0.001);
+    (*plot)->setMinimumSize(240, 120);  // the page fits a 700 px screen beside a Runs panel three rows tall
     (*plot)->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     charts->addWidget(*plot, 1);
     QCustomPlot* self = *plot;
@@ -127,10 +133,10 @@ SweepPage::SweepPage(QWidget* parent) : QWidget(parent) {
   split->addWidget(m_table);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 1);
-  m_latency->yAxis->setLabel(QStringLiteral("median latency per batch (ms, host)"));
-  m_throughput->yAxis->setLabel(QStringLiteral("images/s (host median)"));
-  m_throughput->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
-  m_latency->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  // Short enough for the axis of a chart on a 700 px screen (the longer "median latency per batch (ms, host)" was
+  // cut at both ends); each point is the host median, as the table says.
+  m_latency->yAxis->setLabel(QStringLiteral("ms per batch"));
+  m_throughput->yAxis->setLabel(QStringLiteral("images/s"));
   layout->addWidget(split, 1);
 
   connect(m_run, &QPushButton::clicked, this, [this] {
@@ -373,9 +379,8 @@ void SweepPage::rebuild() {
     plot->rescaleAxes();
     const QCPRange x = plot->xAxis->range();
     plot->xAxis->setRange(x.lower / 1.5, x.upper * 1.5);
-    // Head-room above the highest point for the legend (top left), a row per line: it must not hide data.
     const QCPRange y = plot->yAxis->range();
-    plot->yAxis->setRange(0, y.upper * (1.15 + 0.07 * plot->legend->itemCount()));
+    plot->yAxis->setRange(0, y.upper * 1.1);
     plot->replot();
   }
 }

@@ -54,6 +54,7 @@ class SweepPage : public QWidget {
   void setXAxis(bool inputSize);
   int lineCount() const;
   QCustomPlot* latencyPlot() const { return m_latency; }
+  QCustomPlot* throughputPlot() const { return m_throughput; }
   QTableWidget* table() const { return m_table; }  // every point's figures
   // The tool-tip for the point of `plot` nearest `pos` (widget pixels, within 8 px), empty when none.
   QString toolTipAt(QCustomPlot* plot, const QPointF& pos) const;

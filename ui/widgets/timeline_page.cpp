@@ -76,19 +76,25 @@ TimelinePage::TimelinePage(QWidget* parent) : QWidget(parent) {
   connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] { updateLabels(); });
 }
 
-void TimelinePage::setReports(std::vector<ReportPtr> reports) {
+void TimelinePage::setReports(std::vector<ReportPtr> reports, const std::vector<RunIdentity>& identities) {
   m_reports = std::move(reports);
   m_index = -1;
   {
     const QSignalBlocker block(m_run);
     m_run->clear();
-    for (size_t i = 0; i < m_reports.size(); ++i)
+    for (size_t i = 0; i < m_reports.size(); ++i) {
+      if (identities.size() == m_reports.size()) {  // the run's name and colour on every page
+        m_run->addItem(identities[i].name);
+        m_run->setItemData(m_run->count() - 1, identities[i].colour, Qt::DecorationRole);
+        continue;
+      }
       m_run->addItem(QStringLiteral("%1: %2 · b%3 · %4×%5")
                          .arg(i + 1)
                          .arg(runLabel(*m_reports[i]))
                          .arg(m_reports[i]->config.batch)
                          .arg(m_reports[i]->config.height)
                          .arg(m_reports[i]->config.width));
+    }
   }
   showRun(m_reports.empty() ? -1 : 0);
 }

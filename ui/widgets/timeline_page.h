@@ -10,6 +10,7 @@
 
 #include "mnv2/timeline.h"
 #include "models/report_access.h"
+#include "models/run_identity.h"
 
 class QComboBox;
 class QCPItemText;
@@ -25,7 +26,8 @@ class TimelinePage : public QWidget {
   explicit TimelinePage(QWidget* parent = nullptr);
 
   // The runs the combo offers; the first is shown.
-  void setReports(std::vector<ReportPtr> reports);
+  // Each run under its identity (one per report: name and colour) when given, else its label and settings.
+  void setReports(std::vector<ReportPtr> reports, const std::vector<RunIdentity>& identities = {});
   void showRun(int index);
   void resetView();
 

@@ -23,6 +23,10 @@
 
 namespace mnv2::ui {
 
+namespace {
+constexpr int kTitleLines = 4;  // the lines of the title the page shows: a header and three runs
+}  // namespace
+
 TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(parent), m_selection(selection) {
   m_title = new QLabel(QStringLiteral("No run yet: press Run, or open a report (File ▸ Open report)."), this);
   m_title->setObjectName(QStringLiteral("timingsTitle"));
@@ -39,7 +43,7 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
 
   m_plot = new QCustomPlot(this);
   m_plot->setObjectName(QStringLiteral("timingsPlot"));
-  m_plot->setMinimumHeight(200);
+  m_plot->setMinimumHeight(150);  // with the totals below, the page fits a 700 px screen beside three rows of runs
   applyPlotStyle(m_plot);
   m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   // Wheel and drag move along the layers only, so the time axis keeps its floor and no bar vanishes; Ctrl+wheel
@@ -65,7 +69,7 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
   m_grouping->addItem(QStringLiteral("per block"));
   m_totalsPlot = new QCustomPlot(this);
   m_totalsPlot->setObjectName(QStringLiteral("totalsPlot"));
-  m_totalsPlot->setMinimumHeight(140);
+  m_totalsPlot->setMinimumHeight(90);
   applyPlotStyle(m_totalsPlot);
   m_totalsPlot->yAxis->setLabel(QStringLiteral("sum of medians (ms)"));
   m_totals = new TotalsModel(this);
@@ -80,9 +84,13 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
   auto* top = new QWidget(this);
   auto* topLayout = new QVBoxLayout(top);
   topLayout->setContentsMargins(0, 0, 0, 0);
+  // The title on a row of its own (the page's whole width), at most kTitleLines lines: one line per run made the
+  // window taller than a 720p screen with seven runs; the whole title is in its tool-tip.
+  m_title->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  m_title->setMaximumHeight(m_title->fontMetrics().lineSpacing() * (kTitleLines + 1));
+  topLayout->addWidget(m_title);
   auto* bar = new QHBoxLayout;
-  bar->addWidget(m_title, 1);
-  bar->addWidget(hint);
+  bar->addWidget(hint, 1);
   bar->addWidget(m_log);
   bar->addWidget(reset);
   topLayout->addLayout(bar);
@@ -139,13 +147,26 @@ void TimingsPage::setReports(std::vector<ReportPtr> reports, const QString& titl
     }
   }
   m_identities = std::move(identities);
-  m_title->setText(title);
+  setTitle(title);
   rebuildPlot();
   QStringList names;
   for (const RunIdentity& id : m_identities) names << id.name;
   m_totals->setReports(m_reports, names);
   rebuildTotals();
   m_totalsView->resizeColumnsToContents();
+}
+
+void TimingsPage::setTitle(const QString& title) {
+  m_fullTitle = title;
+  const QStringList lines = title.split(QStringLiteral("<br>"));
+  QString shown = title;
+  if (lines.size() > kTitleLines)
+    shown = lines.mid(0, kTitleLines - 1).join(QStringLiteral("<br>")) +
+            QStringLiteral("<br><i>… and %1 more lines: hover here for the whole title</i>")
+                .arg(lines.size() - (kTitleLines - 1));
+  m_title->setText(shown);
+  // Even a title shown whole may be cut where its lines wrap on a narrow window.
+  m_title->setToolTip(title);
 }
 
 bool TimingsPage::logScale() const { return m_log->isChecked(); }

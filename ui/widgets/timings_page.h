@@ -32,6 +32,8 @@ class TimingsPage : public QWidget {
   // identity (one per report: name and colour); without identities, under its label and backend's colour.
   void setReports(std::vector<ReportPtr> reports, const QString& title, std::vector<RunIdentity> identities = {});
   const std::vector<ReportPtr>& reports() const { return m_reports; }
+  // The title as given (rich text, lines split by <br>); the page shows its first lines and the whole in a tool-tip.
+  const QString& title() const { return m_fullTitle; }
 
   void setLogScale(bool log);
   bool logScale() const;
@@ -46,6 +48,7 @@ class TimingsPage : public QWidget {
   int layerAt(const QPoint& pos, int* series = nullptr) const;
 
  private:
+  void setTitle(const QString& title);
   void rebuildPlot();
   void rebuildTotals();
   void highlight(int layer);
@@ -57,6 +60,7 @@ class TimingsPage : public QWidget {
   std::vector<QCPBars*> m_bars;
   QCPBarsGroup* m_group = nullptr;
   QLabel* m_title;
+  QString m_fullTitle;
   QCheckBox* m_log;
   QCustomPlot* m_plot;
   QComboBox* m_grouping;

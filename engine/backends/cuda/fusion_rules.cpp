@@ -20,19 +20,19 @@ constexpr int kMaxBatch = 65536;  // the option table's largest batch
 
 // The figures the sm_90 rules stand on (device-resident medians, ms, batch 1 / 8 / 64 / 256, block against none in
 // the same call): an H200 on 2026-11-29 (docs/PERFORMANCE.md run 13, docs/bench/h200-2026-11-29-issue32/table) and
-// an H100 on 2026-11-26 (run 12, docs/bench/h200-2026-11-26-tf32/h100-final-round2).
+// an H100 on 2026-11-26 (run 12, docs/bench/h100-2026-11-26-tf32/final-round2).
 constexpr const char* kFp16 =
     "measured fastest at batch 1, 8, 64, 256 on an H200 (block 0.191 / 0.400 / 0.953 / 2.778 ms, none 0.200 / 0.452 / "
     "1.479 / 4.859; docs/bench/h200-2026-11-29-issue32/table) and an H100 (block 0.193 / 0.388 / 0.942 / 2.752, none "
-    "0.200 / 0.461 / 1.508 / 5.027; docs/bench/h200-2026-11-26-tf32/h100-final-round2)";
+    "0.200 / 0.461 / 1.508 / 5.027; docs/bench/h100-2026-11-26-tf32/final-round2)";
 constexpr const char* kTf32 =
     "measured fastest at batch 1, 8, 64, 256 on an H200 (block 0.256 / 0.572 / 2.106 / 6.937 ms, none 0.267 / 0.677 / "
     "2.389 / 7.842; docs/bench/h200-2026-11-29-issue32/table) and an H100 (block 0.257 / 0.585 / 2.099 / 6.955, none "
-    "0.269 / 0.708 / 2.543 / 8.464; docs/bench/h200-2026-11-26-tf32/h100-final-round2)";
+    "0.269 / 0.708 / 2.543 / 8.464; docs/bench/h100-2026-11-26-tf32/final-round2)";
 constexpr const char* kFp32 =
     "measured fastest at batch 1, 8, 64, 256 on an H200 (block 0.247 / 0.534 / 2.342 / 8.303 ms, none 0.261 / 0.551 / "
     "2.512 / 8.858; docs/bench/h200-2026-11-29-issue32/table) and an H100 (block 0.257 / 0.538 / 2.416 / 8.641, none "
-    "0.265 / 0.562 / 2.649 / 9.456; docs/bench/h200-2026-11-26-tf32/h100-final-round2)";
+    "0.265 / 0.562 / 2.649 / 9.456; docs/bench/h100-2026-11-26-tf32/final-round2)";
 constexpr const char* kAbove =
     "above the measured batches (the largest was 256, where every block kernel already runs many waves): the choice "
     "measured at 256";

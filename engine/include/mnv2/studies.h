@@ -12,6 +12,7 @@
 //   memory     memory_study()    (memory.h)    mnv2 memory       Memory page
 //   roofline   roofline_study()                mnv2 roofline     run controller (ceilings), Roofline page
 //   ncu        ncu_command()                   mnv2 profile --ncu-command   Roofline page (its command line)
+//   deep dive  deep_dive()       (deep_dive.h) mnv2 deep-dive   Deep dive page (Nsight Compute on one step)
 //   alignment  align_runs()                    -                 run comparison (two reports, fused steps)
 #pragma once
 
@@ -137,6 +138,7 @@ struct NcuCommandConfig {
 struct NcuCommand {
   int layer = 0;                  // the layer resolved
   std::string nvtx_range;         // the name of the step that runs it: ncu profiles that range's kernels only
+  std::vector<int> step_layers;   // the topology layers that step covers (the layer alone where it is assumed)
   std::vector<std::string> argv;  // ncu_argv(): starts with "ncu"; shell_join() makes the line
   // Non-empty where the backend cannot run here (no GPU on this machine): the range is then assumed to be the
   // layer's own step's (default_step_name) and this says so, since a fusing backend names it after the fused step.

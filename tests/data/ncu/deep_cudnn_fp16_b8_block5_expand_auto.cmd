@@ -1,0 +1,1 @@
+ncu --nvtx --nvtx-include 'Conv2d 21 + ReLU6 22/' --set full -f -o mnv2_cudnn_layer21 /tmp/bundle/bin/mnv2 profile --backend cudnn --model /tmp/bundle/shared/weights/mobilenet_v2_1.0_224.onnx --batch 8 --tensor /tmp/bundle/shared/golden/cat.input.f32 --input-size 224x224 --precision fp16 --warmup 0 --iters 1 --timing event

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The figure renderer's own checks can fail: scripts/render-figures.py run on a copy of real measurement files.
+
+Each case builds a small repository in a temporary folder (the spec and the bench files it names, copied from
+this repository) and a document with marker blocks, then runs the script as CI does.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(REPO, "scripts", "render-figures.py")
+FP16 = "docs/bench/h200-2026-11-29-issue32/table-fp16/r3_bench_fp16.json"
+ANCHOR = "docs/bench/h200-2026-11-29-issue32/table-fp16/r3_anchor.json"
+OTHER_CALL = "docs/bench/h200-2026-11-29-issue32/table/r3_anchor.json"
+H100 = "docs/bench/h100-2026-11-26-tf32/final-round2/r2_bench_fp16.json"
+GEMM = "docs/bench/h200-2026-11-29-issue32b/call1-gemm-ncu/gemm_bench.json"
+
+COLUMNS = [
+    {"head": "cuda", "file": "ours", "where": {"backend": "cuda"}, "field": "device_resident_median_ms"},
+    {"head": "PyTorch", "file": "anchor", "where": {"backend": "pytorch", "best_mode": True}, "field": "device_resident_median_ms"},
+    {"head": "ratio", "ratio": ["PyTorch", "cuda"]},
+]
+
+
+def table(ours=FP16, anchor=ANCHOR, **extra):
+    t = {"keys": ["precision", "batch"], "columns": COLUMNS,
+         "groups": [{"rows": {"precision": "fp16", "batch": [1, 256]}, "files": {"ours": ours, "anchor": anchor}}]}
+    t.update(extra)
+    return t
+
+
+class RenderFigures(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="render-figures-test-")
+        for path in (FP16, ANCHOR, OTHER_CALL, H100, GEMM):
+            os.makedirs(os.path.join(self.root, os.path.dirname(path)), exist_ok=True)
+            shutil.copy(os.path.join(REPO, path), os.path.join(self.root, path))
+        self.spec({"t": table()})
+        self.doc("# doc\n\nbefore\n\n<!-- figures:t -->\n<!-- /figures -->\n\nafter\n")
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def spec(self, tables):
+        with open(os.path.join(self.root, "docs/bench/tables.json"), "w", encoding="utf-8") as f:
+            json.dump({"tables": tables}, f)
+
+    def doc(self, text):
+        with open(os.path.join(self.root, "docs/D.md"), "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def read(self):
+        with open(os.path.join(self.root, "docs/D.md"), encoding="utf-8") as f:
+            return f.read()
+
+    def run_script(self, *args):
+        return subprocess.run([sys.executable, SCRIPT, "--root", self.root, *args, "docs/D.md"],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_rendered_document_passes_and_a_changed_figure_fails(self):
+        self.assertEqual(self.run_script().returncode, 0)
+        rendered = self.read()
+        # The block names its files, GPU, date and commit, and holds the files' figures.
+        for want in ("NVIDIA H200", "2026-11-29", "commit e367d950c523", "r3_bench_fp16.json", "| fp16 | 1 | 0.191 |"):
+            self.assertIn(want, rendered)
+        self.assertTrue(rendered.startswith("# doc\n\nbefore\n") and rendered.endswith("\n\nafter\n"))
+        ok = self.run_script("--check")
+        self.assertEqual(ok.returncode, 0, ok.stdout + ok.stderr)
+        self.doc(rendered.replace("| fp16 | 1 | 0.191 |", "| fp16 | 1 | 0.150 |"))
+        bad = self.run_script("--check")
+        self.assertEqual(bad.returncode, 1, bad.stdout + bad.stderr)
+        self.assertIn("-| fp16 | 1 | 0.150 |", bad.stdout)
+        self.assertIn("+| fp16 | 1 | 0.191 |", bad.stdout)
+        self.assertIn("differ from their measurement files", bad.stderr)
+        self.assertIn("0.150", self.read(), "--check must not write")
+        self.assertEqual(self.run_script().returncode, 0)
+        self.assertEqual(self.read(), rendered)
+
+    def test_a_changed_measurement_file_fails_the_check(self):
+        self.run_script()
+        path = os.path.join(self.root, FP16)
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        data["results"][0]["device_resident_median_ms"] = 0.123
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        self.assertEqual(self.run_script("--check").returncode, 1)
+
+    def test_a_group_mixing_calls_is_refused(self):
+        self.spec({"t": table(anchor=OTHER_CALL)})
+        r = self.run_script("--check")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("mixes calls", r.stderr)
+        # Split into labelled groups, one per call, the same files are accepted.
+        t = table()
+        t["groups"] = [
+            {"label": "one call", "rows": {"precision": "fp16", "batch": [1]}, "files": {"ours": FP16, "anchor": ANCHOR}},
+            {"label": "another", "rows": {"precision": "fp16", "batch": [1]},
+             "files": {"ours": "docs/bench/h200-2026-11-29-issue32/table/r3_anchor.json", "anchor": OTHER_CALL}},
+        ]
+        t["columns"] = [COLUMNS[1]]
+        self.spec({"t": t})
+        self.assertEqual(self.run_script().returncode, 0, self.run_script().stderr)
+        for g in t["groups"]:
+            g.pop("label")
+        self.spec({"t": t})
+        r = self.run_script("--check")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("distinct label", r.stderr)
+
+    def test_files_of_two_calls_kept_apart_by_name_are_refused_side_by_side(self):
+        folder = "docs/bench/h200-2026-11-26-block"
+        for name in ("call2_bench_fp16_none.json", "call3_bench_fp16_block.json", "call3_bench_fp16_none.json"):
+            os.makedirs(os.path.join(self.root, folder), exist_ok=True)
+            shutil.copy(os.path.join(REPO, folder, name), os.path.join(self.root, folder, name))
+        cols = [{"head": "none", "file": "none", "where": {"backend": "cuda"}, "field": "device_resident_median_ms"},
+                {"head": "block", "file": "block", "where": {"backend": "cuda"}, "field": "device_resident_median_ms"}]
+
+        def spec(none):
+            self.spec({"t": {"keys": ["precision", "batch"], "columns": cols, "groups": [
+                {"rows": {"precision": "fp16", "batch": [1]},
+                 "files": {"none": f"{folder}/{none}", "block": f"{folder}/call3_bench_fp16_block.json"}}]}})
+
+        spec("call2_bench_fp16_none.json")
+        r = self.run_script("--check")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("mixes calls", r.stderr)
+        spec("call3_bench_fp16_none.json")
+        self.assertEqual(self.run_script().returncode, 0)
+        self.assertIn("h200-2026-11-26-block/call3*", self.read())
+
+    def test_a_folder_named_after_another_gpu_is_refused(self):
+        wrong = "docs/bench/h200-2026-11-26-tf32/r2_bench_fp16.json"
+        os.makedirs(os.path.join(self.root, os.path.dirname(wrong)))
+        shutil.copy(os.path.join(self.root, H100), os.path.join(self.root, wrong))
+        cols = [COLUMNS[0]]
+        self.spec({"t": {"keys": ["precision", "batch"], "columns": cols,
+                         "groups": [{"rows": {"precision": "fp16", "batch": [1]}, "files": {"ours": wrong}}]}})
+        r = self.run_script("--check")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("H100", r.stderr)
+        self.spec({"t": {"keys": ["precision", "batch"], "columns": cols,
+                         "groups": [{"rows": {"precision": "fp16", "batch": [1]}, "files": {"ours": H100}}]}})
+        self.assertEqual(self.run_script().returncode, 0)
+
+    def test_bad_markers_and_names_are_refused(self):
+        for text, message in (
+            ("<!-- figures:nope -->\n<!-- /figures -->\n", "names no table"),
+            ("<!-- figures:t -->\nno end\n", "never closed"),
+            ("<!-- /figures -->\n", "stray"),
+        ):
+            self.doc(text)
+            r = self.run_script("--check")
+            self.assertEqual(r.returncode, 2, text)
+            self.assertIn(message, r.stderr)
+
+    def test_a_gemm_bench_file_renders_its_batches(self):
+        self.spec({"t": {"list": "batches", "keys": ["batch"], "columns": [
+            {"head": "ours", "file": "g", "field": "weighted_network.ours_tflop_s", "format": ".2f"},
+            {"head": "bar", "file": "g", "field": "bar_within_10pct_of_cublas", "format": "bool:held/missed"}],
+            "groups": [{"rows": {"batch": [1, 64]}, "files": {"g": GEMM}}]}})
+        self.assertEqual(self.run_script().returncode, 0)
+        text = self.read()
+        for want in ("NVIDIA H200, 2026-11-29", "| 1 | 1.71 | held |", "| 64 | 19.94 | held |", "no commit in the file"):
+            self.assertIn(want, text)
+
+    def test_a_row_the_file_lacks_is_refused(self):
+        t = table()
+        t["groups"][0]["rows"] = {"precision": "fp16", "batch": [3]}
+        self.spec({"t": t})
+        r = self.run_script("--check")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("0 results with precision=fp16, batch=3", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+# The report schemas (resources/schemas) hold what they promise: reports mnv2 writes on the CPU backends and the
+# GPU reports kept in docs/ validate; one wrong field (a changed type, an unknown field, a dropped required field)
+# in each of them fails validation; every object of every schema is closed (additionalProperties or
+# unevaluatedProperties false) and every property has a description; docs/REPORTS.md is what
+# scripts/reports-doc.py makes of the schemas, and its exit codes are the man page's.
+# usage: test_schemas.py --mnv2 PATH --model ONNX
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import importlib.util  # noqa: E402
+
+spec = importlib.util.spec_from_file_location("validate_reports", os.path.join(ROOT, "scripts", "validate-reports.py"))
+vr = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(vr)
+spec = importlib.util.spec_from_file_location("reports_doc", os.path.join(ROOT, "scripts", "reports-doc.py"))
+rd = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rd)
+
+failures = []
+
+
+def expect(condition, what):
+    print(("ok   " if condition else "FAIL ") + what)
+    if not condition:
+        failures.append(what)
+
+
+def problems(store, doc, suffix=".json"):
+    with tempfile.NamedTemporaryFile("w", suffix=suffix, delete=False) as f:
+        f.write(doc if isinstance(doc, str) else json.dumps(doc))
+    try:
+        return vr.check_file(store, f.name)
+    finally:
+        os.unlink(f.name)
+
+
+def walk(doc, path):
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
+# The three mutations of one object member: its type changed, a field beside it that no schema names, and
+# (where the schema requires it) the member dropped.
+def mutate(store, name, doc, path, key, required=True):
+    name_found, errs = problems(store, doc)
+    expect(name_found == name and not errs, f"{name}: the unmodified report is valid {errs[:3]}")
+    value = walk(doc, path)[key]
+    wrong = "a string" if not isinstance(value, str) else 12345
+    for what, change in (("changed type", lambda o: o.__setitem__(key, wrong)),
+                         ("unknown field", lambda o: o.__setitem__("no_such_field", 1)),
+                         ("dropped", lambda o: o.pop(key))):
+        if what == "dropped" and not required:
+            continue
+        bad = copy.deepcopy(doc)
+        change(walk(bad, path))
+        _, errs = problems(store, bad)
+        expect(bool(errs), f"{name}: {'/'.join(map(str, path + [key]))} {what} fails validation ({errs[:1]})")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--mnv2", required=True)
+    p.add_argument("--model", required=True)
+    a = p.parse_args()
+    a.mnv2 = os.path.abspath(a.mnv2)
+    store = vr.load_schemas(os.path.join(ROOT, "resources", "schemas"))
+
+    # Every object closed, every property described.
+    def lint(node, where):
+        if isinstance(node, dict):
+            if node.get("type") == "object" or (isinstance(node.get("type"), list) and "object" in node["type"]):
+                closed = node.get("additionalProperties") is False or node.get("unevaluatedProperties") is False
+                closed = closed or isinstance(node.get("additionalProperties"), dict)  # a map: its values closed
+                closed = closed or ("properties" in node and "required" in node and where.endswith("layer_properties"))
+                expect(closed, f"{where}: the object is closed")
+            for key, prop in node.get("properties", {}).items():
+                expect("description" in prop, f"{where}/{key}: has a description")
+            for key, value in node.items():
+                lint(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                lint(value, f"{where}[{i}]")
+    for name, schema in store.items():
+        lint(schema, name)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = lambda *args: subprocess.run([a.mnv2, *args, "--model", a.model], cwd=tmp, check=True,
+                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        run("compare", "--backends", "cpu-ref,cpu", "--iters", "1", "--warmup", "0", "--json", "c.json",
+            "--csv", "c.csv", "--trace", "t.json")
+        run("bench", "--backend", "cpu-ref", "--iters", "1", "--warmup", "0", "--json", "b.json", "--csv", "b.csv")
+        run("memory", "--backend", "cpu", "--json", "m.json", "--csv", "m.csv")
+        load = lambda f: json.load(open(os.path.join(tmp, f)))
+        report, bench, memory, trace = load("c.json"), load("b.json"), load("m.json"), load("t.json")
+        mutate(store, "mnv2.report.schema.json", report, ["runs", 0, "metadata"], "batch")
+        mutate(store, "mnv2.report.schema.json", report, ["runs", 0, "layers", 3], "macs")
+        mutate(store, "mnv2.report.schema.json", report, ["runs", 1, "diff"], "top5_agree")
+        mutate(store, "mnv2.report.schema.json", report, ["runs", 0, "steps", 0, "time"], "median_ns")
+        mutate(store, "mnv2.bench.schema.json", bench, ["results", 0], "images_per_s")
+        mutate(store, "mnv2.bench.schema.json", bench, ["results", 0, "memory"], "weight_bytes")
+        mutate(store, "mnv2.memory.schema.json", memory, ["layers", 0], "weight_tensors")
+        mutate(store, "mnv2.trace.schema.json", trace, ["traceEvents", 4], "dur")
+
+        # A CSV: the unmodified file valid; a renamed column, a dropped column and a text cell in a number column
+        # each invalid.
+        for f in ("c.csv", "b.csv", "m.csv"):
+            text = open(os.path.join(tmp, f)).read()
+            name, errs = problems(store, text, ".csv")
+            expect(name is not None and not errs, f"{f}: valid ({name}) {errs[:2]}")
+            header, rest = text.split("\n", 1)
+            cols = header.split(",")
+            renamed = ",".join(cols[:2] + ["no_such_column"] + cols[3:]) + "\n" + rest
+            expect(bool(problems(store, renamed, ".csv")[1]), f"{f}: a renamed column fails validation")
+            dropped = ",".join(cols[:-1]) + "\n" + "\n".join(r.rsplit(",", 1)[0] for r in rest.splitlines()) + "\n"
+            expect(bool(problems(store, dropped, ".csv")[1]), f"{f}: a dropped column fails validation")
+            first = rest.splitlines()[0].split(",")
+            ints = [i for i, c in enumerate(cols) if "integer" in str(store[name]["properties"][c]["type"])]
+            first[ints[-1]] = "many"
+            wrong = header + "\n" + ",".join(first) + "\n"
+            expect(bool(problems(store, wrong, ".csv")[1]), f"{f}: text in the integer column {cols[ints[-1]]} fails")
+
+    # GPU-only fields: a remote cuda run under CUPTI kept in docs/ (kernel records, the GPU record, event times,
+    # the target, resolved options).
+    gpu = os.path.join(ROOT, "docs", "bench", "h200x2-2026-11-29-remote", "h200_dev0_b1.json")
+    expect(os.path.exists(gpu), f"the GPU report {gpu} is there (moved? point this test at its new place)")
+    doc = json.load(open(gpu)) if os.path.exists(gpu) else None
+    if doc is None:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    mutate(store, "mnv2.report.schema.json", doc, ["runs", 0, "timeline", "records", 0], "correlation")
+    mutate(store, "mnv2.report.schema.json", doc, ["runs", 0, "metadata", "gpu"], "pci_bus_id")
+    mutate(store, "mnv2.report.schema.json", doc, ["runs", 0, "metadata", "target"], "host")
+    event = next(i for i, step in enumerate(doc["runs"][0]["steps"]) if "event_time" in step)
+    mutate(store, "mnv2.report.schema.json", doc, ["runs", 0, "steps", event, "event_time"], "p99_ns")
+    mutate(store, "mnv2.report.schema.json", doc, ["runs", 0, "steps", event], "event_time", required=False)
+
+    # The exit codes docs/REPORTS.md lists are the man page's EXIT STATUS, entry by entry.
+    page = subprocess.run([a.mnv2, "man"], check=True, stdout=subprocess.PIPE, text=True).stdout
+    section = page.split(".SH EXIT STATUS\n", 1)[-1].split(".SH ", 1)[0]
+    entries = [e.split("\n", 2)[:2] for e in section.split(".TP\n")[1:]]
+    listed = [(c, m.replace("\\-", "-")) for c, m in entries]
+    expect(listed == rd.EXIT_CODES, f"the man page's EXIT STATUS {listed} is REPORTS.md's exit status table")
+
+    # docs/REPORTS.md is the generator's output.
+    with open(os.path.join(ROOT, "docs", "REPORTS.md"), encoding="utf-8") as f:
+        expect(f.read() == rd.render(store), "docs/REPORTS.md is what scripts/reports-doc.py makes of the schemas "
+               "(run scripts/reports-doc.py --write)")
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+// The window on a small screen, as issue 35's walk found it: Qt's offscreen platform with one configured screen
+// (1280×720 or 1024×700: tests/ui/screens/*.json, one CTest test per size, MNV2_WALK_SCREEN names the size the
+// test expects). The first start fits the screen; maximised with 1, 7 and 20 runs checked, and after every run is
+// removed again, the window's frame stays inside the screen's available geometry, the Runs panel shows at least
+// three rows and can be made taller in its dock, and the Timings plot keeps a usable size.
+#include <qcustomplot.h>
+#include <QDockWidget>
+#include <QGuiApplication>
+#include <QLabel>
+#include <QScreen>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QtTest>
+#include <algorithm>
+
+#include "models/report_catalog.h"
+#include "ui_test_support.h"
+#include "widgets/main_window.h"
+#include "widgets/runs_panel.h"
+#include "widgets/timings_page.h"
+
+using namespace mnv2::ui;
+
+namespace {
+constexpr int kTimeoutMs = 120000;
+constexpr int kMostRuns = 20;
+
+// "frame 0,0 1280×806 outside the available 0,0 1280×720"; empty when `inner` lies inside `outer`.
+QString outside(const QRect& inner, const QRect& outer, const char* what) {
+  if (outer.contains(inner)) return {};
+  return QStringLiteral("%1 %2,%3 %4×%5 outside the available %6,%7 %8×%9")
+      .arg(QLatin1String(what))
+      .arg(inner.x())
+      .arg(inner.y())
+      .arg(inner.width())
+      .arg(inner.height())
+      .arg(outer.x())
+      .arg(outer.y())
+      .arg(outer.width())
+      .arg(outer.height());
+}
+
+// Run k of the walk: a cpu run whose batch and input size differ from its neighbours', so that each one adds
+// what differs to the titles.
+ReportPtr walkRun(int k) {
+  mnv2::RunReport r =
+      mnv2::ui::test::syntheticReport(mnv2::ui::test::weightlessTopology(), "cpu", 1000.0 + 40 * k, 0.02, false);
+  r.config.batch = 1 + k % 4;
+  r.config.height = r.config.width = 96 + 32 * (k % 5);
+  r.config.input_name = "random(seed=1)";
+  return std::make_shared<const mnv2::RunReport>(std::move(r));
+}
+}  // namespace
+
+class WindowWalkTest : public QObject {
+  Q_OBJECT
+
+ private:
+  MainWindow* m_window = nullptr;
+  QScreen* m_screen = nullptr;
+
+  ReportCatalog* catalog() const { return m_window->catalog(); }
+
+  // What asks for the height: the pages' and docks' minimum heights.
+  QString heights() const {
+    QString out;
+    auto* tabs = m_window->findChild<QTabWidget*>(QStringLiteral("tabs"));
+    for (int i = 0; tabs && i < tabs->count(); ++i)
+      out += QStringLiteral("%1=%2 ").arg(tabs->tabText(i)).arg(tabs->widget(i)->minimumSizeHint().height());
+    for (const char* name : {"inputDock", "runsDock"})
+      if (auto* w = m_window->findChild<QWidget*>(QLatin1String(name)))
+        out += QStringLiteral("%1=%2 ").arg(QLatin1String(name)).arg(w->minimumSizeHint().height());
+    out += QStringLiteral("central=%1").arg(m_window->centralWidget()->minimumSizeHint().height());
+    return out;
+  }
+
+  // What the walk checks at every step: the frame within the screen, the status bar and the Runs panel in view,
+  // three rows of runs, the Timings plot at a usable size.
+  void checkFits(const QString& step) {
+    QCoreApplication::processEvents();
+    const QRect available = m_screen->availableGeometry();
+    QString why = outside(m_window->frameGeometry(), available, "frame");
+    QVERIFY2(why.isEmpty(), qPrintable(step + QStringLiteral(": ") + why));
+    QVERIFY2(m_window->minimumSizeHint().height() <= available.height(),
+             qPrintable(QStringLiteral("%1: the window asks for %2 px of height, the screen has %3 (%4)")
+                            .arg(step)
+                            .arg(m_window->minimumSizeHint().height())
+                            .arg(available.height())
+                            .arg(heights())));
+    for (QWidget* w : {static_cast<QWidget*>(m_window->statusBar()), static_cast<QWidget*>(m_window->runsDock())}) {
+      const QRect r(w->mapTo(m_window, QPoint(0, 0)), w->size());
+      why = outside(r, m_window->rect(), qPrintable(w->objectName()));
+      QVERIFY2(w->isVisible() && why.isEmpty(), qPrintable(step + QStringLiteral(": ") + why));
+    }
+    QTableView* runs = m_window->runsPanel()->view();
+    const int row = runs->verticalHeader()->defaultSectionSize();
+    QVERIFY2(runs->viewport()->height() >= 3 * row,
+             qPrintable(QStringLiteral("%1: the Runs panel shows %2 px of rows, less than three rows of %3 px")
+                            .arg(step)
+                            .arg(runs->viewport()->height())
+                            .arg(row)));
+    m_window->selectTab(QStringLiteral("timings"));
+    QCoreApplication::processEvents();
+    QCustomPlot* plot = m_window->timingsPage()->plot();
+    // Never below its own minimum (a window squeezed below its minimum clips it to a strip), nor a lowered minimum.
+    QVERIFY2(
+        plot->height() >= std::max(plot->minimumHeight(), 140) && plot->width() >= 300,
+        qPrintable(QStringLiteral("%1: the Timings plot is %2×%3").arg(step).arg(plot->width()).arg(plot->height())));
+    // The title stays within a few lines, whatever the number of runs; the rest is in its tool-tip.
+    auto* title = m_window->timingsPage()->findChild<QLabel*>(QStringLiteral("timingsTitle"));
+    QVERIFY(title);
+    QVERIFY2(title->height() <= 5 * title->fontMetrics().lineSpacing(),
+             qPrintable(QStringLiteral("%1: the Timings title is %2 px tall").arg(step).arg(title->height())));
+  }
+
+  // Checks exactly the first `n` runs of the history, adding runs until there are that many.
+  void showRuns(int n) {
+    while (catalog()->count() < n) catalog()->addRun({walkRun(catalog()->count())});
+    std::vector<int> rows;
+    for (int i = 0; i < n; ++i) rows.push_back(i);
+    catalog()->setShown(rows);
+    QCOMPARE(m_window->shownReports().size(), static_cast<size_t>(n));
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    const QString expected = qEnvironmentVariable("MNV2_WALK_SCREEN");
+    if (expected.isEmpty())
+      QSKIP(
+          "run through CTest (ui_WindowWalkTest_1280x720, ui_WindowWalkTest_1024x700): it configures the "
+          "offscreen platform's screen and names it in MNV2_WALK_SCREEN");
+    m_screen = QGuiApplication::primaryScreen();
+    QVERIFY(m_screen);
+    // The configured screen is the one the test runs on (the platform took the configfile).
+    QCOMPARE(QStringLiteral("%1x%2").arg(m_screen->size().width()).arg(m_screen->size().height()), expected);
+    MainWindow::Options options;
+    options.useSettings = false;  // a first start: no saved geometry
+    options.scripted = true;
+    m_window = new MainWindow(options);
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window));
+    QVERIFY(mnv2::ui::test::startOnMainModel(*m_window, kTimeoutMs));
+  }
+
+  void cleanupTestCase() { delete m_window; }
+
+  void firstStartFitsTheScreen() {
+    QCoreApplication::processEvents();
+    const QRect available = m_screen->availableGeometry();
+    const QString why = outside(m_window->frameGeometry(), available, "frame");
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    // Neither a postage stamp nor the whole screen: room to maximise, centred.
+    QVERIFY(m_window->width() >= available.width() / 2 && m_window->height() >= available.height() / 2);
+    QVERIFY(qAbs(m_window->frameGeometry().center().x() - available.center().x()) <= 2);
+    QVERIFY(qAbs(m_window->frameGeometry().center().y() - available.center().y()) <= 2);
+  }
+
+  void maximisedWithRuns_data() {
+    QTest::addColumn<int>("runs");
+    QTest::newRow("1 run") << 1;
+    QTest::newRow("7 runs") << 7;
+    QTest::newRow("20 runs") << kMostRuns;
+  }
+
+  void maximisedWithRuns() {
+    QFETCH(int, runs);
+    m_window->showMaximized();
+    QTRY_VERIFY(m_window->isMaximized());
+    showRuns(runs);
+    checkFits(QStringLiteral("%1 run(s) checked").arg(runs));
+    // What the title leaves out is in its tool-tip: every shown run's line, under the run's name.
+    const QString whole = m_window->timingsPage()->findChild<QLabel*>(QStringLiteral("timingsTitle"))->toolTip();
+    for (int row = 0; row < runs; ++row)
+      QVERIFY2(whole.contains(catalog()->identity(row).name.toHtmlEscaped() + QStringLiteral(" on ")),
+               qPrintable(whole));
+  }
+
+  // The Runs panel can be made taller where it is docked (at 720p it could not: the pages above asked for the
+  // whole height), and stays docked.
+  void runsPanelCanBeMadeTaller() {
+    QDockWidget* dock = m_window->runsDock();
+    QCoreApplication::processEvents();
+    const int before = dock->height();
+    m_window->resizeDocks({dock}, {before + 100}, Qt::Vertical);
+    QCoreApplication::processEvents();
+    QVERIFY2(dock->height() >= before + 60,
+             qPrintable(QStringLiteral("the Runs dock stays %1 px tall (was %2)").arg(dock->height()).arg(before)));
+    QVERIFY(!dock->isFloating());
+    checkFits(QStringLiteral("the Runs panel made taller"));
+    m_window->resizeDocks({dock}, {before}, Qt::Vertical);
+  }
+
+  void removingEveryRunGivesTheRoomBack() {
+    showRuns(kMostRuns);
+    std::vector<int> all;
+    for (int i = 0; i < catalog()->count(); ++i) all.push_back(i);
+    catalog()->remove(all);
+    QCOMPARE(catalog()->count(), 0);
+    checkFits(QStringLiteral("every run removed"));
+    // Again: add twenty runs and remove them with the window restored from maximised.
+    m_window->showNormal();
+    QTRY_VERIFY(!m_window->isMaximized());
+    showRuns(kMostRuns);
+    checkFits(QStringLiteral("twenty runs, not maximised"));
+    all.clear();
+    for (int i = 0; i < catalog()->count(); ++i) all.push_back(i);
+    catalog()->remove(all);
+    checkFits(QStringLiteral("every run removed, not maximised"));
+  }
+};
+
+MNV2_UI_SUITE(WindowWalkTest);
+#include "test_window_walk.moc"
