@@ -70,15 +70,15 @@ std::vector<unsigned> download_counters(const gpu::DeviceBuffer& counters, size_
   return host;
 }
 
-// The in-kernel launch `launch` once directly and twice as a graph replay: every result the same bits as
-// `separate`, and every counter zero afterwards.
+// A launch that reduces its own split (`launch`: in the kernel or in the cluster), once directly and twice as a graph
+// replay: every result the same bits as `separate`, one kernel node (no reduction launch).
 template <class Launch>
-void check_in_kernel(const Launch& launch, TypedArray& out, const std::vector<float>& separate,
-                     const gpu::DeviceBuffer& counters, size_t counter_count) {
+void check_one_kernel_reduction(const Launch& launch, TypedArray& out, const std::vector<float>& separate,
+                                const char* what) {
   out.poison();
   launch(static_cast<cudaStream_t>(nullptr));
   const std::vector<float> direct = out.download();
-  EXPECT_TRUE(same_bits(direct, separate)) << "the in-kernel reduction differs from the separate pass";
+  EXPECT_TRUE(same_bits(direct, separate)) << "the " << what << " reduction differs from the separate pass";
   gpu::Stream stream = gpu::make_stream();
   gpu::Graph graph = gpu::capture_graph(stream.get(), [&](cudaStream_t s) { launch(s); });
   EXPECT_EQ(gpu::count_kernel_nodes(graph.get()), 1) << "one kernel: no reduction launch";
@@ -90,6 +90,13 @@ void check_in_kernel(const Launch& launch, TypedArray& out, const std::vector<fl
     MNV2_CHECK_CUDA(cudaStreamSynchronize(stream.get()));
     EXPECT_TRUE(same_bits(out.download(), direct)) << "replay " << replay << " differs";
   }
+}
+
+// The in-kernel reduction: as above, and every tile counter zero afterwards.
+template <class Launch>
+void check_in_kernel(const Launch& launch, TypedArray& out, const std::vector<float>& separate,
+                     const gpu::DeviceBuffer& counters, size_t counter_count) {
+  check_one_kernel_reduction(launch, out, separate, "in-kernel");
   for (unsigned c : download_counters(counters, counter_count)) ASSERT_EQ(c, 0u) << "a tile counter left non-zero";
 }
 
@@ -102,27 +109,6 @@ bool clusters_here() {
   k::KernelImage image;
   MNV2_CHECK_CUDA(k::probe_kernel_image(&image));
   return cluster_launch != 0 && image.ptx_version >= 90;
-}
-
-// The cluster launch `launch` once directly and twice as a graph replay: every result the same bits as `separate`,
-// one kernel node.
-template <class Launch>
-void check_cluster(const Launch& launch, TypedArray& out, const std::vector<float>& separate) {
-  out.poison();
-  launch(static_cast<cudaStream_t>(nullptr));
-  const std::vector<float> direct = out.download();
-  EXPECT_TRUE(same_bits(direct, separate)) << "the cluster reduction differs from the separate pass";
-  gpu::Stream stream = gpu::make_stream();
-  gpu::Graph graph = gpu::capture_graph(stream.get(), [&](cudaStream_t s) { launch(s); });
-  EXPECT_EQ(gpu::count_kernel_nodes(graph.get()), 1) << "one kernel: no reduction launch";
-  gpu::GraphExec exec = gpu::instantiate_graph(graph.get(), stream.get());
-  for (int replay = 0; replay < 2; ++replay) {
-    out.poison();
-    MNV2_CHECK_CUDA(cudaDeviceSynchronize());
-    MNV2_CHECK_CUDA(cudaGraphLaunch(exec.get(), stream.get()));
-    MNV2_CHECK_CUDA(cudaStreamSynchronize(stream.get()));
-    EXPECT_TRUE(same_bits(out.download(), direct)) << "replay " << replay << " differs";
-  }
 }
 
 TEST(KernelSplitK, FfmaInKernelReductionMatchesReferenceAndSeparatePass) {
@@ -292,7 +278,7 @@ TEST(KernelSplitK, TensorCoreInKernelAndClusterReductionsMatchReferenceAndSepara
               q.tile_counters = nullptr;
               k::TcGemmVariant w{tile, vec, splits};
               w.reduce_in_cluster = true;
-              check_cluster([&](cudaStream_t s) { k::launch_gemm_tc(q, w, s); }, dc, separate);
+              check_one_kernel_reduction([&](cudaStream_t s) { k::launch_gemm_tc(q, w, s); }, dc, separate, "cluster");
               ++clustered;
             }
           }
