@@ -36,6 +36,7 @@ DeepDivePage::DeepDivePage(ReportCatalog* catalog, LayerSelection* selection, QW
   m_cancel->setObjectName(QStringLiteral("deepDiveCancel"));
   m_view = new QTableView(this);
   m_view->setObjectName(QStringLiteral("deepDiveTable"));
+  m_view->setTabKeyNavigation(false);  // Tab leaves the table; arrows move between cells
   m_view->setModel(m_model);
   m_view->setWordWrap(false);
   m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
