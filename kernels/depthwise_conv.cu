@@ -38,14 +38,22 @@ __global__ void __launch_bounds__(kBlockThreads) depthwise3x3_kernel(const Depth
   const int sw = kStride > 0 ? kStride : p.stride_w;
   const T* input = static_cast<const T*>(p.input);
 
+  // The taps: all nine in registers (float4), or each filter row as it is used (half8) and then, where the weights
+  // are constants (weights_before_wait), the first row's before the PDL wait (common.cuh), the rest after it.
   float w[kTapsUpfront ? 9 : 3][kVec];
-  if constexpr (kTapsUpfront) {
+  auto load_taps = [&] {
+    if constexpr (kTapsUpfront) {
 #pragma unroll
-    for (int t = 0; t < 9; ++t) load_floats<float, kVec>(p.weight + t * C + c, w[t]);
-  }
-  // PDL (common.cuh): the taps above are weights, constant since prepare(); the input and the output wait for
-  // the previous kernel to finish.
+      for (int t = 0; t < 9; ++t) load_floats<float, kVec>(p.weight + t * C + c, w[t]);
+    } else {
+#pragma unroll
+      for (int s = 0; s < 3; ++s) load_floats<float, kVec>(p.weight + s * C + c, w[s]);
+    }
+  };
+  const bool early = p.weights_before_wait;
+  if (early) load_taps();
   pdl_enter();
+  if (kTapsUpfront && !early) load_taps();
   float acc[kCols][kVec];
 #pragma unroll
   for (int o = 0; o < kCols; ++o)
@@ -59,8 +67,10 @@ __global__ void __launch_bounds__(kBlockThreads) depthwise3x3_kernel(const Depth
     const int ih = oh * sh - p.pad_top + r;
     if (ih < 0 || ih >= p.in_h) continue;
     if constexpr (!kTapsUpfront) {
+      if (r > 0 || !early) {  // row 0's taps came before the wait
 #pragma unroll
-      for (int s = 0; s < 3; ++s) load_floats<float, kVec>(p.weight + (r * 3 + s) * C + c, w[s]);
+        for (int s = 0; s < 3; ++s) load_floats<float, kVec>(p.weight + (r * 3 + s) * C + c, w[s]);
+      }
     }
     const T* row = input + ((n * p.in_h + ih) * p.in_w) * C + c;
     float x[kInCols][kVec];

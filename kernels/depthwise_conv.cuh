@@ -23,6 +23,10 @@ struct DepthwiseConvParams {
   const float* bias = nullptr;    // [channels] or null
   Clip clip;                      // applied to conv + bias
   void* output = nullptr;         // NHWC [batch, out_h, out_w, channels] of dtype; must not alias input
+  // The weights are written by no kernel that may still be running when this one starts (uploaded before the
+  // stream's work): under PDL the taps are loaded before the wait for the previous kernel (common.cuh pdl_wait).
+  // false: after it.
+  bool weights_before_wait = false;
 };
 
 // The variant for this problem (tiles.h's chooser; unaligned operands take one channel per thread).

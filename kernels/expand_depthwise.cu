@@ -25,7 +25,6 @@ __host__ __device__ inline Layout layout(const ExpandDepthwiseParams& p, int til
 
 __global__ void __launch_bounds__(kThreads)
     expand_depthwise_kernel(const ExpandDepthwiseParams p, int tile_h, int tile_w, int tiles_w, int image0) {
-  pdl_enter();  // PDL (common.cuh): the previous kernel has finished before anything is read or written
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
   const Layout l = layout(p, tile_h, tile_w);
@@ -36,7 +35,26 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t n = image0 + blockIdx.z;
   const int ih0 = oh0 * p.stride_h - p.pad_top, iw0 = ow0 * p.stride_w - p.pad_left;
 
-  // Input window, weights and biases of the slice (channels past E: zero weights, never stored).
+  // The slice's weights and biases (channels past E: zero weights, never stored): where they are constants
+  // (weights_before_wait), before the wait for the previous kernel (PDL, common.cuh), else after it.
+  auto load_weights = [&] {
+    for (int i = threadIdx.x; i < cin * kSlice; i += kThreads) {
+      const int k = i / kSlice, e = e0 + i % kSlice;
+      smem[l.we + i] = e < E ? __ldg(p.expand_weight + static_cast<int64_t>(k) * E + e) : 0.0f;
+    }
+    for (int i = threadIdx.x; i < 9 * kSlice; i += kThreads) {
+      const int t = i / kSlice, e = e0 + i % kSlice;
+      smem[l.dw + i] = e < E ? __ldg(p.dw_weight + t * E + e) : 0.0f;
+    }
+    if (threadIdx.x < kSlice) {
+      const int e = e0 + threadIdx.x;
+      smem[l.eb + threadIdx.x] = e < E && p.expand_bias != nullptr ? __ldg(p.expand_bias + e) : 0.0f;
+      smem[l.db + threadIdx.x] = e < E && p.dw_bias != nullptr ? __ldg(p.dw_bias + e) : 0.0f;
+    }
+  };
+  if (p.weights_before_wait) load_weights();
+  pdl_enter();
+  // The input window.
   float* in_s = smem + l.in;
   for (int i = threadIdx.x; i < l.window * cin; i += kThreads) {
     const int px = i / cin, k = i - px * cin;
@@ -46,19 +64,7 @@ __global__ void __launch_bounds__(kThreads)
       v = __ldg(p.input + ((n * p.in_h + ih) * p.in_w + iw) * cin + k);
     in_s[px * l.in_ld + k] = v;
   }
-  for (int i = threadIdx.x; i < cin * kSlice; i += kThreads) {
-    const int k = i / kSlice, e = e0 + i % kSlice;
-    smem[l.we + i] = e < E ? __ldg(p.expand_weight + static_cast<int64_t>(k) * E + e) : 0.0f;
-  }
-  for (int i = threadIdx.x; i < 9 * kSlice; i += kThreads) {
-    const int t = i / kSlice, e = e0 + i % kSlice;
-    smem[l.dw + i] = e < E ? __ldg(p.dw_weight + t * E + e) : 0.0f;
-  }
-  if (threadIdx.x < kSlice) {
-    const int e = e0 + threadIdx.x;
-    smem[l.eb + threadIdx.x] = e < E && p.expand_bias != nullptr ? __ldg(p.expand_bias + e) : 0.0f;
-    smem[l.db + threadIdx.x] = e < E && p.dw_bias != nullptr ? __ldg(p.dw_bias + e) : 0.0f;
-  }
+  if (!p.weights_before_wait) load_weights();
   __syncthreads();
 
   // Expansion: one window pixel x 8 channels per item; a warp spans 32 / kBlocks8 pixels, so the weight

@@ -28,6 +28,10 @@ struct ExpandDepthwiseParams {
   const float* dw_bias = nullptr;        // [expanded] or null
   Clip dw_clip;                          // applied to depthwise + bias
   float* output = nullptr;               // NHWC [batch, out_h, out_w, expanded], 16-byte aligned; not the input
+  // The weights are written by no kernel that may still be running when this one starts (uploaded before the
+  // stream's work): under PDL the slice's are loaded before the wait for the previous kernel (common.cuh
+  // pdl_wait). false: after it.
+  bool weights_before_wait = false;
 };
 
 // The tile choice, shared memory and recomputation of tiles.h for this problem.

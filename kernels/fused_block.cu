@@ -77,11 +77,19 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
     if (tid < 10 * kChunk / 2)
       reinterpret_cast<__half2*>(smem + l.dw + buf * l.dw_bytes)[tid] = __floats2half2_rn(v.x, v.y);
   };
-  // The first chunk's weights are constants: in flight before the wait for the previous kernel (PDL), the input
-  // window after it, both in the first copy group.
-  load_chunk(0, 0);
-  const float2 dw0 = fetch_dw(0);  // stored once the per-tile set-up below has covered its latency
+  // The first chunk's weights, where they are constants (weights_before_wait), in flight before the wait for the
+  // previous kernel (PDL), the input window after it, both in the first copy group.
+  const bool early = p.weights_before_wait;
+  float2 dw0 = make_float2(0.0f, 0.0f);  // stored once the per-tile set-up below has covered its latency
+  if (early) {
+    load_chunk(0, 0);
+    dw0 = fetch_dw(0);
+  }
   pdl_enter();
+  if (!early) {
+    load_chunk(0, 0);
+    dw0 = fetch_dw(0);
+  }
   fused_block_detail::copy_window<kThreads>(tile, s, l, static_cast<const __half*>(p.input), X, tid);
   cp_commit();
   // The projection's padding rows (pixels past the tile) read zeros.

@@ -57,6 +57,10 @@ struct FusedBlockParams {
   const void* project_weight = nullptr;
   const float* project_bias = nullptr;
   void* output = nullptr;  // NHWC [batch, out_h, out_w, out_channels] as the input; not the input
+  // The weights are written by no kernel that may still be running when this one starts (uploaded before the
+  // stream's work): under PDL the first chunk's are loaded before the wait for the previous kernel (common.cuh
+  // pdl_wait). false: after it.
+  bool weights_before_wait = false;
 };
 
 // Throws Error for what cannot run (fused_block_refusal, a variant that does not fit, null or misaligned

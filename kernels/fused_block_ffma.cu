@@ -74,10 +74,11 @@ __global__ void __launch_bounds__(kT, kPx* kNc <= 8 ? 2 : 1)
       copy16(vec + kVecDwBias + (tid - 10 * kGroups) * 4, p.dw_bias + e0 + (tid - 10 * kGroups) * 4, true);
     }
   };
-  // The first chunk's weights are constants: in flight before the wait for the previous kernel (PDL); then the
-  // input window (in_channels == k_pad: the launch refuses other counts), both in the first copy group.
-  load_chunk(0, 0);
+  // The first chunk's weights, where they are constants (weights_before_wait), in flight before the wait for the
+  // previous kernel (PDL); then the input window, both in the first copy group.
+  if (p.weights_before_wait) load_chunk(0, 0);
   pdl_enter();
+  if (!p.weights_before_wait) load_chunk(0, 0);
   fused_block_detail::copy_window<kT>(tile, s, l, static_cast<const float*>(p.input), X, tid);
   copy_commit();
 

@@ -68,10 +68,11 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
       cp16(dw + kDwBias + (tid - 10 * kQuads) * 4, p.dw_bias + e0 + (tid - 10 * kQuads) * 4, true);
     }
   };
-  // The first chunk's weights are constants: in flight before the wait for the previous kernel (PDL), the input
-  // window after it, both in the first copy group.
-  load_chunk(0, 0);
+  // The first chunk's weights, where they are constants (weights_before_wait), in flight before the wait for the
+  // previous kernel (PDL); then the input window, both in the first copy group.
+  if (p.weights_before_wait) load_chunk(0, 0);
   pdl_enter();
+  if (!p.weights_before_wait) load_chunk(0, 0);
   fused_block_detail::copy_window<kThreads>(tile, s, l, static_cast<const float*>(p.input), X, tid);
   cp_commit();
   // The projection's padding rows (pixels past the tile) read zeros.

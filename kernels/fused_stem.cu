@@ -37,6 +37,7 @@ struct Geometry {
   int stem_pad_top, stem_pad_left, dw_pad_top, dw_pad_left;
   int tiles_w;
   Clip stem_clip, dw_clip;
+  bool weights_before_wait;  // FusedStemParams::weights_before_wait
 };
 
 // The layout of one block's shared memory (elements), as fused_stem_smem_bytes counts it: the weights
@@ -322,10 +323,14 @@ __global__ void __launch_bounds__(kThreads, sizeof(T) == 2 ? 3 : 2)
   const int sy0 = ty0 - g.dw_pad_top, sx0 = tx0 - g.dw_pad_left;  // the stem's map at the tile's corner
   const int iy0 = sy0 * kStride - g.stem_pad_top, ix0 = sx0 * kStride - g.stem_pad_left;
 
-  // 0. The weights: constants, so before the wait for the previous kernel.
-  for (int e = tid; e < W::kTotal / 4; e += kThreads)
-    reinterpret_cast<float4*>(w)[e] = __ldg(reinterpret_cast<const float4*>(weights) + e);
+  // 0. The weights: where they are constants (weights_before_wait), before the wait for the previous kernel.
+  auto load_weights = [&] {
+    for (int e = tid; e < W::kTotal / 4; e += kThreads)
+      reinterpret_cast<float4*>(w)[e] = __ldg(reinterpret_cast<const float4*>(weights) + e);
+  };
+  if (g.weights_before_wait) load_weights();
   pdl_enter();  // the input may come from the previous kernel (the uint8 conversion)
+  if (!g.weights_before_wait) load_weights();
 
   // 1. The input window.
   const float* in = input + static_cast<int64_t>(n) * 3 * g.in_h * g.in_w;
@@ -436,6 +441,7 @@ void launch_one(const FusedStemParams& p, cudaStream_t stream) {
   g.tiles_w = static_cast<int>(ceil_div(s.out_w, kTileW));
   g.stem_clip = p.stem_clip;
   g.dw_clip = p.dw_clip;
+  g.weights_before_wait = p.weights_before_wait;
   auto* kernel = fused_stem_kernel<T, C1, C2, TH>;
   static const cudaError_t opted =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::kBytes));

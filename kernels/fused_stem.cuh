@@ -32,6 +32,10 @@ struct FusedStemParams {
   const float* weights = nullptr;  // fused_stem_pack's on the device, 16-byte aligned
   Clip stem_clip, dw_clip;
   void* output = nullptr;  // NHWC [batch, out_h, out_w, out_channels] of shape.dtype, 16-byte aligned
+  // The weights are written by no kernel that may still be running when this one starts (uploaded before the
+  // stream's work): under PDL they are loaded before the wait for the previous kernel (common.cuh
+  // pdl_wait). false: after it.
+  bool weights_before_wait = false;
 };
 
 // Throws Error for what cannot run (fused_stem_refusal, a tile other than 8 or 16 rows, null or misaligned

@@ -125,7 +125,7 @@ __device__ __forceinline__ void splitk_reduce_in_kernel(const GemmParams& p, int
 // with ptxas -v, CUDA 13.0, sm_90: median 91 -> 141 registers per thread, docs/PERFORMANCE.md run 9c).
 template <class T, bool kVec, bool kInKernel>
 __global__ void __launch_bounds__(T::kThreads) gemm_kernel(const GemmParams p, const int k_chunk) {
-  pdl_enter();  // every operand may come from the previous kernel (weights are A in NCHW, B in NHWC)
+  // PDL: the wait for the previous kernel comes with the first slice's loads (below).
   constexpr int BM = T::kBM, BN = T::kBN, BK = T::kBK, TM = T::kTM, TN = T::kTN;
   constexpr int kThreads = T::kThreads;
   constexpr int kW = kVec ? 4 : 1;  // floats per global access
@@ -161,26 +161,31 @@ __global__ void __launch_bounds__(T::kThreads) gemm_kernel(const GemmParams p, c
 
   typename V::Type ra[kALoads], rb[kBLoads];
 
-  // Global -> registers: slice [k0, k0 + BK) of A's rows m0.. and of B's columns n0..; zeros outside.
-  auto load_slice = [&](int k0) {
+  // Global -> registers: slice [k0, k0 + BK) of A's rows m0.. (with_a) and of B's columns n0.. (with_b); zeros
+  // outside.
+  auto load_slice = [&](int k0, bool with_a = true, bool with_b = true) {
+    if (with_a) {
 #pragma unroll
-    for (int r = 0; r < kALoads; ++r) {
-      const int e = tid + r * kThreads;
-      if (kAElems % kThreads == 0 || e < kAElems) {
-        const int row = e / (BK / kW);
-        const int kk = (e % (BK / kW)) * kW;
-        const int gm = m0 + row, gk = k0 + kk;
-        ra[r] = (gm < M && gk < k_end) ? V::load(A + static_cast<int64_t>(gm) * p.lda + gk) : V::zero();
+      for (int r = 0; r < kALoads; ++r) {
+        const int e = tid + r * kThreads;
+        if (kAElems % kThreads == 0 || e < kAElems) {
+          const int row = e / (BK / kW);
+          const int kk = (e % (BK / kW)) * kW;
+          const int gm = m0 + row, gk = k0 + kk;
+          ra[r] = (gm < M && gk < k_end) ? V::load(A + static_cast<int64_t>(gm) * p.lda + gk) : V::zero();
+        }
       }
     }
+    if (with_b) {
 #pragma unroll
-    for (int r = 0; r < kBLoads; ++r) {
-      const int e = tid + r * kThreads;
-      if (kBElems % kThreads == 0 || e < kBElems) {
-        const int row = e / (BN / kW);
-        const int col = (e % (BN / kW)) * kW;
-        const int gk = k0 + row, gn = n0 + col;
-        rb[r] = (gk < k_end && gn < N) ? V::load(B + static_cast<int64_t>(gk) * p.ldb + gn) : V::zero();
+      for (int r = 0; r < kBLoads; ++r) {
+        const int e = tid + r * kThreads;
+        if (kBElems % kThreads == 0 || e < kBElems) {
+          const int row = e / (BN / kW);
+          const int col = (e % (BN / kW)) * kW;
+          const int gk = k0 + row, gn = n0 + col;
+          rb[r] = (gk < k_end && gn < N) ? V::load(B + static_cast<int64_t>(gk) * p.ldb + gn) : V::zero();
+        }
       }
     }
   };
@@ -222,7 +227,11 @@ __global__ void __launch_bounds__(T::kThreads) gemm_kernel(const GemmParams p, c
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
   const int slices = (k_end - k_begin + BK - 1) / BK;
-  load_slice(k_begin);
+  // PDL (common.cuh): the first slice of an operand that is weights (GemmParams::a/b_before_wait) before the wait
+  // for the previous kernel, the rest after it.
+  load_slice(k_begin, p.a_before_wait, p.b_before_wait);
+  pdl_enter();
+  load_slice(k_begin, !p.a_before_wait, !p.b_before_wait);
   store_slice(0);
   __syncthreads();
   for (int s = 0; s < slices; ++s) {
@@ -357,7 +366,7 @@ template <class T, bool kVec, bool kInKernel>
 // reduction's partial sums would spill there, and neither is what the large GEMMs run.
 __global__ void __launch_bounds__(T::kThreads, kVec && !kInKernel ? T::kMinBlocks : 1)
     gemm_warp_kernel(const GemmParams p, const int k_chunk) {
-  pdl_enter();  // every operand may come from the previous kernel
+  // PDL: the wait for the previous kernel comes with the first slice's loads (below).
   constexpr int BM = T::kBM, BN = T::kBN, BK = T::kBK;
   constexpr int kThreads = T::kThreads;
   constexpr int kW = kVec ? 4 : 1;  // floats per global access
@@ -392,26 +401,31 @@ __global__ void __launch_bounds__(T::kThreads, kVec && !kInKernel ? T::kMinBlock
 
   typename V::Type ra[kALoads], rb[kBLoads];
 
-  // Global -> registers: slice [k0, k0 + BK) of A's rows m0.. and of B's columns n0..; zeros outside.
-  auto load_slice = [&](int k0) {
+  // Global -> registers: slice [k0, k0 + BK) of A's rows m0.. (with_a) and of B's columns n0.. (with_b); zeros
+  // outside.
+  auto load_slice = [&](int k0, bool with_a = true, bool with_b = true) {
+    if (with_a) {
 #pragma unroll
-    for (int r = 0; r < kALoads; ++r) {
-      const int e = tid + r * kThreads;
-      if (kAElems % kThreads == 0 || e < kAElems) {
-        const int row = e / (BK / kW);
-        const int kk = (e % (BK / kW)) * kW;
-        const int gm = m0 + row, gk = k0 + kk;
-        ra[r] = (gm < M && gk < k_end) ? V::load(A + static_cast<int64_t>(gm) * p.lda + gk) : V::zero();
+      for (int r = 0; r < kALoads; ++r) {
+        const int e = tid + r * kThreads;
+        if (kAElems % kThreads == 0 || e < kAElems) {
+          const int row = e / (BK / kW);
+          const int kk = (e % (BK / kW)) * kW;
+          const int gm = m0 + row, gk = k0 + kk;
+          ra[r] = (gm < M && gk < k_end) ? V::load(A + static_cast<int64_t>(gm) * p.lda + gk) : V::zero();
+        }
       }
     }
+    if (with_b) {
 #pragma unroll
-    for (int r = 0; r < kBLoads; ++r) {
-      const int e = tid + r * kThreads;
-      if (kBElems % kThreads == 0 || e < kBElems) {
-        const int row = e / (BN / kW);
-        const int col = (e % (BN / kW)) * kW;
-        const int gk = k0 + row, gn = n0 + col;
-        rb[r] = (gk < k_end && gn < N) ? V::load(B + static_cast<int64_t>(gk) * p.ldb + gn) : V::zero();
+      for (int r = 0; r < kBLoads; ++r) {
+        const int e = tid + r * kThreads;
+        if (kBElems % kThreads == 0 || e < kBElems) {
+          const int row = e / (BN / kW);
+          const int col = (e % (BN / kW)) * kW;
+          const int gk = k0 + row, gn = n0 + col;
+          rb[r] = (gk < k_end && gn < N) ? V::load(B + static_cast<int64_t>(gk) * p.ldb + gn) : V::zero();
+        }
       }
     }
   };
@@ -458,7 +472,11 @@ __global__ void __launch_bounds__(T::kThreads, kVec && !kInKernel ? T::kMinBlock
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
 
   const int slices = (k_end - k_begin + BK - 1) / BK;
-  load_slice(k_begin);
+  // PDL (common.cuh): the first slice of an operand that is weights (GemmParams::a/b_before_wait) before the wait
+  // for the previous kernel, the rest after it.
+  load_slice(k_begin, p.a_before_wait, p.b_before_wait);
+  pdl_enter();
+  load_slice(k_begin, !p.a_before_wait, !p.b_before_wait);
   store_slice(0);
   __syncthreads();
   for (int s = 0; s < slices; ++s) {

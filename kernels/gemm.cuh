@@ -43,6 +43,11 @@ struct GemmParams {
   // zero before the launch and zero again after it (the last block of each tile resets its counter), so one
   // array serves every split GEMM of a stream and every replay of a graph.
   unsigned* tile_counters = nullptr;
+  // A or B is written by no kernel that may still be running when this one starts (weights, uploaded before the
+  // stream's work: A in NCHW, B in NHWC): under PDL its first slice is loaded before the wait for the previous
+  // kernel (common.cuh pdl_wait), the other operand's after it. false: after the wait.
+  bool a_before_wait = false;
+  bool b_before_wait = false;
 
   int batch = 1;                                   // GEMMs in the launch (grid.z), at most 65535
   int inner = 1;                                   // inner batch count (groups); the outer index is z / inner

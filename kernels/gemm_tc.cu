@@ -147,33 +147,38 @@ __device__ __forceinline__ void gemm_tc_body(const TcGemmParams& p, const int k_
   const int k_begin = split ? static_cast<int>(blockIdx.z) * k_chunk : 0;
   const int k_end = split ? min(K, k_begin + k_chunk) : K;
 
-  // Slice [k0, k0 + BK) of A's rows m0.. and B's columns n0.. into stage `st`; zeros outside.
-  auto load_slice = [&](int k0, int st) {
+  // Slice [k0, k0 + BK) of A's rows m0.. (with_a) and of B's columns n0.. (with_b) into stage `st`; zeros
+  // outside.
+  auto load_slice = [&](int k0, int st, bool with_a, bool with_b) {
     TIn* as = As + st * L::kAStage;
     TIn* bs = Bs + st * L::kBStage;
     if constexpr (kVec) {
+      if (with_a) {
 #pragma unroll
-      for (int e = tid; e < kAChunks; e += kThreads) {
-        const int row = e / (BK / kPer), kk = (e % (BK / kPer)) * kPer;
-        const int gm = m0 + row, gk = k0 + kk;
-        const bool inside = gm < M && gk < k_end;
-        cp_async16(as + row * L::kLdA + kk, inside ? A + static_cast<int64_t>(gm) * p.lda + gk : A, inside);
+        for (int e = tid; e < kAChunks; e += kThreads) {
+          const int row = e / (BK / kPer), kk = (e % (BK / kPer)) * kPer;
+          const int gm = m0 + row, gk = k0 + kk;
+          const bool inside = gm < M && gk < k_end;
+          cp_async16(as + row * L::kLdA + kk, inside ? A + static_cast<int64_t>(gm) * p.lda + gk : A, inside);
+        }
       }
+      if (with_b) {
 #pragma unroll
-      for (int e = tid; e < kBChunks; e += kThreads) {
-        const int row = e / (BN / kPer), col = (e % (BN / kPer)) * kPer;
-        const int gk = k0 + row, gn = n0 + col;
-        const bool inside = gk < k_end && gn < N;
-        cp_async16(bs + row * L::kLdB + col, inside ? B + static_cast<int64_t>(gk) * p.ldb + gn : B, inside);
+        for (int e = tid; e < kBChunks; e += kThreads) {
+          const int row = e / (BN / kPer), col = (e % (BN / kPer)) * kPer;
+          const int gk = k0 + row, gn = n0 + col;
+          const bool inside = gk < k_end && gn < N;
+          cp_async16(bs + row * L::kLdB + col, inside ? B + static_cast<int64_t>(gk) * p.ldb + gn : B, inside);
+        }
       }
     } else {
-      for (int e = tid; e < BM * BK; e += kThreads) {
+      for (int e = tid; with_a && e < BM * BK; e += kThreads) {
         const int row = e / BK, kk = e % BK;
         const int gm = m0 + row, gk = k0 + kk;
         as[row * L::kLdA + kk] =
             gm < M && gk < k_end ? A[static_cast<int64_t>(gm) * p.lda + gk] : from_float<TIn>(0.0f);
       }
-      for (int e = tid; e < BK * BN; e += kThreads) {
+      for (int e = tid; with_b && e < BK * BN; e += kThreads) {
         const int row = e / BN, col = e % BN;
         const int gk = k0 + row, gn = n0 + col;
         bs[row * L::kLdB + col] =
@@ -189,15 +194,27 @@ __device__ __forceinline__ void gemm_tc_body(const TcGemmParams& p, const int k_
     for (int j = 0; j < S::kFragsN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
 
   const int slices = (k_end - k_begin + BK - 1) / BK;
+  // PDL (common.cuh): B's first slices before the wait for the previous kernel where they are weights, in a copy
+  // group of their own ahead of the stages' groups (the main loop's wait_group then waits for it too); A, which
+  // the previous kernel wrote, after it.
+  const bool b_early = p.b_before_wait;
+  if (b_early) {
+#pragma unroll
+    for (int st = 0; st < kStages - 1; ++st)
+      if (st < slices) load_slice(k_begin + st * BK, st, false, true);
+    cp_async_commit();
+  }
+  pdl_enter();
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st) {
-    if (st < slices) load_slice(k_begin + st * BK, st);
+    if (st < slices) load_slice(k_begin + st * BK, st, true, !b_early);
     cp_async_commit();
   }
   for (int s = 0; s < slices; ++s) {
     cp_async_wait<kStages - 2>();  // slice s has landed (for this thread) ...
     __syncthreads();               // ... for every thread; and everyone is done with slice s - 1's stage
-    if (s + kStages - 1 < slices) load_slice(k_begin + (s + kStages - 1) * BK, (s + kStages - 1) % kStages);
+    if (s + kStages - 1 < slices)
+      load_slice(k_begin + (s + kStages - 1) * BK, (s + kStages - 1) % kStages, true, true);
     cp_async_commit();
     const TIn* as = As + (s % kStages) * L::kAStage + wm * S::kWarpM * L::kLdA;
     const TIn* bs = Bs + (s % kStages) * L::kBStage + wn * S::kWarpN;
@@ -420,7 +437,7 @@ __device__ __forceinline__ void splitk_reduce_tc_cluster(const TcGemmParams& p, 
 // launches it elsewhere (launch_shape checks the device, the planner the code).
 template <class TIn, class TOut, class S, bool kVec>
 __global__ void __launch_bounds__(S::kThreads) gemm_tc_cluster_kernel(const TcGemmParams p, const int k_chunk) {
-  pdl_enter();  // A (activations) comes from the previous kernel
+  // PDL: gemm_tc_body waits for the previous kernel (which wrote A) once B's first slices are in flight.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) unsigned char smem[];
   float* tile_sums = reinterpret_cast<float*>(smem + Smem<TIn, S>::kBytes);
@@ -437,7 +454,7 @@ __global__ void __launch_bounds__(S::kThreads) gemm_tc_cluster_kernel(const TcGe
 // run 9c), which cost the large batches a quarter of their warps.
 template <class TIn, class TOut, class S, bool kVec, bool kInKernel>
 __global__ void __launch_bounds__(S::kThreads) gemm_tc_kernel(const TcGemmParams p, const int k_chunk) {
-  pdl_enter();  // A (activations) comes from the previous kernel
+  // PDL: gemm_tc_body waits for the previous kernel (which wrote A) once B's first slices are in flight.
 #ifndef MNV2_GEMM_TC_HAS_TF32
   if constexpr (std::is_same_v<TIn, float>) {
     __trap();  // never launched: the host refuses tf32 where the code is older than compute_80

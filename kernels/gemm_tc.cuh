@@ -33,6 +33,10 @@ struct TcGemmParams {
   int64_t ldr = 0;                 // elements between rows of the residual
   float* workspace = nullptr;      // split-K partial sums, gemm_tc_workspace_floats(); null: no split variants
   unsigned* tile_counters = nullptr;  // in-kernel split-K: per output tile, zero before and after (gemm.cuh)
+  // B is written by no kernel that may still be running when this one starts (weights, uploaded before the stream's
+  // work): under PDL its first slices are loaded before the wait for the previous kernel (common.cuh pdl_wait), A's
+  // after it. false: every operand after the wait.
+  bool b_before_wait = false;
 };
 
 bool gemm_tc_vec_ok(const TcGemmParams& p);

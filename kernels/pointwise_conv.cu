@@ -16,6 +16,7 @@ GemmParams pointwise_gemm_params(const PointwiseConvParams& p) {
   g.a = p.input;
   g.lda = p.in_channels;
   g.b = p.weight;
+  g.b_before_wait = p.weight_before_wait;
   g.ldb = p.out_channels;
   g.c = p.output;
   g.ldc = p.out_channels;

@@ -24,6 +24,7 @@ struct PointwiseConvParams {
   float* output = nullptr;            // NHWC [pixels, out_channels]; must not alias input or residual
   float* workspace = nullptr;         // split-K partial sums (gemm_workspace_floats); null: no split variants
   unsigned* tile_counters = nullptr;  // in-kernel split-K arrival counters (GemmParams::tile_counters)
+  bool weight_before_wait = false;    // the weights are constants: loaded before the PDL wait (GemmParams)
 };
 
 // The GEMM these parameters describe (throws mnv2::Error when the pixels exceed the GEMM's int rows).

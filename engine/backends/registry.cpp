@@ -122,6 +122,8 @@ const char* to_string(CudaOptions::Pdl p) {
       return "on";
     case CudaOptions::Pdl::off:
       return "off";
+    case CudaOptions::Pdl::late_weights:
+      return "late_weights";
   }
   return "?";
 }

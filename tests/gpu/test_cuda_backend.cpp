@@ -452,16 +452,26 @@ TEST_F(CudaBackendTest, PdlAndInKernelSplitKLeaveTheLogitsBitForBit) {
                 << "replay " << replay << ": " << d;
           }
         }
-      // pdl on: runs where the device and the code have it, and is refused with the reason elsewhere.
-      ScopedOption on("pdl", "on");
-      try {
-        auto net = prepare(main_model(), batch, 224, 224, precision);
-        EXPECT_NE(net->description().find("PDL on"), std::string::npos);
-        const Tensor logits = net->run(input);
-        EXPECT_EQ(std::memcmp(logits.data.data(), reference.data.data(), logits.data.size() * sizeof(float)), 0);
-      } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("PDL"), std::string::npos) << e.what();
-        std::printf("pdl on refused here: %s\n", e.what());
+      // pdl on (every kernel's weights loaded before its wait) and late_weights (after it): run where the device and
+      // the code have PDL, the same bits, and are refused with the reason elsewhere.
+      for (const char* mode : {"on", "late_weights"}) {
+        ScopedOption on("pdl", mode);
+        SCOPED_TRACE(std::string("pdl ") + mode);
+        try {
+          auto net = prepare(main_model(), batch, 224, 224, precision);
+          const std::string d = net->description();
+          EXPECT_NE(d.find(std::string(mode) == "on" ? "PDL on" : "PDL on, weights loaded after the wait"),
+                    std::string::npos)
+              << d;
+          for (int replay = 0; replay < 2; ++replay) {
+            const Tensor logits = net->run(input);
+            EXPECT_EQ(std::memcmp(logits.data.data(), reference.data.data(), logits.data.size() * sizeof(float)), 0)
+                << "replay " << replay << ": " << d;
+          }
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("PDL"), std::string::npos) << e.what();
+          std::printf("pdl %s refused here: %s\n", mode, e.what());
+        }
       }
     }
 }

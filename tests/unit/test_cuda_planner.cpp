@@ -17,6 +17,7 @@
 #include "mnv2/cuda_plan.h"
 #include "mnv2/error.h"
 #include "mnv2/model.h"
+#include "mnv2/option_values.h"
 
 namespace mnv2::test {
 namespace {
@@ -548,9 +549,24 @@ TEST(CudaPlanner, PdlOnlyWhereTheGpuAndTheCodeHaveIt) {
   EXPECT_TRUE(plan_cuda_network(model(), on, GpuProperties::h200()).pdl);
   EXPECT_THROW(plan_cuda_network(model(), on, GpuProperties::t4()), Error);
   EXPECT_THROW(plan_cuda_network(model(), on, jit), Error);
+  // Under PDL the kernels load their weights before their wait; late_weights keeps PDL and moves them after it (the
+  // comparison the early loads were measured against), and is refused where PDL is, naming itself.
+  EXPECT_TRUE(plan_cuda_network(model(), on, GpuProperties::h200()).weights_before_wait);
+  EXPECT_TRUE(h200.weights_before_wait);
+  PrepareConfig late = config(8, Precision::fp16);
+  late.cuda.pdl = CudaOptions::Pdl::late_weights;
+  const CudaPlan p_late = plan_cuda_network(model(), late, GpuProperties::h200());
+  EXPECT_TRUE(p_late.pdl);
+  EXPECT_FALSE(p_late.weights_before_wait);
+  EXPECT_NE(describe(p_late).find("PDL on, weights loaded after the wait"), std::string::npos) << describe(p_late);
+  try {
+    plan_cuda_network(model(), late, GpuProperties::a100());
+    ADD_FAILURE() << "late_weights needs PDL";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pdl late_weights"), std::string::npos) << e.what();
+  }
   // The option names parse both ways.
-  for (CudaOptions::Pdl v : {CudaOptions::Pdl::automatic, CudaOptions::Pdl::on, CudaOptions::Pdl::off})
-    EXPECT_EQ(parse_cuda_pdl(to_string(v)), v);
+  for (CudaOptions::Pdl v : kCudaPdls) EXPECT_EQ(parse_cuda_pdl(to_string(v)), v);
   for (CudaOptions::SplitK v :
        {CudaOptions::SplitK::in_kernel, CudaOptions::SplitK::separate, CudaOptions::SplitK::cluster})
     EXPECT_EQ(parse_cuda_splitk(to_string(v)), v);

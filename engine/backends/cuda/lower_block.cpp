@@ -42,6 +42,7 @@ void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& 
   p.project_weight = tf32 ? lw.upload(k::to_tf32(w.project)) : lw.upload_gemm_weights(step, w.project);
   p.project_bias = lw.upload(w.project_bias);
   p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
+  p.weights_before_wait = lw.plan.weights_before_wait;
   if (tc) {
     const k::FusedBlockVariant v{step.launch.tile_h, step.launch.tile_w, step.launch.items,
                                  tf32 ? k::FusedBlockMath::tf32 : k::FusedBlockMath::f16};
@@ -70,6 +71,7 @@ void lower_fused_stem(Lowering& lw, const CudaStep& step, std::vector<Launch>& l
   p.stem_clip = clip_of(lw.layer(step.clip_layer));
   p.dw_clip = clip_of(lw.layer(step.dw_clip_layer));
   p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
+  p.weights_before_wait = lw.plan.weights_before_wait;
   const k::FusedStemVariant v{step.launch.tile_h};
   launches.push_back([p, v](cudaStream_t st) { k::launch_fused_stem(p, v, st); });
 }

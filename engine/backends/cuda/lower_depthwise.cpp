@@ -69,6 +69,7 @@ void lower_depthwise_conv(Lowering& lw, const CudaStep& step, std::vector<Launch
   p.bias = bias;
   if (step.clip_layer >= 0) p.clip = clip_of(lw.layer(step.clip_layer));
   p.output = lw.values[static_cast<size_t>(step.output_layer)].data;
+  p.weights_before_wait = lw.plan.weights_before_wait;
   if (lab_runs(lw, step)) return lower_lab_depthwise(lw, p, launches);
   const k::DepthwiseVariant v{step.launch.vec_width, step.launch.cols, step.launch.stride, act_type(step)};
   launches.push_back([p, v](cudaStream_t s) { k::launch_depthwise_conv3x3(p, v, s); });
@@ -106,6 +107,7 @@ void lower_expand_depthwise(Lowering& lw, const CudaStep& step, std::vector<Laun
   p.dw_bias = lw.upload_bias(dw);
   if (step.dw_clip_layer >= 0) p.dw_clip = clip_of(lw.layer(step.dw_clip_layer));
   p.output = lw.values[static_cast<size_t>(step.output_layer)].f32();
+  p.weights_before_wait = lw.plan.weights_before_wait;
   const k::ExpandDepthwiseVariant v{step.launch.tile_h, step.launch.tile_w};
   launches.push_back([p, v](cudaStream_t s) { k::launch_expand_depthwise(p, v, s); });
 }

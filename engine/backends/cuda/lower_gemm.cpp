@@ -90,6 +90,7 @@ void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& la
     g.a = lw.nhwc_input(in);
     g.lda = c.in_channels;
     g.b = lw.upload_gemm_weights(step, transposed(layer));
+    g.b_before_wait = lw.plan.weights_before_wait;
     g.ldb = c.out_channels;
     g.c = y;
     g.ldc = c.out_channels;
@@ -109,6 +110,7 @@ void lower_pointwise(Lowering& lw, const CudaStep& step, std::vector<Launch>& la
   p.out_channels = c.out_channels;
   p.input = static_cast<const float*>(lw.nhwc_input(in));
   p.weight = lw.upload(transposed(layer));
+  p.weight_before_wait = lw.plan.weights_before_wait;
   p.bias = bias;
   p.clip = clip;
   p.residual = static_cast<const float*>(residual);
@@ -173,6 +175,7 @@ void lower_linear(Lowering& lw, const CudaStep& step, std::vector<Launch>& launc
     g.a = lw.step_input(step, in);
     g.lda = K;
     g.b = lw.upload_gemm_weights(step, w);
+    g.b_before_wait = lw.plan.weights_before_wait;
     g.ldb = padded;
     g.c = out.data;
     g.ldc = padded;
@@ -190,6 +193,7 @@ void lower_linear(Lowering& lw, const CudaStep& step, std::vector<Launch>& launc
   p.a = static_cast<const float*>(lw.step_input(step, in));
   p.lda = K;
   p.b = lw.upload(w);
+  p.b_before_wait = lw.plan.weights_before_wait;
   p.ldb = padded;
   p.c = out.f32();
   p.ldc = padded;
@@ -229,6 +233,7 @@ void lower_im2col_gemm(Lowering& lw, const CudaStep& step, std::vector<Launch>& 
   g.n = checked_int(pixels, "output pixels");
   g.k = checked_int(kg, "GEMM depth");
   g.a = lw.upload(layer.weight);  // [out, in/groups * kh * kw] row-major: A as it is
+  g.a_before_wait = lw.plan.weights_before_wait;
   g.lda = kg;
   g.a_inner_stride = static_cast<int64_t>(cout_g) * kg;
   g.ldb = pixels;

@@ -307,10 +307,12 @@ class Planner {
     if (o.pdl == CudaOptions::Pdl::off) {
       plan_.pdl_note = "off";
     } else if (!why_not.empty()) {
-      if (o.pdl == CudaOptions::Pdl::on) throw Error("cuda: PDL (pdl on) " + why_not);
+      if (o.pdl == CudaOptions::Pdl::on || o.pdl == CudaOptions::Pdl::late_weights)
+        throw Error(std::string("cuda: PDL (pdl ") + to_string(o.pdl) + ") " + why_not);
       plan_.pdl_note = why_not;
     } else {
       plan_.pdl = true;
+      plan_.weights_before_wait = o.pdl != CudaOptions::Pdl::late_weights;
     }
   }
 
@@ -967,7 +969,7 @@ std::string describe_chain(const CudaPlan& plan) {
   int splits = 0;
   for (const CudaStep& s : plan.steps) splits += s.launch.splits > 1 ? 1 : 0;
   return std::to_string(planned_kernels(plan)) + " kernels per run, PDL " +
-         (plan.pdl ? std::string("on")
+         (plan.pdl ? std::string(plan.weights_before_wait ? "on" : "on, weights loaded after the wait")
                    : "off" + (plan.pdl_note == "off" ? std::string() : " (" + plan.pdl_note + ")")) +
          (splits > 0 ? ", " + describe_splits(plan) : std::string());
 }

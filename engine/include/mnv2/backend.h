@@ -33,8 +33,10 @@ struct CudaOptions {
   enum class Graph { automatic, on, off };  // replay one CUDA graph: auto (unless steps are timed), always, never
   // Programmatic Dependent Launch between the kernels of the CUDA graph (sm_90 and code compiled for it): each
   // kernel may start while the previous one finishes and waits on the GPU for its output. auto: on where the
-  // device and the code allow it; on: refused (Error) where they do not; off: plain stream order.
-  enum class Pdl { automatic, on, off };
+  // device and the code allow it; on: refused (Error) where they do not; off: plain stream order. Under PDL every
+  // kernel loads its weights before it waits (they are constants); late_weights: on, with each kernel's weights
+  // loaded after its wait as before issue 32 (what the early loads save is measured against it).
+  enum class Pdl { automatic, on, off, late_weights };
   // How a split-K GEMM's partial sums are added: separate (a reduction kernel after the GEMM, the default: faster
   // on the H200, docs/PERFORMANCE.md run 9b), in_kernel (the last block of each output tile to finish adds them
   // and applies the epilogue: no extra launch, the same bits) or cluster (each tile's splits run as one thread-block
@@ -52,7 +54,7 @@ struct CudaOptions {
 const char* to_string(CudaOptions::Variant v);  // "fast", "baseline"
 const char* to_string(CudaOptions::Fusion f);   // "auto", "none", "expand_dw", "block"
 const char* to_string(CudaOptions::Graph g);    // "auto", "on", "off"
-const char* to_string(CudaOptions::Pdl p);      // "auto", "on", "off"
+const char* to_string(CudaOptions::Pdl p);      // "auto", "on", "off", "late_weights"
 const char* to_string(CudaOptions::SplitK s);   // "separate", "in_kernel", "cluster"
 // Parsers for flags and overrides; throw UsageError naming the accepted values.
 CudaOptions::Variant parse_cuda_variant(const std::string& text);

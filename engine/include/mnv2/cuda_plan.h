@@ -93,6 +93,9 @@ struct CudaPlan {
   // pdl_note says why not where auto turned it off ("" otherwise).
   bool pdl = false;
   std::string pdl_note;
+  // With pdl: whether the kernels load their weights before they wait for the previous kernel (the default) or
+  // after it (CudaOptions::Pdl::late_weights).
+  bool weights_before_wait = true;
   // Why split GEMMs keep the second kernel although CudaOptions::splitk asked for another reduction ("" otherwise).
   std::string splitk_note;
   // The fusion the plan runs (CudaOptions::fusion resolved: never automatic) and why: the rule and the
