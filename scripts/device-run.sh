@@ -5,9 +5,9 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, r3san, r3dsmem, deepdive, stem, ffma, tf32, lab, applab,
+# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, r3san, r3dsmem, r3early, deepdive, stem, ffma, tf32, lab, applab,
 # ops, devices, abab, golden_cpu, cpu_suite, gemm; default all but round2, r3chain, r3table, r3tiles, r3ncu, r3fp32,
-# r3san, r3dsmem, deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite and gemm), e.g.
+# r3san, r3dsmem, r3early, deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite and gemm), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -529,6 +529,30 @@ for r in $(seq 1 "${R3D_ROUNDS:-3}"); do
   done
 done
 cp "$work"/r3d_*.json "$out/" 2>/dev/null
+fi
+# r3early: every kernel's weights loaded before its PDL wait (the default) against after it (--cuda-pdl
+# late_weights), the same binary and call: the backend's PDL tests and the kernels' suites, sanitizers on PDL
+# networks, then alternating rounds of the device-resident benchmark with PDL on (R3E_ROUNDS, R3E_ITERS).
+if want r3early; then
+TAIL=20 run r3e_tests ./bin/mnv2_gpu_tests --gtest_brief=1 \
+  --gtest_filter='CudaBackendTest.PdlAndInKernelSplitK*:CudaBackendTest.KernelsPerRun*:Kernel*'
+TAIL=8 run r3e_plan ./bin/mnv2 plan --gpu h200 --precision fp16 --batch 8 --cuda-pdl late_weights
+for pt in ${R3E_SAN_POINTS:-fp16:1 fp32:1 tf32:1}; do
+  p=${pt%:*} b=${pt#*:}
+  for tool in memcheck racecheck synccheck; do
+    TAIL=6 run "r3e_${tool}_${p}_b$b" timeout "${R3E_SAN_TIMEOUT:-120}" compute-sanitizer --tool $tool --error-exitcode 9 \
+      ./bin/mnv2 profile --backend cuda --precision "$p" --batch "$b" --cuda-pdl on --warmup 0 --iters 1 --timing event
+  done
+done
+for r in $(seq 1 "${R3E_ROUNDS:-3}"); do
+  for m in on late_weights; do
+    for p in ${R3E_PRECISIONS:-fp16 fp32 tf32}; do
+      TAIL=8 run "r3e_${p}_${m}_r$r" ./bin/mnv2 bench --backends cuda --precision "$p" --batch "${R3E_BATCHES:-1,8}" \
+        --cuda-pdl "$m" --warmup 20 --iters "${R3E_ITERS:-300}" --json "$work/r3e_${p}_${m}_r$r.json"
+    done
+  done
+done
+cp "$work"/r3e_*.json "$out/" 2>/dev/null
 fi
 # r3table: issue 32's table in one call, the default plan beside every plan we have, fused cuDNN and PyTorch's best.
 if want r3table; then
