@@ -213,8 +213,7 @@ __device__ __forceinline__ void gemm_tc_body(const TcGemmParams& p, const int k_
   for (int s = 0; s < slices; ++s) {
     cp_async_wait<kStages - 2>();  // slice s has landed (for this thread) ...
     __syncthreads();               // ... for every thread; and everyone is done with slice s - 1's stage
-    if (s + kStages - 1 < slices)
-      load_slice(k_begin + (s + kStages - 1) * BK, (s + kStages - 1) % kStages, true, true);
+    if (s + kStages - 1 < slices) load_slice(k_begin + (s + kStages - 1) * BK, (s + kStages - 1) % kStages, true, true);
     cp_async_commit();
     const TIn* as = As + (s % kStages) * L::kAStage + wm * S::kWarpM * L::kLdA;
     const TIn* bs = Bs + (s % kStages) * L::kBStage + wn * S::kWarpN;

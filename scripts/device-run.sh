@@ -532,8 +532,10 @@ cp "$work"/r3d_*.json "$out/" 2>/dev/null
 fi
 # r3early: every kernel's weights loaded before its PDL wait (the default) against after it (--cuda-pdl
 # late_weights), the same binary and call: the backend's PDL tests and the kernels' suites, sanitizers on PDL
-# networks, then alternating rounds of the device-resident benchmark with PDL on (R3E_ROUNDS, R3E_ITERS).
+# networks (R3E_CHECKS=0: none), then alternating rounds of the device-resident benchmark in the --cuda-pdl modes
+# R3E_MODES (on and late_weights; R3E_ROUNDS, R3E_ITERS, R3E_BATCHES).
 if want r3early; then
+if [[ ${R3E_CHECKS:-1} == 1 ]]; then
 TAIL=20 run r3e_tests ./bin/mnv2_gpu_tests --gtest_brief=1 \
   --gtest_filter='CudaBackendTest.PdlAndInKernelSplitK*:CudaBackendTest.KernelsPerRun*:Kernel*'
 TAIL=8 run r3e_plan ./bin/mnv2 plan --gpu h200 --precision fp16 --batch 8 --cuda-pdl late_weights
@@ -544,8 +546,9 @@ for pt in ${R3E_SAN_POINTS:-fp16:1 fp32:1 tf32:1}; do
       ./bin/mnv2 profile --backend cuda --precision "$p" --batch "$b" --cuda-pdl on --warmup 0 --iters 1 --timing event
   done
 done
+fi
 for r in $(seq 1 "${R3E_ROUNDS:-3}"); do
-  for m in on late_weights; do
+  for m in ${R3E_MODES:-on late_weights}; do
     for p in ${R3E_PRECISIONS:-fp16 fp32 tf32}; do
       TAIL=8 run "r3e_${p}_${m}_r$r" ./bin/mnv2 bench --backends cuda --precision "$p" --batch "${R3E_BATCHES:-1,8}" \
         --cuda-pdl "$m" --warmup 20 --iters "${R3E_ITERS:-300}" --json "$work/r3e_${p}_${m}_r$r.json"

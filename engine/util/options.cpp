@@ -103,11 +103,12 @@ std::vector<OptionSpec> make_table() {
                     "cuda backend: force a GEMM tile, e.g. 128x64; unset: the "
                     "planner's",
                     {"cuda"}, "MNV2_CUDA_GEMM_TILE"));
-  t.push_back(choice("cuda-pdl", names(kCudaPdls), "auto",
-                     "cuda backend: Programmatic Dependent Launch between the graph's kernels (auto: where sm_90+ "
-                     "code runs on an sm_90+ GPU, at batch 1); each kernel loads its weights before waiting for the "
-                     "previous one (late_weights: on, the weights after the wait)",
-                     {"cuda"}, "MNV2_CUDA_PDL"));
+  t.push_back(choice(
+      "cuda-pdl", names(kCudaPdls), "auto",
+      "cuda backend: Programmatic Dependent Launch between the graph's kernels (auto: where sm_90+ "
+      "code runs on an sm_90+ GPU, at batch 1, in fp16 up to 64); each kernel loads its weights before waiting for the "
+      "previous one (late_weights: on, the weights after the wait)",
+      {"cuda"}, "MNV2_CUDA_PDL"));
   t.push_back(choice("cuda-splitk", names(kCudaSplitKs), "separate",
                      "cuda backend: split-K partial sums added by a separate kernel, by the tile's last block, or by "
                      "the tile's thread-block cluster through distributed shared memory (sm_90; tensor-core GEMMs)",

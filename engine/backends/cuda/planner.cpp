@@ -58,13 +58,13 @@ constexpr int64_t kMaxColumnFloats = int64_t{1} << 28;
 constexpr int kMaxGemmBatch = 65535;
 // Images one launch of a kernel whose grid walks images covers (grid.y or grid.z); more take several launches.
 constexpr int kMaxGridImages = 65535;
-// PDL auto: the largest batch it is on for (above it PDL measured no gain), per precision; 1 in every precision now.
-// At batch 1 it gains 9-15 us in every precision; at batch 8 the block plan with PDL lost or tied: tf32 0.573 / 0.542
-// and 0.574 / 0.543 ms (on / off), fp16 0.401 / 0.398, 0.402 / 0.400 and 0.402 / 0.399 (docs/PERFORMANCE.md run 13,
-// docs/bench/h200-2026-11-29-issue32); fp32, which had gained (0.535 / 0.549 and 0.536 / 0.548), loses since its
-// GEMMs take the measured tiles: 0.531 / 0.521, 0.533 / 0.523 and 0.530 / 0.523 in three alternating rounds of one
-// call (run 13b, docs/bench/h200-2026-11-29-issue32b/call6-fp32-b1).
-int pdl_auto_max_batch(Precision) { return 1; }
+// PDL auto: the largest batch it is on for (above it PDL measured a loss), per precision. Since every kernel loads its
+// weights before its wait (docs/PERFORMANCE.md run 15, three alternating rounds of one call on an H200,
+// docs/bench/h200-2026-11-29-issue32d/call4-pdl-on-off, ms on / off): batch 1 gains in every precision (fp16 0.179 /
+// 0.207, fp32 0.219 / 0.258, tf32 0.247 / 0.274); fp16 gains at batch 8 and 64 too (0.400 / 0.407, 0.944 / 0.963)
+// and loses at 256 (2.828 / 2.809); fp32 and tf32 lose from batch 8 on (fp32 0.539 / 0.534, 2.374 / 2.279; tf32
+// 0.570 / 0.560, 2.331 / 2.180).
+int pdl_auto_max_batch(Precision p) { return p == Precision::fp16 ? 64 : 1; }
 // Below this many input channels the expansion does too little arithmetic per byte to hide its expanded
 // map's round trip through device memory (block1..6 of MobileNetV2: 16..32 channels); below this many
 // pixels (batch x map) the two steps are launch- and latency-bound (14x14 and 7x7 maps at small batches).
@@ -295,9 +295,8 @@ class Planner {
     } else if (o.graph == CudaOptions::Graph::off) {
       why_not = "needs the CUDA graph (graph mode off)";
     }
-    // auto stops above a batch per precision (pdl_auto_max_batch): above batch 8 PDL measured no gain on the H200
-    // (fp16 batch 256: 6.361 ms on, 6.378 ms off; batch 64: 1.818 / 1.820 ms, same call, docs/PERFORMANCE.md run
-    // 9c), and with the block plan every precision loses or ties at batch 8 (runs 13 and 13b).
+    // auto stops above a batch per precision (pdl_auto_max_batch: where PDL measured a loss on the H200,
+    // docs/PERFORMANCE.md run 15).
     const int max_batch = pdl_auto_max_batch(plan_.config.precision);
     if (o.pdl == CudaOptions::Pdl::automatic && why_not.empty() && plan_.config.batch > max_batch) {
       plan_.pdl_note = std::string("auto: off above batch ") + std::to_string(max_batch) + " in " +

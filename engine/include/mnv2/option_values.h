@@ -16,7 +16,7 @@ inline constexpr std::array kCudaFusions{CudaOptions::Fusion::automatic, CudaOpt
                                          CudaOptions::Fusion::expand_dw, CudaOptions::Fusion::block};
 inline constexpr std::array kCudaGraphs{CudaOptions::Graph::automatic, CudaOptions::Graph::on, CudaOptions::Graph::off};
 inline constexpr std::array kCudaPdls{CudaOptions::Pdl::automatic, CudaOptions::Pdl::on, CudaOptions::Pdl::off,
-                                       CudaOptions::Pdl::late_weights};
+                                      CudaOptions::Pdl::late_weights};
 inline constexpr std::array kCudaSplitKs{CudaOptions::SplitK::separate, CudaOptions::SplitK::in_kernel,
                                          CudaOptions::SplitK::cluster};
 
