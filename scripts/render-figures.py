@@ -9,10 +9,12 @@ Every performance table in README.md and docs/*.md is a marker block
     <!-- /figures -->
 
 whose NAME is a table of the spec (docs/bench/tables.json): which measurement files (mnv2 bench files, mnv2_gemm_bench
-files, or text files of a format in TEXT_FORMATS: a file given as {"path": ..., "format": ...}, read by a strict parser:
-a line of the kind it reads that does not parse, or a file without one, is an error), which rows (precision, batch, ...), which columns (a field of one record of
-one file, the median or the list of a field over every matching record ("reduce"), or the ratio of two columns). The
-rendered block names its files, the GPU, the date and the commit, and puts side by side only figures of one call.
+files, or text files of a format in TEXT_FORMATS, given as {"path": ..., "format": ...} and read by a strict parser: a
+line of the kind it reads that does not parse, or a file without one, is an error), which rows (precision, batch,
+...; a row may pick its records by "match" instead of its keys), which columns (a field of one record of one file;
+the median, sum or list of a field over every matching record ("reduce"); either times an optional "scale"; or the
+ratio of two columns). The rendered block names its files, the GPU, the date and the commit, and puts side by side
+only figures of one call.
 A call is one folder of docs/bench or docs/reports (one device-run call, see each folder's README), or, in a folder
 that keeps several calls apart by name, the files of one callN_ prefix; a file directly in docs/bench or docs/reports
 is a call of its own. A group whose files come from two calls is refused; a table of several calls
@@ -29,7 +31,9 @@ spec, a document's markers or a measurement file is wrong (the message says whic
 """
 
 import argparse
+import csv
 import difflib
+import io
 import itertools
 import json
 import os
@@ -149,12 +153,49 @@ def parse_cpu_rounds(text, path):
     return {"records": records, "device": ""}
 
 
+# The columns an mnv2 profile CSV (engine/report, one row per layer) must have for the renderer to read it.
+PROFILE_CSV_COLUMNS = ("run_id", "backend", "precision", "batch", "layer_index", "layer_name", "block", "step",
+                       "median_ns")
+NUMBER_RE = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
+
+
+def parse_profile_csv(text, path):
+    """An mnv2 profile CSV: one record per layer, numbers as numbers, empty cells left out (a fused step's time is
+    on its first layer's row only). Every row has the header's width, every *_ns cell is empty or a number, and
+    the file is one run."""
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or any(c not in rows[0] for c in PROFILE_CSV_COLUMNS):
+        missing = [c for c in PROFILE_CSV_COLUMNS if not rows or c not in rows[0]]
+        raise SpecError(f"{path}: not an mnv2 profile CSV (no column {', '.join(missing)})")
+    head, records = rows[0], []
+    for lineno, row in enumerate(rows[1:], 2):
+        if len(row) != len(head):
+            raise SpecError(f"{path}:{lineno}: {len(row)} fields, the header has {len(head)}")
+        record = {}
+        for name, cell in zip(head, row):
+            if cell == "":
+                continue
+            if name.endswith("_ns") and not NUMBER_RE.match(cell):
+                raise SpecError(f"{path}:{lineno}: {name} {cell!r} is not a number")
+            record[name] = (float(cell) if "." in cell or "e" in cell.lower() else int(cell)) \
+                if NUMBER_RE.match(cell) else cell
+        records.append(record)
+    if not records:
+        raise SpecError(f"{path}: a header and no rows")
+    runs = {r.get("run_id") for r in records}
+    if len(runs) != 1:
+        raise SpecError(f"{path}: rows of {len(runs)} runs")
+    m = DATE_RE.match(str(records[0].get("run_id", "")))
+    return {"records": records, "device": "", "date": m.group(1) if m else ""}
+
+
 # Text measurement files the renderer reads: a spec file {"path": ..., "format": NAME}. Each parser returns the
 # records, the machine it names ("" where the file does not) and, where the file says them, commit and date.
 TEXT_FORMATS = {
     "gpu-test-golden-log": parse_golden_log,
     "cpu-vs-onnxruntime-table": parse_cpu_table,
     "cpu-vs-onnxruntime-rounds": parse_cpu_rounds,
+    "mnv2-profile-csv": parse_profile_csv,
 }
 
 
@@ -378,7 +419,9 @@ def render_group(name, table, group, doc, spec, meas):
             if alias not in files:
                 raise SpecError(f"{what}: column {head!r} names file {alias!r}, which the group does not give")
             path = path_of(alias, row)
-            where = dict(row)
+            # A row picks its records by its keys, or by its "match" where its label is no field's value ("sum of
+            # steps": "match": {} takes every record).
+            where = dict(row["match"]) if "match" in row else dict(row)
             where.update(col.get("where", {}))
             if col.get("optional") and not any(
                 all(field(r, k) == v for k, v in where.items()) for r in meas.records(path, col.get("list", listing))
@@ -390,8 +433,8 @@ def render_group(name, table, group, doc, spec, meas):
             if "reduce" in col:
                 found = [r for r in records if all(field(r, k) == v for k, v in where.items())]
                 if not found:
-                    keys = ", ".join(f"{k}={v}" for k, v in where.items())
-                    raise SpecError(f"{path}: no results with {keys} to reduce")
+                    wanted = ", ".join(f"{k}={v}" for k, v in where.items())
+                    raise SpecError(f"{path}: no results with {wanted} to reduce")
                 result = found[0]
             else:
                 result = select(records, path, where)
@@ -412,18 +455,25 @@ def render_group(name, table, group, doc, spec, meas):
             used.add(path)
             if "reduce" in col:
                 values = [field(r, col["field"]) for r in found]
+                if col["reduce"] == "sum":  # the records that hold the field (a profile's fused layers hold none)
+                    values = [v for v in values if v is not None]
+                    if not values:
+                        raise SpecError(f"{path}: no {col['field']} in the results to sum")
+                values = [v * col["scale"] if "scale" in col and isinstance(v, (int, float)) else v for v in values]
                 for v in values:
                     if isinstance(v, bool) or not isinstance(v, (int, float)):
                         raise SpecError(f"{path}: {col['field']}: {v!r} is not a number")
-                if col["reduce"] == "median":
-                    numbers[head] = statistics.median(values)
+                if col["reduce"] in ("median", "sum"):
+                    numbers[head] = statistics.median(values) if col["reduce"] == "median" else sum(values)
                     cells.append(fmt(numbers[head], col.get("format", ".3f"), f"{path}: {col['field']}"))
                 elif col["reduce"] == "list":  # every matching record's figure, in the file's order
                     cells.append(col.get("join", " / ").join(fmt(v, col.get("format", ".3f"), path) for v in values))
                 else:
-                    raise SpecError(f"{what}: column {head!r}: reduce {col['reduce']!r} is not median or list")
+                    raise SpecError(f"{what}: column {head!r}: reduce {col['reduce']!r} is not median, sum or list")
                 continue
             value = field(result, col["field"])
+            if "scale" in col and isinstance(value, (int, float)) and not isinstance(value, bool):
+                value *= col["scale"]  # a unit change, e.g. 0.001 for ns to us
             if value is None and col.get("optional"):
                 cells.append("—")  # an older file without this field
                 blanks.add(head)

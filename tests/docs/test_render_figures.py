@@ -24,6 +24,7 @@ GEMM = "docs/bench/h200-2026-11-29-issue32b/call1-gemm-ncu/gemm_bench.json"
 GOLDEN = "docs/bench/h200-2026-11-29-issue32c/call2-gpu-suite/contract_with_second_export.log"
 ZEN4 = "docs/bench/zen4-2vcpu-2026-11-23-cpu-vs-onnxruntime.txt"
 XEON = "docs/bench/h200-host-xeon-2026-11-23-cpu-vs-onnxruntime.txt"
+PROFILE = "docs/bench/h200-2026-11-26-block/call3_profile_{plan}_fp16_graph_b256.csv"
 
 COLUMNS = [
     {"head": "cuda", "file": "ours", "where": {"backend": "cuda"}, "field": "device_resident_median_ms"},
@@ -42,7 +43,8 @@ def table(ours=FP16, anchor=ANCHOR, **extra):
 class RenderFigures(unittest.TestCase):
     def setUp(self):
         self.root = tempfile.mkdtemp(prefix="render-figures-test-")
-        for path in (FP16, ANCHOR, OTHER_CALL, H100, GEMM, GOLDEN, ZEN4, XEON):
+        for path in (FP16, ANCHOR, OTHER_CALL, H100, GEMM, GOLDEN, ZEN4, XEON, PROFILE.format(plan="none"),
+                     PROFILE.format(plan="block")):
             os.makedirs(os.path.join(self.root, os.path.dirname(path)), exist_ok=True)
             shutil.copy(os.path.join(REPO, path), os.path.join(self.root, path))
         self.spec({"t": table()})
@@ -304,7 +306,7 @@ class RenderFigures(unittest.TestCase):
         self.spec({"t": self.rounds_table(reduce="mean")})
         r = self.run_script("--check")
         self.assertEqual(r.returncode, 2)
-        self.assertIn("is not median or list", r.stderr)
+        self.assertIn("is not median, sum or list", r.stderr)
 
     def test_a_malformed_rounds_file_and_an_unknown_format_are_refused(self):
         self.edit(XEON, "round 2 batch 8 cpu 27.365", "round 2 batch 8 cpu 27.365 ms")
@@ -318,6 +320,49 @@ class RenderFigures(unittest.TestCase):
         r = self.run_script("--check")
         self.assertEqual(r.returncode, 2)
         self.assertIn("format 'csv' is not one of", r.stderr)
+
+    def profile_table(self):
+        def col(head, alias):
+            return {"head": head, "file": alias, "field": "median_ns", "reduce": "sum", "scale": 0.001, "format": ".1f"}
+        files = {p: {"path": PROFILE.format(plan=p), "format": "mnv2-profile-csv"} for p in ("none", "block")}
+        return {"keys": ["block"], "columns": [col("none", "none"), col("block", "block"),
+                                               {"head": "block ÷ none", "ratio": ["block", "none"]}],
+                "groups": [{"rows": [{"block": "block2"}, {"block": "head"}, {"block": "all", "match": {}}],
+                            "files": files, "device": "NVIDIA H200"}]}
+
+    def test_a_profile_csv_sums_a_blocks_steps(self):
+        self.spec({"t": self.profile_table()})
+        r = self.run_script()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        text = self.read()
+        # block2's steps, in µs (the fused layers' rows hold no time and are left out of the sum); "match": {} sums all.
+        for want in ("| block2 | 929.6 | 790.8 | 0.85× |", "| head | 95.6 | 95.5 | 1.00× |",
+                     "| all | 4902.3 | 5262.8 | 1.07× |", "one call, `docs/bench/h200-2026-11-26-block/call3*`"):
+            self.assertIn(want, text)
+        t = self.profile_table()
+        t["groups"][0]["rows"] = [{"block": "block99"}]
+        self.spec({"t": t})
+        r = self.run_script("--check")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no results with block=block99 to reduce", r.stderr)
+
+    def test_a_malformed_profile_csv_is_refused(self):
+        path = PROFILE.format(plan="none")
+        self.spec({"t": self.profile_table()})
+        self.edit(path, ",cupti_kernel,20,499120,499757,", ",cupti_kernel,20,499120,4997x57,")
+        r = self.run_script("--check")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("call3_profile_none_fp16_graph_b256.csv:2: median_ns '4997x57' is not a number", r.stderr)
+        self.edit(path, ",cupti_kernel,20,499120,4997x57,", ",cupti_kernel,20,499120,499757,extra,")
+        r = self.run_script("--check")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("call3_profile_none_fp16_graph_b256.csv:2: ", r.stderr)
+        self.assertIn("fields, the header has", r.stderr)
+        with open(os.path.join(self.root, path), "w", encoding="utf-8") as f:
+            f.write("layer,time_ns\nstem,1\n")
+        r = self.run_script("--check")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not an mnv2 profile CSV", r.stderr)
 
 
 if __name__ == "__main__":
