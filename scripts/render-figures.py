@@ -11,10 +11,10 @@ Every performance table in README.md and docs/*.md is a marker block
 whose NAME is a table of the spec (docs/bench/tables.json): which measurement files (mnv2 bench files, mnv2_gemm_bench
 files, or text files of a format in TEXT_FORMATS, given as {"path": ..., "format": ...} and read by a strict parser: a
 line of the kind it reads that does not parse, or a file without one, is an error), which rows (precision, batch,
-...; a row may pick its records by "match" instead of its keys), which columns (a field of one record of one file;
-the median, sum or list of a field over every matching record ("reduce"); either times an optional "scale"; or the
-ratio of two columns). The rendered block names its files, the GPU, the date and the commit, and puts side by side
-only figures of one call.
+...; a row may pick its records by "match" instead of its keys; a "where" value may be {"re": PATTERN}), which
+columns (a field of one record of one file; the median, sum or list of a field over every matching record
+("reduce"); either times an optional "scale"; or the ratio of two columns). The rendered block names its files, the
+GPU, the date and the commit, and puts side by side only figures of one call.
 A call is one folder of docs/bench or docs/reports (one device-run call, see each folder's README), or, in a folder
 that keeps several calls apart by name, the files of one callN_ prefix; a file directly in docs/bench or docs/reports
 is a call of its own. A group whose files come from two calls is refused; a table of several calls
@@ -296,9 +296,27 @@ def field(result, dotted):
     return value
 
 
+def matches(record, where):
+    """Every key of where holds: equal to its value, or, for a value {"re": PATTERN}, a string field the pattern
+    matches whole (a profile's layer kind: {"layer_name": {"re": "block\\d+\\.expand"}})."""
+    for k, v in where.items():
+        value = field(record, k)
+        if isinstance(v, dict):
+            if set(v) != {"re"}:
+                raise SpecError(f"where {k}: {v!r}: a value or {{\"re\": PATTERN}}")
+            try:
+                if not isinstance(value, str) or not re.fullmatch(v["re"], value):
+                    return False
+            except re.error as e:
+                raise SpecError(f"where {k}: pattern {v['re']!r}: {e}") from None
+        elif value != v:
+            return False
+    return True
+
+
 def select(records, path, where):
     """The one record of a file matching every key of where; anything else is an error naming the file."""
-    found = [r for r in records if all(field(r, k) == v for k, v in where.items())]
+    found = [r for r in records if matches(r, where)]
     if len(found) != 1:
         keys = ", ".join(f"{k}={v}" for k, v in where.items())
         raise SpecError(f"{path}: {len(found)} results with {keys} (the spec must pick exactly one)")
@@ -424,14 +442,14 @@ def render_group(name, table, group, doc, spec, meas):
             where = dict(row["match"]) if "match" in row else dict(row)
             where.update(col.get("where", {}))
             if col.get("optional") and not any(
-                all(field(r, k) == v for k, v in where.items()) for r in meas.records(path, col.get("list", listing))
+                matches(r, where) for r in meas.records(path, col.get("list", listing))
             ):
                 cells.append("—")  # a column some rows have no measurement for (said so in the spec)
                 blanks.add(head)
                 continue
             records = meas.records(path, col.get("list", listing))
             if "reduce" in col:
-                found = [r for r in records if all(field(r, k) == v for k, v in where.items())]
+                found = [r for r in records if matches(r, where)]
                 if not found:
                     wanted = ", ".join(f"{k}={v}" for k, v in where.items())
                     raise SpecError(f"{path}: no results with {wanted} to reduce")

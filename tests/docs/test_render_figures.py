@@ -364,6 +364,22 @@ class RenderFigures(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("not an mnv2 profile CSV", r.stderr)
 
+    def test_a_where_pattern_picks_a_layer_kind(self):
+        t = self.profile_table()
+        for col in t["columns"][:2]:
+            col["where"] = {"layer_name": {"re": r"block\d+\.expand.*"}}
+        t["groups"][0]["rows"] = [{"block": "block2"}]
+        self.spec({"t": t})
+        r = self.run_script()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(self.read(), r"\| block2 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+× \|")
+        self.assertNotIn("| block2 | 929.6 |", self.read(), "the pattern must leave block2's other layers out")
+        t["columns"][0]["where"] = {"layer_name": {"re": "block(2"}}
+        self.spec({"t": t})
+        r = self.run_script("--check")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("pattern 'block(2'", r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
