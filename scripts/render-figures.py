@@ -141,11 +141,14 @@ def parse_cpu_table(text, path):
 
 def parse_cpu_rounds(text, path):
     """The GPU machine's `cpu` section: one "round R batch B IMPLEMENTATION MEDIAN_MS" line per run, nothing else."""
-    records = []
+    records, seen = [], set()
     for lineno, line in enumerate(text.splitlines(), 1):
         m = CPU_ROUND_RE.match(line)
         if not m:
             raise SpecError(f"{path}:{lineno}: not a 'round R batch B IMPLEMENTATION MEDIAN_MS' line: {line!r}")
+        if (m["round"], m["batch"], m["implementation"]) in seen:  # a repeated run would weigh twice in a median
+            raise SpecError(f"{path}:{lineno}: round {m['round']} batch {m['batch']} {m['implementation']} again")
+        seen.add((m["round"], m["batch"], m["implementation"]))
         records.append({"round": int(m["round"]), "batch": int(m["batch"]), "implementation": m["implementation"],
                         "median_ms": float(m["median_ms"])})
     if not records:

@@ -314,6 +314,10 @@ class RenderFigures(unittest.TestCase):
         r = self.run_script("--check")
         self.assertEqual(r.returncode, 2)
         self.assertIn("h200-host-xeon-2026-11-23-cpu-vs-onnxruntime.txt:11: not a 'round R batch B", r.stderr)
+        self.edit(XEON, "round 2 batch 8 cpu 27.365 ms", "round 1 batch 8 cpu 27.365")
+        r = self.run_script("--check")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(":11: round 1 batch 8 cpu again", r.stderr)
         t = self.rounds_table()
         t["groups"][0]["files"]["x"]["format"] = "csv"
         self.spec({"t": t})
