@@ -9,13 +9,18 @@ Every performance table in README.md and docs/*.md is a marker block
     <!-- /figures -->
 
 whose NAME is a table of the spec (docs/bench/tables.json): which measurement files (mnv2 bench files, mnv2_gemm_bench
-files), which rows (precision, batch, ...), which columns (a field of one record of one file, or the ratio of two
-columns). The rendered block names its files, the GPU, the date and the commit, and puts side by side only figures of
-one call. A call is one folder of docs/bench or docs/reports (one device-run call, see each folder's README), or, in a
-folder that keeps several calls apart by name, the files of one callN_ prefix; a file directly in docs/bench or
-docs/reports is a call of its own. A group whose files come from two calls is refused; a table of several calls
+files, or text files of a format in TEXT_FORMATS, given as {"path": ..., "format": ...} and read by a strict parser: a
+line of the kind it reads that does not parse, or a file without one, is an error), which rows (precision, batch,
+...; a row may pick its records by "match" instead of its keys; a "where" value may be {"re": PATTERN}), which
+columns (a field of one record of one file; the median, sum or list of a field over every matching record
+("reduce"); either times an optional "scale"; or the ratio of two columns). The rendered block names its files, the
+GPU, the date and the commit, and puts side by side only figures of one call.
+A call is one folder of docs/bench or docs/reports (one device-run call, see each folder's README), or, in a folder
+that keeps several calls apart by name, the files of one callN_ prefix; a file directly in docs/bench or docs/reports
+is a call of its own. A group whose files come from two calls is refused; a table of several calls
 must split them into groups, each labelled and rendered as a table of its own. A file in a folder named after a
-GPU (h200-..., h100-...) that another GPU measured is refused.
+GPU (h200-..., h100-...) that another GPU measured is refused. A text file that names no machine takes the group's
+"device" from the spec, and the block says so; a spec "device" beside a file that names its own is refused.
 
     render-figures.py [--root DIR] [--spec FILE] [--check] [DOC ...]
 
@@ -26,11 +31,14 @@ spec, a document's markers or a measurement file is wrong (the message says whic
 """
 
 import argparse
+import csv
 import difflib
+import io
 import itertools
 import json
 import os
 import re
+import statistics
 import sys
 import tempfile
 
@@ -51,6 +59,149 @@ class SpecError(Exception):
     """The spec, a document's markers or a measurement file is wrong; the message says which."""
 
 
+# A golden line of the GPU test programs: "<run words> golden <input> rel L2 <x> (bound <b>)  top-5 <ids> (reference
+# <ids>)", e.g. "cudnn fused fp32 golden cat  rel L2 1.12e-06 (bound 1e-05)  top-5 286,... (reference 286,...)".
+GOLDEN_LINE_RE = re.compile(
+    r"^(?P<run>\S.*?) golden (?P<input>\S+) +rel L2 (?P<rel_l2>\S+) \(bound (?P<bound>\S+)\) +"
+    r"top-5 (?P<top5>\d+(?:,\d+){4}) \(reference (?P<reference>\d+(?:,\d+){4})\)$"
+)
+# The summary table scripts/bench-cpu-vs-onnxruntime.sh prints.
+CPU_TABLE_HEAD = ["batch", "implementation", "median_ms", "min_ms", "max_ms", "spread", "images/s", "vs_ort"]
+CPU_TABLE_ROW_RE = re.compile(
+    r"^ *(?P<batch>\d+) +(?P<implementation>\S+(?: \S+)?) +(?P<median_ms>\d+\.\d+) +(?P<min_ms>\d+\.\d+) +"
+    r"(?P<max_ms>\d+\.\d+) +(?P<spread_pct>\d+)% +(?P<images_s>\d+\.\d+) +(?P<vs_ort>\d+\.\d+)x$"
+)
+# One round's median of the GPU machine's `cpu` section: "round 1 batch 8 cpu-ref 63.957".
+CPU_ROUND_RE = re.compile(
+    r"^round (?P<round>\d+) batch (?P<batch>\d+) (?P<implementation>[a-z][a-z-]*) (?P<median_ms>\d+\.\d+)$"
+)
+
+
+def number(text, path, lineno):
+    try:
+        return float(text)
+    except ValueError:
+        raise SpecError(f"{path}:{lineno}: {text!r} is not a number") from None
+
+
+def parse_golden_log(text, path):
+    """The golden lines of a GPU test log, one record each: run ("cudnn fused fp32"), input, rel_l2, bound,
+    top5_same. A line with "golden" and "rel L2" that is not such a line, or a log without one, is an error."""
+    records, devices = [], set()
+    for lineno, line in enumerate(text.splitlines(), 1):
+        m = DESCRIPTION_GPU_RE.search(line)
+        if m and line.startswith(("cuda backend:", "cudnn backend:")):
+            devices.add(m.group(1).strip())
+        if " golden " not in line or "rel L2" not in line:
+            continue
+        g = GOLDEN_LINE_RE.match(line)
+        if not g:
+            raise SpecError(f"{path}:{lineno}: a golden line that does not parse: {line!r}")
+        records.append({
+            "run": g["run"].strip(), "input": g["input"], "rel_l2": number(g["rel_l2"], path, lineno),
+            "bound": number(g["bound"], path, lineno), "top5_same": g["top5"] == g["reference"],
+        })
+    if not records:
+        raise SpecError(f"{path}: no golden lines ('... golden INPUT rel L2 X (bound B)  top-5 ... (reference ...)')")
+    if len(devices) > 1:
+        raise SpecError(f"{path}: names more than one GPU ({', '.join(sorted(devices))})")
+    return {"records": records, "device": next(iter(devices), "")}
+
+
+def parse_cpu_table(text, path):
+    """scripts/bench-cpu-vs-onnxruntime.sh's output: "# " header lines (date, machine, the mnv2 build), the column
+    line, one row per batch and implementation, the closing "(median_ms: ...)" note; anything else is an error."""
+    records, device, commit, date, head_seen = [], "", "", "", False
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.startswith("# "):
+            if line.startswith("# bench-cpu-vs-onnxruntime, "):
+                m = DATE_RE.search(line)
+                date = m.group(1) if m else ""
+            elif line.startswith("# machine: "):
+                device = line[len("# machine: "):].split(";")[0].strip()
+            elif line.startswith("# mnv2: "):
+                m = re.search(r"build stamped ([0-9a-f]{7,40})\b", line)
+                commit = m.group(1) if m else ""
+        elif line.split() == CPU_TABLE_HEAD:
+            head_seen = True
+        elif line.startswith("(median_ms: ") and line.endswith(")"):
+            pass
+        elif head_seen and CPU_TABLE_ROW_RE.match(line):
+            r = CPU_TABLE_ROW_RE.match(line).groupdict()
+            records.append(
+                {k: (v if k == "implementation" else int(v) if k == "batch" else float(v)) for k, v in r.items()}
+            )
+        else:
+            raise SpecError(f"{path}:{lineno}: not a line of bench-cpu-vs-onnxruntime's table: {line!r}")
+    if not records or not date or not device:
+        missing = [n for n, v in (("rows", records), ("date line", date), ("machine line", device)) if not v]
+        raise SpecError(f"{path}: no {', no '.join(missing)}: not bench-cpu-vs-onnxruntime's table")
+    return {"records": records, "device": device, "commit": commit, "date": date}
+
+
+def parse_cpu_rounds(text, path):
+    """The GPU machine's `cpu` section: one "round R batch B IMPLEMENTATION MEDIAN_MS" line per run, nothing else."""
+    records, seen = [], set()
+    for lineno, line in enumerate(text.splitlines(), 1):
+        m = CPU_ROUND_RE.match(line)
+        if not m:
+            raise SpecError(f"{path}:{lineno}: not a 'round R batch B IMPLEMENTATION MEDIAN_MS' line: {line!r}")
+        if (m["round"], m["batch"], m["implementation"]) in seen:  # a repeated run would weigh twice in a median
+            raise SpecError(f"{path}:{lineno}: round {m['round']} batch {m['batch']} {m['implementation']} again")
+        seen.add((m["round"], m["batch"], m["implementation"]))
+        records.append({"round": int(m["round"]), "batch": int(m["batch"]), "implementation": m["implementation"],
+                        "median_ms": float(m["median_ms"])})
+    if not records:
+        raise SpecError(f"{path}: no rounds")
+    return {"records": records, "device": ""}
+
+
+# The columns an mnv2 profile CSV (engine/report, one row per layer) must have for the renderer to read it.
+PROFILE_CSV_COLUMNS = ("run_id", "backend", "precision", "batch", "layer_index", "layer_name", "block", "step",
+                       "median_ns")
+NUMBER_RE = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
+
+
+def parse_profile_csv(text, path):
+    """An mnv2 profile CSV: one record per layer, numbers as numbers, empty cells left out (a fused step's time is
+    on its first layer's row only). Every row has the header's width, every *_ns cell is empty or a number, and
+    the file is one run."""
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or any(c not in rows[0] for c in PROFILE_CSV_COLUMNS):
+        missing = [c for c in PROFILE_CSV_COLUMNS if not rows or c not in rows[0]]
+        raise SpecError(f"{path}: not an mnv2 profile CSV (no column {', '.join(missing)})")
+    head, records = rows[0], []
+    for lineno, row in enumerate(rows[1:], 2):
+        if len(row) != len(head):
+            raise SpecError(f"{path}:{lineno}: {len(row)} fields, the header has {len(head)}")
+        record = {}
+        for name, cell in zip(head, row):
+            if cell == "":
+                continue
+            if name.endswith("_ns") and not NUMBER_RE.match(cell):
+                raise SpecError(f"{path}:{lineno}: {name} {cell!r} is not a number")
+            record[name] = (float(cell) if "." in cell or "e" in cell.lower() else int(cell)) \
+                if NUMBER_RE.match(cell) else cell
+        records.append(record)
+    if not records:
+        raise SpecError(f"{path}: a header and no rows")
+    runs = {r.get("run_id") for r in records}
+    if len(runs) != 1:
+        raise SpecError(f"{path}: rows of {len(runs)} runs")
+    m = DATE_RE.match(str(records[0].get("run_id", "")))
+    return {"records": records, "device": "", "date": m.group(1) if m else ""}
+
+
+# Text measurement files the renderer reads: a spec file {"path": ..., "format": NAME}. Each parser returns the
+# records, the machine it names ("" where the file does not) and, where the file says them, commit and date.
+TEXT_FORMATS = {
+    "gpu-test-golden-log": parse_golden_log,
+    "cpu-vs-onnxruntime-table": parse_cpu_table,
+    "cpu-vs-onnxruntime-rounds": parse_cpu_rounds,
+    "mnv2-profile-csv": parse_profile_csv,
+}
+
+
 def call_of(path):
     """The call a measurement file belongs to: its folder, or the file itself when it lies at a call root; in a
     folder that keeps several calls' files apart by name (call1_bench.json, call2_bench.json) the folder and that
@@ -69,10 +220,25 @@ class Measurements:
         self.root = root
         self.files = {}
 
-    def load(self, path):
+    def load(self, path, form=None):
         if path in self.files:
+            if self.files[path].get("format") != form:
+                raise SpecError(f"{path}: read as {self.files[path].get('format') or 'JSON'} and as {form or 'JSON'}")
             return self.files[path]
         full = os.path.join(self.root, path)
+        if form is not None:
+            if form not in TEXT_FORMATS:
+                raise SpecError(f"{path}: format {form!r} is not one of {', '.join(TEXT_FORMATS)}")
+            try:
+                with open(full, encoding="utf-8") as f:
+                    data = TEXT_FORMATS[form](f.read(), path)
+            except OSError as e:
+                raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+            except UnicodeDecodeError as e:
+                raise SpecError(f"{path}: not UTF-8 text: {e}") from None
+            data["format"] = form
+            self.files[path] = data
+            return data
         try:
             with open(full, encoding="utf-8") as f:
                 data = json.load(f)
@@ -90,14 +256,19 @@ class Measurements:
         return data
 
     def records(self, path, listing):
-        """The records a table reads from one file: "results" of a bench file, "batches" of mnv2_gemm_bench."""
+        """The records a table reads from one file: "results" of a bench file, "batches" of mnv2_gemm_bench, every
+        record of a text file."""
+        if self.files[path].get("format"):
+            return self.files[path]["records"]
         records = self.files[path].get(listing)
         if not isinstance(records, list):
             raise SpecError(f"{path}: no {listing!r} list")
         return records
 
     def gpu_of(self, path, result):
-        """The GPU's name and uuid for one result ("" where the file does not say)."""
+        """The GPU's (or a CPU comparison's machine's) name and uuid for one result ("" where the file does not say)."""
+        if self.files[path].get("format"):
+            return self.files[path]["device"], ""
         gpu = result.get("gpu")
         if isinstance(gpu, dict) and gpu.get("name"):
             return gpu["name"], gpu.get("uuid", "")
@@ -110,6 +281,8 @@ class Measurements:
         return (m.group(1).strip(), "") if m else ("", "")
 
     def date_of(self, path):
+        if self.files[path].get("format"):
+            return self.files[path].get("date") or (DATE_RE.search(path).group(1) if DATE_RE.search(path) else "")
         anchor = self.files[path].get("anchor")
         if isinstance(anchor, dict) and DATE_RE.match(str(anchor.get("date", ""))):
             return anchor["date"][:10]
@@ -126,9 +299,27 @@ def field(result, dotted):
     return value
 
 
+def matches(record, where):
+    """Every key of where holds: equal to its value, or, for a value {"re": PATTERN}, a string field the pattern
+    matches whole (a profile's layer kind: {"layer_name": {"re": "block\\d+\\.expand"}})."""
+    for k, v in where.items():
+        value = field(record, k)
+        if isinstance(v, dict):
+            if set(v) != {"re"}:
+                raise SpecError(f"where {k}: {v!r}: a value or {{\"re\": PATTERN}}")
+            try:
+                if not isinstance(value, str) or not re.fullmatch(v["re"], value):
+                    return False
+            except re.error as e:
+                raise SpecError(f"where {k}: pattern {v['re']!r}: {e}") from None
+        elif value != v:
+            return False
+    return True
+
+
 def select(records, path, where):
     """The one record of a file matching every key of where; anything else is an error naming the file."""
-    found = [r for r in records if all(field(r, k) == v for k, v in where.items())]
+    found = [r for r in records if matches(r, where)]
     if len(found) != 1:
         keys = ", ".join(f"{k}={v}" for k, v in where.items())
         raise SpecError(f"{path}: {len(found)} results with {keys} (the spec must pick exactly one)")
@@ -194,6 +385,14 @@ def render_group(name, table, group, doc, spec, meas):
     files = group.get("files")
     if not isinstance(files, dict) or not files:
         raise SpecError(f'{what}: "files" must name at least one file (alias: path)')
+    files, forms = dict(files), {}  # forms: alias: a text format, for a file given as {"path": ..., "format": ...}
+    for alias, entry in list(files.items()):
+        if isinstance(entry, dict):
+            if set(entry) != {"path", "format"} or not isinstance(entry["path"], str):
+                raise SpecError(f'{what}: file {alias!r}: give a path, or {{"path": ..., "format": ...}}')
+            files[alias], forms[alias] = entry["path"], entry["format"]
+        elif not isinstance(entry, str):
+            raise SpecError(f"{what}: file {alias!r}: not a path")
     keys = table.get("keys", [])
     listing = table.get("list", "results")
     columns = [resolve_column(c, spec, what) for c in table.get("columns", [])]
@@ -208,15 +407,17 @@ def render_group(name, table, group, doc, spec, meas):
             raise SpecError(f"{what}: file {files[alias]!r}: {e!r} is not a key of the row") from None
 
     paths = list(dict.fromkeys(path_of(a, r) for a in files for r in rows))  # in the spec's order
-    for path in paths:
-        meas.load(path)
+    for alias in files:
+        for row in rows:
+            meas.load(path_of(alias, row), forms.get(alias))
+    spec_device = group.get("device")
     calls = sorted({call_of(p) for p in paths})
     if len(calls) != 1:
         raise SpecError(
             f"{what}: mixes calls ({', '.join(calls)}); figures of two calls are never side by side: "
             "split them into separately-labelled groups"
         )
-    gpus, uuids, used = set(), set(), set()
+    gpus, uuids, used, named_by_spec = set(), set(), set(), set()
     lines = ["| " + " | ".join(keys + heads) + " |", "|" + " --- |" * (len(keys) + len(heads))]
     for row in rows:
         numbers, cells, blanks = {}, [], set()
@@ -239,24 +440,61 @@ def render_group(name, table, group, doc, spec, meas):
             if alias not in files:
                 raise SpecError(f"{what}: column {head!r} names file {alias!r}, which the group does not give")
             path = path_of(alias, row)
-            where = dict(row)
+            # A row picks its records by its keys, or by its "match" where its label is no field's value ("sum of
+            # steps": "match": {} takes every record).
+            where = dict(row["match"]) if "match" in row else dict(row)
             where.update(col.get("where", {}))
             if col.get("optional") and not any(
-                all(field(r, k) == v for k, v in where.items()) for r in meas.records(path, col.get("list", listing))
+                matches(r, where) for r in meas.records(path, col.get("list", listing))
             ):
                 cells.append("—")  # a column some rows have no measurement for (said so in the spec)
                 blanks.add(head)
                 continue
-            result = select(meas.records(path, col.get("list", listing)), path, where)
+            records = meas.records(path, col.get("list", listing))
+            if "reduce" in col:
+                found = [r for r in records if matches(r, where)]
+                if not found:
+                    wanted = ", ".join(f"{k}={v}" for k, v in where.items())
+                    raise SpecError(f"{path}: no results with {wanted} to reduce")
+                result = found[0]
+            else:
+                result = select(records, path, where)
             gpu, uuid = meas.gpu_of(path, result)
+            if gpu and spec_device:
+                raise SpecError(f'{what}: {path} names its machine ({gpu}); the spec\'s "device" is only for files '
+                                "that do not")
+            if not gpu and spec_device:
+                gpu = spec_device
+                named_by_spec.add(gpu)
             if not gpu:
-                raise SpecError(f"{path}: a result with no GPU named (no gpu record, no 'on NVIDIA ...')")
+                raise SpecError(f"{path}: a result with no GPU named (no gpu record, no 'on NVIDIA ...'; a text file "
+                                'naming no machine needs the group\'s "device")')
             check_folder_gpu(path, gpu)
             gpus.add(gpu)
             if uuid:
                 uuids.add(uuid)
             used.add(path)
+            if "reduce" in col:
+                values = [field(r, col["field"]) for r in found]
+                if col["reduce"] == "sum":  # the records that hold the field (a profile's fused layers hold none)
+                    values = [v for v in values if v is not None]
+                    if not values:
+                        raise SpecError(f"{path}: no {col['field']} in the results to sum")
+                values = [v * col["scale"] if "scale" in col and isinstance(v, (int, float)) else v for v in values]
+                for v in values:
+                    if isinstance(v, bool) or not isinstance(v, (int, float)):
+                        raise SpecError(f"{path}: {col['field']}: {v!r} is not a number")
+                if col["reduce"] in ("median", "sum"):
+                    numbers[head] = statistics.median(values) if col["reduce"] == "median" else sum(values)
+                    cells.append(fmt(numbers[head], col.get("format", ".3f"), f"{path}: {col['field']}"))
+                elif col["reduce"] == "list":  # every matching record's figure, in the file's order
+                    cells.append(col.get("join", " / ").join(fmt(v, col.get("format", ".3f"), path) for v in values))
+                else:
+                    raise SpecError(f"{what}: column {head!r}: reduce {col['reduce']!r} is not median, sum or list")
+                continue
             value = field(result, col["field"])
+            if "scale" in col and isinstance(value, (int, float)) and not isinstance(value, bool):
+                value *= col["scale"]  # a unit change, e.g. 0.001 for ns to us
             if value is None and col.get("optional"):
                 cells.append("—")  # an older file without this field
                 blanks.add(head)
@@ -278,7 +516,10 @@ def render_group(name, table, group, doc, spec, meas):
         call = "one call, one file"
     else:
         call = f"one call, `{calls[0]}`" if calls[0].endswith("*") else f"one call, `{calls[0]}/`"
-    out = [f"{label}{next(iter(gpus))}, {' and '.join(dates)} ({call}): {sources}."]
+    device = next(iter(gpus))
+    if named_by_spec:
+        device += " (named in the spec: the file does not name its machine)"
+    out = [f"{label}{device}, {' and '.join(dates)} ({call}): {sources}."]
     if group.get("note"):
         out.append("")
         out.append(group["note"])
