@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "models/layer_selection.h"
+#include "models/run_differences.h"
 #include "models/totals_model.h"
 #include "widgets/chart_style.h"
 
@@ -140,10 +141,13 @@ void TimingsPage::setReports(std::vector<ReportPtr> reports, const QString& titl
                              std::vector<RunIdentity> identities) {
   m_reports = std::move(reports);
   if (identities.size() != m_reports.size()) {
+    // Runs outside the history: named apart by what differs, so that two cpu runs do not share one legend entry.
     identities.clear();
+    const QStringList names = distinctRunNames(m_reports);
     for (size_t i = 0; i < m_reports.size(); ++i) {
       const mnv2::RunReport& r = *m_reports[i];
-      identities.push_back({runLabel(r), runColor(shownText(r.backend), r.config.precision, static_cast<int>(i))});
+      identities.push_back(
+          {names[static_cast<qsizetype>(i)], runColor(shownText(r.backend), r.config.precision, static_cast<int>(i))});
     }
   }
   m_identities = std::move(identities);
