@@ -4,7 +4,7 @@
 // removed again, the window's frame stays inside the screen's available geometry, the Runs panel shows at least
 // three rows and can be made taller in its dock, and the Timings plot keeps a usable size. No text is cut silently
 // (the status bar, the reliability banner, the top-5 class names: what is drawn fits the widget, and what is
-// elided is whole in the tool-tip).
+// elided is whole in the tool-tip), and the Timings legend of 20 runs neither covers the bars nor leaves the plot.
 #include <qcustomplot.h>
 #include <QDockWidget>
 #include <QGuiApplication>
@@ -296,6 +296,47 @@ class WindowWalkTest : public QObject {
           qPrintable(QStringLiteral("\"%1\" elided to \"%2\"; tool-tip \"%3\"").arg(whole, drawn, QToolTip::text())));
       QToolTip::hideText();
     }
+  }
+
+  // Issue 35, defect 4c: the Timings legend with 20 runs checked neither covers the plotted bars nor leaves the plot.
+  void timingsLegendOfTwentyRuns() {
+    m_window->showMaximized();
+    QTRY_VERIFY(m_window->isMaximized());
+    showRuns(kMostRuns);
+    m_window->selectTab(QStringLiteral("timings"));
+    QCoreApplication::processEvents();
+    QCustomPlot* plot = m_window->timingsPage()->plot();
+    plot->replot();
+    QCPLegend* legend = plot->legend;
+    QVERIFY(legend->visible());
+    const QRect inner = legend->outerRect();
+    QVERIFY2(plot->rect().contains(inner), qPrintable(outside(inner, plot->rect(), "legend")));
+    QVERIFY2(!inner.intersects(plot->axisRect()->rect()), "the legend covers the plot area");
+    // Every item it draws lies inside it with the room its text asks for, and the plot area keeps a usable height.
+    for (int i = 0; i < legend->elementCount(); ++i) {
+      QCPLayoutElement* element = legend->elementAt(i);
+      if (!element) continue;
+      const QRect item = element->outerRect();
+      QVERIFY2(inner.contains(item), qPrintable(outside(item, inner, "legend item")));
+      const QSize wanted = element->minimumOuterSizeHint();
+      QVERIFY2(item.width() >= wanted.width() && item.height() >= wanted.height(),
+               qPrintable(QStringLiteral("legend item %1 is %2×%3, its text needs %4×%5")
+                              .arg(i)
+                              .arg(item.width())
+                              .arg(item.height())
+                              .arg(wanted.width())
+                              .arg(wanted.height())));
+    }
+    QVERIFY2(
+        plot->axisRect()->height() >= 80,
+        qPrintable(QStringLiteral("the plot area is %1 px tall under the legend").arg(plot->axisRect()->height())));
+    // What the legend leaves out is said: every run is named in it or in the title's tool-tip.
+    QString named;
+    for (int i = 0; i < legend->itemCount(); ++i)
+      if (auto* item = qobject_cast<QCPPlottableLegendItem*>(legend->item(i))) named += item->plottable()->name();
+    named += m_window->timingsPage()->findChild<QLabel*>(QStringLiteral("timingsTitle"))->toolTip();
+    for (int row = 0; row < kMostRuns; ++row)
+      QVERIFY2(named.contains(catalog()->identity(row).name), qPrintable(catalog()->identity(row).name));
   }
 
   void removingEveryRunGivesTheRoomBack() {
