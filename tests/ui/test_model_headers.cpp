@@ -57,6 +57,7 @@ class ModelHeadersTest : public QObject {
                      m,
                      {{QStringLiteral("Run"), QStringLiteral("baseline")},
                       {QStringLiteral("Ran on"), QStringLiteral("remote target")},
+                      {QStringLiteral("Differs"), QStringLiteral("comparability rule")},
                       {QStringLiteral("End to end (ms)"), QStringLiteral("end-to-end")},
                       {QStringLiteral("Reliability"), QStringLiteral("unreliable")},
                       {QStringLiteral("Note"), QStringLiteral("Your note")}}});

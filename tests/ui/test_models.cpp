@@ -271,6 +271,67 @@ class ModelsTest : public QObject {
                 .toString()
                 .contains(QStringLiteral("CV 80%")));
   }
+
+  // Issue 35, defect 4: runs are told apart in the Runs panel: each row says what differs (input, batch, backend,
+  // precision, options), by the engine's rule; two cpu runs of other inputs or thread counts read the same before.
+  void runsPanelRowsSayWhatDiffers() {
+    ReportCatalog catalog;
+    QAbstractItemModelTester tester(&catalog, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    auto run = [this](const char* backend, const char* input, int batch, mnv2::Precision precision, int threads) {
+      mnv2::RunReport r = test::syntheticReport(topology(), backend, 1000, 0.1, false);
+      r.config.input_name = input;
+      r.config.batch = batch;
+      r.config.precision = precision;
+      r.config.cpu_threads = threads;
+      return std::make_shared<const mnv2::RunReport>(std::move(r));
+    };
+    catalog.addRun({run("cpu", "cat.bmp", 1, mnv2::Precision::fp32, 0)});
+    catalog.addRun({run("cpu", "owl.jpg", 1, mnv2::Precision::fp32, 0)});      // another input
+    catalog.addRun({run("cpu", "cat.bmp", 1, mnv2::Precision::fp32, 4)});      // another thread count
+    catalog.addRun({run("cpu", "cat.bmp", 2, mnv2::Precision::fp32, 0)});      // another batch
+    catalog.addRun({run("cpu-ref", "cat.bmp", 1, mnv2::Precision::fp32, 0)});  // another backend
+    // What a row says of its run's settings: every column but its name and what was measured or typed.
+    auto settings = [&](int row) {
+      QStringList out;
+      for (int c = 0; c < catalog.columnCount(); ++c)
+        if (c != ReportCatalog::Name && c != ReportCatalog::EndToEnd && c != ReportCatalog::Reliability &&
+            c != ReportCatalog::Taken && c != ReportCatalog::Note && c != ReportCatalog::Source &&
+            c != ReportCatalog::Label)
+          out << catalog.headerData(c, Qt::Horizontal).toString() + QStringLiteral("=") +
+                     catalog.index(row, c).data().toString();
+      return out.join(QStringLiteral(" | "));
+    };
+    for (int i = 0; i < catalog.count(); ++i)
+      for (int j = i + 1; j < catalog.count(); ++j)
+        QVERIFY2(settings(i) != settings(j),
+                 qPrintable(QStringLiteral("rows %1 and %2 read the same: %3").arg(i).arg(j).arg(settings(i))));
+    QVERIFY2(settings(1).contains(QStringLiteral("owl.jpg")), qPrintable(settings(1)));
+    QVERIFY2(settings(0).contains(QStringLiteral("cat.bmp")), qPrintable(settings(0)));
+    // A run added later changes what the others' rows say (now the precision differs too).
+    catalog.addRun({run("cpu", "cat.bmp", 1, mnv2::Precision::fp16, 0)});
+    QVERIFY2(settings(0).contains(QStringLiteral("precision fp32")) ||
+                 settings(0).contains(QStringLiteral("Precision=fp32")),
+             qPrintable(settings(0)));
+    QVERIFY(settings(5) != settings(0));
+  }
+
+  // Issue 35, defect 4: the Totals table names two cpu runs apart ("cpu fp32 ms" twice before), by the engine's rule
+  // for what differs, when the page has no names from the run history.
+  void totalsHeadersNameEachRun() {
+    auto run = [this](int batch) {
+      mnv2::RunReport r = test::syntheticReport(topology(), "cpu", 1000, 0.1, false);
+      r.config.batch = batch;
+      return std::make_shared<const mnv2::RunReport>(std::move(r));
+    };
+    TotalsModel model;
+    model.setReports({run(1), run(2)}, {});
+    QCOMPARE(model.columnCount(), 5);
+    QStringList headers;
+    for (int c = 1; c < model.columnCount(); ++c) headers << model.headerData(c, Qt::Horizontal).toString();
+    QVERIFY2(headers[0] != headers[2] && headers[1] != headers[3], qPrintable(headers.join(QStringLiteral(" | "))));
+    QVERIFY2(headers[0].contains(QStringLiteral("batch 1")) && headers[2].contains(QStringLiteral("batch 2")),
+             qPrintable(headers.join(QStringLiteral(" | "))));
+  }
 };
 
 MNV2_UI_SUITE(ModelsTest);

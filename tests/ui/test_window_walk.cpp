@@ -2,7 +2,9 @@
 // (1280×720 or 1024×700: tests/ui/screens/*.json, one CTest test per size, MNV2_WALK_SCREEN names the size the
 // test expects). The first start fits the screen; maximised with 1, 7 and 20 runs checked, and after every run is
 // removed again, the window's frame stays inside the screen's available geometry, the Runs panel shows at least
-// three rows and can be made taller in its dock, and the Timings plot keeps a usable size.
+// three rows and can be made taller in its dock, and the Timings plot keeps a usable size. No text is cut silently
+// (the status bar, the reliability banner, the top-5 class names: what is drawn fits the widget, and what is
+// elided is whole in the tool-tip), and the Timings legend of 20 runs neither covers the bars nor leaves the plot.
 #include <qcustomplot.h>
 #include <QDockWidget>
 #include <QGuiApplication>
@@ -11,11 +13,13 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QToolTip>
 #include <QtTest>
 #include <algorithm>
 
 #include "models/report_catalog.h"
 #include "ui_test_support.h"
+#include "widgets/input_panel.h"
 #include "widgets/main_window.h"
 #include "widgets/runs_panel.h"
 #include "widgets/timings_page.h"
@@ -39,6 +43,40 @@ QString outside(const QRect& inner, const QRect& outer, const char* what) {
       .arg(outer.y())
       .arg(outer.width())
       .arg(outer.height());
+}
+
+// Why `label` cuts its text, empty when it does not: each line it draws (an eliding label says what it draws in its
+// "shownLines" property) must fit inside its contents, and a line it elides must be whole in its tool-tip (an
+// eliding label's "shownToolTip", the one it shows).
+QString clippedText(const QLabel* label) {
+  if (!label->isVisible() || label->text().isEmpty()) return {};
+  const QStringList lines = label->text().split(QLatin1Char('\n'));
+  const QVariant shownLines = label->property("shownLines");
+  const QStringList drawn = shownLines.isValid() ? shownLines.toStringList() : lines;
+  const QVariant shownTip = label->property("shownToolTip");
+  const QString tip = shownTip.isValid() ? shownTip.toString() : label->toolTip();
+  const int room = label->contentsRect().width() - 2 * label->margin();
+  for (qsizetype i = 0; i < lines.size(); ++i) {
+    const QString line = i < drawn.size() ? drawn[i] : QString();
+    const int width = label->fontMetrics().horizontalAdvance(line);
+    if (width > room)
+      return QStringLiteral("%1 draws \"%2\" (%3 px) in %4 px").arg(label->objectName(), line).arg(width).arg(room);
+    if (line != lines[i] && !tip.contains(lines[i]))
+      return QStringLiteral("%1 shows \"%2\" of \"%3\", and its tool-tip \"%4\" has not the whole line")
+          .arg(label->objectName(), line, lines[i], tip);
+  }
+  return {};
+}
+
+// An unreliable run: a long first reason, so that its line of the reliability banner is wider than the window.
+mnv2::ReliabilityFinding unreliableFinding() {
+  mnv2::ReliabilityFinding f;
+  f.code = "host_busy";
+  f.verdict = mnv2::Verdict::unreliable;
+  f.reason =
+      "host busy: other processes used 1.9 of the 2 CPUs during the timed phases (> 0.5 with 1 thread of this run), "
+      "and the 1-minute load average was 3.7; the end-to-end CV was 24% (> 10%) and p90/median 1.8 (> 1.5)";
+  return f;
 }
 
 // Run k of the walk: a cpu run whose batch and input size differ from its neighbours', so that each one adds
@@ -189,6 +227,116 @@ class WindowWalkTest : public QObject {
     QVERIFY(!dock->isFloating());
     checkFits(QStringLiteral("the Runs panel made taller"));
     m_window->resizeDocks({dock}, {before}, Qt::Vertical);
+  }
+
+  // Issue 35, defect 13: the status bar and the reliability banner at this screen, maximised with runs shown: every
+  // field draws what fits it (the status bar's fields were squeezed below their text at 1280×720, the banner's line
+  // ran off its right edge), and what is elided is whole in the tool-tip.
+  void statusBarAndBannerTextFits() {
+    m_window->showMaximized();
+    QTRY_VERIFY(m_window->isMaximized());
+    showRuns(kMostRuns);
+    // And an unreliable run with a long first reason, shown beside them.
+    mnv2::RunReport unreliable = *walkRun(catalog()->count());
+    unreliable.reliability.findings.push_back(unreliableFinding());
+    catalog()->addRun({std::make_shared<const mnv2::RunReport>(std::move(unreliable))});
+    std::vector<int> rows;
+    for (int i = 0; i < catalog()->count(); ++i) rows.push_back(i);
+    catalog()->setShown(rows);
+    QCoreApplication::processEvents();
+    QString why;
+    const auto fields = m_window->statusBar()->findChildren<QLabel*>();
+    QVERIFY(fields.size() >= 5);
+    for (const QLabel* field : fields) {
+      why = clippedText(field);
+      QVERIFY2(why.isEmpty(), qPrintable(why));
+      // Nothing beyond the bar's right edge either.
+      const QRect r(field->mapTo(m_window->statusBar(), QPoint(0, 0)), field->size());
+      QVERIFY2(!field->isVisible() || r.right() <= m_window->statusBar()->width(), qPrintable(field->objectName()));
+    }
+    auto* banner = m_window->findChild<QLabel*>(QStringLiteral("reliabilityBanner"));
+    QVERIFY(banner && banner->isVisible());
+    why = clippedText(banner);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+  }
+
+  // Issue 35, defect 13: a long class name in the top-5 ("German short-haired pointer", a held-out photograph's class)
+  // is drawn whole inside the chart's left margin, or elided with the whole name in the tool-tip over its row.
+  void topFiveClassNamesReadable() {
+    ClassifyResult result;
+    result.imagePath = QStringLiteral("pointer.jpg");
+    const char* names[] = {"German short-haired pointer", "Chesapeake Bay retriever", "wire-haired fox terrier",
+                           "black-and-tan coonhound", "vizsla, Hungarian pointer"};
+    for (int k = 0; k < 5; ++k) result.top5.push_back({200 + k, names[k], 0.6 / (k + 1), 0.0});
+    InputPanel* panel = m_window->inputPanel();
+    panel->setResult(result);
+    QCoreApplication::processEvents();
+    QCustomPlot* plot = panel->predictionsPlot();
+    plot->replot();
+    auto ticker = plot->yAxis->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY(ticker);
+    const QFontMetrics fm(plot->yAxis->tickLabelFont());
+    // The room the tick labels have: the axis rect's left edge, less the label padding.
+    const int room = plot->axisRect()->left() - plot->yAxis->tickLabelPadding();
+    QVERIFY2(plot->axisRect()->width() >= 60, qPrintable(QString::number(plot->axisRect()->width())));
+    for (int k = 0; k < 5; ++k) {
+      const double key = 5.0 - k;
+      const QString drawn = ticker->ticks().value(key);
+      const QString whole = QString::fromLatin1(names[k]).section(QLatin1Char(','), 0, 0);
+      QVERIFY2(
+          fm.horizontalAdvance(drawn) <= room,
+          qPrintable(QStringLiteral("\"%1\": %2 px in %3 px").arg(drawn).arg(fm.horizontalAdvance(drawn)).arg(room)));
+      if (drawn == whole) continue;
+      // Elided: the tool-tip over the row names the class whole.
+      const QPoint at(std::max(2, room / 2), qRound(plot->yAxis->coordToPixel(key)));
+      QHelpEvent help(QEvent::ToolTip, at, plot->mapToGlobal(at));
+      QCoreApplication::sendEvent(plot, &help);
+      QVERIFY2(
+          QToolTip::text().contains(QString::fromLatin1(names[k])),
+          qPrintable(QStringLiteral("\"%1\" elided to \"%2\"; tool-tip \"%3\"").arg(whole, drawn, QToolTip::text())));
+      QToolTip::hideText();
+    }
+  }
+
+  // Issue 35, defect 4c: the Timings legend with 20 runs checked neither covers the plotted bars nor leaves the plot.
+  void timingsLegendOfTwentyRuns() {
+    m_window->showMaximized();
+    QTRY_VERIFY(m_window->isMaximized());
+    showRuns(kMostRuns);
+    m_window->selectTab(QStringLiteral("timings"));
+    QCoreApplication::processEvents();
+    QCustomPlot* plot = m_window->timingsPage()->plot();
+    plot->replot();
+    QCPLegend* legend = plot->legend;
+    QVERIFY(legend->visible());
+    const QRect inner = legend->outerRect();
+    QVERIFY2(plot->rect().contains(inner), qPrintable(outside(inner, plot->rect(), "legend")));
+    QVERIFY2(!inner.intersects(plot->axisRect()->rect()), "the legend covers the plot area");
+    // Every item it draws lies inside it with the room its text asks for, and the plot area keeps a usable height.
+    for (int i = 0; i < legend->elementCount(); ++i) {
+      QCPLayoutElement* element = legend->elementAt(i);
+      if (!element) continue;
+      const QRect item = element->outerRect();
+      QVERIFY2(inner.contains(item), qPrintable(outside(item, inner, "legend item")));
+      const QSize wanted = element->minimumOuterSizeHint();
+      QVERIFY2(item.width() >= wanted.width() && item.height() >= wanted.height(),
+               qPrintable(QStringLiteral("legend item %1 is %2×%3, its text needs %4×%5")
+                              .arg(i)
+                              .arg(item.width())
+                              .arg(item.height())
+                              .arg(wanted.width())
+                              .arg(wanted.height())));
+    }
+    QVERIFY2(
+        plot->axisRect()->height() >= 80,
+        qPrintable(QStringLiteral("the plot area is %1 px tall under the legend").arg(plot->axisRect()->height())));
+    // What the legend leaves out is said: every run is named in it or in the title's tool-tip.
+    QString named;
+    for (int i = 0; i < legend->itemCount(); ++i)
+      if (auto* item = qobject_cast<QCPPlottableLegendItem*>(legend->item(i))) named += item->plottable()->name();
+    named += m_window->timingsPage()->findChild<QLabel*>(QStringLiteral("timingsTitle"))->toolTip();
+    for (int row = 0; row < kMostRuns; ++row)
+      QVERIFY2(named.contains(catalog()->identity(row).name), qPrintable(catalog()->identity(row).name));
   }
 
   void removingEveryRunGivesTheRoomBack() {

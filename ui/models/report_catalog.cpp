@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "models/report_access.h"
+#include "models/run_differences.h"
 
 namespace mnv2::ui {
 
@@ -35,7 +36,16 @@ int ReportCatalog::insert(std::vector<Entry> entries) {
     m_entries.push_back(std::move(e));
   }
   endInsertRows();
+  updateDifferences();
   return first;
+}
+
+void ReportCatalog::updateDifferences() {
+  std::vector<ReportPtr> reports;
+  for (const Entry& e : m_entries) reports.push_back(e.report);
+  const RunsDifferences differ = differencesAmong(reports);
+  for (size_t i = 0; i < m_entries.size(); ++i) m_entries[i].differs = settingsOf(differ, i);
+  if (count() > 0) Q_EMIT dataChanged(index(0, Differs), index(count() - 1, Differs));
 }
 
 int ReportCatalog::addRun(const std::vector<ReportPtr>& reports) {
@@ -168,6 +178,7 @@ void ReportCatalog::remove(const std::vector<int>& rows) {
     endRemoveRows();
   }
   if (firstCurrentRow() < 0) m_currentGroup = 0;
+  if (!sorted.empty()) updateDifferences();
   if (shownLost) Q_EMIT shownChanged();
 }
 
@@ -227,15 +238,19 @@ int ReportCatalog::columnCount(const QModelIndex& parent) const { return parent.
 
 QVariant ReportCatalog::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
-  static const char* const names[] = {"Run",   "Backend", "Precision",       "Ran on",
-                                      "Batch", "Size",    "End to end (ms)", "Reliability",
-                                      "Taken", "Note",    "Source",          "Label"};
+  static const char* const names[] = {"Run",     "Backend",         "Precision",   "Ran on", "Batch", "Size",
+                                      "Differs", "End to end (ms)", "Reliability", "Taken",  "Note",  "Source",
+                                      "Label"};
   static_assert(std::size(names) == ColumnCount, "one header name per column");
   if (role == Qt::DisplayRole) return QString::fromLatin1(names[section]);
   if (role == Qt::ToolTipRole) {
     switch (section) {
       case Name:
         return QStringLiteral("Checked runs are shown on the pages; ★ marks the pinned baseline, ● the newest run");
+      case Differs:
+        return QStringLiteral(
+            "This run's value in every setting in which the runs of the history differ (input, batch, backend, "
+            "precision, options, …), by the engine's comparability rule, as Run comparison lists them");
       case EndToEnd:
         return QStringLiteral("Median of the un-instrumented end-to-end runs (host clock)");
       case RanOn:
@@ -320,6 +335,8 @@ QVariant ReportCatalog::data(const QModelIndex& index, int role) const {
           return r.config.batch;
         case Size:
           return sizeText(r);
+        case Differs:
+          return e.differs.isEmpty() ? QStringLiteral("—") : e.differs;
         case EndToEnd:
           return r.end_to_end.host_ms.n > 0 ? QString::number(r.end_to_end.host_ms.median, 'f', 3)
                                             : QStringLiteral("—");
@@ -344,6 +361,8 @@ QVariant ReportCatalog::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
       if (index.column() == Note && !e.note.isEmpty()) return e.note;
       if (index.column() == Reliability) return reliabilityText(r);
+      if (index.column() == Differs)
+        return e.differs.isEmpty() ? QStringLiteral("Every run of the history has the same settings") : e.differs;
       return QStringLiteral("%1\nmodel %2\ninput %3\n%4 (commit %5)%6")
           .arg(reportSummary(r), shownText(r.model_source), shownText(r.config.input_name), shownText(r.date),
                shownText(r.commit), e.origin.isEmpty() ? QString() : QStringLiteral("\nfrom ") + e.origin);

@@ -25,6 +25,7 @@ class ReportCatalog : public QAbstractTableModel {
     RanOn,  // "this machine", or a remote run's target, host and Slurm job (RunReport::origin)
     Batch,
     Size,
+    Differs,  // this run's values in the settings in which the history's runs differ (the engine's rule)
     EndToEnd,
     Reliability,
     Taken,
@@ -41,8 +42,9 @@ class ReportCatalog : public QAbstractTableModel {
     QString label;   // the long form for combo boxes: name, backend and precision, device, timer, batch, source
     QString name;    // "run 3", "run 3.2" (a compare's second backend), "report.json #1", or the user's
     QString note;
-    int id = 0;     // unique for the catalog's lifetime: rows move when runs are removed, ids do not
-    int group = 0;  // the Run or Compare (or file) that produced it
+    QString differs;  // the Differs column: "input owl.jpg, batch 2"; empty when every run has the same settings
+    int id = 0;       // unique for the catalog's lifetime: rows move when runs are removed, ids do not
+    int group = 0;    // the Run or Compare (or file) that produced it
     bool shown = false;
     QDateTime added;
   };
@@ -101,6 +103,7 @@ class ReportCatalog : public QAbstractTableModel {
 
  private:
   void relabel(Entry& e) const;
+  void updateDifferences();  // every row's Differs, after runs come or go
   int insert(std::vector<Entry> entries);
   std::vector<Entry> m_entries;
   int m_nextId = 1;

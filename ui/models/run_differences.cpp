@@ -64,6 +64,30 @@ RunsDifferences differencesAmong(const std::vector<ReportPtr>& runs) {
   return out;
 }
 
+QString settingsOf(const RunsDifferences& differences, size_t run, const QString& separator) {
+  QStringList parts;
+  for (const RunsDifferences::Setting& s : differences.settings)
+    if (run < s.values.size()) parts << QString::fromStdString(s.name + " " + s.values[run]);
+  return parts.join(separator);
+}
+
+QStringList distinctRunNames(const std::vector<ReportPtr>& runs) {
+  RunsDifferences differ = differencesAmong(runs);
+  // The label says the backend and precision already.
+  std::erase_if(differ.settings, [](const RunsDifferences::Setting& s) {
+    return s.name == "backend" || s.name == "precision" || s.name == "where";
+  });
+  QStringList names;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const QString own = settingsOf(differ, i, QStringLiteral(" · "));
+    names << runLabel(*runs[i]) + (own.isEmpty() ? QString() : QStringLiteral(" · ") + own);
+  }
+  const QStringList plain = names;
+  for (qsizetype i = 0; i < names.size(); ++i)
+    if (plain.count(plain[i]) > 1) names[i] += QStringLiteral(" #%1").arg(i + 1);
+  return names;
+}
+
 QString ratioText(double timeA, double timeB, double imagesRatio) {
   if (!(timeA > 0) || !(timeB > 0)) return {};
   auto ratio = [](double a, double b) {

@@ -30,6 +30,12 @@ struct RunsDifferences {
   const Setting* find(std::string_view name) const;  // nullptr: every run has the first one's value
 };
 RunsDifferences differencesAmong(const std::vector<ReportPtr>& runs);
+// Run `run`'s values in the settings that differ ("input owl.jpg, batch 2"), joined by `separator`; empty when
+// every run has the same settings.
+QString settingsOf(const RunsDifferences& differences, size_t run, const QString& separator = QStringLiteral(", "));
+// A name for each run that tells it from the others where no run history names them: its label ("cpu fp32"),
+// then its values in the settings that differ ("cpu fp32 · batch 2"); "#2", "#3" where runs differ in nothing.
+QStringList distinctRunNames(const std::vector<ReportPtr>& runs);
 
 // "B is 2.08× slower" for a pair of times, and per image when the batches differ: "B takes 2.08× as long
 // per run for 2× the images: 1.04× slower per image".

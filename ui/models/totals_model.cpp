@@ -2,6 +2,7 @@
 #include "models/totals_model.h"
 
 #include "models/report_access.h"
+#include "models/run_differences.h"
 
 #include <QColor>
 
@@ -12,10 +13,8 @@ TotalsModel::TotalsModel(QObject* parent) : QAbstractTableModel(parent) {}
 void TotalsModel::setReports(std::vector<ReportPtr> reports, QStringList names) {
   beginResetModel();
   m_reports = std::move(reports);
-  if (names.size() != static_cast<qsizetype>(m_reports.size())) {
-    names.clear();
-    for (const ReportPtr& r : m_reports) names << runLabel(*r);
-  }
+  // Without the run history's names, each run's label and what differs, so that two cpu runs read apart.
+  if (names.size() != static_cast<qsizetype>(m_reports.size())) names = distinctRunNames(m_reports);
   m_names = std::move(names);
   rebuild();
   endResetModel();

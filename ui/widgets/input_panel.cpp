@@ -6,8 +6,11 @@
 #include <qcustomplot.h>
 #include <QFileInfo>
 #include <QGridLayout>
+#include <QHelpEvent>
 #include <QLabel>
+#include <QToolTip>
 #include <QVBoxLayout>
+#include <cmath>
 
 namespace mnv2::ui {
 
@@ -61,6 +64,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   m_plot->yAxis->setSubTickLength(0, 0);
   m_plot->axisRect()->setAutoMargins(QCP::msLeft | QCP::msBottom | QCP::msTop);
   m_plot->axisRect()->setMargins(QMargins(0, 0, 12, 0));
+  m_plot->installEventFilter(this);  // the tool-tip names an elided class whole
 
   auto* grid = new QGridLayout;
   grid->addWidget(m_picture, 0, 0);
@@ -113,6 +117,30 @@ void InputPanel::resizeEvent(QResizeEvent* event) {
   updatePixmaps();
 }
 
+QString InputPanel::toolTipAt(const QPoint& pos) const {
+  const double key = std::round(m_plot->yAxis->pixelToCoord(pos.y()));
+  const int k = 5 - static_cast<int>(key);  // updateChart's keys: the most probable class at 5
+  if (k < 0 || k >= static_cast<int>(std::min<size_t>(m_predictions.size(), 5))) return {};
+  const mnv2::Prediction& p = m_predictions[static_cast<size_t>(k)];
+  return QStringLiteral("%1 (class %2): %3%")
+      .arg(shownText(p.label))
+      .arg(p.index)
+      .arg(p.prob * 100.0, 0, 'f', p.prob < 0.001 ? 3 : 1);
+}
+
+bool InputPanel::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == m_plot && event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const QString tip = toolTipAt(help->pos());
+    if (tip.isEmpty())
+      QToolTip::hideText();
+    else
+      QToolTip::showText(help->globalPos(), tip, m_plot);
+    return true;
+  }
+  return QWidget::eventFilter(watched, event);
+}
+
 void InputPanel::updatePixmaps() {
   const QSize box(kPictureSide - 4, kPictureSide - 4);
   if (!m_image.isNull())
@@ -131,7 +159,7 @@ void InputPanel::updateChart() {
     const double key = 5.0 - static_cast<double>(k);  // the most probable class on top
     keys << key;
     values << p.prob * 100.0;
-    // Labels like "tabby, tabby cat": the first synonym, elided to the panel's width.
+    // Labels like "tabby, tabby cat": the first synonym, elided to the panel's width (whole in the tool-tip).
     QString label = shownText(p.label).section(QLatin1Char(','), 0, 0);
     ticker->addTick(key, fm.elidedText(label, Qt::ElideRight, 130));
     auto* text = new QCPItemText(m_plot);

@@ -24,9 +24,13 @@ class InputPanel : public QWidget {
 
   const std::vector<mnv2::Prediction>& predictions() const { return m_predictions; }
   QCustomPlot* predictionsPlot() const { return m_plot; }
+  // The top-5 chart's tool-tip at `pos` (plot pixels): the whole class name of the row there, which the axis may
+  // show elided, and its probability; empty away from every row.
+  QString toolTipAt(const QPoint& pos) const;
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void updatePixmaps();

@@ -45,6 +45,7 @@
 #include "widgets/comparison_page.h"
 #include "widgets/deep_dive_page.h"
 #include "widgets/diffs_page.h"
+#include "widgets/elided_label.h"
 #include "widgets/input_panel.h"
 #include "widgets/kernel_lab_page.h"
 #include "widgets/network_graph_view.h"
@@ -67,8 +68,9 @@ constexpr qsizetype kRunsNamedInTitles = 3;
 const QString kRecentImages = QStringLiteral("recent/images");
 const QString kRecentReports = QStringLiteral("recent/reports");
 
+// A status bar field: elided where the bar is too narrow for every field (1280×720), the whole text as tool-tip.
 QLabel* statusField(QWidget* parent, const QString& objectName) {
-  auto* l = new QLabel(parent);
+  auto* l = new ElidedLabel(parent);
   l->setObjectName(objectName);
   l->setContentsMargins(6, 0, 6, 0);
   return l;
@@ -203,10 +205,9 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   m_banner->setStyleSheet(QStringLiteral(
       "background: #fff3cd; color: #664d03; border: 1px solid #e0c36c; padding: 6px; font-weight: bold;"));
   m_banner->hide();
-  m_reliability = new QLabel(this);
+  m_reliability = new ElidedLabel(this);
   m_reliability->setObjectName(QStringLiteral("reliabilityBanner"));
-  m_reliability->setWordWrap(false);  // one line per run, clipped at the right when narrow; all in the tooltip
-  m_reliability->setTextFormat(Qt::PlainText);
+  // One line per run, elided at the right when narrow; each line whole, and every reason, in the tool-tip.
   m_reliability->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
   m_reliability->setStyleSheet(
       QStringLiteral("background: #f8d7da; color: #58151c; border: 1px solid #e0a0a6; padding: 4px;"));

@@ -121,9 +121,11 @@ std::pair<int, int> RunsPanel::comparePair() const {
 
 void RunsPanel::fitColumns() {
   // Every column fits its contents (a name or note of a few hundred characters at most: the note column is
-  // capped so the columns after it stay in view; its full text is in the cell's editor).
+  // capped so the columns after it stay in view; its full text is in the cell's editor). What differs, capped the
+  // same way, is whole in its tool-tip.
   m_view->resizeColumnsToContents();
   const int noteMax = std::max(160, m_view->viewport()->width() / 3);
+  if (m_view->columnWidth(ReportCatalog::Differs) > noteMax) m_view->setColumnWidth(ReportCatalog::Differs, noteMax);
   if (m_view->columnWidth(ReportCatalog::Note) > noteMax) m_view->setColumnWidth(ReportCatalog::Note, noteMax);
   m_view->setColumnWidth(ReportCatalog::Note, std::max(m_view->columnWidth(ReportCatalog::Note), 160));
 }

@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "models/layer_selection.h"
+#include "models/run_differences.h"
 #include "models/totals_model.h"
 #include "widgets/chart_style.h"
 
@@ -25,6 +26,7 @@ namespace mnv2::ui {
 
 namespace {
 constexpr int kTitleLines = 4;  // the lines of the title the page shows: a header and three runs
+constexpr int kLegendRows = 3;  // the legend's most rows above the plot: more squeezed the bars to a strip
 }  // namespace
 
 TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(parent), m_selection(selection) {
@@ -62,6 +64,7 @@ TimingsPage::TimingsPage(LayerSelection* selection, QWidget* parent) : QWidget(p
   m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
   m_plot->plotLayout()->setRowStretchFactor(0, 0.001);
   m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  m_plot->installEventFilter(this);  // the legend's columns follow the plot's width
 
   m_grouping = new QComboBox(this);
   m_grouping->setObjectName(QStringLiteral("totalsGrouping"));
@@ -140,10 +143,13 @@ void TimingsPage::setReports(std::vector<ReportPtr> reports, const QString& titl
                              std::vector<RunIdentity> identities) {
   m_reports = std::move(reports);
   if (identities.size() != m_reports.size()) {
+    // Runs outside the history: named apart by what differs, so that two cpu runs do not share one legend entry.
     identities.clear();
+    const QStringList names = distinctRunNames(m_reports);
     for (size_t i = 0; i < m_reports.size(); ++i) {
       const mnv2::RunReport& r = *m_reports[i];
-      identities.push_back({runLabel(r), runColor(shownText(r.backend), r.config.precision, static_cast<int>(i))});
+      identities.push_back(
+          {names[static_cast<qsizetype>(i)], runColor(shownText(r.backend), r.config.precision, static_cast<int>(i))});
     }
   }
   m_identities = std::move(identities);
@@ -259,6 +265,7 @@ void TimingsPage::rebuildPlot() {
   }
   m_plot->xAxis->grid()->setVisible(false);
   m_plot->legend->setVisible(series > 1);
+  layoutLegend();
   // No run: no axis ticks to misread, a sentence instead.
   m_plot->xAxis->setTicks(series > 0);
   m_plot->yAxis->setTicks(series > 0);
@@ -274,6 +281,51 @@ void TimingsPage::rebuildPlot() {
   }
   resetView();
   highlight(m_selection->currentLayer());
+}
+
+bool TimingsPage::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == m_plot && event->type() == QEvent::Resize) layoutLegend();
+  return QWidget::eventFilter(watched, event);
+}
+
+void TimingsPage::layoutLegend() {
+  QCPLegend* legend = m_plot->legend;
+  // From scratch: every entry out (a run's, the "more" line), then the runs' back in, one row.
+  for (int i = legend->elementCount() - 1; i >= 0; --i)
+    if (legend->elementAt(i)) legend->removeAt(i);
+  legend->simplify();
+  legend->setWrap(0);
+  for (QCPBars* bars : m_bars) bars->addToLegend(legend);
+  if (m_bars.size() < 2) return;
+  // Columns as wide as the widest entry, as many as the plot's width holds.
+  int widest = 0;
+  for (int i = 0; i < legend->elementCount(); ++i)
+    if (QCPLayoutElement* e = legend->elementAt(i)) widest = std::max(widest, e->minimumOuterSizeHint().width());
+  const QMargins outer = legend->margins();
+  const int room = m_plot->width() - outer.left() - outer.right() - m_plot->plotLayout()->margins().left() -
+                   m_plot->plotLayout()->margins().right();
+  const int columns = std::max(1, (room + legend->columnSpacing()) / (widest + legend->columnSpacing()));
+  // Rows: a sixth of the plot's height (one row on a 720p screen, where the plot keeps its bars), at most kLegendRows.
+  int tallest = 1;
+  for (int i = 0; i < legend->elementCount(); ++i)
+    if (QCPLayoutElement* e = legend->elementAt(i)) tallest = std::max(tallest, e->minimumOuterSizeHint().height());
+  const int rows = std::clamp(m_plot->height() / 6 / (tallest + legend->rowSpacing()), 1, kLegendRows);
+  const int fits = columns * rows;
+  if (static_cast<int>(m_bars.size()) > fits) {
+    // The last place says how many runs the legend leaves out; their names and colours are in the title's tool-tip.
+    const int named = fits - 1;
+    for (int i = named; i < static_cast<int>(m_bars.size()); ++i)
+      m_bars[static_cast<size_t>(i)]->removeFromLegend(legend);
+    auto* more = new QCPTextElement(
+        m_plot, QStringLiteral("… and %1 more runs (hover the title)").arg(static_cast<int>(m_bars.size()) - named),
+        legend->font());
+    more->setTextColor(QColor(90, 90, 90));
+    more->setTextFlags(Qt::AlignLeft | Qt::AlignVCenter);
+    more->setMaximumSize(widest, QWIDGETSIZE_MAX);
+    legend->addElement(more);
+  }
+  legend->setWrap(columns);
+  legend->setFillOrder(QCPLegend::foColumnsFirst, true);
 }
 
 void TimingsPage::rebuildTotals() {

@@ -47,10 +47,16 @@ class TimingsPage : public QWidget {
   // The layer whose bar (of any series) is under a widget position of the plot; -1 if none.
   int layerAt(const QPoint& pos, int* series = nullptr) const;
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   void setTitle(const QString& title);
   void rebuildPlot();
   void rebuildTotals();
+  // The legend in as many columns as the plot's width holds and as many rows as a sixth of its height (at most
+  // three); the runs past those are counted in a last entry (the title's tool-tip names every one).
+  void layoutLegend();
   void highlight(int layer);
   void onMouseMove(QMouseEvent* event);
 
