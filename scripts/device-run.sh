@@ -5,9 +5,10 @@
 # the shared photographs (their golden input tensors), and the benchmarks. Everything lands in
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
-# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, r3san, r3dsmem, r3early, deepdive, stem, ffma, tf32, lab, applab,
-# ops, devices, abab, golden_cpu, cpu_suite, gemm; default all but round2, r3chain, r3table, r3tiles, r3ncu, r3fp32,
-# r3san, r3dsmem, r3early, deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite and gemm), e.g.
+# timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, r3san, r3dsmem, r3early,
+# deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite, gemm; default all but round2,
+# r3chain, r3table, r3tiles, r3ncu, r3fp32, r3san, r3dsmem, r3early, deepdive, stem, ffma, tf32, lab, applab, ops,
+# devices, abab, golden_cpu, cpu_suite and gemm), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -508,6 +509,21 @@ for pt in ${R3SAN_POINTS:-fp32:8 fp32:64 fp16:8 tf32:8}; do
   done
 done
 fi
+# alternate PREFIX OPTION MODES PRECISIONS BATCHES ITERS ROUNDS: ROUNDS alternating rounds of the device-resident
+# benchmark of the cuda backend, OPTION set to each of MODES in turn, every precision in each; the JSON files
+# (PREFIX_precision_mode_rROUND.json) also to $out.
+alternate() {
+  local prefix=$1 option=$2 modes=$3 precisions=$4 batches=$5 iters=$6 rounds=$7 r m p
+  for r in $(seq 1 "$rounds"); do
+    for m in $modes; do
+      for p in $precisions; do
+        TAIL=8 run "${prefix}_${p}_${m}_r$r" ./bin/mnv2 bench --backends cuda --precision "$p" --batch "$batches" \
+          "$option" "$m" --warmup 20 --iters "$iters" --json "$work/${prefix}_${p}_${m}_r$r.json"
+      done
+    done
+  done
+  cp "$work/${prefix}"_*.json "$out/" 2>/dev/null
+}
 # r3dsmem: split-K reduced in a thread-block cluster through distributed shared memory (--cuda-splitk cluster,
 # tensor-core GEMMs) against the separate reduction kernel, the same binary and call: the kernel and backend tests,
 # sanitizers, then alternating rounds of the device-resident benchmark (R3D_ROUNDS, R3D_ITERS).
@@ -520,15 +536,8 @@ for tool in memcheck racecheck synccheck; do
   MNV2_SPLITK_TEST_CASES=6 TAIL=6 run "r3d_${tool}_kernel" timeout 150 compute-sanitizer --tool $tool \
     --error-exitcode 9 ./bin/mnv2_gpu_tests --gtest_filter='KernelSplitK.TensorCore*'
 done
-for r in $(seq 1 "${R3D_ROUNDS:-3}"); do
-  for m in separate cluster; do
-    for p in ${R3D_PRECISIONS:-fp16 tf32}; do
-      TAIL=8 run "r3d_${p}_${m}_r$r" ./bin/mnv2 bench --backends cuda --precision "$p" --batch "${R3D_BATCHES:-1,8,64,256}" \
-        --cuda-splitk "$m" --warmup 20 --iters "${R3D_ITERS:-300}" --json "$work/r3d_${p}_${m}_r$r.json"
-    done
-  done
-done
-cp "$work"/r3d_*.json "$out/" 2>/dev/null
+alternate r3d --cuda-splitk "separate cluster" "${R3D_PRECISIONS:-fp16 tf32}" "${R3D_BATCHES:-1,8,64,256}" \
+  "${R3D_ITERS:-300}" "${R3D_ROUNDS:-3}"
 fi
 # r3early: every kernel's weights loaded before its PDL wait (the default) against after it (--cuda-pdl
 # late_weights), the same binary and call: the backend's PDL tests and the kernels' suites, sanitizers on PDL
@@ -547,15 +556,8 @@ for pt in ${R3E_SAN_POINTS:-fp16:1 fp32:1 tf32:1}; do
   done
 done
 fi
-for r in $(seq 1 "${R3E_ROUNDS:-3}"); do
-  for m in ${R3E_MODES:-on late_weights}; do
-    for p in ${R3E_PRECISIONS:-fp16 fp32 tf32}; do
-      TAIL=8 run "r3e_${p}_${m}_r$r" ./bin/mnv2 bench --backends cuda --precision "$p" --batch "${R3E_BATCHES:-1,8}" \
-        --cuda-pdl "$m" --warmup 20 --iters "${R3E_ITERS:-300}" --json "$work/r3e_${p}_${m}_r$r.json"
-    done
-  done
-done
-cp "$work"/r3e_*.json "$out/" 2>/dev/null
+alternate r3e --cuda-pdl "${R3E_MODES:-on late_weights}" "${R3E_PRECISIONS:-fp16 fp32 tf32}" "${R3E_BATCHES:-1,8}" \
+  "${R3E_ITERS:-300}" "${R3E_ROUNDS:-3}"
 fi
 # r3table: issue 32's table in one call, the default plan beside every plan we have, fused cuDNN and PyTorch's best.
 if want r3table; then
