@@ -203,7 +203,9 @@ fi
 if want portable && [[ -f lib75/libmnv2_gpu.so ]]; then
 ptx75() { MNV2_GPU_PLUGIN=$PWD/lib75/libmnv2_gpu.so LD_LIBRARY_PATH=$PWD/lib75:$LD_LIBRARY_PATH CUDA_CACHE_PATH=/tmp/jit75 "$@"; }
 TAIL=14 run info_ptx75 ptx75 ./bin/mnv2 info
-TAIL=40 run gpu_tests_ptx75 ptx75 timeout "${PTX75_TESTS_TIMEOUT_S:-900}" ./bin/mnv2_gpu_tests --gtest_brief=1
+# PTX75_TESTS_FILTER: a part of the suite (a --gtest_filter pattern), to split it over calls of the device's time limit.
+TAIL=40 run gpu_tests_ptx75 ptx75 timeout "${PTX75_TESTS_TIMEOUT_S:-900}" ./bin/mnv2_gpu_tests --gtest_brief=1 \
+  --gtest_filter="${PTX75_TESTS_FILTER:-*}"
 TAIL=6 run classify_ptx75_tf32_refused ptx75 ./bin/mnv2 classify --backend cuda --precision tf32 --tensor shared/golden/cat.input.f32
 for p in $([[ ${PORTABLE_BENCH:-1} == 0 ]] || echo fp32 fp16); do
   TAIL=8 run "bench_ptx75_$p" ptx75 ./bin/mnv2 bench --backends cuda --precision $p --batch 1,64,256 --warmup 20 \
