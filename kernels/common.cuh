@@ -226,15 +226,20 @@ __device__ __forceinline__ __half2 clip2(__half2 v, const ClipH2& c) { return __
 // CUDA programming guide): every thread of the block has stored its partial sums; the block counts itself in at
 // `counter`; true in every thread of the last of the tile's `splits` blocks, which then reads the other blocks'
 // partials (through L2: __ldcg) and must put the counter back to zero for the next GEMM or replay.
-__device__ __forceinline__ bool splitk_arrive_last(unsigned* counter, unsigned splits) {
-  __shared__ bool last_arrival;
+// `flag`: a word of shared memory no thread touches meanwhile (a kernel whose dynamic shared memory may take all
+// the device allows has no room for a static variable; the overload below has its own).
+__device__ __forceinline__ bool splitk_arrive_last(unsigned* counter, unsigned splits, volatile int* flag) {
   __threadfence();  // this thread's partial sums are visible to every block before the block counts itself in
   __syncthreads();
-  if (threadIdx.x == 0) last_arrival = atomicAdd(counter, 1u) + 1 == splits;
+  if (threadIdx.x == 0) *flag = atomicAdd(counter, 1u) + 1 == splits ? 1 : 0;
   __syncthreads();
-  if (!last_arrival) return false;
+  if (*flag == 0) return false;
   __threadfence();  // the other blocks' partial sums, published before their arrival, are read after ours
   return true;
+}
+__device__ __forceinline__ bool splitk_arrive_last(unsigned* counter, unsigned splits) {
+  __shared__ int last_arrival;
+  return splitk_arrive_last(counter, splits, &last_arrival);
 }
 
 // Programmatic Dependent Launch (sm_90 and newer; no-ops in code compiled for older architectures, where the

@@ -51,6 +51,9 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   __half* Ex = reinterpret_cast<__half*>(smem + l.ex);
   __half* D = reinterpret_cast<__half*>(smem + l.d);
   const ClipH2 eclip = clip_h2(p.expand_clip), dclip = clip_h2(p.dw_clip);
+  // This block's share of the chunks (all of them unless the expanded channels are split over blockIdx.y).
+  const int split = static_cast<int>(blockIdx.y);
+  const int c0 = split * g.chunks / g.splits, chunks = (split + 1) * g.chunks / g.splits - c0;
 
   // One chunk's weights and biases into buffer `buf`.
   auto load_chunk = [&](int c, int buf) {
@@ -82,13 +85,13 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   const bool early = p.weights_before_wait;
   float2 dw0 = make_float2(0.0f, 0.0f);  // stored once the per-tile set-up below has covered its latency
   if (early) {
-    load_chunk(0, 0);
-    dw0 = fetch_dw(0);
+    load_chunk(c0, 0);
+    dw0 = fetch_dw(c0);
   }
   pdl_enter();
   if (!early) {
-    load_chunk(0, 0);
-    dw0 = fetch_dw(0);
+    load_chunk(c0, 0);
+    dw0 = fetch_dw(c0);
   }
   fused_block_detail::copy_window<kThreads>(tile, s, l, static_cast<const __half*>(p.input), X, tid);
   cp_commit();
@@ -243,18 +246,47 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   store_dw(0, dw0);  // read by the depthwise after the first barrier of the chunk loop
   float2 next_dw = make_float2(0.0f, 0.0f);
   fused_block_detail::run_chunks(
-      g.chunks,
+      chunks,
       [&](int next, int next_buf) {
-        load_chunk(next, next_buf);
-        next_dw = fetch_dw(next);
+        load_chunk(c0 + next, next_buf);
+        next_dw = fetch_dw(c0 + next);
       },
       expand_chunk,
       [&](int c, int buf) {
         depthwise_chunk(buf);
-        if (c + 1 < g.chunks) store_dw(buf ^ 1, next_dw);
+        if (c + 1 < chunks) store_dw(buf ^ 1, next_dw);
       },
       project_chunk);
 
+  // Split: this block's projection into the partials; the last block of the tile to arrive sums every split's, in
+  // split order (its own from the accumulators: the same values it stored), and goes on to the epilogue.
+  const int64_t plane = static_cast<int64_t>(s.batch) * s.out_h * s.out_w * l.co_pad;
+  if (g.splits > 1) {
+    float* mine = p.partials + split * plane;
+    fused_block_detail::for_each_output<kItems>(s, g, tile, warp, lane,
+                                                [&](int j, int t, int h, int64_t out_px, int, int col) {
+                                                  __stcg(reinterpret_cast<float2*>(mine + out_px * l.co_pad + col),
+                                                         make_float2(acc[j][t][2 * h], acc[j][t][2 * h + 1]));
+                                                });
+    // The flag in the expansion biases' buffer, which no thread reads after the chunk loop.
+    if (!splitk_arrive_last(p.tile_counters + blockIdx.x, static_cast<unsigned>(g.splits),
+                            reinterpret_cast<volatile int*>(smem + l.eb)))
+      return;
+    fused_block_detail::for_each_output<kItems>(
+        s, g, tile, warp, lane, [&](int j, int t, int h, int64_t out_px, int, int col) {
+          float2 sum = make_float2(0.0f, 0.0f);
+          for (int q = 0; q < g.splits; ++q) {
+            const float2 v =
+                q == split ? make_float2(acc[j][t][2 * h], acc[j][t][2 * h + 1])
+                           : __ldcg(reinterpret_cast<const float2*>(p.partials + q * plane + out_px * l.co_pad + col));
+            sum.x += v.x;
+            sum.y += v.y;
+          }
+          acc[j][t][2 * h] = sum.x;
+          acc[j][t][2 * h + 1] = sum.y;
+        });
+    if (tid == 0) p.tile_counters[blockIdx.x] = 0;  // every split has arrived: no block counts in after this
+  }
   // Epilogue: bias, the residual from the window, half stores.
   __half* out = static_cast<__half*>(p.output);
   fused_block_detail::for_each_output<kItems>(
@@ -350,6 +382,8 @@ void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, c
   if (v.tile_h < 1 || v.tile_w < 1 || (v.items != 2 && v.items != 4 && v.items != 6) ||
       (v.math != FusedBlockMath::f16 && v.math != FusedBlockMath::tf32))
     throw Error("fused_block: bad variant " + to_string(v));
+  if (v.splits < 1 || (v.splits > 1 && v.math != FusedBlockMath::f16))
+    throw Error("fused_block: " + to_string(v) + ": splits must be 1, or more in f16 only");
   if (fused_block_items(s, v.tile_h, v.tile_w) > v.items)
     throw Error("fused_block: tile " + to_string(v) + " needs " +
                 std::to_string(fused_block_items(s, v.tile_h, v.tile_w)) + " projection items per warp");
@@ -373,6 +407,12 @@ void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, c
   g.tiles_w = static_cast<int>(ceil_div(s.out_w, v.tile_w));
   g.tiles = static_cast<int>(ceil_div(s.out_h, v.tile_h)) * g.tiles_w;
   g.chunks = g.l.e_pad / kChunk;
+  g.splits = v.splits;
+  if (v.splits > g.chunks)
+    throw Error("fused_block: " + to_string(v) + " has more splits than the " + std::to_string(g.chunks) +
+                " chunks of " + std::to_string(kChunk) + " expanded channels");
+  if (v.splits > 1 && (p.partials == nullptr || p.tile_counters == nullptr || !aligned16(p.partials)))
+    throw Error("fused_block: a split launch needs 16-byte aligned partials and the tiles' arrival counters");
   const int64_t blocks = static_cast<int64_t>(g.tiles) * s.batch;
   if (blocks > 0x7fffffff) throw Error("fused_block: too many tiles for one launch");
   if (v.math == FusedBlockMath::tf32) return fused_block_detail::launch_tf32(p, g, v.items, blocks, stream);

@@ -61,6 +61,13 @@ struct FusedBlockParams {
   // stream's work): under PDL the first chunk's are loaded before the wait for the previous kernel (common.cuh
   // pdl_wait). false: after it.
   bool weights_before_wait = false;
+  // FusedBlockVariant::splits > 1 (else unused): the splits' float32 projections, [splits][batch * out_h * out_w]
+  // [co_pad] (fused_block_partials_floats), and one arrival counter per tile (fused_block_blocks), zero before the
+  // launch and zero again after it (the last block of each tile resets its counter), as in-kernel split-K
+  // (gemm.cuh). The last block of a tile sums the splits in split order, so the output does not depend on which
+  // block finishes last.
+  float* partials = nullptr;
+  unsigned* tile_counters = nullptr;
 };
 
 // Throws Error for what cannot run (fused_block_refusal, a variant that does not fit, null or misaligned

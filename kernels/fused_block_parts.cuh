@@ -23,6 +23,7 @@ inline constexpr int kMaxRowTiles = 16;
 struct Geometry {
   FusedBlockLayout l;
   int tile_h = 0, tile_w = 0, tiles_w = 0, tiles = 0, chunks = 0;
+  int splits = 1;  // blockIdx.y: the split, chunks [y chunks / splits, (y + 1) chunks / splits)
 };
 
 // The TF32 kernel (fused_block_tf32.cu) for a checked launch: items 2, 4 or 6; p.shape.stride 1 or 2.
@@ -36,7 +37,8 @@ void launch_instance(const FusedBlockParams& p, const Geometry& g, int64_t block
   static const cudaError_t raised =
       cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin_limit());
   MNV2_KERNEL_CALL("fused_block", raised);
-  kKernel<<<static_cast<unsigned>(blocks), kFusedBlockThreads, static_cast<size_t>(g.l.total), stream>>>(p, g);
+  kKernel<<<dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(g.splits)), kFusedBlockThreads,
+            static_cast<size_t>(g.l.total), stream>>>(p, g);
   MNV2_CHECK_LAUNCH("fused_block");
 }
 

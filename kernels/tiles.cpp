@@ -571,6 +571,11 @@ int64_t fused_block_blocks(const FusedBlockShape& s, const FusedBlockVariant& v)
   return ceil_div(s.out_h, v.tile_h) * ceil_div(s.out_w, v.tile_w) * static_cast<int64_t>(s.batch);
 }
 
+int64_t fused_block_partials_floats(const FusedBlockShape& s, const FusedBlockVariant& v) {
+  if (v.splits <= 1) return 0;
+  return static_cast<int64_t>(v.splits) * s.batch * s.out_h * s.out_w * fused_block_layout(s, 1, 1, v.math).co_pad;
+}
+
 double fused_block_recompute_factor(const FusedBlockShape& s, const FusedBlockVariant& v) {
   if (v.tile_h < 1 || v.tile_w < 1) return 1.0;
   // Window pixels inside the map, summed over the tiles: separable into rows and columns.
@@ -591,7 +596,7 @@ double fused_block_recompute_factor(const FusedBlockShape& s, const FusedBlockVa
 std::string to_string(const FusedBlockVariant& v) {
   return "block tile " + std::to_string(v.tile_h) + "x" + std::to_string(v.tile_w) + " chunk " +
          std::to_string(kFusedBlockChunk) + " items " + std::to_string(v.items) +
-         (v.math == FusedBlockMath::tf32 ? " tf32" : "");
+         (v.math == FusedBlockMath::tf32 ? " tf32" : "") + (v.splits > 1 ? " split " + std::to_string(v.splits) : "");
 }
 
 // ---- the whole block in float32 FFMA (fused_block_ffma) ---------------------------------------------

@@ -331,6 +331,11 @@ struct FusedBlockVariant {
   int tile_h = 0, tile_w = 0;
   int items = 0;  // projection items per warp the launch is built for: 2, 4 or 6 (kFusedBlockMaxItems)
   FusedBlockMath math = FusedBlockMath::f16;
+  // Blocks a tile's expanded channels are split over (f16 only; 1 to the chunk count): each runs an even share of the
+  // chunks and the last of them to finish sums their projections (FusedBlockParams::partials). More blocks for a
+  // small map (batch 1) at the cost of the window's expansion weights read `splits` times over and the partials'
+  // round trip through L2.
+  int splits = 1;
 };
 
 // Shared-memory layout of one block (offsets in bytes, each a multiple of 16) and the padded sizes: the
@@ -378,7 +383,10 @@ std::string fused_block_shape_refusal(const FusedBlockShape& s, int code_arch);
 FusedBlockVariant choose_fused_block_variant(const FusedBlockShape& s, const DeviceCaps& caps, int code_arch,
                                              std::string* why_not, FusedBlockMath math = FusedBlockMath::f16);
 // Blocks of one launch (tiles x batch) and the expansion's multiply-adds computed over the exact count (>= 1).
+// With v.splits > 1 each tile has that many blocks: fused_block_blocks counts the tiles (one arrival counter each).
 int64_t fused_block_blocks(const FusedBlockShape& s, const FusedBlockVariant& v);
+// Float32 values of FusedBlockParams::partials a split launch needs (0 for v.splits <= 1).
+int64_t fused_block_partials_floats(const FusedBlockShape& s, const FusedBlockVariant& v);
 double fused_block_recompute_factor(const FusedBlockShape& s, const FusedBlockVariant& v);
 
 std::string to_string(const FusedBlockVariant& v);  // "block tile 8x8 chunk 32 items 2" (+ " tf32")

@@ -19,7 +19,7 @@ if [[ ${MNV2_DEVICE_CPU_TESTS:-0} != 0 ]]; then
   cpu_tests=("$build/tests/mnv2_unit_tests" "$build/tests/mnv2_cli_tests")
 fi
 bash "$shared/tools/device-bundle.sh" "$stage/bundle" "$build/app/mnv2" "$build/tests/mnv2_gpu_tests" \
-  "$build/tests/mnv2_op_harness" "$build/tests/mnv2_gemm_bench" "${cpu_tests[@]}" >/dev/null
+  "$build/tests/mnv2_op_harness" "$build/tests/mnv2_gemm_bench" "$build/tests/mnv2_stage_bench" "${cpu_tests[@]}" >/dev/null
 # Where the test programs were built: their compiled-in paths (the CLI, tests/data) are remade there from these.
 printf '%s\n' "$root" "$build" >"$stage/bundle/build-paths.txt"
 # The engine finds the GPU plugin beside itself (ldd resolved both into lib/ above).

@@ -3,7 +3,7 @@
 // channel counts that are not multiples of the 32-channel chunk (and one not a multiple of 8), stride 1 and 2,
 // symmetric and TF-style pads, with and without residual and clips; the tile the chooser picks and forced ones
 // (partial tiles at the edges, a 1x1 tile, whole maps, tiles whose depthwise items take a thread several passes
-// with a carry between rows: 12x11 and 16x9).
+// with a carry between rows: 12x11 and 16x9); and the expanded channels split over several blocks per tile.
 //
 // Tolerance, derived: the reference takes the operands as the device holds them (half input and 1x1 weights,
 // half depthwise weights and bias, float32 expansion and projection biases) and rounds the expanded and
@@ -154,6 +154,41 @@ void run_case(const BlockCase& c) {
     EXPECT_LT(a.rel_l2, 2e-3) << a.str();  // the output's own half rounding alone gives about 3e-4
     EXPECT_GE(k::fused_block_recompute_factor(s, v), 1.0 - 1e-12);
   }
+
+  // The expanded channels split over 2, 3 and every chunk (one block per chunk), with the chooser's tile and a 4x4
+  // one (several tiles, so several arrival counters): the same bound (the partial projections are float32 sums
+  // of the same terms in another order, inside the bound's accumulation term), the same bits on a second launch
+  // (the last block sums the splits in split order, whichever it is), and every counter back at zero.
+  const int chunks = k::fused_block_layout(s, 1, 1).e_pad / k::kFusedBlockChunk;
+  std::vector<k::FusedBlockVariant> split_tiles{variants.front()};
+  if (const int items = k::fused_block_items(s, 4, 4); items <= k::kFusedBlockMaxItems && oh >= 4 && ow >= 4)
+    split_tiles.push_back({4, 4, items <= 2 ? 2 : items <= 4 ? 4 : 6});
+  for (k::FusedBlockVariant v : split_tiles) {
+    for (const int splits : {2, 3, chunks}) {
+      if (splits > chunks) continue;
+      v.splits = splits;
+      SCOPED_TRACE(k::to_string(v));
+      DeviceArray partials(static_cast<size_t>(k::fused_block_partials_floats(s, v)));
+      DeviceArray counters(static_cast<size_t>(k::fused_block_blocks(s, v)));  // unsigned, zero bits
+      MNV2_CHECK_CUDA(cudaMemset(counters.get(), 0, counters.size() * sizeof(float)));
+      partials.poison();  // every value read is one a split wrote in this launch
+      k::FusedBlockParams ps = p;
+      ps.partials = partials.get();
+      ps.tile_counters = reinterpret_cast<unsigned*>(counters.get());
+      dy.poison();
+      k::launch_fused_block(ps, v, nullptr);
+      const std::vector<float> got = dy.download();
+      const BoundCheck b = check_within(got, ref, bound);
+      EXPECT_TRUE(b.ok()) << b.str();
+      const Agreement a = agreement(got, ref);
+      EXPECT_EQ(a.non_finite, 0) << a.str();
+      EXPECT_LT(a.rel_l2, 2e-3) << a.str();
+      dy.poison();
+      k::launch_fused_block(ps, v, nullptr);
+      EXPECT_TRUE(dy.download() == got) << "a second launch gave other bits";
+      for (const float c : counters.download()) ASSERT_EQ(c, 0.0f) << "an arrival counter was left non-zero";
+    }
+  }
 }
 
 TEST(KernelFusedBlock, MatchesTheReferenceOverBlockShapes) {
@@ -165,6 +200,15 @@ TEST(KernelFusedBlock, MatchesTheReferenceOverBlockShapes) {
     run_case(c);
   }
   for (const BlockCase& c : kOddTensorCoreBlocks) run_case(c);
+}
+
+// The split launches of small maps only (a 7x7 block of 30 chunks, a 3x3 map of 9): quick enough for the sanitizers
+// (scripts/device-run.sh, section stage).
+TEST(KernelFusedBlock, SplitLaunchesOfSmallMaps) {
+  MNV2_SKIP_WITHOUT_GPU();
+  if (ptx_version() < 80) GTEST_SKIP() << "the kernels run compute_" << ptx_version() << " code: fused_block needs 80";
+  run_case(kMobileNetBlocks[9]);
+  run_case(kOddTensorCoreBlocks[4]);
 }
 
 TEST(KernelFusedBlock, RefusesWhatItCannotRun) {
@@ -201,6 +245,16 @@ TEST(KernelFusedBlock, RefusesWhatItCannotRun) {
   bad.shape.residual = false;
   EXPECT_THROW(k::launch_fused_block(bad, k::FusedBlockVariant{8, 8, 2}, nullptr), Error);
   EXPECT_THROW(k::launch_fused_block(p, k::FusedBlockVariant{4, 4, 3}, nullptr), Error);  // not built
+  k::FusedBlockVariant split = ok;
+  split.splits = 2;  // no partials or counters given
+  EXPECT_THROW(k::launch_fused_block(p, split, nullptr), Error);
+  split.splits = 3;  // 64 expanded channels: 2 chunks
+  k::FusedBlockParams with = p;
+  with.partials = fbuf.get();
+  with.tile_counters = reinterpret_cast<unsigned*>(fbuf.get());
+  EXPECT_THROW(k::launch_fused_block(with, split, nullptr), Error);
+  split.splits = 0;
+  EXPECT_THROW(k::launch_fused_block(with, split, nullptr), Error);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   k::launch_fused_block(p, ok, nullptr);  // the refusals left nothing behind
   MNV2_CHECK_CUDA(cudaDeviceSynchronize());

@@ -1,0 +1,356 @@
+// mnv2_stage_bench: issue 33's stage prototype. One stage of the network at small batch is one inverted-residual
+// block (fp16, kernels/fused_block.cu); how short can a stage be, with the synchronisation that separates it from
+// the next, when the block's expanded channels are split over several blocks per tile (FusedBlockVariant::splits:
+// the last block of a tile sums the splits' projections)? Per MobileNetV2 block shape and batch: the block kernel
+// as the planner launches it (the chooser's tile, unsplit) and every candidate tile x split, each
+//   - checked first: its output against the unsplit kernel's (max |diff| / max |reference|; a gross error exits 1)
+//     and, split, the same bits on a second launch;
+//   - timed as a stage: a CUDA graph of --launches back-to-back launches of it (one stream), replayed; the figure is
+//     the median replay over the launches, in µs a stage, with programmatic (PDL) edges on sm_90 and newer (the
+//     weights loaded before the wait, as the cuda backend does) and with plain edges.
+// Then the network's expanding blocks (16 of them, each shape with its count) summed with the chooser's variant
+// and with each shape's fastest, and the GPU's %globaltimer resolution (the clock issue 33's in-kernel stamps would
+// read): one thread reads it back to back, the smallest and median non-zero steps are its tick.
+//
+//   mnv2_stage_bench [--batch 1,8] [--launches 32] [--warmup 10] [--iters 100] [--json PATH] [--device N]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../gpu/fused_block_test_cases.h"  // kMobileNetBlocks, BlockCase
+#include "backends/cuda/shapes.h"           // device_caps
+#include "bench_stats.h"
+#include "gpu/check.h"
+#include "gpu/device.h"         // read_gpu_properties
+#include "gpu/graph_capture.h"  // make_programmatic_edges, instantiate_graph
+#include "gpu/runtime.h"
+#include "kernels/clock_probe.cuh"
+#include "kernels/common.cuh"  // probe_kernel_image
+#include "kernels/fused_block.cuh"
+#include "kernels/layout.cuh"  // to_half_bits, half_bits_to_float
+#include "mnv2/error.h"
+
+namespace {
+
+namespace k = mnv2::kernels;
+using mnv2::Error;
+using mnv2::bench::time_it;
+using mnv2::bench::Timing;
+using mnv2::test::BlockCase;
+using nlohmann::json;
+
+// How many of MobileNetV2's 16 expanding blocks have each shape of kMobileNetBlocks (blocks 2 .. 17).
+constexpr int kCounts[] = {1, 1, 1, 2, 1, 3, 1, 2, 1, 2, 1};
+static_assert(std::size(kCounts) == std::size(mnv2::test::kMobileNetBlocks));
+constexpr const char* kNames[] = {"block2",  "block3",     "block4",  "block5-6",   "block7", "block8-10",
+                                  "block11", "block12-13", "block14", "block15-16", "block17"};
+
+struct Options {
+  std::vector<int> batches{1, 8};
+  int launches = 32, warmup = 10, iters = 100, device = 0;
+  std::string json;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error("mnv2_stage_bench: " + a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--batch") {
+      o.batches.clear();
+      std::stringstream s(value());
+      for (std::string item; std::getline(s, item, ',');) o.batches.push_back(std::stoi(item));
+    } else if (a == "--launches") {
+      o.launches = std::stoi(value());
+    } else if (a == "--warmup") {
+      o.warmup = std::stoi(value());
+    } else if (a == "--iters") {
+      o.iters = std::stoi(value());
+    } else if (a == "--device") {
+      o.device = std::stoi(value());
+    } else if (a == "--json") {
+      o.json = value();
+    } else {
+      throw Error("mnv2_stage_bench: unknown argument '" + a +
+                  "' (--batch LIST --launches N --warmup N --iters N --json PATH --device N)");
+    }
+  }
+  if (o.iters < 1 || o.warmup < 0 || o.launches < 1 || o.launches > 1000 || o.batches.empty())
+    throw Error("mnv2_stage_bench: bad --iters, --warmup, --launches or --batch");
+  for (int b : o.batches)
+    if (b < 1 || b > 256) throw Error("mnv2_stage_bench: batches are 1 to 256");
+  return o;
+}
+
+// ---- %globaltimer ---------------------------------------------------------------------------------------------
+
+json globaltimer_tick(cudaStream_t stream) {
+  constexpr int kReads = 1 << 16;
+  mnv2::gpu::DeviceBuffer buf(kReads * sizeof(uint64_t));
+  std::vector<uint64_t> t(kReads);
+  k::launch_globaltimer_reads(static_cast<uint64_t*>(buf.get()), kReads, stream);
+  MNV2_CHECK_CUDA(cudaMemcpyAsync(t.data(), buf.get(), t.size() * sizeof(t[0]), cudaMemcpyDeviceToHost, stream));
+  MNV2_CHECK_CUDA(cudaStreamSynchronize(stream));
+  std::vector<uint64_t> steps;
+  for (size_t i = 1; i < t.size(); ++i)
+    if (t[i] != t[i - 1]) steps.push_back(t[i] - t[i - 1]);
+  json j = {{"reads", kReads}, {"span_ns", t.back() - t.front()}, {"changes", steps.size()}};
+  if (!steps.empty()) {
+    std::sort(steps.begin(), steps.end());
+    j["smallest_step_ns"] = steps.front();
+    j["median_step_ns"] = steps[steps.size() / 2];
+    j["largest_step_ns"] = steps.back();
+    j["reads_per_change"] = static_cast<double>(kReads) / static_cast<double>(steps.size());
+  }
+  return j;
+}
+
+// ---- one block shape ------------------------------------------------------------------------------------------
+
+// The operands of one block on the device, random (the kernel test's scales).
+struct Block {
+  k::FusedBlockParams p;
+  mnv2::gpu::DeviceBuffer x, y, we, wp, eb, dw, db, pb;
+  int64_t out_values = 0;
+};
+
+mnv2::gpu::DeviceBuffer upload(const void* data, size_t bytes) {
+  mnv2::gpu::DeviceBuffer b(std::max<size_t>(bytes, 16));
+  MNV2_CHECK_CUDA(cudaMemcpy(b.get(), data, bytes, cudaMemcpyHostToDevice));
+  return b;
+}
+mnv2::gpu::DeviceBuffer upload(const std::vector<float>& v) { return upload(v.data(), v.size() * sizeof(float)); }
+mnv2::gpu::DeviceBuffer upload_half(const std::vector<float>& v) {
+  const std::vector<uint16_t> bits = k::to_half_bits(v);
+  return upload(bits.data(), bits.size() * 2);
+}
+
+Block make_block(const BlockCase& c, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  auto random = [&](size_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(gen);
+    return v;
+  };
+  Block b;
+  b.p = c.params();
+  const k::FusedBlockShape& s = b.p.shape;
+  const int E = c.expanded;
+  const float se = 3.0f / std::sqrt(static_cast<float>(c.cin)), sp = 2.0f / std::sqrt(static_cast<float>(E));
+  const std::vector<float> x = random(static_cast<size_t>(c.batch) * c.h * c.w * c.cin, -1, 1);
+  const k::FusedBlockWeights w =
+      k::fused_block_pack(s, k::fused_block_padding(s), random(static_cast<size_t>(E) * c.cin, -se, se),
+                          random(E, -1, 1), random(static_cast<size_t>(E) * 9, -0.5f, 0.5f), random(E, -1, 1),
+                          random(static_cast<size_t>(c.cout) * E, -sp, sp), random(c.cout, -1, 1));
+  b.out_values = static_cast<int64_t>(c.batch) * s.out_h * s.out_w * c.cout;
+  b.x = upload_half(x);
+  b.y = mnv2::gpu::DeviceBuffer(static_cast<size_t>(b.out_values) * 2);
+  b.we = upload_half(w.expand);
+  b.wp = upload_half(w.project);
+  b.eb = upload(w.expand_bias);
+  b.dw = upload(w.dw);
+  b.db = upload(w.dw_bias);
+  b.pb = upload(w.project_bias);
+  mnv2::test::set_operands(b.p, b.x.get(), b.we.get(), static_cast<const float*>(b.eb.get()),
+                           static_cast<const float*>(b.dw.get()), static_cast<const float*>(b.db.get()), b.wp.get(),
+                           static_cast<const float*>(b.pb.get()), b.y.get());
+  b.p.weights_before_wait = true;  // the weights are constants here, as in the cuda backend's graphs
+  return b;
+}
+
+std::vector<float> output(const Block& b) {
+  std::vector<uint16_t> bits(static_cast<size_t>(b.out_values));
+  MNV2_CHECK_CUDA(cudaDeviceSynchronize());
+  MNV2_CHECK_CUDA(cudaMemcpy(bits.data(), b.y.get(), bits.size() * 2, cudaMemcpyDeviceToHost));
+  std::vector<float> v(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) v[i] = k::half_bits_to_float(bits[i]);
+  return v;
+}
+
+// A graph of `launches` launches of `launch` on `stream`, its kernel edges programmatic or plain, timed by replays:
+// the median replay over the launches, µs.
+template <class Launch>
+std::pair<double, Timing> stage_us(cudaStream_t stream, const Options& o, bool programmatic, const Launch& launch) {
+  MNV2_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < o.launches; ++i) launch();
+  cudaGraph_t raw = nullptr;
+  MNV2_CHECK_CUDA(cudaStreamEndCapture(stream, &raw));
+  mnv2::gpu::Graph graph(raw);
+  if (programmatic) mnv2::gpu::make_programmatic_edges(graph.get(), [](cudaGraphNode_t) { return true; });
+  mnv2::gpu::GraphExec exec = mnv2::gpu::instantiate_graph(graph.get(), stream);
+  const Timing t = time_it(stream, o.warmup, o.iters, [&] { MNV2_CHECK_CUDA(cudaGraphLaunch(exec.get(), stream)); });
+  return {t.median_ms * 1e3 / o.launches, t};
+}
+
+int code_arch() {
+  k::KernelImage image;
+  MNV2_CHECK_CUDA(k::probe_kernel_image(&image));
+  return image.ptx_version;
+}
+
+int run(const Options& o) {
+  MNV2_CHECK_CUDA(cudaSetDevice(o.device));
+  const mnv2::GpuProperties gpu = mnv2::gpu::read_gpu_properties(o.device);
+  const k::DeviceCaps caps = mnv2::cuda_backend::device_caps(gpu);
+  const int arch = code_arch();
+  const bool pdl = gpu.cc_major >= 9 && arch >= 90;
+  std::printf("device %d: %s, %d SMs, kernels compute_%d; %d launches a graph, median of %d replays after %d\n",
+              o.device, gpu.name.c_str(), gpu.sm_count, arch, o.launches, o.iters, o.warmup);
+  if (arch < 80)
+    throw Error("the fp16 block kernel needs code for compute_80 or newer; this build runs " + std::to_string(arch));
+  mnv2::gpu::Stream stream = mnv2::gpu::make_stream();
+  json out = {{"program", "mnv2_stage_bench"},
+              {"gpu", gpu.name},
+              {"sms", gpu.sm_count},
+              {"code_arch", arch},
+              {"launches_per_graph", o.launches},
+              {"warmup", o.warmup},
+              {"iters", o.iters},
+              {"pdl", pdl},
+              {"timing",
+               "a CUDA graph of launches_per_graph launches of one kernel on one stream, replayed: the "
+               "median replay (cudaEvent pair) over the launches, µs a stage; programmatic edges (PDL, "
+               "weights before the wait) where pdl, else plain"}};
+  out["globaltimer"] = globaltimer_tick(stream.get());
+  std::printf("globaltimer: %s\n", out["globaltimer"].dump().c_str());
+
+  bool gross = false;
+  json batches = json::array();
+  for (const int batch : o.batches) {
+    std::printf("\nbatch %d: µs a stage (%s edges), the planner's variant and the fastest candidate\n", batch,
+                pdl ? "PDL" : "plain");
+    json shapes = json::array();
+    double sum_chosen = 0, sum_best = 0;
+    for (size_t si = 0; si < std::size(mnv2::test::kMobileNetBlocks); ++si) {
+      BlockCase c = mnv2::test::kMobileNetBlocks[si];
+      c.batch = batch;
+      Block b = make_block(c, 1000 + si);
+      const k::FusedBlockShape& s = b.p.shape;
+      std::string why;
+      const k::FusedBlockVariant chosen = k::choose_fused_block_variant(s, caps, arch, &why);
+      if (!why.empty()) throw Error(std::string(kNames[si]) + ": " + why);
+      const int chunks = k::fused_block_layout(s, 1, 1).e_pad / k::kFusedBlockChunk;
+      // Candidate tiles: the chooser's and square/row tiles that fit; every split count up to the chunks.
+      std::vector<std::pair<int, int>> tiles{{chosen.tile_h, chosen.tile_w}};
+      for (const auto& t :
+           std::vector<std::pair<int, int>>{{1, 7}, {2, 2}, {2, 7}, {4, 4}, {4, 7}, {7, 7}, {8, 8}, {7, 14}, {14, 14}})
+        if (t != tiles.front() && t.first <= s.out_h && t.second <= s.out_w) tiles.push_back(t);
+      std::vector<int> split_counts;
+      for (const int n : {1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 18, 24, 30})
+        if (n <= chunks) split_counts.push_back(n);
+
+      k::launch_fused_block(b.p, chosen, stream.get());
+      const std::vector<float> ref = output(b);
+      double ref_max = 0;
+      for (float v : ref) ref_max = std::max(ref_max, static_cast<double>(std::fabs(v)));
+
+      json candidates = json::array();
+      double chosen_us = 0, best_us = 0;
+      std::string best_name;
+      for (const auto& [th, tw] : tiles) {
+        const k::FusedBlockLayout l = k::fused_block_layout(s, th, tw);
+        const int items = k::fused_block_items(s, th, tw);
+        if (items > k::kFusedBlockMaxItems || l.m2 > 256 || l.total > caps.smem_per_block_optin) continue;
+        for (const int splits : split_counts) {
+          k::FusedBlockVariant v{th, tw, items <= 2 ? 2 : items <= 4 ? 4 : 6, k::FusedBlockMath::f16, splits};
+          if (th == chosen.tile_h && tw == chosen.tile_w && splits == 1) v = chosen;
+          mnv2::gpu::DeviceBuffer partials(
+              static_cast<size_t>(std::max<int64_t>(k::fused_block_partials_floats(s, v), 4)) * sizeof(float));
+          mnv2::gpu::DeviceBuffer counters(static_cast<size_t>(k::fused_block_blocks(s, v)) * sizeof(unsigned));
+          MNV2_CHECK_CUDA(cudaMemset(counters.get(), 0, static_cast<size_t>(k::fused_block_blocks(s, v)) * 4));
+          k::FusedBlockParams p = b.p;
+          p.partials = static_cast<float*>(partials.get());
+          p.tile_counters = static_cast<unsigned*>(counters.get());
+          auto launch = [&] { k::launch_fused_block(p, v, stream.get()); };
+          launch();
+          const std::vector<float> got = output(b);
+          double diff = 0;
+          for (size_t i = 0; i < got.size(); ++i)
+            diff = std::max(diff, static_cast<double>(std::fabs(got[i] - ref[i])));
+          if (!std::isfinite(diff)) diff = INFINITY;
+          launch();
+          const bool same_bits = output(b) == got;
+          const double rel = ref_max > 0 ? diff / ref_max : diff;
+          if (rel > 1e-2 || !same_bits) {
+            gross = true;
+            std::printf("  GROSS ERROR %s %s: max |diff| / max |ref| %.3g, same bits on a second launch: %s\n",
+                        kNames[si], k::to_string(v).c_str(), rel, same_bits ? "yes" : "no");
+          }
+          const auto [us, t] = stage_us(stream.get(), o, pdl, launch);
+          const double plain_us = pdl ? stage_us(stream.get(), o, false, launch).first : us;
+          candidates.push_back({{"variant", k::to_string(v)},
+                                {"tile_h", th},
+                                {"tile_w", tw},
+                                {"splits", splits},
+                                {"blocks", k::fused_block_blocks(s, v) * splits},
+                                {"us", us},
+                                {"plain_us", plain_us},
+                                {"replay_cv", t.cv},
+                                {"max_rel_diff_vs_unsplit", rel},
+                                {"same_bits_twice", same_bits}});
+          if (v.tile_h == chosen.tile_h && v.tile_w == chosen.tile_w && splits == 1) chosen_us = us;
+          if (best_name.empty() || us < best_us) {
+            best_us = us;
+            best_name = k::to_string(v);
+          }
+        }
+      }
+      sum_chosen += kCounts[si] * chosen_us;
+      sum_best += kCounts[si] * best_us;
+      std::printf("  %-10s x%d %4d->%4d->%4d %3dx%-3d chunks %2d: planner %-32s %6.2f us | best %-40s %6.2f us\n",
+                  kNames[si], kCounts[si], c.cin, c.expanded, c.cout, c.h, c.w, chunks, k::to_string(chosen).c_str(),
+                  chosen_us, best_name.c_str(), best_us);
+      shapes.push_back({{"name", kNames[si]},
+                        {"count", kCounts[si]},
+                        {"cin", c.cin},
+                        {"expanded", c.expanded},
+                        {"cout", c.cout},
+                        {"map", std::to_string(c.h) + "x" + std::to_string(c.w)},
+                        {"stride", c.stride},
+                        {"chunks", chunks},
+                        {"planner_variant", k::to_string(chosen)},
+                        {"planner_us", chosen_us},
+                        {"best_variant", best_name},
+                        {"best_us", best_us},
+                        {"candidates", candidates}});
+    }
+    std::printf("  the 16 expanding blocks: planner %.1f us, each shape's fastest %.1f us (%.2f us a block)\n",
+                sum_chosen, sum_best, sum_best / 16);
+    batches.push_back(
+        {{"batch", batch}, {"blocks_planner_us", sum_chosen}, {"blocks_best_us", sum_best}, {"shapes", shapes}});
+  }
+  out["batches"] = batches;
+  out["gross_error"] = gross;
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    f << out.dump(1) << "\n";
+    if (!f) throw Error("mnv2_stage_bench: cannot write " + o.json);
+  }
+  if (gross) std::printf("\nFAILED: a variant's result is grossly wrong or differs between launches\n");
+  return gross ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mnv2_stage_bench: %s\n", e.what());
+    return 2;
+  }
+}
