@@ -542,20 +542,20 @@ alternate r3d --cuda-splitk "separate cluster" "${R3D_PRECISIONS:-fp16 tf32}" "$
   "${R3D_ITERS:-300}" "${R3D_ROUNDS:-3}"
 fi
 # stage: issue 33's stage prototype: the fp16 block kernel with its expanded channels split over several blocks per
-# tile (FusedBlockVariant::splits). Its kernel tests and the sanitizers on the small split cases, then
-# mnv2_stage_bench (one block as a stage in graphs of 32 launches, every tile x split; STAGE_BATCHES, STAGE_ITERS)
-# beside the network's default plan in the same call.
+# tile (FusedBlockVariant::splits). mnv2_stage_bench (one block as a stage in graphs of 32 launches, every tile x
+# split; STAGE_BATCHES, STAGE_ITERS) beside the network's default plan in the same call, then the kernel's tests and
+# the sanitizers on the small split cases (STAGE_SAN_TIMEOUT each).
 if want stage; then
-TAIL=20 run stage_tests ./bin/mnv2_gpu_tests --gtest_brief=1 --gtest_filter='KernelFusedBlock*'
-for tool in memcheck racecheck synccheck; do
-  TAIL=6 run "stage_$tool" timeout "${STAGE_SAN_TIMEOUT:-200}" compute-sanitizer --tool $tool --error-exitcode 9 \
-    ./bin/mnv2_gpu_tests --gtest_filter='KernelFusedBlock.SplitLaunchesOfSmallMaps'
-done
 TAIL=60 run stage_bench ./bin/mnv2_stage_bench --batch "${STAGE_BATCHES:-1,8}" --launches 32 --warmup 10 \
   --iters "${STAGE_ITERS:-100}" --json "$work/stage_bench.json"
 TAIL=8 run stage_network_fp16 ./bin/mnv2 bench --backends cuda --precision fp16 --batch 1,8 --warmup 20 --iters 300 \
   --json "$work/stage_network_fp16.json"
 cp "$work"/stage_*.json "$out/" 2>/dev/null
+TAIL=20 run stage_tests ./bin/mnv2_gpu_tests --gtest_brief=1 --gtest_filter='KernelFusedBlock*'
+for tool in memcheck racecheck synccheck; do
+  TAIL=6 run "stage_$tool" timeout "${STAGE_SAN_TIMEOUT:-200}" compute-sanitizer --tool $tool --error-exitcode 9 \
+    ./bin/mnv2_gpu_tests --gtest_filter='KernelFusedBlock.SplitLaunchesOfSmallMaps'
+done
 fi
 # r3early: every kernel's weights loaded before its PDL wait (the default) against after it (--cuda-pdl
 # late_weights), the same binary and call: the backend's PDL tests and the kernels' suites, sanitizers on PDL
