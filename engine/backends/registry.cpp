@@ -98,6 +98,8 @@ const char* to_string(CudaOptions::Fusion f) {
       return "expand_dw";
     case CudaOptions::Fusion::block:
       return "block";
+    case CudaOptions::Fusion::block_split:
+      return "block_split";
   }
   return "?";
 }

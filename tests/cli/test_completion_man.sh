@@ -23,7 +23,7 @@ expect() {  # expect WHAT GOT WANT
 expect "command" "$(complete mnv2 prof)" "profile"
 expect "commands starting with r" "$(complete mnv2 r)" "$(printf '%s\n' remote roofline runs)"
 expect "precision values" "$(complete mnv2 profile --precision f)" "$(printf '%s\n' fp16 fp32)"
-expect "fusion values" "$(complete mnv2 bench --cuda-fusion '')" "$(printf '%s\n' auto block expand_dw none | sort)"
+expect "fusion values" "$(complete mnv2 bench --cuda-fusion '')" "$(printf '%s\n' auto block block_split expand_dw none | sort)"
 expect "a flag" "$(complete mnv2 profile --cuda-fus)" "--cuda-fusion"
 mkdir "$scratch/d" && touch "$scratch/d/model.onnx" "$scratch/d/other.txt"
 expect "a file option" "$(cd "$scratch/d" && complete mnv2 profile --model mo)" "model.onnx"
@@ -48,7 +48,7 @@ done
 "$mnv2" completion zsh >"$scratch/_mnv2"
 head -1 "$scratch/_mnv2" | grep -qx '#compdef mnv2' || fail "the zsh script does not start with #compdef mnv2"
 zsh -n "$scratch/_mnv2" || fail "the zsh script does not parse"
-grep -q -- "--cuda-fusion\[.*\]:cuda-fusion:(auto none expand_dw block)" "$scratch/_mnv2" ||
+grep -q -- "--cuda-fusion\[.*\]:cuda-fusion:(auto none expand_dw block block_split)" "$scratch/_mnv2" ||
   fail "the zsh script does not offer --cuda-fusion's values"
 
 set +e

@@ -476,6 +476,45 @@ TEST_F(CudaBackendTest, PdlAndInKernelSplitKLeaveTheLogitsBitForBit) {
     }
 }
 
+// --cuda-fusion block_split (fp16): where the GPU's measured table lists the blocks (sm_90 with its code) the plan
+// splits them and says so; the logits are the same bits over 1,000 graph replays, and near the unsplit block plan's
+// (the splits' float32 projections summed in another order); elsewhere it runs as block, the same bits as block.
+TEST_F(CudaBackendTest, BlockSplitIsTheSameBitsOverReplays) {
+  if (!backend_->supports(Precision::fp16)) GTEST_SKIP() << "no fp16 here";
+  for (int batch : {1, 8}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    const Tensor input = random_input(Shape{batch, 3, 224, 224}, fresh_seed());
+    Tensor block;
+    {
+      ScopedOption fusion("fusion", "block");
+      block = prepare(main_model(), batch, 224, 224, Precision::fp16)->run(input);
+    }
+    ScopedOption fusion("fusion", "block_split");
+    auto net = prepare(main_model(), batch, 224, 224, Precision::fp16);
+    const std::string d = net->description();
+    const bool split = d.find(" split ") != std::string::npos;
+    const GpuDevice& device = cuda_environment().devices.front();
+    if (device.cc_major * 10 + device.cc_minor == 90 && kernel_code_arch(0, nullptr) == 90)
+      EXPECT_TRUE(split) << "sm_90 has a measured table: " << d;
+    const Tensor first = net->run(input);
+    ASSERT_EQ(first.data.size(), block.data.size());
+    double largest = 0, worst = 0;
+    for (size_t i = 0; i < first.data.size(); ++i) {
+      largest = std::max(largest, std::fabs(double(block.data[i])));
+      worst = std::max(worst, std::fabs(double(first.data[i]) - double(block.data[i])));
+    }
+    if (split)
+      EXPECT_LE(worst, 0.02 * largest) << "the split plan's logits against the block plan's";
+    else
+      EXPECT_EQ(worst, 0.0) << "no block split here: the block plan itself";
+    for (int replay = 0; replay < 1000; ++replay) {
+      const Tensor logits = net->run(input);
+      ASSERT_EQ(std::memcmp(logits.data.data(), first.data.data(), logits.data.size() * sizeof(float)), 0)
+          << "replay " << replay << ": " << d;
+    }
+  }
+}
+
 TEST_F(CudaBackendTest, FastVariantSupportsEveryPrecisionAndBaselineRefusesReducedOnes) {
   EXPECT_TRUE(backend_->supports(Precision::fp32));
   EXPECT_TRUE(backend_->supports(Precision::fp16));

@@ -74,6 +74,14 @@ std::vector<GpuVariant> every_variant() {
         {"cuda", "fast_auto", p, cuda_options(CV::fast, CF::automatic), {}, false, precision_layer_threshold(p)});
     v.push_back({"cudnn", "fused", p, {}, cudnn_options(DV::fused, DL::automatic), false, 0.1});
   }
+  // block_split splits the blocks its measured table lists in fp16 only (elsewhere it runs as block).
+  v.push_back({"cuda",
+               "fast_block_split",
+               Precision::fp16,
+               cuda_options(CV::fast, CF::block_split),
+               {},
+               false,
+               precision_layer_threshold(Precision::fp16)});
   // expand_dw fuses in fp32 only; the baseline runs strict fp32 only.
   v.push_back({"cuda", "fast_expand_dw", Precision::fp32, cuda_options(CV::fast, CF::expand_dw), {}, false, 0});
   v.push_back({"cuda", "baseline", Precision::fp32, cuda_options(CV::baseline, CF::none), {}, true, 0});

@@ -45,7 +45,11 @@ void lower_fused_block(Lowering& lw, const CudaStep& step, std::vector<Launch>& 
   p.weights_before_wait = lw.plan.weights_before_wait;
   if (tc) {
     const k::FusedBlockVariant v{step.launch.tile_h, step.launch.tile_w, step.launch.items,
-                                 tf32 ? k::FusedBlockMath::tf32 : k::FusedBlockMath::f16};
+                                 tf32 ? k::FusedBlockMath::tf32 : k::FusedBlockMath::f16, step.launch.block_splits};
+    if (v.splits > 1) {  // the split-K GEMMs' workspace and counters (the planner sized them for this step too)
+      p.partials = lw.gemm_workspace;
+      p.tile_counters = lw.gemm_tile_counters;
+    }
     launches.push_back([p, v](cudaStream_t st) { k::launch_fused_block(p, v, st); });
   } else {
     const k::FusedBlockFfmaVariant v{step.launch.tile_h, step.launch.tile_w, step.launch.px, step.launch.nc};

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/block_split_rules.h"
 #include "backends/cuda/gemm_tile_rules.h"
 #include "backends/cuda/shapes.h"
 #include "backends/layer_checks.h"  // layer_label
@@ -329,7 +330,8 @@ class Planner {
       if (reads_input && (is_clip(l) || l.kind == LayerKind::ResidualAdd || typed_reader)) plan_.input_nhwc_copy = true;
     }
     const bool fuse = plan_.fusion == CudaOptions::Fusion::expand_dw;
-    const bool fuse_block = plan_.fusion == CudaOptions::Fusion::block;
+    const bool fuse_block =
+        plan_.fusion == CudaOptions::Fusion::block || plan_.fusion == CudaOptions::Fusion::block_split;
     for (int i = 0; i < n();) {
       const Layer& layer = at(i);
       CudaStep step;
@@ -546,6 +548,21 @@ class Planner {
                  std::to_string(gpu_.sm_count) + " multiprocessors idle";
       return -1;
     }
+    // block_split: a block that block fuses takes the tile and split measured fastest for its shape and batch on
+    // this architecture, where the table lists them (fp16). The stage bench timed the split kernel against this
+    // unsplit one, not against the unfused layers, so a block block leaves unfused stays unfused.
+    if (half_ && plan_.fusion == CudaOptions::Fusion::block_split) {
+      if (const MeasuredBlockSplit* row = measured_block_split(gpu_, s)) {
+        const int items = k::fused_block_items(s, row->tile_h, row->tile_w);
+        v = k::FusedBlockVariant{row->tile_h, row->tile_w,
+                                 items <= 2   ? 2
+                                 : items <= 4 ? 4
+                                              : 6,
+                                 k::FusedBlockMath::f16, row->splits};
+        plan_.gemm_workspace_floats = std::max(plan_.gemm_workspace_floats, k::fused_block_partials_floats(s, v));
+        if (v.splits > 1) plan_.gemm_tile_counters = std::max(plan_.gemm_tile_counters, k::fused_block_blocks(s, v));
+      }
+    }
     step.kernel = CudaKernel::fused_block;
     step.tensor_cores = tc;  // with float32 storage: TF32
     step.clip_layer = i + 1;
@@ -555,6 +572,7 @@ class Planner {
     step.launch.tile_w = tc ? v.tile_w : vf.tile_w;
     step.launch.tile = std::to_string(step.launch.tile_h) + "x" + std::to_string(step.launch.tile_w);
     step.launch.items = v.items;
+    step.launch.block_splits = v.splits;
     step.launch.px = vf.px;
     step.launch.nc = vf.nc;
     set_output(step, last, true, half_);
@@ -992,7 +1010,7 @@ std::string describe(const CudaPlan& plan) {
     std::snprintf(head, sizeof head, "%3zu  ", i);
     text += head + s.name + "  [" + to_string(s.kernel) + "]  " + s.variant + "\n";
   }
-  text += "workspace: split-K " + std::to_string(plan.gemm_workspace_floats * 4) + " bytes" +
+  text += "workspace: split-K and split blocks " + std::to_string(plan.gemm_workspace_floats * 4) + " bytes" +
           (plan.gemm_tile_counters > 0 ? " + " + std::to_string(plan.gemm_tile_counters * 4) + " bytes of tile counters"
                                        : std::string()) +
           ", im2col " + std::to_string(plan.im2col_workspace_floats * 4) + " bytes\n";

@@ -28,8 +28,11 @@ struct CudaOptions {
   // its code, the precision and the batch; the per-layer plan (none) where the table has no measurement.
   // none: a step per layer (epilogues fused); expand_dw: expansion 1x1 + depthwise 3x3 in one kernel (fp32);
   // block: the stem + first block and each inverted-residual block (expand, depthwise, project, residual) in one
-  // kernel (every precision; the kernels' own rules leave a block unfused where its GEMMs measured faster).
-  enum class Fusion { automatic, none, expand_dw, block };
+  // kernel (every precision; the kernels' own rules leave a block unfused where its GEMMs measured faster);
+  // block_split: block, with each fused block whose shape and batch the architecture's measured table lists
+  // (backends/cuda/block_split_rules.h; fp16) run with the tile and the split of its expanded channels over several
+  // CTAs per tile that measured fastest (the blocks block leaves unfused stay unfused).
+  enum class Fusion { automatic, none, expand_dw, block, block_split };
   enum class Graph { automatic, on, off };  // replay one CUDA graph: auto (unless steps are timed), always, never
   // Programmatic Dependent Launch between the kernels of the CUDA graph (sm_90 and code compiled for it): each
   // kernel may start while the previous one finishes and waits on the GPU for its output. auto: on where the
@@ -52,7 +55,7 @@ struct CudaOptions {
   bool operator==(const CudaOptions&) const = default;
 };
 const char* to_string(CudaOptions::Variant v);  // "fast", "baseline"
-const char* to_string(CudaOptions::Fusion f);   // "auto", "none", "expand_dw", "block"
+const char* to_string(CudaOptions::Fusion f);   // "auto", "none", "expand_dw", "block", "block_split"
 const char* to_string(CudaOptions::Graph g);    // "auto", "on", "off"
 const char* to_string(CudaOptions::Pdl p);      // "auto", "on", "off", "late_weights"
 const char* to_string(CudaOptions::SplitK s);   // "separate", "in_kernel", "cluster"

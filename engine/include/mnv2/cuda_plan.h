@@ -47,6 +47,7 @@ struct CudaLaunchChoice {
   bool taps27 = false;            // direct: the unrolled 3x3x3 stem
   int tile_h = 0, tile_w = 0;     // expand_depthwise, fused_block, fused_stem: output pixels per block
   int items = 0;                  // fused_block (fp16, tf32): projection items (16 pixels x 32 channels) per warp
+  int block_splits = 1;           // fused_block (fp16): CTAs each tile's expanded channels are split over
   int px = 0, nc = 0;             // fused_block (fp32): the projection's pixels and channel quads per thread
   int images_per_launch = 0;      // im2col_gemm: images unfolded per launch (0: the whole batch)
 };
@@ -82,9 +83,9 @@ struct CudaPlan {
   // The first step transposes the NCHW float32 input into an NHWC copy of the activation type, because a layer
   // other than a convolution reads the input directly (fast variant).
   bool input_nhwc_copy = false;
-  int64_t gemm_workspace_floats = 0;    // split-K partial sums, shared by every split GEMM
-  int64_t gemm_tile_counters = 0;       // in-kernel split-K: one arrival counter per output tile, the most any
-                                        // split GEMM has (shared; each GEMM leaves them at zero)
+  int64_t gemm_workspace_floats = 0;    // split-K partial sums, shared by every split GEMM and split block
+  int64_t gemm_tile_counters = 0;       // in-kernel split-K and split blocks: one arrival counter per output tile,
+                                        // the most any step has (shared; each kernel leaves them at zero)
   int64_t im2col_workspace_floats = 0;  // the baseline's columns, for its largest launch
   // After the last step, before the logits are downloaded: an NHWC map of more than one pixel is transposed to
   // NCHW, or a half output converted to float32 (0 or 1 kernels).

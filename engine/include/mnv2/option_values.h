@@ -13,7 +13,8 @@ inline constexpr std::array kPrecisions{Precision::fp32, Precision::tf32, Precis
 
 inline constexpr std::array kCudaVariants{CudaOptions::Variant::fast, CudaOptions::Variant::baseline};
 inline constexpr std::array kCudaFusions{CudaOptions::Fusion::automatic, CudaOptions::Fusion::none,
-                                         CudaOptions::Fusion::expand_dw, CudaOptions::Fusion::block};
+                                         CudaOptions::Fusion::expand_dw, CudaOptions::Fusion::block,
+                                         CudaOptions::Fusion::block_split};
 inline constexpr std::array kCudaGraphs{CudaOptions::Graph::automatic, CudaOptions::Graph::on, CudaOptions::Graph::off};
 inline constexpr std::array kCudaPdls{CudaOptions::Pdl::automatic, CudaOptions::Pdl::on, CudaOptions::Pdl::off,
                                       CudaOptions::Pdl::late_weights};
