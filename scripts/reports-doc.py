@@ -10,8 +10,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 
-ORDER = ["mnv2.report", "mnv2.bench", "mnv2.eval", "mnv2.memory", "mnv2.roofline", "mnv2.roofline-cache", "mnv2.lab", "mnv2.trace",
-         "mnv2.topology", "mnv2.classify", "mnv2.report.csv", "mnv2.bench.csv", "mnv2.eval.csv", "mnv2.memory.csv",
+ORDER = ["mnv2.report", "mnv2.bench", "mnv2.eval", "mnv2.memory", "mnv2.roofline", "mnv2.roofline-cache", "mnv2.lab",
+         "mnv2.deep_dive", "mnv2.info", "mnv2.targets", "mnv2.trace", "mnv2.topology", "mnv2.classify",
+         "mnv2.targets-probe", "mnv2.report.csv", "mnv2.bench.csv", "mnv2.eval.csv", "mnv2.memory.csv",
          "mnv2.roofline.csv", "mnv2.topology.csv", "common"]
 
 # mnv2's exit status: the same as `mnv2 man`'s EXIT STATUS section (app/cli/cmd_docs.cpp), which the test
@@ -84,8 +85,8 @@ def render(store):
            "cell is null. Check a file with `scripts/validate-reports.py FILE...` (python3-jsonschema).",
            "",
            "The JSON formats name themselves (`\"schema\": \"mnv2.report\"` with `schema_version`, `\"schema\":",
-           "\"mnv2.bench/1\"`, `\"format\": \"mnv2.lab\"` with `version`); the trace, topology and classify",
-           "outputs are recognised by their shape.", "",
+           "\"mnv2.bench/1\"`, `\"format\": \"mnv2.lab\"` with `version`); the trace, topology, classify and",
+           "targets probe outputs are recognised by their shape.", "",
            "The schemas describe what this version writes. The readers (`mnv2 runs`, `mnv2 bench --with`, the app)",
            "also open files of older versions of the same format, written before fields were added (`options`,",
            "`reliability`, `cpu_threads`, a layer's `weight_bytes`) or with fields since renamed (`kernel_records`,",

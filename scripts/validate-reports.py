@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Validates mnv2's report files against the JSON Schemas in resources/schemas (docs/REPORTS.md): each JSON file
-# by its "schema"/"format" field (or the shape of a trace, topology or classify output), each CSV by its header
-# against the columns its row schema lists, in order, and each row's cells against their types.
+# by its "schema"/"format" field (or the shape of a trace, topology, classify or targets probe output), each CSV
+# by its header against the columns its row schema lists, in order, and each row's cells against their types.
 # usage: validate-reports.py [--schemas DIR] [--quiet] [--at-least N] FILE|DIR... ; exit 0: all valid, 1: some invalid, 2: usage.
 import argparse
 import csv
@@ -51,6 +51,8 @@ def json_schema_of(doc):
             return "mnv2.topology.schema.json"
     if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "top5" in doc[0] and "logits" in doc[0]:
         return "mnv2.classify.schema.json"
+    if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "target" in doc[0] and "ok" in doc[0]:
+        return "mnv2.targets-probe.schema.json"
     return None
 
 

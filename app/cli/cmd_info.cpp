@@ -30,6 +30,7 @@ int cmd_info(const Args& args, const OptionValues& options) {
   if (!args.positionals().empty()) throw UsageError("info takes no positional arguments");
   const CudaEnvironment& env = cuda_environment();
   json::Json j = json::Json::object();
+  j["schema"] = "mnv2.info/1";  // resources/schemas/mnv2.info.schema.json
   j["version"] = MNV2_VERSION;
   j["commit"] = MNV2_GIT_COMMIT;
   json::Json build = json::Json::object();

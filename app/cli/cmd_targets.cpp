@@ -124,7 +124,9 @@ int cmd_targets(const Args& args, const OptionValues&) {
       Json list = Json::array();
       for (const auto& t : targets)
         list.push_back(Json{{"name", t.name}, {"description", frontend::describe_target(t)}});
-      std::cout << json::dump(Json{{"targets_file", env.targets_file}, {"targets", list}}, 2) << "\n";
+      // resources/schemas/mnv2.targets.schema.json; probe's list (below) is recognised by its shape.
+      const Json out{{"schema", "mnv2.targets/1"}, {"targets_file", env.targets_file}, {"targets", list}};
+      std::cout << json::dump(out, 2) << "\n";
       return 0;
     }
     std::cout << "local: this machine\n";

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-# The report schemas (resources/schemas) hold what they promise: reports mnv2 writes on the CPU backends and the
-# GPU reports kept in docs/ validate; one wrong field (a changed type, an unknown field, a dropped required field)
-# in each of them fails validation; every object of every schema is closed (additionalProperties or
-# unevaluatedProperties false) and every property has a description; docs/REPORTS.md is what
-# scripts/reports-doc.py makes of the schemas, and its exit codes are the man page's.
+# The report schemas (resources/schemas) hold what they promise: reports mnv2 writes on the CPU backends, the GPU
+# reports kept in docs/ and the deep dive's JSON kept in tests/data/ncu validate; one wrong field (a changed type, an
+# unknown field, a dropped required field) in each of them fails validation; every object of every schema is closed
+# (additionalProperties or unevaluatedProperties false) and every property has a description; docs/REPORTS.md is
+# what scripts/reports-doc.py makes of the schemas, and its exit codes are the man page's.
 # usage: test_schemas.py --mnv2 PATH --model ONNX
 import argparse
 import copy
@@ -100,6 +100,13 @@ def main():
             "--csv", "c.csv", "--trace", "t.json")
         run("bench", "--backend", "cpu-ref", "--iters", "1", "--warmup", "0", "--json", "b.json", "--csv", "b.csv")
         run("memory", "--backend", "cpu", "--json", "m.json", "--csv", "m.csv")
+        info = json.loads(run("info", "--json").stdout)
+        # The targets list of a targets file of this test's own (ssh never started: `targets add` asks ssh -G only).
+        env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(tmp, "config"), MNV2_SSH="false")
+        targets = lambda *args: subprocess.run([a.mnv2, "targets", *args], cwd=tmp, check=True, env=env,
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        targets("add", "lab", "user@lab.example.org:2222")
+        target_list = json.loads(targets("list", "--json").stdout)
         load = lambda f: json.load(open(os.path.join(tmp, f)))
         report, bench, memory, trace = load("c.json"), load("b.json"), load("m.json"), load("t.json")
         mutate(store, "mnv2.report.schema.json", report, ["runs", 0, "metadata"], "batch")
@@ -110,6 +117,13 @@ def main():
         mutate(store, "mnv2.bench.schema.json", bench, ["results", 0, "memory"], "weight_bytes")
         mutate(store, "mnv2.memory.schema.json", memory, ["layers", 0], "weight_tensors")
         mutate(store, "mnv2.trace.schema.json", trace, ["traceEvents", 4], "dur")
+        mutate(store, "mnv2.info.schema.json", info, [], "commit")
+        mutate(store, "mnv2.info.schema.json", info, ["build", "gpu_plugin"], "loaded")
+        mutate(store, "mnv2.info.schema.json", info, ["cpu"], "threads")
+        mutate(store, "mnv2.info.schema.json", info, ["backends", 0], "precisions")
+        mutate(store, "mnv2.info.schema.json", info, ["model", "file", "input"], "shape")
+        mutate(store, "mnv2.targets.schema.json", target_list, [], "targets_file")
+        mutate(store, "mnv2.targets.schema.json", target_list, ["targets", 0], "description")
 
         # A CSV: the unmodified file valid; a renamed column, a dropped column and a text cell in a number column
         # each invalid.
@@ -143,6 +157,21 @@ def main():
     event = next(i for i, step in enumerate(doc["runs"][0]["steps"]) if "event_time" in step)
     mutate(store, "mnv2.report.schema.json", doc, ["runs", 0, "steps", event, "event_time"], "p99_ns")
     mutate(store, "mnv2.report.schema.json", doc, ["runs", 0, "steps", event], "event_time", required=False)
+
+    # A real probe of a GPU target kept in docs/ (targets probe --json; an answer, then a failure beside it), and a
+    # deep dive's JSON (tests/data/ncu/deep_dive.json: what the unit test DeepDive.TheJsonOfAStudysResultIsWritten
+    # writes from the ncu fixtures; the deep dive needs a GPU, so this test cannot make one).
+    probe = json.load(open(os.path.join(ROOT, "docs", "bench", "h200x2-2026-11-29-remote", "probe.json")))
+    mutate(store, "mnv2.targets-probe.schema.json", probe, [0], "host")
+    mutate(store, "mnv2.targets-probe.schema.json", probe, [0, "gpus", 0], "memory_bytes")
+    mutate(store, "mnv2.targets-probe.schema.json", probe, [0, "backends", 2], "available")
+    probe.append({"target": "down", "ok": False, "error": "down: ssh: connect to host down port 22: Connection refused"})
+    mutate(store, "mnv2.targets-probe.schema.json", probe, [1], "error")
+    dive = json.load(open(os.path.join(ROOT, "tests", "data", "ncu", "deep_dive.json")))
+    mutate(store, "mnv2.deep_dive.schema.json", dive, [], "step")
+    mutate(store, "mnv2.deep_dive.schema.json", dive, ["total"], "duration_ns")
+    mutate(store, "mnv2.deep_dive.schema.json", dive, ["kernels", 0], "occupancy_limiter")
+    mutate(store, "mnv2.deep_dive.schema.json", dive, ["kernels", 0, "stalls", 0], "warps_per_issue")
 
     # The exit codes docs/REPORTS.md lists are the man page's EXIT STATUS, entry by entry.
     page = subprocess.run([a.mnv2, "man"], check=True, stdout=subprocess.PIPE, text=True).stdout

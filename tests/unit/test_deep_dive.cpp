@@ -387,5 +387,66 @@ TEST(DeepDive, TheJsonHoldsEveryFigureByName) {
   EXPECT_EQ(j["measured_median_ns"], nullptr);
 }
 
+// A command line as the ncu-command study prints it (words with spaces single-quoted), split into its words.
+std::vector<std::string> shell_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool quoted = false, started = false;
+  for (const char c : line) {
+    if (c == '\'') {
+      quoted = !quoted;
+      started = true;
+    } else if (!quoted && (c == ' ' || c == '\n')) {
+      if (started) words.push_back(word);
+      word.clear();
+      started = false;
+    } else {
+      word += c;
+      started = true;
+    }
+  }
+  if (started) words.push_back(word);
+  return words;
+}
+
+// The JSON of a whole study's result, as `mnv2 deep-dive --report R --json F` writes it for a fused cuda block: ncu
+// (the stand-in) run and its pages imported, the run's measured figures beside them. Written into a TempDir, so that
+// under ctest the test reports_match_schemas validates it against resources/schemas/mnv2.deep_dive.schema.json (the
+// deep dive itself needs a GPU: no CLI test can write one here); tests/data/ncu/deep_dive.json is a copy of it for the
+// schema's mutation test (tests/schemas/test_schemas.py).
+TEST(DeepDive, TheJsonOfAStudysResultIsWritten) {
+  FakeNcu ncu("ok");
+  NcuRun run;
+  // The fixture's own command, as the ncu-command study printed it for the recording.
+  run.argv = shell_words(read_file(kData + "/deep_cuda_fp16_b8_block5_expand_block.cmd"));
+  ASSERT_EQ(run.argv.front(), "ncu");
+  const std::string step = "Conv2d 21 + ReLU6 22 + Conv2d 23 + ReLU6 24 + Conv2d 25 + ResidualAdd 26";
+  EXPECT_EQ(run.argv[3], step + "/");
+  run.ncu = ncu.path;
+  DeepDiveResult r;
+  r.backend = "cuda";
+  r.device = "NVIDIA H200";
+  r.layer = 21;
+  r.step = 15;
+  r.step_name = step;
+  r.layers = {21, 22, 23, 24, 25, 26};
+  r.layer_names = {"block5.expand",   "block5.expand_relu6", "block5.dw",
+                   "block5.dw_relu6", "block5.project",      "block5.add"};
+  r.timer = "cuda_event";
+  r.measured_median_ns = 7008;
+  r.intensity_flop_per_byte = 21.5;
+  r.gflops = 1450.2;
+  r.ncu = run_ncu(run);
+  const std::string text = deep_dive_json(r);
+  TempDir out;
+  std::ofstream(out.file("deep_dive.json"), std::ios::binary) << text;
+  const json::Json j = json::parse(text);
+  EXPECT_EQ(j["schema"], "mnv2.deep_dive/1");
+  EXPECT_EQ(j["kernels"].size(), 1u);
+  EXPECT_FALSE(j["kernels"][0]["notes"].empty());
+  EXPECT_EQ(j["ncu_command"][0], ncu.path);
+  EXPECT_DOUBLE_EQ(j["measured_median_ns"].get<double>(), 7008);
+}
+
 }  // namespace
 }  // namespace mnv2::test
