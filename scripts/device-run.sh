@@ -557,6 +557,23 @@ for tool in memcheck racecheck synccheck; do
     ./bin/mnv2_gpu_tests --gtest_filter='KernelFusedBlock.SplitLaunchesOfSmallMaps'
 done
 fi
+# r3split: --cuda-fusion block_split (the fused fp16 blocks split over more CTAs where the stage bench measured it
+# faster) against block, the same binary and call: its backend tests (1,000 replays bit for bit, the contract
+# variant), sanitizers on a split network (R3S_SAN_BATCHES), then alternating rounds of the device-resident benchmark
+# (R3S_ROUNDS, R3S_ITERS, R3S_BATCHES).
+if want r3split; then
+TAIL=20 run r3s_tests ./bin/mnv2_gpu_tests --gtest_brief=1 \
+  --gtest_filter='CudaBackendTest.BlockSplit*:*GpuBackendContract*block_split*:KernelFusedBlock*'
+TAIL=8 run r3s_plan ./bin/mnv2 plan --gpu h200 --precision fp16 --batch 8 --cuda-fusion block_split
+for b in ${R3S_SAN_BATCHES:-8}; do
+  for tool in memcheck racecheck synccheck; do
+    TAIL=6 run "r3s_${tool}_b$b" timeout "${R3S_SAN_TIMEOUT:-120}" compute-sanitizer --tool $tool --error-exitcode 9 \
+      ./bin/mnv2 profile --backend cuda --precision fp16 --batch "$b" --cuda-fusion block_split --warmup 0 --iters 1 \
+      --timing event
+  done
+done
+alternate r3s --cuda-fusion "block block_split" "fp16" "${R3S_BATCHES:-1,8}" "${R3S_ITERS:-300}" "${R3S_ROUNDS:-3}"
+fi
 # r3early: every kernel's weights loaded before its PDL wait (the default) against after it (--cuda-pdl
 # late_weights), the same binary and call: the backend's PDL tests and the kernels' suites, sanitizers on PDL
 # networks (R3E_CHECKS=0: none), then alternating rounds of the device-resident benchmark in the --cuda-pdl modes
