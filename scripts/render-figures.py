@@ -51,7 +51,7 @@ DESCRIPTION_GPU_RE = re.compile(r" on (NVIDIA [^;]+?)(?:;|$)")
 FOLDER_GPU_RE = re.compile(r"^(h\d{3})(?:x\d+)?-", re.I)
 CALL_ROOTS = ("docs/bench", "docs/reports")
 # Other programs' measurement files the renderer reads (its top-level "program"); they name their GPU in "device".
-BENCH_PROGRAMS = ("mnv2_gemm_bench",)
+BENCH_PROGRAMS = ("mnv2_gemm_bench", "mnv2_stage_bench")
 CALL_PREFIX_RE = re.compile(r"^(call\d+)[_-]")
 
 
@@ -257,13 +257,24 @@ class Measurements:
 
     def records(self, path, listing):
         """The records a table reads from one file: "results" of a bench file, "batches" of mnv2_gemm_bench, every
-        record of a text file."""
+        record of a text file. A listing "outer/inner" (mnv2_stage_bench's "batches/shapes") is every inner record
+        with its outer record's numbers and strings beside its own fields."""
         if self.files[path].get("format"):
             return self.files[path]["records"]
-        records = self.files[path].get(listing)
+        outer, _, inner = listing.partition("/")
+        records = self.files[path].get(outer)
         if not isinstance(records, list):
-            raise SpecError(f"{path}: no {listing!r} list")
-        return records
+            raise SpecError(f"{path}: no {outer!r} list")
+        if not inner:
+            return records
+        flat = []
+        for parent in records:
+            children = parent.get(inner) if isinstance(parent, dict) else None
+            if not isinstance(children, list):
+                raise SpecError(f"{path}: a {outer!r} record without an {inner!r} list")
+            scalars = {k: v for k, v in parent.items() if isinstance(v, (int, float, str))}
+            flat.extend({**scalars, **child} for child in children)
+        return flat
 
     def gpu_of(self, path, result):
         """The GPU's (or a CPU comparison's machine's) name and uuid for one result ("" where the file does not say)."""
@@ -277,6 +288,8 @@ class Measurements:
             return anchor["device"], ""
         if isinstance(self.files[path].get("device"), str):  # mnv2_gemm_bench
             return self.files[path]["device"], ""
+        if isinstance(self.files[path].get("gpu"), str):  # mnv2_stage_bench
+            return self.files[path]["gpu"], ""
         m = DESCRIPTION_GPU_RE.search(str(result.get("backend_description", "")))
         return (m.group(1).strip(), "") if m else ("", "")
 

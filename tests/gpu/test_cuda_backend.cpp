@@ -183,7 +183,8 @@ TEST_F(CudaBackendTest, FastPathFusesEpiloguesAndNamesEveryCoveredLayer) {
 TEST_F(CudaBackendTest, DefaultPlanIsTheRulesTablesChoice) {
   ScopedOption automatic("fusion", "auto");
   const GpuDevice& device = cuda_environment().devices.front();
-  // The table measured sm_90 with sm_90 code: block there; this test's other GPUs take what the table says.
+  // The table measured sm_90 with sm_90 code: block (block_split in fp16 up to batch 8) there; this test's other GPUs
+  // take what the table says.
   const bool measured = device.cc_major == 9 && device.cc_minor == 0 && device.code.find("sm_90") != std::string::npos;
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16}) {
     if (!backend_->supports(p)) continue;
@@ -195,12 +196,15 @@ TEST_F(CudaBackendTest, DefaultPlanIsTheRulesTablesChoice) {
       EXPECT_EQ(resolved[0].option, "cuda-fusion");
       EXPECT_EQ(resolved[0].requested, "auto");
       EXPECT_EQ(resolved[0].why.rfind("auto: ", 0), 0u) << resolved[0].why;
-      if (measured) EXPECT_EQ(resolved[0].resolved, "block") << resolved[0].why;
+      // fp16 up to batch 8: block_split (the blocks block fuses, split where the stage bench measured it faster).
+      if (measured)
+        EXPECT_EQ(resolved[0].resolved, p == Precision::fp16 && batch <= 8 ? "block_split" : "block")
+            << resolved[0].why;
       EXPECT_NE(net->description().find("fusion auto -> " + resolved[0].resolved), std::string::npos)
           << net->description();
       bool fused = false;
       for (const ExecStep& s : net->steps()) fused = fused || s.layers.size() > 3;
-      EXPECT_EQ(fused, resolved[0].resolved == "block") << resolved[0].why;
+      EXPECT_EQ(fused, resolved[0].resolved.rfind("block", 0) == 0) << resolved[0].why;
       std::printf("default plan, %s batch %d: %s (%s)\n", to_string(p), batch, resolved[0].resolved.c_str(),
                   resolved[0].why.substr(0, 70).c_str());
     }
@@ -491,8 +495,12 @@ TEST_F(CudaBackendTest, BlockSplitIsTheSameBitsOverReplays) {
     }
     ScopedOption fusion("fusion", "block_split");
     auto net = prepare(main_model(), batch, 224, 224, Precision::fp16);
-    const std::string d = net->description();
-    const bool split = d.find(" split ") != std::string::npos;
+    std::string d = net->description();
+    bool split = false;
+    for (const ExecStep& s : net->steps()) {
+      split = split || s.variant.find(" split ") != std::string::npos;
+      d += "\n" + s.name + ": " + s.variant;
+    }
     const GpuDevice& device = cuda_environment().devices.front();
     if (device.cc_major * 10 + device.cc_minor == 90 && kernel_code_arch(0, nullptr) == 90)
       EXPECT_TRUE(split) << "sm_90 has a measured table: " << d;

@@ -942,22 +942,30 @@ TEST(CudaPlanner, AutoFusionFollowsTheRulesTable) {
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16})
     for (int batch : {1, 3, 8, 64, 256, 257, 1024}) {
       SCOPED_TRACE(std::string(to_string(p)) + " batch " + std::to_string(batch));
+      // fp16 up to batch 8: block_split (run 16); everything else on sm_90: block.
+      const F want = p == Precision::fp16 && batch <= 8 ? F::block_split : F::block;
       const CudaPlan automatic =
           plan_cuda_network(model(), config(batch, p, CudaOptions::Variant::fast, F::automatic), GpuProperties::h200());
       const CudaPlan block =
-          plan_cuda_network(model(), config(batch, p, CudaOptions::Variant::fast, F::block), GpuProperties::h200());
-      EXPECT_EQ(automatic.fusion, F::block);
-      EXPECT_EQ(block.fusion, F::block);
+          plan_cuda_network(model(), config(batch, p, CudaOptions::Variant::fast, want), GpuProperties::h200());
+      EXPECT_EQ(automatic.fusion, want);
+      EXPECT_EQ(block.fusion, want);
       EXPECT_EQ(block.fusion_note, "as asked");
       EXPECT_TRUE(same_steps(automatic, block)) << describe(automatic) << describe(block);
       EXPECT_EQ(automatic.config.cuda.fusion, F::automatic) << "the plan keeps what was asked";
-      EXPECT_EQ(automatic.fusion_note.rfind("auto: block on sm_90, " + std::string(to_string(p)), 0), 0u)
+      const std::string name = to_string(want);
+      EXPECT_EQ(automatic.fusion_note.rfind("auto: " + name + " on sm_90, " + std::string(to_string(p)), 0), 0u)
           << automatic.fusion_note;
       EXPECT_NE(automatic.fusion_note.find(batch <= 256 ? "docs/bench/" : "above the measured batches"),
                 std::string::npos)
           << automatic.fusion_note;
-      EXPECT_NE(describe(automatic).find("fusion auto -> block, "), std::string::npos) << describe(automatic);
-      EXPECT_NE(describe(automatic).find("\nfusion auto: block on sm_90"), std::string::npos);
+      EXPECT_NE(describe(automatic).find("fusion auto -> " + name + ", "), std::string::npos) << describe(automatic);
+      EXPECT_NE(describe(automatic).find("\nfusion auto: " + name + " on sm_90"), std::string::npos);
+      // block_split at a batch its table has no split for (3) is block's plan step for step.
+      if (want == F::block_split && batch == 3)
+        EXPECT_TRUE(same_steps(
+            automatic,
+            plan_cuda_network(model(), config(batch, p, CudaOptions::Variant::fast, F::block), GpuProperties::h200())));
     }
   // No measurement on these architectures: the per-layer plan, the same as asking for it.
   for (const GpuProperties& other : {GpuProperties::t4(), GpuProperties::a100(), GpuProperties::rtx4090()})
@@ -985,7 +993,8 @@ TEST(CudaPlanner, AutoFusionFollowsTheRulesTable) {
   EXPECT_EQ(baseline.fusion, F::none);
   EXPECT_NE(baseline.fusion_note.find("baseline"), std::string::npos);
   // The names parse both ways; the option's default is auto.
-  for (F f : {F::automatic, F::none, F::expand_dw, F::block}) EXPECT_EQ(parse_cuda_fusion(to_string(f)), f);
+  for (F f : {F::automatic, F::none, F::expand_dw, F::block, F::block_split})
+    EXPECT_EQ(parse_cuda_fusion(to_string(f)), f);
 }
 
 // The table itself: every rule names its measurement, resolves to a real plan, and no two rules of an

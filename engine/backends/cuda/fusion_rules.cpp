@@ -25,6 +25,13 @@ constexpr const char* kFp16 =
     "measured fastest at batch 1, 8, 64, 256 on an H200 (block 0.191 / 0.400 / 0.953 / 2.778 ms, none 0.200 / 0.452 / "
     "1.479 / 4.859; docs/bench/h200-2026-11-29-issue32/table) and an H100 (block 0.193 / 0.388 / 0.942 / 2.752, none "
     "0.200 / 0.461 / 1.508 / 5.027; docs/bench/h100-2026-11-26-tf32/final-round2)";
+// fp16 up to batch 8: block_split against block, three alternating rounds of one binary on an H200 on 2026-11-30
+// (docs/PERFORMANCE.md run 16, docs/bench/h200-2026-11-30-stage/call5-split); batches 2-7 have no row in the split
+// table (block_split_rules.cpp) and so run as block.
+constexpr const char* kFp16Split =
+    "measured fastest at batch 1 and 8 on an H200 (block_split 0.178 / 0.323 ms, block 0.179 / 0.403, the medians of "
+    "three alternating rounds each; docs/bench/h200-2026-11-30-stage/call5-split); at batches 2-7, which its table "
+    "has no split for, it runs as block";
 constexpr const char* kTf32 =
     "measured fastest at batch 1, 8, 64, 256 on an H200 (block 0.256 / 0.572 / 2.106 / 6.937 ms, none 0.267 / 0.677 / "
     "2.389 / 7.842; docs/bench/h200-2026-11-29-issue32/table) and an H100 (block 0.257 / 0.585 / 2.099 / 6.955, none "
@@ -44,9 +51,10 @@ std::string sm(int cc) { return "sm_" + std::to_string(cc); }
 const std::vector<CudaFusionRule>& cuda_fusion_rules() {
   using F = CudaOptions::Fusion;
   static const std::vector<CudaFusionRule> rules = {
-      {90, Precision::fp16, 1, 256, F::block, kFp16}, {90, Precision::fp16, 257, kMaxBatch, F::block, kAbove},
-      {90, Precision::tf32, 1, 256, F::block, kTf32}, {90, Precision::tf32, 257, kMaxBatch, F::block, kAbove},
-      {90, Precision::fp32, 1, 256, F::block, kFp32}, {90, Precision::fp32, 257, kMaxBatch, F::block, kAbove},
+      {90, Precision::fp16, 1, 8, F::block_split, kFp16Split}, {90, Precision::fp16, 9, 256, F::block, kFp16},
+      {90, Precision::fp16, 257, kMaxBatch, F::block, kAbove}, {90, Precision::tf32, 1, 256, F::block, kTf32},
+      {90, Precision::tf32, 257, kMaxBatch, F::block, kAbove}, {90, Precision::fp32, 1, 256, F::block, kFp32},
+      {90, Precision::fp32, 257, kMaxBatch, F::block, kAbove},
   };
   return rules;
 }
