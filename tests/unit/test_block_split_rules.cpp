@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "backends/cuda/block_split_rules.h"
+#include "bench_file.h"
 #include "kernels/tiles.h"
 #include "mnv2/cuda_plan.h"
 #include "mnv2/model.h"
@@ -32,14 +33,7 @@ PrepareConfig config(int batch, Precision precision, CudaOptions::Fusion fusion)
   return c;
 }
 
-// The file a table's measurement names, in the source tree (docs/bench/...).
-std::string bench_file(const BlockSplitTable& t) {
-  const std::string text = t.measurement;
-  const size_t at = text.find("docs/bench/");
-  const size_t end = text.find(')', at);
-  if (at == std::string::npos || end == std::string::npos) return {};
-  return std::string(MNV2_TEST_DATA_DIR) + "/../../" + text.substr(at, end - at);
-}
+std::string bench_file(const BlockSplitTable& t) { return bench_file_named_in(t.measurement); }
 
 TEST(BlockSplitRules, TableIsTheBenchFilesFastest) {
   ASSERT_FALSE(block_split_tables().empty());

@@ -13,6 +13,7 @@
 
 #include "backends/cuda/gemm_tile_rules.h"
 #include "backends/cuda/shapes.h"  // device_caps
+#include "bench_file.h"
 #include "kernels/tiles.h"
 #include "mnv2/cuda_plan.h"
 #include "mnv2/model.h"
@@ -33,14 +34,7 @@ PrepareConfig config(int batch, Precision precision) {
   return c;
 }
 
-// The file a table's measurement names, in the source tree (docs/bench/...).
-std::string bench_file(const GemmTileTable& t) {
-  const std::string text = t.measurement;
-  const size_t at = text.find("docs/bench/");
-  const size_t end = text.find(')', at);
-  if (at == std::string::npos || end == std::string::npos) return {};
-  return std::string(MNV2_TEST_DATA_DIR) + "/../../" + text.substr(at, end - at);
-}
+std::string bench_file(const GemmTileTable& t) { return bench_file_named_in(t.measurement); }
 
 TEST(GemmTileRules, TableIsTheBenchFilesFastestTiles) {
   ASSERT_FALSE(gemm_tile_tables().empty());
