@@ -94,8 +94,8 @@ std::vector<OptionSpec> make_table() {
   t.push_back(choice("cuda-fusion", names(kCudaFusions), "auto",
                      "cuda backend: auto (the plan measured fastest on this GPU: `mnv2 plan` says which and why), "
                      "none (a step per layer), expand_dw (fp32 expansion + depthwise), block (the stem + first "
-                     "block and each inverted-residual block in one kernel) or block_split (block, with the blocks "
-                     "the GPU's measured table lists split over more CTAs: fp16)",
+                     "block and each inverted-residual block in one kernel) or block_split (block, with the fused "
+                     "blocks the GPU's measured table lists split over more CTAs)",
                      {"cuda"}, "MNV2_CUDA_FUSE"));
   t.push_back(choice("cuda-graph", names(kCudaGraphs), "auto",
                      "cuda backend: replay one CUDA graph (auto: unless steps are timed)", {"cuda"},
