@@ -7,6 +7,8 @@
 
 #include <array>
 
+#include "backends/cuda/measured_table.h"
+
 namespace mnv2 {
 
 namespace {
@@ -47,10 +49,7 @@ constexpr std::array kTables{BlockSplitTable{90, kSm90Measurement, kSm90Rows}};
 std::span<const BlockSplitTable> block_split_tables() { return kTables; }
 
 const BlockSplitTable* block_split_table(const GpuProperties& gpu) {
-  if (gpu.effective_code_arch() != gpu.arch()) return nullptr;
-  for (const BlockSplitTable& t : kTables)
-    if (t.cc == gpu.arch()) return &t;
-  return nullptr;
+  return measured_table_for<BlockSplitTable>(kTables, gpu);
 }
 
 const MeasuredBlockSplit* measured_block_split(const GpuProperties& gpu, const kernels::FusedBlockShape& s) {

@@ -13,6 +13,7 @@
 #include <array>
 #include <string>
 
+#include "backends/cuda/measured_table.h"
 #include "mnv2/error.h"
 
 namespace mnv2 {
@@ -90,10 +91,7 @@ constexpr std::array kTables{GemmTileTable{90, 8, kSm90Measurement, kSm90Fp32Til
 std::span<const GemmTileTable> gemm_tile_tables() { return kTables; }
 
 const GemmTileTable* gemm_tile_table(const GpuProperties& gpu) {
-  if (gpu.effective_code_arch() != gpu.arch()) return nullptr;
-  for (const GemmTileTable& t : kTables)
-    if (t.cc == gpu.arch()) return &t;
-  return nullptr;
+  return measured_table_for<GemmTileTable>(kTables, gpu);
 }
 
 const MeasuredGemmTile* measured_gemm_tile(const GpuProperties& gpu, int m, int n, int k) {
