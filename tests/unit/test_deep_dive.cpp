@@ -341,7 +341,10 @@ TEST(DeepDiveRun, CancelEndsNcuAndWhatItStarted) {
   const std::string m = message_of([&] {
     run_ncu(run, [&](const std::string& line) {
       started = started || !line.empty();
-      return !(started && fs::exists(ncu.log + ".child"));  // cancel once ncu's program runs
+      // Cancel once ncu's program runs: its pid written whole (the stand-in's `echo $! >file` creates the file
+      // before it writes the line).
+      const std::string pid_file = ncu.log + ".child";
+      return !(started && fs::exists(pid_file) && read_file(pid_file).find('\n') != std::string::npos);
     });
   });
   EXPECT_EQ(m, "cancelled");
