@@ -54,6 +54,13 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
   // This block's share of the chunks (all of them unless the expanded channels are split over blockIdx.y).
   const int split = static_cast<int>(blockIdx.y);
   const int c0 = split * g.chunks / g.splits, chunks = (split + 1) * g.chunks / g.splits - c0;
+  // The phase stamps (FusedBlockParams::stamps), thread 0's clock; the address from the parameters each time (no
+  // register held across the chunk loop).
+  auto stamp = [&p](FusedBlockStamp at) {
+    if (p.stamps != nullptr && threadIdx.x == 0)
+      p.stamps[(static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x) * kFusedBlockStamps + at] = globaltimer_ns();
+  };
+  stamp(kStampEntry);
 
   // One chunk's weights and biases into buffer `buf`.
   auto load_chunk = [&](int c, int buf) {
@@ -89,6 +96,7 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
     dw0 = fetch_dw(c0);
   }
   pdl_enter();
+  stamp(kStampReleased);
   if (!early) {
     load_chunk(c0, 0);
     dw0 = fetch_dw(c0);
@@ -256,7 +264,8 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
         depthwise_chunk(buf);
         if (c + 1 < chunks) store_dw(buf ^ 1, next_dw);
       },
-      project_chunk);
+      project_chunk, [&] { stamp(kStampLanded); });
+  stamp(kStampComputed);
 
   // Split: this block's projection into the partials; the last block of the tile to arrive sums every split's, in
   // split order (its own from the accumulators: the same values it stored), and goes on to the epilogue.
@@ -269,24 +278,40 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
                                                          make_float2(acc[j][t][2 * h], acc[j][t][2 * h + 1]));
                                                 });
     // The flag in the expansion biases' buffer, which no thread reads after the chunk loop.
-    if (!splitk_arrive_last(p.tile_counters + blockIdx.x, static_cast<unsigned>(g.splits),
-                            reinterpret_cast<volatile int*>(smem + l.eb)))
-      return;
+    const bool last = splitk_arrive_last(p.tile_counters + blockIdx.x, static_cast<unsigned>(g.splits),
+                                         reinterpret_cast<volatile int*>(smem + l.eb));
+    stamp(kStampArrived);
+    if (!last) return;
+    // The sum, in split order from zero: kBatch splits' loads of an output in flight together, then added in order.
+    constexpr int kBatch = kItems <= 2 ? 8 : 4;  // (items 4 and 6: fewer registers)
     fused_block_detail::for_each_output<kItems>(
         s, g, tile, warp, lane, [&](int j, int t, int h, int64_t out_px, int, int col) {
+          const float2 own = make_float2(acc[j][t][2 * h], acc[j][t][2 * h + 1]);
+          const float* at = p.partials + out_px * l.co_pad + col;
           float2 sum = make_float2(0.0f, 0.0f);
-          for (int q = 0; q < g.splits; ++q) {
-            const float2 v =
-                q == split ? make_float2(acc[j][t][2 * h], acc[j][t][2 * h + 1])
-                           : __ldcg(reinterpret_cast<const float2*>(p.partials + q * plane + out_px * l.co_pad + col));
-            sum.x += v.x;
-            sum.y += v.y;
+          for (int q0 = 0; q0 < g.splits; q0 += kBatch) {
+            float2 v[kBatch];
+#pragma unroll
+            for (int i = 0; i < kBatch; ++i) {
+              const int q = q0 + i;
+              v[i] = q < g.splits && q != split ? __ldcg(reinterpret_cast<const float2*>(at + q * plane)) : own;
+            }
+#pragma unroll
+            for (int i = 0; i < kBatch; ++i) {
+              if (q0 + i < g.splits) {
+                sum.x += v[i].x;
+                sum.y += v[i].y;
+              }
+            }
           }
           acc[j][t][2 * h] = sum.x;
           acc[j][t][2 * h + 1] = sum.y;
         });
     if (tid == 0) p.tile_counters[blockIdx.x] = 0;  // every split has arrived: no block counts in after this
+  } else {
+    stamp(kStampArrived);
   }
+  stamp(kStampSummed);
   // Epilogue: bias, the residual from the window, half stores.
   __half* out = static_cast<__half*>(p.output);
   fused_block_detail::for_each_output<kItems>(
@@ -300,6 +325,7 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
         }
         *reinterpret_cast<__half2*>(out + out_px * s.out_channels + col) = __floats2half2_rn(v0, v1);
       });
+  stamp(kStampStored);
 #else
   // Compiled below compute_80: the launch refuses before getting here.
   __trap();

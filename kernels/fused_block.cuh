@@ -68,6 +68,22 @@ struct FusedBlockParams {
   // block finishes last.
   float* partials = nullptr;
   unsigned* tile_counters = nullptr;
+  // Where not null (the fp16 kernel; mnv2_stage_bench's phase breakdown): thread 0 of each block writes %globaltimer
+  // (ns) at the FusedBlockStamp points into stamps[((blockIdx.y * gridDim.x) + blockIdx.x) * kFusedBlockStamps ..];
+  // a point the block does not reach (a split's block that is not its tile's last) is left as it was.
+  unsigned long long* stamps = nullptr;
+};
+
+// The phase boundaries a block stamps (FusedBlockParams::stamps), in the order a block passes them.
+enum FusedBlockStamp : int {
+  kStampEntry = 0,    // the block started (under PDL possibly before the previous kernel has finished)
+  kStampReleased,     // the wait for the previous kernel returned (pdl_wait)
+  kStampLanded,       // the input window and the first chunk's weights are in shared memory (every thread)
+  kStampComputed,     // thread 0's chunks are expanded, filtered and projected
+  kStampArrived,      // split: its partial projection stored and its arrival counted (unsplit: as kStampComputed)
+  kStampSummed,       // the tile's last block (or an unsplit one): every split's projection summed
+  kStampStored,       // that block's outputs stored
+  kFusedBlockStamps,  // values a block
 };
 
 // Throws Error for what cannot run (fused_block_refusal, a variant that does not fit, null or misaligned

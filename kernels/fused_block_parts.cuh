@@ -213,11 +213,13 @@ __device__ __forceinline__ void depthwise_item_f32(const float* base, int pitch,
 //                  depthwise of chunk c - 1, ran before the barrier); depthwise(c, buffer) runs chunk c (Ex -> D);
 //   interval B(c): project(buffer) of chunk c (D) and expand(buffer) of chunk c + 1 (-> Ex): the warps have work from
 //                  both between the same two barriers, idle warps of one phase take the other's.
-template <typename Load, typename Expand, typename Depthwise, typename Project>
+// landed() runs once every thread has the window and chunk 0 (the stamps of FusedBlockParams).
+template <typename Load, typename Expand, typename Depthwise, typename Project, typename Landed>
 __device__ __forceinline__ void run_chunks(int chunks, Load&& load, Expand&& expand, Depthwise&& depthwise,
-                                           Project&& project) {
+                                           Project&& project, Landed&& landed) {
   copy_wait_all();  // the window and chunk 0 have landed for this thread ...
   __syncthreads();  // ... for every thread
+  landed();
   expand(0);
   for (int c = 0; c < chunks; ++c) {
     const int buf = c & 1;
@@ -231,6 +233,11 @@ __device__ __forceinline__ void run_chunks(int chunks, Load&& load, Expand&& exp
     if (c + 1 < chunks) expand(buf ^ 1);
   }
   copy_wait_all();
+}
+template <typename Load, typename Expand, typename Depthwise, typename Project>
+__device__ __forceinline__ void run_chunks(int chunks, Load&& load, Expand&& expand, Depthwise&& depthwise,
+                                           Project&& project) {
+  run_chunks(chunks, load, expand, depthwise, project, [] {});
 }
 
 // The tensor-core kernels' epilogue walk: for each of a warp's projection items (16 output pixels x 32 channels; item

@@ -8,7 +8,9 @@
 //   - timed as a stage: a CUDA graph of --launches back-to-back launches of it (one stream), replayed; the figure is
 //     the median replay over the launches, in µs a stage, with programmatic (PDL) edges on sm_90 and newer (the
 //     weights loaded before the wait, as the cuda backend does) and with plain edges.
-// Then the network's expanding blocks (16 of them, each shape with its count) summed with the chooser's variant
+// Then where the planner's and the fastest variant's time goes (phases: each block's %globaltimer stamps, thread 0's
+// clock, in the last two launches of such a graph: the boundary between two stages and the phases of one). Then
+// the network's expanding blocks (16 of them, each shape with its count) summed with the chooser's variant
 // and with each shape's fastest, and the GPU's %globaltimer resolution (the clock issue 33's in-kernel stamps would
 // read): one thread reads it back to back, the smallest and median non-zero steps are its tick.
 //
@@ -48,6 +50,7 @@ using mnv2::bench::time_it;
 using mnv2::bench::Timing;
 using mnv2::test::BlockCase;
 using nlohmann::json;
+using namespace nlohmann::literals;  // _json_pointer
 
 // How many of MobileNetV2's 16 expanding blocks have each shape of kMobileNetBlocks (blocks 2 .. 17).
 constexpr int kCounts[] = {1, 1, 1, 2, 1, 3, 1, 2, 1, 2, 1};
@@ -196,6 +199,74 @@ std::pair<double, Timing> stage_us(cudaStream_t stream, const Options& o, bool p
   return {t.median_ms * 1e3 / o.launches, t};
 }
 
+// ---- where a stage's time goes -----------------------------------------------------------------------------
+
+// The per-block phase stamps (FusedBlockParams::stamps) of the last two launches of a stage graph as stage_us times
+// it: launches alternate between two stamp buffers, so after a replay one holds the last launch's and the other
+// the launch before it. In µs:
+//   boundary: from the previous launch's last stamp (its last store) to this launch's first release from the PDL
+//             wait (plain edges: to its first entry): the synchronisation between two stages;
+//   span: from that first release to this launch's last stamp;
+//   early: how long before the first release the first block had started (PDL's head start);
+//   and per phase (k = FusedBlockStamp) the median and the largest over the blocks that reached both ends:
+//   wait (entry -> released), land (-> window and chunk 0 in shared memory), compute (-> chunks done), arrive (->
+//   partial stored and counted; unsplit: nothing), sum (-> the splits summed, the tile's last block), store.
+json phases(cudaStream_t stream, const Options& o, bool programmatic, const k::FusedBlockParams& p,
+            const k::FusedBlockVariant& v) {
+  const size_t n = static_cast<size_t>(k::fused_block_blocks(p.shape, v) * v.splits) * k::kFusedBlockStamps;
+  mnv2::gpu::DeviceBuffer bufs[2] = {mnv2::gpu::DeviceBuffer(n * 8), mnv2::gpu::DeviceBuffer(n * 8)};
+  for (auto& b : bufs) MNV2_CHECK_CUDA(cudaMemset(b.get(), 0, n * 8));
+  MNV2_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < o.launches; ++i) {
+    k::FusedBlockParams q = p;
+    q.stamps = static_cast<unsigned long long*>(bufs[i % 2].get());
+    k::launch_fused_block(q, v, stream);
+  }
+  cudaGraph_t raw = nullptr;
+  MNV2_CHECK_CUDA(cudaStreamEndCapture(stream, &raw));
+  mnv2::gpu::Graph graph(raw);
+  if (programmatic) mnv2::gpu::make_programmatic_edges(graph.get(), [](cudaGraphNode_t) { return true; });
+  mnv2::gpu::GraphExec exec = mnv2::gpu::instantiate_graph(graph.get(), stream);
+  for (int i = 0; i < std::max(o.warmup, 1) + 1; ++i) MNV2_CHECK_CUDA(cudaGraphLaunch(exec.get(), stream));
+  MNV2_CHECK_CUDA(cudaStreamSynchronize(stream));
+  std::vector<uint64_t> st[2];
+  for (int i = 0; i < 2; ++i) {
+    st[i].resize(n);
+    MNV2_CHECK_CUDA(cudaMemcpy(st[i].data(), bufs[i].get(), n * 8, cudaMemcpyDeviceToHost));
+  }
+  const std::vector<uint64_t>& last = st[(o.launches - 1) % 2];
+  const std::vector<uint64_t>& prev = st[o.launches % 2];
+  const size_t blocks = n / k::kFusedBlockStamps;
+  auto at = [&](const std::vector<uint64_t>& s, size_t b, int k) { return s[b * k::kFusedBlockStamps + k]; };
+  uint64_t first_entry = UINT64_MAX, first_release = UINT64_MAX, last_stamp = 0, prev_last = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    first_entry = std::min(first_entry, at(last, b, k::kStampEntry));
+    first_release = std::min(first_release, at(last, b, k::kStampReleased));
+    for (int k = 0; k < k::kFusedBlockStamps; ++k) {
+      last_stamp = std::max(last_stamp, at(last, b, k));
+      prev_last = std::max(prev_last, at(prev, b, k));
+    }
+  }
+  const uint64_t start = programmatic ? first_release : first_entry;
+  auto us = [](double ns) { return ns / 1e3; };
+  json j = {{"blocks", blocks},
+            {"boundary_us", o.launches > 1 ? us(static_cast<double>(start) - static_cast<double>(prev_last)) : 0.0},
+            {"span_us", us(static_cast<double>(last_stamp - start))},
+            {"early_us", us(static_cast<double>(first_release - first_entry))}};
+  const char* names[] = {"wait", "land", "compute", "arrive", "sum", "store"};
+  for (int k = 1; k < k::kFusedBlockStamps; ++k) {
+    std::vector<double> d;
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint64_t a = at(last, b, k - 1), e = at(last, b, k);
+      if (a != 0 && e != 0) d.push_back(us(static_cast<double>(e) - static_cast<double>(a)));
+    }
+    if (d.empty()) continue;
+    std::sort(d.begin(), d.end());
+    j[names[k - 1]] = {{"median_us", d[d.size() / 2]}, {"max_us", d.back()}, {"blocks", d.size()}};
+  }
+  return j;
+}
+
 int code_arch() {
   k::KernelImage image;
   MNV2_CHECK_CUDA(k::probe_kernel_image(&image));
@@ -224,7 +295,12 @@ int run(const Options& o) {
               {"timing",
                "a CUDA graph of launches_per_graph launches of one kernel on one stream, replayed: the "
                "median replay (cudaEvent pair) over the launches, µs a stage; programmatic edges (PDL, "
-               "weights before the wait) where pdl, else plain"}};
+               "weights before the wait) where pdl, else plain"},
+              {"phases",
+               "per shape, the planner's and the best variant's %globaltimer stamps (thread 0 of each block) in the "
+               "last two launches of such a graph: boundary_us from the previous launch's last stamp to the first "
+               "release from the PDL wait (plain: first entry), span_us from there to the last stamp, per phase the "
+               "median and largest over the blocks"}};
   out["globaltimer"] = globaltimer_tick(stream.get());
   std::printf("globaltimer: %s\n", out["globaltimer"].dump().c_str());
 
@@ -261,6 +337,7 @@ int run(const Options& o) {
       json candidates = json::array();
       double chosen_us = 0, best_us = 0;
       std::string best_name;
+      k::FusedBlockVariant best_variant = chosen;
       for (const auto& [th, tw] : tiles) {
         const k::FusedBlockLayout l = k::fused_block_layout(s, th, tw);
         const int items = k::fused_block_items(s, th, tw);
@@ -306,9 +383,32 @@ int run(const Options& o) {
           if (best_name.empty() || us < best_us) {
             best_us = us;
             best_name = k::to_string(v);
+            best_variant = v;
           }
         }
       }
+      // Where the planner's and the fastest variant's stage time goes (their own partials and counters again).
+      json breakdown;
+      for (const auto& [what, v] : {std::pair{"planner", chosen}, std::pair{"best", best_variant}}) {
+        mnv2::gpu::DeviceBuffer partials(
+            static_cast<size_t>(std::max<int64_t>(k::fused_block_partials_floats(s, v), 4)) * sizeof(float));
+        const size_t counter_bytes = static_cast<size_t>(k::fused_block_blocks(s, v)) * sizeof(unsigned);
+        mnv2::gpu::DeviceBuffer counters(counter_bytes);
+        MNV2_CHECK_CUDA(cudaMemset(counters.get(), 0, counter_bytes));
+        k::FusedBlockParams p = b.p;
+        p.partials = static_cast<float*>(partials.get());
+        p.tile_counters = static_cast<unsigned*>(counters.get());
+        breakdown[what] = phases(stream.get(), o, pdl, p, v);
+        breakdown[what]["variant"] = k::to_string(v);
+      }
+      const json& bp = breakdown["best"];
+      std::printf(
+          "  %-10s best's phases: boundary %.2f + span %.2f us (land %.2f, compute %.2f, arrive %.2f, sum %.2f, "
+          "store %.2f: medians)\n",
+          kNames[si], bp["boundary_us"].get<double>(), bp["span_us"].get<double>(),
+          bp.value("/land/median_us"_json_pointer, 0.0), bp.value("/compute/median_us"_json_pointer, 0.0),
+          bp.value("/arrive/median_us"_json_pointer, 0.0), bp.value("/sum/median_us"_json_pointer, 0.0),
+          bp.value("/store/median_us"_json_pointer, 0.0));
       sum_chosen += kCounts[si] * chosen_us;
       sum_best += kCounts[si] * best_us;
       std::printf("  %-10s x%d %4d->%4d->%4d %3dx%-3d chunks %2d: planner %-32s %6.2f us | best %-40s %6.2f us\n",
@@ -326,6 +426,7 @@ int run(const Options& o) {
                         {"planner_us", chosen_us},
                         {"best_variant", best_name},
                         {"best_us", best_us},
+                        {"phases", breakdown},
                         {"candidates", candidates}});
     }
     std::printf("  the 16 expanding blocks: planner %.1f us, each shape's fastest %.1f us (%.2f us a block)\n",

@@ -3,7 +3,8 @@
 // channel counts that are not multiples of the 32-channel chunk (and one not a multiple of 8), stride 1 and 2,
 // symmetric and TF-style pads, with and without residual and clips; the tile the chooser picks and forced ones
 // (partial tiles at the edges, a 1x1 tile, whole maps, tiles whose depthwise items take a thread several passes
-// with a carry between rows: 12x11 and 16x9); and the expanded channels split over several blocks per tile.
+// with a carry between rows: 12x11 and 16x9); and the expanded channels split over several blocks per tile. The
+// phase stamps (the stage bench's) change no bit and come in order.
 //
 // Tolerance, derived: the reference takes the operands as the device holds them (half input and 1x1 weights,
 // half depthwise weights and bias, float32 expansion and projection biases) and rounds the expanded and
@@ -43,6 +44,38 @@ int ptx_version() {
   k::KernelImage image;
   if (k::probe_kernel_image(&image) != cudaSuccess) return 0;
   return image.ptx_version;
+}
+
+// A launch of v with phase stamps (FusedBlockParams::stamps) gives the bits `expected` (the launch without), and every
+// block's stamps are in the order it passes them: each block reaches kStampArrived, and one block per tile (its last
+// split) sums and stores.
+void expect_stamps_in_order(k::FusedBlockParams p, const k::FusedBlockVariant& v, TypedArray& dy,
+                            const std::vector<float>& expected) {
+  const int64_t tiles = k::fused_block_blocks(p.shape, v), blocks = tiles * v.splits;
+  const size_t n = static_cast<size_t>(blocks) * k::kFusedBlockStamps;
+  gpu::DeviceBuffer stamps(n * sizeof(uint64_t));
+  MNV2_CHECK_CUDA(cudaMemset(stamps.get(), 0, n * sizeof(uint64_t)));
+  p.stamps = static_cast<unsigned long long*>(stamps.get());
+  dy.poison();
+  k::launch_fused_block(p, v, nullptr);
+  EXPECT_TRUE(dy.download() == expected) << "stamping changed the output";
+  std::vector<uint64_t> st(n);
+  MNV2_CHECK_CUDA(cudaMemcpy(st.data(), stamps.get(), n * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  int64_t stored = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint64_t* t = st.data() + b * k::kFusedBlockStamps;
+    ASSERT_NE(t[k::kStampEntry], 0u) << "block " << b << " stamped nothing";
+    for (int i = k::kStampReleased; i <= k::kStampArrived; ++i)
+      ASSERT_GE(t[i], t[i - 1]) << "block " << b << ": stamp " << i << " before stamp " << i - 1;
+    if (t[k::kStampStored] == 0) {
+      ASSERT_EQ(t[k::kStampSummed], 0u) << "block " << b << " summed but did not store";
+      continue;
+    }
+    ++stored;
+    ASSERT_GE(t[k::kStampSummed], t[k::kStampArrived]) << "block " << b;
+    ASSERT_GE(t[k::kStampStored], t[k::kStampSummed]) << "block " << b;
+  }
+  EXPECT_EQ(stored, tiles) << "not one storing block per tile";
 }
 
 void run_case(const BlockCase& c) {
@@ -153,6 +186,7 @@ void run_case(const BlockCase& c) {
     EXPECT_EQ(a.non_finite, 0) << a.str();
     EXPECT_LT(a.rel_l2, 2e-3) << a.str();  // the output's own half rounding alone gives about 3e-4
     EXPECT_GE(k::fused_block_recompute_factor(s, v), 1.0 - 1e-12);
+    if (&v == &variants.front()) expect_stamps_in_order(p, v, dy, got);
   }
 
   // The expanded channels split over 2, 3 and every chunk (one block per chunk), with the chooser's tile and a 4x4
@@ -164,8 +198,8 @@ void run_case(const BlockCase& c) {
   if (const int items = k::fused_block_items(s, 4, 4); items <= k::kFusedBlockMaxItems && oh >= 4 && ow >= 4)
     split_tiles.push_back({4, 4, items <= 2 ? 2 : items <= 4 ? 4 : 6});
   for (k::FusedBlockVariant v : split_tiles) {
-    for (const int splits : {2, 3, chunks}) {
-      if (splits > chunks) continue;
+    for (const int splits : {2, 3, 9, chunks}) {  // 9: the last block's sum loads 8 splits at a time
+      if (splits > chunks || (splits == 9 && chunks == 9)) continue;
       v.splits = splits;
       SCOPED_TRACE(k::to_string(v));
       DeviceArray partials(static_cast<size_t>(k::fused_block_partials_floats(s, v)));
@@ -187,6 +221,7 @@ void run_case(const BlockCase& c) {
       k::launch_fused_block(ps, v, nullptr);
       EXPECT_TRUE(dy.download() == got) << "a second launch gave other bits";
       for (const float c : counters.download()) ASSERT_EQ(c, 0.0f) << "an arrival counter was left non-zero";
+      expect_stamps_in_order(ps, v, dy, got);
     }
   }
 }
