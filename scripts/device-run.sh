@@ -6,9 +6,8 @@
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
 # timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, r3san, r3dsmem, r3early,
-# deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite, gemm; default all but round2,
-# r3chain, r3table, r3tiles, r3ncu, r3fp32, r3san, r3dsmem, r3early, deepdive, stem, ffma, tf32, lab, applab, ops,
-# devices, abab, golden_cpu, cpu_suite and gemm), e.g.
+# stage, stageab, r3split, deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite, gemm;
+# default the first 13), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
 set -uo pipefail
@@ -556,6 +555,42 @@ for tool in memcheck racecheck synccheck; do
   TAIL=6 run "stage_$tool" timeout "${STAGE_SAN_TIMEOUT:-200}" compute-sanitizer --tool $tool --error-exitcode 9 \
     ./bin/mnv2_gpu_tests --gtest_filter='KernelFusedBlock.SplitLaunchesOfSmallMaps'
 done
+fi
+# stageab: this bundle against an earlier build in the same call (MNV2_DEVICE_BEFORE, default .device/before.tar.xz:
+# before/{mnv2,mnv2_stage_bench,libmnv2_engine.so,libmnv2_gpu.so}, one build's, the engine finding its plugin beside
+# itself): the stage bench of both (AB_AFTER_BATCHES, AB_BEFORE_BATCHES; empty: none), then alternating rounds of the
+# network's default plan in fp16 (AB_ROUNDS, AB_BATCHES, AB_ITERS), then this bundle's block kernel tests and
+# sanitizers on its split cases (AB_TESTS=0: none; AB_SAN_TIMEOUT each).
+if want stageab; then
+rm -rf /tmp/before-build && mkdir -p /tmp/before-build
+tar -xJf "$repo/${MNV2_DEVICE_BEFORE:-.device/before.tar.xz}" -C /tmp/before-build || echo "no earlier build" >>"$summary"
+bb=/tmp/before-build/before
+if [[ -n ${AB_AFTER_BATCHES-1,8} ]]; then
+  TAIL=40 run ab_stage_after ./bin/mnv2_stage_bench --batch "${AB_AFTER_BATCHES-1,8}" --launches 32 --warmup 10 \
+    --iters "${AB_STAGE_ITERS:-100}" --json "$work/ab_stage_after.json"
+  cp "$work/ab_stage_after.json" "$out/" 2>/dev/null
+fi
+if [[ -n ${AB_BEFORE_BATCHES-1} ]]; then
+  TAIL=20 run ab_stage_before env LD_LIBRARY_PATH="$bb:$LD_LIBRARY_PATH" "$bb/mnv2_stage_bench" \
+    --batch "${AB_BEFORE_BATCHES-1}" --launches 32 --warmup 10 --iters "${AB_STAGE_ITERS:-100}" \
+    --json "$work/ab_stage_before.json"
+  cp "$work/ab_stage_before.json" "$out/" 2>/dev/null
+fi
+for r in $(seq 1 "${AB_ROUNDS:-0}"); do
+  TAIL=8 run "ab_net_before_r$r" env LD_LIBRARY_PATH="$bb:$LD_LIBRARY_PATH" "$bb/mnv2" bench --backends cuda \
+    --precision fp16 --batch "${AB_BATCHES:-1,8,256}" --warmup 20 --iters "${AB_ITERS:-300}" \
+    --json "$work/ab_net_before_r$r.json"
+  TAIL=8 run "ab_net_after_r$r" ./bin/mnv2 bench --backends cuda --precision fp16 --batch "${AB_BATCHES:-1,8,256}" \
+    --warmup 20 --iters "${AB_ITERS:-300}" --json "$work/ab_net_after_r$r.json"
+done
+cp "$work"/ab_net_*.json "$out/" 2>/dev/null
+if [[ ${AB_TESTS:-1} == 1 ]]; then
+  TAIL=20 run ab_tests ./bin/mnv2_gpu_tests --gtest_brief=1 --gtest_filter='KernelFusedBlock*:CudaBackendTest.BlockSplit*'
+  for tool in memcheck racecheck synccheck; do
+    TAIL=6 run "ab_$tool" timeout "${AB_SAN_TIMEOUT:-120}" compute-sanitizer --tool $tool --error-exitcode 9 \
+      ./bin/mnv2_gpu_tests --gtest_filter='KernelFusedBlock.SplitLaunchesOfSmallMaps'
+  done
+fi
 fi
 # r3split: --cuda-fusion block_split (the fused fp16 blocks split over more CTAs where the stage bench measured it
 # faster) against block, the same binary and call: its backend tests (1,000 replays bit for bit, the contract

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "common/environment.h"
+#include "mnv2/build_info.h"
 #include "mnv2/model_lookup.h"
 #include "mnv2/remote.h"
 
@@ -21,7 +22,7 @@ int cmd_agent(const Args& args, const OptionValues&) {
   c.protocol = parse_int(args.get_or("--protocol", "0"), "--protocol", 0, 1 << 20);
   c.program = std::filesystem::read_symlink("/proc/self/exe").string();
   c.version = MNV2_VERSION;
-  c.commit = MNV2_GIT_COMMIT;
+  c.commit = mnv2::build_commit();
   const frontend::RemoteEnvironment env = frontend::remote_environment();
   c.temp_root = env.temp_root;
   c.slurm_job = env.slurm_job;

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "common/environment.h"
 #include "mnv2/backend.h"
+#include "mnv2/build_info.h"
 #include "mnv2/cpu_info.h"
 #include "mnv2/device.h"
 #include "mnv2/error.h"
@@ -32,7 +33,7 @@ int cmd_info(const Args& args, const OptionValues& options) {
   json::Json j = json::Json::object();
   j["schema"] = "mnv2.info/1";  // resources/schemas/mnv2.info.schema.json
   j["version"] = MNV2_VERSION;
-  j["commit"] = MNV2_GIT_COMMIT;
+  j["commit"] = mnv2::build_commit();
   json::Json build = json::Json::object();
   build["cuda"] = env.built_with_cuda;
   build["cuda_runtime"] = cuda_version_string(env.runtime_version);
@@ -127,7 +128,7 @@ int cmd_info(const Args& args, const OptionValues& options) {
     std::cout << json::dump(j, 2) << "\n";
     return model_error.empty() ? 0 : 1;
   }
-  std::cout << "mnv2 " << MNV2_VERSION << " (commit " << MNV2_GIT_COMMIT << ")\n";
+  std::cout << "mnv2 " << MNV2_VERSION << " (commit " << mnv2::build_commit() << ")\n";
   std::cout << "build:   CUDA " << (env.built_with_cuda ? "yes" : "no") << ", image decoding "
             << (image_decoding_available() ? "OpenCV" : "none (--tensor only)") << "\n";
   if (env.built_with_cuda) {

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "common/environment.h"
 #include "common/omp_wait_policy.h"
+#include "mnv2/build_info.h"
 #include "mnv2/error.h"
 #include "mnv2/exit_codes.h"
 #include "mnv2/options.h"
@@ -202,7 +203,7 @@ int dispatch(int argc, char** argv) {
       "mnv2: MobileNetV2 inference on our CUDA kernels, cuDNN/cuBLAS or the CPU; per-layer profiles, "
       "comparisons and reports.",
       "mnv2");
-  app.set_version_flag("--version", std::string("mnv2 ") + MNV2_VERSION + " (commit " + MNV2_GIT_COMMIT + ")");
+  app.set_version_flag("--version", std::string("mnv2 ") + MNV2_VERSION + " (commit " + mnv2::build_commit() + ")");
   app.require_subcommand(1);
   app.footer(footer_text());
   std::vector<std::pair<CLI::App*, std::unique_ptr<Args>>> parsed;

@@ -89,7 +89,8 @@ using EntryPoint = const Api* (*)();
 inline constexpr const char* kEntryPointName = "mnv2_gpu_plugin_api_v1";
 inline constexpr const char* kPluginFileName = "libmnv2_gpu.so";
 
-// MNV2_VERSION and MNV2_GIT_COMMIT of this build (defined in the core; the plugin compiles its own copy).
+// MNV2_VERSION and the commit of this build (mnv2/build_info.h; the plugin compiles its own copy from
+// cmake/plugin_build_id.cpp.in).
 std::string build_id();
 
 // The loaded plugin, or nullptr with the reason in `plugin_status().problem`. Loaded once per process.

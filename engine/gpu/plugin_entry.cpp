@@ -9,6 +9,10 @@
 
 namespace mnv2 {
 
+namespace gpu {
+const char* plugin_build_id();  // generated from cmake/plugin_build_id.cpp.in
+}  // namespace gpu
+
 std::unique_ptr<Backend> make_cudnn_backend();                              // engine/backends/cudnn
 std::unique_ptr<Backend> make_cuda_backend();                               // engine/backends/cuda
 std::unique_ptr<Backend> make_cuda_lab_backend(const LabKernelSpec& spec);  // engine/backends/cuda
@@ -141,7 +145,7 @@ bool create_context(int device) {
 const Api kApi = [] {
   Api a;
   a.api_version = kApiVersion;
-  a.build_id = MNV2_GPU_PLUGIN_BUILD_ID;
+  a.build_id = gpu::plugin_build_id();
   a.cuda_architectures = MNV2_CUDA_ARCHITECTURES;
   a.query_environment = &query_environment;
   a.kernel_code_arch = &kernel_code_arch;

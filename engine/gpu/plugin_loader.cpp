@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "gpu/plugin_api.h"
+#include "mnv2/build_info.h"
 
 namespace mnv2::gpu_plugin {
 
@@ -88,7 +89,7 @@ std::vector<std::string> elf_needed_libraries(const std::string& path) {
   return {};
 }
 
-std::string build_id() { return std::string(MNV2_VERSION) + "+" + MNV2_GIT_COMMIT; }
+std::string build_id() { return std::string(MNV2_VERSION) + "+" + build_commit(); }
 
 namespace {
 

@@ -1,6 +1,7 @@
 // The profiler (see mnv2/profiler.h): phase 1 times whole runs without per-layer instrumentation,
 // phase 2 times every step with the chosen timer; then statistics, derived figures and totals.
 #include "mnv2/profiler.h"
+#include "mnv2/build_info.h"
 
 #include <algorithm>
 #include <chrono>
@@ -236,7 +237,7 @@ RunReport profile(const Model& model, const ProfileConfig& cfg_in, const Profile
   r.model_checksum = model.checksum;
   r.model_data_files = model.file.external_files;
   r.model_synthetic = model.synthetic;
-  r.commit = MNV2_GIT_COMMIT;
+  r.commit = build_commit();
   r.date = iso_date_utc();
   r.warnings = model.warnings;
   fill_environment(r, gpu, cfg.device);

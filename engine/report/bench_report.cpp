@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "mnv2/build_info.h"
 #include "mnv2/csv.h"
 #include "mnv2/error.h"
 #include "mnv2/input_files.h"
@@ -119,7 +120,7 @@ std::string bench_json(const std::vector<BenchResult>& results, const ReportMode
   }
   const Json j = {{"schema", "mnv2.bench/1"},
                   {"model", model_json(model)},
-                  {"commit", MNV2_GIT_COMMIT},
+                  {"commit", build_commit()},
                   {"timer", "host_clock"},
                   {"results", rows}};
   return json::dump(j, 2) + "\n";

@@ -1,5 +1,6 @@
 // Accuracy evaluation JSON and CSV (see mnv2/eval_report.h).
 #include "mnv2/eval_report.h"
+#include "mnv2/build_info.h"
 
 #include <locale>
 #include <sstream>
@@ -19,7 +20,7 @@ std::string eval_json(const EvalResult& r, const ReportModel& model, const EvalS
   for (const auto& skip : r.skipped) skips.push_back({{"path", skip.path}, {"reason", skip.reason}});
   const Json j = {{"schema", "mnv2.eval/1"},
                   {"model", model_json(model)},
-                  {"commit", MNV2_GIT_COMMIT},
+                  {"commit", build_commit()},
                   {"images_dir", source.images_dir},
                   {"list", source.list},
                   {"backend", r.config.backend},

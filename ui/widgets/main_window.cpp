@@ -1,5 +1,6 @@
 // The main window (see main_window.h).
 #include "widgets/main_window.h"
+#include "mnv2/build_info.h"
 
 #include <QAction>
 #include <QApplication>
@@ -624,7 +625,8 @@ QString MainWindow::aboutText() {
              "<li>NVIDIA cuDNN — NVIDIA cuDNN Software License Agreement; %4</li>"
              "<li>NVIDIA NVTX — Apache-2.0; %4</li>"
              "</ul>")
-      .arg(QStringLiteral(MNV2_VERSION), QStringLiteral(MNV2_GIT_COMMIT), QString::fromLatin1(qVersion()), nvidia);
+      .arg(QStringLiteral(MNV2_VERSION), QString::fromLatin1(mnv2::build_commit()), QString::fromLatin1(qVersion()),
+           nvidia);
 }
 
 void MainWindow::buildStatusBar() {
