@@ -16,6 +16,8 @@
 // items' coordinates, is derived once per block; the stride is a template parameter), the depthwise and both
 // clips on half pairs, predicated stores, and the expanded window's pitch chosen per stride against bank
 // conflicts (tiles.h: ld_ex).
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <atomic>
 #include <string>
@@ -36,29 +38,30 @@ constexpr int kThreads = kFusedBlockThreads;
 constexpr int kWarps = kFusedBlockWarps;
 static_assert(kChunk == 32, "the expansion computes 4 n-tiles of 8 channels per row tile");
 
-// kStride: the depthwise's stride (1 or 2), a template parameter so that its column offsets are constants.
-template <int kItems, int kStride>
-__global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
-    fused_block_kernel(const FusedBlockParams p, const Geometry g) {
 #ifdef MNV2_HAS_MMA
-  extern __shared__ __align__(128) unsigned char smem[];
+// One block's work: tile bx of the launch's nx tiles (image-major), split by (blockIdx.x, blockIdx.y, gridDim.x in a
+// plain launch; a persistent block of the chain kernel walks several). kStride: the depthwise's stride (1 or 2), a
+// template parameter so that its column offsets are constants.
+template <int kItems, int kStride>
+__device__ __forceinline__ void fused_block_tile(const FusedBlockParams& p, const Geometry& g, unsigned bx, unsigned by,
+                                                 unsigned nx, unsigned char* smem) {
   const FusedBlockShape& s = p.shape;
   const FusedBlockLayout& l = g.l;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const TileOrigin<kStride> tile(s, g.tiles, g.tiles_w, g.tile_h, g.tile_w);
+  const TileOrigin<kStride> tile(s, g.tiles, g.tiles_w, g.tile_h, g.tile_w, bx);
   const int pout = g.tile_h * g.tile_w;
   __half* X = reinterpret_cast<__half*>(smem + l.x);
   __half* Ex = reinterpret_cast<__half*>(smem + l.ex);
   __half* D = reinterpret_cast<__half*>(smem + l.d);
   const ClipH2 eclip = clip_h2(p.expand_clip), dclip = clip_h2(p.dw_clip);
-  // This block's share of the chunks (all of them unless the expanded channels are split over blockIdx.y).
-  const int split = static_cast<int>(blockIdx.y);
+  // This block's share of the chunks (all of them unless the expanded channels are split over by).
+  const int split = static_cast<int>(by);
   const int c0 = split * g.chunks / g.splits, chunks = (split + 1) * g.chunks / g.splits - c0;
   // The phase stamps (FusedBlockParams::stamps), thread 0's clock; the address from the parameters each time (no
   // register held across the chunk loop).
-  auto stamp = [&p](FusedBlockStamp at) {
+  auto stamp = [&p, bx, by, nx](FusedBlockStamp at) {
     if (p.stamps != nullptr && threadIdx.x == 0)
-      p.stamps[(static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x) * kFusedBlockStamps + at] = globaltimer_ns();
+      p.stamps[(static_cast<int64_t>(by) * nx + bx) * kFusedBlockStamps + at] = globaltimer_ns();
   };
   stamp(kStampEntry);
 
@@ -278,7 +281,7 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
                                                          make_float2(acc[j][t][2 * h], acc[j][t][2 * h + 1]));
                                                 });
     // The flag in the expansion biases' buffer, which no thread reads after the chunk loop.
-    const bool last = splitk_arrive_last(p.tile_counters + blockIdx.x, static_cast<unsigned>(g.splits),
+    const bool last = splitk_arrive_last(p.tile_counters + bx, static_cast<unsigned>(g.splits),
                                          reinterpret_cast<volatile int*>(smem + l.eb));
     stamp(kStampArrived);
     if (!last) return;
@@ -307,7 +310,7 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
           acc[j][t][2 * h] = sum.x;
           acc[j][t][2 * h + 1] = sum.y;
         });
-    if (tid == 0) p.tile_counters[blockIdx.x] = 0;  // every split has arrived: no block counts in after this
+    if (tid == 0) p.tile_counters[bx] = 0;  // every split has arrived: no block counts in after this
   } else {
     stamp(kStampArrived);
   }
@@ -326,8 +329,53 @@ __global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
         *reinterpret_cast<__half2*>(out + out_px * s.out_channels + col) = __floats2half2_rn(v0, v1);
       });
   stamp(kStampStored);
+}
+#endif  // MNV2_HAS_MMA
+
+template <int kItems, int kStride>
+__global__ void __launch_bounds__(kThreads, kItems <= 4 ? 2 : 1)
+    fused_block_kernel(const FusedBlockParams p, const Geometry g) {
+#ifdef MNV2_HAS_MMA
+  extern __shared__ __align__(128) unsigned char smem[];
+  fused_block_tile<kItems, kStride>(p, g, blockIdx.x, blockIdx.y, gridDim.x, smem);
 #else
   // Compiled below compute_80: the launch refuses before getting here.
+  __trap();
+#endif
+}
+
+// One stage of a chain (launch_fused_block_chain), as the chain kernel reads it from device memory.
+struct ChainStage {
+  FusedBlockParams p;
+  Geometry g;
+  unsigned tiles = 0;  // the stage's tiles (blocks of its plain launch, before the split)
+  int stride = 1;
+};
+
+// The persistent chain: every block walks each stage's (tile, split) pairs from blockIdx.x in steps of gridDim.x,
+// then the whole grid waits for the stage to finish (a cooperative launch's grid barrier, which also orders the
+// stage's global writes before the next stage's reads) and goes on to the next. Stages run the 2-item instantiations.
+__global__ void __launch_bounds__(kThreads, 2) fused_block_chain_kernel(const ChainStage* stages, int count) {
+#ifdef MNV2_HAS_MMA
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ ChainStage st;
+  static_assert(sizeof(ChainStage) % 4 == 0);
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  for (int i = 0; i < count; ++i) {
+    for (unsigned w = threadIdx.x; w < sizeof(ChainStage) / 4; w += blockDim.x)
+      reinterpret_cast<int*>(&st)[w] = reinterpret_cast<const int*>(stages + i)[w];
+    __syncthreads();
+    const unsigned total = st.tiles * static_cast<unsigned>(st.g.splits);
+    for (unsigned v = blockIdx.x; v < total; v += gridDim.x) {
+      if (st.stride == 2)
+        fused_block_tile<2, 2>(st.p, st.g, v % st.tiles, v / st.tiles, st.tiles, smem);
+      else
+        fused_block_tile<2, 1>(st.p, st.g, v % st.tiles, v / st.tiles, st.tiles, smem);
+      __syncthreads();  // the next tile's loads overwrite shared memory this one's epilogue read
+    }
+    grid.sync();
+  }
+#else
   __trap();
 #endif
 }
@@ -401,7 +449,10 @@ FusedBlockWeights fused_block_pack(const FusedBlockShape& s, const FusedBlockPad
   return w;
 }
 
-void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, cudaStream_t stream) {
+namespace {
+
+// A launch's geometry from its checked parameters and variant (what launch_fused_block refuses, it throws for).
+Geometry checked_geometry(const FusedBlockParams& p, const FusedBlockVariant& v) {
   const FusedBlockShape& s = p.shape;
   if (const std::string why = fused_block_shape_refusal(s, code_arch()); !why.empty())
     throw Error("fused_block: " + why);
@@ -439,13 +490,77 @@ void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, c
                 " chunks of " + std::to_string(kChunk) + " expanded channels");
   if (v.splits > 1 && (p.partials == nullptr || p.tile_counters == nullptr || !aligned16(p.partials)))
     throw Error("fused_block: a split launch needs 16-byte aligned partials and the tiles' arrival counters");
-  const int64_t blocks = static_cast<int64_t>(g.tiles) * s.batch;
-  if (blocks > 0x7fffffff) throw Error("fused_block: too many tiles for one launch");
+  if (static_cast<int64_t>(g.tiles) * s.batch * v.splits > 0x7fffffff)
+    throw Error("fused_block: too many tiles for one launch");
+  return g;
+}
+
+}  // namespace
+
+void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, cudaStream_t stream) {
+  const Geometry g = checked_geometry(p, v);
+  const int64_t blocks = static_cast<int64_t>(g.tiles) * p.shape.batch;
   if (v.math == FusedBlockMath::tf32) return fused_block_detail::launch_tf32(p, g, v.items, blocks, stream);
-  fused_block_detail::dispatch_items_stride(v.items, s.stride, [&](auto items, auto stride) {
+  fused_block_detail::dispatch_items_stride(v.items, p.shape.stride, [&](auto items, auto stride) {
     fused_block_detail::launch_instance<fused_block_kernel<decltype(items)::value, decltype(stride)::value>>(
         p, g, blocks, stream);
   });
+}
+
+size_t fused_block_chain_bytes(int stages) { return static_cast<size_t>(std::max(stages, 0)) * sizeof(ChainStage); }
+
+FusedBlockChain prepare_fused_block_chain(const std::vector<FusedBlockParams>& stages,
+                                          const std::vector<FusedBlockVariant>& variants, void* device_stages) {
+  if (stages.empty() || stages.size() != variants.size())
+    throw Error("fused_block chain: give one variant per stage, at least one stage");
+  if (device_stages == nullptr || !aligned16(device_stages)) throw Error("fused_block chain: no stage buffer");
+  std::vector<ChainStage> host(stages.size());
+  FusedBlockChain c;
+  c.stages = device_stages;
+  c.count = static_cast<int>(stages.size());
+  int64_t most = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const FusedBlockVariant& v = variants[i];
+    if (v.math != FusedBlockMath::f16 || v.items != 2)
+      throw Error("fused_block chain: stage " + std::to_string(i) + " is " + to_string(v) +
+                  "; the chain runs fp16 variants of 2 items a warp");
+    host[i].p = stages[i];
+    host[i].g = checked_geometry(stages[i], v);
+    const int64_t tiles = static_cast<int64_t>(host[i].g.tiles) * stages[i].shape.batch;
+    host[i].tiles = static_cast<unsigned>(tiles);
+    host[i].stride = stages[i].shape.stride;
+    most = std::max(most, tiles * v.splits);
+    c.smem = std::max(c.smem, static_cast<size_t>(host[i].g.l.total));
+  }
+  static const cudaError_t raised =
+      cudaFuncSetAttribute(fused_block_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin_limit());
+  MNV2_KERNEL_CALL("fused_block chain", raised);
+  int device = 0, sms = 0, cooperative = 0, per_sm = 0;
+  MNV2_KERNEL_CALL("fused_block chain", cudaGetDevice(&device));
+  MNV2_KERNEL_CALL("fused_block chain", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  MNV2_KERNEL_CALL("fused_block chain", cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  if (cooperative == 0) throw Error("fused_block chain: this GPU cannot launch cooperative kernels");
+  MNV2_KERNEL_CALL("fused_block chain",
+                   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_block_chain_kernel, kThreads, c.smem));
+  if (per_sm < 1)
+    throw Error("fused_block chain: a block of " + std::to_string(c.smem) +
+                " bytes of shared memory does not fit an SM");
+  // Every block resident at once (the grid barrier's condition), as many as the SMs the device reports hold (a MIG
+  // slice's, under MPS the whole GPU's: the launch fails with a message if fewer are lent), none idle in every stage.
+  c.grid = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(sms) * per_sm, most));
+  MNV2_KERNEL_CALL("fused_block chain",
+                   cudaMemcpy(device_stages, host.data(), fused_block_chain_bytes(c.count), cudaMemcpyHostToDevice));
+  return c;
+}
+
+void launch_fused_block_chain(const FusedBlockChain& c, cudaStream_t stream) {
+  if (c.stages == nullptr || c.count < 1 || c.grid < 1) throw Error("fused_block chain: not prepared");
+  const ChainStage* stages = static_cast<const ChainStage*>(c.stages);
+  int count = c.count;
+  void* args[] = {&stages, &count};
+  MNV2_KERNEL_CALL("fused_block chain",
+                   cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(fused_block_chain_kernel), dim3(c.grid),
+                                               dim3(kThreads), args, c.smem, stream));
 }
 
 }  // namespace mnv2::kernels

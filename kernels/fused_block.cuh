@@ -90,6 +90,23 @@ enum FusedBlockStamp : int {
 // operands, code below compute_80).
 void launch_fused_block(const FusedBlockParams& p, const FusedBlockVariant& v, cudaStream_t stream);
 
+// A persistent chain of fp16 block launches (issue 33's prototype): one cooperative launch whose blocks walk each
+// stage's tiles and splits, with a grid barrier between stages instead of a kernel boundary. prepare_fused_block_chain
+// checks every stage as launch_fused_block would (and refuses variants other than fp16 with 2 items a warp), sizes the
+// grid from the SM count the device reports and the kernel's occupancy (every block resident, as the barrier needs),
+// and copies the stages' descriptors into device_stages (fused_block_chain_bytes, device memory; synchronous);
+// launch_fused_block_chain enqueues the launch. Each stage's stamps, partials and counters are its own as in
+// launch_fused_block; a stage may read what an earlier one wrote.
+struct FusedBlockChain {
+  const void* stages = nullptr;
+  int count = 0, grid = 0;
+  size_t smem = 0;  // dynamic shared memory a block: the largest stage's
+};
+size_t fused_block_chain_bytes(int stages);
+FusedBlockChain prepare_fused_block_chain(const std::vector<FusedBlockParams>& stages,
+                                          const std::vector<FusedBlockVariant>& variants, void* device_stages);
+void launch_fused_block_chain(const FusedBlockChain& chain, cudaStream_t stream);
+
 // The float32 twin (fused_block_ffma.cu; tiles.h: FusedBlockFfma*): float32 input, output and weights (the
 // matrices too), FFMA only, every architecture. Throws Error for what cannot run
 // (fused_block_ffma_shape_refusal, fused_block_ffma_variant_refusal, null or misaligned operands).

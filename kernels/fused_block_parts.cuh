@@ -70,15 +70,19 @@ __device__ __forceinline__ void zero_accumulators(float (&acc)[kItems][4][4]) {
       for (int q = 0; q < 4; ++q) acc[j][t][q] = 0.0f;
 }
 
-// Block blockIdx.x's tile: image n, first output pixel (oh0, ow0), first window pixel (ih0, iw0) (negative in the
-// padding). tiles and tiles_w: the launch's tiles per image and per tile row.
+// Block blockIdx.x's tile (or tile `block`'s, where a persistent block walks several): image n, first output pixel
+// (oh0, ow0), first window pixel (ih0, iw0) (negative in the padding). tiles and tiles_w: the launch's tiles per image
+// and per tile row.
 template <int kStride>
 struct TileOrigin {
   int64_t n;
   int oh0, ow0, ih0, iw0;
-  __device__ __forceinline__ TileOrigin(const FusedBlockShape& s, int tiles, int tiles_w, int tile_h, int tile_w) {
-    n = blockIdx.x / tiles;
-    const int tile = static_cast<int>(blockIdx.x % tiles);
+  __device__ __forceinline__ TileOrigin(const FusedBlockShape& s, int tiles, int tiles_w, int tile_h, int tile_w)
+      : TileOrigin(s, tiles, tiles_w, tile_h, tile_w, blockIdx.x) {}
+  __device__ __forceinline__ TileOrigin(const FusedBlockShape& s, int tiles, int tiles_w, int tile_h, int tile_w,
+                                        unsigned block) {
+    n = block / tiles;
+    const int tile = static_cast<int>(block % tiles);
     oh0 = (tile / tiles_w) * tile_h;
     ow0 = (tile % tiles_w) * tile_w;
     ih0 = oh0 * kStride - s.pad_top;

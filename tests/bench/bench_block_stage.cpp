@@ -14,7 +14,12 @@
 // and with each shape's fastest, and the GPU's %globaltimer resolution (the clock issue 33's in-kernel stamps would
 // read): one thread reads it back to back, the smallest and median non-zero steps are its tick.
 //
+// Last, per batch, the persistent chain (launch_fused_block_chain: one cooperative launch, a grid barrier between
+// stages; chains()): each shape's fastest variant repeated in one launch, and the 16 expanding blocks in one launch
+// against the same 16 launches as a PDL graph, each chain checked bit for bit against the plain launches.
+//
 //   mnv2_stage_bench [--batch 1,8] [--launches 32] [--warmup 10] [--iters 100] [--json PATH] [--device N]
+//                    [--fastest-from JSON: an earlier run's file; time only its fastest variant and the planner's]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -23,9 +28,11 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -62,6 +69,7 @@ struct Options {
   std::vector<int> batches{1, 8};
   int launches = 32, warmup = 10, iters = 100, device = 0;
   std::string json;
+  std::string fastest_from;  // an earlier run's JSON: time only its fastest variant and the planner's a shape
 };
 
 Options parse(int argc, char** argv) {
@@ -86,9 +94,11 @@ Options parse(int argc, char** argv) {
       o.device = std::stoi(value());
     } else if (a == "--json") {
       o.json = value();
+    } else if (a == "--fastest-from") {
+      o.fastest_from = value();
     } else {
       throw Error("mnv2_stage_bench: unknown argument '" + a +
-                  "' (--batch LIST --launches N --warmup N --iters N --json PATH --device N)");
+                  "' (--batch LIST --launches N --warmup N --iters N --json PATH --device N --fastest-from JSON)");
     }
   }
   if (o.iters < 1 || o.warmup < 0 || o.launches < 1 || o.launches > 1000 || o.batches.empty())
@@ -210,7 +220,9 @@ std::pair<double, Timing> stage_us(cudaStream_t stream, const Options& o, bool p
 //   early: how long before the first release the first block had started (PDL's head start);
 //   and per phase (k = FusedBlockStamp) the median and the largest over the blocks that reached both ends:
 //   wait (entry -> released), land (-> window and chunk 0 in shared memory), compute (-> chunks done), arrive (->
-//   partial stored and counted; unsplit: nothing), sum (-> the splits summed, the tile's last block), store.
+//   partial stored and counted; unsplit: nothing), sum (-> the splits summed, the tile's last block), store;
+//   release_skew: from the first block's release to the last one's; critical_path: for the tile that stored last,
+//   when its latest split passed each boundary and when its last block summed and stored (µs from that release).
 json phases(cudaStream_t stream, const Options& o, bool programmatic, const k::FusedBlockParams& p,
             const k::FusedBlockVariant& v) {
   const size_t n = static_cast<size_t>(k::fused_block_blocks(p.shape, v) * v.splits) * k::kFusedBlockStamps;
@@ -236,23 +248,35 @@ json phases(cudaStream_t stream, const Options& o, bool programmatic, const k::F
   }
   const std::vector<uint64_t>& last = st[(o.launches - 1) % 2];
   const std::vector<uint64_t>& prev = st[o.launches % 2];
-  const size_t blocks = n / k::kFusedBlockStamps;
-  auto at = [&](const std::vector<uint64_t>& s, size_t b, int k) { return s[b * k::kFusedBlockStamps + k]; };
-  uint64_t first_entry = UINT64_MAX, first_release = UINT64_MAX, last_stamp = 0, prev_last = 0;
+  const size_t blocks = n / k::kFusedBlockStamps, tiles = blocks / static_cast<size_t>(v.splits);
+  // A stamp of this launch, or 0: a block that is not its tile's last this time keeps the summed and stored stamps of
+  // an earlier launch it was last in (older than its entry: not this launch's).
+  auto at = [&](const std::vector<uint64_t>& s, size_t b, int k) {
+    const uint64_t t = s[b * k::kFusedBlockStamps + k];
+    return t >= s[b * k::kFusedBlockStamps + k::kStampEntry] ? t : uint64_t{0};
+  };
+  uint64_t first_entry = UINT64_MAX, first_release = UINT64_MAX, last_release = 0, last_stamp = 0, prev_last = 0;
+  size_t last_block = 0;
   for (size_t b = 0; b < blocks; ++b) {
     first_entry = std::min(first_entry, at(last, b, k::kStampEntry));
     first_release = std::min(first_release, at(last, b, k::kStampReleased));
+    last_release = std::max(last_release, at(last, b, k::kStampReleased));
     for (int k = 0; k < k::kFusedBlockStamps; ++k) {
-      last_stamp = std::max(last_stamp, at(last, b, k));
+      if (at(last, b, k) > last_stamp) {
+        last_stamp = at(last, b, k);
+        last_block = b;
+      }
       prev_last = std::max(prev_last, at(prev, b, k));
     }
   }
   const uint64_t start = programmatic ? first_release : first_entry;
   auto us = [](double ns) { return ns / 1e3; };
+  auto since = [&](uint64_t t) { return us(static_cast<double>(t) - static_cast<double>(start)); };
   json j = {{"blocks", blocks},
             {"boundary_us", o.launches > 1 ? us(static_cast<double>(start) - static_cast<double>(prev_last)) : 0.0},
-            {"span_us", us(static_cast<double>(last_stamp - start))},
-            {"early_us", us(static_cast<double>(first_release - first_entry))}};
+            {"span_us", since(last_stamp)},
+            {"early_us", us(static_cast<double>(first_release - first_entry))},
+            {"release_skew_us", us(static_cast<double>(last_release - first_release))}};
   const char* names[] = {"wait", "land", "compute", "arrive", "sum", "store"};
   for (int k = 1; k < k::kFusedBlockStamps; ++k) {
     std::vector<double> d;
@@ -264,6 +288,166 @@ json phases(cudaStream_t stream, const Options& o, bool programmatic, const k::F
     std::sort(d.begin(), d.end());
     j[names[k - 1]] = {{"median_us", d[d.size() / 2]}, {"max_us", d.back()}, {"blocks", d.size()}};
   }
+  // The critical path: the tile that stored last, each boundary as its latest split passed it (µs from start), then
+  // its summing block's sum and store.
+  const size_t tile = last_block % tiles;
+  json path;
+  for (int k = k::kStampReleased; k <= k::kStampArrived; ++k) {
+    uint64_t t = 0;
+    for (size_t q = 0; q < static_cast<size_t>(v.splits); ++q) t = std::max(t, at(last, q * tiles + tile, k));
+    path[names[k - 1]] = since(t);
+  }
+  path["sum"] = since(at(last, last_block, k::kStampSummed));
+  path["store"] = since(at(last, last_block, k::kStampStored));
+  j["critical_path_us"] = path;
+  return j;
+}
+
+// ---- the persistent chain (launch_fused_block_chain) ------------------------------------------------------------
+
+// The partials and arrival counters a stage of variant v needs (zeroed counters).
+struct SplitBuffers {
+  mnv2::gpu::DeviceBuffer partials, counters;
+  SplitBuffers(const k::FusedBlockShape& s, const k::FusedBlockVariant& v)
+      : partials(static_cast<size_t>(std::max<int64_t>(k::fused_block_partials_floats(s, v), 4)) * sizeof(float)),
+        counters(static_cast<size_t>(k::fused_block_blocks(s, v)) * sizeof(unsigned)) {
+    MNV2_CHECK_CUDA(cudaMemset(counters.get(), 0, counters.bytes()));
+  }
+  k::FusedBlockParams with(k::FusedBlockParams p) const {
+    p.partials = static_cast<float*>(partials.get());
+    p.tile_counters = static_cast<unsigned*>(counters.get());
+    return p;
+  }
+};
+
+// A chain launch, timed: the median of o.iters launches (cudaEvent pair each) after o.warmup, ms.
+Timing time_chain(cudaStream_t stream, const Options& o, const k::FusedBlockChain& c) {
+  return time_it(stream, o.warmup, o.iters, [&] { k::launch_fused_block_chain(c, stream); });
+}
+
+// Per batch, each shape's fastest variant as a stage of a persistent chain (the chain kernel: one cooperative
+// launch, a grid barrier between stages) against the same stage in the PDL graph above:
+//   repeated: o.launches copies of the stage in one chain launch, median launch / o.launches = µs a stage (one launch's
+//             start-up spread over the copies, as the graph's is);
+//   network: the 16 expanding blocks in the network's order (each shape times its count, each with its own operands:
+//            the timing, not the data flow, is the network's) as one chain launch, against the same 16 launches as a
+//            CUDA graph with programmatic edges (plain where not pdl), and the chain's per-stage spans from its stamps.
+// Each chain's output is checked against the plain launch's, bit for bit (a difference sets gross).
+json chains(cudaStream_t stream, const Options& o, bool pdl, std::vector<Block>& blocks,
+            const std::vector<k::FusedBlockVariant>& fastest, json& shapes, bool& gross) {
+  json j = {{"timing",
+             "chain: one cooperative launch of the stages, the median of iters launches (cudaEvent pair) after warmup; "
+             "repeated: launches_per_graph copies of one stage a launch, µs a stage; network: the 16 expanding "
+             "blocks, µs a launch, beside the same launches as a graph (PDL edges where pdl)"}};
+  mnv2::gpu::DeviceBuffer stage_mem(k::fused_block_chain_bytes(std::max(o.launches, 16)));
+  for (size_t si = 0; si < blocks.size(); ++si) {
+    const k::FusedBlockVariant& v = fastest[si];
+    if (v.items != 2) continue;  // the chain kernel runs 2-item variants
+    Block& b = blocks[si];
+    const SplitBuffers sb(b.p.shape, v);
+    const k::FusedBlockParams p = sb.with(b.p);
+    k::launch_fused_block(p, v, stream);
+    const std::vector<float> plain = output(b);
+    const k::FusedBlockChain c =
+        k::prepare_fused_block_chain(std::vector<k::FusedBlockParams>(o.launches, p),
+                                     std::vector<k::FusedBlockVariant>(o.launches, v), stage_mem.get());
+    MNV2_CHECK_CUDA(cudaMemset(b.y.get(), 0, b.y.bytes()));
+    k::launch_fused_block_chain(c, stream);
+    const bool same = output(b) == plain;
+    if (!same) {
+      gross = true;
+      std::printf("  GROSS ERROR %s: the chain's output differs from the plain launch's\n", kNames[si]);
+    }
+    const Timing t = time_chain(stream, o, c);
+    const double us = t.median_ms * 1e3 / o.launches;
+    shapes[si]["chain_repeated"] = {
+        {"variant", k::to_string(v)}, {"grid", c.grid}, {"us", us}, {"cv", t.cv}, {"same_bits_as_plain", same}};
+    std::printf("  %-10s %-40s chain %6.2f us a stage (grid %d) | graph %6.2f\n", kNames[si], k::to_string(v).c_str(),
+                us, c.grid, shapes[si]["best_us"].get<double>());
+  }
+
+  // The 16 expanding blocks.
+  std::vector<k::FusedBlockParams> stages;
+  std::vector<k::FusedBlockVariant> variants;
+  std::vector<std::string> names;
+  std::vector<SplitBuffers> buffers;
+  buffers.reserve(blocks.size());
+  for (size_t si = 0; si < blocks.size(); ++si) {
+    buffers.emplace_back(blocks[si].p.shape, fastest[si]);
+    for (int n = 0; n < kCounts[si]; ++n) {
+      stages.push_back(buffers.back().with(blocks[si].p));
+      variants.push_back(fastest[si]);
+      names.push_back(kNames[si]);
+    }
+  }
+  for (const auto& v : variants)
+    if (v.items != 2) return j;  // not every block runs a 2-item variant: no network chain at this batch
+  std::vector<std::vector<float>> plain;
+  for (size_t i = 0; i < stages.size(); ++i) k::launch_fused_block(stages[i], variants[i], stream);
+  for (const Block& b : blocks) plain.push_back(output(b));
+  // The graph of the 16 launches.
+  MNV2_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (size_t i = 0; i < stages.size(); ++i) k::launch_fused_block(stages[i], variants[i], stream);
+  cudaGraph_t raw = nullptr;
+  MNV2_CHECK_CUDA(cudaStreamEndCapture(stream, &raw));
+  mnv2::gpu::Graph graph(raw);
+  if (pdl) mnv2::gpu::make_programmatic_edges(graph.get(), [](cudaGraphNode_t) { return true; });
+  mnv2::gpu::GraphExec exec = mnv2::gpu::instantiate_graph(graph.get(), stream);
+  const Timing tg = time_it(stream, o.warmup, o.iters, [&] { MNV2_CHECK_CUDA(cudaGraphLaunch(exec.get(), stream)); });
+  // The chain, checked, timed, then stamped.
+  const k::FusedBlockChain c = k::prepare_fused_block_chain(stages, variants, stage_mem.get());
+  for (Block& b : blocks) MNV2_CHECK_CUDA(cudaMemset(b.y.get(), 0, b.y.bytes()));
+  k::launch_fused_block_chain(c, stream);
+  bool same = true;
+  for (size_t si = 0; si < blocks.size(); ++si) same = same && output(blocks[si]) == plain[si];
+  if (!same) {
+    gross = true;
+    std::printf("  GROSS ERROR: the 16-block chain's outputs differ from the plain launches'\n");
+  }
+  const Timing tc = time_chain(stream, o, c);
+  std::vector<mnv2::gpu::DeviceBuffer> stamp_bufs;
+  std::vector<size_t> counts;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    counts.push_back(static_cast<size_t>(k::fused_block_blocks(stages[i].shape, variants[i]) * variants[i].splits) *
+                     k::kFusedBlockStamps);
+    stamp_bufs.emplace_back(counts.back() * 8);
+    MNV2_CHECK_CUDA(cudaMemset(stamp_bufs.back().get(), 0, counts.back() * 8));
+    stages[i].stamps = static_cast<unsigned long long*>(stamp_bufs.back().get());
+  }
+  const k::FusedBlockChain cs = k::prepare_fused_block_chain(stages, variants, stage_mem.get());
+  for (int i = 0; i < std::max(o.warmup, 1); ++i) k::launch_fused_block_chain(cs, stream);
+  MNV2_CHECK_CUDA(cudaStreamSynchronize(stream));
+  json spans = json::array();
+  uint64_t prev_end = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    std::vector<uint64_t> st(counts[i]);
+    MNV2_CHECK_CUDA(cudaMemcpy(st.data(), stamp_bufs[i].get(), counts[i] * 8, cudaMemcpyDeviceToHost));
+    uint64_t first = UINT64_MAX, last = 0;
+    for (size_t q = 0; q < st.size(); q += k::kFusedBlockStamps) {
+      first = std::min(first, st[q + k::kStampEntry]);
+      for (int kk = 0; kk < k::kFusedBlockStamps; ++kk) last = std::max(last, st[q + kk]);
+    }
+    spans.push_back(
+        {{"stage", names[i]},
+         {"variant", k::to_string(variants[i])},
+         {"span_us", (static_cast<double>(last) - static_cast<double>(first)) / 1e3},
+         {"from_previous_end_us", i == 0 ? 0.0 : (static_cast<double>(first) - static_cast<double>(prev_end)) / 1e3}});
+    prev_end = last;
+  }
+  j["network"] = {{"stages", stages.size()},
+                  {"grid", c.grid},
+                  {"smem", c.smem},
+                  {"graph_us", tg.median_ms * 1e3},
+                  {"graph_cv", tg.cv},
+                  {"graph_edges", pdl ? "programmatic" : "plain"},
+                  {"chain_us", tc.median_ms * 1e3},
+                  {"chain_cv", tc.cv},
+                  {"same_bits_as_plain", same},
+                  {"stage_spans", spans}};
+  std::printf(
+      "  the 16 expanding blocks, fastest variants: graph of 16 launches %.1f us, one chain launch %.1f us "
+      "(grid %d)\n",
+      tg.median_ms * 1e3, tc.median_ms * 1e3, c.grid);
   return j;
 }
 
@@ -306,11 +490,33 @@ int run(const Options& o) {
 
   bool gross = false;
   json batches = json::array();
+  json earlier;
+  if (!o.fastest_from.empty()) {
+    std::ifstream f(o.fastest_from);
+    if (!f) throw Error("mnv2_stage_bench: cannot read " + o.fastest_from);
+    earlier = json::parse(f);
+    out["fastest_from"] = o.fastest_from;
+  }
+  // The earlier run's fastest variant of a shape at a batch (tile and split), or none.
+  auto earlier_best = [&](int batch, const std::string& name) -> std::optional<std::tuple<int, int, int>> {
+    if (earlier.is_null()) return std::nullopt;
+    for (const json& b : earlier.at("batches"))
+      if (b.at("batch") == batch)
+        for (const json& sh : b.at("shapes"))
+          if (sh.at("name") == name)
+            for (const json& c : sh.at("candidates"))
+              if (c.at("variant") == sh.at("best_variant"))
+                return std::tuple{c.at("tile_h").get<int>(), c.at("tile_w").get<int>(), c.at("splits").get<int>()};
+    throw Error("mnv2_stage_bench: " + o.fastest_from + " has no fastest variant of " + name + " at batch " +
+                std::to_string(batch));
+  };
   for (const int batch : o.batches) {
     std::printf("\nbatch %d: µs a stage (%s edges), the planner's variant and the fastest candidate\n", batch,
                 pdl ? "PDL" : "plain");
     json shapes = json::array();
     double sum_chosen = 0, sum_best = 0;
+    std::vector<Block> kept;  // each shape's operands and fastest variant, for the chains below
+    std::vector<k::FusedBlockVariant> fastest;
     for (size_t si = 0; si < std::size(mnv2::test::kMobileNetBlocks); ++si) {
       BlockCase c = mnv2::test::kMobileNetBlocks[si];
       c.batch = batch;
@@ -343,6 +549,9 @@ int run(const Options& o) {
         const int items = k::fused_block_items(s, th, tw);
         if (items > k::kFusedBlockMaxItems || l.m2 > 256 || l.total > caps.smem_per_block_optin) continue;
         for (const int splits : split_counts) {
+          if (const auto e = earlier_best(batch, kNames[si]);
+              e && std::tuple{th, tw, splits} != *e && !(th == chosen.tile_h && tw == chosen.tile_w && splits == 1))
+            continue;  // --fastest-from: that file's fastest and the planner's only
           k::FusedBlockVariant v{th, tw, items <= 2 ? 2 : items <= 4 ? 4 : 6, k::FusedBlockMath::f16, splits};
           if (th == chosen.tile_h && tw == chosen.tile_w && splits == 1) v = chosen;
           mnv2::gpu::DeviceBuffer partials(
@@ -402,13 +611,14 @@ int run(const Options& o) {
         breakdown[what]["variant"] = k::to_string(v);
       }
       const json& bp = breakdown["best"];
+      const json& cp = bp["critical_path_us"];
       std::printf(
-          "  %-10s best's phases: boundary %.2f + span %.2f us (land %.2f, compute %.2f, arrive %.2f, sum %.2f, "
-          "store %.2f: medians)\n",
-          kNames[si], bp["boundary_us"].get<double>(), bp["span_us"].get<double>(),
-          bp.value("/land/median_us"_json_pointer, 0.0), bp.value("/compute/median_us"_json_pointer, 0.0),
-          bp.value("/arrive/median_us"_json_pointer, 0.0), bp.value("/sum/median_us"_json_pointer, 0.0),
-          bp.value("/store/median_us"_json_pointer, 0.0));
+          "  %-10s best: boundary %.2f us, then its last tile's path (us after release): released %.2f, landed "
+          "%.2f, computed %.2f, arrived %.2f, summed %.2f, stored %.2f\n",
+          kNames[si], bp["boundary_us"].get<double>(), cp["wait"].get<double>(), cp["land"].get<double>(),
+          cp["compute"].get<double>(), cp["arrive"].get<double>(), cp["sum"].get<double>(), cp["store"].get<double>());
+      kept.push_back(std::move(b));
+      fastest.push_back(best_variant);
       sum_chosen += kCounts[si] * chosen_us;
       sum_best += kCounts[si] * best_us;
       std::printf("  %-10s x%d %4d->%4d->%4d %3dx%-3d chunks %2d: planner %-32s %6.2f us | best %-40s %6.2f us\n",
@@ -431,8 +641,12 @@ int run(const Options& o) {
     }
     std::printf("  the 16 expanding blocks: planner %.1f us, each shape's fastest %.1f us (%.2f us a block)\n",
                 sum_chosen, sum_best, sum_best / 16);
-    batches.push_back(
-        {{"batch", batch}, {"blocks_planner_us", sum_chosen}, {"blocks_best_us", sum_best}, {"shapes", shapes}});
+    const json chain = chains(stream.get(), o, pdl, kept, fastest, shapes, gross);
+    batches.push_back({{"batch", batch},
+                       {"blocks_planner_us", sum_chosen},
+                       {"blocks_best_us", sum_best},
+                       {"shapes", shapes},
+                       {"chain", chain}});
   }
   out["batches"] = batches;
   out["gross_error"] = gross;

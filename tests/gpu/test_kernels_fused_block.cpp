@@ -18,6 +18,7 @@
 
 #ifdef MNV2_HAVE_KERNELS
 #include <cmath>
+#include <memory>
 
 #include "fused_block_test_cases.h"
 #include "test_kernels_support.h"
@@ -244,6 +245,99 @@ TEST(KernelFusedBlock, SplitLaunchesOfSmallMaps) {
   if (ptx_version() < 80) GTEST_SKIP() << "the kernels run compute_" << ptx_version() << " code: fused_block needs 80";
   run_case(kMobileNetBlocks[9]);
   run_case(kOddTensorCoreBlocks[4]);
+}
+
+// The persistent chain (launch_fused_block_chain): stages that read what the one before wrote, split and unsplit,
+// stride 1 and 2, give the plain launches' bits in every output (the grid barrier orders each stage's writes before
+// the next stage's reads; the split's counters come back to zero between stages); a variant the chain does not run
+// is refused by name.
+TEST(KernelFusedBlock, ChainGivesThePlainLaunchesBits) {
+  MNV2_SKIP_WITHOUT_GPU();
+  if (ptx_version() < 80) GTEST_SKIP() << "the kernels run compute_" << ptx_version() << " code: fused_block needs 80";
+  std::mt19937_64 gen(kernel_test_seed());
+  // Block 8's shape (64 -> 384 -> 64, 14x14, residual) three times in a row, then block 14's (96 <- 64 would not
+  // chain): x -> a -> b -> c, the middle one split 8 ways; and block 7's (stride 2) on its own input beside them.
+  BlockCase c8 = kMobileNetBlocks[5], c7 = kMobileNetBlocks[4];
+  c8.batch = c7.batch = 2;
+  struct Operands {
+    k::FusedBlockParams p;
+    std::vector<std::unique_ptr<HalfBits>> halves;
+    std::vector<std::unique_ptr<DeviceArray>> floats;
+  };
+  auto operands = [&](const BlockCase& c, const void* input, void* output) {
+    Operands o;
+    o.p = c.params();
+    const k::FusedBlockShape& s = o.p.shape;
+    const float se = 3.0f / std::sqrt(static_cast<float>(c.cin)), sp = 2.0f / std::sqrt(static_cast<float>(c.expanded));
+    const k::FusedBlockWeights w = k::fused_block_pack(
+        s, k::fused_block_padding(s), random_vector(gen, static_cast<size_t>(c.expanded) * c.cin, -se, se),
+        random_vector(gen, c.expanded), random_vector(gen, static_cast<size_t>(c.expanded) * 9, -0.5f, 0.5f),
+        random_vector(gen, c.expanded), random_vector(gen, static_cast<size_t>(c.cout) * c.expanded, -sp, sp),
+        random_vector(gen, c.cout));
+    o.halves.push_back(std::make_unique<HalfBits>(k::to_half_bits(w.expand)));
+    o.halves.push_back(std::make_unique<HalfBits>(k::to_half_bits(w.project)));
+    for (const auto* v : {&w.expand_bias, &w.dw, &w.dw_bias, &w.project_bias})
+      o.floats.push_back(std::make_unique<DeviceArray>(*v));
+    set_operands(o.p, input, o.halves[0]->get(), o.floats[0]->get(), o.floats[1]->get(), o.floats[2]->get(),
+                 o.halves[1]->get(), o.floats[3]->get(), output);
+    return o;
+  };
+  const size_t n8 = static_cast<size_t>(c8.batch) * c8.h * c8.w * c8.cin;
+  TypedArray x(k::DType::f16, round_half(random_vector(gen, n8))), a(k::DType::f16, n8), b(k::DType::f16, n8),
+      c(k::DType::f16, n8);
+  const size_t n7 = static_cast<size_t>(c7.batch) * c7.h * c7.w * c7.cin;
+  TypedArray x7(k::DType::f16, round_half(random_vector(gen, n7))),
+      y7(k::DType::f16, static_cast<size_t>(c7.batch) * c7.out_h() * c7.out_w() * c7.cout);
+  std::vector<Operands> ops;
+  ops.push_back(operands(c8, x.get(), a.get()));
+  ops.push_back(operands(c8, a.get(), b.get()));
+  ops.push_back(operands(c7, x7.get(), y7.get()));
+  ops.push_back(operands(c8, b.get(), c.get()));
+  const std::vector<k::FusedBlockVariant> variants{
+      {1, 7, 2}, {1, 7, 2, k::FusedBlockMath::f16, 8}, {1, 7, 2}, {2, 7, 2, k::FusedBlockMath::f16, 3}};
+  std::vector<std::unique_ptr<DeviceArray>> split_mem;
+  std::vector<k::FusedBlockParams> stages;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    k::FusedBlockParams p = ops[i].p;
+    if (variants[i].splits > 1) {
+      split_mem.push_back(
+          std::make_unique<DeviceArray>(static_cast<size_t>(k::fused_block_partials_floats(p.shape, variants[i]))));
+      split_mem.back()->poison();
+      p.partials = split_mem.back()->get();
+      split_mem.push_back(
+          std::make_unique<DeviceArray>(static_cast<size_t>(k::fused_block_blocks(p.shape, variants[i]))));
+      MNV2_CHECK_CUDA(cudaMemset(split_mem.back()->get(), 0, split_mem.back()->size() * sizeof(float)));
+      p.tile_counters = reinterpret_cast<unsigned*>(split_mem.back()->get());
+    }
+    stages.push_back(p);
+  }
+  for (size_t i = 0; i < stages.size(); ++i) k::launch_fused_block(stages[i], variants[i], nullptr);
+  const std::vector<float> want_a = a.download(), want_b = b.download(), want_c = c.download(), want7 = y7.download();
+  gpu::DeviceBuffer mem(k::fused_block_chain_bytes(static_cast<int>(stages.size())));
+  const k::FusedBlockChain chain = k::prepare_fused_block_chain(stages, variants, mem.get());
+  EXPECT_GE(chain.grid, 1);
+  for (int round = 0; round < 3; ++round) {
+    a.poison();
+    b.poison();
+    c.poison();
+    y7.poison();
+    k::launch_fused_block_chain(chain, nullptr);
+    EXPECT_TRUE(a.download() == want_a) << "round " << round << ": stage 1";
+    EXPECT_TRUE(b.download() == want_b) << "round " << round << ": stage 2 (split 8 ways)";
+    EXPECT_TRUE(y7.download() == want7) << "round " << round << ": stage 3 (stride 2)";
+    EXPECT_TRUE(c.download() == want_c) << "round " << round << ": stage 4 (split 3 ways)";
+  }
+  for (const size_t counters : {1, 3})  // split_mem: partials and counters of stage 2, then of stage 4
+    for (const float v : split_mem[counters]->download()) ASSERT_EQ(v, 0.0f) << "an arrival counter was left non-zero";
+  std::vector<k::FusedBlockVariant> four = variants;
+  four[2].items = 4;
+  try {
+    (void)k::prepare_fused_block_chain(stages, four, mem.get());
+    ADD_FAILURE() << "a 4-item variant in a chain was not refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("2 items"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)k::prepare_fused_block_chain(stages, {}, mem.get()), Error);
 }
 
 TEST(KernelFusedBlock, RefusesWhatItCannotRun) {
