@@ -560,14 +560,16 @@ fi
 # before/{mnv2,mnv2_stage_bench,libmnv2_engine.so,libmnv2_gpu.so}, one build's, the engine finding its plugin beside
 # itself): the stage bench of both (AB_AFTER_BATCHES, AB_BEFORE_BATCHES; empty: none), then alternating rounds of the
 # network's default plan in fp16 (AB_ROUNDS, AB_BATCHES, AB_ITERS), then this bundle's block kernel tests and
-# sanitizers on its split cases (AB_TESTS=0: none; AB_SAN_TIMEOUT each).
+# sanitizers on its split and chain cases (AB_TESTS=0: none; AB_SAN_TIMEOUT each).
 if want stageab; then
 rm -rf /tmp/before-build && mkdir -p /tmp/before-build
 tar -xJf "$repo/${MNV2_DEVICE_BEFORE:-.device/before.tar.xz}" -C /tmp/before-build || echo "no earlier build" >>"$summary"
 bb=/tmp/before-build/before
 if [[ -n ${AB_AFTER_BATCHES-1,8} ]]; then
-  TAIL=40 run ab_stage_after ./bin/mnv2_stage_bench --batch "${AB_AFTER_BATCHES-1,8}" --launches 32 --warmup 10 \
-    --iters "${AB_STAGE_ITERS:-100}" --json "$work/ab_stage_after.json"
+  # AB_FASTEST_FROM: an earlier stage bench file (repository path): time only its fastest variants (and the chains).
+  TAIL=60 run ab_stage_after ./bin/mnv2_stage_bench --batch "${AB_AFTER_BATCHES-1,8}" --launches 32 --warmup 10 \
+    --iters "${AB_STAGE_ITERS:-100}" --json "$work/ab_stage_after.json" \
+    ${AB_FASTEST_FROM:+--fastest-from "$repo/$AB_FASTEST_FROM"}
   cp "$work/ab_stage_after.json" "$out/" 2>/dev/null
 fi
 if [[ -n ${AB_BEFORE_BATCHES-1} ]]; then
@@ -588,7 +590,7 @@ if [[ ${AB_TESTS:-1} == 1 ]]; then
   TAIL=20 run ab_tests ./bin/mnv2_gpu_tests --gtest_brief=1 --gtest_filter='KernelFusedBlock*:CudaBackendTest.BlockSplit*'
   for tool in memcheck racecheck synccheck; do
     TAIL=6 run "ab_$tool" timeout "${AB_SAN_TIMEOUT:-120}" compute-sanitizer --tool $tool --error-exitcode 9 \
-      ./bin/mnv2_gpu_tests --gtest_filter='KernelFusedBlock.SplitLaunchesOfSmallMaps'
+      ./bin/mnv2_gpu_tests --gtest_filter='KernelFusedBlock.SplitLaunchesOfSmallMaps:KernelFusedBlock.Chain*'
   done
 fi
 fi
