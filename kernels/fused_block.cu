@@ -532,9 +532,18 @@ FusedBlockChain prepare_fused_block_chain(const std::vector<FusedBlockParams>& s
     most = std::max(most, tiles * v.splits);
     c.smem = std::max(c.smem, static_cast<size_t>(host[i].g.l.total));
   }
-  static const cudaError_t raised =
-      cudaFuncSetAttribute(fused_block_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin_limit());
+  // The dynamic shared memory a block may have: what the device allows less the kernel's static stage descriptor.
+  static int dynamic_limit = 0;
+  static const cudaError_t raised = [] {
+    cudaFuncAttributes a{};
+    if (const cudaError_t e = cudaFuncGetAttributes(&a, fused_block_chain_kernel); e != cudaSuccess) return e;
+    dynamic_limit = smem_optin_limit() - static_cast<int>(a.sharedSizeBytes);
+    return cudaFuncSetAttribute(fused_block_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_limit);
+  }();
   MNV2_KERNEL_CALL("fused_block chain", raised);
+  if (c.smem > static_cast<size_t>(dynamic_limit))
+    throw Error("fused_block chain: a stage needs " + std::to_string(c.smem) + " bytes of shared memory; the chain " +
+                "kernel's blocks can have " + std::to_string(dynamic_limit));
   int device = 0, sms = 0, cooperative = 0, per_sm = 0;
   MNV2_KERNEL_CALL("fused_block chain", cudaGetDevice(&device));
   MNV2_KERNEL_CALL("fused_block chain", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
