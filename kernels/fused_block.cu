@@ -39,6 +39,71 @@ constexpr int kWarps = kFusedBlockWarps;
 static_assert(kChunk == 32, "the expansion computes 4 n-tiles of 8 channels per row tile");
 
 #ifdef MNV2_HAS_MMA
+// What the last block of a split tile needs to sum the splits and store the tile (split_sum_store).
+struct SplitSum {
+  const float* partials;
+  int64_t plane;  // floats of one split's projection
+  int splits;
+  const float* bias;
+  __half* out;
+  const __half* x;  // the input window in shared memory (the residual)
+  int ld_x, co_pad, window_w, tile_w, pout, out_channels, out_h, out_w, pad_top, pad_left;
+  bool residual;
+  int64_t n;
+  int oh0, ow0;
+};
+
+// The last block of a split tile: every split's projection is in the partials (its own too). It sums them element by
+// element, 4 channels a thread at a time over the whole tile (not in the accumulators' layout, which gives the warps
+// holding projection items up to 8 outputs each and the others none), kBatch splits' loads in flight together,
+// added in split order from zero; then the bias, the residual and the half stores. The same additions in the same
+// order as the accumulator-layout sum this replaced: the same bits. Not inlined: its registers stay out of the chunk
+// loop's allocation (inlined, the 4-item instantiations spilled twice as much).
+__device__ __noinline__ void split_sum_store(const SplitSum a) {
+  constexpr int kBatch = 4;
+  const int quads = a.out_channels / 4;  // out_channels is a multiple of 8
+  for (int e = threadIdx.x; e < a.pout * quads; e += kThreads) {
+    const int px = e / quads, c = (e - px * quads) * 4;
+    const int oy = px / a.tile_w, ox = px - oy * a.tile_w;
+    const int oh = a.oh0 + oy, ow = a.ow0 + ox;
+    if (oh >= a.out_h || ow >= a.out_w) continue;
+    const int64_t out_px = (a.n * a.out_h + oh) * a.out_w + ow;
+    const float* at = a.partials + out_px * a.co_pad + c;
+    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int q0 = 0; q0 < a.splits; q0 += kBatch) {
+      float4 v[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i)
+        v[i] = q0 + i < a.splits ? __ldcg(reinterpret_cast<const float4*>(at + (q0 + i) * a.plane))
+                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        if (q0 + i < a.splits) {
+          sum.x += v[i].x;
+          sum.y += v[i].y;
+          sum.z += v[i].z;
+          sum.w += v[i].w;
+        }
+      }
+    }
+    float r[4] = {sum.x + __ldg(a.bias + c), sum.y + __ldg(a.bias + c + 1), sum.z + __ldg(a.bias + c + 2),
+                  sum.w + __ldg(a.bias + c + 3)};
+    if (a.residual) {  // stride 1: output pixel (oy, ox) is window pixel (oy + pad_top, ox + pad_left)
+      const __half* x = a.x + ((oy + a.pad_top) * a.window_w + ox + a.pad_left) * a.ld_x + c;
+      const float2 r01 = __half22float2(*reinterpret_cast<const __half2*>(x));
+      const float2 r23 = __half22float2(*reinterpret_cast<const __half2*>(x + 2));
+      r[0] += r01.x;
+      r[1] += r01.y;
+      r[2] += r23.x;
+      r[3] += r23.y;
+    }
+    uint2 packed;
+    *reinterpret_cast<__half2*>(&packed.x) = __floats2half2_rn(r[0], r[1]);
+    *reinterpret_cast<__half2*>(&packed.y) = __floats2half2_rn(r[2], r[3]);
+    *reinterpret_cast<uint2*>(a.out + out_px * a.out_channels + c) = packed;
+  }
+}
+
 // One block's work: tile bx of the launch's nx tiles (image-major), split by (blockIdx.x, blockIdx.y, gridDim.x in a
 // plain launch; a persistent block of the chain kernel walks several). kStride: the depthwise's stride (1 or 2), a
 // template parameter so that its column offsets are constants.
@@ -285,35 +350,17 @@ __device__ __forceinline__ void fused_block_tile(const FusedBlockParams& p, cons
                                          reinterpret_cast<volatile int*>(smem + l.eb));
     stamp(kStampArrived);
     if (!last) return;
-    // The sum, in split order from zero: kBatch splits' loads of an output in flight together, then added in order.
-    constexpr int kBatch = kItems <= 2 ? 8 : 4;  // (items 4 and 6: fewer registers)
-    fused_block_detail::for_each_output<kItems>(
-        s, g, tile, warp, lane, [&](int j, int t, int h, int64_t out_px, int, int col) {
-          const float2 own = make_float2(acc[j][t][2 * h], acc[j][t][2 * h + 1]);
-          const float* at = p.partials + out_px * l.co_pad + col;
-          float2 sum = make_float2(0.0f, 0.0f);
-          for (int q0 = 0; q0 < g.splits; q0 += kBatch) {
-            float2 v[kBatch];
-#pragma unroll
-            for (int i = 0; i < kBatch; ++i) {
-              const int q = q0 + i;
-              v[i] = q < g.splits && q != split ? __ldcg(reinterpret_cast<const float2*>(at + q * plane)) : own;
-            }
-#pragma unroll
-            for (int i = 0; i < kBatch; ++i) {
-              if (q0 + i < g.splits) {
-                sum.x += v[i].x;
-                sum.y += v[i].y;
-              }
-            }
-          }
-          acc[j][t][2 * h] = sum.x;
-          acc[j][t][2 * h + 1] = sum.y;
-        });
+    // The tile's last block: the splits' sum, the bias, the residual and the stores (split_sum_store).
+    split_sum_store(SplitSum{p.partials, plane,          g.splits, p.project_bias, static_cast<__half*>(p.output),
+                             X,          l.ld_x,         l.co_pad, l.window_w,     g.tile_w,
+                             pout,       s.out_channels, s.out_h,  s.out_w,        s.pad_top,
+                             s.pad_left, s.residual,     tile.n,   tile.oh0,       tile.ow0});
+    stamp(kStampSummed);
     if (tid == 0) p.tile_counters[bx] = 0;  // every split has arrived: no block counts in after this
-  } else {
-    stamp(kStampArrived);
+    stamp(kStampStored);
+    return;
   }
+  stamp(kStampArrived);
   stamp(kStampSummed);
   // Epilogue: bias, the residual from the window, half stores.
   __half* out = static_cast<__half*>(p.output);

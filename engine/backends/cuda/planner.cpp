@@ -542,26 +542,29 @@ class Planner {
       *why_not = "not fused: " + *why_not;
       return -1;
     }
-    const int64_t blocks = tc ? k::fused_block_blocks(s, v) : k::fused_block_ffma_blocks(s, vf);
+    int64_t blocks = tc ? k::fused_block_blocks(s, v) : k::fused_block_ffma_blocks(s, vf);
+    // block_split: a block the table lists runs as the tile and split measured fastest for its shape and batch on this
+    // architecture (fp16), so its launch has that variant's blocks, splits included: the late blocks at batch 1, which
+    // block leaves unfused (few tiles), fuse when split (run 17).
+    const MeasuredBlockSplit* split_row =
+        half_ && plan_.fusion == CudaOptions::Fusion::block_split ? measured_block_split(gpu_, s) : nullptr;
+    if (split_row != nullptr) {
+      const int items = k::fused_block_items(s, split_row->tile_h, split_row->tile_w);
+      v = k::FusedBlockVariant{split_row->tile_h, split_row->tile_w,
+                               items <= 2   ? 2
+                               : items <= 4 ? 4
+                                            : 6,
+                               k::FusedBlockMath::f16, split_row->splits};
+      blocks = k::fused_block_blocks(s, v) * v.splits;
+    }
     if (blocks < gpu_.sm_count / 2) {
       *why_not = "not fused: " + std::to_string(blocks) + " blocks would leave most of the " +
                  std::to_string(gpu_.sm_count) + " multiprocessors idle";
       return -1;
     }
-    // block_split: a block that block fuses takes the tile and split measured fastest for its shape and batch on
-    // this architecture, where the table lists them (fp16). The stage bench timed the split kernel against this
-    // unsplit one, not against the unfused layers, so a block block leaves unfused stays unfused.
-    if (half_ && plan_.fusion == CudaOptions::Fusion::block_split) {
-      if (const MeasuredBlockSplit* row = measured_block_split(gpu_, s)) {
-        const int items = k::fused_block_items(s, row->tile_h, row->tile_w);
-        v = k::FusedBlockVariant{row->tile_h, row->tile_w,
-                                 items <= 2   ? 2
-                                 : items <= 4 ? 4
-                                              : 6,
-                                 k::FusedBlockMath::f16, row->splits};
-        plan_.gemm_workspace_floats = std::max(plan_.gemm_workspace_floats, k::fused_block_partials_floats(s, v));
-        if (v.splits > 1) plan_.gemm_tile_counters = std::max(plan_.gemm_tile_counters, k::fused_block_blocks(s, v));
-      }
+    if (split_row != nullptr) {  // the splits' partials and arrival counters share the split-K GEMMs' workspace
+      plan_.gemm_workspace_floats = std::max(plan_.gemm_workspace_floats, k::fused_block_partials_floats(s, v));
+      if (v.splits > 1) plan_.gemm_tile_counters = std::max(plan_.gemm_tile_counters, k::fused_block_blocks(s, v));
     }
     step.kernel = CudaKernel::fused_block;
     step.tensor_cores = tc;  // with float32 storage: TF32
