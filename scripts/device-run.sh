@@ -566,7 +566,8 @@ rm -rf /tmp/before-build && mkdir -p /tmp/before-build
 tar -xJf "$repo/${MNV2_DEVICE_BEFORE:-.device/before.tar.xz}" -C /tmp/before-build || echo "no earlier build" >>"$summary"
 bb=/tmp/before-build/before
 if [[ -n ${AB_AFTER_BATCHES-1,8} ]]; then
-  # AB_FASTEST_FROM: an earlier stage bench file (repository path): time only its fastest variants (and the chains).
+  # AB_FASTEST_FROM: an earlier stage bench file (repository path): time only its fastest variants (and the chains);
+  # AB_BEFORE_FASTEST=1: the earlier build's bench too (a build that has the option: dab20f1 and later).
   TAIL=60 run ab_stage_after ./bin/mnv2_stage_bench --batch "${AB_AFTER_BATCHES-1,8}" --launches 32 --warmup 10 \
     --iters "${AB_STAGE_ITERS:-100}" --json "$work/ab_stage_after.json" \
     ${AB_FASTEST_FROM:+--fastest-from "$repo/$AB_FASTEST_FROM"}
@@ -575,7 +576,7 @@ fi
 if [[ -n ${AB_BEFORE_BATCHES-1} ]]; then
   TAIL=20 run ab_stage_before env LD_LIBRARY_PATH="$bb:$LD_LIBRARY_PATH" "$bb/mnv2_stage_bench" \
     --batch "${AB_BEFORE_BATCHES-1}" --launches 32 --warmup 10 --iters "${AB_STAGE_ITERS:-100}" \
-    --json "$work/ab_stage_before.json"
+    --json "$work/ab_stage_before.json" ${AB_FASTEST_FROM:+${AB_BEFORE_FASTEST:+--fastest-from "$repo/$AB_FASTEST_FROM"}}
   cp "$work/ab_stage_before.json" "$out/" 2>/dev/null
 fi
 for r in $(seq 1 "${AB_ROUNDS:-0}"); do
