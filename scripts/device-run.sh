@@ -6,7 +6,7 @@
 # $OUT/results.tar.gz (reports, logs) plus $OUT/summary.txt; the device tool returns at most 8 files.
 # MNV2_DEVICE_SECTIONS picks parts (comma list of tests, base, cuda, studies, ncu, app, portable, exports, cpu,
 # timeline, anchor, cudnn, baseline, round2, r3chain, r3table, r3tiles, r3ncu, r3fp32, r3san, r3dsmem, r3early,
-# stage, stageab, r3split, deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite, gemm;
+# stage, stageab, r3split, app35, deepdive, stem, ffma, tf32, lab, applab, ops, devices, abab, golden_cpu, cpu_suite, gemm;
 # default the first 13), e.g.
 # for a kernel iteration:
 #   run(command="MNV2_DEVICE_SECTIONS=cuda bash scripts/device-run.sh", carry=[".device"])
@@ -333,6 +333,29 @@ if want app && [[ -f "$repo/.device/app.tar.xz" ]]; then
   cp "$work"/h200-app-accuracy.png "$work"/h200-app-sweep-sizes.png "$out/" 2>/dev/null
   cp "$work"/h200-app-timings.png "$work"/h200-app-cuda-vs-cudnn.png "$work"/h200-app-roofline.png \
     "$work/h200-app-compare.json" "$out/" 2>/dev/null
+fi
+
+# app35 (issue 35): the app offscreen on the GPU, random input (the CLI bundle decodes no images, and the deep dive
+# re-runs a run's settings through the CLI): a cuda and a cudnn run in fp16 at batch 1 with CUPTI, their Run
+# comparison, the cuda run's timeline (its kernels), then a deep dive of both runs into layer APP35_LAYER (default 35:
+# block 7's depthwise, inside the cuda plan's split fused block) with Nsight Compute, the Deep dive page in front.
+if want app35 && [[ -f "$repo/.device/app.tar.xz" ]]; then
+  [[ -x /tmp/qtbundle/run.sh ]] || tar -xJf "$repo/.device/app.tar.xz" -C /tmp
+  export MNV2_CLI=$PWD/bin/mnv2
+  app() { /tmp/qtbundle/run.sh mnv2-profiler --model "$MNV2_MODEL" --size 1500x950 "$@"; }
+  for b in cuda cudnn; do
+    TAIL=6 run "app35_run_$b" app --backend $b --precision fp16 --timing cupti --warmup 20 --iters 100 --run \
+      --export-json "$work/h200-app-$b-fp16.json" --quit
+  done
+  reports=(--report "$work/h200-app-cuda-fp16.json" --report "$work/h200-app-cudnn-fp16.json")
+  TAIL=4 run app35_comparison app "${reports[@]}" --tab comparison --runs 0,1 \
+    --screenshot "$work/h200-app-cuda-vs-cudnn-fp16.png" --quit
+  TAIL=4 run app35_timeline app --report "$work/h200-app-cuda-fp16.json" --tab timeline \
+    --screenshot "$work/h200-app-timeline-cuda-fp16.png" --quit
+  TAIL=30 run app35_deepdive timeout "${APP35_DD_TIMEOUT:-300}" /tmp/qtbundle/run.sh mnv2-profiler --model "$MNV2_MODEL" \
+    --size 1500x950 "${reports[@]}" --tab comparison --runs 0,1 --select-layer "${APP35_LAYER:-35}" --deep-dive \
+    --screenshot "$work/h200-app-deepdive-fp16.png" --quit
+  cp "$work"/h200-app-*.png "$out/" 2>/dev/null
 fi
 
 # The Kernel lab page of the app (issue 18; section applab, also part of app): the app runs the bundle's `mnv2 lab`
