@@ -542,11 +542,11 @@ class Planner {
       *why_not = "not fused: " + *why_not;
       return -1;
     }
-    int64_t blocks = tc ? k::fused_block_blocks(s, v) : k::fused_block_ffma_blocks(s, vf);
-    // block_split: a block the table lists runs as the tile and split measured fastest for its shape and batch on this
-    // architecture (fp16), so its launch has that variant's blocks, splits included: the late blocks at batch 1, which
-    // block leaves unfused for their few tiles, fuse when their split launch fills the GPU (run 17, call 9: with the
-    // table of the faster split sum; with the table before it, call 5 measured this 2.7% slower at batch 1).
+    const int64_t blocks = tc ? k::fused_block_blocks(s, v) : k::fused_block_ffma_blocks(s, vf);
+    // block_split: a block that block fuses takes the tile and split measured fastest for its shape and batch on this
+    // architecture, where the table lists them (fp16). The stage bench timed the split kernel against this unsplit
+    // one, not against the unfused layers, so a block block leaves unfused stays unfused (run 17, call 4: fusing the
+    // late blocks at batch 1 split, 24 kernels instead of 58, was 1.1% slower).
     const MeasuredBlockSplit* split_row =
         half_ && plan_.fusion == CudaOptions::Fusion::block_split ? measured_block_split(gpu_, s) : nullptr;
     if (split_row != nullptr) {
@@ -556,7 +556,6 @@ class Planner {
                                : items <= 4 ? 4
                                             : 6,
                                k::FusedBlockMath::f16, split_row->splits};
-      blocks = k::fused_block_blocks(s, v) * v.splits;
     }
     if (blocks < gpu_.sm_count / 2) {
       *why_not = "not fused: " + std::to_string(blocks) + " blocks would leave most of the " +
