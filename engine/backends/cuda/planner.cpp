@@ -545,8 +545,8 @@ class Planner {
     const int64_t blocks = tc ? k::fused_block_blocks(s, v) : k::fused_block_ffma_blocks(s, vf);
     // block_split: a block that block fuses takes the tile and split measured fastest for its shape and batch on this
     // architecture, where the table lists them (fp16). The stage bench timed the split kernel against this unsplit
-    // one, not against the unfused layers, so a block block leaves unfused stays unfused (run 17, call 4: fusing the
-    // late blocks at batch 1 split, 24 kernels instead of 58, was 1.1% slower).
+    // one, not against the unfused layers, so a block block leaves unfused stays unfused (run 17, call 5: fusing the
+    // late blocks at batch 1 split with this table, 24 kernels instead of 58, was 2.7% slower).
     const MeasuredBlockSplit* split_row =
         half_ && plan_.fusion == CudaOptions::Fusion::block_split ? measured_block_split(gpu_, s) : nullptr;
     if (split_row != nullptr) {
