@@ -194,18 +194,31 @@ std::vector<float> output(const Block& b) {
   return v;
 }
 
-// A graph of `launches` launches of `launch` on `stream`, its kernel edges programmatic or plain, timed by replays:
-// the median replay over the launches, µs.
-template <class Launch>
-std::pair<double, Timing> stage_us(cudaStream_t stream, const Options& o, bool programmatic, const Launch& launch) {
+// What enqueue() puts on `stream`, captured as a graph and instantiated, its kernel edges programmatic (PDL) or plain.
+template <class Enqueue>
+mnv2::gpu::GraphExec capture(cudaStream_t stream, bool programmatic, const Enqueue& enqueue) {
   MNV2_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < o.launches; ++i) launch();
+  enqueue();
   cudaGraph_t raw = nullptr;
   MNV2_CHECK_CUDA(cudaStreamEndCapture(stream, &raw));
   mnv2::gpu::Graph graph(raw);
   if (programmatic) mnv2::gpu::make_programmatic_edges(graph.get(), [](cudaGraphNode_t) { return true; });
-  mnv2::gpu::GraphExec exec = mnv2::gpu::instantiate_graph(graph.get(), stream);
-  const Timing t = time_it(stream, o.warmup, o.iters, [&] { MNV2_CHECK_CUDA(cudaGraphLaunch(exec.get(), stream)); });
+  return mnv2::gpu::instantiate_graph(graph.get(), stream);
+}
+
+// A graph's replays timed: warm-up and timed replays (cudaEvent pair each).
+Timing time_graph(cudaStream_t stream, const Options& o, const mnv2::gpu::GraphExec& exec) {
+  return time_it(stream, o.warmup, o.iters, [&] { MNV2_CHECK_CUDA(cudaGraphLaunch(exec.get(), stream)); });
+}
+
+// A graph of `launches` launches of `launch` on `stream`, its kernel edges programmatic or plain, timed by replays:
+// the median replay over the launches, µs.
+template <class Launch>
+std::pair<double, Timing> stage_us(cudaStream_t stream, const Options& o, bool programmatic, const Launch& launch) {
+  const mnv2::gpu::GraphExec exec = capture(stream, programmatic, [&] {
+    for (int i = 0; i < o.launches; ++i) launch();
+  });
+  const Timing t = time_graph(stream, o, exec);
   return {t.median_ms * 1e3 / o.launches, t};
 }
 
@@ -228,17 +241,13 @@ json phases(cudaStream_t stream, const Options& o, bool programmatic, const k::F
   const size_t n = static_cast<size_t>(k::fused_block_blocks(p.shape, v) * v.splits) * k::kFusedBlockStamps;
   mnv2::gpu::DeviceBuffer bufs[2] = {mnv2::gpu::DeviceBuffer(n * 8), mnv2::gpu::DeviceBuffer(n * 8)};
   for (auto& b : bufs) MNV2_CHECK_CUDA(cudaMemset(b.get(), 0, n * 8));
-  MNV2_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < o.launches; ++i) {
-    k::FusedBlockParams q = p;
-    q.stamps = static_cast<unsigned long long*>(bufs[i % 2].get());
-    k::launch_fused_block(q, v, stream);
-  }
-  cudaGraph_t raw = nullptr;
-  MNV2_CHECK_CUDA(cudaStreamEndCapture(stream, &raw));
-  mnv2::gpu::Graph graph(raw);
-  if (programmatic) mnv2::gpu::make_programmatic_edges(graph.get(), [](cudaGraphNode_t) { return true; });
-  mnv2::gpu::GraphExec exec = mnv2::gpu::instantiate_graph(graph.get(), stream);
+  const mnv2::gpu::GraphExec exec = capture(stream, programmatic, [&] {
+    for (int i = 0; i < o.launches; ++i) {
+      k::FusedBlockParams q = p;
+      q.stamps = static_cast<unsigned long long*>(bufs[i % 2].get());
+      k::launch_fused_block(q, v, stream);
+    }
+  });
   for (int i = 0; i < std::max(o.warmup, 1) + 1; ++i) MNV2_CHECK_CUDA(cudaGraphLaunch(exec.get(), stream));
   MNV2_CHECK_CUDA(cudaStreamSynchronize(stream));
   std::vector<uint64_t> st[2];
@@ -386,14 +395,10 @@ json chains(cudaStream_t stream, const Options& o, bool pdl, std::vector<Block>&
   for (size_t i = 0; i < stages.size(); ++i) k::launch_fused_block(stages[i], variants[i], stream);
   for (const Block& b : blocks) plain.push_back(output(b));
   // The graph of the 16 launches.
-  MNV2_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (size_t i = 0; i < stages.size(); ++i) k::launch_fused_block(stages[i], variants[i], stream);
-  cudaGraph_t raw = nullptr;
-  MNV2_CHECK_CUDA(cudaStreamEndCapture(stream, &raw));
-  mnv2::gpu::Graph graph(raw);
-  if (pdl) mnv2::gpu::make_programmatic_edges(graph.get(), [](cudaGraphNode_t) { return true; });
-  mnv2::gpu::GraphExec exec = mnv2::gpu::instantiate_graph(graph.get(), stream);
-  const Timing tg = time_it(stream, o.warmup, o.iters, [&] { MNV2_CHECK_CUDA(cudaGraphLaunch(exec.get(), stream)); });
+  const mnv2::gpu::GraphExec exec = capture(stream, pdl, [&] {
+    for (size_t i = 0; i < stages.size(); ++i) k::launch_fused_block(stages[i], variants[i], stream);
+  });
+  const Timing tg = time_graph(stream, o, exec);
   // The chain, checked, timed, then stamped.
   const k::FusedBlockChain c = k::prepare_fused_block_chain(stages, variants, stage_mem.get());
   for (Block& b : blocks) MNV2_CHECK_CUDA(cudaMemset(b.y.get(), 0, b.y.bytes()));
