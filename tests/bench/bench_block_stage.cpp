@@ -22,15 +22,16 @@
 //                    [--fastest-from JSON: an earlier run's file; time only its fastest variant and the planner's]
 #include <cuda_runtime_api.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -74,37 +75,30 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw Error("mnv2_stage_bench: " + a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--batch") {
-      o.batches.clear();
-      std::stringstream s(value());
-      for (std::string item; std::getline(s, item, ',');) o.batches.push_back(std::stoi(item));
-    } else if (a == "--launches") {
-      o.launches = std::stoi(value());
-    } else if (a == "--warmup") {
-      o.warmup = std::stoi(value());
-    } else if (a == "--iters") {
-      o.iters = std::stoi(value());
-    } else if (a == "--device") {
-      o.device = std::stoi(value());
-    } else if (a == "--json") {
-      o.json = value();
-    } else if (a == "--fastest-from") {
-      o.fastest_from = value();
-    } else {
-      throw Error("mnv2_stage_bench: unknown argument '" + a +
-                  "' (--batch LIST --launches N --warmup N --iters N --json PATH --device N --fastest-from JSON)");
-    }
+  CLI::App app(
+      "Issue 33's stage prototype: each MobileNetV2 block shape as a stage (fp16 block kernel, every tile x "
+      "split), its phases, and the persistent chain.",
+      "mnv2_stage_bench");
+  app.add_option("--batch", o.batches, "batches, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--launches", o.launches, "launches in one timed graph")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed replays")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--iters", o.iters, "timed replays")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--device", o.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--json", o.json, "write the results here");
+  app.add_option("--fastest-from", o.fastest_from,
+                 "an earlier run's JSON: time only its fastest variant and the planner's of each shape")
+      ->check(CLI::ExistingFile);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // --help: 0, after printing; a usage error: its message
+    std::exit(rc == 0 ? 0 : 2);
   }
-  if (o.iters < 1 || o.warmup < 0 || o.launches < 1 || o.launches > 1000 || o.batches.empty())
-    throw Error("mnv2_stage_bench: bad --iters, --warmup, --launches or --batch");
-  for (int b : o.batches)
-    if (b < 1 || b > 256) throw Error("mnv2_stage_bench: batches are 1 to 256");
   return o;
 }
 
