@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # Validates mnv2's report files against the JSON Schemas in resources/schemas (docs/REPORTS.md): each JSON file
-# by its "schema"/"format" field (or the shape of a trace, topology, classify or targets probe output), each CSV
+# by its "schema"/"format" field (or the shape of a trace, topology, classify or targets probe output, or of the
+# targets file), each CSV
 # by its header against the columns its row schema lists, in order, and each row's cells against their types.
 # usage: validate-reports.py [--schemas DIR] [--quiet] [--at-least N] FILE|DIR... ; exit 0: all valid, 1: some invalid, 2: usage.
 import argparse
@@ -49,6 +50,8 @@ def json_schema_of(doc):
             return "mnv2.trace.schema.json"
         if "totals" in doc and "layers" in doc and "input" in doc:
             return "mnv2.topology.schema.json"
+        if "schema_version" in doc and "targets" in doc:
+            return "mnv2.targets-file.schema.json"
     if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "top5" in doc[0] and "logits" in doc[0]:
         return "mnv2.classify.schema.json"
     if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "target" in doc[0] and "ok" in doc[0]:

@@ -106,7 +106,17 @@ def main():
         targets = lambda *args: subprocess.run([a.mnv2, "targets", *args], cwd=tmp, check=True, env=env,
                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         targets("add", "lab", "user@lab.example.org:2222")
+        targets("add", "cluster", "login.example.org", "--slurm-partition", "gpu", "--slurm-gres", "gpu:1",
+                "--slurm-arg=--exclusive", "--setup", "module load cuda")
         target_list = json.loads(targets("list", "--json").stdout)
+        # The targets file itself (what `targets add` wrote): an SSH target with a port, a Slurm one with a setup line.
+        targets_file = json.load(open(os.path.join(tmp, "config", "mnv2-profiler", "targets.json")))
+        mutate(store, "mnv2.targets-file.schema.json", targets_file, ["targets", 0], "port", required=False)
+        mutate(store, "mnv2.targets-file.schema.json", targets_file, ["targets", 0], "host")
+        mutate(store, "mnv2.targets-file.schema.json", targets_file, ["targets", 1, "slurm"], "pending_timeout_s",
+               required=False)
+        # (schema_version and targets are how the validator knows the file: dropping either leaves no targets file.)
+        mutate(store, "mnv2.targets-file.schema.json", targets_file, [], "schema_version", required=False)
         load = lambda f: json.load(open(os.path.join(tmp, f)))
         report, bench, memory, trace = load("c.json"), load("b.json"), load("m.json"), load("t.json")
         mutate(store, "mnv2.report.schema.json", report, ["runs", 0, "metadata"], "batch")
