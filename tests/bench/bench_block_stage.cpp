@@ -86,9 +86,9 @@ Options parse(int argc, char** argv) {
   app.add_option("--launches", o.launches, "launches in one timed graph")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  app.add_option("--warmup", o.warmup, "untimed replays")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--iters", o.iters, "timed replays")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--device", o.device, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed replays")->check(CLI::Range(0, 1000000))->capture_default_str();
+  app.add_option("--iters", o.iters, "timed replays")->check(CLI::Range(1, 1000000))->capture_default_str();
+  app.add_option("--device", o.device, "CUDA device ordinal")->check(CLI::Range(0, 1023))->capture_default_str();
   app.add_option("--json", o.json, "write the results here");
   app.add_option("--fastest-from", o.fastest_from,
                  "an earlier run's JSON: time only its fastest variant and the planner's of each shape")

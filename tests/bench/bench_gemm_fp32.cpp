@@ -16,6 +16,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -353,35 +354,27 @@ struct Options {
 Options parse(int argc, char** argv) {
   Options o;
   if (const char* env = std::getenv("MNV2_MODEL"); env && *env) o.model = env;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw Error("mnv2_gemm_bench: " + a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--batch") {
-      o.batches.clear();
-      std::stringstream s(value());
-      for (std::string item; std::getline(s, item, ',');) o.batches.push_back(std::stoi(item));
-    } else if (a == "--warmup") {
-      o.warmup = std::stoi(value());
-    } else if (a == "--iters") {
-      o.iters = std::stoi(value());
-    } else if (a == "--check-batch") {
-      o.check_batch = std::stoi(value());
-    } else if (a == "--device") {
-      o.device = std::stoi(value());
-    } else if (a == "--json") {
-      o.json = value();
-    } else if (a == "--model") {
-      o.model = value();
-    } else {
-      throw Error("mnv2_gemm_bench: unknown argument '" + a +
-                  "' (--batch LIST --warmup N --iters N --check-batch N --model PATH --json PATH --device N)");
-    }
+  CLI::App app("The cuda backend's strict-FP32 1x1-convolution GEMMs against cuBLAS SGEMM on MobileNetV2's shapes.",
+               "mnv2_gemm_bench");
+  app.add_option("--batch", o.batches, "batches, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed repetitions")->check(CLI::Range(0, 1000000))->capture_default_str();
+  app.add_option("--iters", o.iters, "timed repetitions")->check(CLI::Range(1, 1000000))->capture_default_str();
+  app.add_option("--check-batch", o.check_batch, "the batch checked against the reference (0: none)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--device", o.device, "CUDA device ordinal")->check(CLI::Range(0, 1023))->capture_default_str();
+  app.add_option("--model", o.model, "the ONNX model (default $MNV2_MODEL, else the built-in MobileNetV2)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--json", o.json, "write the results here");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // --help: 0, after printing; a usage error: its message
+    std::exit(rc == 0 ? 0 : 2);
   }
-  if (o.iters < 1 || o.warmup < 0 || o.check_batch < 0 || o.batches.empty())
-    throw Error("mnv2_gemm_bench: bad --iters, --warmup, --check-batch or --batch");
   return o;
 }
 
