@@ -172,6 +172,17 @@ def visible_rect(a, parents):
         x0, y0, x1, y1 = max(x0, px), max(y0, py), min(x1, px + pw), min(y1, py + ph)
     return x0, y0, x1 - x0, y1 - y0
 
+def clipper(a, parents):
+    # The innermost ancestor that cuts the widget (a scroll area's viewport), or the widget: "x y w h".
+    x0, y0, w, h = rect(a)
+    for p in parents:  # innermost first
+        px, py, pw, ph = rect(p)
+        if pw <= 0 or ph <= 0 or p.get_role() == Atspi.Role.APPLICATION:
+            continue
+        if x0 < px or y0 < py or x0 + w > px + pw or y0 + h > py + ph:
+            return px, py, pw, ph
+    return x0, y0, w, h
+
 def find(role, name):
     a = app()
     if a is None:
@@ -199,7 +210,8 @@ def main():
             sys.exit(1)
         node, parents = r
         st = node.get_state_set()
-        print(*rect(node), *visible_rect(node, parents), int(st.contains(S.FOCUSED)), int(st.contains(S.ENABLED)))
+        print(*rect(node), *visible_rect(node, parents), int(st.contains(S.FOCUSED)), int(st.contains(S.ENABLED)),
+              *clipper(node, parents))
     elif cmd == "field":  # LABEL -> the field the form label names: "find" output for it
         label = sys.argv[2]
         a = app()
@@ -232,7 +244,8 @@ def main():
             sys.exit(1)
         node, parents = best
         st = node.get_state_set()
-        print(*rect(node), *visible_rect(node, parents), int(st.contains(S.FOCUSED)), int(st.contains(S.ENABLED)))
+        print(*rect(node), *visible_rect(node, parents), int(st.contains(S.FOCUSED)), int(st.contains(S.ENABLED)),
+              *clipper(node, parents))
     elif cmd == "run-state":  # -> "enabled|disabled <status text>" of the Run button and the run status line
         a = app()
         run, status = None, ""
@@ -366,20 +379,16 @@ locate() {
 scroll_into_view() {
   local tries=0
   locate "$@"
-  # located: x y w h vx vy vw vh focused enabled
+  # located: x y w h vx vy vw vh focused enabled, then the clipping scroll viewport: cx cy cw ch
   while [ "${located[7]}" -lt "${located[3]}" ] || [ "${located[6]}" -lt "${located[2]}" ]; do
     [ "$tries" -lt 40 ] || die "cannot scroll '${*:2}' into view (step '$step')"
-    # wheel over the visible part of its scroll area: the ancestor clip decides the direction
-    local cx=$((located[0] + located[2] / 2))
+    # Wheel over the viewport's left margin (the form's labels, which pass the wheel to the scroll area: over a
+    # field's column a combo box or spin box under the pointer would take the wheel and change its value), half way
+    # down, towards the widget.
+    local wx=$((located[10] + 6)) wy=$((located[11] + located[13] / 2))
     local button=5
-    if [ "${located[7]}" -le 0 ]; then
-      # nothing of it shows: wheel in the middle of the dock column, towards it
-      [ "${located[1]}" -lt $((screen_h / 2)) ] && button=4
-      xdotool mousemove "$cx" "$((screen_h / 2))" click "$button"
-    else
-      [ "${located[5]}" -gt "${located[1]}" ] && button=4  # clipped at the top: scroll up
-      xdotool mousemove "$cx" "$((located[5] + located[7] / 2))" click "$button"
-    fi
+    [ "${located[1]}" -lt "${located[11]}" ] && button=4  # above the viewport: scroll up
+    xdotool mousemove "$wx" "$wy" click "$button"
     sleep 0.2
     tries=$((tries + 1))
     locate "$@"
