@@ -553,13 +553,8 @@ int run(const Options& o) {
             continue;  // --fastest-from: that file's fastest and the planner's only
           k::FusedBlockVariant v{th, tw, items <= 2 ? 2 : items <= 4 ? 4 : 6, k::FusedBlockMath::f16, splits};
           if (th == chosen.tile_h && tw == chosen.tile_w && splits == 1) v = chosen;
-          mnv2::gpu::DeviceBuffer partials(
-              static_cast<size_t>(std::max<int64_t>(k::fused_block_partials_floats(s, v), 4)) * sizeof(float));
-          mnv2::gpu::DeviceBuffer counters(static_cast<size_t>(k::fused_block_blocks(s, v)) * sizeof(unsigned));
-          MNV2_CHECK_CUDA(cudaMemset(counters.get(), 0, static_cast<size_t>(k::fused_block_blocks(s, v)) * 4));
-          k::FusedBlockParams p = b.p;
-          p.partials = static_cast<float*>(partials.get());
-          p.tile_counters = static_cast<unsigned*>(counters.get());
+          const SplitBuffers sb(s, v);
+          const k::FusedBlockParams p = sb.with(b.p);
           auto launch = [&] { k::launch_fused_block(p, v, stream.get()); };
           launch();
           const std::vector<float> got = output(b);
@@ -598,15 +593,8 @@ int run(const Options& o) {
       // Where the planner's and the fastest variant's stage time goes (their own partials and counters again).
       json breakdown;
       for (const auto& [what, v] : {std::pair{"planner", chosen}, std::pair{"best", best_variant}}) {
-        mnv2::gpu::DeviceBuffer partials(
-            static_cast<size_t>(std::max<int64_t>(k::fused_block_partials_floats(s, v), 4)) * sizeof(float));
-        const size_t counter_bytes = static_cast<size_t>(k::fused_block_blocks(s, v)) * sizeof(unsigned);
-        mnv2::gpu::DeviceBuffer counters(counter_bytes);
-        MNV2_CHECK_CUDA(cudaMemset(counters.get(), 0, counter_bytes));
-        k::FusedBlockParams p = b.p;
-        p.partials = static_cast<float*>(partials.get());
-        p.tile_counters = static_cast<unsigned*>(counters.get());
-        breakdown[what] = phases(stream.get(), o, pdl, p, v);
+        const SplitBuffers sb(s, v);
+        breakdown[what] = phases(stream.get(), o, pdl, sb.with(b.p), v);
         breakdown[what]["variant"] = k::to_string(v);
       }
       const json& bp = breakdown["best"];

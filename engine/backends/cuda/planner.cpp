@@ -543,6 +543,11 @@ class Planner {
       return -1;
     }
     const int64_t blocks = tc ? k::fused_block_blocks(s, v) : k::fused_block_ffma_blocks(s, vf);
+    if (blocks < gpu_.sm_count / 2) {
+      *why_not = "not fused: " + std::to_string(blocks) + " blocks would leave most of the " +
+                 std::to_string(gpu_.sm_count) + " multiprocessors idle";
+      return -1;
+    }
     // block_split: a block that block fuses takes the tile and split measured fastest for its shape and batch on this
     // architecture, where the table lists them (fp16). The stage bench timed the split kernel against this unsplit
     // one, not against the unfused layers, so a block block leaves unfused stays unfused (run 17, call 5: fusing the
@@ -556,13 +561,7 @@ class Planner {
                                : items <= 4 ? 4
                                             : 6,
                                k::FusedBlockMath::f16, split_row->splits};
-    }
-    if (blocks < gpu_.sm_count / 2) {
-      *why_not = "not fused: " + std::to_string(blocks) + " blocks would leave most of the " +
-                 std::to_string(gpu_.sm_count) + " multiprocessors idle";
-      return -1;
-    }
-    if (split_row != nullptr) {  // the splits' partials and arrival counters share the split-K GEMMs' workspace
+      // The splits' partials and arrival counters share the split-K GEMMs' workspace.
       plan_.gemm_workspace_floats = std::max(plan_.gemm_workspace_floats, k::fused_block_partials_floats(s, v));
       if (v.splits > 1) plan_.gemm_tile_counters = std::max(plan_.gemm_tile_counters, k::fused_block_blocks(s, v));
     }
